@@ -1,0 +1,41 @@
+# Two commands: `make run` (set up and start the embedded product) and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+export PORT
+
+.PHONY: run test install lint bench-ingest bench-context clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall whenever pyproject.toml changes; the stamp records the last install.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	$(BIN)/python manage.py demo_setup --port $(PORT)
+	$(BIN)/honcho start -f Procfile
+
+test: install
+	$(BIN)/python manage.py check --fail-level WARNING
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+
+bench-ingest: install
+	$(BIN)/python bench/ingest.py
+
+bench-context: install
+	$(BIN)/python bench/context.py
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+from memory import views as memory_views
+
+handler404 = "memory.errors.json_not_found"
+handler500 = "memory.errors.json_server_error"
+
+urlpatterns = [
+    path("", memory_views.home, name="home"),
+    path("healthz", memory_views.healthz, name="healthz"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+    path("v1/", include("memory.urls")),
+]

@@ -1,0 +1,488 @@
+"""The agent API under /v1. Views parse and check input, call one service or selector,
+and shape the answer; the services own every rule."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from governance.models import AuditEvent
+from governance.services import Actor
+from memory import api_schema as out
+from memory import selectors, services
+from memory.context import context_for_conversation, parse_max_tokens
+from memory.models import ApiKey, Conversation, ObservationVersion
+from memory.wire import (
+    conversation_to_wire,
+    message_to_wire,
+    observation_to_wire,
+    reflection_to_wire,
+)
+
+# --- input ---------------------------------------------------------------------------------
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of turning them into text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def _text(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(trim_whitespace=False, **kwargs)
+
+
+class ConversationCreateIn(serializers.Serializer):
+    userId = _text(required=False, allow_null=True, allow_blank=True, max_length=255)
+    title = _text(required=False, allow_blank=True, max_length=255)
+    metadata = serializers.DictField(required=False, allow_null=True)
+
+
+class MessageIn(serializers.Serializer):
+    role = _text()
+    content = _text(allow_blank=True)
+    createdAt = serializers.DateTimeField(required=False, allow_null=True)
+    metadata = serializers.DictField(required=False, allow_null=True)
+    toolName = _text(required=False, allow_blank=True, max_length=200)
+    toolCallId = _text(required=False, allow_blank=True, max_length=200)
+
+
+class BulkMessagesIn(serializers.Serializer):
+    messages = MessageIn(many=True, allow_empty=True)
+
+
+class SearchIn(serializers.Serializer):
+    query = _text()
+    limit = serializers.JSONField(required=False)
+
+
+class ObservationCreateIn(serializers.Serializer):
+    text = _text()
+    priority = _text(required=False)
+    referencedAt = serializers.DateTimeField(required=False, allow_null=True)
+    tags = serializers.ListField(child=_text(max_length=100), required=False)
+    topics = serializers.ListField(child=_text(max_length=100), required=False)
+    ticketId = _text(required=False, allow_blank=True, max_length=100)
+    sourceMessageIds = serializers.ListField(child=serializers.UUIDField(), required=False)
+    reason = _text(required=False, allow_blank=True)
+
+
+class ObservationUpdateIn(serializers.Serializer):
+    reason = _text(required=False, allow_blank=True)
+    text = _text(required=False)
+    priority = _text(required=False)
+    referencedAt = serializers.DateTimeField(required=False, allow_null=True)
+    tags = serializers.ListField(child=_text(max_length=100), required=False)
+
+
+class ReasonIn(serializers.Serializer):
+    reason = _text(required=False, allow_blank=True)
+
+
+def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def _message_input(data: dict[str, Any]) -> services.MessageInput:
+    return services.MessageInput(
+        role=data["role"],
+        content=data["content"],
+        created_at=data.get("createdAt"),
+        metadata=data.get("metadata") or {},
+        tool_name=data.get("toolName") or "",
+        tool_call_id=data.get("toolCallId") or "",
+    )
+
+
+# --- shared plumbing --------------------------------------------------------------------------
+
+ERRORS = {
+    400: OpenApiResponse(out.ErrorOut, description="Bad input; `field` names what is wrong."),
+    401: OpenApiResponse(out.ErrorOut, description="Missing, unknown or revoked API key."),
+    403: OpenApiResponse(out.ErrorOut, description="X-Workspace-Id is not the key's workspace."),
+    404: OpenApiResponse(out.ErrorOut, description="No such object in this workspace."),
+}
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="Repeat a write safely: the same key and body replay the first response; "
+    "the same key with another body is 409.",
+)
+
+
+class MemdeskApi(APIView):
+    """Base for the agent API: the authenticated key, its workspace, the acting identity."""
+
+    @property
+    def api_key(self) -> ApiKey:
+        return self.request.auth  # type: ignore[return-value]
+
+    @property
+    def workspace(self):  # type: ignore[no-untyped-def]
+        return self.api_key.workspace
+
+    def actor(self) -> Actor:
+        request = self.request
+        forwarded = request.META.get("REMOTE_ADDR")
+        return Actor(
+            type=AuditEvent.ActorType.API_KEY,
+            id=str(self.api_key.pk),
+            role=self.api_key.scope,
+            request_id=request.headers.get("X-Request-Id", "")[:100] or uuid.uuid4().hex,
+            ip_address=forwarded,
+        )
+
+    def conversation(self, conversation_id: str) -> Conversation:
+        return selectors.conversation_get(workspace=self.workspace, conversation_id=conversation_id)
+
+    def idempotent(self, request: Request, write) -> Response:  # type: ignore[no-untyped-def]
+        key = request.headers.get("Idempotency-Key")
+        fingerprint = services.request_fingerprint(
+            method=request.method or "", path=request.path, body=request.data
+        )
+        status, body, replayed = services.idempotent_write(
+            workspace=self.workspace, key=key, fingerprint=fingerprint, write=write
+        )
+        response = Response(body, status=status)
+        if replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+
+# --- conversations ----------------------------------------------------------------------------
+
+
+class ConversationListCreateApi(MemdeskApi):
+    @extend_schema(
+        operation_id="conversations_list",
+        parameters=[
+            OpenApiParameter("userId", str, description="Only this end user's conversations."),
+            OpenApiParameter("limit", int, description="1..200, default 50."),
+            OpenApiParameter("cursor", str, description="next_cursor of the previous page."),
+        ],
+        responses={200: out.ConversationPageOut, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        limit = selectors.parse_limit(request.query_params.get("limit"))
+        page, next_cursor = selectors.conversation_list(
+            workspace=self.workspace,
+            user_id=request.query_params.get("userId") or None,
+            limit=limit,
+            cursor=request.query_params.get("cursor") or None,
+        )
+        return Response(
+            {"conversations": [conversation_to_wire(c) for c in page], "next_cursor": next_cursor}
+        )
+
+    @extend_schema(
+        operation_id="conversations_create",
+        request=ConversationCreateIn,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: out.ConversationOut, 409: out.ErrorOut, **ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        data = _valid(ConversationCreateIn, request.data)
+
+        def write() -> tuple[int, Any]:
+            conversation = services.conversation_create(
+                workspace=self.workspace,
+                user_id=data.get("userId") or "",
+                title=data.get("title") or "",
+                metadata=data.get("metadata") or {},
+            )
+            return 201, conversation_to_wire(conversation)
+
+        return self.idempotent(request, write)
+
+
+class ConversationDetailApi(MemdeskApi):
+    @extend_schema(operation_id="conversations_get", responses={200: out.ConversationOut, **ERRORS})
+    def get(self, request: Request, conversation_id: str) -> Response:
+        return Response(conversation_to_wire(self.conversation(conversation_id)))
+
+    @extend_schema(
+        operation_id="conversations_delete",
+        parameters=[OpenApiParameter("reason", str, description="Why; kept in the audit trail.")],
+        request=ReasonIn,
+        responses={204: None, **ERRORS},
+    )
+    def delete(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        reason = request.query_params.get("reason") or (
+            _valid(ReasonIn, request.data).get("reason") if request.data else ""
+        )
+        services.conversation_delete(
+            conversation=conversation, actor=self.actor(), reason=reason or ""
+        )
+        return Response(status=204)
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+class MessageListCreateApi(MemdeskApi):
+    @extend_schema(
+        operation_id="messages_list",
+        parameters=[OpenApiParameter("limit", int, description="1..200, default 50.")],
+        responses={200: out.MessageListOut, **ERRORS},
+        description="The newest messages, newest first.",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        limit = selectors.parse_limit(request.query_params.get("limit"))
+        conversation = self.conversation(conversation_id)
+        messages = selectors.message_list_newest_first(conversation=conversation, limit=limit)
+        return Response({"messages": [message_to_wire(m) for m in messages]})
+
+    @extend_schema(
+        operation_id="messages_create",
+        request=MessageIn,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: out.MessageOut, 409: out.ErrorOut, **ERRORS},
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        item = _message_input(_valid(MessageIn, request.data))
+
+        def write() -> tuple[int, Any]:
+            [message] = services.messages_append(conversation=conversation, items=[item])
+            return 201, message_to_wire(message)
+
+        return self.idempotent(request, write)
+
+
+class MessageBulkCreateApi(MemdeskApi):
+    @extend_schema(
+        operation_id="messages_bulk_create",
+        request=BulkMessagesIn,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: out.MessageListOut, 409: out.ErrorOut, **ERRORS},
+        description="Append up to 100 messages, all or none, in the order given.",
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        data = _valid(BulkMessagesIn, request.data)
+        items = [_message_input(m) for m in data["messages"]]
+
+        def write() -> tuple[int, Any]:
+            messages = services.messages_append(conversation=conversation, items=items)
+            return 201, {"messages": [message_to_wire(m) for m in messages]}
+
+        return self.idempotent(request, write)
+
+
+class MessageSearchApi(MemdeskApi):
+    @extend_schema(
+        operation_id="messages_search",
+        request=SearchIn,
+        responses={200: out.SearchOut, **ERRORS},
+        description="Case-insensitive text search in one conversation (full-text on "
+        "PostgreSQL). searchType is always 'text'.",
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        data = _valid(SearchIn, request.data)
+        limit = selectors.parse_limit(data.get("limit"), default=10)
+        conversation = self.conversation(conversation_id)
+        hits = selectors.message_search(conversation=conversation, query=data["query"], limit=limit)
+        return Response(
+            {"messages": [message_to_wire(m, score=s) for m, s in hits], "searchType": "text"}
+        )
+
+
+# --- memory tiers -------------------------------------------------------------------------------
+
+
+class ContextGetApi(MemdeskApi):
+    @extend_schema(
+        operation_id="context_get",
+        parameters=[
+            OpenApiParameter(
+                "format",
+                str,
+                enum=["json", "text", "messages"],
+                description="json (default); text: the '## Reflections / ## Observations / "
+                "## Recent Messages' block; messages: an OpenAI chat messages array.",
+            ),
+            OpenApiParameter(
+                "max_tokens",
+                int,
+                description="Fit a token budget: drops the oldest recent messages, then the "
+                "lowest-priority observations, then the oldest reflections; never splits one.",
+            ),
+        ],
+        responses={200: out.ContextOut, 304: None, **ERRORS},
+    )
+    def get(self, request: Request, conversation_id: str) -> HttpResponse:
+        fmt = request.query_params.get("format") or "json"
+        max_tokens = parse_max_tokens(request.query_params.get("max_tokens"))
+        conversation = self.conversation(conversation_id)
+        rendered = context_for_conversation(
+            conversation=conversation, fmt=fmt, max_tokens=max_tokens
+        )
+        if request.headers.get("If-None-Match") == rendered.etag:
+            response = HttpResponse(status=304)
+        else:
+            response = HttpResponse(rendered.body, content_type=rendered.content_type)
+        response["ETag"] = rendered.etag
+        response["Cache-Control"] = "private, no-cache"
+        return response
+
+
+class ObservationListCreateApi(MemdeskApi):
+    @extend_schema(
+        operation_id="observations_list",
+        parameters=[OpenApiParameter("status", str, enum=["active", "reflected"])],
+        responses={200: out.ObservationListOut, **ERRORS},
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        today = timezone.now().date()
+        observations = selectors.observation_list(
+            conversation=conversation, status=request.query_params.get("status")
+        )
+        return Response(
+            {"observations": [observation_to_wire(o, today=today) for o in observations]}
+        )
+
+    @extend_schema(
+        operation_id="observations_create",
+        request=ObservationCreateIn,
+        responses={201: out.ObservationOut, **ERRORS},
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        data = _valid(ObservationCreateIn, request.data)
+        observation = services.observation_create(
+            conversation=conversation,
+            actor=self.actor(),
+            text=data["text"],
+            priority=data.get("priority") or "medium",
+            referenced_at=data.get("referencedAt"),
+            tags=data.get("tags"),
+            topics=data.get("topics"),
+            ticket_id=data.get("ticketId") or "",
+            source_message_ids=data.get("sourceMessageIds"),
+            reason=data.get("reason") or "",
+        )
+        return Response(observation_to_wire(observation, today=timezone.now().date()), status=201)
+
+
+class ObservationDetailApi(MemdeskApi):
+    @extend_schema(operation_id="observations_get", responses={200: out.ObservationOut, **ERRORS})
+    def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
+        observation = selectors.observation_get(
+            conversation=self.conversation(conversation_id), observation_id=observation_id
+        )
+        return Response(observation_to_wire(observation, today=timezone.now().date()))
+
+    @extend_schema(
+        operation_id="observations_update",
+        request=ObservationUpdateIn,
+        responses={200: out.ObservationOut, **ERRORS},
+        description="Edit text, priority, event date or tags. `reason` is required.",
+    )
+    def patch(self, request: Request, conversation_id: str, observation_id: str) -> Response:
+        observation = selectors.observation_get(
+            conversation=self.conversation(conversation_id), observation_id=observation_id
+        )
+        data = _valid(ObservationUpdateIn, request.data)
+        updated = services.observation_update(
+            observation=observation,
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+            text=data.get("text"),
+            priority=data.get("priority"),
+            referenced_at=data.get("referencedAt"),
+            tags=data.get("tags"),
+        )
+        return Response(observation_to_wire(updated, today=timezone.now().date()))
+
+    @extend_schema(
+        operation_id="observations_delete",
+        parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
+        request=ReasonIn,
+        responses={204: None, **ERRORS},
+    )
+    def delete(self, request: Request, conversation_id: str, observation_id: str) -> Response:
+        observation = selectors.observation_get(
+            conversation=self.conversation(conversation_id), observation_id=observation_id
+        )
+        reason = request.query_params.get("reason") or (
+            _valid(ReasonIn, request.data).get("reason") if request.data else ""
+        )
+        services.observation_delete(
+            observation=observation, actor=self.actor(), reason=reason or ""
+        )
+        return Response(status=204)
+
+
+class ObservationHistoryApi(MemdeskApi):
+    @extend_schema(
+        operation_id="observations_history", responses={200: out.ObservationHistoryOut, **ERRORS}
+    )
+    def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
+        observation = selectors.observation_get(
+            conversation=self.conversation(conversation_id), observation_id=observation_id
+        )
+        versions = ObservationVersion.objects.filter(observation_id=observation.pk)
+        return Response(
+            {
+                "current": observation_to_wire(observation, today=timezone.now().date()),
+                "versions": [
+                    {
+                        "version": v.version,
+                        "text": v.text,
+                        "priority": v.priority,
+                        "change": v.change,
+                        "reason": v.reason,
+                        "changedBy": v.changed_by,
+                        "changedAt": v.changed_at.isoformat(),
+                    }
+                    for v in versions
+                ],
+            }
+        )
+
+
+class ReflectionListApi(MemdeskApi):
+    @extend_schema(
+        operation_id="reflections_list",
+        parameters=[OpenApiParameter("status", str, enum=["active", "superseded"])],
+        responses={200: out.ReflectionListOut, **ERRORS},
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        today = timezone.now().date()
+        reflections = selectors.reflection_list(
+            conversation=conversation, status=request.query_params.get("status")
+        )
+        return Response({"reflections": [reflection_to_wire(r, today=today) for r in reflections]})
+
+
+class ExtractionStatusApi(MemdeskApi):
+    @extend_schema(
+        operation_id="extraction_status",
+        parameters=[OpenApiParameter("limit", int, description="Messages listed, 1..200.")],
+        responses={200: out.ExtractionStatusOut, **ERRORS},
+        description="Per message: pending until an observation covers it, then completed. "
+        "summary counts every message of the conversation.",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        limit = selectors.parse_limit(request.query_params.get("limit"), default=200)
+        status = selectors.extraction_status(
+            conversation=self.conversation(conversation_id), limit=limit
+        )
+        return Response({"messages": status.messages, "summary": status.summary})

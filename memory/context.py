@@ -1,0 +1,205 @@
+"""``context_for_conversation``: the three tiers an agent puts into its prompt.
+
+Reflections (most condensed), then active observations, then the recent messages that
+no observation covers yet. The rendered bytes are cached under a key that changes with
+every write to the conversation (``last_seq``, ``memory_version``) and with the day
+(relative dates), so an unchanged conversation answers with identical bytes and ETag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from django.core.cache import cache
+from django.utils import timezone
+
+from memory.errors import MemdeskError
+from memory.models import PRIORITY_KEEP_RANK, Conversation, Message, Observation, Reflection
+from memory.selectors import active_observations, active_reflections, unobserved_messages
+from memory.tokens import token_count
+from memory.wire import memory_line, message_to_wire, observation_to_wire, reflection_to_wire
+
+FORMATS = ("json", "text", "messages")
+# The system message that carries memory into a prompt. The Observer recognises it by
+# this first line and never observes it, so memory cannot feed on itself.
+MEMORY_BLOCK_HEADER = "Relevant memory for this conversation"
+# Tokens a chat message costs beyond its content (role and separators), as OpenAI counts.
+MESSAGE_OVERHEAD_TOKENS = 4
+CACHE_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class RenderedContext:
+    body: bytes
+    content_type: str
+    etag: str
+
+
+def parse_max_tokens(raw: str | None) -> int | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise MemdeskError(
+            "invalid_max_tokens",
+            f"max_tokens must be a positive whole number; got {raw!r}.",
+            field="max_tokens",
+        )
+    return value
+
+
+def _message_cost(message: Message) -> int:
+    return message.token_count + MESSAGE_OVERHEAD_TOKENS
+
+
+def _memory_cost(item: Observation | Reflection) -> int:
+    return token_count(memory_line(item)) + 1  # + the newline that separates lines
+
+
+@dataclass
+class _Tiers:
+    reflections: list[Reflection]
+    observations: list[Observation]
+    recent: list[Message]
+    dropped: dict[str, int]
+
+
+def _fit_to_budget(tiers: _Tiers, max_tokens: int) -> int:
+    """Drop whole items until the context fits: the oldest recent messages first, then the
+    lowest-priority (and, among equals, oldest) observations, then the oldest reflections."""
+    message_costs = [_message_cost(m) for m in tiers.recent]
+    observation_costs = {o.pk: _memory_cost(o) for o in tiers.observations}
+    reflection_costs = [_memory_cost(r) for r in tiers.reflections]
+    total = sum(message_costs) + sum(observation_costs.values()) + sum(reflection_costs)
+
+    drop_messages = 0
+    while total > max_tokens and drop_messages < len(tiers.recent):
+        total -= message_costs[drop_messages]
+        drop_messages += 1
+
+    by_expendability = sorted(
+        tiers.observations,
+        key=lambda o: (-PRIORITY_KEEP_RANK[o.priority], o.observed_at, o.window_start_seq or 0),
+    )
+    dropped_observations: set[Any] = set()
+    for observation in by_expendability:
+        if total <= max_tokens:
+            break
+        total -= observation_costs[observation.pk]
+        dropped_observations.add(observation.pk)
+
+    drop_reflections = 0
+    while total > max_tokens and drop_reflections < len(tiers.reflections):
+        total -= reflection_costs[drop_reflections]
+        drop_reflections += 1
+
+    tiers.recent = tiers.recent[drop_messages:]
+    tiers.observations = [o for o in tiers.observations if o.pk not in dropped_observations]
+    tiers.reflections = tiers.reflections[drop_reflections:]
+    tiers.dropped = {
+        "recentMessages": drop_messages,
+        "observations": len(dropped_observations),
+        "reflections": drop_reflections,
+    }
+    return total
+
+
+def _memory_sections(tiers: _Tiers) -> list[str]:
+    sections = []
+    if tiers.reflections:
+        sections.append("## Reflections\n" + "\n".join(memory_line(r) for r in tiers.reflections))
+    if tiers.observations:
+        sections.append("## Observations\n" + "\n".join(memory_line(o) for o in tiers.observations))
+    return sections
+
+
+def _render_text(tiers: _Tiers) -> str:
+    """The block the neo4j-agent-memory client builds from the JSON context, byte for byte."""
+    parts = _memory_sections(tiers)
+    if tiers.recent:
+        parts.append(
+            "## Recent Messages\n" + "\n".join(f"[{m.role}] {m.content}" for m in tiers.recent)
+        )
+    return "\n\n".join(parts)
+
+
+def _chat_message(message: Message) -> dict[str, Any]:
+    chat: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == Message.Role.TOOL and message.tool_call_id:
+        chat["tool_call_id"] = message.tool_call_id
+    tool_calls = message.metadata.get("toolCalls") if message.metadata else None
+    if message.role == Message.Role.ASSISTANT and tool_calls:
+        chat["tool_calls"] = tool_calls
+    return chat
+
+
+def _render_messages(tiers: _Tiers) -> list[dict[str, Any]]:
+    memory_parts = _memory_sections(tiers)
+    chat = []
+    if memory_parts:
+        chat.append(
+            {"role": "system", "content": MEMORY_BLOCK_HEADER + "\n\n" + "\n\n".join(memory_parts)}
+        )
+    chat.extend(_chat_message(m) for m in tiers.recent)
+    return chat
+
+
+def _render(
+    conversation: Conversation, *, fmt: str, max_tokens: int | None, today: date
+) -> RenderedContext:
+    tiers = _Tiers(
+        reflections=list(active_reflections(conversation=conversation)),
+        observations=list(active_observations(conversation=conversation)),
+        recent=list(unobserved_messages(conversation=conversation)),
+        dropped={},
+    )
+    budget: dict[str, Any] = {}
+    if max_tokens is not None:
+        used = _fit_to_budget(tiers, max_tokens)
+        budget = {"maxTokens": max_tokens, "tokenCount": used, "trimmed": tiers.dropped}
+
+    if fmt == "text":
+        body = _render_text(tiers).encode()
+        content_type = "text/plain; charset=utf-8"
+    else:
+        payload: dict[str, Any]
+        if fmt == "messages":
+            payload = {"messages": _render_messages(tiers)}
+        else:
+            payload = {
+                "conversationId": str(conversation.id),
+                "reflections": [reflection_to_wire(r, today=today) for r in tiers.reflections],
+                "observations": [observation_to_wire(o, today=today) for o in tiers.observations],
+                "recentMessages": [message_to_wire(m) for m in tiers.recent],
+            }
+        payload.update(budget)
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+        content_type = "application/json"
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    return RenderedContext(body=body, content_type=content_type, etag=etag)
+
+
+def context_for_conversation(
+    *, conversation: Conversation, fmt: str = "json", max_tokens: int | None = None
+) -> RenderedContext:
+    if fmt not in FORMATS:
+        raise MemdeskError(
+            "invalid_format", f"format must be one of {', '.join(FORMATS)}.", field="format"
+        )
+    today = timezone.now().date()
+    key = (
+        f"memdesk:ctx:{conversation.pk}:{conversation.last_seq}:{conversation.memory_version}"
+        f":{fmt}:{max_tokens}:{today.isoformat()}"
+    )
+    rendered = cache.get(key)
+    if rendered is None:
+        rendered = _render(conversation, fmt=fmt, max_tokens=max_tokens, today=today)
+        cache.set(key, rendered, CACHE_SECONDS)
+    return rendered

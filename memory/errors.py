@@ -1,0 +1,111 @@
+"""One domain error for the memory services, and the API's JSON error bodies.
+
+Every API error is ``{"error": code, "message": sentence[, "field": name]}``. The NAMS
+client puts ``error`` into the exception it raises, so the code is what an agent sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+
+class MemdeskError(Exception):
+    """A request the memory services refuse, with a code, a sentence and an HTTP status."""
+
+    def __init__(
+        self, code: str, message: str, *, field: str | None = None, status_code: int = 400
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+        self.status_code = status_code
+
+
+def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": code, "message": message}
+    if field:
+        body["field"] = field
+    body.update(extra)
+    return body
+
+
+def _first_validation_error(detail: Any, path: str = "") -> tuple[str, str]:
+    """Walk DRF's nested error detail to the first message and the dotted field path."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            child = key if key != "non_field_errors" else ""
+            joined = f"{path}.{child}" if path and child else (path or child)
+            return _first_validation_error(value, joined)
+    if isinstance(detail, list):
+        for index, value in enumerate(detail):
+            if isinstance(value, dict | list):
+                return _first_validation_error(value, f"{path}[{index}]")
+            return path, str(value)
+    return path, str(detail)
+
+
+_CODES = {
+    exceptions.NotAuthenticated: "unauthorized",
+    exceptions.AuthenticationFailed: "unauthorized",
+    exceptions.PermissionDenied: "forbidden",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.ParseError: "malformed_json",
+    exceptions.Throttled: "rate_limited",
+}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, MemdeskError):
+        return Response(error_body(exc.code, exc.message, exc.field), status=exc.status_code)
+    if isinstance(exc, Http404):
+        return Response(error_body("not_found", "No such object in this workspace."), status=404)
+    if isinstance(exc, RequestDataTooBig):
+        return Response(
+            error_body("request_too_large", "The request body is larger than this server accepts."),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, exceptions.ValidationError):
+        field, message = _first_validation_error(exc.detail)
+        body = error_body("invalid_request", f"{field}: {message}" if field else message, field)
+        body["details"] = exc.detail
+        return Response(body, status=400)
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
+    detail = getattr(exc, "detail", str(exc))
+    message = str(detail) if not isinstance(detail, dict | list) else str(detail)
+    if code == "malformed_json":
+        message = f"The request body is not valid JSON ({message})."
+    response.data = error_body(code, message)
+    return response
+
+
+def json_not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    """404 for unknown URLs: JSON under /v1/, so API clients never parse an HTML page."""
+    if request.path.startswith("/v1/"):
+        return JsonResponse(error_body("not_found", "No such API route."), status=404)
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception or Http404())  # type: ignore[return-value]
+
+
+def json_server_error(request: HttpRequest) -> JsonResponse:
+    if request.path.startswith("/v1/"):
+        return JsonResponse(
+            error_body("server_error", "The server failed; the request id is in the logs."),
+            status=500,
+        )
+    from django.views.defaults import server_error
+
+    return server_error(request)  # type: ignore[return-value]

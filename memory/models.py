@@ -1,0 +1,294 @@
+"""The three tiers of memory (messages, observations, reflections) and their tenancy."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Workspace(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.SlugField(max_length=100, unique=True)
+    observer_threshold = models.PositiveIntegerField(null=True, blank=True)
+    reflector_threshold = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def effective_observer_threshold(self) -> int:
+        return self.observer_threshold or settings.MEMDESK_OBSERVER_THRESHOLD
+
+    @property
+    def effective_reflector_threshold(self) -> int:
+        return self.reflector_threshold or settings.MEMDESK_REFLECTOR_THRESHOLD
+
+
+class ApiKey(models.Model):
+    """An agent's credential. Only a SHA-256 of the raw key is stored.
+
+    The raw key is 256 bits of randomness, so a fast hash is enough: there is nothing
+    to brute-force that a slow password hash would protect.
+    """
+
+    class Scope(models.TextChoices):
+        AGENT = "agent", "agent"
+        ADMIN = "admin", "admin"
+
+    PREFIX_LENGTH = 11  # "md_" + 8 characters, shown in lists to tell keys apart
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=PREFIX_LENGTH)
+    key_hash = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.AGENT)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.workspace.name})"
+
+    @staticmethod
+    def hash_raw_key(raw_key: str) -> str:
+        return hashlib.sha256(raw_key.encode()).hexdigest()
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    # DRF's IsAuthenticated asks the request's principal; for the agent API it is the key.
+    is_authenticated = True
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
+    user_id = models.CharField(max_length=255, blank=True, default="")
+    title = models.CharField(max_length=255, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    # The highest message seq handed out. Appends bump it with a conditional UPDATE,
+    # which takes the row lock, so seq stays gapless and unique under concurrency.
+    last_seq = models.PositiveIntegerField(default=0)
+    # Bumped by every service that changes observations or reflections; with last_seq
+    # it keys the rendered-context cache and the ETag.
+    memory_version = models.PositiveIntegerField(default=0)
+    observer_threshold = models.PositiveIntegerField(null=True, blank=True)
+    reflector_threshold = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["workspace", "-updated_at", "-id"], name="conv_ws_updated"),
+            models.Index(fields=["workspace", "user_id"], name="conv_ws_user"),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+    @property
+    def effective_observer_threshold(self) -> int:
+        return self.observer_threshold or self.workspace.effective_observer_threshold
+
+    @property
+    def effective_reflector_threshold(self) -> int:
+        return self.reflector_threshold or self.workspace.effective_reflector_threshold
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "user"
+        ASSISTANT = "assistant", "assistant"
+        SYSTEM = "system", "system"
+        TOOL = "tool", "tool"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField()
+    tool_name = models.CharField(max_length=200, blank=True, default="")
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    token_count = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="message_conv_seq_unique")
+        ]
+        # The full-text GIN index is PostgreSQL-only: migration 0002 adds it there.
+        ordering = ["seq"]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}#{self.seq}"
+
+
+class Priority(models.TextChoices):
+    HIGH = "high", "high"
+    MEDIUM = "medium", "medium"
+    LOW = "low", "low"
+    COMPLETED = "completed", "completed"
+
+
+PRIORITY_MARKERS = {
+    Priority.HIGH: "\N{LARGE RED CIRCLE}",
+    Priority.MEDIUM: "\N{LARGE YELLOW CIRCLE}",
+    Priority.LOW: "\N{LARGE GREEN CIRCLE}",
+    Priority.COMPLETED: "\N{WHITE HEAVY CHECK MARK}",
+}
+# Lower keeps longer when a context must shrink to a token budget.
+PRIORITY_KEEP_RANK = {Priority.HIGH: 0, Priority.MEDIUM: 1, Priority.COMPLETED: 2, Priority.LOW: 3}
+
+
+class MemorySource(models.TextChoices):
+    OBSERVER = "observer", "observer engine"
+    REFLECTOR = "reflector", "reflector engine"
+    MANUAL = "manual", "a person"
+    API = "api", "an agent over the API"
+
+
+class Observation(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        REFLECTED = "reflected", "reflected"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="observations"
+    )
+    text = models.TextField()
+    priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.MEDIUM)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    observed_at = models.DateTimeField(default=timezone.now)
+    referenced_at = models.DateTimeField(null=True, blank=True)
+    window_start_seq = models.PositiveIntegerField(null=True, blank=True)
+    window_end_seq = models.PositiveIntegerField(null=True, blank=True)
+    window_start_at = models.DateTimeField(null=True, blank=True)
+    window_end_at = models.DateTimeField(null=True, blank=True)
+    source_message_ids = models.JSONField(default=list, blank=True)
+    source = models.CharField(max_length=10, choices=MemorySource.choices)
+    engine = models.CharField(max_length=50, blank=True, default="")
+    model_name = models.CharField(max_length=200, blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    topics = models.JSONField(default=list, blank=True)
+    ticket_id = models.CharField(max_length=100, blank=True, default="")
+    token_count = models.PositiveIntegerField()
+    version = models.PositiveIntegerField(default=1)
+    reflection = models.ForeignKey(
+        "Reflection",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="source_observations",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["conversation", "status", "observed_at"], name="obs_conv_status"),
+            models.Index(fields=["conversation", "window_end_seq"], name="obs_conv_window"),
+        ]
+
+    def __str__(self) -> str:
+        return f"observation {self.id}"
+
+    @property
+    def marker(self) -> str:
+        return PRIORITY_MARKERS[Priority(self.priority)]
+
+
+class ObservationVersion(models.Model):
+    """The state of an observation before an edit or deletion, with the reason given."""
+
+    observation_id = models.UUIDField(db_index=True)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="observation_versions"
+    )
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    priority = models.CharField(max_length=10, choices=Priority.choices)
+    referenced_at = models.DateTimeField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    change = models.CharField(max_length=10)  # "edit" or "delete"
+    reason = models.TextField()
+    changed_by = models.CharField(max_length=200)
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["observation_id", "version"]
+
+    def __str__(self) -> str:
+        return f"observation {self.observation_id} v{self.version} ({self.change})"
+
+
+class Reflection(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        SUPERSEDED = "superseded", "superseded"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="reflections"
+    )
+    text = models.TextField()
+    priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.MEDIUM)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    generation = models.PositiveIntegerField(default=1)
+    observed_at = models.DateTimeField(default=timezone.now)
+    referenced_at = models.DateTimeField(null=True, blank=True)
+    window_start_seq = models.PositiveIntegerField(null=True, blank=True)
+    window_end_seq = models.PositiveIntegerField(null=True, blank=True)
+    window_start_at = models.DateTimeField(null=True, blank=True)
+    window_end_at = models.DateTimeField(null=True, blank=True)
+    source_observation_ids = models.JSONField(default=list, blank=True)
+    source = models.CharField(
+        max_length=10, choices=MemorySource.choices, default=MemorySource.REFLECTOR
+    )
+    engine = models.CharField(max_length=50, blank=True, default="")
+    model_name = models.CharField(max_length=200, blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    topics = models.JSONField(default=list, blank=True)
+    token_count = models.PositiveIntegerField()
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["conversation", "status", "generation"], name="refl_conv_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"reflection {self.id}"
+
+    @property
+    def marker(self) -> str:
+        return PRIORITY_MARKERS[Priority(self.priority)]
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to a write sent with an ``Idempotency-Key``, for replays."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE)
+    key = models.CharField(max_length=255)
+    request_fingerprint = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "key"], name="idempotency_ws_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"idempotency key {self.key}"

@@ -1,0 +1,223 @@
+"""Reads of memory, scoped to a workspace. Another workspace's object is "not found"."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.utils.dateparse import parse_datetime
+
+from memory.errors import MemdeskError
+from memory.models import Conversation, Message, Observation, Reflection, Workspace
+
+PAGE_LIMIT_MAX = 200
+PAGE_LIMIT_DEFAULT = 50
+
+
+def parse_limit(raw: str | int | None, *, default: int = PAGE_LIMIT_DEFAULT) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        limit = int(raw)
+    except (TypeError, ValueError):
+        limit = 0
+    if not 1 <= limit <= PAGE_LIMIT_MAX:
+        raise MemdeskError(
+            "invalid_limit",
+            f"limit must be a whole number from 1 to {PAGE_LIMIT_MAX}; got {raw!r}.",
+            field="limit",
+        )
+    return limit
+
+
+def parse_uuid(raw: str, *, field: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(raw))
+    except ValueError:
+        raise MemdeskError(
+            "invalid_id", f"{field} must be a UUID; got {raw!r}.", field=field
+        ) from None
+
+
+def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversation:
+    pk = parse_uuid(conversation_id, field="conversationId")
+    try:
+        return Conversation.objects.select_related("workspace").get(pk=pk, workspace=workspace)
+    except Conversation.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No conversation with this id in this workspace.", status_code=404
+        ) from None
+
+
+def _encode_cursor(conversation: Conversation) -> str:
+    raw = f"{conversation.updated_at.isoformat()}|{conversation.id}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        updated_raw, _, id_raw = base64.urlsafe_b64decode(padded).decode().partition("|")
+        updated_at = parse_datetime(updated_raw)
+        if updated_at is None:
+            raise ValueError
+        return updated_at, uuid.UUID(id_raw)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise MemdeskError(
+            "invalid_cursor", "cursor is not one this server returned.", field="cursor"
+        ) from None
+
+
+def conversation_list(
+    *, workspace: Workspace, user_id: str | None, limit: int, cursor: str | None
+) -> tuple[list[Conversation], str | None]:
+    """Most recently updated first, keyset-paged on (updated_at, id)."""
+    qs = Conversation.objects.filter(workspace=workspace)
+    if user_id:
+        qs = qs.filter(user_id=user_id)
+    if cursor:
+        updated_at, last_id = _decode_cursor(cursor)
+        qs = qs.filter(Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, id__lt=last_id))
+    page = list(qs.order_by("-updated_at", "-id")[: limit + 1])
+    next_cursor = _encode_cursor(page[limit - 1]) if len(page) > limit else None
+    return page[:limit], next_cursor
+
+
+def message_list_newest_first(*, conversation: Conversation, limit: int) -> list[Message]:
+    return list(conversation.messages.order_by("-seq")[:limit])
+
+
+def message_search(
+    *, conversation: Conversation, query: str, limit: int
+) -> list[tuple[Message, float | None]]:
+    """Case-insensitive text search. Full-text (English stemming, ranked) on PostgreSQL;
+    a case-insensitive substring match, newest first, elsewhere."""
+    query = (query or "").strip()
+    if not query:
+        raise MemdeskError("empty_query", "query must not be empty.", field="query")
+    messages = conversation.messages.all()
+    if connection.vendor == "postgresql":
+        from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+        vector = SearchVector("content", config="english")
+        search = SearchQuery(query, config="english", search_type="websearch")
+        ranked = (
+            messages.annotate(search=vector, rank=SearchRank(vector, search))
+            .filter(search=search)
+            .order_by("-rank", "-seq")[:limit]
+        )
+        hits = [(m, round(float(m.rank), 6)) for m in ranked]
+        if hits:
+            return hits
+        # Stop words and partial words find nothing in full-text search; a substring
+        # match still answers "where did they say 'the'".
+    return [(m, None) for m in messages.filter(content__icontains=query).order_by("-seq")[:limit]]
+
+
+def covered_intervals(*, conversation: Conversation) -> list[tuple[int, int]]:
+    """The merged seq ranges that observations cover (reflected ones included)."""
+    windows = sorted(
+        Observation.objects.filter(
+            conversation=conversation, window_start_seq__isnull=False, window_end_seq__isnull=False
+        ).values_list("window_start_seq", "window_end_seq")
+    )
+    merged: list[tuple[int, int]] = []
+    for start, end in windows:
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def unobserved_messages(
+    *, conversation: Conversation, intervals: list[tuple[int, int]] | None = None
+) -> QuerySet[Message]:
+    if intervals is None:
+        intervals = covered_intervals(conversation=conversation)
+    qs = conversation.messages.all()
+    for start, end in intervals:
+        qs = qs.exclude(seq__range=(start, end))
+    return qs.order_by("seq")
+
+
+def active_observations(*, conversation: Conversation) -> QuerySet[Observation]:
+    return Observation.objects.filter(
+        conversation=conversation, status=Observation.Status.ACTIVE
+    ).order_by("observed_at", "window_start_seq", "created_at")
+
+
+def active_reflections(*, conversation: Conversation) -> QuerySet[Reflection]:
+    return Reflection.objects.filter(
+        conversation=conversation, status=Reflection.Status.ACTIVE
+    ).order_by("generation", "created_at")
+
+
+def observation_list(*, conversation: Conversation, status: str | None) -> QuerySet[Observation]:
+    qs = Observation.objects.filter(conversation=conversation)
+    if status:
+        if status not in Observation.Status.values:
+            raise MemdeskError(
+                "invalid_status",
+                f"status must be one of {', '.join(Observation.Status.values)}.",
+                field="status",
+            )
+        qs = qs.filter(status=status)
+    return qs.order_by("observed_at", "window_start_seq", "created_at")
+
+
+def reflection_list(*, conversation: Conversation, status: str | None) -> QuerySet[Reflection]:
+    qs = Reflection.objects.filter(conversation=conversation)
+    if status:
+        if status not in Reflection.Status.values:
+            raise MemdeskError(
+                "invalid_status",
+                f"status must be one of {', '.join(Reflection.Status.values)}.",
+                field="status",
+            )
+        qs = qs.filter(status=status)
+    return qs.order_by("generation", "created_at")
+
+
+def observation_get(*, conversation: Conversation, observation_id: str) -> Observation:
+    pk = parse_uuid(observation_id, field="observationId")
+    try:
+        return Observation.objects.select_related("conversation").get(
+            pk=pk, conversation=conversation
+        )
+    except Observation.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No observation with this id in this conversation.", status_code=404
+        ) from None
+
+
+@dataclass(frozen=True)
+class ExtractionStatus:
+    messages: list[dict[str, object]]
+    summary: dict[str, int]
+
+
+def extraction_status(*, conversation: Conversation, limit: int) -> ExtractionStatus:
+    """Each message is ``completed`` once an observation covers it, else ``pending``."""
+    intervals = covered_intervals(conversation=conversation)
+
+    def state(seq: int) -> str:
+        return "completed" if any(a <= seq <= b for a, b in intervals) else "pending"
+
+    covered = sum(
+        min(b, conversation.last_seq) - a + 1 for a, b in intervals if a <= conversation.last_seq
+    )
+    total = conversation.messages.count()
+    newest = conversation.messages.order_by("-seq").values("id", "seq")[:limit]
+    return ExtractionStatus(
+        messages=[
+            {"messageId": str(row["id"]), "seq": row["seq"], "status": state(row["seq"])}
+            for row in newest
+        ],
+        summary={"pending": max(total - covered, 0), "completed": min(covered, total), "failed": 0},
+    )

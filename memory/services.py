@@ -1,0 +1,473 @@
+"""Writes to memory. Every change goes through one of these functions, which validates
+it, writes it and its audit event in one transaction, and raises ``MemdeskError``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from governance.services import Actor, audit_record
+from memory.errors import MemdeskError
+from memory.models import (
+    ApiKey,
+    Conversation,
+    IdempotencyRecord,
+    MemorySource,
+    Message,
+    Observation,
+    ObservationVersion,
+    Priority,
+    Workspace,
+)
+from memory.tokens import token_count, token_counts
+
+MAX_BULK_MESSAGES = 100
+
+
+# --- Workspaces and keys -------------------------------------------------------------
+
+
+def workspace_get_or_create(*, name: str) -> Workspace:
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise MemdeskError(
+            "invalid_workspace_name",
+            f"A workspace name is letters, digits, '-' and '_' only; got {name!r}.",
+            field="name",
+        ) from None
+    workspace, _ = Workspace.objects.get_or_create(name=name)
+    return workspace
+
+
+def api_key_create(
+    *,
+    workspace: Workspace,
+    actor: Actor,
+    name: str = "",
+    scope: str = ApiKey.Scope.AGENT,
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with the raw key, which is never stored or shown again."""
+    raw_key = "md_" + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        api_key = ApiKey.objects.create(
+            workspace=workspace,
+            name=name,
+            prefix=raw_key[: ApiKey.PREFIX_LENGTH],
+            key_hash=ApiKey.hash_raw_key(raw_key),
+            scope=scope,
+        )
+        audit_record(
+            workspace_id=workspace.pk,
+            actor=actor,
+            action="api_key.create",
+            target_type="api_key",
+            target_id=str(api_key.pk),
+            after={"prefix": api_key.prefix, "name": name, "scope": scope},
+        )
+    return api_key, raw_key
+
+
+def api_key_revoke(*, api_key: ApiKey, actor: Actor) -> ApiKey:
+    with transaction.atomic():
+        updated = ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if updated:
+            audit_record(
+                workspace_id=api_key.workspace_id,
+                actor=actor,
+                action="api_key.revoke",
+                target_type="api_key",
+                target_id=str(api_key.pk),
+                before={"prefix": api_key.prefix},
+            )
+    api_key.refresh_from_db()
+    return api_key
+
+
+# --- Conversations and messages ----------------------------------------------------------
+
+
+def conversation_create(
+    *,
+    workspace: Workspace,
+    user_id: str = "",
+    title: str = "",
+    metadata: dict[str, Any] | None = None,
+    created_at: datetime | None = None,
+) -> Conversation:
+    now = created_at or timezone.now()
+    return Conversation.objects.create(
+        workspace=workspace,
+        user_id=user_id,
+        title=title,
+        metadata=metadata or {},
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def conversation_delete(*, conversation: Conversation, actor: Actor, reason: str = "") -> dict:
+    """Delete a conversation and every tier under it, leaving a receipt in the audit trail."""
+    if actor.is_human and not reason.strip():
+        raise MemdeskError("reason_required", "Deleting memory needs a reason.", field="reason")
+    with transaction.atomic():
+        counts = {
+            "messages": conversation.messages.count(),
+            "observations": conversation.observations.count(),
+            "reflections": conversation.reflections.count(),
+        }
+        audit_record(
+            workspace_id=conversation.workspace_id,
+            actor=actor,
+            action="conversation.delete",
+            target_type="conversation",
+            target_id=str(conversation.pk),
+            before={"userId": conversation.user_id, "title": conversation.title, "counts": counts},
+            reason=reason,
+        )
+        conversation.delete()
+    return counts
+
+
+@dataclass(frozen=True)
+class MessageInput:
+    role: str
+    content: str
+    created_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tool_name: str = ""
+    tool_call_id: str = ""
+
+
+def _validate_message(item: MessageInput, field_prefix: str) -> None:
+    if item.role not in Message.Role.values:
+        raise MemdeskError(
+            "invalid_role",
+            f"role must be one of {', '.join(Message.Role.values)}; got {item.role!r}.",
+            field=f"{field_prefix}role",
+        )
+    if not item.content.strip():
+        raise MemdeskError(
+            "empty_content", "content must not be empty.", field=f"{field_prefix}content"
+        )
+    if len(item.content) > settings.MEMDESK_MAX_MESSAGE_CHARS:
+        raise MemdeskError(
+            "content_too_long",
+            f"content is {len(item.content)} characters; the limit is "
+            f"{settings.MEMDESK_MAX_MESSAGE_CHARS}.",
+            field=f"{field_prefix}content",
+        )
+
+
+def messages_append(*, conversation: Conversation, items: Sequence[MessageInput]) -> list[Message]:
+    """Append messages with consecutive seq numbers, all or none.
+
+    The conditional UPDATE of ``last_seq`` takes the conversation's row lock (PostgreSQL)
+    or the database write lock (SQLite, IMMEDIATE transactions) before seq numbers are
+    handed out, so concurrent appends queue instead of colliding, and a rolled-back
+    append gives its numbers back: seq stays gapless.
+    """
+    if not items:
+        raise MemdeskError("empty_batch", "Send at least one message.", field="messages")
+    if len(items) > MAX_BULK_MESSAGES:
+        raise MemdeskError(
+            "too_many_messages",
+            f"A bulk add takes at most {MAX_BULK_MESSAGES} messages; got {len(items)}.",
+            field="messages",
+        )
+    many = len(items) > 1
+    for index, item in enumerate(items):
+        _validate_message(item, f"messages[{index}]." if many else "")
+
+    counts = token_counts([item.content for item in items])
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Conversation.objects.filter(pk=conversation.pk).update(
+            last_seq=F("last_seq") + len(items), updated_at=now
+        )
+        if not updated:
+            raise MemdeskError("not_found", "No such conversation.", status_code=404)
+        last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+        first_seq = last_seq - len(items) + 1
+        messages = [
+            Message(
+                id=uuid.uuid4(),
+                conversation_id=conversation.pk,
+                seq=first_seq + offset,
+                role=item.role,
+                content=item.content,
+                tool_name=item.tool_name,
+                tool_call_id=item.tool_call_id,
+                token_count=tokens,
+                created_at=item.created_at or now,
+                metadata=item.metadata,
+            )
+            for offset, (item, tokens) in enumerate(zip(items, counts, strict=True))
+        ]
+        Message.objects.bulk_create(messages)
+    conversation.last_seq = last_seq
+    conversation.updated_at = now
+    return messages
+
+
+# --- Idempotent writes ----------------------------------------------------------------------
+
+
+def request_fingerprint(*, method: str, path: str, body: Any) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
+
+
+def idempotent_write(
+    *,
+    workspace: Workspace,
+    key: str | None,
+    fingerprint: str,
+    write: Callable[[], tuple[int, Any]],
+) -> tuple[int, Any, bool]:
+    """Run ``write`` once per ``Idempotency-Key``; replay its response for repeats.
+
+    Returns (status, body, replayed). The record is inserted in the write's own
+    transaction, so a crash leaves neither, and of two concurrent requests with one key
+    the loser's insert fails, its write rolls back, and it replays the winner's response.
+    """
+    if not key:
+        status, body = write()
+        return status, body, False
+    if len(key) > 255:
+        raise MemdeskError(
+            "invalid_idempotency_key", "Idempotency-Key is longer than 255 characters."
+        )
+    existing = IdempotencyRecord.objects.filter(workspace=workspace, key=key).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                status, body = write()
+                IdempotencyRecord.objects.create(
+                    workspace=workspace,
+                    key=key,
+                    request_fingerprint=fingerprint,
+                    response_status=status,
+                    response_body=body,
+                )
+            return status, body, False
+        except IntegrityError:
+            existing = IdempotencyRecord.objects.filter(workspace=workspace, key=key).first()
+            if existing is None:
+                raise
+    if existing.request_fingerprint != fingerprint:
+        raise MemdeskError(
+            "idempotency_key_reused",
+            "This Idempotency-Key was already used with a different request body.",
+            status_code=409,
+        )
+    return existing.response_status, existing.response_body, True
+
+
+# --- Observations ---------------------------------------------------------------------------
+
+
+def _bump_memory_version(conversation_id: uuid.UUID) -> None:
+    Conversation.objects.filter(pk=conversation_id).update(
+        memory_version=F("memory_version") + 1, updated_at=timezone.now()
+    )
+
+
+def _observation_snapshot(observation: Observation) -> dict[str, Any]:
+    return {
+        "text": observation.text,
+        "priority": observation.priority,
+        "referencedAt": observation.referenced_at.isoformat()
+        if observation.referenced_at
+        else None,
+        "tags": observation.tags,
+        "version": observation.version,
+    }
+
+
+def _keep_version(observation: Observation, *, change: str, reason: str, actor: Actor) -> None:
+    ObservationVersion.objects.create(
+        observation_id=observation.pk,
+        conversation_id=observation.conversation_id,
+        version=observation.version,
+        text=observation.text,
+        priority=observation.priority,
+        referenced_at=observation.referenced_at,
+        tags=observation.tags,
+        change=change,
+        reason=reason,
+        changed_by=actor.label,
+    )
+
+
+def _require_reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise MemdeskError(
+            "reason_required", "A reason is required to change memory.", field="reason"
+        )
+    return reason
+
+
+def _validate_priority(priority: str) -> None:
+    if priority not in Priority.values:
+        raise MemdeskError(
+            "invalid_priority",
+            f"priority must be one of {', '.join(Priority.values)}; got {priority!r}.",
+            field="priority",
+        )
+
+
+def observation_create(
+    *,
+    conversation: Conversation,
+    actor: Actor,
+    text: str,
+    priority: str = Priority.MEDIUM,
+    referenced_at: datetime | None = None,
+    tags: list[str] | None = None,
+    topics: list[str] | None = None,
+    ticket_id: str = "",
+    source_message_ids: list[uuid.UUID] | None = None,
+    reason: str = "",
+) -> Observation:
+    """Add an observation written by a person or an agent (not by the Observer)."""
+    text = (text or "").strip()
+    if not text:
+        raise MemdeskError("empty_text", "text must not be empty.", field="text")
+    _validate_priority(priority)
+    window: dict[str, Any] = {}
+    source_ids: list[str] = []
+    if source_message_ids:
+        sources = list(
+            Message.objects.filter(conversation=conversation, id__in=source_message_ids)
+            .order_by("seq")
+            .values("id", "seq", "created_at")
+        )
+        if len(sources) != len(set(source_message_ids)):
+            raise MemdeskError(
+                "unknown_source_message",
+                "sourceMessageIds names a message that is not in this conversation.",
+                field="sourceMessageIds",
+            )
+        source_ids = [str(s["id"]) for s in sources]
+        window = {
+            "window_start_seq": sources[0]["seq"],
+            "window_end_seq": sources[-1]["seq"],
+            "window_start_at": sources[0]["created_at"],
+            "window_end_at": sources[-1]["created_at"],
+        }
+    with transaction.atomic():
+        observation = Observation.objects.create(
+            conversation=conversation,
+            text=text,
+            priority=priority,
+            referenced_at=referenced_at,
+            source=MemorySource.MANUAL if actor.is_human else MemorySource.API,
+            tags=tags or [],
+            topics=topics or [],
+            ticket_id=ticket_id,
+            source_message_ids=source_ids,
+            token_count=token_count(text),
+            **window,
+        )
+        _bump_memory_version(conversation.pk)
+        audit_record(
+            workspace_id=conversation.workspace_id,
+            actor=actor,
+            action="observation.create",
+            target_type="observation",
+            target_id=str(observation.pk),
+            after=_observation_snapshot(observation),
+            reason=reason,
+        )
+    return observation
+
+
+def observation_update(
+    *,
+    observation: Observation,
+    actor: Actor,
+    reason: str,
+    text: str | None = None,
+    priority: str | None = None,
+    referenced_at: datetime | None = None,
+    tags: list[str] | None = None,
+) -> Observation:
+    """Edit an observation, keeping the previous version and the reason for the change."""
+    reason = _require_reason(reason)
+    if text is not None and not text.strip():
+        raise MemdeskError("empty_text", "text must not be empty.", field="text")
+    if priority is not None:
+        _validate_priority(priority)
+    if text is None and priority is None and referenced_at is None and tags is None:
+        raise MemdeskError(
+            "nothing_to_change", "Send at least one of text, priority, referencedAt, tags."
+        )
+    with transaction.atomic():
+        locked = Observation.objects.select_for_update().get(pk=observation.pk)
+        before = _observation_snapshot(locked)
+        _keep_version(locked, change="edit", reason=reason, actor=actor)
+        if text is not None:
+            locked.text = text.strip()
+            locked.token_count = token_count(locked.text)
+        if priority is not None:
+            locked.priority = priority
+        if referenced_at is not None:
+            locked.referenced_at = referenced_at
+        if tags is not None:
+            locked.tags = tags
+        locked.version += 1
+        locked.updated_at = timezone.now()
+        locked.save()
+        _bump_memory_version(locked.conversation_id)
+        action = (
+            "observation.reprioritise"
+            if priority is not None and text is None and tags is None and referenced_at is None
+            else "observation.edit"
+        )
+        audit_record(
+            workspace_id=locked.conversation.workspace_id,
+            actor=actor,
+            action=action,
+            target_type="observation",
+            target_id=str(locked.pk),
+            before=before,
+            after=_observation_snapshot(locked),
+            reason=reason,
+        )
+    return locked
+
+
+def observation_delete(*, observation: Observation, actor: Actor, reason: str) -> None:
+    reason = _require_reason(reason)
+    with transaction.atomic():
+        locked = Observation.objects.select_for_update().get(pk=observation.pk)
+        _keep_version(locked, change="delete", reason=reason, actor=actor)
+        audit_record(
+            workspace_id=locked.conversation.workspace_id,
+            actor=actor,
+            action="observation.delete",
+            target_type="observation",
+            target_id=str(locked.pk),
+            before=_observation_snapshot(locked),
+            reason=reason,
+        )
+        conversation_id = locked.conversation_id
+        locked.delete()
+        _bump_memory_version(conversation_id)

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memory import api
+
+conversation = "conversations/<str:conversation_id>"
+observation = f"{conversation}/observations/<str:observation_id>"
+
+urlpatterns = [
+    path("conversations", api.ConversationListCreateApi.as_view()),
+    path(conversation, api.ConversationDetailApi.as_view()),
+    path(f"{conversation}/messages", api.MessageListCreateApi.as_view()),
+    path(f"{conversation}/messages/bulk", api.MessageBulkCreateApi.as_view()),
+    path(f"{conversation}/search", api.MessageSearchApi.as_view()),
+    path(f"{conversation}/context", api.ContextGetApi.as_view()),
+    path(f"{conversation}/observations", api.ObservationListCreateApi.as_view()),
+    path(observation, api.ObservationDetailApi.as_view()),
+    path(f"{observation}/history", api.ObservationHistoryApi.as_view()),
+    path(f"{conversation}/reflections", api.ReflectionListApi.as_view()),
+    path(f"{conversation}/extraction-status", api.ExtractionStatusApi.as_view()),
+    path(
+        "schema/",
+        SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]),
+        name="schema",
+    ),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(
+            url_name="schema", authentication_classes=[], permission_classes=[]
+        ),
+        name="docs",
+    ),
+]

@@ -1,0 +1,128 @@
+"""The JSON shapes of the agent API (camelCase, as the NAMS clients expect).
+
+Plain functions rather than DRF serializers: the context of a long conversation holds
+hundreds of observations and is read on every agent turn. ``memory/api_schema.py``
+declares the same shapes for the OpenAPI document, and a test checks every response
+against it.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from memory.models import Conversation, Message, Observation, Reflection
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def relative_date(value: datetime | None, *, today: date) -> str | None:
+    """'today', 'yesterday', '3 days ago', 'in 2 weeks'... at day precision, so the context
+    stays byte-identical within a day (prompt caches key on exact bytes)."""
+    if value is None:
+        return None
+    days = (today - value.date()).days
+    if days == 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    if days == -1:
+        return "tomorrow"
+    span = abs(days)
+    if span < 14:
+        amount, unit = span, "day"
+    elif span < 60:
+        amount, unit = span // 7, "week"
+    elif span < 730:
+        amount, unit = span // 30, "month"
+    else:
+        amount, unit = span // 365, "year"
+    label = f"{amount} {unit}{'s' if amount != 1 else ''}"
+    return f"{label} ago" if days > 0 else f"in {label}"
+
+
+def conversation_to_wire(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "id": str(conversation.id),
+        "userId": conversation.user_id or None,
+        "workspaceId": str(conversation.workspace_id),
+        "title": conversation.title or None,
+        "metadata": conversation.metadata,
+        "messageCount": conversation.last_seq,
+        "createdAt": iso(conversation.created_at),
+        "updatedAt": iso(conversation.updated_at),
+    }
+
+
+def message_to_wire(message: Message, *, score: float | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": str(message.id),
+        "conversationId": str(message.conversation_id),
+        "seq": message.seq,
+        "role": message.role,
+        "content": message.content,
+        "createdAt": iso(message.created_at),
+        "tokenCount": message.token_count,
+        "metadata": message.metadata,
+    }
+    if message.tool_name:
+        body["toolName"] = message.tool_name
+    if message.tool_call_id:
+        body["toolCallId"] = message.tool_call_id
+    if score is not None:
+        body["score"] = score
+    return body
+
+
+def memory_line(item: Observation | Reflection) -> str:
+    """One line of memory as it goes into a prompt: marker, date written, text, and the
+    date of the event it talks about when that differs."""
+    line = f"{item.marker} {item.observed_at:%Y-%m-%d} {item.text}"
+    if item.referenced_at and item.referenced_at.date() != item.observed_at.date():
+        line += f" (event date {item.referenced_at:%Y-%m-%d})"
+    return line
+
+
+def _window(seq: int | None, at: datetime | None) -> dict[str, Any] | None:
+    return None if seq is None else {"seq": seq, "at": iso(at)}
+
+
+def _memory_common(item: Observation | Reflection, *, today: date) -> dict[str, Any]:
+    return {
+        "id": str(item.id),
+        "conversationId": str(item.conversation_id),
+        "content": memory_line(item),
+        "text": item.text,
+        "priority": item.priority,
+        "marker": item.marker,
+        "status": item.status,
+        "observedAt": iso(item.observed_at),
+        "referencedAt": iso(item.referenced_at),
+        "relativeDate": relative_date(item.referenced_at or item.observed_at, today=today),
+        "windowStart": _window(item.window_start_seq, item.window_start_at),
+        "windowEnd": _window(item.window_end_seq, item.window_end_at),
+        "source": item.source,
+        "engine": item.engine or None,
+        "model": item.model_name or None,
+        "tags": item.tags,
+        "topics": item.topics,
+        "tokenCount": item.token_count,
+        "version": item.version,
+    }
+
+
+def observation_to_wire(observation: Observation, *, today: date) -> dict[str, Any]:
+    body = _memory_common(observation, today=today)
+    body["sourceMessageIds"] = observation.source_message_ids
+    body["ticketId"] = observation.ticket_id or None
+    body["reflectionId"] = str(observation.reflection_id) if observation.reflection_id else None
+    return body
+
+
+def reflection_to_wire(reflection: Reflection, *, today: date) -> dict[str, Any]:
+    body = _memory_common(reflection, today=today)
+    body["generation"] = reflection.generation
+    body["sourceObservationIds"] = reflection.source_observation_ids
+    return body
