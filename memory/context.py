@@ -130,24 +130,34 @@ def _render_text(tiers: _Tiers) -> str:
     return "\n\n".join(parts)
 
 
-def _chat_message(message: Message) -> dict[str, Any]:
-    chat: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.role == Message.Role.TOOL and message.tool_call_id:
-        chat["tool_call_id"] = message.tool_call_id
-    tool_calls = message.metadata.get("toolCalls") if message.metadata else None
-    if message.role == Message.Role.ASSISTANT and tool_calls:
-        chat["tool_calls"] = tool_calls
-    return chat
-
-
 def _render_messages(tiers: _Tiers) -> list[dict[str, Any]]:
+    """An OpenAI chat ``messages`` array: the memory as one system message, then the turns.
+
+    OpenAI accepts a ``tool`` message only as the answer to a ``tool_calls`` entry of an
+    earlier assistant message. Assistant messages carry those calls in
+    ``metadata.toolCalls``; a tool result whose call is not in the array (never sent, or
+    trimmed away) becomes a user message that names the tool, so the array stays valid.
+    """
+    chat: list[dict[str, Any]] = []
     memory_parts = _memory_sections(tiers)
-    chat = []
     if memory_parts:
         chat.append(
             {"role": "system", "content": MEMORY_BLOCK_HEADER + "\n\n" + "\n\n".join(memory_parts)}
         )
-    chat.extend(_chat_message(m) for m in tiers.recent)
+    open_calls: set[str] = set()
+    for message in tiers.recent:
+        turn: dict[str, Any] = {"role": message.role, "content": message.content}
+        tool_calls = (message.metadata or {}).get("toolCalls")
+        if message.role == Message.Role.ASSISTANT and isinstance(tool_calls, list) and tool_calls:
+            turn["tool_calls"] = tool_calls
+            open_calls.update(str(c.get("id")) for c in tool_calls if isinstance(c, dict))
+        elif message.role == Message.Role.TOOL:
+            if message.tool_call_id and message.tool_call_id in open_calls:
+                turn["tool_call_id"] = message.tool_call_id
+            else:
+                label = message.tool_name or "tool"
+                turn = {"role": "user", "content": f"[{label} result] {message.content}"}
+        chat.append(turn)
     return chat
 
 
