@@ -171,6 +171,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every request without it
 
 # Bulk writes of 100 long messages must fit; larger bodies get a JSON 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMDESK_MAX_REQUEST_BYTES", 16 * 1024 * 1024, minimum=1024)

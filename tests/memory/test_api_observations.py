@@ -1,0 +1,170 @@
+"""Observations written, corrected and deleted through the API, always with a reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from governance.models import AuditEvent
+from memory.models import Message, Observation, ObservationVersion
+
+
+@pytest.fixture
+def conversation(api) -> str:
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages/bulk",
+        {"messages": [{"role": "user", "content": f"turn {n}"} for n in range(4)]},
+        format="json",
+    )
+    return conversation_id
+
+
+@pytest.fixture
+def observation(api, conversation) -> dict:
+    response = api.post(
+        f"/v1/conversations/{conversation}/observations",
+        {"text": "User prefers email.", "priority": "medium", "tags": ["contact"]},
+        format="json",
+    )
+    assert response.status_code == 201
+    return response.json()
+
+
+def test_an_agent_can_add_an_observation_tied_to_messages(api, conversation):
+    message_ids = [
+        str(pk)
+        for pk in Message.objects.filter(conversation_id=conversation, seq__in=[2, 3])
+        .order_by("seq")
+        .values_list("pk", flat=True)
+    ]
+    response = api.post(
+        f"/v1/conversations/{conversation}/observations",
+        {
+            "text": "User asked for a refund.",
+            "priority": "high",
+            "sourceMessageIds": message_ids,
+            "referencedAt": "2026-03-03T00:00:00Z",
+            "ticketId": "T-9",
+        },
+        format="json",
+    )
+    assert response.status_code == 201
+    row = Observation.objects.get(pk=response.json()["id"])
+    assert (row.source, row.priority, row.ticket_id) == ("api", "high", "T-9")
+    assert (row.window_start_seq, row.window_end_seq) == (2, 3)
+    assert row.source_message_ids == message_ids
+    assert row.token_count > 0
+    assert AuditEvent.objects.filter(action="observation.create", target_id=str(row.pk)).exists()
+
+
+def test_source_messages_must_belong_to_the_conversation(api, conversation):
+    other = api.post("/v1/conversations", {}, format="json").json()["id"]
+    foreign = api.post(
+        f"/v1/conversations/{other}/messages", {"role": "user", "content": "x"}, format="json"
+    ).json()["id"]
+    response = api.post(
+        f"/v1/conversations/{conversation}/observations",
+        {"text": "planted", "sourceMessageIds": [foreign]},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["field"] == "sourceMessageIds"
+    assert not Observation.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"text": ""}, "text"),
+        ({"text": "x", "priority": "urgent"}, "priority"),
+        ({"text": 3}, "text"),
+    ],
+)
+def test_bad_observation_input_is_refused(api, conversation, body, field):
+    response = api.post(f"/v1/conversations/{conversation}/observations", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["field"] == field
+
+
+def test_edit_without_a_reason_is_refused_and_changes_nothing(api, conversation, observation):
+    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+    for body in ({"text": "User prefers SMS."}, {"text": "User prefers SMS.", "reason": "  "}):
+        response = api.patch(path, body, format="json")
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": "reason_required",
+            "message": "A reason is required to change memory.",
+            "field": "reason",
+        }
+    row = Observation.objects.get(pk=observation["id"])
+    assert (row.text, row.version) == ("User prefers email.", 1)
+    assert not ObservationVersion.objects.exists()
+
+
+def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(api, conversation, observation):
+    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+    response = api.patch(
+        path, {"text": "User prefers SMS.", "reason": "customer corrected us"}, format="json"
+    )
+    assert response.status_code == 200
+    assert response.json()["version"] == 2
+    assert response.json()["text"] == "User prefers SMS."
+    history = api.get(f"{path}/history").json()
+    assert history["current"]["text"] == "User prefers SMS."
+    assert [(v["version"], v["text"], v["reason"]) for v in history["versions"]] == [
+        (1, "User prefers email.", "customer corrected us")
+    ]
+    event = AuditEvent.objects.get(action="observation.edit", target_id=observation["id"])
+    assert event.before["text"] == "User prefers email."
+    assert event.after["text"] == "User prefers SMS."
+    assert event.reason == "customer corrected us"
+
+
+def test_changing_only_the_priority_is_audited_as_a_reprioritisation(
+    api, conversation, observation
+):
+    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+    response = api.patch(path, {"priority": "high", "reason": "escalated"}, format="json")
+    assert response.json()["priority"] == "high"
+    assert response.json()["marker"] == "\N{LARGE RED CIRCLE}"
+    assert AuditEvent.objects.filter(action="observation.reprioritise").count() == 1
+
+
+def test_an_edit_with_nothing_to_change_is_refused(api, conversation, observation):
+    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+    response = api.patch(path, {"reason": "just because"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"] == "nothing_to_change"
+
+
+def test_delete_needs_a_reason_and_keeps_the_last_version(api, conversation, observation):
+    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+    refused = api.delete(path)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "reason_required"
+    assert Observation.objects.filter(pk=observation["id"]).exists()
+
+    assert api.delete(path, {"reason": "wrong customer"}, format="json").status_code == 204
+    assert not Observation.objects.filter(pk=observation["id"]).exists()
+    kept = ObservationVersion.objects.get(observation_id=observation["id"])
+    assert (kept.change, kept.text, kept.reason) == (
+        "delete",
+        "User prefers email.",
+        "wrong customer",
+    )
+    event = AuditEvent.objects.get(action="observation.delete", target_id=observation["id"])
+    assert event.reason == "wrong customer"
+    assert api.get(path).status_code == 404
+
+
+def test_reason_may_also_come_as_a_query_parameter_on_delete(api, conversation, observation):
+    path = f"/v1/conversations/{conversation}/observations/{observation['id']}?reason=duplicate"
+    assert api.delete(path).status_code == 204
+
+
+def test_observation_lists_filter_by_status(api, conversation, observation):
+    path = f"/v1/conversations/{conversation}/observations"
+    assert [o["id"] for o in api.get(path).json()["observations"]] == [observation["id"]]
+    assert api.get(f"{path}?status=reflected").json()["observations"] == []
+    assert api.get(f"{path}?status=bogus").status_code == 400
+    assert api.get(f"/v1/conversations/{conversation}/reflections?status=bogus").status_code == 400

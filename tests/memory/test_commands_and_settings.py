@@ -1,0 +1,102 @@
+"""Management commands and settings that other tools and operators rely on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from memory.models import ApiKey, Conversation, Message, Workspace
+from memory.tokens import token_count
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_create_api_key_prints_only_a_working_raw_key(db):
+    out = StringIO()
+    call_command("create_api_key", "--workspace", "newco", stdout=out)
+    raw_key = out.getvalue().strip()
+    assert "\n" not in raw_key and raw_key.startswith("md_")
+    assert Workspace.objects.filter(name="newco").exists()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+    assert client.get("/v1/conversations").status_code == 200
+
+
+def test_create_api_key_reuses_the_workspace(db):
+    call_command("create_api_key", "--workspace", "newco", stdout=StringIO())
+    call_command("create_api_key", "--workspace", "newco", "--admin", stdout=StringIO())
+    assert Workspace.objects.filter(name="newco").count() == 1
+    assert sorted(ApiKey.objects.values_list("scope", flat=True)) == ["admin", "agent"]
+
+
+def test_create_api_key_refuses_a_bad_workspace_name(db):
+    with pytest.raises(CommandError, match="letters, digits"):
+        call_command("create_api_key", "--workspace", "no spaces please", stdout=StringIO())
+
+
+def test_demo_setup_is_safe_to_run_twice(db, tmp_path, settings):
+    settings.VAR_DIR = tmp_path
+    first, second = StringIO(), StringIO()
+    call_command("demo_setup", "--port", "8123", stdout=first)
+    counts = (Conversation.objects.count(), Message.objects.count())
+    call_command("demo_setup", "--port", "8123", stdout=second)
+    assert (Conversation.objects.count(), Message.objects.count()) == counts
+    assert counts[0] >= 5 and Message.objects.filter(role="tool").exists()
+    key_line = next(line for line in first.getvalue().splitlines() if "API key" in line)
+    assert key_line in second.getvalue()  # the same key is printed again
+    assert "http://127.0.0.1:8123/" in second.getvalue()
+    raw_key = key_line.split()[2]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+    assert len(client.get("/v1/conversations").json()["conversations"]) == counts[0]
+
+
+def test_token_counts_match_cl100k_base():
+    # Reference values of the cl100k_base encoding (as used by GPT-4 and GPT-3.5).
+    assert token_count("hello world") == 2
+    assert token_count("") == 0
+    assert token_count("<|endoftext|>") > 1  # typed by a user: text, not a special token
+
+
+def _django_check(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DJANGO_DEBUG"}}
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_production_mode_requires_a_secret_key():
+    result = _django_check(DJANGO_DEBUG="0", DJANGO_SETTINGS_MODULE="config.settings.base")
+    assert result.returncode != 0
+    assert "SECRET_KEY is required when DJANGO_DEBUG is off" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG must be one of"),
+        (
+            {"MEMDESK_OBSERVER_THRESHOLD": "lots"},
+            "MEMDESK_OBSERVER_THRESHOLD must be a whole number",
+        ),
+        ({"DATABASE_URL": "mongodb://x/y"}, "DATABASE_URL is not a database URL"),
+        ({"CACHE_URL": "memcached://x"}, "CACHE_URL must be empty"),
+    ],
+)
+def test_a_bad_setting_stops_startup_with_a_sentence_saying_what_to_set(env, message):
+    result = _django_check(DJANGO_SETTINGS_MODULE="config.settings.base", **env)
+    assert result.returncode != 0
+    assert message in result.stderr

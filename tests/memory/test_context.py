@@ -1,0 +1,204 @@
+"""The three-tier context: what goes in, in which order, formats, budgets, caching."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.models import Message
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+
+@pytest.fixture
+def conversation(api):
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages/bulk",
+        {"messages": [{"role": "user", "content": f"message number {n}"} for n in range(1, 11)]},
+        format="json",
+    )
+    return conversation_id
+
+
+def _observe(conversation_id: str, start: int, end: int, **fields):
+    messages = Message.objects.filter(conversation_id=conversation_id, seq__range=(start, end))
+    return ObservationFactory(
+        conversation_id=conversation_id,
+        window_start_seq=start,
+        window_end_seq=end,
+        source_message_ids=[str(m.pk) for m in messages.order_by("seq")],
+        **fields,
+    )
+
+
+def test_recent_messages_are_only_those_no_observation_covers(api, conversation):
+    _observe(conversation, 1, 6, text="User counted to six.")
+    body = api.get(f"/v1/conversations/{conversation}/context").json()
+    assert [m["seq"] for m in body["recentMessages"]] == [7, 8, 9, 10]
+    assert [o["text"] for o in body["observations"]] == ["User counted to six."]
+
+
+def test_a_gap_between_observed_windows_stays_recent(api, conversation):
+    _observe(conversation, 1, 3)
+    _observe(conversation, 6, 8)
+    body = api.get(f"/v1/conversations/{conversation}/context").json()
+    assert [m["seq"] for m in body["recentMessages"]] == [4, 5, 9, 10]
+
+
+def test_reflected_observations_leave_the_context_but_still_cover_messages(api, conversation):
+    reflection = ReflectionFactory(conversation_id=conversation, text="User counts a lot.")
+    _observe(conversation, 1, 10, status="reflected", reflection=reflection)
+    body = api.get(f"/v1/conversations/{conversation}/context").json()
+    assert body["observations"] == []
+    assert body["recentMessages"] == []
+    assert [r["text"] for r in body["reflections"]] == ["User counts a lot."]
+
+
+def test_superseded_reflections_are_not_in_the_context(api, conversation):
+    ReflectionFactory(conversation_id=conversation, text="old", status="superseded")
+    ReflectionFactory(conversation_id=conversation, text="new", generation=2)
+    body = api.get(f"/v1/conversations/{conversation}/context").json()
+    assert [r["text"] for r in body["reflections"]] == ["new"]
+
+
+def test_observation_lines_carry_marker_dates_and_relative_date(api, conversation):
+    now = timezone.now()
+    _observe(
+        conversation,
+        1,
+        2,
+        text="User will return the parcel.",
+        priority="high",
+        observed_at=now - timedelta(days=2),
+        referenced_at=now + timedelta(days=5),
+    )
+    [item] = api.get(f"/v1/conversations/{conversation}/context").json()["observations"]
+    assert item["content"] == (
+        f"\N{LARGE RED CIRCLE} {(now - timedelta(days=2)):%Y-%m-%d} User will return the parcel."
+        f" (event date {(now + timedelta(days=5)):%Y-%m-%d})"
+    )
+    assert item["relativeDate"] == "in 5 days"
+    assert item["windowStart"]["seq"] == 1 and item["windowEnd"]["seq"] == 2
+    assert len(item["sourceMessageIds"]) == 2
+
+
+def test_text_format_is_the_three_section_block(api, conversation):
+    _observe(conversation, 1, 9, text="User counted.")
+    ReflectionFactory(conversation_id=conversation, text="User likes numbers.")
+    response = api.get(f"/v1/conversations/{conversation}/context?format=text")
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    text = response.content.decode()
+    sections = text.split("\n\n")
+    assert sections[0].startswith("## Reflections\n") and "User likes numbers." in sections[0]
+    assert sections[1].startswith("## Observations\n") and "User counted." in sections[1]
+    assert sections[2] == "## Recent Messages\n[user] message number 10"
+
+
+def test_messages_format_is_a_memory_system_message_then_the_turns(api, conversation):
+    _observe(conversation, 1, 8, text="User counted.")
+    chat = api.get(f"/v1/conversations/{conversation}/context?format=messages").json()["messages"]
+    assert chat[0]["role"] == "system"
+    assert chat[0]["content"].startswith("Relevant memory for this conversation\n\n")
+    assert "User counted." in chat[0]["content"]
+    assert chat[1:] == [
+        {"role": "user", "content": "message number 9"},
+        {"role": "user", "content": "message number 10"},
+    ]
+
+
+def test_messages_format_keeps_tool_results_valid_for_openai(api):
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages/bulk",
+        {
+            "messages": [
+                {"role": "assistant", "content": "checking", "metadata": {"toolCalls": [call]}},
+                {"role": "tool", "content": "answered", "toolCallId": "call_1", "toolName": "f"},
+                {"role": "tool", "content": "orphan", "toolName": "lookup"},
+            ]
+        },
+        format="json",
+    )
+    chat = api.get(f"/v1/conversations/{conversation_id}/context?format=messages").json()[
+        "messages"
+    ]
+    assert chat == [
+        {"role": "assistant", "content": "checking", "tool_calls": [call]},
+        {"role": "tool", "content": "answered", "tool_call_id": "call_1"},
+        {"role": "user", "content": "[lookup result] orphan"},
+    ]
+
+
+def test_max_tokens_drops_oldest_recent_messages_first_and_says_so(api, conversation):
+    full = api.get(f"/v1/conversations/{conversation}/context?max_tokens=100000").json()
+    per_message = full["tokenCount"] // 10
+    body = api.get(f"/v1/conversations/{conversation}/context?max_tokens={per_message * 3}").json()
+    assert [m["seq"] for m in body["recentMessages"]] == [8, 9, 10]
+    assert body["trimmed"] == {"recentMessages": 7, "observations": 0, "reflections": 0}
+    assert body["tokenCount"] <= per_message * 3
+
+
+def test_max_tokens_then_drops_lowest_priority_observations(api, conversation):
+    _observe(conversation, 1, 4, text="Background detail about weather.", priority="low")
+    _observe(conversation, 5, 8, text="Customer must get a refund today.", priority="high")
+    _observe(conversation, 9, 10, text="Customer prefers email.", priority="medium")
+    full = api.get(f"/v1/conversations/{conversation}/context?max_tokens=100000").json()
+    low_cost = next(o["tokenCount"] for o in full["observations"] if o["priority"] == "low")
+    body = api.get(
+        f"/v1/conversations/{conversation}/context?max_tokens={full['tokenCount'] - low_cost}"
+    ).json()
+    assert [o["priority"] for o in body["observations"]] == ["high", "medium"]
+    assert body["trimmed"]["observations"] == 1
+
+
+def test_max_tokens_never_splits_an_item(api, conversation):
+    body = api.get(f"/v1/conversations/{conversation}/context?max_tokens=1").json()
+    assert body["recentMessages"] == []
+    assert body["trimmed"]["recentMessages"] == 10
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [("max_tokens=0", "max_tokens"), ("max_tokens=abc", "max_tokens"), ("format=xml", "format")],
+)
+def test_bad_context_parameters_are_400(api, conversation, query, field):
+    response = api.get(f"/v1/conversations/{conversation}/context?{query}")
+    assert response.status_code == 400
+    assert response.json()["field"] == field
+
+
+def test_unchanged_context_is_byte_identical_with_etag_and_304(api, conversation):
+    _observe(conversation, 1, 5)
+    path = f"/v1/conversations/{conversation}/context"
+    first, second = api.get(path), api.get(path)
+    assert first.content == second.content
+    assert first["ETag"] == second["ETag"]
+    not_modified = api.get(path, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert not_modified.status_code == 304
+    assert not_modified.content == b""
+
+
+@pytest.mark.parametrize("change", ["message", "observation_edit"])
+def test_any_change_to_memory_changes_the_context_and_etag(api, conversation, change):
+    observation = _observe(conversation, 1, 5)
+    path = f"/v1/conversations/{conversation}/context"
+    before = api.get(path)
+    if change == "message":
+        api.post(
+            f"/v1/conversations/{conversation}/messages",
+            {"role": "user", "content": "new"},
+            format="json",
+        )
+    else:
+        api.patch(
+            f"/v1/conversations/{conversation}/observations/{observation.pk}",
+            {"text": "Corrected note.", "reason": "typo"},
+            format="json",
+        )
+    after = api.get(path)
+    assert after.content != before.content
+    assert after["ETag"] != before["ETag"]
+    assert api.get(path, HTTP_IF_NONE_MATCH=before["ETag"]).status_code == 200
