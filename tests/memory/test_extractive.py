@@ -1,0 +1,596 @@
+"""Behaviour of the extractive Observer and Reflector and of date resolution.
+
+Pure functions over plain dataclasses: no database, no network.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from memory.context import MEMORY_BLOCK_HEADER
+from memory.engines.base import (
+    DraftObservation,
+    ObserverOutput,
+    SourceMessage,
+    SourceObservation,
+)
+from memory.engines.dates import find_dates, resolve_date
+from memory.engines.extractive import ExtractiveEngine
+from memory.tokens import token_count
+
+TUESDAY = datetime(2026, 2, 10, 15, 30, tzinfo=UTC)  # the example in DESIGN.md
+
+
+def engine() -> ExtractiveEngine:
+    return ExtractiveEngine()
+
+
+def conversation(*turns: tuple[str, str], start: datetime = TUESDAY) -> list[SourceMessage]:
+    """Messages m1, m2, ... one minute apart; a turn is (role, content) or, for a tool,
+    ("tool:<name>", content)."""
+    messages = []
+    for seq, (role, content) in enumerate(turns, start=1):
+        tool_name = role.split(":", 1)[1] if role.startswith("tool:") else ""
+        messages.append(
+            SourceMessage(
+                id=f"m{seq}",
+                seq=seq,
+                role="tool" if tool_name else role,
+                content=content,
+                created_at=start + timedelta(minutes=seq),
+                tool_name=tool_name,
+            )
+        )
+    return messages
+
+
+def observe(*turns: tuple[str, str], previous: tuple[str, ...] = ()) -> ObserverOutput:
+    messages = conversation(*turns)
+    return engine().observe(messages, previous_observations=previous, now=TUESDAY)
+
+
+def texts(output: ObserverOutput) -> list[str]:
+    return [o.text for o in output.observations]
+
+
+def only(output: ObserverOutput) -> DraftObservation:
+    assert len(output.observations) == 1, texts(output)
+    return output.observations[0]
+
+
+def stored(*notes: tuple[str, str, datetime]) -> list[SourceObservation]:
+    """Observations o1, o2, ... as the Reflector receives them: (text, priority, day)."""
+    return [
+        SourceObservation(
+            id=f"o{number}",
+            text=text,
+            priority=priority,
+            observed_at=day,
+            referenced_at=None,
+            token_count=token_count(text),
+        )
+        for number, (text, priority, day) in enumerate(notes, start=1)
+    ]
+
+
+# --------------------------------------------------------------------------- dates
+
+
+def day(year: int, month: int, date: int) -> datetime:
+    return datetime(year, month, date, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("yesterday", day(2026, 2, 9)),
+        ("today", day(2026, 2, 10)),
+        ("tomorrow", day(2026, 2, 11)),
+        ("tonight", day(2026, 2, 10)),
+        ("this morning", day(2026, 2, 10)),
+        ("last night", day(2026, 2, 9)),
+        ("the day after tomorrow", day(2026, 2, 12)),
+        ("the day before yesterday", day(2026, 2, 8)),
+        # weekday arithmetic from Tuesday 2026-02-10
+        ("next Tuesday", day(2026, 2, 17)),
+        ("next Wednesday", day(2026, 2, 11)),
+        ("next Monday", day(2026, 2, 16)),
+        ("last Friday", day(2026, 2, 6)),
+        ("last Tuesday", day(2026, 2, 3)),
+        ("on Friday", day(2026, 2, 13)),
+        ("on Tuesday", day(2026, 2, 10)),
+        ("this Sunday", day(2026, 2, 15)),
+        # relative amounts
+        ("in 3 days", day(2026, 2, 13)),
+        ("in two weeks", day(2026, 2, 24)),
+        ("in a week", day(2026, 2, 17)),
+        ("in a couple of days", day(2026, 2, 12)),
+        ("3 days ago", day(2026, 2, 7)),
+        ("a week ago", day(2026, 2, 3)),
+        ("two months ago", day(2025, 12, 10)),
+        ("within 5 business days", day(2026, 2, 17)),
+        ("last week", day(2026, 2, 3)),
+        ("next week", day(2026, 2, 17)),
+        ("next month", day(2026, 3, 10)),
+        ("last month", day(2026, 1, 10)),
+        ("next year", day(2027, 2, 10)),
+        ("this weekend", day(2026, 2, 14)),
+        ("next weekend", day(2026, 2, 21)),
+        ("end of the month", day(2026, 2, 28)),
+        # absolute dates
+        ("on March 3rd", day(2026, 3, 3)),
+        ("March 3", day(2026, 3, 3)),
+        ("Mar. 3", day(2026, 3, 3)),
+        ("the 3rd of March", day(2026, 3, 3)),
+        ("3 March 2027", day(2027, 3, 3)),
+        ("March 3, 2027", day(2027, 3, 3)),
+        ("2026-03-03", day(2026, 3, 3)),
+        ("December 28", day(2025, 12, 28)),  # nearer than 2026-12-28
+        ("04/13/2026", day(2026, 4, 13)),
+        ("13/04/2026", day(2026, 4, 13)),
+        ("on 13/04", day(2026, 4, 13)),
+        ("03/03/26", day(2026, 3, 3)),
+    ],
+)
+def test_it_resolves_a_date_against_the_message_time(expression, expected):
+    assert resolve_date(expression, anchor=TUESDAY) == expected
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["03/04", "03/04/2026", "24/7", "3/4", "may 5", "someday", "next time", "February 30"],
+)
+def test_it_refuses_ambiguous_or_impossible_dates(expression):
+    assert resolve_date(expression, anchor=TUESDAY) is None
+
+
+@pytest.mark.parametrize(
+    ("anchor", "expression", "expected"),
+    [
+        (day(2026, 12, 31), "tomorrow", day(2027, 1, 1)),
+        (day(2026, 12, 31), "in 2 days", day(2027, 1, 2)),
+        (day(2026, 12, 31), "next Monday", day(2027, 1, 4)),
+        (day(2026, 12, 31), "next month", day(2027, 1, 31)),
+        (day(2026, 1, 1), "yesterday", day(2025, 12, 31)),
+        (day(2026, 1, 1), "last week", day(2025, 12, 25)),
+        (day(2026, 1, 1), "last month", day(2025, 12, 1)),
+        (day(2026, 1, 1), "last Friday", day(2025, 12, 26)),
+        (day(2026, 1, 31), "next month", day(2026, 2, 28)),  # clamped to the month's end
+        (day(2024, 2, 28), "tomorrow", day(2024, 2, 29)),  # leap day
+        (day(2024, 2, 29), "next year", day(2025, 2, 28)),
+        (day(2026, 3, 1), "3 days ago", day(2026, 2, 26)),
+        (day(2026, 2, 13), "within 1 business day", day(2026, 2, 16)),  # Friday -> Monday
+        (day(2026, 2, 27), "end of the month", day(2026, 2, 28)),
+    ],
+)
+def test_it_crosses_month_and_year_boundaries(anchor, expression, expected):
+    assert resolve_date(expression, anchor=anchor) == expected
+
+
+def test_the_tense_of_each_clause_picks_the_weekday():
+    mentions = find_dates(
+        "I went to the dentist on Friday, and I'll see the surgeon on Friday too.", anchor=TUESDAY
+    )
+    assert [m.value for m in mentions] == [day(2026, 2, 6), day(2026, 2, 13)]
+
+
+def test_a_month_and_day_without_a_year_follows_the_tense_across_new_year():
+    new_years_eve = day(2026, 12, 28)
+    assert find_dates("I'll call you on January 5.", anchor=new_years_eve)[0].value == day(
+        2027, 1, 5
+    )
+    assert find_dates("We met on December 20.", anchor=new_years_eve)[0].value == day(2026, 12, 20)
+
+
+def test_results_are_aware_and_in_the_message_time_zone():
+    berlin = ZoneInfo("Europe/Berlin")
+    late_evening = datetime(2026, 2, 10, 23, 30, tzinfo=berlin)
+    assert resolve_date("tomorrow", anchor=late_evening) == datetime(2026, 2, 11, tzinfo=berlin)
+    naive = datetime(2026, 2, 10, 12, 0)
+    assert resolve_date("tomorrow", anchor=naive) == day(2026, 2, 11)
+    timestamp = resolve_date("2026-03-03T10:00:00Z", anchor=late_evening)
+    assert timestamp == datetime(2026, 3, 3, 11, 0, tzinfo=berlin)
+
+
+def test_it_finds_every_date_in_a_sentence_with_its_span():
+    text = "Paid 2026-02-01, the refund comes in 5 days, and we talk next Tuesday."
+    mentions = find_dates(text, anchor=TUESDAY)
+    assert [text[m.start : m.end] for m in mentions] == ["2026-02-01", "in 5 days", "next Tuesday"]
+    assert find_dates("I may 2 or 3 things.", anchor=TUESDAY) == []
+
+
+# --------------------------------------------------------------------------- observer
+
+
+def test_engine_identifies_itself():
+    assert (engine().name, engine().model, engine().prompt_version) == ("extractive", "", "")
+
+
+def test_it_drops_greetings_thanks_and_filler():
+    output = observe(
+        ("user", "Hi there! How are you?"),
+        ("assistant", "Hello! I'm great, thanks for asking. How can I help you today?"),
+        ("user", "Okay, thanks a lot. See you tomorrow!"),
+        ("assistant", "You're welcome, have a nice day!"),
+    )
+    assert output.observations == []
+
+
+def test_it_rewrites_facts_in_the_third_person():
+    output = observe(
+        ("user", "Hello, my name is Anna Berg. I prefer email over SMS."),
+        ("assistant", "Noted, Anna."),
+    )
+    # One note per message and priority.
+    note = only(output)
+    assert note.text == "User's name is Anna Berg; User prefers email over SMS"
+    assert note.priority == "medium"
+    assert note.source_message_ids == ["m1"]
+
+
+def test_a_problem_is_high_priority():
+    output = observe(
+        ("user", "My order ORD-123 still hasn't arrived and I need it urgently."),
+        ("assistant", "I'm sorry to hear that."),
+    )
+    note = only(output)
+    assert note.priority == "high"
+    assert "ORD-123" in note.text
+    assert note.text.startswith("User's order")
+
+
+def test_an_assistant_promise_is_high_priority_and_dated():
+    output = observe(
+        ("user", "The blender arrived broken."),
+        ("assistant", "I'm sorry! I'll process a refund of $129 within 5 business days."),
+    )
+    promise = output.observations[-1]
+    assert promise.text == "Assistant will process a refund of $129 by Feb 17"
+    assert promise.priority == "high"
+    assert promise.referenced_at == day(2026, 2, 17)
+    assert promise.source_message_ids == ["m2"]
+    assert output.suggested_response == f"Follow up on: {promise.text}"
+
+
+def test_a_finished_task_is_completed():
+    output = observe(
+        ("assistant", "Your refund of $129 has been issued."),
+        ("user", "Great, the issue is resolved now."),
+    )
+    assert [o.priority for o in output.observations] == ["completed", "completed"]
+
+
+def test_background_is_low_priority():
+    note = only(observe(("user", "We watched a movie at the Odeon last night.")))
+    assert note.priority == "low"
+    assert note.referenced_at == day(2026, 2, 9)
+    assert "on Feb 9" in note.text  # "last night" no longer means that day when read later
+
+
+def test_an_unanswered_request_is_the_current_task():
+    output = observe(
+        ("user", "I moved to Oslo last month."),
+        ("assistant", "Noted."),
+        ("user", "Can you update my delivery address?"),
+    )
+    request = output.observations[-1]
+    assert request.text == "User asked Assistant to update User's delivery address"
+    assert request.priority == "high"
+    assert output.current_task == request.text
+    assert output.suggested_response == f"Answer the open request: {request.text}"
+
+
+def test_an_answered_request_is_not_pending():
+    output = observe(
+        ("user", "Do you have any good book recommendations?"),
+        ("assistant", 'Try "The Little Prince" by Antoine de Saint-Exupery.'),
+    )
+    assert texts(output) == [
+        "User asked for book recommendations",
+        'Assistant recommended "The Little Prince", Antoine de Saint-Exupery',
+    ]
+    assert output.observations[0].priority == "low"
+    assert output.current_task is None
+
+
+def test_a_fact_already_in_memory_is_not_repeated():
+    output = observe(
+        ("user", "I prefer email over SMS. I also have a cat called Miso."),
+        previous=("User prefers email over SMS",),
+    )
+    assert texts(output) == ["User also has a cat called Miso"]
+
+
+def test_a_changed_choice_is_not_mistaken_for_a_known_fact():
+    output = observe(("user", "I prefer SMS."), previous=("User prefers email over SMS",))
+    assert texts(output) == ["User prefers SMS"]
+
+
+def test_an_injected_memory_block_contributes_nothing():
+    block = (
+        f"{MEMORY_BLOCK_HEADER}\n\n## Observations\n"
+        "🔴 2026-02-01 User's order ORD-999 is late and they are angry\n"
+        "🟡 2026-02-01 User prefers email over SMS"
+    )
+    alone = observe(("system", block))
+    assert alone.observations == []
+    mixed = observe(("system", block), ("user", "I live in Lisbon now."))
+    assert texts(mixed) == ["User lives in Lisbon now"]
+    assert all("m1" not in o.source_message_ids for o in mixed.observations)
+
+
+# --------------------------------------------------------------------------- tool output
+
+
+def test_tool_output_folds_into_one_line_with_the_salient_values():
+    payload = {
+        "order_id": "ORD-123",
+        "status": "delivered",
+        "price": 129.0,
+        "currency": "EUR",
+        "items": [{"sku": "BL-1", "name": "Blender", "warehouse_bin": "A-17-3"}],
+        "audit": {"etag": "a8f5f167f44f4964e6c998dee827110c"},
+    }
+    note = only(observe(("tool:lookup_order", json.dumps(payload))))
+    assert note.text == (
+        "Tool lookup_order: order ORD-123, status delivered, price 129.0, currency EUR, Blender"
+    )
+    assert note.priority == "completed"
+    assert note.tags == ["tool"]
+    assert note.topics == ["lookup_order"]
+
+
+def test_repeated_calls_on_one_object_keep_the_latest_state():
+    output = observe(
+        ("tool:order_status", json.dumps({"order_id": "ORD-7", "status": "processing"})),
+        ("tool:order_status", json.dumps({"order_id": "ORD-7", "status": "shipped"})),
+        ("tool:order_status", json.dumps({"order_id": "ORD-7", "status": "delivered"})),
+    )
+    note = only(output)
+    assert note.text == "Tool order_status: order ORD-7, status delivered"
+    assert note.source_message_ids == ["m1", "m2", "m3"]
+
+
+def test_a_lookup_that_a_later_line_covers_is_folded_into_it():
+    output = observe(
+        ("user", "One oat milk latte please"),
+        ("tool:get_menu_items", json.dumps({"menu_items": [{"id": "latte-1", "name": "Latte"}]})),
+        (
+            "tool:get_order_details",
+            json.dumps(
+                {
+                    "order_id": "28740",
+                    "attributes": [{"attribute_name": "Milk", "option": "Oat Milk"}],
+                    "menu_items": [{"menu_item_id": "latte-1", "menu_item_name": "Latte"}],
+                }
+            ),
+        ),
+        ("tool:finish_order", json.dumps({"success": True})),
+    )
+    note = only(output)
+    assert note.text == (
+        "Tool get_order_details: order 28740, Milk: Oat Milk, Latte; finish_order: success"
+    )
+    assert note.priority == "completed"
+    assert note.source_message_ids == ["m1", "m2", "m3", "m4"]
+
+
+def test_a_request_the_tool_line_does_not_fully_show_is_kept():
+    details = {
+        "order_id": "51",
+        "attributes": [{"attribute_name": "Milk", "option": "Oat Milk"}],
+        "menu_items": [{"menu_item_id": "latte-1", "menu_item_name": "Latte"}],
+    }
+    output = observe(
+        ("user", "Can I get two oat milk lattes for tomorrow?"),
+        ("tool:get_order_details", json.dumps(details)),
+    )
+    assert texts(output) == [
+        "User requested two oat milk lattes for Feb 11",
+        "Tool get_order_details: order 51, Milk: Oat Milk, Latte",
+    ]
+
+
+def test_a_failing_tool_is_high_priority():
+    note = only(observe(("tool:charge_card", json.dumps({"success": False, "error": "declined"}))))
+    assert note.priority == "high"
+    assert "error declined" in note.text
+
+
+def test_a_short_plain_text_result_is_kept_as_it_is():
+    note = only(observe(("tool:carrier_api", "Parcel PK-88 delivered yesterday to the porch.")))
+    assert note.text == "Tool carrier_api: Parcel PK-88 delivered yesterday to the porch."
+    assert note.priority == "completed"
+    assert note.referenced_at == day(2026, 2, 9)
+
+
+def test_a_repetitive_log_becomes_counts_and_errors():
+    lines = [f"2026-02-10 10:{i % 60:02d} worker {i % 4} processed job {i}" for i in range(500)]
+    lines[250] = "2026-02-10 10:10 worker 2 ERROR timeout talking to payments"
+    note = only(observe(("tool:tail_log", "\n".join(lines))))
+    assert note.text.startswith("Tool tail_log: 500 lines (")
+    assert "errors: 2026-02-10 10:10 worker 2 ERROR timeout talking to payments" in note.text
+    assert note.priority == "high"
+
+
+def test_one_oversized_tool_message_still_yields_a_cited_observation():
+    records = [
+        {
+            "order_id": f"ORD-{n}",
+            "status": "delayed" if n % 100 == 7 else "shipped",
+            "carrier": "DHL",
+            "total": n * 1.5,
+        }
+        for n in range(4_000)
+    ]
+    content = json.dumps({"orders": records, "count": len(records)})
+    assert token_count(content) > 40_000
+    started = time.process_time()
+    output = observe(("user", "Where are my orders?"), ("tool:search_orders", content))
+    elapsed = time.process_time() - started
+    tool_line = output.observations[-1]
+    assert "m2" in tool_line.source_message_ids
+    assert tool_line.text == (
+        "Tool search_orders: count 4000, 4000 orders, order ORD-0, status shipped, DHL, "
+        "total 0.0, status: shipped 3960, delayed 40"
+    )
+    assert token_count(tool_line.text) < 80
+    assert elapsed < 1.0  # 40k tokens; the budget is 5 ms per 1,000 tokens, i.e. 0.2 s
+
+
+def test_one_oversized_text_message_still_yields_cited_observations():
+    rng = random.Random(7)
+    sentences = [
+        f"Ticket {rng.randint(1000, 9999)} failed again on the staging server after the deploy."
+        for _ in range(3_000)
+    ]
+    content = " ".join(sentences)
+    assert token_count(content) > 40_000
+    output = observe(("user", content))
+    assert 0 < len(output.observations) <= 12
+    assert all(o.source_message_ids == ["m1"] for o in output.observations)
+
+
+# --------------------------------------------------------------------------- properties
+
+
+def _mixed_conversation() -> list[SourceMessage]:
+    return conversation(
+        ("system", f"{MEMORY_BLOCK_HEADER}\n\nUser prefers tea."),
+        ("user", "Hi! I'm Tom and I prefer phone calls. My parcel PK-88 is late."),
+        ("tool:track_parcel", json.dumps({"parcel_id": "PK-88", "status": "in transit"})),
+        ("assistant", "I'll call the carrier tomorrow and email you by Friday."),
+        ("user", "Thanks. Also, I went to Porto last week."),
+        ("tool:track_parcel", json.dumps({"parcel_id": "PK-88", "status": "delayed"})),
+        ("user", "Could you refund the shipping fee of $4.99?"),
+    )
+
+
+def test_the_same_input_gives_the_same_output():
+    messages = _mixed_conversation()
+    first = engine().observe(messages, previous_observations=["x"], now=TUESDAY)
+    shuffled = list(reversed(messages))
+    second = ExtractiveEngine().observe(shuffled, previous_observations=["x"], now=TUESDAY)
+    assert first == second
+    notes = stored(*((o.text, o.priority, TUESDAY) for o in first.observations))
+    assert engine().reflect(notes, now=TUESDAY) == engine().reflect(notes, now=TUESDAY)
+
+
+def test_every_observation_cites_real_messages_in_seq_order():
+    messages = _mixed_conversation()
+    seq_of = {m.id: m.seq for m in messages}
+    output = engine().observe(messages, previous_observations=[], now=TUESDAY)
+    assert output.observations
+    for observation in output.observations:
+        ids = observation.source_message_ids
+        assert ids and set(ids) <= set(seq_of)
+        assert [seq_of[i] for i in ids] == sorted(seq_of[i] for i in ids)
+        assert observation.observed_at == TUESDAY
+        assert observation.priority in ("high", "medium", "low", "completed")
+
+
+# --------------------------------------------------------------------------- reflector
+
+
+def test_reflect_merges_near_duplicates():
+    notes = stored(
+        ("User prefers email for updates", "medium", day(2026, 2, 1)),
+        ("User's dog is called Rex", "medium", day(2026, 2, 2)),
+        ("User prefers email for all updates", "medium", day(2026, 2, 3)),
+    )
+    reflections = engine().reflect(notes, now=TUESDAY)
+    about_email = [r for r in reflections if "email" in r.text]
+    assert len(about_email) == 1
+    assert about_email[0].source_observation_ids == ["o1", "o3"]
+
+
+def test_a_changed_preference_supersedes_the_old_one():
+    notes = stored(
+        ("User prefers email over SMS", "medium", day(2026, 1, 5)),
+        ("User's dog is called Rex", "medium", day(2026, 1, 6)),
+        ("User now prefers SMS over email", "medium", day(2026, 2, 9)),
+    )
+    reflections = engine().reflect(notes, now=TUESDAY)
+    all_text = " | ".join(r.text for r in reflections)
+    assert "User prefers email over SMS" not in all_text
+    assert "User now prefers SMS over email" in all_text
+    winner = next(r for r in reflections if "SMS" in r.text)
+    assert winner.source_observation_ids == ["o1", "o3"]
+
+
+def test_a_changed_attribute_supersedes_the_old_value():
+    notes = stored(
+        ("User's email is anna@old.example", "medium", day(2026, 1, 5)),
+        ("User's email is anna@new.example", "medium", day(2026, 2, 9)),
+    )
+    reflections = engine().reflect(notes, now=TUESDAY)
+    assert [r.text for r in reflections] == ["User's email is anna@new.example"]
+    assert reflections[0].source_observation_ids == ["o1", "o2"]
+
+
+def test_different_amounts_are_not_merged():
+    notes = stored(
+        ("Assistant promised a refund of $129", "high", day(2026, 2, 1)),
+        ("Assistant promised a refund of $130", "high", day(2026, 2, 2)),
+    )
+    assert len(engine().reflect(notes, now=TUESDAY)) == 2
+
+
+def test_old_background_is_compressed_harder_than_recent_notes():
+    old_days = [day(2026, 1, d) for d in range(1, 13)]
+    notes = stored(
+        *(
+            (f"User went to the {place} with a friend and had a very nice time", "low", d)
+            for place, d in zip(
+                [
+                    "park",
+                    "museum",
+                    "zoo",
+                    "beach",
+                    "lake",
+                    "market",
+                    "cinema",
+                    "library",
+                    "harbour",
+                    "castle",
+                    "garden",
+                    "gallery",
+                ],
+                old_days,
+                strict=True,
+            )
+        ),  # fmt: skip
+        ("User's flight LH123 to Oslo was cancelled", "high", day(2026, 1, 3)),
+        ("User went to the theatre with a friend and had a very nice time", "low", TUESDAY),
+    )
+    reflections = engine().reflect(notes, now=TUESDAY)
+    texts_out = [r.text for r in reflections]
+    assert "User's flight LH123 to Oslo was cancelled" in " ".join(texts_out)  # old but high
+    assert texts_out[-1] == "User went to the theatre with a friend and had a very nice time"
+    summary = next(r for r in reflections if "summary" in r.tags)
+    assert summary.text == (
+        "User went to park (Jan 1); museum (Jan 2); zoo (Jan 3); beach (Jan 4); lake (Jan 5); "
+        "market (Jan 6); cinema (Jan 7); library (Jan 8); harbour (Jan 9) with friend and had "
+        "nice time"
+    )
+    assert summary.source_observation_ids == [f"o{n}" for n in range(1, 10)]
+    summarised = sum(n.token_count for n in notes if n.id in summary.source_observation_ids)
+    assert token_count(summary.text) <= 0.5 * summarised  # recent notes stay verbatim
+    reflected = [i for r in reflections for i in r.source_observation_ids]
+    assert sorted(reflected) == sorted(n.id for n in notes)  # every note accounted for once
+
+
+def test_reflect_never_returns_nothing_for_something():
+    one = stored(("User likes tea", "low", day(2026, 2, 1)))
+    assert [r.text for r in engine().reflect(one, now=TUESDAY)] == ["User likes tea"]
+    same = stored(*(("User likes tea", "low", day(2026, 2, d)) for d in range(1, 6)))
+    reflections = engine().reflect(same, now=TUESDAY)
+    assert len(reflections) == 1
+    assert reflections[0].source_observation_ids == ["o1", "o2", "o3", "o4", "o5"]
+    assert engine().reflect([], now=TUESDAY) == []
