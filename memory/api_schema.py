@@ -7,6 +7,8 @@ tests/memory/test_openapi.py validates real responses against this schema.
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 
 
@@ -14,6 +16,9 @@ class ErrorOut(serializers.Serializer):
     error = serializers.CharField(help_text="A stable code, e.g. invalid_limit, not_found.")
     message = serializers.CharField(help_text="What is wrong, in one sentence.")
     field = serializers.CharField(required=False, help_text="The offending field, if one.")
+    details = serializers.DictField(
+        required=False, help_text="invalid_request only: every invalid field and its errors."
+    )
 
 
 class ConversationOut(serializers.Serializer):
@@ -117,6 +122,42 @@ class ContextOut(serializers.Serializer):
     trimmed = TrimmedOut(required=False)
 
 
+class ChatMessageOut(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["user", "assistant", "system", "tool"])
+    content = serializers.CharField()
+    tool_calls = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="An assistant turn's calls, from its metadata.toolCalls.",
+    )
+    tool_call_id = serializers.CharField(
+        required=False, help_text="A tool turn answering a call earlier in the array."
+    )
+
+
+class ContextMessagesOut(serializers.Serializer):
+    messages = ChatMessageOut(
+        many=True,
+        help_text="The memory as one system message, then the recent turns (OpenAI chat).",
+    )
+    maxTokens = serializers.IntegerField(required=False)
+    tokenCount = serializers.IntegerField(required=False)
+    trimmed = TrimmedOut(required=False)
+
+
+CONTEXT_JSON = OpenApiResponse(
+    PolymorphicProxySerializer(
+        component_name="ContextAnyOut",
+        serializers=[ContextOut, ContextMessagesOut],
+        resource_type_field_name=None,
+    ),
+    description="format=json (default): the three tiers; format=messages: a chat array.",
+)
+CONTEXT_TEXT = OpenApiResponse(
+    OpenApiTypes.STR, description="format=text: the block the NAMS Python client builds."
+)
+
+
 class ExtractionMessageOut(serializers.Serializer):
     messageId = serializers.UUIDField()
     seq = serializers.IntegerField()
@@ -141,3 +182,42 @@ class ObservationVersionOut(serializers.Serializer):
 class ObservationHistoryOut(serializers.Serializer):
     current = ObservationOut()
     versions = ObservationVersionOut(many=True)
+
+
+class RunOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    kind = serializers.ChoiceField(choices=["observer", "reflector"])
+    conversationId = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=["pending", "running", "succeeded", "failed"])
+    trigger = serializers.ChoiceField(choices=["threshold", "manual", "sweeper"])
+    engine = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    promptVersion = serializers.CharField(allow_null=True)
+    tokensIn = serializers.IntegerField()
+    tokensOut = serializers.IntegerField()
+    itemsIn = serializers.IntegerField()
+    itemsOut = serializers.IntegerField()
+    durationMs = serializers.IntegerField(allow_null=True)
+    attempts = serializers.IntegerField()
+    error = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    startedAt = serializers.DateTimeField(allow_null=True)
+    finishedAt = serializers.DateTimeField(allow_null=True)
+    windowStartSeq = serializers.IntegerField(required=False, allow_null=True)
+    windowEndSeq = serializers.IntegerField(required=False, allow_null=True)
+    currentTask = serializers.CharField(required=False, allow_null=True)
+    suggestedResponse = serializers.CharField(required=False, allow_null=True)
+    generation = serializers.IntegerField(required=False, allow_null=True)
+
+
+class MetricsOut(serializers.Serializer):
+    scope = serializers.DictField()
+    messages = serializers.IntegerField()
+    rawTokens = serializers.IntegerField()
+    servedTokens = serializers.IntegerField()
+    tokensSaved = serializers.IntegerField()
+    compression = serializers.DictField()
+    tiers = serializers.DictField()
+    observer = serializers.DictField()
+    reflector = serializers.DictField()
+    series = serializers.DictField()

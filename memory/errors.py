@@ -40,8 +40,13 @@ def _first_validation_error(detail: Any, path: str = "") -> tuple[str, str]:
     """Walk DRF's nested error detail to the first message and the dotted field path."""
     if isinstance(detail, dict):
         for key, value in detail.items():
-            child = key if key != "non_field_errors" else ""
-            joined = f"{path}.{child}" if path and child else (path or child)
+            if isinstance(key, int):
+                # DRF keys the errors of list items by index: name them as the services
+                # do ("messages[1].role"), not "messages.1.role".
+                joined = f"{path}[{key}]"
+            else:
+                child = key if key != "non_field_errors" else ""
+                joined = f"{path}.{child}" if path and child else (path or child)
             return _first_validation_error(value, joined)
     if isinstance(detail, list):
         for index, value in enumerate(detail):

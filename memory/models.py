@@ -15,10 +15,19 @@ class Workspace(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     observer_threshold = models.PositiveIntegerField(null=True, blank=True)
     reflector_threshold = models.PositiveIntegerField(null=True, blank=True)
+    # Engine choice and LLM endpoint per workspace; blank means "use the settings".
+    engine = models.CharField(max_length=20, blank=True, default="")
+    llm_base_url = models.URLField(blank=True, default="")
+    llm_model = models.CharField(max_length=200, blank=True, default="")
+    llm_api_key = models.CharField(max_length=500, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def effective_engine(self) -> str:
+        return self.engine or settings.MEMDESK_ENGINE
 
     @property
     def effective_observer_threshold(self) -> int:
@@ -292,3 +301,103 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"idempotency key {self.key}"
+
+
+class PipelineRun(models.Model):
+    """One run of the Observer or the Reflector over one conversation.
+
+    A run is created PENDING when it is due, claimed by one worker with a conditional
+    UPDATE that also takes a lease, and finished by the worker that holds the lease. A
+    worker that dies leaves a RUNNING row whose lease expires; the sweeper or the
+    redelivered task then claims it again, and the lease token makes sure only one
+    worker's results are ever stored.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    class Trigger(models.TextChoices):
+        THRESHOLD = "threshold", "threshold crossed"
+        MANUAL = "manual", "on demand"
+        SWEEPER = "sweeper", "periodic sweeper"
+
+    OPEN_STATUSES = (Status.PENDING, Status.RUNNING)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices)
+    engine = models.CharField(max_length=20, blank=True, default="")
+    model_name = models.CharField(max_length=200, blank=True, default="")
+    prompt_version = models.CharField(max_length=50, blank=True, default="")
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    items_in = models.PositiveIntegerField(default=0)
+    items_out = models.PositiveIntegerField(default=0)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.CharField(max_length=500, blank=True, default="")
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES
+
+
+class ObserverRun(PipelineRun):
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="observer_runs"
+    )
+    # The messages this run covers, fixed when it is claimed: later messages stay recent.
+    window_start_seq = models.PositiveIntegerField(null=True, blank=True)
+    window_end_seq = models.PositiveIntegerField(null=True, blank=True)
+    current_task = models.TextField(blank=True, default="")
+    suggested_response = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(status__in=["pending", "running"]),
+                name="one_open_observer_run_per_conversation",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["conversation", "status"], name="obsrun_conv_status"),
+            models.Index(fields=["status", "created_at"], name="obsrun_status_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"observer run {self.id} ({self.status})"
+
+
+class ReflectorRun(PipelineRun):
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="reflector_runs"
+    )
+    generation = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(status__in=["pending", "running"]),
+                name="one_open_reflector_run_per_conversation",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["conversation", "status"], name="refrun_conv_status"),
+            models.Index(fields=["status", "created_at"], name="refrun_status_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"reflector run {self.id} ({self.status})"

@@ -119,20 +119,44 @@ def message_search(
     return [(m, None) for m in messages.filter(content__icontains=query).order_by("-seq")[:limit]]
 
 
-def covered_intervals(*, conversation: Conversation) -> list[tuple[int, int]]:
-    """The merged seq ranges that observations cover (reflected ones included)."""
-    windows = sorted(
-        Observation.objects.filter(
-            conversation=conversation, window_start_seq__isnull=False, window_end_seq__isnull=False
-        ).values_list("window_start_seq", "window_end_seq")
-    )
+def _merge(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
-    for start, end in windows:
+    for start, end in sorted(windows):
         if merged and start <= merged[-1][1] + 1:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
             merged.append((start, end))
     return merged
+
+
+def covered_intervals(*, conversation: Conversation) -> list[tuple[int, int]]:
+    """The merged seq ranges already observed: every succeeded Observer run's window
+    (including messages it found nothing worth noting in) and every observation's own
+    window (reflected ones and those people added included).
+
+    Runs are few (one per ~30,000 tokens) and, taking every unobserved message each time,
+    cover one contiguous prefix; only observations that reach past that prefix can add
+    anything, so only those are read. This runs on every message write.
+    """
+    from memory.models import ObserverRun
+
+    runs = _merge(
+        list(
+            ObserverRun.objects.filter(
+                conversation=conversation,
+                status=ObserverRun.Status.SUCCEEDED,
+                window_start_seq__isnull=False,
+                window_end_seq__isnull=False,
+            ).values_list("window_start_seq", "window_end_seq")
+        )
+    )
+    prefix_end = runs[0][1] if runs and runs[0][0] == 1 else 0
+    observations = Observation.objects.filter(
+        conversation=conversation,
+        window_start_seq__isnull=False,
+        window_end_seq__gt=prefix_end,
+    ).values_list("window_start_seq", "window_end_seq")
+    return _merge(runs + list(observations))
 
 
 def unobserved_messages(
@@ -203,21 +227,46 @@ class ExtractionStatus:
 
 
 def extraction_status(*, conversation: Conversation, limit: int) -> ExtractionStatus:
-    """Each message is ``completed`` once an observation covers it, else ``pending``."""
+    """Each message is ``completed`` once observed; ``failed`` while it is unobserved and
+    the latest Observer run over it failed (a later run may still pick it up); else
+    ``pending``."""
+    from memory.models import ObserverRun
+
     intervals = covered_intervals(conversation=conversation)
-
-    def state(seq: int) -> str:
-        return "completed" if any(a <= seq <= b for a, b in intervals) else "pending"
-
-    covered = sum(
-        min(b, conversation.last_seq) - a + 1 for a, b in intervals if a <= conversation.last_seq
+    latest = (
+        ObserverRun.objects.filter(conversation=conversation)
+        .exclude(status__in=ObserverRun.OPEN_STATUSES)
+        .order_by("-created_at")
+        .first()
     )
+    failed_since = (
+        latest.created_at if latest and latest.status == ObserverRun.Status.FAILED else None
+    )
+
+    def covered(seq: int) -> bool:
+        return any(a <= seq <= b for a, b in intervals)
+
+    unobserved = unobserved_messages(conversation=conversation, intervals=intervals)
+    failed_qs = unobserved.filter(created_at__lte=failed_since) if failed_since else None
+    failed_count = failed_qs.count() if failed_qs is not None else 0
     total = conversation.messages.count()
-    newest = conversation.messages.order_by("-seq").values("id", "seq")[:limit]
+    pending_count = unobserved.count() - failed_count
+    newest = list(conversation.messages.order_by("-seq").values("id", "seq", "created_at")[:limit])
+
+    def state(row: dict[str, object]) -> str:
+        if covered(row["seq"]):  # type: ignore[arg-type]
+            return "completed"
+        if failed_since and row["created_at"] <= failed_since:  # type: ignore[operator]
+            return "failed"
+        return "pending"
+
     return ExtractionStatus(
         messages=[
-            {"messageId": str(row["id"]), "seq": row["seq"], "status": state(row["seq"])}
-            for row in newest
+            {"messageId": str(row["id"]), "seq": row["seq"], "status": state(row)} for row in newest
         ],
-        summary={"pending": max(total - covered, 0), "completed": min(covered, total), "failed": 0},
+        summary={
+            "pending": pending_count,
+            "completed": total - pending_count - failed_count,
+            "failed": failed_count,
+        },
     )

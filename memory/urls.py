@@ -20,6 +20,10 @@ urlpatterns = [
     path(f"{observation}/history", api.ObservationHistoryApi.as_view()),
     path(f"{conversation}/reflections", api.ReflectionListApi.as_view()),
     path(f"{conversation}/extraction-status", api.ExtractionStatusApi.as_view()),
+    path(f"{conversation}/observe", api.ObserveNowApi.as_view()),
+    path(f"{conversation}/reflect", api.ReflectNowApi.as_view()),
+    path("runs/<str:run_id>", api.RunDetailApi.as_view()),
+    path("metrics", api.MetricsApi.as_view()),
     path(
         "schema/",
         SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]),

@@ -11,7 +11,14 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from memory.models import Conversation, Message, Observation, Reflection
+from memory.models import (
+    Conversation,
+    Message,
+    Observation,
+    ObserverRun,
+    PipelineRun,
+    Reflection,
+)
 
 
 def iso(value: datetime | None) -> str | None:
@@ -125,4 +132,35 @@ def reflection_to_wire(reflection: Reflection, *, today: date) -> dict[str, Any]
     body = _memory_common(reflection, today=today)
     body["generation"] = reflection.generation
     body["sourceObservationIds"] = reflection.source_observation_ids
+    return body
+
+
+def run_to_wire(run: PipelineRun) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": str(run.id),
+        "kind": "observer" if isinstance(run, ObserverRun) else "reflector",
+        "conversationId": str(run.conversation_id),
+        "status": run.status,
+        "trigger": run.trigger,
+        "engine": run.engine or None,
+        "model": run.model_name or None,
+        "promptVersion": run.prompt_version or None,
+        "tokensIn": run.tokens_in,
+        "tokensOut": run.tokens_out,
+        "itemsIn": run.items_in,
+        "itemsOut": run.items_out,
+        "durationMs": run.duration_ms,
+        "attempts": run.attempts,
+        "error": run.error or None,
+        "createdAt": iso(run.created_at),
+        "startedAt": iso(run.started_at),
+        "finishedAt": iso(run.finished_at),
+    }
+    if isinstance(run, ObserverRun):
+        body["windowStartSeq"] = run.window_start_seq
+        body["windowEndSeq"] = run.window_end_seq
+        body["currentTask"] = run.current_task or None
+        body["suggestedResponse"] = run.suggested_response or None
+    else:
+        body["generation"] = run.generation
     return body

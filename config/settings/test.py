@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import os
+
 from .base import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = False
+
+# In-process tests publish to an in-memory broker; the tests that need a real worker
+# start one with its own broker URL (Redis in CI, the filesystem transport without it).
+CELERY_BROKER_URL = "memory://"
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+
+# A file, not SQLite's default in-memory test database, so that the Celery worker
+# processes started by tests/memory/test_pipeline_worker.py can open the same database.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # One file per test process, so that concurrent runs in one checkout do not collide.
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": str(VAR_DIR / f"test-memdesk-{os.getpid()}.sqlite3")  # noqa: F405
+    }

@@ -1,0 +1,573 @@
+"""The Observer and Reflector pipeline: when runs are due, claiming them, running an
+engine, and storing what it returns.
+
+Message writes never wait for any of this: they call ``observer_schedule_if_due``, which
+at most inserts a PENDING run and enqueues its task after the write commits. A worker
+claims the run with a conditional UPDATE that takes a lease (so two workers never run
+the same window), and stores the results in one transaction that also checks it still
+holds the lease (so a run taken over after a crash can never be stored twice). Engine
+failures leave memory exactly as it was; the messages stay unobserved and recent.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max, Q, Sum
+from django.utils import timezone
+
+from memory.context import MEMORY_BLOCK_HEADER
+from memory.engines.base import (
+    PRIORITIES,
+    Engine,
+    EngineError,
+    SourceMessage,
+    SourceObservation,
+)
+from memory.errors import MemdeskError
+from memory.models import (
+    Conversation,
+    MemorySource,
+    Message,
+    Observation,
+    ObserverRun,
+    PipelineRun,
+    Reflection,
+    ReflectorRun,
+    Workspace,
+)
+from memory.selectors import active_observations, unobserved_messages
+from memory.tokens import token_count
+
+logger = logging.getLogger(__name__)
+
+RunT = TypeVar("RunT", ObserverRun, ReflectorRun)
+# Earlier observations given to the Observer so that it does not repeat itself.
+PREVIOUS_OBSERVATIONS_TAIL = 20
+# After a failed run, automatic triggers wait this long before trying the same
+# conversation again, so a provider that returns garbage is not called on every write.
+FAILURE_COOLDOWN = timedelta(minutes=5)
+# The sweeper re-enqueues PENDING runs older than this (their task message may be lost).
+STALE_PENDING = timedelta(seconds=60)
+# The sweeper looks at conversations written in this window, at most this many a sweep.
+SWEEP_LOOKBACK = timedelta(days=7)
+SWEEP_BATCH = 500
+
+
+class LeaseLost(Exception):
+    """Another worker took the run over (our lease expired); our results are discarded."""
+
+
+# --- what is due -------------------------------------------------------------------------
+
+
+def unobserved_token_count(*, conversation: Conversation) -> int:
+    total = unobserved_messages(conversation=conversation).aggregate(total=Sum("token_count"))
+    return total["total"] or 0
+
+
+def active_observation_token_count(*, conversation: Conversation) -> int:
+    total = active_observations(conversation=conversation).aggregate(total=Sum("token_count"))
+    return total["total"] or 0
+
+
+def _recently_failed(model: type[PipelineRun], conversation: Conversation) -> bool:
+    latest = (
+        model.objects.filter(conversation=conversation)  # type: ignore[misc]
+        .order_by("-created_at")
+        .values_list("status", "finished_at")
+        .first()
+    )
+    return bool(
+        latest
+        and latest[0] == PipelineRun.Status.FAILED
+        and latest[1]
+        and timezone.now() - latest[1] < FAILURE_COOLDOWN
+    )
+
+
+def _enqueue(task_name: str, run_id: uuid.UUID) -> None:
+    """Send the run's task after the surrounding transaction commits.
+
+    A broker that is down must not fail (or slow down) the write that made the run due:
+    the PENDING run stays in the database and the sweeper enqueues it again later.
+    """
+
+    def send() -> None:
+        from memory import tasks
+
+        try:
+            getattr(tasks, task_name).apply_async(args=[str(run_id)], retry=False)
+        except Exception:  # noqa: BLE001 - any broker failure; the sweeper recovers
+            logger.warning(
+                "could not enqueue %s for run %s; the sweeper will retry", task_name, run_id
+            )
+
+    transaction.on_commit(send)
+
+
+def _open_run(model: type[RunT], conversation: Conversation) -> RunT | None:
+    return model.objects.filter(
+        conversation=conversation, status__in=PipelineRun.OPEN_STATUSES
+    ).first()
+
+
+def _schedule(
+    model: type[RunT], task_name: str, *, conversation: Conversation, trigger: str
+) -> RunT:
+    """Return the conversation's open run of this kind, creating (and enqueueing) one."""
+    existing = _open_run(model, conversation)
+    if existing:
+        return existing
+    try:
+        with transaction.atomic():
+            run = model.objects.create(conversation=conversation, trigger=trigger)
+    except IntegrityError:
+        # Another request scheduled one at the same moment (one open run per conversation).
+        return model.objects.get(conversation=conversation, status__in=PipelineRun.OPEN_STATUSES)
+    _enqueue(task_name, run.pk)
+    return run
+
+
+def observer_schedule(*, conversation: Conversation, trigger: str) -> ObserverRun:
+    return _schedule(
+        ObserverRun, "observe_conversation", conversation=conversation, trigger=trigger
+    )
+
+
+def reflector_schedule(*, conversation: Conversation, trigger: str) -> ReflectorRun:
+    return _schedule(
+        ReflectorRun, "reflect_conversation", conversation=conversation, trigger=trigger
+    )
+
+
+def observer_schedule_if_due(
+    *, conversation: Conversation, trigger: str = PipelineRun.Trigger.THRESHOLD
+) -> ObserverRun | None:
+    if not settings.MEMDESK_PIPELINE_ENABLED:
+        return None
+    # Cheapest question first: with a run already open there is nothing to decide.
+    open_run = _open_run(ObserverRun, conversation)
+    if open_run:
+        return open_run
+    if (
+        unobserved_token_count(conversation=conversation)
+        < conversation.effective_observer_threshold
+    ):
+        return None
+    if _recently_failed(ObserverRun, conversation):
+        return None
+    return observer_schedule(conversation=conversation, trigger=trigger)
+
+
+def reflector_schedule_if_due(
+    *, conversation: Conversation, trigger: str = PipelineRun.Trigger.THRESHOLD
+) -> ReflectorRun | None:
+    if not settings.MEMDESK_PIPELINE_ENABLED:
+        return None
+    open_run = _open_run(ReflectorRun, conversation)
+    if open_run:
+        return open_run
+    tokens = active_observation_token_count(conversation=conversation)
+    if tokens < conversation.effective_reflector_threshold:
+        return None
+    if _recently_failed(ReflectorRun, conversation):
+        return None
+    return reflector_schedule(conversation=conversation, trigger=trigger)
+
+
+# --- engines ----------------------------------------------------------------------------------
+
+
+def engine_for_workspace(workspace: Workspace) -> Engine:
+    name = workspace.effective_engine
+    if name == "openai":
+        from memory.engines import openai_engine_from_settings
+
+        return openai_engine_from_settings(
+            base_url=workspace.llm_base_url or None,
+            api_key=workspace.llm_api_key or None,
+            model=workspace.llm_model or None,
+        )
+    from memory.engines.extractive import ExtractiveEngine
+
+    return ExtractiveEngine()
+
+
+# --- claiming and finishing runs --------------------------------------------------------------
+
+
+def _claim(model: type[RunT], run_id: uuid.UUID | str) -> tuple[RunT, uuid.UUID] | None:
+    """Take the run if it is PENDING, or RUNNING with an expired lease (its worker died)."""
+    now = timezone.now()
+    token = uuid.uuid4()
+    claimable = Q(status=PipelineRun.Status.PENDING) | Q(
+        status=PipelineRun.Status.RUNNING, lease_expires_at__lt=now
+    )
+    claimed = model.objects.filter(claimable, pk=run_id).update(
+        status=PipelineRun.Status.RUNNING,
+        lease_token=token,
+        lease_expires_at=now + timedelta(seconds=settings.MEMDESK_RUN_LEASE_SECONDS),
+        started_at=now,
+        attempts=F("attempts") + 1,
+    )
+    if not claimed:
+        return None
+    run = model.objects.select_related("conversation__workspace").get(pk=run_id)
+    return run, token
+
+
+def _finish(
+    model: type[RunT], run: RunT, token: uuid.UUID, *, started: float, **fields: Any
+) -> None:
+    """Mark the run succeeded if we still hold its lease; raise LeaseLost otherwise.
+    Call inside the transaction that stores the results, before storing them."""
+    done = model.objects.filter(
+        pk=run.pk, lease_token=token, status=PipelineRun.Status.RUNNING
+    ).update(
+        status=PipelineRun.Status.SUCCEEDED,
+        finished_at=timezone.now(),
+        duration_ms=int((time.monotonic() - started) * 1000),
+        lease_token=None,
+        lease_expires_at=None,
+        error="",
+        **fields,
+    )
+    if not done:
+        raise LeaseLost(str(run.pk))
+
+
+def _release_after_error(
+    model: type[RunT], run: RunT, token: uuid.UUID, error: EngineError, *, final: bool
+) -> None:
+    """Give the run back (PENDING, to be retried) or fail it, keeping memory as it was."""
+    retry = error.retryable and not final
+    model.objects.filter(pk=run.pk, lease_token=token).update(
+        status=PipelineRun.Status.PENDING if retry else PipelineRun.Status.FAILED,
+        finished_at=None if retry else timezone.now(),
+        lease_token=None,
+        lease_expires_at=None,
+        # The engine's message names the failure (status code, timeout, rule broken),
+        # never the content it was given or returned.
+        error=str(error)[:500],
+    )
+    logger.warning(
+        "%s %s %s: %s",
+        model.__name__,
+        run.pk,
+        "will retry" if retry else "failed",
+        type(error).__name__,
+    )
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run: PipelineRun | None
+    retry: bool  # the run went back to PENDING after a retryable error
+
+
+def _execute(
+    model: type[RunT],
+    run_id: uuid.UUID | str,
+    work: Callable[[RunT, uuid.UUID, float], None],
+    *,
+    final_attempt: bool,
+) -> RunOutcome:
+    claimed = _claim(model, run_id)
+    if claimed is None:
+        return RunOutcome(model.objects.filter(pk=run_id).first(), retry=False)
+    run, token = claimed
+    started = time.monotonic()
+    try:
+        work(run, token, started)
+    except EngineError as error:
+        _release_after_error(model, run, token, error, final=final_attempt)
+        run.refresh_from_db()
+        return RunOutcome(run, retry=run.status == PipelineRun.Status.PENDING)
+    except LeaseLost:
+        logger.warning("%s %s: lease lost, results discarded", model.__name__, run.pk)
+    run.refresh_from_db()
+    return RunOutcome(run, retry=False)
+
+
+# --- the Observer ----------------------------------------------------------------------------
+
+
+def _is_injected_memory(message: Message) -> bool:
+    return message.role == Message.Role.SYSTEM and message.content.startswith(MEMORY_BLOCK_HEADER)
+
+
+def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
+    conversation = run.conversation
+    # The window is fixed now: messages that arrive while the engine works have higher
+    # seq numbers, stay unobserved and recent, and wait for the next run.
+    window = list(
+        unobserved_messages(conversation=conversation).filter(seq__lte=conversation.last_seq)
+    )
+    by_id = {str(m.pk): m for m in window}
+    observable = [m for m in window if not _is_injected_memory(m)]
+    previous = list(
+        active_observations(conversation=conversation)
+        .order_by("-observed_at", "-window_end_seq")
+        .values_list("text", flat=True)[:PREVIOUS_OBSERVATIONS_TAIL]
+    )[::-1]
+    engine = engine_for_workspace(conversation.workspace)
+    now = timezone.now()
+    output = None
+    if observable:
+        output = engine.observe(
+            [
+                SourceMessage(
+                    id=str(m.pk),
+                    seq=m.seq,
+                    role=m.role,
+                    content=m.content,
+                    created_at=m.created_at,
+                    tool_name=m.tool_name,
+                )
+                for m in observable
+            ],
+            previous_observations=previous,
+            now=now,
+        )
+    drafts = output.observations if output else []
+    observations = []
+    for draft in drafts:
+        sources = sorted(
+            (by_id[i] for i in dict.fromkeys(draft.source_message_ids) if i in by_id),
+            key=lambda m: m.seq,
+        )
+        if not sources or draft.priority not in PRIORITIES or not draft.text.strip():
+            raise EngineError("the engine returned an observation without valid sources")
+        observations.append(
+            Observation(
+                conversation=conversation,
+                text=draft.text.strip(),
+                priority=draft.priority,
+                observed_at=draft.observed_at,
+                referenced_at=draft.referenced_at,
+                window_start_seq=sources[0].seq,
+                window_end_seq=sources[-1].seq,
+                window_start_at=sources[0].created_at,
+                window_end_at=sources[-1].created_at,
+                source_message_ids=[str(m.pk) for m in sources],
+                source=MemorySource.OBSERVER,
+                engine=engine.name,
+                model_name=engine.model,
+                tags=draft.tags,
+                topics=draft.topics,
+                token_count=token_count(draft.text.strip()),
+            )
+        )
+    with transaction.atomic():
+        _finish(
+            ObserverRun,
+            run,
+            token,
+            started=started,
+            engine=engine.name,
+            model_name=engine.model,
+            prompt_version=engine.prompt_version,
+            window_start_seq=window[0].seq if window else None,
+            window_end_seq=window[-1].seq if window else None,
+            items_in=len(observable),
+            items_out=len(observations),
+            tokens_in=sum(m.token_count for m in observable),
+            tokens_out=sum(o.token_count for o in observations),
+            current_task=(output.current_task or "") if output else "",
+            suggested_response=(output.suggested_response or "") if output else "",
+        )
+        Observation.objects.bulk_create(observations)
+        Conversation.objects.filter(pk=conversation.pk).update(
+            memory_version=F("memory_version") + 1
+        )
+        reflector_schedule_if_due(conversation=conversation)
+
+
+def observer_run_execute(*, run_id: uuid.UUID | str, final_attempt: bool = True) -> RunOutcome:
+    return _execute(ObserverRun, run_id, _observe, final_attempt=final_attempt)
+
+
+# --- the Reflector ---------------------------------------------------------------------------
+
+
+def observations_for_reflection(*, conversation: Conversation) -> list[SourceObservation]:
+    """The only way the Reflector reads observations (the redaction gate sits here)."""
+    return [
+        SourceObservation(
+            id=str(o.pk),
+            text=o.text,
+            priority=o.priority,
+            observed_at=o.observed_at,
+            referenced_at=o.referenced_at,
+            token_count=o.token_count,
+        )
+        for o in active_observations(conversation=conversation)
+    ]
+
+
+def _reflector_model(engine: Engine) -> str:
+    # An LLM engine may use a different (often larger) model to reflect than to observe.
+    return getattr(engine, "reflector_model", "") or engine.model
+
+
+def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
+    conversation = run.conversation
+    inputs = observations_for_reflection(conversation=conversation)
+    engine = engine_for_workspace(conversation.workspace)
+    drafts = engine.reflect(inputs, now=timezone.now()) if inputs else []
+    if inputs and not drafts:
+        # Storing nothing would silently drop the observations from the context.
+        raise EngineError("the engine returned an empty reflection")
+    input_ids = {o.id for o in inputs}
+    windows = {
+        str(pk): (start, end, start_at, end_at)
+        for pk, start, end, start_at, end_at in Observation.objects.filter(
+            pk__in=input_ids
+        ).values_list(
+            "pk", "window_start_seq", "window_end_seq", "window_start_at", "window_end_at"
+        )
+    }
+    with transaction.atomic():
+        generation = (
+            Reflection.objects.filter(conversation=conversation).aggregate(g=Max("generation"))["g"]
+            or 0
+        ) + 1
+        reflections = []
+        for draft in drafts:
+            sources = [i for i in dict.fromkeys(draft.source_observation_ids) if i in input_ids]
+            if not sources or draft.priority not in PRIORITIES or not draft.text.strip():
+                raise EngineError("the engine returned a reflection without valid sources")
+            spans = [windows[i] for i in sources if windows.get(i) and windows[i][0] is not None]
+            reflections.append(
+                Reflection(
+                    conversation=conversation,
+                    text=draft.text.strip(),
+                    priority=draft.priority,
+                    generation=generation,
+                    observed_at=draft.observed_at,
+                    referenced_at=draft.referenced_at,
+                    window_start_seq=min((s[0] for s in spans), default=None),
+                    window_end_seq=max((s[1] for s in spans), default=None),
+                    window_start_at=min((s[2] for s in spans if s[2]), default=None),
+                    window_end_at=max((s[3] for s in spans if s[3]), default=None),
+                    source_observation_ids=sources,
+                    engine=engine.name,
+                    model_name=_reflector_model(engine),
+                    tags=draft.tags,
+                    topics=draft.topics,
+                    token_count=token_count(draft.text.strip()),
+                )
+            )
+        _finish(
+            ReflectorRun,
+            run,
+            token,
+            started=started,
+            engine=engine.name,
+            model_name=_reflector_model(engine),
+            prompt_version=engine.prompt_version,
+            generation=generation if reflections else None,
+            items_in=len(inputs),
+            items_out=len(reflections),
+            tokens_in=sum(o.token_count for o in inputs),
+            tokens_out=sum(r.token_count for r in reflections),
+        )
+        Reflection.objects.bulk_create(reflections)
+        for reflection in reflections:
+            Observation.objects.filter(
+                pk__in=reflection.source_observation_ids, status=Observation.Status.ACTIVE
+            ).update(status=Observation.Status.REFLECTED, reflection=reflection)
+        # Inputs no reflection cites (merged away or superseded) leave the context too;
+        # they stay stored and inspectable.
+        Observation.objects.filter(pk__in=input_ids, status=Observation.Status.ACTIVE).update(
+            status=Observation.Status.REFLECTED
+        )
+        Conversation.objects.filter(pk=conversation.pk).update(
+            memory_version=F("memory_version") + 1
+        )
+
+
+def reflector_run_execute(*, run_id: uuid.UUID | str, final_attempt: bool = True) -> RunOutcome:
+    return _execute(ReflectorRun, run_id, _reflect, final_attempt=final_attempt)
+
+
+# --- on demand and the sweeper -----------------------------------------------------------------
+
+
+def run_get(*, workspace: Workspace, run_id: str) -> PipelineRun:
+    for model in (ObserverRun, ReflectorRun):
+        run = (
+            model.objects.filter(pk=run_id, conversation__workspace=workspace)
+            .select_related("conversation")
+            .first()
+        )
+        if run:
+            return run
+    raise MemdeskError("not_found", "No run with this id in this workspace.", status_code=404)
+
+
+def run_now(*, kind: str, conversation: Conversation, wait: bool) -> PipelineRun:
+    """Schedule a run on demand; with ``wait``, run it here (or wait for the worker that
+    has it) until it finishes or MEMDESK_RUN_WAIT_SECONDS pass."""
+    model: type[PipelineRun]
+    if kind == "observe":
+        model, execute = ObserverRun, observer_run_execute
+        schedule = observer_schedule
+    else:
+        model, execute = ReflectorRun, reflector_run_execute
+        schedule = reflector_schedule
+    run = schedule(conversation=conversation, trigger=PipelineRun.Trigger.MANUAL)
+    if not wait:
+        return run
+    deadline = time.monotonic() + settings.MEMDESK_RUN_WAIT_SECONDS
+    outcome = execute(run_id=run.pk)
+    current = outcome.run or run
+    while current.is_open and time.monotonic() < deadline:
+        time.sleep(0.2)
+        current = model.objects.get(pk=run.pk)  # type: ignore[attr-defined]
+    return current
+
+
+def pipeline_sweep() -> dict[str, int]:
+    """Re-enqueue lost runs and schedule runs that are due but were never scheduled
+    (for example because the broker was down when the messages arrived)."""
+    now = timezone.now()
+    counts = {"requeued": 0, "observer_scheduled": 0, "reflector_scheduled": 0}
+    for model, task_name in (
+        (ObserverRun, "observe_conversation"),
+        (ReflectorRun, "reflect_conversation"),
+    ):
+        lost = model.objects.filter(
+            Q(status=PipelineRun.Status.PENDING, created_at__lt=now - STALE_PENDING)
+            | Q(status=PipelineRun.Status.RUNNING, lease_expires_at__lt=now)
+        ).values_list("pk", flat=True)
+        for run_id in lost:
+            _enqueue(task_name, run_id)
+            counts["requeued"] += 1
+    if not settings.MEMDESK_PIPELINE_ENABLED:
+        return counts
+    candidates = (
+        Conversation.objects.filter(updated_at__gte=now - SWEEP_LOOKBACK)
+        .select_related("workspace")
+        .order_by("-updated_at")[:SWEEP_BATCH]
+    )
+    for conversation in candidates:
+        with transaction.atomic():
+            if observer_schedule_if_due(
+                conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER
+            ):
+                counts["observer_scheduled"] += 1
+            if reflector_schedule_if_due(
+                conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER
+            ):
+                counts["reflector_scheduled"] += 1
+    return counts

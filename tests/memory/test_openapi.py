@@ -1,0 +1,695 @@
+"""The OpenAPI document at /v1/schema/ describes every route, and every real response.
+
+Responses are built by ``memory/wire.py`` and ``memory/context.py``; the document comes
+from ``memory/api_schema.py``. Each case below calls one route as an agent would and
+validates the body against the schema documented for that status, with undocumented
+fields counted as errors, so the two cannot drift apart unnoticed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from django.http import HttpResponse
+from django.urls import URLPattern
+from jsonschema import Draft202012Validator, FormatChecker
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+from rest_framework.test import APIClient
+
+from governance.services import SYSTEM_ACTOR
+from memory import pipeline, services
+from memory import urls as memory_urls
+from memory.context import context_for_conversation
+from memory.models import Conversation, Message, Observation, PipelineRun
+from tests.memory.factories import ReflectionFactory
+
+OPENAPI_JSON = "application/vnd.oai.openapi+json"
+DOCUMENT_URI = "urn:memdesk:v1:openapi"
+NOT_OPERATIONS = {"parameters", "summary", "description", "servers"}
+
+# --- the document as JSON Schema ------------------------------------------------------------
+
+
+def _as_json_schema(node: Any) -> Any:
+    """OpenAPI 3.0 schema objects to JSON Schema: ``nullable`` becomes a null alternative,
+    and an object that declares its properties is closed, so a field that wire.py sends
+    but api_schema.py does not document fails validation."""
+    if isinstance(node, list):
+        return [_as_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    converted = {key: _as_json_schema(value) for key, value in node.items()}
+    if "properties" in converted and "additionalProperties" not in converted:
+        converted["additionalProperties"] = False
+    if converted.pop("nullable", False):
+        return {"anyOf": [converted, {"type": "null"}]}
+    return converted
+
+
+FORMATS = FormatChecker()
+
+
+# jsonschema checks date-time only with an optional dependency; this is the same rule.
+@FORMATS.checks("date-time", raises=ValueError)
+def _is_aware_datetime(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    return datetime.fromisoformat(value).tzinfo is not None
+
+
+def _pointer(*parts: str) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+@dataclass(frozen=True)
+class OpenApi:
+    document: dict[str, Any]
+    registry: Registry
+
+    def operations(self) -> list[tuple[str, str]]:
+        return [
+            (path, method)
+            for path, item in self.document["paths"].items()
+            for method in item
+            if method not in NOT_OPERATIONS
+        ]
+
+    def validator(self, *parts: str) -> Draft202012Validator:
+        schema = {"$ref": DOCUMENT_URI + "#" + _pointer(*parts)}
+        return Draft202012Validator(schema, registry=self.registry, format_checker=FORMATS)
+
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            node = self.registry.resolver(DOCUMENT_URI).lookup(node["$ref"]).contents
+        return node
+
+    def assert_documents(self, method: str, path: str, response: HttpResponse) -> None:
+        operation = self.document["paths"][path][method]
+        status = str(response.status_code)
+        assert status in operation["responses"], (
+            f"{method.upper()} {path} answered {status}, which the schema does not document"
+        )
+        documented = operation["responses"][status]
+        if not response.content:
+            assert "content" not in documented, f"{method.upper()} {path} {status} has no body"
+            return
+        media_type = response["Content-Type"].split(";")[0].strip()
+        assert media_type in documented.get("content", {}), (
+            f"{method.upper()} {path} {status} sent {media_type}; the schema documents "
+            f"{sorted(documented.get('content', {}))}"
+        )
+        body = (
+            json.loads(response.content)
+            if media_type == "application/json"
+            else response.content.decode()
+        )
+        validator = self.validator(
+            "paths", path, method, "responses", status, "content", media_type, "schema"
+        )
+        errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
+        assert not errors, f"{method.upper()} {path} {status}: " + "; ".join(
+            f"{'/'.join(map(str, e.absolute_path)) or '<body>'}: {e.message}" for e in errors
+        )
+
+
+@pytest.fixture(scope="module")
+def openapi() -> OpenApi:
+    response = APIClient().get("/v1/schema/", HTTP_ACCEPT=OPENAPI_JSON)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith(OPENAPI_JSON)
+    document = json.loads(response.content)
+    resource = DRAFT202012.create_resource(_as_json_schema(document))
+    return OpenApi(document=document, registry=Registry().with_resource(DOCUMENT_URI, resource))
+
+
+def _routes() -> dict[str, set[str]]:
+    """Every API route in memory/urls.py as an OpenAPI path, with the methods it answers."""
+    routes = {}
+    for pattern in memory_urls.urlpatterns:
+        assert isinstance(pattern, URLPattern)
+        if pattern.name in ("schema", "docs"):
+            continue
+        view = pattern.callback.view_class  # type: ignore[attr-defined]
+        path = "/v1/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
+        routes[path] = {
+            m for m in view.http_method_names if m not in ("options", "head") and hasattr(view, m)
+        }
+    return routes
+
+
+# --- the document itself -----------------------------------------------------------------------
+
+
+def test_the_schema_is_served_as_json_without_a_key(openapi):
+    assert openapi.document["openapi"].startswith("3.")
+    assert openapi.document["info"]["title"] == "Memdesk agent API"
+
+
+def test_it_documents_every_route_with_its_methods(openapi):
+    routes = _routes()
+    documented = {
+        path: set(item) - NOT_OPERATIONS for path, item in openapi.document["paths"].items()
+    }
+
+    assert documented == routes
+
+
+@pytest.mark.parametrize("status", ["400", "401", "404"])
+def test_every_operation_documents_its_error_bodies(openapi, status):
+    for path, method in openapi.operations():
+        response = openapi.document["paths"][path][method]["responses"].get(status)
+        assert response, f"{method.upper()} {path} does not document {status}"
+        schema = openapi.resolve(response["content"]["application/json"]["schema"])
+        assert {"error", "message"} <= set(schema["required"]), f"{method.upper()} {path}"
+        assert response["description"], f"{method.upper()} {path} {status} needs a description"
+
+
+# --- every route, validated ----------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    """One workspace's conversation with all three tiers, and another workspace's."""
+
+    conversation: Conversation
+    messages: list[Message]
+    observation: Observation
+    theirs: Conversation
+    their_message: Message
+    context_etag: str
+    run: PipelineRun
+    their_run: PipelineRun
+    clients: dict[str, APIClient]
+
+    def conversation_id(self, which: str) -> str:
+        return {
+            "mine": str(self.conversation.id),
+            "theirs": str(self.theirs.id),
+            "unknown": str(uuid.uuid4()),
+            "malformed": "conversation-42",
+        }[which]
+
+    def observation_id(self, which: str) -> str:
+        return {
+            "mine": str(self.observation.id),
+            "unknown": str(uuid.uuid4()),
+            "malformed": "obs-1",
+        }[which]
+
+    def run_id(self, which: str) -> str:
+        return {
+            "mine": str(self.run.id),
+            "theirs": str(self.their_run.id),
+            "unknown": str(uuid.uuid4()),
+            "malformed": "run-1",
+        }[which]
+
+
+@dataclass(frozen=True)
+class Case:
+    method: str
+    path: str
+    status: int
+    error: str | None = None
+    error_field: str | None = None
+    query: dict[str, Any] | Callable[[World], dict[str, Any]] = field(default_factory=dict)
+    body: Any = None  # or a function of the World
+    raw_body: str | None = None
+    headers: dict[str, str] | Callable[[World], dict[str, str]] = field(default_factory=dict)
+    client: str = "key"
+    conversation: str = "mine"
+    observation: str = "mine"
+    run: str = "mine"
+    label: str = ""
+
+    @property
+    def id(self) -> str:
+        route = self.path.removeprefix("/v1/conversations").replace("conversation_id", "c")
+        route = route.replace("observation_id", "o").replace("run_id", "r") or "/"
+        outcome = " ".join(part for part in (self.error, self.label) if part)
+        return f"{self.method.upper()} {route} {self.status} {outcome}".strip()
+
+    def send(self, world: World) -> HttpResponse:
+        client = world.clients[self.client]
+        path = self.path.format(
+            conversation_id=world.conversation_id(self.conversation),
+            observation_id=world.observation_id(self.observation),
+            run_id=world.run_id(self.run),
+        )
+        headers = self.headers(world) if callable(self.headers) else self.headers
+        query = self.query(world) if callable(self.query) else self.query
+        if self.method == "get":
+            return client.get(path, query, headers=headers)
+        if query:
+            path += "?" + urlencode(query)
+        send = getattr(client, self.method)
+        if self.raw_body is not None:
+            return send(path, self.raw_body, content_type="application/json", headers=headers)
+        body = self.body(world) if callable(self.body) else self.body
+        return send(path, body, format="json", headers=headers)
+
+
+CONVERSATIONS = "/v1/conversations"
+CONVERSATION = "/v1/conversations/{conversation_id}"
+MESSAGES = f"{CONVERSATION}/messages"
+BULK = f"{CONVERSATION}/messages/bulk"
+SEARCH = f"{CONVERSATION}/search"
+CONTEXT = f"{CONVERSATION}/context"
+OBSERVATIONS = f"{CONVERSATION}/observations"
+OBSERVATION = f"{CONVERSATION}/observations/{{observation_id}}"
+HISTORY = f"{OBSERVATION}/history"
+REFLECTIONS = f"{CONVERSATION}/reflections"
+EXTRACTION = f"{CONVERSATION}/extraction-status"
+OBSERVE = f"{CONVERSATION}/observe"
+REFLECT = f"{CONVERSATION}/reflect"
+RUN = "/v1/runs/{run_id}"
+METRICS = "/v1/metrics"
+
+TOOL_RESULT = {
+    "role": "tool",
+    "content": '{"order": "A-4417", "status": "shipped", "carrier": "DHL"}',
+    "toolName": "lookup_order",
+    "toolCallId": "call_7",
+    "metadata": {"latencyMs": 212},
+    "createdAt": "2026-02-10T09:30:00+00:00",
+}
+
+
+def _unauthenticated(method: str, path: str) -> list[Case]:
+    return [
+        Case(method, path, 401, "unauthorized", client="anonymous", label="no key"),
+        Case(method, path, 401, "unauthorized", client="wrong_key", label="wrong key"),
+    ]
+
+
+def _not_found(method: str, path: str, **kwargs: Any) -> list[Case]:
+    return [
+        Case(method, path, 404, "not_found", conversation="unknown", **kwargs),
+        Case(method, path, 404, "not_found", conversation="theirs", label="theirs", **kwargs),
+    ]
+
+
+CASES: list[Case] = [
+    # conversations
+    Case("get", CONVERSATIONS, 200, label="first page", query={"limit": 1}),
+    Case("get", CONVERSATIONS, 200, label="one user", query={"userId": "alice"}),
+    Case("get", CONVERSATIONS, 400, "invalid_limit", "limit", query={"limit": 201}),
+    Case("get", CONVERSATIONS, 400, "invalid_cursor", "cursor", query={"cursor": "%%%"}),
+    Case(
+        "get",
+        CONVERSATIONS,
+        403,
+        "forbidden",
+        headers={"X-Workspace-Id": "globex"},
+        label="another workspace",
+    ),
+    *_unauthenticated("get", CONVERSATIONS),
+    Case(
+        "post",
+        CONVERSATIONS,
+        201,
+        body={"userId": "zoe", "title": "Refund", "metadata": {"channel": "chat"}},
+    ),
+    Case("post", CONVERSATIONS, 201, body={}, label="empty body"),
+    Case(
+        "post",
+        CONVERSATIONS,
+        201,
+        body={"userId": "first"},
+        headers={"Idempotency-Key": "create-1"},
+        label="replayed",
+    ),
+    Case(
+        "post",
+        CONVERSATIONS,
+        409,
+        "idempotency_key_reused",
+        body={"userId": "second"},
+        headers={"Idempotency-Key": "create-1"},
+    ),
+    Case("post", CONVERSATIONS, 400, "invalid_request", "userId", body={"userId": 42}),
+    Case("post", CONVERSATIONS, 400, "malformed_json", raw_body='{"userId": '),
+    *_unauthenticated("post", CONVERSATIONS),
+    Case("get", CONVERSATION, 200),
+    Case("get", CONVERSATION, 400, "invalid_id", "conversationId", conversation="malformed"),
+    Case(
+        "get",
+        CONVERSATION,
+        403,
+        "forbidden",
+        headers={"X-Workspace-Id": "globex"},
+        label="another workspace",
+    ),
+    *_not_found("get", CONVERSATION),
+    *_unauthenticated("get", CONVERSATION),
+    Case("delete", CONVERSATION, 204, query={"reason": "customer asked"}),
+    Case("delete", CONVERSATION, 204, body={"reason": "in the body"}, label="reason in body"),
+    Case("delete", CONVERSATION, 400, "invalid_id", "conversationId", conversation="malformed"),
+    *_not_found("delete", CONVERSATION),
+    *_unauthenticated("delete", CONVERSATION),
+    # messages
+    Case("get", MESSAGES, 200),
+    Case("get", MESSAGES, 200, query={"limit": 2}, label="limit"),
+    Case("get", MESSAGES, 400, "invalid_limit", "limit", query={"limit": "lots"}),
+    *_not_found("get", MESSAGES),
+    *_unauthenticated("get", MESSAGES),
+    Case("post", MESSAGES, 201, body=TOOL_RESULT, label="tool result"),
+    Case("post", MESSAGES, 201, body={"role": "user", "content": "Thanks!"}, label="plain"),
+    Case(
+        "post",
+        MESSAGES,
+        409,
+        "idempotency_key_reused",
+        body={"role": "user", "content": "Another text."},
+        headers={"Idempotency-Key": "message-1"},
+    ),
+    Case("post", MESSAGES, 400, "invalid_role", "role", body={"role": "bot", "content": "Hi"}),
+    Case("post", MESSAGES, 400, "empty_content", "content", body={"role": "user", "content": ""}),
+    Case("post", MESSAGES, 400, "invalid_request", "content", body={"role": "user", "content": 5}),
+    *_not_found("post", MESSAGES, body={"role": "user", "content": "Hello?"}),
+    *_unauthenticated("post", MESSAGES),
+    Case(
+        "post",
+        BULK,
+        201,
+        body={
+            "messages": [
+                {"role": "user", "content": "Where is my order?"},
+                {"role": "assistant", "content": "Checking now."},
+                TOOL_RESULT,
+            ]
+        },
+    ),
+    Case(
+        "post",
+        BULK,
+        400,
+        "too_many_messages",
+        "messages",
+        body={"messages": [{"role": "user", "content": f"m{n}"} for n in range(101)]},
+    ),
+    Case("post", BULK, 400, "empty_batch", "messages", body={"messages": []}),
+    Case(
+        "post",
+        BULK,
+        400,
+        "invalid_request",
+        "messages[1].role",
+        body={"messages": [{"role": "user", "content": "ok"}, {"content": "no role"}]},
+    ),
+    Case(
+        "post",
+        BULK,
+        400,
+        "invalid_role",
+        "messages[1].role",
+        body={"messages": [{"role": "user", "content": "ok"}, {"role": "x", "content": "y"}]},
+    ),
+    *_not_found("post", BULK, body={"messages": [{"role": "user", "content": "Hi"}]}),
+    *_unauthenticated("post", BULK),
+    Case("post", SEARCH, 200, body={"query": "BERLIN", "limit": 5}),
+    Case("post", SEARCH, 200, body={"query": "no such words anywhere"}, label="no hits"),
+    Case("post", SEARCH, 400, "empty_query", "query", body={"query": "   "}),
+    Case("post", SEARCH, 400, "invalid_limit", "limit", body={"query": "berlin", "limit": 0}),
+    Case("post", SEARCH, 400, "invalid_request", "query", body={"limit": 3}),
+    *_not_found("post", SEARCH, body={"query": "berlin"}),
+    *_unauthenticated("post", SEARCH),
+    # context
+    Case("get", CONTEXT, 200, label="json"),
+    Case("get", CONTEXT, 200, query={"max_tokens": 40}, label="json in a budget"),
+    Case("get", CONTEXT, 200, query={"format": "text"}, label="text"),
+    Case("get", CONTEXT, 200, query={"format": "messages"}, label="chat messages"),
+    Case(
+        "get",
+        CONTEXT,
+        200,
+        query={"format": "messages", "max_tokens": 60},
+        label="chat messages in a budget",
+    ),
+    Case(
+        "get",
+        CONTEXT,
+        304,
+        headers=lambda world: {"If-None-Match": world.context_etag},
+        label="unchanged",
+    ),
+    Case("get", CONTEXT, 400, "invalid_format", "format", query={"format": "xml"}),
+    Case("get", CONTEXT, 400, "invalid_max_tokens", "max_tokens", query={"max_tokens": 0}),
+    *_not_found("get", CONTEXT),
+    *_unauthenticated("get", CONTEXT),
+    # observations
+    Case("get", OBSERVATIONS, 200),
+    Case("get", OBSERVATIONS, 200, query={"status": "reflected"}, label="reflected"),
+    Case("get", OBSERVATIONS, 400, "invalid_status", "status", query={"status": "gone"}),
+    *_not_found("get", OBSERVATIONS),
+    *_unauthenticated("get", OBSERVATIONS),
+    Case(
+        "post",
+        OBSERVATIONS,
+        201,
+        body=lambda world: {
+            "text": "Order A-4417 shipped with DHL.",
+            "priority": "completed",
+            "referencedAt": "2026-02-09T00:00:00+00:00",
+            "tags": ["orders"],
+            "topics": ["shipping"],
+            "ticketId": "T-88",
+            "sourceMessageIds": [str(m.id) for m in world.messages[2:]],
+            "reason": "agent summary",
+        },
+    ),
+    Case("post", OBSERVATIONS, 201, body={"text": "User is polite."}, label="bare"),
+    Case(
+        "post",
+        OBSERVATIONS,
+        400,
+        "invalid_priority",
+        "priority",
+        body={"text": "x", "priority": "urgent"},
+    ),
+    Case(
+        "post",
+        OBSERVATIONS,
+        400,
+        "unknown_source_message",
+        "sourceMessageIds",
+        body=lambda world: {"text": "x", "sourceMessageIds": [str(world.their_message.id)]},
+    ),
+    Case("post", OBSERVATIONS, 400, "empty_text", "text", body={"text": "   "}),
+    *_not_found("post", OBSERVATIONS, body={"text": "x"}),
+    *_unauthenticated("post", OBSERVATIONS),
+    Case("get", OBSERVATION, 200),
+    Case("get", OBSERVATION, 400, "invalid_id", "observationId", observation="malformed"),
+    Case("get", OBSERVATION, 404, "not_found", observation="unknown", label="observation"),
+    *_not_found("get", OBSERVATION),
+    *_unauthenticated("get", OBSERVATION),
+    Case(
+        "patch",
+        OBSERVATION,
+        200,
+        body={"text": "User moves to Berlin in March.", "reason": "date was wrong"},
+    ),
+    Case("patch", OBSERVATION, 400, "reason_required", "reason", body={"priority": "low"}),
+    Case("patch", OBSERVATION, 400, "nothing_to_change", body={"reason": "no change"}),
+    Case(
+        "patch",
+        OBSERVATION,
+        400,
+        "invalid_priority",
+        "priority",
+        body={"priority": "urgent", "reason": "r"},
+    ),
+    Case("patch", OBSERVATION, 404, "not_found", observation="unknown", body={"reason": "r"}),
+    *_not_found("patch", OBSERVATION, body={"text": "x", "reason": "r"}),
+    *_unauthenticated("patch", OBSERVATION),
+    Case("delete", OBSERVATION, 204, query={"reason": "duplicate"}),
+    Case("delete", OBSERVATION, 400, "reason_required", "reason"),
+    Case("delete", OBSERVATION, 404, "not_found", observation="unknown", query={"reason": "r"}),
+    *_not_found("delete", OBSERVATION),
+    *_unauthenticated("delete", OBSERVATION),
+    Case("get", HISTORY, 200),
+    Case("get", HISTORY, 400, "invalid_id", "observationId", observation="malformed"),
+    Case("get", HISTORY, 404, "not_found", observation="unknown", label="observation"),
+    *_not_found("get", HISTORY),
+    *_unauthenticated("get", HISTORY),
+    # reflections, extraction status
+    Case("get", REFLECTIONS, 200),
+    Case("get", REFLECTIONS, 200, query={"status": "superseded"}, label="superseded"),
+    Case("get", REFLECTIONS, 400, "invalid_status", "status", query={"status": "reflected"}),
+    *_not_found("get", REFLECTIONS),
+    *_unauthenticated("get", REFLECTIONS),
+    Case("get", EXTRACTION, 200),
+    Case("get", EXTRACTION, 200, query={"limit": 2}, label="limit"),
+    Case("get", EXTRACTION, 400, "invalid_limit", "limit", query={"limit": 500}),
+    *_not_found("get", EXTRACTION),
+    *_unauthenticated("get", EXTRACTION),
+    # the pipeline
+    Case("post", OBSERVE, 202, label="queued"),
+    Case("post", OBSERVE, 200, query={"wait": "true"}, label="finished"),
+    Case("post", OBSERVE, 400, "invalid_id", "conversationId", conversation="malformed"),
+    *_not_found("post", OBSERVE),
+    *_unauthenticated("post", OBSERVE),
+    Case("post", REFLECT, 202, label="queued"),
+    Case("post", REFLECT, 200, query={"wait": "true"}, label="finished"),
+    Case("post", REFLECT, 400, "invalid_id", "conversationId", conversation="malformed"),
+    *_not_found("post", REFLECT),
+    *_unauthenticated("post", REFLECT),
+    Case("get", RUN, 200),
+    Case("get", RUN, 400, "invalid_id", "runId", run="malformed"),
+    Case("get", RUN, 404, "not_found", run="unknown"),
+    Case("get", RUN, 404, "not_found", run="theirs", label="theirs"),
+    *_unauthenticated("get", RUN),
+    Case("get", METRICS, 200, label="workspace"),
+    Case(
+        "get",
+        METRICS,
+        200,
+        query=lambda world: {"conversationId": str(world.conversation.id)},
+        label="one conversation",
+    ),
+    Case(
+        "get",
+        METRICS,
+        400,
+        "invalid_id",
+        "conversationId",
+        query={"conversationId": "conversation-42"},
+    ),
+    Case(
+        "get",
+        METRICS,
+        404,
+        "not_found",
+        query=lambda world: {"conversationId": str(world.theirs.id)},
+        label="theirs",
+    ),
+    *_unauthenticated("get", METRICS),
+]
+
+
+@pytest.fixture
+def world(workspace, other_workspace, api, other_api) -> World:
+    conversation = services.conversation_create(
+        workspace=workspace, user_id="alice", title="Move", metadata={"channel": "email"}
+    )
+    messages = services.messages_append(
+        conversation=conversation,
+        items=[
+            services.MessageInput(role="user", content="I'm moving to Berlin on 2026-03-01."),
+            services.MessageInput(
+                role="assistant",
+                content="I'll look up your order first.",
+                metadata={"toolCalls": [{"id": "call_1", "type": "function"}]},
+            ),
+            services.MessageInput(
+                role="tool",
+                content='{"order": "A-4417", "status": "packed"}',
+                tool_name="lookup_order",
+                tool_call_id="call_1",
+            ),
+            services.MessageInput(role="user", content="Please ship it to Berlin instead."),
+        ],
+    )
+    observation = services.observation_create(
+        conversation=conversation,
+        actor=SYSTEM_ACTOR,
+        text="User moves to Berlin; ship order A-4417 there.",
+        priority="high",
+        referenced_at=datetime(2026, 3, 1, tzinfo=UTC),
+        tags=["address"],
+        source_message_ids=[m.id for m in messages[:2]],
+    )
+    services.observation_update(
+        observation=observation, actor=SYSTEM_ACTOR, reason="tagging", tags=["address", "move"]
+    )
+    observation.refresh_from_db()
+    ReflectionFactory(
+        conversation=conversation,
+        engine="extractive",
+        source_observation_ids=[str(observation.id)],
+        window_start_seq=1,
+        window_end_seq=2,
+    )
+    theirs = services.conversation_create(workspace=other_workspace, user_id="mallory")
+    [their_message] = services.messages_append(
+        conversation=theirs, items=[services.MessageInput(role="user", content="Berlin too.")]
+    )
+    conversation.refresh_from_db()
+
+    # Requests that later cases replay or collide with.
+    assert (
+        api.post(
+            CONVERSATIONS,
+            {"userId": "first"},
+            format="json",
+            headers={"Idempotency-Key": "create-1"},
+        ).status_code
+        == 201
+    )
+    assert (
+        api.post(
+            f"{CONVERSATIONS}/{conversation.id}/messages",
+            {"role": "user", "content": "Hello."},
+            format="json",
+            headers={"Idempotency-Key": "message-1"},
+        ).status_code
+        == 201
+    )
+    conversation.refresh_from_db()
+    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    their_run = pipeline.observer_schedule(conversation=theirs, trigger="manual")
+
+    wrong_key = APIClient()
+    wrong_key.credentials(HTTP_AUTHORIZATION="Bearer md_this-key-was-never-issued")
+    return World(
+        conversation=conversation,
+        messages=messages,
+        observation=observation,
+        theirs=theirs,
+        their_message=their_message,
+        context_etag=context_for_conversation(conversation=conversation).etag,
+        run=run,
+        their_run=their_run,
+        clients={"key": api, "anonymous": APIClient(), "wrong_key": wrong_key},
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_each_response_matches_its_documented_schema(openapi, world, case):
+    response = case.send(world)
+
+    assert response.status_code == case.status, response.content[:400]
+    if case.error:
+        body = response.json()
+        assert body["error"] == case.error
+        assert body.get("field") == case.error_field
+    openapi.assert_documents(case.method, case.path, response)
+
+
+def test_the_cases_cover_every_operation_and_its_errors(openapi):
+    for path, method in openapi.operations():
+        statuses = {c.status for c in CASES if (c.path, c.method) == (path, method)}
+        expected = {400, 401} | ({404} if "{" in path else set())
+        assert any(200 <= s < 300 for s in statuses), f"no success case for {method} {path}"
+        assert expected <= statuses, f"{method.upper()} {path} lacks {expected - statuses}"
+
+
+def test_interactive_docs_load_nothing_from_the_internet(client):
+    import re
+
+    response = client.get("/v1/docs/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert any("swagger-ui-bundle.js" in a for a in assets)
+    assert all(a.startswith("/static/") for a in assets), assets
+    assert "cdn." not in page

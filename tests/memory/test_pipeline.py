@@ -1,0 +1,323 @@
+"""The Observer/Reflector pipeline in one process: triggers, runs, provenance, failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory import pipeline
+from memory.context import MEMORY_BLOCK_HEADER
+from memory.engines.base import EngineError
+from memory.engines.extractive import ExtractiveEngine
+from memory.models import Conversation, Message, Observation, ObserverRun, Reflection, ReflectorRun
+from memory.services import MessageInput, conversation_create, messages_append
+
+CHAT = [
+    ("user", "Hi, I'm Dana. My Aero 2 headphones arrived broken, order ORD-123456."),
+    ("assistant", "Sorry to hear that. I can refund $129 or send a replacement."),
+    ("user", "Refund please. I prefer email over phone calls."),
+    ("assistant", "Done: the refund of $129 will land within 5 business days."),
+    ("user", "Great. I'll drop the parcel off next Tuesday."),
+]
+
+
+@pytest.fixture
+def conversation(workspace) -> Conversation:
+    conversation = conversation_create(workspace=workspace, user_id="dana")
+    messages_append(
+        conversation=conversation, items=[MessageInput(role=r, content=c) for r, c in CHAT]
+    )
+    return conversation
+
+
+def _observe_now(conversation: Conversation) -> ObserverRun:
+    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    outcome = pipeline.observer_run_execute(run_id=run.pk)
+    assert outcome.run is not None
+    return outcome.run  # type: ignore[return-value]
+
+
+def test_below_the_threshold_no_run_is_scheduled(conversation):
+    assert not ObserverRun.objects.exists()
+
+
+def test_crossing_the_threshold_schedules_one_run_after_commit(
+    workspace, django_capture_on_commit_callbacks
+):
+    workspace.observer_threshold = 50
+    workspace.save()
+    conversation = conversation_create(workspace=workspace)
+    with django_capture_on_commit_callbacks() as callbacks:
+        messages_append(
+            conversation=conversation, items=[MessageInput(role=r, content=c) for r, c in CHAT]
+        )
+        messages_append(
+            conversation=conversation, items=[MessageInput(role="user", content="more")]
+        )
+    run = ObserverRun.objects.get(conversation=conversation)
+    assert (run.status, run.trigger) == ("pending", "threshold")
+    assert len(callbacks) == 1  # one task sent, after the commit; the write did not run it
+    assert not Observation.objects.exists()
+
+
+def test_one_message_larger_than_the_threshold_still_triggers(workspace):
+    workspace.observer_threshold = 1000
+    workspace.save()
+    conversation = conversation_create(workspace=workspace)
+    big = "order ORD-1 line item 42 status shipped " * 400  # ~4,000 tokens in one message
+    messages_append(conversation=conversation, items=[MessageInput(role="tool", content=big)])
+    run = ObserverRun.objects.get(conversation=conversation)
+    done = pipeline.observer_run_execute(run_id=run.pk).run
+    assert done.status == "succeeded"
+    assert Observation.objects.filter(conversation=conversation).exists()
+    assert not pipeline.unobserved_messages(conversation=conversation).exists()
+
+
+def test_a_conversation_threshold_overrides_the_workspace(workspace):
+    workspace.observer_threshold = 10
+    workspace.save()
+    conversation = conversation_create(workspace=workspace)
+    conversation.observer_threshold = 100_000
+    conversation.save()
+    messages_append(conversation=conversation, items=[MessageInput(role="user", content="x " * 50)])
+    assert not ObserverRun.objects.exists()
+
+
+def test_an_observer_run_stores_observations_with_provenance(conversation):
+    run = _observe_now(conversation)
+    assert run.status == "succeeded"
+    assert (run.engine, run.window_start_seq, run.window_end_seq) == ("extractive", 1, 5)
+    assert run.tokens_in == sum(m.token_count for m in conversation.messages.all())
+    observations = list(Observation.objects.filter(conversation=conversation))
+    assert observations and run.items_out == len(observations)
+    assert run.tokens_out == sum(o.token_count for o in observations)
+    ids_by_seq = {str(m.pk): m.seq for m in conversation.messages.all()}
+    for observation in observations:
+        seqs = [ids_by_seq[i] for i in observation.source_message_ids]
+        assert seqs == sorted(seqs)
+        assert (observation.window_start_seq, observation.window_end_seq) == (seqs[0], seqs[-1])
+        assert observation.source == "observer" and observation.engine == "extractive"
+    # Every message is now observed: none is recent, all are completed.
+    assert not pipeline.unobserved_messages(conversation=conversation).exists()
+
+
+@dataclass
+class _AppendsDuringRun:
+    """The real engine, plus a message that arrives while it works."""
+
+    conversation: Conversation
+    inner: ExtractiveEngine
+
+    name = "extractive"
+    model = ""
+    prompt_version = ""
+
+    def observe(self, messages, *, previous_observations, now):
+        messages_append(
+            conversation=Conversation.objects.get(pk=self.conversation.pk),
+            items=[MessageInput(role="user", content="Also, my new address is 5 Elm St.")],
+        )
+        return self.inner.observe(messages, previous_observations=previous_observations, now=now)
+
+    def reflect(self, observations, *, now):
+        return self.inner.reflect(observations, now=now)
+
+
+def test_a_message_that_arrives_during_a_run_stays_unobserved_and_recent(conversation, monkeypatch):
+    engine = _AppendsDuringRun(conversation, ExtractiveEngine())
+    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: engine)
+    run = _observe_now(conversation)
+    assert run.window_end_seq == 5
+    recent = list(pipeline.unobserved_messages(conversation=conversation))
+    assert [m.seq for m in recent] == [6]
+    cited = {i for o in Observation.objects.all() for i in o.source_message_ids}
+    assert str(recent[0].pk) not in cited
+
+
+def test_the_injected_memory_block_is_never_observed(workspace):
+    conversation = conversation_create(workspace=workspace)
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(
+                role="system",
+                content=f"{MEMORY_BLOCK_HEADER}\n\n## Observations\n- User's card is 4111 1111.",
+            ),
+            MessageInput(role="user", content="I prefer tea over coffee."),
+        ],
+    )
+    injected = conversation.messages.get(seq=1)
+    run = _observe_now(conversation)
+    assert run.items_in == 1
+    for observation in Observation.objects.filter(conversation=conversation):
+        assert str(injected.pk) not in observation.source_message_ids
+        assert "4111" not in observation.text
+    assert not pipeline.unobserved_messages(conversation=conversation).exists()
+
+
+def test_a_run_whose_lease_expired_is_taken_over_and_stored_once(conversation):
+    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    first = pipeline._claim(ObserverRun, run.pk)
+    assert first is not None
+    assert pipeline._claim(ObserverRun, run.pk) is None  # a second worker cannot take it
+    ObserverRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
+    done = pipeline.observer_run_execute(run_id=run.pk).run  # the crashed worker's successor
+    assert done.status == "succeeded" and done.attempts == 2
+    stored = Observation.objects.filter(conversation=conversation).count()
+    # The first worker wakes up and tries to store: its lease is gone, nothing is written.
+    _, stale_token = first
+    with pytest.raises(pipeline.LeaseLost):
+        pipeline._finish(ObserverRun, run, stale_token, started=0.0)
+    assert Observation.objects.filter(conversation=conversation).count() == stored
+
+
+class _FailingEngine(ExtractiveEngine):
+    def __init__(self, error: EngineError) -> None:
+        self.error = error
+
+    def observe(self, messages, *, previous_observations, now):
+        raise self.error
+
+    def reflect(self, observations, *, now):
+        raise self.error
+
+
+def test_a_failed_run_keeps_messages_recent_and_reports_them_failed(
+    api, workspace, conversation, monkeypatch
+):
+    monkeypatch.setattr(
+        pipeline, "engine_for_workspace", lambda w: _FailingEngine(EngineError("provider 500"))
+    )
+    run = _observe_now(conversation)
+    assert (run.status, run.error) == ("failed", "provider 500")
+    assert pipeline.unobserved_messages(conversation=conversation).count() == 5
+    status = api.get(f"/v1/conversations/{conversation.pk}/extraction-status").json()
+    assert status["summary"] == {"pending": 0, "completed": 0, "failed": 5}
+    # Automatic triggers hold off for a while; a person can still ask for a run.
+    workspace.observer_threshold = 1
+    workspace.save()
+    messages_append(conversation=conversation, items=[MessageInput(role="user", content="hello?")])
+    assert not ObserverRun.objects.filter(status="pending").exists()
+
+
+def test_a_retryable_failure_gives_the_run_back_for_a_retry(conversation, monkeypatch):
+    monkeypatch.setattr(
+        pipeline,
+        "engine_for_workspace",
+        lambda w: _FailingEngine(EngineError("timeout", retryable=True)),
+    )
+    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=False)
+    assert outcome.retry and outcome.run.status == "pending"
+    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=True)
+    assert not outcome.retry and outcome.run.status == "failed"
+    assert outcome.run.attempts == 2
+
+
+def test_reflection_condenses_observations_which_leave_the_context(api, conversation):
+    _observe_now(conversation)
+    observed = set(
+        Observation.objects.filter(conversation=conversation).values_list("pk", flat=True)
+    )
+    run = pipeline.reflector_run_execute(
+        run_id=pipeline.reflector_schedule(conversation=conversation, trigger="manual").pk
+    ).run
+    assert run.status == "succeeded" and run.generation == 1
+    reflections = list(Reflection.objects.filter(conversation=conversation))
+    assert reflections
+    cited = {i for r in reflections for i in r.source_observation_ids}
+    assert cited <= {str(pk) for pk in observed}
+    # Reflected observations are kept, but no longer active.
+    assert Observation.objects.filter(conversation=conversation).count() == len(observed)
+    assert not Observation.objects.filter(conversation=conversation, status="active").exists()
+    context = api.get(f"/v1/conversations/{conversation.pk}/context").json()
+    assert context["observations"] == [] and context["recentMessages"] == []
+    assert len(context["reflections"]) == len(reflections)
+
+
+def test_an_empty_reflection_is_rejected_and_memory_stays_as_it_was(conversation, monkeypatch):
+    _observe_now(conversation)
+    before = list(Observation.objects.filter(conversation=conversation).values_list("pk", "status"))
+
+    class EmptyReflector(ExtractiveEngine):
+        def reflect(self, observations, *, now):
+            return []
+
+    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda w: EmptyReflector())
+    run = pipeline.reflector_run_execute(
+        run_id=pipeline.reflector_schedule(conversation=conversation, trigger="manual").pk
+    ).run
+    assert run.status == "failed" and "empty reflection" in run.error
+    assert not Reflection.objects.exists()
+    assert (
+        list(Observation.objects.filter(conversation=conversation).values_list("pk", "status"))
+        == before
+    )
+
+
+def test_observing_crosses_the_reflector_threshold_and_schedules_a_reflection(
+    workspace, conversation
+):
+    workspace.reflector_threshold = 5
+    workspace.save()
+    _observe_now(Conversation.objects.select_related("workspace").get(pk=conversation.pk))
+    assert ReflectorRun.objects.get(conversation=conversation).status == "pending"
+
+
+def test_the_sweeper_schedules_due_conversations_and_requeues_lost_runs(
+    workspace, conversation, django_capture_on_commit_callbacks
+):
+    workspace.observer_threshold = 10
+    workspace.save()
+    # Messages stored while no run could be scheduled (as when the broker was down).
+    assert not ObserverRun.objects.exists()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        counts = pipeline.pipeline_sweep()
+    assert counts["observer_scheduled"] == 1 and len(callbacks) == 1
+    run = ObserverRun.objects.get(conversation=conversation)
+    assert run.trigger == "sweeper"
+    ObserverRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        counts = pipeline.pipeline_sweep()
+    assert counts["requeued"] == 1
+    assert ObserverRun.objects.filter(conversation=conversation).count() == 1
+
+
+def test_observe_now_over_the_api_waits_and_returns_the_run(api, other_api, conversation):
+    response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "succeeded" and body["kind"] == "observer"
+    assert body["itemsOut"] == Observation.objects.filter(conversation=conversation).count()
+    assert api.get(f"/v1/runs/{body['id']}").json()["id"] == body["id"]
+    assert other_api.get(f"/v1/runs/{body['id']}").status_code == 404
+    assert other_api.post(f"/v1/conversations/{conversation.pk}/observe").status_code == 404
+    reflect = api.post(f"/v1/conversations/{conversation.pk}/reflect?wait=true").json()
+    assert reflect["status"] == "succeeded" and reflect["generation"] == 1
+
+
+def test_observe_without_wait_queues_a_run(api, conversation):
+    response = api.post(f"/v1/conversations/{conversation.pk}/observe")
+    assert response.status_code == 202
+    assert response.json()["status"] == "pending"
+    again = api.post(f"/v1/conversations/{conversation.pk}/observe")
+    assert again.json()["id"] == response.json()["id"]  # one open run per conversation
+
+
+def test_metrics_report_raw_and_served_tokens_and_compression(api, conversation):
+    api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
+    body = api.get(f"/v1/metrics?conversationId={conversation.pk}").json()
+    raw = sum(m.token_count for m in Message.objects.filter(conversation=conversation))
+    observation_tokens = sum(
+        o.token_count for o in Observation.objects.filter(conversation=conversation)
+    )
+    assert body["rawTokens"] == raw
+    assert body["servedTokens"] == observation_tokens
+    assert body["observer"]["byStatus"]["succeeded"] == 1
+    assert body["compression"]["observer"] == round(raw / observation_tokens, 2)
+    workspace_wide = api.get("/v1/metrics").json()
+    assert workspace_wide["rawTokens"] >= raw
+    assert api.get("/v1/metrics?conversationId=nope").status_code == 400
