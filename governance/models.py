@@ -1,5 +1,9 @@
-"""The audit trail. Every human or agent change to memory writes one event, in the same
-transaction as the change, through ``governance.services.audit_record``."""
+"""Governance: the audit trail, PII redaction, retention, legal holds and erasure.
+
+Every change to memory writes one AuditEvent, in the same transaction as the change,
+through ``governance.services.audit_record``, which also extends the workspace's hash
+chain.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,19 @@ from django.db import models
 from django.utils import timezone
 
 
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs: object) -> int:
+        raise PermissionError("Audit events are append-only: they cannot be changed.")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise PermissionError("Audit events are append-only: they cannot be deleted.")
+
+
 class AuditEvent(models.Model):
+    """Append-only. Each event stores the hash of the previous event of its workspace
+    and its own hash over its content and that link; ``verify_audit`` walks the chain.
+    On PostgreSQL a trigger rejects UPDATE and DELETE; elsewhere the model refuses."""
+
     class ActorType(models.TextChoices):
         USER = "user", "user"
         API_KEY = "api_key", "API key"
@@ -16,6 +32,7 @@ class AuditEvent(models.Model):
     workspace = models.ForeignKey(
         "memory.Workspace", on_delete=models.PROTECT, related_name="audit_events"
     )
+    sequence = models.PositiveBigIntegerField()  # 1, 2, 3... per workspace
     actor_type = models.CharField(max_length=10, choices=ActorType.choices)
     actor_id = models.CharField(max_length=200)
     actor_role = models.CharField(max_length=50, blank=True, default="")
@@ -28,12 +45,275 @@ class AuditEvent(models.Model):
     request_id = models.CharField(max_length=100, blank=True, default="")
     ip_address = models.GenericIPAddressField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+
+    objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "sequence"], name="audit_ws_sequence")
+        ]
         indexes = [
-            models.Index(fields=["workspace", "-id"], name="audit_ws_id"),
+            models.Index(fields=["workspace", "-sequence"], name="audit_ws_seq_desc"),
             models.Index(fields=["target_type", "target_id"], name="audit_target"),
+            models.Index(fields=["workspace", "action"], name="audit_ws_action"),
         ]
 
     def __str__(self) -> str:
         return f"{self.action} {self.target_type}:{self.target_id}"
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None:
+            raise PermissionError("Audit events are append-only: they cannot be changed.")
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
+        raise PermissionError("Audit events are append-only: they cannot be deleted.")
+
+
+class AuditChainHead(models.Model):
+    """The last event of each workspace's chain. Appending locks this row, so two
+    concurrent events can never claim the same predecessor."""
+
+    workspace = models.OneToOneField(
+        "memory.Workspace", on_delete=models.PROTECT, primary_key=True, related_name="+"
+    )
+    sequence = models.PositiveBigIntegerField(default=0)
+    hash = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return f"audit head {self.workspace_id} #{self.sequence}"
+
+
+# --- redaction --------------------------------------------------------------------------------
+
+
+class RedactionPolicy(models.Model):
+    class Operator(models.TextChoices):
+        REPLACE = "replace", "replace with <ENTITY_TYPE>"
+        MASK = "mask", "mask characters"
+        HASH = "hash", "hash"
+        REDACT = "redact", "remove"
+        KEEP = "keep", "keep"
+
+    workspace = models.OneToOneField(
+        "memory.Workspace", on_delete=models.CASCADE, related_name="redaction_policy"
+    )
+    # Presidio entity types to detect; empty means the engine's default set.
+    entities = models.JSONField(default=list, blank=True)
+    score_threshold = models.FloatField(default=0.5)
+    # {"EMAIL_ADDRESS": "mask", ...}; entities not named use default_operator.
+    operators = models.JSONField(default=dict, blank=True)
+    default_operator = models.CharField(
+        max_length=10, choices=Operator.choices, default=Operator.REPLACE
+    )
+    allow_list = models.JSONField(default=list, blank=True)  # never redacted
+    deny_list = models.JSONField(default=list, blank=True)  # always redacted
+    # [{"name", "entity", "pattern", "score", "context": [...]}]
+    custom_recognizers = models.JSONField(default=list, blank=True)
+    # Findings scoring in [review_min_score, review_max_score) wait for a person.
+    review_min_score = models.FloatField(default=0.4)
+    review_max_score = models.FloatField(default=0.7)
+    redact_at_ingest = models.BooleanField(default=False)
+    redact_before_observation = models.BooleanField(default=False)
+    reflection_waits_for_review = models.BooleanField(default=False)
+    keep_originals = models.BooleanField(default=False)  # else originals are destroyed
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"redaction policy of {self.workspace_id} v{self.version}"
+
+
+class RedactionFinding(models.Model):
+    """One detected entity: where, what type, how sure, and what was done. Never the
+    value itself."""
+
+    class Status(models.TextChoices):
+        APPLIED = "applied", "redacted automatically"
+        PENDING_REVIEW = "pending_review", "waiting for review"
+        APPROVED = "approved", "redacted after review"
+        DISMISSED = "dismissed", "kept after review"
+
+    class TargetType(models.TextChoices):
+        MESSAGE = "message", "message"
+        OBSERVATION = "observation", "observation"
+        REFLECTION = "reflection", "reflection"
+
+    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE)
+    conversation = models.ForeignKey(
+        "memory.Conversation", on_delete=models.CASCADE, related_name="redaction_findings"
+    )
+    target_type = models.CharField(max_length=12, choices=TargetType.choices)
+    target_id = models.UUIDField()
+    entity_type = models.CharField(max_length=50)
+    start = models.PositiveIntegerField()  # offsets in the text as it was analysed
+    end = models.PositiveIntegerField()
+    score = models.FloatField()
+    operator = models.CharField(max_length=10, choices=RedactionPolicy.Operator.choices)
+    status = models.CharField(max_length=15, choices=Status.choices)
+    policy_version = models.PositiveIntegerField()
+    recognizer = models.CharField(max_length=100, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    reviewed_by = models.CharField(max_length=200, blank=True, default="")
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["workspace", "status"], name="finding_ws_status"),
+            models.Index(fields=["target_type", "target_id"], name="finding_target"),
+            models.Index(fields=["conversation", "status"], name="finding_conv_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entity_type} in {self.target_type} {self.target_id} ({self.status})"
+
+
+class RestrictedOriginal(models.Model):
+    """Text as it was before redaction, kept only when the policy says so; readable only
+    by the compliance role, and every read is audited."""
+
+    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE)
+    conversation = models.ForeignKey(
+        "memory.Conversation", on_delete=models.CASCADE, related_name="restricted_originals"
+    )
+    target_type = models.CharField(max_length=12, choices=RedactionFinding.TargetType.choices)
+    target_id = models.UUIDField()
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["target_type", "target_id"], name="original_target")]
+
+    def __str__(self) -> str:
+        return f"original of {self.target_type} {self.target_id}"
+
+
+# --- retention, holds, erasure ----------------------------------------------------------------
+
+
+class RetentionPolicy(models.Model):
+    workspace = models.ForeignKey(
+        "memory.Workspace", on_delete=models.CASCADE, related_name="retention_policies"
+    )
+    name = models.CharField(max_length=100)
+    # Only conversations whose tags include this one; blank means every conversation.
+    conversation_tag = models.CharField(max_length=100, blank=True, default="")
+    # Days to keep each tier; null keeps it forever.
+    message_days = models.PositiveIntegerField(null=True, blank=True)
+    observation_days = models.PositiveIntegerField(null=True, blank=True)
+    reflection_days = models.PositiveIntegerField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="retention_ws_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RetentionSweep(models.Model):
+    """One run of the retention sweep (or a dry run), with its progress and counts."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        COMPLETED = "completed", "completed"
+        FAILED = "failed", "failed"
+
+    workspace = models.ForeignKey(
+        "memory.Workspace", on_delete=models.CASCADE, related_name="retention_sweeps"
+    )
+    policy = models.ForeignKey(
+        RetentionPolicy, null=True, blank=True, on_delete=models.SET_NULL, related_name="sweeps"
+    )
+    dry_run = models.BooleanField(default=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    # {"messages": n, "observations": n, "reflections": n}: to delete (dry run) or deleted.
+    counts = models.JSONField(default=dict, blank=True)
+    total = models.PositiveBigIntegerField(default=0)  # rows due when the sweep started
+    done = models.PositiveBigIntegerField(default=0)  # rows deleted so far
+    triggered_by = models.CharField(max_length=200, blank=True, default="")
+    error = models.CharField(max_length=500, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"retention sweep {self.pk} ({self.status})"
+
+
+class LegalHold(models.Model):
+    """Overrides every retention rule and blocks deletion of a conversation, or of every
+    conversation of an end user, until released."""
+
+    workspace = models.ForeignKey(
+        "memory.Workspace", on_delete=models.CASCADE, related_name="legal_holds"
+    )
+    # Exactly one of the two is set.
+    conversation = models.ForeignKey(
+        "memory.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="legal_holds",
+    )
+    end_user_id = models.CharField(max_length=255, blank=True, default="")
+    reason = models.TextField()
+    placed_by = models.CharField(max_length=200)
+    placed_at = models.DateTimeField(default=timezone.now)
+    released_by = models.CharField(max_length=200, blank=True, default="")
+    released_at = models.DateTimeField(null=True, blank=True)
+    release_reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(conversation__isnull=False, end_user_id="")
+                    | models.Q(conversation__isnull=True) & ~models.Q(end_user_id="")
+                ),
+                name="hold_targets_one_thing",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["workspace", "end_user_id"], name="hold_ws_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"hold on {self.conversation_id or self.end_user_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.released_at is None
+
+
+class ErasureRequest(models.Model):
+    """Right to be forgotten: delete every tier of one end user's memory."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        COMPLETED = "completed", "completed"
+        REFUSED = "refused", "refused (legal hold)"
+        FAILED = "failed", "failed"
+
+    workspace = models.ForeignKey(
+        "memory.Workspace", on_delete=models.CASCADE, related_name="erasure_requests"
+    )
+    end_user_id = models.CharField(max_length=255)
+    reason = models.TextField()
+    requested_by = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    counts = models.JSONField(default=dict, blank=True)
+    error = models.CharField(max_length=500, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"erasure {self.pk} ({self.status})"

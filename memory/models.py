@@ -81,6 +81,8 @@ class Conversation(models.Model):
     user_id = models.CharField(max_length=255, blank=True, default="")
     title = models.CharField(max_length=255, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
+    # Labels that retention policies select on (e.g. "billing", "eu").
+    tags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     # The highest message seq handed out. Appends bump it with a conditional UPDATE,
