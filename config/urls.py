@@ -14,4 +14,5 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memory.urls")),
+    path("v1/audit/", include("governance.audit_urls")),
 ]

@@ -62,3 +62,19 @@ def audit_chain_verify(*, workspace_id: object) -> ChainReport:
             "(events were removed from the end)",
         )
     return ChainReport(True, count)
+
+
+def audit_event_list(
+    *,
+    workspace: object,
+    filters: dict[str, object],
+    before_sequence: int | None,
+    limit: int,
+) -> tuple[list[AuditEvent], int | None]:
+    """Newest first, keyset-paged on the chain sequence."""
+    events = AuditEvent.objects.filter(workspace=workspace, **filters)
+    if before_sequence is not None:
+        events = events.filter(sequence__lt=before_sequence)
+    page = list(events.order_by("-sequence")[: limit + 1])
+    next_cursor = page[limit - 1].sequence if len(page) > limit else None
+    return page[:limit], next_cursor

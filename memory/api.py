@@ -22,7 +22,7 @@ from memory import api_schema as out
 from memory import pipeline, selectors, services
 from memory.context import context_for_conversation, parse_max_tokens
 from memory.metrics import pipeline_metrics
-from memory.models import ApiKey, Conversation, ObservationVersion, PipelineRun
+from memory.models import ApiKey, Conversation, PipelineRun
 from memory.wire import (
     conversation_to_wire,
     message_to_wire,
@@ -469,13 +469,15 @@ class ObservationDetailApi(MemdeskApi):
 
 class ObservationHistoryApi(MemdeskApi):
     @extend_schema(
-        operation_id="observations_history", responses={200: out.ObservationHistoryOut, **ERRORS}
+        operation_id="observations_history",
+        responses={200: out.ObservationHistoryOut, **ERRORS},
+        description="Earlier versions, oldest first, each with the reason it changed and a "
+        "unified diff to the version after it.",
     )
     def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = selectors.observation_get(
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
-        versions = ObservationVersion.objects.filter(observation_id=observation.pk)
         return Response(
             {
                 "current": observation_to_wire(observation, today=timezone.now().date()),
@@ -488,11 +490,39 @@ class ObservationHistoryApi(MemdeskApi):
                         "reason": v.reason,
                         "changedBy": v.changed_by,
                         "changedAt": v.changed_at.isoformat(),
+                        "diff": v.diff,
                     }
-                    for v in versions
+                    for v in selectors.observation_history(observation=observation)
                 ],
             }
         )
+
+
+class ObservationRevertIn(serializers.Serializer):
+    version = serializers.IntegerField(min_value=1)
+    reason = _text(required=False, allow_blank=True)
+
+
+class ObservationRevertApi(MemdeskApi):
+    @extend_schema(
+        operation_id="observations_revert",
+        request=ObservationRevertIn,
+        responses={200: out.ObservationOut, **ERRORS},
+        description="Restore an earlier version. `reason` is required; the revert is "
+        "itself a new version and is audited.",
+    )
+    def post(self, request: Request, conversation_id: str, observation_id: str) -> Response:
+        observation = selectors.observation_get(
+            conversation=self.conversation(conversation_id), observation_id=observation_id
+        )
+        data = _valid(ObservationRevertIn, request.data)
+        reverted = services.observation_revert(
+            observation=observation,
+            version=data["version"],
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+        )
+        return Response(observation_to_wire(reverted, today=timezone.now().date()))
 
 
 class ReflectionListApi(MemdeskApi):

@@ -177,6 +177,7 @@ class ObservationVersionOut(serializers.Serializer):
     reason = serializers.CharField()
     changedBy = serializers.CharField()
     changedAt = serializers.DateTimeField()
+    diff = serializers.CharField(help_text="Unified diff to the next version's text.")
 
 
 class ObservationHistoryOut(serializers.Serializer):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from memory.models import ApiKey
@@ -67,3 +67,13 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API key from `manage.py create_api_key` or the dashboard.",
         }
+
+
+class AdminKeyRequired(permissions.BasePermission):
+    """Only admin-scope keys: policies, audit log and restricted data are not for agents."""
+
+    message = "This route needs an admin API key (create one with create_api_key --admin)."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        api_key = request.auth
+        return isinstance(api_key, ApiKey) and api_key.scope == ApiKey.Scope.ADMIN

@@ -13,7 +13,14 @@ from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_datetime
 
 from memory.errors import MemdeskError
-from memory.models import Conversation, Message, Observation, Reflection, Workspace
+from memory.models import (
+    Conversation,
+    Message,
+    Observation,
+    ObservationVersion,
+    Reflection,
+    Workspace,
+)
 
 PAGE_LIMIT_MAX = 200
 PAGE_LIMIT_DEFAULT = 50
@@ -270,3 +277,44 @@ def extraction_status(*, conversation: Conversation, limit: int) -> ExtractionSt
             "failed": failed_count,
         },
     )
+
+
+@dataclass(frozen=True)
+class ObservationChange:
+    version: int
+    text: str
+    priority: str
+    change: str  # how this version ended: "edit", "revert" or "delete"
+    reason: str
+    changed_by: str
+    changed_at: datetime
+    diff: str  # unified diff from this version's text to the next version's
+
+
+def observation_history(*, observation: Observation) -> list[ObservationChange]:
+    """Every earlier version, oldest first, each with the diff to the version after it."""
+    import difflib
+
+    versions = list(ObservationVersion.objects.filter(observation_id=observation.pk))
+    following = [v.text for v in versions[1:]] + [observation.text]
+    return [
+        ObservationChange(
+            version=v.version,
+            text=v.text,
+            priority=v.priority,
+            change=v.change,
+            reason=v.reason,
+            changed_by=v.changed_by,
+            changed_at=v.changed_at,
+            diff="\n".join(
+                difflib.unified_diff(
+                    v.text.splitlines(),
+                    after.splitlines(),
+                    f"v{v.version}",
+                    f"v{v.version + 1}",
+                    lineterm="",
+                )
+            ),
+        )
+        for v, after in zip(versions, following, strict=True)
+    ]

@@ -496,3 +496,44 @@ def observation_delete(*, observation: Observation, actor: Actor, reason: str) -
         conversation_id = locked.conversation_id
         locked.delete()
         _bump_memory_version(conversation_id)
+
+
+def observation_revert(
+    *, observation: Observation, version: int, actor: Actor, reason: str
+) -> Observation:
+    """Restore an earlier version's text, priority, event date and tags. The revert is
+    itself an edit: it keeps the version it replaces and is audited as a revert."""
+    reason = _require_reason(reason)
+    target = ObservationVersion.objects.filter(
+        observation_id=observation.pk, version=version
+    ).first()
+    if target is None:
+        raise MemdeskError(
+            "unknown_version",
+            f"This observation has no earlier version {version}.",
+            field="version",
+        )
+    with transaction.atomic():
+        locked = Observation.objects.select_for_update().get(pk=observation.pk)
+        before = _observation_snapshot(locked)
+        _keep_version(locked, change="revert", reason=reason, actor=actor)
+        locked.text = target.text
+        locked.token_count = token_count(target.text)
+        locked.priority = target.priority
+        locked.referenced_at = target.referenced_at
+        locked.tags = target.tags
+        locked.version += 1
+        locked.updated_at = timezone.now()
+        locked.save()
+        _bump_memory_version(locked.conversation_id)
+        audit_record(
+            workspace_id=locked.conversation.workspace_id,
+            actor=actor,
+            action="observation.revert",
+            target_type="observation",
+            target_id=str(locked.pk),
+            before=before,
+            after={**_observation_snapshot(locked), "revertedTo": version},
+            reason=reason,
+        )
+    return locked

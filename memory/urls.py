@@ -18,6 +18,7 @@ urlpatterns = [
     path(f"{conversation}/observations", api.ObservationListCreateApi.as_view()),
     path(observation, api.ObservationDetailApi.as_view()),
     path(f"{observation}/history", api.ObservationHistoryApi.as_view()),
+    path(f"{observation}/revert", api.ObservationRevertApi.as_view()),
     path(f"{conversation}/reflections", api.ReflectionListApi.as_view()),
     path(f"{conversation}/extraction-status", api.ExtractionStatusApi.as_view()),
     path(f"{conversation}/observe", api.ObserveNowApi.as_view()),

@@ -1,0 +1,201 @@
+"""The audit trail over the API, for compliance automation (admin keys only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import StreamingHttpResponse
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance.models import AuditEvent
+from governance.selectors import audit_chain_verify, audit_event_list
+from memory.api import ERRORS, MemdeskApi
+from memory.api_schema import ErrorOut
+from memory.auth import AdminKeyRequired
+from memory.errors import MemdeskError
+from memory.selectors import parse_limit
+
+FILTERS = [
+    OpenApiParameter("action", str, description="e.g. observation.edit"),
+    OpenApiParameter("targetType", str, description="e.g. observation, conversation"),
+    OpenApiParameter("targetId", str),
+    OpenApiParameter("actorType", str, enum=["user", "api_key", "system"]),
+    OpenApiParameter("actorId", str),
+    OpenApiParameter("since", str, description="ISO 8601; events at or after"),
+    OpenApiParameter("until", str, description="ISO 8601; events before"),
+]
+
+
+class AuditEventOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    sequence = serializers.IntegerField()
+    actorType = serializers.CharField()
+    actorId = serializers.CharField()
+    actorRole = serializers.CharField()
+    action = serializers.CharField()
+    targetType = serializers.CharField()
+    targetId = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    reason = serializers.CharField()
+    requestId = serializers.CharField()
+    ipAddress = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    prevHash = serializers.CharField()
+    hash = serializers.CharField()
+
+
+class AuditPageOut(serializers.Serializer):
+    events = AuditEventOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class ChainReportOut(serializers.Serializer):
+    ok = serializers.BooleanField()
+    events = serializers.IntegerField()
+    brokenEventId = serializers.IntegerField(allow_null=True)
+    brokenSequence = serializers.IntegerField(allow_null=True)
+    problem = serializers.CharField()
+
+
+def audit_event_to_wire(event: AuditEvent) -> dict[str, object]:
+    return {
+        "id": event.pk,
+        "sequence": event.sequence,
+        "actorType": event.actor_type,
+        "actorId": event.actor_id,
+        "actorRole": event.actor_role,
+        "action": event.action,
+        "targetType": event.target_type,
+        "targetId": event.target_id,
+        "before": event.before,
+        "after": event.after,
+        "reason": event.reason,
+        "requestId": event.request_id,
+        "ipAddress": event.ip_address,
+        "createdAt": event.created_at.isoformat(),
+        "prevHash": event.prev_hash,
+        "hash": event.hash,
+    }
+
+
+def _filters(request: Request) -> dict[str, object]:
+    params = request.query_params
+    filters: dict[str, object] = {}
+    for name, lookup in (
+        ("action", "action"),
+        ("targetType", "target_type"),
+        ("targetId", "target_id"),
+        ("actorType", "actor_type"),
+        ("actorId", "actor_id"),
+    ):
+        if params.get(name):
+            filters[lookup] = params[name]
+    for name, lookup in (("since", "created_at__gte"), ("until", "created_at__lt")):
+        if params.get(name):
+            moment = parse_datetime(params[name])
+            if moment is None:
+                raise MemdeskError(
+                    "invalid_datetime", f"{name} must be an ISO 8601 date-time.", field=name
+                )
+            filters[lookup] = moment
+    return filters
+
+
+def _cursor(raw: str | None) -> int | None:
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise MemdeskError(
+            "invalid_cursor", "cursor is not one this server returned.", field="cursor"
+        )
+    return int(raw)
+
+
+class AdminApi(MemdeskApi):
+    permission_classes = [IsAuthenticated, AdminKeyRequired]
+
+
+ADMIN_ERRORS = {**ERRORS, 403: OpenApiResponse(ErrorOut, description="Needs an admin key.")}
+
+
+class AuditEventListApi(AdminApi):
+    @extend_schema(
+        operation_id="audit_events_list",
+        parameters=[
+            *FILTERS,
+            OpenApiParameter("limit", int, description="1..200, default 50"),
+            OpenApiParameter("cursor", str, description="next_cursor of the previous page"),
+        ],
+        responses={200: AuditPageOut, **ADMIN_ERRORS},
+        description="Newest first.",
+    )
+    def get(self, request: Request) -> Response:
+        limit = parse_limit(request.query_params.get("limit"))
+        events, next_cursor = audit_event_list(
+            workspace=self.workspace,
+            filters=_filters(request),
+            before_sequence=_cursor(request.query_params.get("cursor")),
+            limit=limit,
+        )
+        return Response(
+            {
+                "events": [audit_event_to_wire(e) for e in events],
+                "next_cursor": str(next_cursor) if next_cursor else None,
+            }
+        )
+
+
+class AuditEventExportApi(AdminApi):
+    @extend_schema(
+        operation_id="audit_events_export",
+        parameters=FILTERS,
+        responses={
+            (200, "application/x-ndjson"): OpenApiResponse(
+                str, description="One event per line (JSON Lines), oldest first."
+            ),
+            **ADMIN_ERRORS,
+        },
+    )
+    def get(self, request: Request) -> StreamingHttpResponse:
+        events = (
+            AuditEvent.objects.filter(workspace=self.workspace, **_filters(request))
+            .order_by("sequence")
+            .iterator(chunk_size=1000)
+        )
+
+        def lines() -> Iterator[str]:
+            for event in events:
+                yield json.dumps(audit_event_to_wire(event), cls=DjangoJSONEncoder) + "\n"
+
+        response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+        response["Content-Disposition"] = (
+            f'attachment; filename="audit-{self.workspace.name}.jsonl"'
+        )
+        return response
+
+
+class AuditVerifyApi(AdminApi):
+    @extend_schema(
+        operation_id="audit_verify",
+        responses={200: ChainReportOut, **ADMIN_ERRORS},
+        description="Walk this workspace's hash chain and report the first broken event.",
+    )
+    def get(self, request: Request) -> Response:
+        report = audit_chain_verify(workspace_id=self.workspace.pk)
+        return Response(
+            {
+                "ok": report.ok,
+                "events": report.events,
+                "brokenEventId": report.broken_event_id,
+                "brokenSequence": report.broken_sequence,
+                "problem": report.problem,
+            }
+        )
