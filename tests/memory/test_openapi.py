@@ -19,17 +19,19 @@ from urllib.parse import urlencode
 
 import pytest
 from django.http import HttpResponse
-from django.urls import URLPattern
+from django.urls import URLResolver
 from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 from rest_framework.test import APIClient
 
+from config import urls as root_urls
 from governance.services import SYSTEM_ACTOR
 from memory import pipeline, services
 from memory import urls as memory_urls
 from memory.context import context_for_conversation
 from memory.models import Conversation, Message, Observation, PipelineRun
+from memory.services import observation_update
 from tests.memory.factories import ReflectionFactory
 
 OPENAPI_JSON = "application/vnd.oai.openapi+json"
@@ -131,19 +133,38 @@ def openapi() -> OpenApi:
     return OpenApi(document=document, registry=Registry().with_resource(DOCUMENT_URI, resource))
 
 
-def _routes() -> dict[str, set[str]]:
-    """Every API route in memory/urls.py as an OpenAPI path, with the methods it answers."""
-    routes = {}
-    for pattern in memory_urls.urlpatterns:
-        assert isinstance(pattern, URLPattern)
-        if pattern.name in ("schema", "docs"):
+def _routes(patterns: list | None = None, prefix: str = "") -> dict[str, set[str]]:
+    """Every API route under /v1/ (the agent API and the governance routes mounted
+    beside it), as an OpenAPI path with the methods it answers."""
+    routes: dict[str, set[str]] = {}
+    for pattern in root_urls.urlpatterns if patterns is None else patterns:
+        route = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            routes.update(_routes(pattern.url_patterns, route))
+            continue
+        if not route.startswith("v1/") or pattern.name in ("schema", "docs"):
             continue
         view = pattern.callback.view_class  # type: ignore[attr-defined]
-        path = "/v1/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
+        path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
         routes[path] = {
             m for m in view.http_method_names if m not in ("options", "head") and hasattr(view, m)
         }
     return routes
+
+
+def _memory_routes() -> set[tuple[str, str]]:
+    """The agent API's own operations: the ones this module calls case by case (the
+    governance routes have their own behaviour tests in tests/governance/)."""
+    mounted = _routes()
+    prefixes = {
+        "/v1/" + str(p.pattern).split("<")[0].split("/")[0] for p in memory_urls.urlpatterns
+    }
+    return {
+        (path, method)
+        for path, methods in mounted.items()
+        for method in methods
+        if any(path.startswith(prefix) for prefix in prefixes)
+    }
 
 
 # --- the document itself -----------------------------------------------------------------------
@@ -267,6 +288,7 @@ CONTEXT = f"{CONVERSATION}/context"
 OBSERVATIONS = f"{CONVERSATION}/observations"
 OBSERVATION = f"{CONVERSATION}/observations/{{observation_id}}"
 HISTORY = f"{OBSERVATION}/history"
+REVERT = f"{OBSERVATION}/revert"
 REFLECTIONS = f"{CONVERSATION}/reflections"
 EXTRACTION = f"{CONVERSATION}/extraction-status"
 OBSERVE = f"{CONVERSATION}/observe"
@@ -282,6 +304,14 @@ TOOL_RESULT = {
     "metadata": {"latencyMs": 212},
     "createdAt": "2026-02-10T09:30:00+00:00",
 }
+
+
+def _edited_then_revert_body(world: World) -> dict[str, Any]:
+    """Give the observation a version 1 to go back to, then ask for it."""
+    observation_update(
+        observation=world.observation, actor=SYSTEM_ACTOR, reason="typo", text="Edited."
+    )
+    return {"version": 1, "reason": "the edit was wrong"}
 
 
 def _unauthenticated(method: str, path: str) -> list[Case]:
@@ -521,6 +551,13 @@ CASES: list[Case] = [
     Case("get", HISTORY, 404, "not_found", observation="unknown", label="observation"),
     *_not_found("get", HISTORY),
     *_unauthenticated("get", HISTORY),
+    Case("post", REVERT, 200, body=lambda w: _edited_then_revert_body(w)),
+    Case("post", REVERT, 400, "reason_required", "reason", body={"version": 1}),
+    Case("post", REVERT, 400, "unknown_version", "version", body={"version": 9, "reason": "x"}),
+    Case("post", REVERT, 400, "invalid_request", "version", body={"version": "one"}),
+    Case("post", REVERT, 404, "not_found", observation="unknown", label="observation"),
+    *_not_found("post", REVERT, body={"version": 1, "reason": "x"}),
+    *_unauthenticated("post", REVERT),
     # reflections, extraction status
     Case("get", REFLECTIONS, 200),
     Case("get", REFLECTIONS, 200, query={"status": "superseded"}, label="superseded"),
@@ -676,7 +713,7 @@ def test_each_response_matches_its_documented_schema(openapi, world, case):
 
 
 def test_the_cases_cover_every_operation_and_its_errors(openapi):
-    for path, method in openapi.operations():
+    for path, method in sorted(_memory_routes()):
         statuses = {c.status for c in CASES if (c.path, c.method) == (path, method)}
         expected = {400, 401} | ({404} if "{" in path else set())
         assert any(200 <= s < 300 for s in statuses), f"no success case for {method} {path}"
