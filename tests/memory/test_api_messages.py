@@ -269,3 +269,15 @@ def test_search_refuses_bad_input_naming_the_field(api, conversation_id, body, f
     response = _post(api, f"/v1/conversations/{conversation_id}/search", body)
     assert response.status_code == 400
     assert response.json()["field"] == field
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000)
+def test_a_body_over_the_request_size_limit_is_a_413_json_error(api, conversation_id):
+    response = _post(
+        api,
+        f"/v1/conversations/{conversation_id}/messages",
+        {"role": "user", "content": "x" * 5000},
+    )
+    assert response.status_code == 413
+    assert response.json()["error"] == "request_too_large"
+    assert not Message.objects.filter(conversation_id=conversation_id).exists()
