@@ -296,6 +296,8 @@ def observation_history(*, observation: Observation) -> list[ObservationChange]:
     import difflib
 
     versions = list(ObservationVersion.objects.filter(observation_id=observation.pk))
+    if not versions:
+        return []
     following = [v.text for v in versions[1:]] + [observation.text]
     return [
         ObservationChange(

@@ -168,3 +168,10 @@ def test_observation_lists_filter_by_status(api, conversation, observation):
     assert api.get(f"{path}?status=reflected").json()["observations"] == []
     assert api.get(f"{path}?status=bogus").status_code == 400
     assert api.get(f"/v1/conversations/{conversation}/reflections?status=bogus").status_code == 400
+
+
+def test_history_of_an_unedited_observation_has_no_earlier_versions(api, conversation, observation):
+    response = api.get(f"/v1/conversations/{conversation}/observations/{observation['id']}/history")
+    assert response.status_code == 200
+    assert response.json()["versions"] == []
+    assert response.json()["current"]["version"] == 1
