@@ -14,5 +14,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memory.urls")),
+    path("v1/", include("governance.urls")),
     path("v1/audit/", include("governance.audit_urls")),
 ]

@@ -148,7 +148,9 @@ class RedactionFinding(models.Model):
     target_type = models.CharField(max_length=12, choices=TargetType.choices)
     target_id = models.UUIDField()
     entity_type = models.CharField(max_length=50)
-    start = models.PositiveIntegerField()  # offsets in the text as it was analysed
+    # Offsets in the text as stored after the pass that recorded the finding: the
+    # replacement for applied findings, the value itself for pending ones.
+    start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     score = models.FloatField()
     operator = models.CharField(max_length=10, choices=RedactionPolicy.Operator.choices)

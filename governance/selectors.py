@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
-from governance.models import AuditChainHead, AuditEvent
+from django.db.models import Q, QuerySet
+
+from governance import redaction
+from governance.models import (
+    AuditChainHead,
+    AuditEvent,
+    ErasureRequest,
+    LegalHold,
+    RedactionFinding,
+    RedactionPolicy,
+    RetentionPolicy,
+    RetentionSweep,
+)
 from governance.services import GENESIS_HASH, audit_event_hash
+from memory.errors import MemdeskError
+from memory.models import Conversation
 
 VERIFY_BATCH = 2000
 
@@ -78,3 +93,247 @@ def audit_event_list(
     page = list(events.order_by("-sequence")[: limit + 1])
     next_cursor = page[limit - 1].sequence if len(page) > limit else None
     return page[:limit], next_cursor
+
+
+# --- retention, legal holds, erasure ----------------------------------------------------------
+# Imported here rather than at the top: this section was appended while other sections of the
+# module were being written, and keeping each section's imports beside it avoids edit clashes.
+
+
+def _parse_pk(raw: object, *, field: str) -> int:
+    try:
+        value = int(str(raw))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise MemdeskError(
+            "invalid_id", f"{field} must be a positive whole number; got {raw!r}.", field=field
+        )
+    return value
+
+
+def active_holds(*, workspace_id: object) -> QuerySet[LegalHold]:
+    return LegalHold.objects.filter(workspace_id=workspace_id, released_at__isnull=True)
+
+
+def active_hold_for_conversation(*, conversation: Conversation) -> LegalHold | None:
+    """The oldest active hold that covers the conversation: one placed on it, or one on
+    its end user (which covers every conversation with that user_id, including ones
+    created after the hold was placed)."""
+    covers = Q(conversation_id=conversation.pk)
+    if conversation.user_id:
+        covers |= Q(end_user_id=conversation.user_id)
+    return (
+        active_holds(workspace_id=conversation.workspace_id)
+        .filter(covers)
+        .order_by("placed_at", "pk")
+        .first()
+    )
+
+
+def active_hold_sets(*, workspace_id: object) -> tuple[set[str], set[str]]:
+    """(held conversation ids as strings, held end-user ids) of a workspace. Holds are
+    few (each one is a person's decision), so they are read whole."""
+    conversation_ids: set[str] = set()
+    end_user_ids: set[str] = set()
+    for conversation_id, end_user_id in active_holds(workspace_id=workspace_id).values_list(
+        "conversation_id", "end_user_id"
+    ):
+        if conversation_id is not None:
+            conversation_ids.add(str(conversation_id))
+        elif end_user_id:
+            end_user_ids.add(end_user_id)
+    return conversation_ids, end_user_ids
+
+
+def holds_covering_end_user(*, workspace_id: object, end_user_id: str) -> list[LegalHold]:
+    """Active holds that block erasing this end user: on the user, or on any one of the
+    user's conversations."""
+    return list(
+        active_holds(workspace_id=workspace_id)
+        .filter(
+            Q(end_user_id=end_user_id)
+            | Q(
+                conversation__user_id=end_user_id,
+                conversation__workspace_id=workspace_id,
+            )
+        )
+        .order_by("placed_at", "pk")
+    )
+
+
+def legal_hold_refusal(hold: LegalHold) -> str:
+    """Why a deletion is refused, in one sentence that names the hold (not its reason,
+    which may name a legal matter; an admin reads that from the hold itself)."""
+    target = (
+        f"on conversation {hold.conversation_id}"
+        if hold.conversation_id
+        else f"on end user {hold.end_user_id!r}"
+    )
+    return (
+        f"Legal hold {hold.pk} ({target}, placed {hold.placed_at:%Y-%m-%d %H:%M} UTC) covers "
+        "this data; nothing it covers can be deleted until the hold is released."
+    )
+
+
+def legal_hold_get(*, workspace: object, hold_id: object) -> LegalHold:
+    pk = _parse_pk(hold_id, field="holdId")
+    try:
+        return LegalHold.objects.get(pk=pk, workspace=workspace)
+    except LegalHold.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No legal hold with this id in this workspace.", status_code=404
+        ) from None
+
+
+def legal_hold_list(
+    *,
+    workspace: object,
+    active: bool | None = None,
+    conversation_id: object | None = None,
+    end_user_id: str | None = None,
+) -> QuerySet[LegalHold]:
+    holds = LegalHold.objects.filter(workspace=workspace)
+    if active is not None:
+        holds = holds.filter(released_at__isnull=active)
+    if conversation_id is not None:
+        holds = holds.filter(conversation_id=conversation_id)
+    if end_user_id:
+        holds = holds.filter(end_user_id=end_user_id)
+    return holds.order_by("-placed_at", "-pk")
+
+
+def retention_policy_list(*, workspace: object) -> QuerySet[RetentionPolicy]:
+    return RetentionPolicy.objects.filter(workspace=workspace).order_by("conversation_tag", "name")
+
+
+def retention_policy_get(*, workspace: object, policy_id: object) -> RetentionPolicy:
+    pk = _parse_pk(policy_id, field="policyId")
+    try:
+        return RetentionPolicy.objects.get(pk=pk, workspace=workspace)
+    except RetentionPolicy.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No retention policy with this id in this workspace.", status_code=404
+        ) from None
+
+
+def retention_sweep_get(*, workspace: object, sweep_id: object) -> RetentionSweep:
+    pk = _parse_pk(sweep_id, field="sweepId")
+    try:
+        return RetentionSweep.objects.get(pk=pk, workspace=workspace)
+    except RetentionSweep.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No retention sweep with this id in this workspace.", status_code=404
+        ) from None
+
+
+def retention_sweep_list(*, workspace: object, limit: int) -> list[RetentionSweep]:
+    return list(RetentionSweep.objects.filter(workspace=workspace).order_by("-pk")[:limit])
+
+
+def erasure_request_get(*, workspace: object, request_id: object) -> ErasureRequest:
+    pk = _parse_pk(request_id, field="requestId")
+    try:
+        return ErasureRequest.objects.get(pk=pk, workspace=workspace)
+    except ErasureRequest.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No erasure request with this id in this workspace.", status_code=404
+        ) from None
+
+
+def erasure_request_list(*, workspace: object, limit: int) -> list[ErasureRequest]:
+    return list(ErasureRequest.objects.filter(workspace=workspace).order_by("-pk")[:limit])
+
+
+# --- redaction --------------------------------------------------------------------------------
+
+
+def _finding_pk(raw: object, *, field: str) -> int:
+    value = int(str(raw)) if str(raw).isdigit() else 0
+    if value < 1:
+        raise MemdeskError(
+            "invalid_id", f"{field} must be a positive whole number; got {raw!r}.", field=field
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class RedactionPreview:
+    text: str  # what the Reflector would read: every finding redacted
+    findings: list[redaction.Finding] = dataclass_field(default_factory=list)
+    policy_version: int = 1
+
+
+def redaction_policy_or_defaults(*, workspace_id: object) -> RedactionPolicy:
+    """The stored policy, or an unsaved one with the defaults (reads never create it)."""
+    return RedactionPolicy.objects.filter(workspace_id=workspace_id).first() or RedactionPolicy(
+        workspace_id=workspace_id
+    )
+
+
+def redaction_preview(*, workspace_id: object, text: str) -> RedactionPreview:
+    """What the workspace's policy finds in ``text`` and what the Reflector would read of
+    it. Nothing is stored. Offsets refer to ``text`` as given."""
+    policy = redaction_policy_or_defaults(workspace_id=workspace_id)
+    spec = redaction.PolicySpec.of(policy)
+    [detections] = redaction.engine().detect([text], spec=spec)
+    redacted = redaction.redact_text(text, detections, spec=spec)
+    findings = [
+        redaction.Finding(
+            entity_type=d.entity_type,
+            start=d.start,
+            end=d.end,
+            score=round(d.score, 4),
+            recognizer=d.recognizer,
+            operator=d.operator,
+            status=d.status,
+        )
+        for d in detections
+    ]
+    return RedactionPreview(
+        text=redacted.engine_text, findings=findings, policy_version=policy.version
+    )
+
+
+def redaction_finding_list(
+    *,
+    workspace_id: object,
+    status: str | None,
+    conversation_id: object | None,
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[RedactionFinding], str | None]:
+    """Newest first, keyset-paged on id; ``cursor`` is the previous page's next_cursor."""
+    findings = RedactionFinding.objects.filter(workspace_id=workspace_id)
+    if status:
+        if status not in RedactionFinding.Status.values:
+            raise MemdeskError(
+                "invalid_status",
+                f"status must be one of {', '.join(RedactionFinding.Status.values)}; "
+                f"got {status!r}.",
+                field="status",
+            )
+        findings = findings.filter(status=status)
+    if conversation_id:
+        findings = findings.filter(conversation_id=conversation_id)
+    if cursor:
+        findings = findings.filter(id__lt=_finding_pk(cursor, field="cursor"))
+    page = list(findings.order_by("-id")[: limit + 1])
+    next_cursor = str(page[limit - 1].pk) if len(page) > limit else None
+    return page[:limit], next_cursor
+
+
+def redaction_finding_get(*, workspace_id: object, finding_id: object) -> RedactionFinding:
+    pk = _finding_pk(finding_id, field="findingId")
+    finding = RedactionFinding.objects.filter(workspace_id=workspace_id, pk=pk).first()
+    if finding is None:
+        raise MemdeskError(
+            "not_found", "No redaction finding with this id in this workspace.", status_code=404
+        )
+    return finding
+
+
+def redaction_pending_review_count(*, conversation_id: object) -> int:
+    return RedactionFinding.objects.filter(
+        conversation_id=conversation_id, status=RedactionFinding.Status.PENDING_REVIEW
+    ).count()

@@ -24,6 +24,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
+from governance.services import redaction_for_observer, redaction_gate_for_reflection
 from memory.context import MEMORY_BLOCK_HEADER
 from memory.engines.base import (
     PRIORITIES,
@@ -323,17 +324,19 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     now = timezone.now()
     output = None
     if observable:
+        # Redacted when the policy says so (redaction_for_observer); as stored otherwise.
+        contents = redaction_for_observer(conversation=conversation, messages=observable)
         output = engine.observe(
             [
                 SourceMessage(
                     id=str(m.pk),
                     seq=m.seq,
                     role=m.role,
-                    content=m.content,
+                    content=content,
                     created_at=m.created_at,
                     tool_name=m.tool_name,
                 )
-                for m in observable
+                for m, content in zip(observable, contents, strict=True)
             ],
             previous_observations=previous,
             now=now,
@@ -401,16 +404,21 @@ def observer_run_execute(*, run_id: uuid.UUID | str, final_attempt: bool = True)
 
 def observations_for_reflection(*, conversation: Conversation) -> list[SourceObservation]:
     """The only way the Reflector reads observations (the redaction gate sits here)."""
+    observations = list(active_observations(conversation=conversation))
+    # The gate stores each observation redacted and gives the Reflector that text, with
+    # findings pending review masked as well; it raises a retryable EngineError while
+    # the policy makes reflection wait for reviews.
+    texts = redaction_gate_for_reflection(conversation=conversation, observations=observations)
     return [
         SourceObservation(
             id=str(o.pk),
-            text=o.text,
+            text=texts[str(o.pk)],  # never o.text: the gate fails closed
             priority=o.priority,
             observed_at=o.observed_at,
             referenced_at=o.referenced_at,
             token_count=o.token_count,
         )
-        for o in active_observations(conversation=conversation)
+        for o in observations
     ]
 
 

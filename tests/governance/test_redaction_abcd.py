@@ -1,0 +1,125 @@
+"""End to end on real customer-service dialogues (ABCD, ../shared/data): ingested over
+the API (``action`` turns as tool messages), observed and reflected; no customer's
+personal data reaches a reflection, and every redaction is on record.
+
+The workspace adds two recognizers of its own, as a support team would: Presidio has no
+notion of this shop's order ids (ten digits: certain, so they win over Presidio's own
+reading of such a number as an NHS number) or usernames (letters then digits: uncertain
+alone, certain next to "username"). The
+names, e-mail addresses and phone numbers are left to the engine's defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from governance.models import RedactionFinding
+from memory.models import Reflection
+from tests.governance.test_redaction_support import data_file
+
+ROLES = {"agent": "assistant", "customer": "user", "action": "tool"}
+SHOP_RECOGNIZERS = [
+    {
+        "name": "order-id",
+        "entity": "ORDER_ID",
+        "pattern": r"\b\d{10}\b",
+        "score": 1.0,
+    },
+    {
+        "name": "username",
+        "entity": "USERNAME",
+        "pattern": r"\b[a-z]{3,}\d{2,}\b",
+        "score": 0.5,
+        "context": ["username", "account", "login"],
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def dialogues() -> list[dict]:
+    return json.loads(data_file("conversations/abcd_sample.json").read_text())
+
+
+def _personal_values(dialogue: dict) -> dict[str, str]:
+    personal = dialogue["scenario"]["personal"]
+    values = {
+        kind: personal[kind]
+        for kind in ("customer_name", "email", "phone", "username")
+        if personal.get(kind)
+    }
+    order_id = dialogue["scenario"]["order"].get("order_id")
+    if order_id:
+        values["order_id"] = order_id
+    return values
+
+
+def _said(dialogue: dict, value: str) -> bool:
+    return any(value.lower() in text.lower() for _, text in dialogue["original"])
+
+
+def test_no_personal_data_from_a_dialogue_reaches_a_reflection(
+    api, make_client, workspace, dialogues
+):
+    admin = make_client(workspace, scope="admin")
+    policy = admin.patch(
+        "/v1/redaction/policy", {"customRecognizers": SHOP_RECOGNIZERS}, format="json"
+    )
+    assert policy.status_code == 200, policy.json()
+
+    conversations = []
+    for dialogue in dialogues:
+        conversation_id = api.post(
+            "/v1/conversations", {"userId": f"abcd-{dialogue['convo_id']}"}, format="json"
+        ).json()["id"]
+        messages = [
+            {
+                "role": ROLES[speaker],
+                "content": text,
+                **({"toolName": "crm"} if speaker == "action" else {}),
+            }
+            for speaker, text in dialogue["original"]
+        ]
+        added = api.post(
+            f"/v1/conversations/{conversation_id}/messages/bulk",
+            {"messages": messages},
+            format="json",
+        )
+        assert added.status_code == 201
+        for step in ("observe", "reflect"):
+            run = api.post(f"/v1/conversations/{conversation_id}/{step}?wait=true")
+            assert run.status_code == 200 and run.json()["status"] == "succeeded", run.json()
+        conversations.append((dialogue, conversation_id))
+
+    reflections = " ".join(Reflection.objects.values_list("text", flat=True)).lower()
+    assert reflections
+    checked = 0
+    for dialogue, conversation_id in conversations:
+        values = _personal_values(dialogue)
+        # Each part of a name identifies too ("Minh"), not only the full name.
+        name_parts = values.get("customer_name", "").split()
+        for kind, value in [*values.items(), *(("name part", p) for p in name_parts)]:
+            if not _said(dialogue, value):
+                continue  # (the third dialogue never says its customer's name or phone)
+            checked += 1
+            assert not re.search(rf"\b{re.escape(value.lower())}\b", reflections), (
+                f"the customer's {kind} of dialogue {dialogue['convo_id']} reached a reflection"
+            )
+        findings = set(
+            RedactionFinding.objects.filter(
+                conversation_id=conversation_id, target_type="observation"
+            ).values_list("entity_type", flat=True)
+        )
+        expected = {
+            "customer_name": "PERSON",
+            "email": "EMAIL_ADDRESS",
+            "phone": "PHONE_NUMBER",
+            "username": "USERNAME",
+            "order_id": "ORDER_ID",
+        }
+        for kind, value in values.items():
+            if _said(dialogue, value):
+                assert expected[kind] in findings, (kind, dialogue["convo_id"], findings)
+    assert checked >= 10

