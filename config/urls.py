@@ -3,17 +3,21 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from dashboard import views as dashboard_views
 from memory import views as memory_views
 
 handler404 = "memory.errors.json_not_found"
 handler500 = "memory.errors.json_server_error"
+handler403 = "dashboard.views.permission_denied"
 
 urlpatterns = [
-    path("", memory_views.home, name="home"),
+    # Signed in: the conversation list; otherwise memory_views.home, the landing page.
+    path("", dashboard_views.home, name="home"),
     path("healthz", memory_views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memory.urls")),
     path("v1/", include("governance.urls")),
     path("v1/audit/", include("governance.audit_urls")),
+    path("", include("dashboard.urls")),
 ]

@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "template_partials",
     "memory",
     "governance",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -164,7 +165,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL = "/conversations/"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False

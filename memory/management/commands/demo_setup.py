@@ -10,13 +10,39 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from dashboard.models import Membership, Role
 from governance.services import SYSTEM_ACTOR
+from memory import pipeline
 from memory.demo import load_demo_data
-from memory.models import ApiKey
+from memory.models import ApiKey, ObserverRun, PipelineRun, ReflectorRun, Workspace
 from memory.services import api_key_create, workspace_get_or_create
 
 DEMO_WORKSPACE = "demo"
 DEMO_KEY_NAME = "demo (make run)"
+
+
+def _run_demo_pipeline(workspace: Workspace) -> int:
+    """Observe and reflect one third of the demo conversations, observe another third,
+    leave the rest raw, so the dashboard shows every tier. Runs inline with the offline
+    extractive engine; conversations that already have a run are left alone, so running
+    the command again changes nothing."""
+    conversations = workspace.conversations.order_by("created_at", "id")
+    touched = 0
+    for index, conversation in enumerate(conversations):
+        plan = index % 3  # 0: observe and reflect, 1: observe, 2: leave raw
+        if plan == 2 or ObserverRun.objects.filter(conversation=conversation).exists():
+            continue
+        run = pipeline.observer_schedule(
+            conversation=conversation, trigger=PipelineRun.Trigger.MANUAL
+        )
+        pipeline.observer_run_execute(run_id=run.pk)
+        if plan == 0 and not ReflectorRun.objects.filter(conversation=conversation).exists():
+            reflect = pipeline.reflector_schedule(
+                conversation=conversation, trigger=PipelineRun.Trigger.MANUAL
+            )
+            pipeline.reflector_run_execute(run_id=reflect.pk)
+        touched += 1
+    return touched
 
 
 def _kept_secret(filename: str, make: Callable[[], str]) -> str:
@@ -44,7 +70,12 @@ class Command(BaseCommand):
         user_model = get_user_model()
         admin = user_model.objects.filter(username="admin").first()
         if admin is None:
-            user_model.objects.create_superuser("admin", "admin@localhost", password)
+            admin = user_model.objects.create_superuser("admin", "admin@localhost", password)
+        # A superuser sees every workspace anyway; the membership makes the demo's role
+        # explicit and keeps working if someone drops the superuser flag.
+        Membership.objects.get_or_create(
+            user=admin, workspace=workspace, defaults={"role": Role.ADMIN}
+        )
 
         key_file = settings.VAR_DIR / "demo_api_key"
         raw_key = key_file.read_text().strip() if key_file.exists() else ""
@@ -61,6 +92,7 @@ class Command(BaseCommand):
         loaded = 0
         if not workspace.conversations.exists():
             loaded = load_demo_data(workspace=workspace)
+        observed = _run_demo_pipeline(workspace)
 
         url = f"http://127.0.0.1:{options['port']}/"
         self.stdout.write(
@@ -73,6 +105,7 @@ class Command(BaseCommand):
                     f"  API key:  {raw_key}   (workspace '{DEMO_WORKSPACE}')",
                     f"  API docs: {url}v1/docs/",
                     f"  Demo data: {loaded} new messages" if loaded else "  Demo data: present",
+                    *([f"  Pipeline:  ran on {observed} demo conversations"] if observed else []),
                     "",
                 ]
             )

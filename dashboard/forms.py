@@ -1,0 +1,165 @@
+"""Dashboard forms: input validation and labels only. The rules (a reason is required,
+what a revert restores) live in memory.services, which the views call."""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+
+from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
+from memory.errors import MemdeskError
+from memory.models import ApiKey, Observation, Priority
+
+REASON_HELP = "Why this change? It is kept with the history and in the audit trail."
+
+
+def reason_field() -> forms.CharField:
+    # The services refuse an empty reason too; requiring it here puts the error next to
+    # the field before anything is sent to them.
+    return forms.CharField(
+        label="Reason",
+        max_length=1000,
+        help_text=REASON_HELP,
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+        error_messages={"required": "Give a reason: every change to memory needs one."},
+    )
+
+
+def add_service_error(form: forms.Form, error: MemdeskError) -> None:
+    """Show a service's refusal next to the field it names (or above the form)."""
+    field = {"sourceMessageIds": None, "referencedAt": "referenced_at"}.get(
+        error.field or "", error.field
+    )
+    form.add_error(field if field in form.fields else None, error.message)
+
+
+class ConversationFilterForm(forms.Form):
+    q = forms.CharField(
+        label="Search",
+        required=False,
+        max_length=200,
+        widget=forms.SearchInput(attrs={"placeholder": "Title, end user, id or message text"}),
+    )
+    user = forms.CharField(
+        label="End user",
+        required=False,
+        max_length=255,
+        widget=forms.TextInput(attrs={"list": "end-users", "autocomplete": "off"}),
+    )
+    active_from = forms.DateField(
+        label="Active from", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    active_to = forms.DateField(
+        label="Active to", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    pii = forms.BooleanField(label="PII found", required=False)
+    hold = forms.BooleanField(label="On legal hold", required=False)
+    failed = forms.BooleanField(label="Latest pipeline run failed", required=False)
+    sort = forms.ChoiceField(
+        label="Sort by",
+        required=False,
+        choices=[(key, label) for key, (label, _) in SORTS.items()],
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        start, end = data.get("active_from"), data.get("active_to")
+        if start and end and start > end:
+            self.add_error("active_to", "The end date is before the start date.")
+        return data
+
+    def filters(self) -> ConversationFilters:
+        """The valid filters; a bad value is dropped (and shown next to its field)."""
+        data = self.cleaned_data if self.is_bound and hasattr(self, "cleaned_data") else {}
+        return ConversationFilters(
+            query=(data.get("q") or "").strip(),
+            end_user=(data.get("user") or "").strip(),
+            active_from=data.get("active_from"),
+            active_to=data.get("active_to") if "active_to" not in self.errors else None,
+            pii_found=bool(data.get("pii")),
+            on_hold=bool(data.get("hold")),
+            pipeline_failed=bool(data.get("failed")),
+            sort=data.get("sort") or DEFAULT_SORT,
+        )
+
+
+class ObservationEditForm(forms.Form):
+    text = forms.CharField(
+        label="Text", max_length=20_000, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    priority = forms.ChoiceField(label="Priority", choices=Priority.choices)
+    reason = reason_field()
+
+    def __init__(self, *args: Any, observation: Observation, **kwargs: Any) -> None:
+        kwargs.setdefault("initial", {"text": observation.text, "priority": observation.priority})
+        super().__init__(*args, **kwargs)
+        self.observation = observation
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if (
+            "text" in data
+            and "priority" in data
+            and data["text"].strip() == self.observation.text
+            and data["priority"] == self.observation.priority
+        ):
+            raise forms.ValidationError("Nothing changed: edit the text or pick another priority.")
+        return data
+
+    def changes(self) -> dict[str, str]:
+        """Only what differs, so a priority-only change is recorded as a reprioritisation."""
+        data = self.cleaned_data
+        changes: dict[str, str] = {}
+        if data["text"].strip() != self.observation.text:
+            changes["text"] = data["text"]
+        if data["priority"] != self.observation.priority:
+            changes["priority"] = data["priority"]
+        return changes
+
+
+class ObservationCreateForm(forms.Form):
+    text = forms.CharField(
+        label="Text", max_length=20_000, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    priority = forms.ChoiceField(
+        label="Priority", choices=Priority.choices, initial=Priority.MEDIUM
+    )
+    referenced_at = forms.DateField(
+        label="Event date",
+        required=False,
+        help_text="When the event it talks about happens or happened, if known.",
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )
+    reason = reason_field()
+
+    def referenced_datetime(self) -> datetime | None:
+        day = self.cleaned_data.get("referenced_at")
+        return timezone.make_aware(datetime.combine(day, time(12))) if day else None
+
+
+class ReasonForm(forms.Form):
+    """Delete: only the reason."""
+
+    reason = reason_field()
+
+
+class RevertForm(forms.Form):
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    reason = reason_field()
+
+
+class ApiKeyCreateForm(forms.Form):
+    name = forms.CharField(
+        label="Name",
+        max_length=100,
+        help_text="Who or what uses this key, e.g. support-bot production.",
+    )
+    scope = forms.ChoiceField(
+        label="Scope",
+        choices=ApiKey.Scope.choices,
+        initial=ApiKey.Scope.AGENT,
+        help_text="agent: conversations and memory. admin: also the audit log and policy routes.",
+    )

@@ -1,0 +1,36 @@
+"""Formatting for the dashboard's templates."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+
+from memory.wire import relative_date
+
+register = template.Library()
+
+
+@register.filter
+def relative(value: datetime | None) -> str:
+    """'3 days ago', computed at render time against today (never stored)."""
+    return relative_date(value, today=timezone.now().date()) or ""
+
+
+@register.filter
+def thousands(value: int | float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.0f}"
+
+
+@register.filter
+def ratio(value: float | None) -> str:
+    """A compression ratio as '5.2×', or a dash when there is nothing to compare."""
+    return f"{value:.1f}×" if value else "–"
+
+
+@register.filter
+def seconds_since(value: datetime | None) -> int | None:
+    return int((timezone.now() - value).total_seconds()) if value else None

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from dashboard import views
+
+app_name = "dashboard"
+
+conversation = "conversations/<uuid:conversation_id>/"
+observation = conversation + "observations/<uuid:observation_id>/"
+
+urlpatterns = [
+    path("conversations/", views.conversation_list, name="conversation_list"),
+    path(conversation, views.conversation_detail, name="conversation_detail"),
+    path(conversation + "transcript", views.conversation_transcript, name="transcript"),
+    path(conversation + "messages/", views.message_list, name="message_list"),
+    path(conversation + "observations/", views.observation_list, name="observation_list"),
+    path(conversation + "observations/add/", views.observation_add, name="observation_add"),
+    path(observation + "edit/", views.observation_edit, name="observation_edit"),
+    path(observation + "delete/", views.observation_delete, name="observation_delete"),
+    path(observation + "history/", views.observation_history, name="observation_history"),
+    path(observation + "revert/", views.observation_revert, name="observation_revert"),
+    path(conversation + "observe/", views.run_start, {"action": "observe"}, name="observe"),
+    path(conversation + "reflect/", views.run_start, {"action": "reflect"}, name="reflect"),
+    path(conversation + "runs/<str:kind>/<uuid:run_id>/", views.run_status, name="run_status"),
+    path("metrics/", views.metrics, name="metrics"),
+    path("settings/api-keys/", views.api_keys, name="api_keys"),
+    path("settings/api-keys/<int:api_key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
+    path("workspace/", views.workspace_switch, name="workspace_switch"),
+]

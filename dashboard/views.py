@@ -1,0 +1,749 @@
+"""The dashboard: conversations, their three tiers side by side, inline memory edits,
+metrics and API keys.
+
+Every view is a small function: sign-in required, one access helper resolves the
+workspace and checks the capability (another workspace's object is 404, a missing
+capability is a 403 page naming the role), then a selector reads or a memory service
+writes. htmx requests get the page's partial (``"page.html#name"``); every link and form
+also works without JavaScript.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    StreamingHttpResponse,
+)
+from django.shortcuts import redirect, render
+from django.urls import Resolver404, resolve, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap, retarget
+
+from dashboard import selectors
+from dashboard.access import (
+    Access,
+    NoWorkspace,
+    RoleRequired,
+    access_for,
+    switch_workspace,
+    workspace_ids,
+)
+from dashboard.forms import (
+    ApiKeyCreateForm,
+    ConversationFilterForm,
+    ObservationCreateForm,
+    ObservationEditForm,
+    ReasonForm,
+    RevertForm,
+    add_service_error,
+)
+from dashboard.models import Capability
+from memory import pipeline
+from memory import selectors as memory_selectors
+from memory import services as memory_services
+from memory import views as memory_views
+from memory.errors import MemdeskError
+from memory.models import ApiKey, Conversation, Observation, PipelineRun
+
+CONVERSATIONS_PER_PAGE = 25
+RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
+ADD_FORM_ID = "add_%s"
+INVALID = 422  # a form with errors, re-rendered; htmx is configured to swap it in base.html
+
+
+def _is_partial(request: HttpRequest) -> bool:
+    # A boosted request wants the whole page; a plain htmx request wants a fragment.
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.boosted
+
+
+def _page(
+    request: HttpRequest,
+    template: str,
+    access: Access,
+    context: dict[str, Any],
+    *,
+    status: int = 200,
+) -> HttpResponse:
+    conversation = context.get("conversation")
+    if conversation is not None:
+        # Items build their links from this prefix: reversing eight URLs for each of a
+        # hundred observations was a fifth of the conversation page's time.
+        context["conversation_url"] = reverse(
+            "dashboard:conversation_detail", args=[conversation.pk]
+        )
+    return render(request, template, {"access": access, **context}, status=status)
+
+
+def _int_param(request: HttpRequest, name: str) -> int | None:
+    raw = request.GET.get(name, "")
+    return int(raw) if raw.isdigit() else None
+
+
+def _uuid_param(request: HttpRequest, name: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(request.GET.get(name, ""))
+    except ValueError:
+        return None
+
+
+def _get_conversation_for_user(
+    request: HttpRequest,
+    conversation_id: uuid.UUID,
+    capability: Capability = Capability.VIEW_MEMORY,
+    *,
+    with_flags: bool = False,
+) -> tuple[Access, Conversation]:
+    """The conversation if it is in one of the user's workspaces (else 404), and the
+    user's access in its workspace (403 without ``capability``)."""
+    ids = workspace_ids(request)
+    lookup = selectors.conversation_with_flags if with_flags else selectors.conversation_in
+    conversation = lookup(workspace_ids=ids, conversation_id=conversation_id)
+    if conversation is None:
+        raise Http404("No such conversation in your workspaces.")
+    access = access_for(request, capability, workspace_id=conversation.workspace_id)
+    return access, conversation
+
+
+def _get_observation_for_user(
+    request: HttpRequest,
+    conversation_id: uuid.UUID,
+    observation_id: uuid.UUID,
+    capability: Capability = Capability.VIEW_MEMORY,
+) -> tuple[Access, Conversation, Observation]:
+    access, conversation = _get_conversation_for_user(request, conversation_id, capability)
+    observation = selectors.observation_in(conversation=conversation, observation_id=observation_id)
+    if observation is None:
+        raise Http404("No such observation in this conversation.")
+    return access, conversation, observation
+
+
+def _conversation_url(conversation: Conversation, **params: object) -> str:
+    url = reverse("dashboard:conversation_detail", args=[conversation.pk])
+    query = {k: v for k, v in params.items() if v not in (None, "")}
+    return f"{url}?{urlencode(query)}" if query else url
+
+
+# --- home, workspace, 403 --------------------------------------------------------------------
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("dashboard:conversation_list")
+    return memory_views.home(request)
+
+
+# Where the switcher may send the user back to: pages that belong to no one object.
+SWITCH_RETURN_PAGES = {"dashboard:conversation_list", "dashboard:metrics", "dashboard:api_keys"}
+
+
+@require_POST
+@login_required
+def workspace_switch(request: HttpRequest) -> HttpResponse:
+    if switch_workspace(request, request.POST.get("workspace", "")) is None:
+        raise Http404("No such workspace among yours.")
+    target = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        try:
+            match = resolve(target.split("?", 1)[0])
+        except Resolver404:
+            match = None
+        # An object page of the old workspace would switch straight back: go to its list.
+        if match and match.view_name in SWITCH_RETURN_PAGES:
+            return redirect(match.view_name)
+    return redirect("dashboard:conversation_list")
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler403: say which role the action needs, and in which workspace."""
+    context: dict[str, Any] = {"message": str(exception) if exception else ""}
+    if isinstance(exception, RoleRequired):
+        context.update(
+            required_roles=[role.label for role in exception.required_roles],
+            your_role=exception.role,
+            workspace=exception.workspace,
+            capability=exception.capability.label,
+            access=exception.access,
+        )
+    context["no_workspace"] = isinstance(exception, NoWorkspace)
+    if not isinstance(exception, PermissionDenied) or not context["message"]:
+        context["message"] = "You do not have permission to open this page."
+    return render(request, "403.html", context, status=403)
+
+
+# --- conversations -----------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.VIEW_MEMORY)
+    form = ConversationFilterForm(request.GET)
+    form.is_valid()  # errors are shown next to their fields; valid filters still apply
+    filters = form.filters()
+    conversations = selectors.conversation_search(workspace=access.workspace, filters=filters)
+    page = Paginator(conversations, CONVERSATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    selectors.add_figures(list(page))
+    filtered = any(
+        (
+            filters.query,
+            filters.end_user,
+            filters.active_from,
+            filters.active_to,
+            filters.pii_found,
+            filters.on_hold,
+            filters.pipeline_failed,
+        )
+    )
+    context = {"form": form, "page": page, "filtered": filtered}
+    template = "dashboard/conversation_list.html"
+    if _is_partial(request):
+        return _page(request, f"{template}#results", access, context)
+    context["end_users"] = selectors.end_users(workspace=access.workspace)
+    return _page(request, template, access, context)
+
+
+def _mark(items: list[Any], ids: set[str]) -> None:
+    for item in items:
+        item.is_highlighted = str(item.pk) in ids
+
+
+def _message_window(
+    request: HttpRequest, conversation: Conversation
+) -> tuple[selectors.MessageWindow, Observation | None]:
+    """The messages a request asks for; with ``highlight``, the observation whose sources
+    are marked (the window starts at its first source unless ``at`` says otherwise)."""
+    at = _int_param(request, "at")
+    selected = None
+    highlight_id = _uuid_param(request, "highlight")
+    if highlight_id:
+        selected = selectors.observation_in(conversation=conversation, observation_id=highlight_id)
+        if selected is not None and at is None:
+            at = selected.window_start_seq
+    window = selectors.message_window(conversation=conversation, at=at)
+    if selected is not None:
+        window.highlighted = {str(i) for i in selected.source_message_ids}
+    _mark(window.messages, window.highlighted)
+    return window, selected
+
+
+def _observation_page(
+    request: HttpRequest, conversation: Conversation
+) -> selectors.ObservationPage:
+    reflection_id = _uuid_param(request, "reflection")
+    reflection = (
+        selectors.reflection_in(conversation=conversation, reflection_id=reflection_id)
+        if reflection_id
+        else None
+    )
+    if reflection is not None:
+        obs_page = selectors.reflection_sources(conversation=conversation, reflection=reflection)
+    else:
+        obs_page = selectors.observation_page(
+            conversation=conversation, offset=_int_param(request, "offset") or 0
+        )
+    _mark(obs_page.observations, obs_page.highlighted)
+    return obs_page
+
+
+@require_GET
+@login_required
+def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    access, conversation = _get_conversation_for_user(request, conversation_id, with_flags=True)
+    window, selected = _message_window(request, conversation)
+    obs_page = _observation_page(request, conversation)
+    reflections = selectors.reflection_list(conversation=conversation)
+    if obs_page.reflection is not None:
+        _mark(reflections, {str(obs_page.reflection.pk)})
+    pinned = None
+    if selected is not None:
+        # The selected observation is outlined; if it is older than the page shown (a
+        # no-JS link), it is pinned above the list so the reader still sees it.
+        shown = next((o for o in obs_page.observations if o.pk == selected.pk), None)
+        if shown is None:
+            pinned = selected
+        (shown or selected).is_selected = True  # type: ignore[attr-defined]
+    context = {
+        "conversation": conversation,
+        "stats": selectors.tier_stats(conversation=conversation),
+        "window": window,
+        "selected": selected,
+        "obs_page": obs_page,
+        "pinned": pinned,
+        "reflections": reflections,
+        "runs": selectors.latest_runs(conversation=conversation),
+        "add_form": ObservationCreateForm(auto_id=ADD_FORM_ID),
+    }
+    template = "dashboard/conversation_detail.html"
+    if _is_partial(request):
+        return _page(request, f"{template}#columns", access, context)
+    return _page(request, template, access, context)
+
+
+@require_GET
+@login_required
+def message_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """More messages for the page: older (``before``), newer (``after``), or a window
+    around an observation's sources (``at`` / ``highlight``)."""
+    access, conversation = _get_conversation_for_user(request, conversation_id)
+    before, after = _int_param(request, "before"), _int_param(request, "after")
+    if not _is_partial(request):
+        # Without JavaScript the same request is a whole page starting at that point.
+        at = max((before or 1) - selectors.MESSAGE_PAGE, 1) if before else after
+        return redirect(
+            _conversation_url(
+                conversation, at=at or request.GET.get("at"), highlight=request.GET.get("highlight")
+            )
+        )
+    template = "dashboard/conversation_detail.html"
+    context: dict[str, Any] = {"conversation": conversation}
+    if before is not None:
+        context["window"] = selectors.message_window(conversation=conversation, before=before)
+        return _page(request, f"{template}#messages_older", access, context)
+    if after is not None:
+        context["window"] = selectors.message_window(conversation=conversation, after=after)
+        return _page(request, f"{template}#messages_newer", access, context)
+    context["window"], context["selected"] = _message_window(request, conversation)
+    return _page(request, f"{template}#message_list", access, context)
+
+
+@require_GET
+@login_required
+def observation_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """Older observations (``offset``), one reflection's sources (``reflection``), or
+    the newest page again."""
+    access, conversation = _get_conversation_for_user(request, conversation_id)
+    if not _is_partial(request):
+        return redirect(
+            _conversation_url(conversation, reflection=request.GET.get("reflection"))
+            + "#observations"
+        )
+    obs_page = _observation_page(request, conversation)
+    context = {"conversation": conversation, "obs_page": obs_page}
+    template = "dashboard/conversation_detail.html"
+    if obs_page.offset and obs_page.reflection is None:
+        return _page(request, f"{template}#observations_older", access, context)
+    return _page(request, f"{template}#observation_list", access, context)
+
+
+def _transcript_lines(conversation: Conversation) -> Iterator[str]:
+    yield f"Conversation {conversation.pk}\n"
+    yield f"Workspace:  {conversation.workspace.name}\n"
+    yield f"End user:   {conversation.user_id or '-'}\n"
+    yield f"Title:      {conversation.title or '-'}\n"
+    yield f"Started:    {conversation.created_at:%Y-%m-%d %H:%M:%S} UTC\n\n"
+    for seq, role, created_at, tool_name, content in selectors.transcript_rows(
+        conversation=conversation
+    ):
+        speaker = f"{role} ({tool_name})" if tool_name else role
+        yield f"#{seq}  {created_at:%Y-%m-%d %H:%M:%S}  {speaker}\n{content}\n\n"
+
+
+@require_GET
+@login_required
+def conversation_transcript(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """The raw transcript as plain text, streamed: the fast path for urgent review (no
+    models, no templates, and plain text cannot run anything a message contains)."""
+    _, conversation = _get_conversation_for_user(request, conversation_id)
+    response = StreamingHttpResponse(
+        _transcript_lines(conversation), content_type="text/plain; charset=utf-8"
+    )
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+# --- the pipeline on demand ---------------------------------------------------------------------
+
+
+def _run_status_response(
+    request: HttpRequest,
+    access: Access,
+    conversation: Conversation,
+    kind: str,
+    run: PipelineRun | None,
+    *,
+    polled: bool,
+) -> HttpResponse:
+    context = {"conversation": conversation, "kind": kind, "run": run, "polled": polled}
+    return _page(request, "dashboard/conversation_detail.html#run_status", access, context)
+
+
+@require_POST
+@login_required
+def run_start(request: HttpRequest, conversation_id: uuid.UUID, action: str) -> HttpResponse:
+    if action not in RUN_KINDS:
+        raise Http404("No such pipeline action.")
+    access, conversation = _get_conversation_for_user(
+        request, conversation_id, Capability.RUN_PIPELINE
+    )
+    # Queued for the Celery worker (never run inside the request): the page polls it.
+    run = pipeline.run_now(kind=action, conversation=conversation, wait=False)
+    if not _is_partial(request):
+        return redirect(_conversation_url(conversation) + "#runs")
+    return _run_status_response(request, access, conversation, RUN_KINDS[action], run, polled=True)
+
+
+@require_GET
+@login_required
+def run_status(
+    request: HttpRequest, conversation_id: uuid.UUID, kind: str, run_id: uuid.UUID
+) -> HttpResponse:
+    if kind not in RUN_KINDS.values():
+        raise Http404("No such kind of run.")
+    access, conversation = _get_conversation_for_user(request, conversation_id)
+    run = selectors.run_in(conversation=conversation, kind=kind, run_id=run_id)
+    if run is None:
+        raise Http404("No such run in this conversation.")
+    if not _is_partial(request):
+        return redirect(_conversation_url(conversation) + "#runs")
+    return _run_status_response(request, access, conversation, kind, run, polled=True)
+
+
+# --- editing memory ---------------------------------------------------------------------------
+
+
+def _observation_item(
+    request: HttpRequest,
+    access: Access,
+    conversation: Conversation,
+    observation: Observation,
+    **extra: Any,
+) -> HttpResponse:
+    context = {"conversation": conversation, "observation": observation, **extra}
+    return _page(request, "dashboard/conversation_detail.html#observation_item", access, context)
+
+
+def _invalid_form(
+    request: HttpRequest,
+    access: Access,
+    template: str,
+    context: dict[str, Any],
+    *,
+    panel: str | None,
+    partial: str = "form",
+) -> HttpResponse:
+    """Re-render a form with its errors (422). An htmx form that targets the item is
+    pointed back at the panel it came from, so the errors appear under its fields."""
+    if not _is_partial(request):
+        return _page(request, template, access, context, status=INVALID)
+    response = _page(request, f"{template}#{partial}", access, context, status=INVALID)
+    if panel:
+        retarget(response, panel)
+        reswap(response, "innerHTML")
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    access, conversation = _get_conversation_for_user(
+        request, conversation_id, Capability.EDIT_MEMORY
+    )
+    template = "dashboard/observation_add.html"
+    form = ObservationCreateForm(
+        request.POST if request.method == "POST" else None, auto_id=ADD_FORM_ID
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            observation = memory_services.observation_create(
+                conversation=conversation,
+                actor=access.actor(request),
+                text=form.cleaned_data["text"],
+                priority=form.cleaned_data["priority"],
+                referenced_at=form.referenced_datetime(),
+                reason=form.cleaned_data["reason"],
+            )
+        except MemdeskError as error:
+            add_service_error(form, error)
+        else:
+            if not _is_partial(request):
+                return redirect(_conversation_url(conversation) + f"#obs-{observation.pk}")
+            observation.is_new = True  # type: ignore[attr-defined]
+            context = {
+                "conversation": conversation,
+                "form": ObservationCreateForm(auto_id=ADD_FORM_ID),
+                "observation": observation,
+                "added": True,
+            }
+            return _page(request, f"{template}#form", access, context, status=201)
+    context = {"conversation": conversation, "form": form}
+    if request.method == "POST":
+        return _invalid_form(request, access, template, context, panel=None)
+    return _page(request, f"{template}#form" if _is_partial(request) else template, access, context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def observation_edit(
+    request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
+) -> HttpResponse:
+    access, conversation, observation = _get_observation_for_user(
+        request, conversation_id, observation_id, Capability.EDIT_MEMORY
+    )
+    template = "dashboard/observation_edit.html"
+    data = request.POST if request.method == "POST" else None
+    form = ObservationEditForm(data, observation=observation, auto_id=_form_id(observation, "edit"))
+    if request.method == "POST" and form.is_valid():
+        try:
+            observation = memory_services.observation_update(
+                observation=observation,
+                actor=access.actor(request),
+                reason=form.cleaned_data["reason"],
+                **form.changes(),  # type: ignore[arg-type]
+            )
+        except MemdeskError as error:
+            add_service_error(form, error)
+        else:
+            if not _is_partial(request):
+                return redirect(_conversation_url(conversation) + f"#obs-{observation.pk}")
+            return _observation_item(request, access, conversation, observation)
+    context = {"conversation": conversation, "observation": observation, "form": form}
+    if request.method == "POST":
+        return _invalid_form(
+            request, access, template, context, panel=f"#obs-{observation.pk}-panel"
+        )
+    return _page(request, f"{template}#form" if _is_partial(request) else template, access, context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def observation_delete(
+    request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
+) -> HttpResponse:
+    access, conversation, observation = _get_observation_for_user(
+        request, conversation_id, observation_id, Capability.EDIT_MEMORY
+    )
+    template = "dashboard/observation_delete.html"
+    form = ReasonForm(
+        request.POST if request.method == "POST" else None,
+        auto_id=_form_id(observation, "delete"),
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            memory_services.observation_delete(
+                observation=observation,
+                actor=access.actor(request),
+                reason=form.cleaned_data["reason"],
+            )
+        except MemdeskError as error:
+            add_service_error(form, error)
+        else:
+            if not _is_partial(request):
+                return redirect(_conversation_url(conversation) + "#observations")
+            context = {"conversation": conversation, "observation": observation}
+            return _page(request, f"{template}#deleted", access, context)
+    context = {"conversation": conversation, "observation": observation, "form": form}
+    if request.method == "POST":
+        return _invalid_form(
+            request, access, template, context, panel=f"#obs-{observation.pk}-panel"
+        )
+    return _page(request, f"{template}#form" if _is_partial(request) else template, access, context)
+
+
+def _form_id(observation: Observation, kind: str) -> str:
+    # Several items' forms can be open at once: their field ids must not collide.
+    return f"{kind}_{observation.pk.hex[:12]}_%s"
+
+
+def _history_context(
+    conversation: Conversation,
+    observation: Observation,
+    bound: RevertForm | None = None,
+) -> dict[str, Any]:
+    # Version 1 has no earlier versions; memory.selectors.observation_history cannot be
+    # asked then (it zips the versions with their successors and fails on none).
+    changes = (
+        memory_selectors.observation_history(observation=observation)
+        if observation.version > 1
+        else []
+    )
+    names = selectors.user_labels({change.changed_by for change in changes})
+    versions = []
+    for change in changes:
+        if bound is not None and bound.data.get("version") == str(change.version):
+            form = bound
+        else:
+            form = RevertForm(
+                initial={"version": change.version},
+                auto_id=_form_id(observation, f"revert{change.version}"),
+            )
+        versions.append(
+            {
+                "change": change,
+                "changed_by": names.get(change.changed_by, change.changed_by),
+                "diff_lines": change.diff.splitlines()[2:],  # drop the ---/+++ header
+                "form": form,
+            }
+        )
+    matched = bound is not None and any(v["form"] is bound for v in versions)
+    return {
+        "conversation": conversation,
+        "observation": observation,
+        "versions": versions[::-1],  # newest change first
+        # A refused revert to a version not listed (a stale page) is reported on top.
+        "revert_errors": [message for messages in bound.errors.values() for message in messages]
+        if bound is not None and not matched
+        else [],
+    }
+
+
+@require_GET
+@login_required
+def observation_history(
+    request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
+) -> HttpResponse:
+    access, conversation, observation = _get_observation_for_user(
+        request, conversation_id, observation_id
+    )
+    template = "dashboard/observation_history.html"
+    context = _history_context(conversation, observation)
+    partial = f"{template}#history" if _is_partial(request) else template
+    return _page(request, partial, access, context)
+
+
+@require_POST
+@login_required
+def observation_revert(
+    request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
+) -> HttpResponse:
+    access, conversation, observation = _get_observation_for_user(
+        request, conversation_id, observation_id, Capability.EDIT_MEMORY
+    )
+    version = request.POST.get("version", "")
+    version = version if version.isdigit() else ""
+    form = RevertForm(request.POST, auto_id=_form_id(observation, f"revert{version}"))
+    if form.is_valid():
+        try:
+            observation = memory_services.observation_revert(
+                observation=observation,
+                version=form.cleaned_data["version"],
+                actor=access.actor(request),
+                reason=form.cleaned_data["reason"],
+            )
+        except MemdeskError as error:
+            add_service_error(form, error)
+        else:
+            if not _is_partial(request):
+                return redirect("dashboard:observation_history", conversation.pk, observation.pk)
+            history = _history_context(conversation, observation)
+            return _observation_item(
+                request,
+                access,
+                conversation,
+                observation,
+                versions=history["versions"],
+                show_history=True,
+            )
+    context = _history_context(conversation, observation, bound=form)
+    return _invalid_form(
+        request,
+        access,
+        "dashboard/observation_history.html",
+        context,
+        panel=f"#obs-{observation.pk}-panel",
+        partial="history",
+    )
+
+
+# --- metrics ----------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def metrics(request: HttpRequest) -> HttpResponse:
+    conversation = None
+    conversation_id = request.GET.get("conversation", "")
+    if conversation_id:
+        try:
+            wanted = uuid.UUID(conversation_id)
+        except ValueError:
+            raise Http404("No such conversation.") from None
+        access, conversation = _get_conversation_for_user(request, wanted)
+    else:
+        access = access_for(request, Capability.VIEW_MEMORY)
+    context = {
+        "conversation": conversation,
+        "metrics": selectors.metrics_for_charts(
+            workspace=access.workspace, conversation=conversation
+        ),
+    }
+    template = "dashboard/metrics.html"
+    if _is_partial(request):
+        return _page(request, f"{template}#charts", access, context)
+    context["recent"] = selectors.conversation_search(
+        workspace=access.workspace, filters=selectors.ConversationFilters()
+    ).values("pk", "title", "user_id")[:50]
+    return _page(request, template, access, context)
+
+
+# --- API keys ---------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def api_keys(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_API_KEYS)
+    template = "dashboard/api_keys.html"
+    form = ApiKeyCreateForm(request.POST if request.method == "POST" else None)
+    created = None
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            api_key, raw_key = memory_services.api_key_create(
+                workspace=access.workspace,
+                actor=access.actor(request),
+                name=form.cleaned_data["name"],
+                scope=form.cleaned_data["scope"],
+            )
+            # Shown in this one response and never again: only its hash is stored.
+            created = {"api_key": api_key, "raw_key": raw_key}
+            form = ApiKeyCreateForm()
+            status = 201
+        else:
+            status = INVALID
+    context = {
+        "form": form,
+        "created": created,
+        "keys": selectors.api_keys_of(workspace=access.workspace),
+    }
+    response = _page(
+        request,
+        f"{template}#keys" if _is_partial(request) else template,
+        access,
+        context,
+        status=status,
+    )
+    if created:
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+def _get_api_key_for_user(request: HttpRequest, api_key_id: int) -> tuple[Access, ApiKey]:
+    """A key of the current workspace (else 404), for a user who may manage keys."""
+    access = access_for(request, Capability.MANAGE_API_KEYS)
+    api_key = selectors.api_key_in(workspace=access.workspace, api_key_id=api_key_id)
+    if api_key is None:
+        raise Http404("No such API key in this workspace.")
+    return access, api_key
+
+
+@require_POST
+@login_required
+def api_key_revoke(request: HttpRequest, api_key_id: int) -> HttpResponse:
+    access, api_key = _get_api_key_for_user(request, api_key_id)
+    api_key = memory_services.api_key_revoke(api_key=api_key, actor=access.actor(request))
+    if not _is_partial(request):
+        return redirect("dashboard:api_keys")
+    return _page(request, "dashboard/api_keys.html#key_row", access, {"key": api_key})

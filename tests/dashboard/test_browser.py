@@ -1,0 +1,337 @@
+"""The dashboard in a real Chromium (Debian's /usr/bin/chromium, driven by Playwright)
+against pytest-django's live server: sign-in per role, selection highlighting, inline
+editing with history and revert, the run's progress, charts, and links without
+JavaScript. Each page is saved as a screenshot (the folder is printed at the end)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from memory import pipeline
+from memory.models import Conversation, Message, Observation, ObserverRun, Reflection
+from memory.services import conversation_create
+from tests.dashboard.conftest import PASSWORD, chat, observe, reflect
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="browser tests need Debian's Chromium at /usr/bin/chromium "
+    "(apt-get install chromium); they never download a browser",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running on this thread; the ORM calls
+    # the tests make between browser steps are plain synchronous code all the same.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+            )
+            yield chromium
+            chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def open_page(browser, live_server):  # type: ignore[no-untyped-def]
+    """A fresh browser context (no cookies) at a laptop's screen size."""
+    contexts = []
+
+    def make(*, javascript: bool = True):  # type: ignore[no-untyped-def]
+        context = browser.new_context(  # type: ignore[attr-defined]
+            viewport={"width": 1440, "height": 900},
+            java_script_enabled=javascript,
+            base_url=live_server.url,
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def sign_in(page, user) -> None:  # type: ignore[no-untyped-def]
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(user.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/conversations/")
+
+
+@pytest.fixture
+def long_conversation(workspace) -> Conversation:
+    """130 messages, one observation per message, one reflection over the first ten:
+    the oldest sources are outside what the page first loads."""
+    conversation = conversation_create(workspace=workspace, user_id="long", title="Long one")
+    began = timezone.now() - timedelta(days=5)
+    messages = Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            seq=seq,
+            role="user" if seq % 2 else "assistant",
+            content=f"Message {seq} about order ORD-{seq:04}.",
+            token_count=8,
+            created_at=began + timedelta(minutes=seq),
+        )
+        for seq in range(1, 131)
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(last_seq=130)
+    observations = [
+        ObservationFactory(
+            conversation=conversation,
+            text=f"Note about message {m.seq}.",
+            observed_at=m.created_at,
+            window_start_seq=m.seq,
+            window_end_seq=m.seq,
+            source_message_ids=[str(m.pk)],
+        )
+        for m in messages
+    ]
+    ReflectionFactory(
+        conversation=conversation,
+        text="The first ten messages were about orders.",
+        source_observation_ids=[str(o.pk) for o in observations[:10]],
+    )
+    return conversation
+
+
+@pytest.mark.parametrize("role", ["viewer", "reviewer", "compliance", "admin"])
+def test_each_role_signs_in_and_sees_what_it_may_do(open_page, member, role, screenshot, workspace):
+    conversation = conversation_create(
+        workspace=workspace, user_id="dana", title="Broken headphones"
+    )
+    chat(conversation)
+    observe(conversation)
+    page = open_page()
+    if role == "viewer":
+        page.goto("/accounts/login/")
+        screenshot(page, "01-sign-in")
+    sign_in(page, member(role))
+    assert page.locator(".role-badge").inner_text() == {"compliance": "compliance officer"}.get(
+        role, role
+    )
+    nav = page.get_by_role("navigation", name="Main")
+    assert nav.get_by_role("link", name="API keys").count() == (1 if role == "admin" else 0)
+    screenshot(page, f"02-conversations-{role}")
+    page.get_by_role("link", name="Broken headphones").click()
+    for heading in ("Messages", "Observations", "Reflections"):
+        assert page.get_by_role("heading", name=heading, exact=True).is_visible()
+    can_edit = role != "viewer"
+    assert (page.get_by_role("button", name="Observe now").count() == 1) is can_edit
+    if role == "viewer":
+        page.goto("/settings/api-keys/")
+        assert "you need the admin role" in page.locator("main").inner_text()
+        screenshot(page, "09-forbidden-viewer")
+
+
+def test_selecting_memory_highlights_its_sources_even_when_not_loaded(
+    open_page, member, long_conversation, screenshot
+):
+    page = open_page()
+    sign_in(page, member("viewer"))
+    page.goto(f"/conversations/{long_conversation.pk}/")
+    assert page.locator("#m-130").is_visible()  # the newest messages, scrolled into view
+    assert page.locator("#m-80").count() == 0  # older ones not loaded yet
+
+    # Sources inside the window: marked in place.
+    newest = Observation.objects.get(conversation=long_conversation, window_start_seq=125)
+    page.locator(f"#obs-{newest.pk} .item-text").click()
+    page.wait_for_selector("#m-125.is-highlighted")
+    assert page.locator(".msg.is-highlighted").count() == 1
+    assert "1 source message highlighted." in page.locator("#selection-status").inner_text()
+
+    # Older observations load on demand; their sources are outside the message window,
+    # so they are fetched, then marked and scrolled to.
+    page.get_by_role("link", name="Load older observations").click()
+    older = Observation.objects.get(conversation=long_conversation, window_start_seq=40)
+    page.locator(f"#obs-{older.pk} .sources-link").click()
+    page.wait_for_selector("#m-40.is-highlighted")
+    assert page.locator("#m-40").is_visible()
+    assert page.locator(f"#obs-{older.pk}.is-selected").count() == 1
+    screenshot(page, "03-observation-selected")
+
+    # A reflection over observations not loaded: they are fetched and marked.
+    reflection = Reflection.objects.get(conversation=long_conversation)
+    page.locator(f"#refl-{reflection.pk} .item-text").click()
+    page.wait_for_selector("#observation-list .is-highlighted")
+    assert page.locator("#observation-list .memory-item.is-highlighted").count() == 10
+    assert page.get_by_text("behind the selected reflection").is_visible()
+    screenshot(page, "04-reflection-selected")
+
+    # Loading older messages keeps working after the jump.
+    page.get_by_role("link", name="Load older messages").click()
+    page.wait_for_selector("#m-1")
+
+
+def test_a_reflection_highlights_loaded_observations_in_place(open_page, member, workspace):
+    conversation = conversation_create(workspace=workspace, user_id="t", title="Refund")
+    chat(conversation)
+    observe(conversation)
+    reflect(conversation)
+    reflection = Reflection.objects.filter(conversation=conversation).first()
+    page = open_page()
+    sign_in(page, member("viewer"))
+    page.goto(f"/conversations/{conversation.pk}/")
+    page.locator(f"#refl-{reflection.pk} .item-text").click()
+    for observation_id in reflection.source_observation_ids:
+        page.wait_for_selector(f"#obs-{observation_id}.is-highlighted")
+    assert page.get_by_text("behind the selected reflection").count() == 0  # no fetch needed
+
+
+def test_edit_with_a_reason_then_revert_and_see_both_in_the_history(
+    open_page, member, workspace, screenshot
+):
+    conversation = conversation_create(
+        workspace=workspace, user_id="dana", title="Broken headphones"
+    )
+    chat(conversation)
+    observe(conversation)
+    observation = Observation.objects.filter(conversation=conversation).order_by("observed_at")[0]
+    original = observation.text
+    page = open_page()
+    sign_in(page, member("reviewer"))
+    page.goto(f"/conversations/{conversation.pk}/")
+    item = page.locator(f"#obs-{observation.pk}")
+
+    item.get_by_role("link", name="Edit").click()
+    text = item.get_by_label("Text")
+    text.fill("Dana's headphones are broken; refund agreed.")
+    item.get_by_role("button", name="Save").click()
+    item.locator(".errorlist").wait_for()
+    assert "Give a reason" in item.locator(".errorlist").inner_text()  # under the field
+    screenshot(page, "05-edit-needs-a-reason")
+    item.get_by_label("Reason").fill("summarise the outcome")
+    item.get_by_role("button", name="Save").click()
+    page.wait_for_selector(f"#obs-{observation.pk} .item-text >> text=refund agreed")
+    assert "v2" in item.locator(".item-head").inner_text()
+
+    item.get_by_role("link", name="History").click()
+    history = item.locator(".history")
+    history.wait_for()
+    assert "v1 → v2" in history.inner_text() and "summarise the outcome" in history.inner_text()
+    history.get_by_label("Reason").fill("the edit dropped the order number")
+    history.get_by_role("button", name="Revert to v1").click()
+    page.wait_for_selector(f"#obs-{observation.pk} .history >> text=v2 → v3")
+    assert item.locator(".item-text").inner_text() == original
+    text_of_history = item.locator(".history").inner_text()
+    assert "summarise the outcome" in text_of_history
+    assert "the edit dropped the order number" in text_of_history
+    assert "revert" in text_of_history and "edit" in text_of_history
+    screenshot(page, "06-history-after-revert")
+    observation.refresh_from_db()
+    assert (observation.text, observation.version) == (original, 3)
+
+
+def test_adding_an_observation_inline(open_page, member, workspace):
+    conversation = conversation_create(workspace=workspace, title="Quiet")
+    chat(conversation)
+    page = open_page()
+    sign_in(page, member("reviewer"))
+    page.goto(f"/conversations/{conversation.pk}/")
+    assert page.get_by_text("No observations yet").is_visible()
+    page.get_by_text("Add an observation").click()
+    form = page.locator("#add-observation-form")
+    form.get_by_label("Text").fill("Customer prefers email.")
+    form.get_by_label("Reason").fill("said so on the phone")
+    form.get_by_role("button", name="Add observation").click()
+    page.wait_for_selector("#observation-list .memory-item >> text=Customer prefers email.")
+    assert page.get_by_text("No observations yet").is_hidden()
+
+
+def test_observe_now_shows_the_runs_progress(open_page, member, workspace, screenshot):
+    conversation = conversation_create(workspace=workspace, title="Unobserved")
+    chat(conversation)
+    page = open_page()
+    sign_in(page, member("reviewer"))
+    page.goto(f"/conversations/{conversation.pk}/")
+    page.get_by_role("button", name="Observe now").click()
+    page.wait_for_selector("#run-observer >> text=waiting for a worker")
+    screenshot(page, "07-run-queued")
+    run = ObserverRun.objects.get(conversation=conversation)
+    pipeline.observer_run_execute(run_id=run.pk)  # the worker's part
+    page.wait_for_selector("#run-observer >> text=Show the new memory")
+    page.get_by_role("link", name="Show the new memory").click()
+    page.wait_for_selector("#observation-list .memory-item")
+
+
+def test_the_metrics_charts_draw(open_page, member, workspace, screenshot):
+    conversation = conversation_create(workspace=workspace, title="Measured")
+    chat(conversation)
+    observe(conversation)
+    reflect(conversation)
+    page = open_page()
+    sign_in(page, member("viewer"))
+    page.goto("/metrics/")
+    page.wait_for_function("window.memdeskCharts && window.memdeskCharts.length === 7")
+    painted = page.evaluate(
+        """() => [...document.querySelectorAll('canvas')].map(canvas => {
+            const context = canvas.getContext('2d');
+            const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+            let count = 0;
+            for (let i = 3; i < data.length; i += 4) if (data[i] > 0) count++;
+            return count;
+        })"""
+    )
+    assert len(painted) == 7 and all(pixels > 0 for pixels in painted)
+    screenshot(page, "08-metrics")
+    page.locator("#scope").select_option(str(conversation.pk))
+    page.wait_for_selector("#charts >> text=One conversation")
+    page.wait_for_function("window.memdeskCharts && window.memdeskCharts.length === 7")
+
+
+def test_an_admin_creates_a_key_and_sees_it_once(open_page, member, screenshot):
+    page = open_page()
+    sign_in(page, member("admin"))
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="API keys").click()
+    page.get_by_label("Name").fill("support bot")
+    page.get_by_role("button", name="Create key").click()
+    raw_key = page.locator("#raw-key").input_value()
+    assert raw_key.startswith("md_")
+    screenshot(page, "10-api-key-created")
+    page.reload()
+    assert raw_key not in page.content()
+
+
+def test_links_work_without_javascript(open_page, member, long_conversation):
+    page = open_page(javascript=False)
+    sign_in(page, member("viewer"))
+    page.goto(f"/conversations/{long_conversation.pk}/")
+    page.get_by_role("link", name="Load older messages").click()
+    page.wait_for_url("**?at=31*")
+    assert page.locator("#m-31").count() == 1 and page.locator("#m-130").count() == 0
+    page.goto(f"/conversations/{long_conversation.pk}/")
+    page.get_by_role("link", name="Load older observations").click()
+    page.wait_for_url("**?offset=50*")
+    older = Observation.objects.get(conversation=long_conversation, window_start_seq=40)
+    page.locator(f"#obs-{older.pk} .sources-link").click()
+    page.wait_for_selector("#m-40.is-highlighted")
+    assert page.locator(f"#obs-{older.pk}.is-selected").count() == 1

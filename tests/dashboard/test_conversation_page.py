@@ -1,0 +1,300 @@
+"""/conversations/<id>/: the three columns, incremental loading, selection by link,
+the raw transcript, and the pipeline on demand."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from django.utils.html import escape
+
+from memory import pipeline
+from memory.models import Conversation, Message, Observation, ObserverRun, Reflection
+from memory.services import conversation_create
+from tests.dashboard.conftest import ROLES
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+
+def _seqs(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r'id="m-(\d+)"', html)]
+
+
+@pytest.fixture
+def long_conversation(workspace) -> Conversation:
+    """130 messages and 130 observations, one per message, the first 10 reflected."""
+    conversation = conversation_create(workspace=workspace, user_id="long", title="Long one")
+    began = timezone.now() - timedelta(days=10)
+    messages = Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            seq=seq,
+            role="user" if seq % 2 else "assistant",
+            content=f"Message {seq} about order ORD-{seq:04}.",
+            token_count=8,
+            created_at=began + timedelta(minutes=seq),
+        )
+        for seq in range(1, 131)
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(last_seq=130)
+    observations = [
+        ObservationFactory(
+            conversation=conversation,
+            text=f"Note about message {m.seq}.",
+            observed_at=m.created_at,
+            window_start_seq=m.seq,
+            window_end_seq=m.seq,
+            source_message_ids=[str(m.pk)],
+        )
+        for m in messages
+    ]
+    ReflectionFactory(
+        conversation=conversation,
+        source_observation_ids=[str(o.pk) for o in observations[:10]],
+    )
+    return conversation
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_sees_the_three_columns(login, role, reflected):
+    response = login(role).get(f"/conversations/{reflected.pk}/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    for heading in ("Messages", "Observations", "Reflections"):
+        assert f'-heading">{heading}</h2>' in html
+    assert "I prefer email over phone calls." in html
+    reflection = Reflection.objects.filter(conversation=reflected).first()
+    observation = Observation.objects.filter(conversation=reflected).first()
+    assert escape(reflection.text) in html and escape(observation.text) in html
+    editing = ("Observe now", "Reflect now", ">Edit</a>", "Add an observation")
+    can_edit = role != "viewer"
+    assert all((label in html) is can_edit for label in editing)
+
+
+def test_another_workspaces_conversation_is_not_found(login, foreign):
+    client = login("admin")
+    for url in (
+        f"/conversations/{foreign.pk}/",
+        f"/conversations/{foreign.pk}/transcript",
+        f"/conversations/{foreign.pk}/messages/?before=3",
+        f"/conversations/{foreign.pk}/observations/",
+    ):
+        response = client.get(url, HTTP_HX_REQUEST="true")
+        assert response.status_code == 404, url
+    assert client.get("/conversations/00000000-0000-0000-0000-000000000000/").status_code == 404
+
+
+def test_observations_show_marker_dates_relative_date_and_tokens(login, conversation):
+    observation = Observation.objects.filter(conversation=conversation).first()
+    observation.referenced_at = timezone.now() + timedelta(days=4)
+    observation.priority = "high"
+    observation.save()
+    html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
+    item = html[html.index(f'id="obs-{observation.pk}"') :]
+    item = item[: item.index("</li>")]
+    assert 'class="marker marker-high" role="img" aria-label="high priority"' in item
+    assert f'Observed <time datetime="{observation.observed_at.isoformat()}' in item
+    assert "Event <time" in item and "in 4 days" in item
+    assert f"{observation.token_count} tokens" in item
+    assert f"Sources #{observation.window_start_seq}" in item
+
+
+def test_a_long_conversation_shows_the_newest_50_and_loads_older_ones(login, long_conversation):
+    client = login("viewer")
+    html = client.get(f"/conversations/{long_conversation.pk}/").content.decode()
+    assert _seqs(html) == list(range(81, 131))
+    assert f'hx-get="/conversations/{long_conversation.pk}/messages/?before=81"' in html
+    assert 'href="/conversations/' in html and "?at=31#m-81" in html  # works without JS
+
+    older = client.get(
+        f"/conversations/{long_conversation.pk}/messages/?before=81", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert _seqs(older) == list(range(31, 81))
+    assert "?before=31" in older and "<html" not in older
+    oldest = client.get(
+        f"/conversations/{long_conversation.pk}/messages/?before=31", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert _seqs(oldest) == list(range(1, 31)) and "Load older" not in oldest
+
+
+def test_newer_messages_load_after_a_jump(login, long_conversation):
+    client = login("viewer")
+    newer = client.get(
+        f"/conversations/{long_conversation.pk}/messages/?after=100", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert _seqs(newer) == list(range(101, 131)) and "Load newer" not in newer
+
+
+def test_jumping_to_an_observation_outside_the_window_marks_its_sources(login, long_conversation):
+    observation = Observation.objects.get(conversation=long_conversation, window_start_seq=12)
+    client = login("viewer")
+    url = f"/conversations/{long_conversation.pk}/messages/?highlight={observation.pk}"
+    fragment = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert _seqs(fragment)[0] == 9  # three messages of context first
+    assert re.search(r'id="m-12" class="msg role-assistant is-highlighted"', fragment)
+    assert len(re.findall("is-highlighted", fragment)) == 1
+    assert "Load older messages" in fragment and "Load newer messages" in fragment
+
+    # Without JavaScript the same link is a whole page with the sources marked.
+    redirect = client.get(url)
+    assert redirect.status_code == 302
+    page = client.get(redirect["Location"]).content.decode()
+    assert 'id="m-12" class="msg role-assistant is-highlighted"' in page
+    assert f'id="obs-{observation.pk}" class="memory-item obs prio-medium is-selected' in page
+    assert "The selected observation (older than those listed below)" in page
+
+
+def test_a_reflection_link_shows_and_marks_its_observations(login, long_conversation):
+    reflection = Reflection.objects.get(conversation=long_conversation)
+    client = login("viewer")
+    fragment = client.get(
+        f"/conversations/{long_conversation.pk}/observations/?reflection={reflection.pk}",
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    assert fragment.count("memory-item obs") == 10
+    assert fragment.count("is-highlighted") == 10
+    assert "behind the selected reflection" in fragment and "Show all observations" in fragment
+    page = client.get(
+        f"/conversations/{long_conversation.pk}/?reflection={reflection.pk}"
+    ).content.decode()
+    assert f'id="refl-{reflection.pk}" class="memory-item refl prio-medium is-selected"' in page
+    assert page.count("is-highlighted") == 10
+
+
+def test_observations_load_incrementally(login, long_conversation):
+    client = login("viewer")
+    page = client.get(f"/conversations/{long_conversation.pk}/").content.decode()
+    assert page.count("memory-item obs") == 50
+    assert "Note about message 130." in page and "Note about message 80." not in page
+    assert "?offset=50#observations" in page  # works without JS
+    older = client.get(
+        f"/conversations/{long_conversation.pk}/observations/?offset=50", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert older.count("memory-item obs") == 50 and "Note about message 31." in older
+    oldest = client.get(
+        f"/conversations/{long_conversation.pk}/observations/?offset=100", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert oldest.count("memory-item obs") == 30
+    assert "Note about message 1." in oldest and "Load older observations" not in oldest
+    assert client.get(f"/conversations/{long_conversation.pk}/observations/").status_code == 302
+
+
+def test_the_htmx_branch_of_the_page_returns_the_columns(login, conversation):
+    html = (
+        login("viewer")
+        .get(f"/conversations/{conversation.pk}/", HTTP_HX_REQUEST="true")
+        .content.decode()
+    )
+    assert html.lstrip().startswith('<div id="columns"') and "<html" not in html
+
+
+def test_the_page_costs_the_same_queries_whatever_the_size(
+    login, conversation, long_conversation, django_assert_max_num_queries
+):
+    client = login("viewer")
+    client.get("/conversations/")  # the session's workspace is saved on the first request
+    with django_assert_max_num_queries(14) as small:
+        client.get(f"/conversations/{conversation.pk}/")
+    with django_assert_max_num_queries(len(small.captured_queries)):
+        client.get(f"/conversations/{long_conversation.pk}/")
+
+
+def test_empty_columns_say_what_happens_next(login, workspace):
+    empty = conversation_create(workspace=workspace, title="Nothing yet")
+    html = login("reviewer").get(f"/conversations/{empty.pk}/").content.decode()
+    assert "No messages yet" in html
+    assert "No observations yet. The Observer writes them when unobserved messages pass" in html
+    assert "press <em>Observe now</em>" in html
+    assert "No reflections yet" in html
+
+
+# --- raw transcript ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_raw_transcript_is_plain_text_for_every_role(login, role, conversation):
+    response = login(role).get(f"/conversations/{conversation.pk}/transcript")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    text = b"".join(response.streaming_content).decode()
+    assert text.startswith(f"Conversation {conversation.pk}\n")
+    assert "#3  " in text and "tool (lookup_order)" in text
+    assert "I'll drop the parcel off next Tuesday." in text
+
+
+def test_the_transcript_reads_few_queries_and_escapes_nothing(
+    login, workspace, django_assert_max_num_queries
+):
+    conversation = conversation_create(workspace=workspace, title="<b>x</b>")
+    Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            seq=n,
+            role="user",
+            content=f"<script>{n}</script>",
+            token_count=3,
+        )
+        for n in range(1, 501)
+    )
+    client = login("viewer")
+    client.get("/conversations/")
+    with django_assert_max_num_queries(6):
+        response = client.get(f"/conversations/{conversation.pk}/transcript")
+        text = b"".join(response.streaming_content).decode()
+    assert text.count("<script>") == 500  # plain text: shown as written, never run
+
+
+# --- observe and reflect now ----------------------------------------------------------------------
+
+
+def test_observe_now_queues_a_run_and_the_page_polls_it(login, workspace):
+    conversation = conversation_create(workspace=workspace, title="Fresh")
+    from tests.dashboard.conftest import chat
+
+    chat(conversation)
+    client = login("reviewer")
+    started = client.post(f"/conversations/{conversation.pk}/observe/", HTTP_HX_REQUEST="true")
+    assert started.status_code == 200
+    run = ObserverRun.objects.get(conversation=conversation)
+    html = started.content.decode()
+    assert run.status == "pending" and "waiting for a worker" in html
+    poll_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/"
+    assert f'hx-get="{poll_url}" hx-trigger="every 1s"' in html
+
+    pipeline.observer_run_execute(run_id=run.pk)  # what the Celery worker does
+    done = client.get(poll_url, HTTP_HX_REQUEST="true").content.decode()
+    assert "every 1s" not in done  # finished: polling stops
+    assert "6 messages →" in done and "Show the new memory" in done
+    assert client.get(poll_url).status_code == 302  # without htmx: back to the page
+
+
+def test_reflect_now_without_htmx_redirects_back_to_the_page(login, conversation):
+    response = login("admin").post(f"/conversations/{conversation.pk}/reflect/")
+    assert response.status_code == 302
+    assert response["Location"] == f"/conversations/{conversation.pk}/#runs"
+    assert conversation.reflector_runs.count() == 1
+
+
+def test_a_viewer_cannot_run_the_pipeline_and_is_told_which_role_can(login, conversation):
+    response = login("viewer").post(f"/conversations/{conversation.pk}/observe/")
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "To run the Observer or the Reflector in <strong>acme</strong>" in html
+    assert '<strong class="required-role">reviewer</strong>' in html
+    assert ObserverRun.objects.filter(conversation=conversation).count() == 1  # the fixture's
+
+
+def test_running_the_pipeline_needs_the_csrf_token(csrf_client, conversation):
+    client = csrf_client("reviewer")
+    assert client.post(f"/conversations/{conversation.pk}/observe/").status_code == 403
+    assert client.post(f"/conversations/{conversation.pk}/reflect/").status_code == 403
+
+
+def test_run_status_of_another_conversation_is_not_found(login, conversation, reflected):
+    run = ObserverRun.objects.get(conversation=reflected)
+    client = login("viewer")
+    url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/"
+    assert client.get(url, HTTP_HX_REQUEST="true").status_code == 404
+    bad_kind = f"/conversations/{reflected.pk}/runs/sideways/{run.pk}/"
+    assert client.get(bad_kind, HTTP_HX_REQUEST="true").status_code == 404

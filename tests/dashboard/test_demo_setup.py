@@ -1,0 +1,49 @@
+"""`make run`'s demo: the admin has a role and the dashboard has all three tiers."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from django.core.management import call_command
+from django.test import Client
+
+from dashboard.models import Membership
+from memory.models import Conversation, Observation, ObserverRun, Reflection, ReflectorRun
+
+
+def test_demo_setup_gives_the_admin_a_role_and_runs_the_pipeline_once(db, tmp_path, settings):
+    settings.VAR_DIR = tmp_path
+    call_command("demo_setup", stdout=StringIO())
+    membership = Membership.objects.get(user__username="admin", workspace__name="demo")
+    assert membership.role == "admin"
+    conversations = list(Conversation.objects.order_by("created_at", "id"))
+    observed = [c for c in conversations if c.observer_runs.exists()]
+    reflected = [c for c in conversations if c.reflector_runs.exists()]
+    assert len(observed) == 4 and len(reflected) == 2  # two thirds observed, one third reflected
+    assert Reflection.objects.exists() and Observation.objects.filter(status="active").exists()
+    raw = [c for c in conversations if c not in observed]
+    assert raw and not Observation.objects.filter(conversation__in=raw).exists()
+
+    counts = (
+        ObserverRun.objects.count(),
+        ReflectorRun.objects.count(),
+        Observation.objects.count(),
+    )
+    second = StringIO()
+    call_command("demo_setup", stdout=second)
+    assert (
+        ObserverRun.objects.count(),
+        ReflectorRun.objects.count(),
+        Observation.objects.count(),
+    ) == counts
+    assert Membership.objects.count() == 1
+    assert "Pipeline" not in second.getvalue()
+
+    client = Client()
+    password = (tmp_path / "admin_password").read_text().strip()
+    assert (
+        client.post("/accounts/login/", {"username": "admin", "password": password}).status_code
+        == 302
+    )
+    page = client.get(f"/conversations/{reflected[0].pk}/").content.decode()
+    assert 'class="memory-item refl' in page and 'class="memory-item obs' in page
