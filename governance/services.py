@@ -450,6 +450,35 @@ def _store_target_text(
         setattr(target, name, value)
 
 
+def _finding_rows(
+    *,
+    policy: RedactionPolicy,
+    conversation_id: Any,
+    target_type: str,
+    target_id: Any,
+    findings: Sequence[Any],
+) -> list[RedactionFinding]:
+    """Rows recording what the engine found in one object: where, what, how sure, what was
+    done, never the value."""
+    return [
+        RedactionFinding(
+            workspace_id=policy.workspace_id,
+            conversation_id=conversation_id,
+            target_type=target_type,
+            target_id=target_id,
+            entity_type=f.entity_type,
+            start=f.start,
+            end=f.end,
+            score=f.score,
+            operator=f.operator,
+            status=f.status,
+            policy_version=policy.version,
+            recognizer=f.recognizer,
+        )
+        for f in findings
+    ]
+
+
 def _redact_targets(
     *,
     target_type: str,
@@ -514,23 +543,13 @@ def _redact_targets(
                     text=text,
                 )
                 changed_conversations.add(target.conversation_id)
-            new_findings += [
-                RedactionFinding(
-                    workspace_id=policy.workspace_id,
-                    conversation_id=target.conversation_id,
-                    target_type=target_type,
-                    target_id=target.pk,
-                    entity_type=f.entity_type,
-                    start=f.start,
-                    end=f.end,
-                    score=f.score,
-                    operator=f.operator,
-                    status=f.status,
-                    policy_version=policy.version,
-                    recognizer=f.recognizer,
-                )
-                for f in result.findings
-            ]
+            new_findings += _finding_rows(
+                policy=policy,
+                conversation_id=target.conversation_id,
+                target_type=target_type,
+                target_id=target.pk,
+                findings=result.findings,
+            )
             audit_record(
                 workspace_id=policy.workspace_id,
                 actor=actor,
@@ -667,23 +686,13 @@ def redaction_at_ingest_record(
                 conversation_id=conversation.pk,
                 text=original,
             )
-        findings += [
-            RedactionFinding(
-                workspace_id=policy.workspace_id,
-                conversation_id=conversation.pk,
-                target_type=RedactionFinding.TargetType.MESSAGE,
-                target_id=message.pk,
-                entity_type=f.entity_type,
-                start=f.start,
-                end=f.end,
-                score=f.score,
-                operator=f.operator,
-                status=f.status,
-                policy_version=policy.version,
-                recognizer=f.recognizer,
-            )
-            for f in result.findings
-        ]
+        findings += _finding_rows(
+            policy=policy,
+            conversation_id=conversation.pk,
+            target_type=RedactionFinding.TargetType.MESSAGE,
+            target_id=message.pk,
+            findings=result.findings,
+        )
         audit_record(
             workspace_id=policy.workspace_id,
             actor=SYSTEM_ACTOR,
