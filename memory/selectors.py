@@ -54,11 +54,14 @@ def parse_uuid(raw: str, *, field: str) -> uuid.UUID:
 def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversation:
     pk = parse_uuid(conversation_id, field="conversationId")
     try:
-        return Conversation.objects.select_related("workspace").get(pk=pk, workspace=workspace)
+        conversation = Conversation.objects.get(pk=pk, workspace=workspace)
     except Conversation.DoesNotExist:
         raise MemdeskError(
             "not_found", "No conversation with this id in this workspace.", status_code=404
         ) from None
+    # The caller already holds the workspace (it came with the API key): no second join.
+    conversation.workspace = workspace
+    return conversation
 
 
 def _encode_cursor(conversation: Conversation) -> str:

@@ -25,6 +25,10 @@ def token_count(text: str) -> int:
 
 def token_counts(texts: list[str]) -> list[int]:
     # Not encode_batch: it starts a pool of 8 threads per call, which for a 100-message
-    # bulk append cost twice the encoding itself; a web worker has no idle core to give.
+    # bulk append cost 3-4 times the CPU of the encoding itself (docs/benchmarks.md).
     encoding = _encoding()
     return [len(encoding.encode(text, disallowed_special=())) for text in texts]
+
+
+def warm_up() -> None:
+    _encoding()
