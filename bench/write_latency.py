@@ -1,7 +1,8 @@
 """Does a slow model slow down the agent's writes? It must not: a write stores the
 messages and returns; the Observer runs later, in a Celery worker.
 
-Two runs on gunicorn + PostgreSQL, the same writes in the same order:
+Two servers on gunicorn + PostgreSQL at the same time, the same writes alternating between
+them (so that whatever else the machine does falls on both alike):
   off  MEMDESK_PIPELINE_ENABLED=0: messages are stored, nothing is ever scheduled;
   on   the `openai` engine against an OpenAI-compatible server (in this process) that
        takes 5 s per call, a low observer threshold so runs are scheduled all the time,
@@ -131,77 +132,90 @@ def _request(conn: http.client.HTTPConnection, method: str, path: str, key: str,
     return json.loads(data) if data else None
 
 
-def drive(port: int, key: str, writes: int) -> list[float]:
-    """Create the conversations, then append one message at a time, round robin; return
-    each append's latency in milliseconds."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conversations = [
-        _request(conn, "POST", "/v1/conversations", key, {"userId": f"u{n}"})["id"]
-        for n in range(CONVERSATIONS)
-    ]
-    messages = [m for seed in range(writes // 10 + 1) for m in message_batch(seed, 10)]
-    latencies = []
-    for n in range(writes):
-        path = f"/v1/conversations/{conversations[n % CONVERSATIONS]}/messages"
+class Writer:
+    """One server's conversations, written one message at a time, round robin."""
+
+    def __init__(self, port: int, key: str) -> None:
+        self.key = key
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.conversations = [
+            _request(self.conn, "POST", "/v1/conversations", key, {"userId": f"u{n}"})["id"]
+            for n in range(CONVERSATIONS)
+        ]
+        self.sent = 0
+        self.latencies: list[float] = []
+
+    def write(self, message: dict[str, str]) -> None:
+        path = f"/v1/conversations/{self.conversations[self.sent % CONVERSATIONS]}/messages"
         started = time.perf_counter()
-        _request(conn, "POST", path, key, messages[n])
-        latencies.append((time.perf_counter() - started) * 1000)
-    conn.close()
-    return latencies
+        _request(self.conn, "POST", path, self.key, message)
+        self.latencies.append((time.perf_counter() - started) * 1000)
+        self.sent += 1
 
 
-def run_phase(label: str, writes: int, **env_extra: str) -> tuple[list[float], dict[str, int]]:
-    with scratch_dir() as var_dir, fresh_database("memdesk_bench_write") as db_url:
-        env = django_env(db_url, var_dir, **env_extra)
-        key = prepare_database(env)
-        pipeline_on = env_extra.get("MEMDESK_PIPELINE_ENABLED") != "0"
-        with gunicorn(env, workers=2) as server:
-            if pipeline_on:
-                with celery_worker(env):
-                    drive(server.port, key, 40)  # warm-up, and the first runs start
-                    latencies = drive(server.port, key, writes)
-                    time.sleep(1)
-            else:
-                drive(server.port, key, 40)
-                latencies = drive(server.port, key, writes)
-        with psycopg.connect(db_url) as conn:
-            rows = conn.execute(
-                "SELECT status, count(*) FROM memory_observerrun GROUP BY status"
-            ).fetchall()
-        say(f"{label}: {writes} writes done")
-        return latencies, {status: count for status, count in rows}
+def observer_runs(db_url: str) -> dict[str, int]:
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("SELECT status, count(*) FROM memory_observerrun GROUP BY status")
+        return {status: count for status, count in rows.fetchall()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--writes", type=int, default=300)
+    parser.add_argument("--writes", type=int, default=400)
     args = parser.parse_args()
     stop_on_sigterm()
     say(machine_line())
-    off, off_runs = run_phase("pipeline off", args.writes, MEMDESK_PIPELINE_ENABLED="0")
-    with slow_model() as base_url:
-        on, on_runs = run_phase(
-            "pipeline on",
-            args.writes,
-            MEMDESK_ENGINE="openai",
-            OPENAI_BASE_URL=base_url,
-            MEMDESK_OPENAI_MAX_RETRIES="0",
-            MEMDESK_OBSERVER_THRESHOLD="300",
-            CELERY_BROKER_URL=REDIS_BROKER,
-        )
-    rows = []
-    for label, values in (("off", sorted(off)), ("on, 5 s model", sorted(on))):
-        rows.append(
-            [label]
-            + [f"{percentile(values, q):.2f}" for q in (0.5, 0.95, 0.99)]
-            + [f"{sum(values) / len(values):.2f}"]
-        )
-    ratio = [percentile(sorted(on), q) / percentile(sorted(off), q) for q in (0.5, 0.95, 0.99)]
+    messages = [m for seed in range(args.writes // 10 + 10) for m in message_batch(seed, 10)]
+    with contextlib.ExitStack() as stack:
+        base_url = stack.enter_context(slow_model())
+        setups = {
+            "off": {"MEMDESK_PIPELINE_ENABLED": "0"},
+            "on": {
+                "MEMDESK_ENGINE": "openai",
+                "OPENAI_BASE_URL": base_url,
+                "MEMDESK_OPENAI_MAX_RETRIES": "0",
+                "MEMDESK_OBSERVER_THRESHOLD": "300",
+                "CELERY_BROKER_URL": REDIS_BROKER,
+            },
+        }
+        writers: dict[str, Writer] = {}
+        databases: dict[str, str] = {}
+        for label, extra in setups.items():
+            var_dir = stack.enter_context(scratch_dir())
+            databases[label] = stack.enter_context(fresh_database("memdesk_bench_write"))
+            env = django_env(databases[label], var_dir, **extra)
+            key = prepare_database(env)
+            server = stack.enter_context(gunicorn(env, workers=2))
+            if label == "on":
+                stack.enter_context(celery_worker(env))
+            writers[label] = Writer(server.port, key)
+        # Warm-up, then the timed writes: alternating between the two servers (and which
+        # goes first), so that whatever else the machine does falls on both alike.
+        for n in range(40):
+            for writer in writers.values():
+                writer.write(messages[n])
+        for writer in writers.values():
+            writer.latencies.clear()
+        for n in range(args.writes):
+            order = ("off", "on") if n % 2 else ("on", "off")
+            for label in order:
+                writers[label].write(messages[40 + n])
+        runs = {label: observer_runs(url) for label, url in databases.items()}
+    off, on = sorted(writers["off"].latencies), sorted(writers["on"].latencies)
+    rows = [
+        [label]
+        + [f"{percentile(v, q):.2f}" for q in (0.5, 0.95, 0.99)]
+        + [f"{sum(v) / len(v):.2f}"]
+        for label, v in (("off", off), ("on, 5 s model", on))
+    ]
+    ratio = [percentile(on, q) / percentile(off, q) for q in (0.5, 0.95, 0.99)]
     rows.append(["ratio on/off"] + [f"{r:.2f}x" for r in ratio] + [""])
     say()
     say(table(["write latency (ms)", "p50", "p95", "p99", "mean"], rows))
     say()
-    say(f"observer runs with the pipeline on: {on_runs or 'none'} (off: {off_runs or 'none'})")
+    say(
+        f"observer runs with the pipeline on: {runs['on'] or 'none'} (off: {runs['off'] or 'none'})"
+    )
     verdict = "met" if ratio[0] <= 1.2 else "NOT met"
     say(f"target p50 ratio <= 1.2x: {verdict} ({ratio[0]:.2f}x)")
 

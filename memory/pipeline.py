@@ -121,6 +121,12 @@ def _open_run(model: type[RunT], conversation: Conversation) -> RunT | None:
     ).first()
 
 
+def _has_open_run(model: type[RunT], conversation: Conversation) -> bool:
+    return model.objects.filter(
+        conversation=conversation, status__in=PipelineRun.OPEN_STATUSES
+    ).exists()
+
+
 def _schedule(
     model: type[RunT], task_name: str, *, conversation: Conversation, trigger: str
 ) -> RunT:
@@ -153,12 +159,14 @@ def reflector_schedule(*, conversation: Conversation, trigger: str) -> Reflector
 def observer_schedule_if_due(
     *, conversation: Conversation, trigger: str = PipelineRun.Trigger.THRESHOLD
 ) -> ObserverRun | None:
+    """Schedule an Observer run if the unobserved tokens reached the threshold and none is
+    open; return the new run, or None when nothing new was scheduled."""
     if not settings.MEMDESK_PIPELINE_ENABLED:
         return None
-    # Cheapest question first: with a run already open there is nothing to decide.
-    open_run = _open_run(ObserverRun, conversation)
-    if open_run:
-        return open_run
+    # Cheapest question first, asked on every message write: with a run already open
+    # there is nothing to decide (an EXISTS, not the run's row with its text columns).
+    if _has_open_run(ObserverRun, conversation):
+        return None
     if (
         unobserved_token_count(conversation=conversation)
         < conversation.effective_observer_threshold
@@ -174,9 +182,8 @@ def reflector_schedule_if_due(
 ) -> ReflectorRun | None:
     if not settings.MEMDESK_PIPELINE_ENABLED:
         return None
-    open_run = _open_run(ReflectorRun, conversation)
-    if open_run:
-        return open_run
+    if _has_open_run(ReflectorRun, conversation):
+        return None
     tokens = active_observation_token_count(conversation=conversation)
     if tokens < conversation.effective_reflector_threshold:
         return None
