@@ -78,6 +78,10 @@ class Access:
     def can_manage_keys(self) -> bool:
         return self.can(Capability.MANAGE_API_KEYS)
 
+    @property
+    def can_manage_compliance(self) -> bool:
+        return self.can(Capability.MANAGE_COMPLIANCE)
+
     def actor(self, request: HttpRequest) -> Actor:
         """The audit identity of this request: the user, their role now, request and IP."""
         return Actor(

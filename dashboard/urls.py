@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from dashboard import views
 
@@ -27,4 +27,5 @@ urlpatterns = [
     path("settings/api-keys/", views.api_keys, name="api_keys"),
     path("settings/api-keys/<int:api_key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
     path("workspace/", views.workspace_switch, name="workspace_switch"),
+    path("compliance/", include("dashboard.compliance_urls")),
 ]

@@ -1,0 +1,545 @@
+"""The compliance pages of the dashboard: the audit log of the current workspace, the
+redaction review queue, legal holds, retention, and the reveal of a restricted original.
+
+Who may open them: all but the reveal need ``MANAGE_COMPLIANCE`` (the compliance officer and
+the admin): the audit log shows every change to memory with its before/after values, and
+the review queue shows suspected personal data in clear and decides whether it is
+redacted. Revealing a restricted original needs ``VIEW_RESTRICTED``, which only the
+compliance officer holds; anyone else gets the 403 page naming the role. The views only
+parse input, call a governance selector or service, and render.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard import selectors as dashboard_selectors
+from dashboard.access import Access, access_for
+from dashboard.forms import add_service_error
+from dashboard.models import Capability
+from governance import retention
+from governance import services as governance_services
+from governance.audit_api import audit_event_to_wire
+from governance.models import AuditEvent, RedactionFinding, RetentionSweep
+from governance.selectors import (
+    audit_chain_verify,
+    audit_event_list,
+    legal_hold_get,
+    legal_hold_list,
+    redaction_finding_get,
+    redaction_finding_list,
+    retention_policy_list,
+    retention_sweep_get,
+    retention_sweep_list,
+)
+from memory.errors import MemdeskError
+
+AUDIT_EVENTS_PER_PAGE = 50
+FILTER_MAX_LENGTH = 100
+FINDINGS_PER_PAGE = 50
+REASON_MAX_LENGTH = 1000
+DECISIONS = ("approve", "dismiss")
+RECENT_SWEEPS = 10
+SWEEP_POLL_SECONDS = 2
+INVALID = 422  # htmx swaps 422 in (see base.html); used for a refused decision
+
+
+def _is_partial(request: HttpRequest) -> bool:
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.boosted
+
+
+def _page(
+    request: HttpRequest,
+    template: str,
+    access: Access,
+    context: dict[str, Any],
+    *,
+    status: int = 200,
+) -> HttpResponse:
+    return render(request, template, {"access": access, **context}, status=status)
+
+
+# --- audit log --------------------------------------------------------------------------------
+
+
+def _audit_filters(request: HttpRequest) -> dict[str, str]:
+    """The filters a request asks for, as ``audit_event_list`` lookups."""
+    filters = {}
+    for param, lookup in (("action", "action"), ("target_type", "target_type")):
+        value = request.GET.get(param, "").strip()[:FILTER_MAX_LENGTH]
+        if value:
+            filters[lookup] = value
+    return filters
+
+
+def _pretty(value: dict[str, Any] | None) -> list[str]:
+    if value is None:
+        return []
+    return json.dumps(value, indent=2, sort_keys=True, cls=DjangoJSONEncoder).splitlines()
+
+
+def _diff_lines(event: AuditEvent) -> list[tuple[str, str]]:
+    """The event's before and after values as a unified diff: (kind, line) pairs, kind
+    one of ``add``, ``del``, ``ctx``; the ---/+++ header is dropped."""
+    lines = difflib.unified_diff(
+        _pretty(event.before), _pretty(event.after), "before", "after", n=3, lineterm=""
+    )
+    diff = []
+    for line in list(lines)[2:]:
+        if line.startswith("@@"):
+            diff.append(("hunk", line))
+        elif line.startswith("+"):
+            diff.append(("add", line))
+        elif line.startswith("-"):
+            diff.append(("del", line))
+        else:
+            diff.append(("ctx", line))
+    return diff
+
+
+def _reveal_url(event: AuditEvent) -> str:
+    """Where to reveal the original of the message, observation or reflection an event
+    is about; empty for other targets."""
+    if event.target_type not in governance_services.REDACTION_TARGETS:
+        return ""
+    try:
+        target_id = uuid.UUID(event.target_id)
+    except ValueError:
+        return ""
+    return reverse("dashboard:compliance_original", args=[event.target_type, target_id])
+
+
+@require_GET
+@login_required
+def audit_log(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    filters = _audit_filters(request)
+    before = request.GET.get("before", "")
+    events, next_cursor = audit_event_list(
+        workspace=access.workspace,
+        filters=dict(filters),
+        before_sequence=int(before) if before.isdigit() else None,
+        limit=AUDIT_EVENTS_PER_PAGE,
+    )
+    can_reveal = access.can(Capability.VIEW_RESTRICTED)
+    for event in events:
+        event.diff_lines = _diff_lines(event)  # type: ignore[attr-defined]
+        event.reveal_url = _reveal_url(event) if can_reveal else ""  # type: ignore[attr-defined]
+    query = {
+        "action": request.GET.get("action", ""),
+        "target_type": request.GET.get("target_type", ""),
+    }
+    query = {k: v.strip() for k, v in query.items() if v.strip()}
+    context: dict[str, Any] = {
+        "events": events,
+        "query": query,
+        "next_query": urlencode({**query, "before": next_cursor}) if next_cursor else "",
+        "export_query": urlencode(query),
+        "is_first_page": not before.isdigit(),
+    }
+    template = "dashboard/compliance/audit_log.html"
+    if _is_partial(request):
+        return _page(request, f"{template}#events", access, context)
+    context["chain"] = audit_chain_verify(workspace_id=access.workspace.pk)
+    return _page(request, template, access, context)
+
+
+def _jsonl(events: Iterator[AuditEvent]) -> Iterator[str]:
+    for event in events:
+        yield json.dumps(audit_event_to_wire(event), cls=DjangoJSONEncoder) + "\n"
+
+
+@require_GET
+@login_required
+def audit_log_export(request: HttpRequest) -> StreamingHttpResponse:
+    """The filtered log as JSON Lines, oldest first, streamed."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    # governance has no selector for the whole filtered log in chain order (the API
+    # export view queries the model itself); this mirrors it.
+    events = (
+        AuditEvent.objects.filter(workspace=access.workspace, **_audit_filters(request))
+        .order_by("sequence")
+        .iterator(chunk_size=1000)
+    )
+    response = StreamingHttpResponse(_jsonl(events), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="audit-{access.workspace.pk}.jsonl"'
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+# --- redaction review queue -------------------------------------------------------------------
+
+
+def _add_texts(findings: list[RedactionFinding], workspace_id: object) -> None:
+    """Split each finding's target text around ``[start:end]`` so the page can mark the
+    value: ``text_before``, ``text_value``, ``text_after`` (all empty when the target is
+    gone or its text no longer reaches the offsets)."""
+    # governance has no selector for the texts findings point at (services keeps its
+    # lookup private); read them here in one query per target type.
+    wanted: dict[str, set[object]] = {}
+    for finding in findings:
+        wanted.setdefault(finding.target_type, set()).add(finding.target_id)
+    texts: dict[tuple[str, str], str] = {}
+    for target_type, ids in wanted.items():
+        model, field = governance_services.REDACTION_TARGETS[target_type]
+        rows = model.objects.filter(pk__in=ids, conversation__workspace_id=workspace_id)
+        for pk, text in rows.values_list("pk", field):
+            texts[(target_type, str(pk))] = text
+    for finding in findings:
+        text = texts.get((finding.target_type, str(finding.target_id)))
+        found = text is not None and finding.end <= len(text) and finding.start < finding.end
+        finding.text_found = found  # type: ignore[attr-defined]
+        finding.text_before = text[: finding.start] if found else ""  # type: ignore[attr-defined,index]
+        finding.text_value = text[finding.start : finding.end] if found else ""  # type: ignore[attr-defined,index]
+        finding.text_after = text[finding.end :] if found else ""  # type: ignore[attr-defined,index]
+
+
+def _get_finding_for_user(request: HttpRequest, finding_id: int) -> tuple[Access, RedactionFinding]:
+    """A finding of the current workspace (else 404), for a user who may manage compliance."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    try:
+        finding = redaction_finding_get(workspace_id=access.workspace.pk, finding_id=finding_id)
+    except MemdeskError:
+        raise Http404("No such redaction finding in this workspace.") from None
+    return access, finding
+
+
+def _decide(
+    finding: RedactionFinding, decision: str, access: Access, request: HttpRequest, reason: str
+) -> RedactionFinding:
+    actor = access.actor(request)
+    if decision == "approve":
+        return governance_services.redaction_finding_approve(
+            finding=finding, actor=actor, reason=reason
+        )
+    return governance_services.redaction_finding_dismiss(
+        finding=finding, actor=actor, reason=reason
+    )
+
+
+def _reason(request: HttpRequest) -> str:
+    return request.POST.get("reason", "").strip()[:REASON_MAX_LENGTH]
+
+
+def _queue_context(access: Access, cursor: str | None = None) -> dict[str, Any]:
+    findings, next_cursor = redaction_finding_list(
+        workspace_id=access.workspace.pk,
+        status=RedactionFinding.Status.PENDING_REVIEW,
+        conversation_id=None,
+        limit=FINDINGS_PER_PAGE,
+        cursor=cursor,
+    )
+    _add_texts(findings, access.workspace.pk)
+    return {"findings": findings, "next_cursor": next_cursor, "is_first_page": cursor is None}
+
+
+@require_GET
+@login_required
+def review_queue(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    cursor = request.GET.get("cursor", "")
+    context = _queue_context(access, cursor if cursor.isdigit() else None)
+    template = "dashboard/compliance/review_queue.html"
+    if _is_partial(request):
+        return _page(request, f"{template}#queue", access, context)
+    return _page(request, template, access, context)
+
+
+@require_POST
+@login_required
+def review_decide(request: HttpRequest, finding_id: int, decision: str) -> HttpResponse:
+    if decision not in DECISIONS:
+        raise Http404("No such decision.")
+    access, finding = _get_finding_for_user(request, finding_id)
+    error = ""
+    try:
+        finding = _decide(finding, decision, access, request, _reason(request))
+    except MemdeskError as refused:
+        error = refused.message
+    if not _is_partial(request):
+        if error:
+            messages.error(request, f"Finding {finding.pk}: {error}")
+        else:
+            messages.success(request, f"Finding {finding.pk} {finding.get_status_display()}.")
+        return redirect("dashboard:compliance_review")
+    _add_texts([finding], access.workspace.pk)
+    context = {"finding": finding, "error": error}
+    return _page(
+        request,
+        "dashboard/compliance/review_queue.html#finding_row",
+        access,
+        context,
+        status=INVALID if error else 200,
+    )
+
+
+@require_POST
+@login_required
+def review_bulk(request: HttpRequest) -> HttpResponse:
+    """Approve or dismiss the checked findings, each in its own transaction: one stale
+    finding is reported and does not undo the others."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    decision = request.POST.get("decision", "")
+    if decision not in DECISIONS:
+        raise Http404("No such decision.")
+    ids = [raw for raw in request.POST.getlist("finding") if raw.isdigit()]
+    reason = _reason(request)
+    decided, errors = 0, []
+    for finding_id in ids:
+        try:
+            finding = redaction_finding_get(workspace_id=access.workspace.pk, finding_id=finding_id)
+            _decide(finding, decision, access, request, reason)
+        except MemdeskError as refused:
+            errors.append(f"Finding {finding_id}: {refused.message}")
+        else:
+            decided += 1
+    verb = "approved" if decision == "approve" else "dismissed"
+    if not ids:
+        messages.error(request, "Tick at least one finding first.")
+    else:
+        messages.success(request, f"{decided} finding{'s' if decided != 1 else ''} {verb}.")
+    for error in errors:
+        messages.error(request, error)
+    if not _is_partial(request):
+        return redirect("dashboard:compliance_review")
+    return _page(
+        request, "dashboard/compliance/review_queue.html#queue", access, _queue_context(access)
+    )
+
+
+# --- legal holds ------------------------------------------------------------------------------
+
+
+class HoldPlaceForm(forms.Form):
+    conversation = forms.UUIDField(
+        label="Conversation id",
+        required=False,
+        help_text="Hold one conversation…",
+    )
+    end_user = forms.CharField(
+        label="End user id",
+        required=False,
+        max_length=255,
+        help_text="…or every conversation of one end user, present and future.",
+    )
+    reason = forms.CharField(
+        label="Reason", max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+def _holds_context(access: Access, form: HoldPlaceForm) -> dict[str, Any]:
+    return {"form": form, "holds": legal_hold_list(workspace=access.workspace, active=True)}
+
+
+def _holds_response(
+    request: HttpRequest, access: Access, form: HoldPlaceForm, *, status: int = 200
+) -> HttpResponse:
+    template = "dashboard/compliance/holds.html"
+    if _is_partial(request):
+        template += "#holds"
+    return _page(request, template, access, _holds_context(access, form), status=status)
+
+
+@require_GET
+@login_required
+def holds(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = HoldPlaceForm(initial={"conversation": request.GET.get("conversation", "")})
+    return _holds_response(request, access, form)
+
+
+@require_POST
+@login_required
+def hold_place(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = HoldPlaceForm(request.POST)
+    if form.is_valid():
+        conversation = None
+        conversation_id = form.cleaned_data["conversation"]
+        if conversation_id is not None:
+            conversation = dashboard_selectors.conversation_in(
+                workspace_ids=[access.workspace.pk], conversation_id=conversation_id
+            )
+            if conversation is None:
+                form.add_error("conversation", "No conversation with this id in this workspace.")
+        if form.is_valid():
+            try:
+                hold = retention.legal_hold_place(
+                    workspace=access.workspace,
+                    actor=access.actor(request),
+                    reason=form.cleaned_data["reason"],
+                    conversation=conversation,
+                    end_user_id=form.cleaned_data["end_user"],
+                )
+            except MemdeskError as error:
+                add_service_error(form, error)
+            else:
+                messages.success(request, f"Legal hold {hold.pk} placed.")
+                if not _is_partial(request):
+                    return redirect("dashboard:compliance_holds")
+                return _holds_response(request, access, HoldPlaceForm(), status=201)
+    return _holds_response(request, access, form, status=INVALID)
+
+
+@require_POST
+@login_required
+def hold_release(request: HttpRequest, hold_id: int) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    try:
+        hold = legal_hold_get(workspace=access.workspace, hold_id=hold_id)
+    except MemdeskError:
+        raise Http404("No such legal hold in this workspace.") from None
+    error = ""
+    try:
+        hold = retention.legal_hold_release(
+            hold=hold, actor=access.actor(request), reason=_reason(request)
+        )
+    except MemdeskError as refused:
+        error = refused.message
+    if not _is_partial(request):
+        if error:
+            messages.error(request, f"Legal hold {hold.pk}: {error}")
+        else:
+            messages.success(request, f"Legal hold {hold.pk} released.")
+        return redirect("dashboard:compliance_holds")
+    context = {"hold": hold, "error": error}
+    return _page(
+        request,
+        "dashboard/compliance/holds.html#hold_row",
+        access,
+        context,
+        status=INVALID if error else 200,
+    )
+
+
+# --- restricted originals ---------------------------------------------------------------------
+
+
+def _original_target(target_type: str) -> str:
+    if target_type not in governance_services.REDACTION_TARGETS:
+        raise Http404("No such kind of object.")
+    return target_type
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def original_reveal(request: HttpRequest, target_type: str, target_id: uuid.UUID) -> HttpResponse:
+    """GET asks for confirmation; POST reads the original text kept before redaction.
+    Every read is audited by ``restricted_original_read`` before the text is shown."""
+    access = access_for(request, Capability.VIEW_RESTRICTED)
+    context: dict[str, Any] = {
+        "target_type": _original_target(target_type),
+        "target_id": target_id,
+        "original": None,
+    }
+    template = "dashboard/compliance/original.html"
+    if request.method == "POST":
+        try:
+            context["original"] = governance_services.restricted_original_read(
+                workspace=access.workspace,
+                target_type=target_type,
+                target_id=target_id,
+                actor=access.actor(request),
+            )
+        except MemdeskError as error:
+            raise Http404(error.message) from None
+    response = _page(
+        request, f"{template}#original" if _is_partial(request) else template, access, context
+    )
+    if context["original"] is not None:
+        response["Cache-Control"] = "private, no-store"
+    return response
+
+
+# --- retention --------------------------------------------------------------------------------
+
+
+def _retention_context(access: Access) -> dict[str, Any]:
+    return {
+        "policies": retention_policy_list(workspace=access.workspace),
+        "sweeps": retention_sweep_list(workspace=access.workspace, limit=RECENT_SWEEPS),
+    }
+
+
+@require_GET
+@login_required
+def retention_page(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    template = "dashboard/compliance/retention.html"
+    if _is_partial(request):
+        template += "#sweeps"
+    return _page(request, template, access, _retention_context(access))
+
+
+@require_POST
+@login_required
+def retention_dry_run(request: HttpRequest) -> HttpResponse:
+    """Count what a sweep would delete now; nothing is deleted."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    sweep = retention.retention_dry_run(workspace=access.workspace, actor=access.actor(request))
+    if not _is_partial(request):
+        return redirect("dashboard:compliance_sweep", sweep.pk)
+    return _sweep_response(request, access, sweep)
+
+
+@require_POST
+@login_required
+def retention_run(request: HttpRequest) -> HttpResponse:
+    """Queue a sweep of the workspace for a worker; the page then polls its progress."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    try:
+        sweep = retention.retention_sweep_request(
+            workspace=access.workspace, actor=access.actor(request)
+        )
+    except MemdeskError as refused:
+        if not _is_partial(request):
+            messages.error(request, refused.message)
+            return redirect("dashboard:compliance_retention")
+        context = {"refused": refused.message}
+        return _page(
+            request, "dashboard/compliance/retention.html#refused", access, context, status=INVALID
+        )
+    if not _is_partial(request):
+        return redirect("dashboard:compliance_sweep", sweep.pk)
+    return _sweep_response(request, access, sweep, status=201)
+
+
+def _sweep_response(
+    request: HttpRequest, access: Access, sweep: RetentionSweep, *, status: int = 200
+) -> HttpResponse:
+    open_statuses = (RetentionSweep.Status.PENDING, RetentionSweep.Status.RUNNING)
+    context = {
+        "sweep": sweep,
+        "polling": sweep.status in open_statuses,
+        "poll_seconds": SWEEP_POLL_SECONDS,
+    }
+    template = "dashboard/compliance/sweep.html"
+    if _is_partial(request):
+        template += "#sweep_status"
+    return _page(request, template, access, context, status=status)
+
+
+@require_GET
+@login_required
+def retention_sweep_status(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    try:
+        sweep = retention_sweep_get(workspace=access.workspace, sweep_id=sweep_id)
+    except MemdeskError:
+        raise Http404("No such retention sweep in this workspace.") from None
+    return _sweep_response(request, access, sweep)
