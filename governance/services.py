@@ -352,8 +352,10 @@ def redaction_policy_update(
     ``replace`` every field not given returns to its default (PUT); otherwise only the
     given fields change (PATCH). Bumps the version and audits before and after; a change
     that changes nothing is neither."""
-    redaction_policy_get_or_create(workspace_id=workspace_id)
     with transaction.atomic():
+        # Inside the transaction: a refused change must not leave a policy (and its
+        # creation event) that nobody saved.
+        redaction_policy_get_or_create(workspace_id=workspace_id)
         policy = RedactionPolicy.objects.select_for_update().get(workspace_id=workspace_id)
         cleaned = _validated_policy_fields(values, policy if not replace else RedactionPolicy())
         before = redaction_policy_snapshot(policy)

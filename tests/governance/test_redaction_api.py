@@ -411,3 +411,11 @@ def test_every_redaction_response_matches_its_documented_schema(
     assert {c[2].status_code for c in calls} == {200, 400, 403, 404, 409}
     for method, path, response in calls:
         openapi.assert_documents(method, path, response)
+
+
+def test_a_refused_change_leaves_no_policy_and_no_event_behind(admin, workspace):
+    assert not RedactionPolicy.objects.filter(workspace=workspace).exists()
+    response = admin.patch("/v1/redaction/policy", {"scoreThreshold": 7}, format="json")
+    assert response.status_code == 400
+    assert not RedactionPolicy.objects.filter(workspace=workspace).exists()
+    assert not AuditEvent.objects.filter(action__startswith="redaction_policy.").exists()
