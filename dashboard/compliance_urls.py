@@ -36,4 +36,22 @@ urlpatterns = [
         compliance_views.retention_sweep_status,
         name="compliance_sweep",
     ),
+    path("erasure/", compliance_views.erasure_page, name="compliance_erasure"),
+    path("erasure/request/", compliance_views.erasure_create, name="compliance_erasure_create"),
+    path(
+        "erasure/<int:request_id>/",
+        compliance_views.erasure_detail,
+        name="compliance_erasure_detail",
+    ),
+    path("redaction/", compliance_views.redaction_policy_page, name="compliance_redaction"),
+    path(
+        "redaction/save/",
+        compliance_views.redaction_policy_save,
+        name="compliance_redaction_save",
+    ),
+    path(
+        "redaction/preview/",
+        compliance_views.redaction_policy_preview,
+        name="compliance_redaction_preview",
+    ),
 ]

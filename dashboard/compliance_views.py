@@ -34,14 +34,24 @@ from dashboard.models import Capability
 from governance import retention
 from governance import services as governance_services
 from governance.audit_api import audit_event_to_wire
-from governance.models import AuditEvent, RedactionFinding, RetentionSweep
+from governance.models import (
+    AuditEvent,
+    ErasureRequest,
+    RedactionFinding,
+    RedactionPolicy,
+    RetentionSweep,
+)
 from governance.selectors import (
     audit_chain_verify,
     audit_event_list,
+    erasure_request_get,
+    erasure_request_list,
     legal_hold_get,
     legal_hold_list,
     redaction_finding_get,
     redaction_finding_list,
+    redaction_policy_or_defaults,
+    redaction_preview,
     retention_policy_list,
     retention_sweep_get,
     retention_sweep_list,
@@ -543,3 +553,282 @@ def retention_sweep_status(request: HttpRequest, sweep_id: int) -> HttpResponse:
     except MemdeskError:
         raise Http404("No such retention sweep in this workspace.") from None
     return _sweep_response(request, access, sweep)
+
+
+# --- erasure ----------------------------------------------------------------------------------
+
+RECENT_ERASURES = 50
+ERASURE_POLL_SECONDS = 2
+
+
+class ErasureRequestForm(forms.Form):
+    end_user = forms.CharField(
+        label="End user id",
+        max_length=255,
+        help_text="Every conversation of this end user is deleted, with all its memory.",
+    )
+    reason = forms.CharField(
+        label="Reason", max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+def _erasure_response(
+    request: HttpRequest, access: Access, form: ErasureRequestForm, *, status: int = 200
+) -> HttpResponse:
+    template = "dashboard/compliance/erasure.html"
+    if _is_partial(request):
+        template += "#erasure"
+    context = {
+        "form": form,
+        "erasures": erasure_request_list(workspace=access.workspace, limit=RECENT_ERASURES),
+    }
+    return _page(request, template, access, context, status=status)
+
+
+@require_GET
+@login_required
+def erasure_page(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    return _erasure_response(request, access, ErasureRequestForm())
+
+
+@require_POST
+@login_required
+def erasure_create(request: HttpRequest) -> HttpResponse:
+    """Record an erasure request; the service queues it, or records it as refused when a
+    legal hold covers the end user (the refusal is shown next to the form)."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = ErasureRequestForm(request.POST)
+    if form.is_valid():
+        try:
+            erasure = retention.erasure_request_create(
+                workspace=access.workspace,
+                actor=access.actor(request),
+                end_user_id=form.cleaned_data["end_user"],
+                reason=form.cleaned_data["reason"],
+            )
+        except MemdeskError as error:
+            if error.field == "userId":
+                form.add_error("end_user", error.message)
+            else:
+                add_service_error(form, error)
+        else:
+            if erasure.status == ErasureRequest.Status.REFUSED:
+                form.add_error(None, f"Erasure request {erasure.pk} refused: {erasure.error}")
+                return _erasure_response(request, access, form, status=INVALID)
+            messages.success(request, f"Erasure request {erasure.pk} queued.")
+            if not _is_partial(request):
+                return redirect("dashboard:compliance_erasure_detail", erasure.pk)
+            return _erasure_response(request, access, ErasureRequestForm(), status=201)
+    return _erasure_response(request, access, form, status=INVALID)
+
+
+@require_GET
+@login_required
+def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    try:
+        erasure = erasure_request_get(workspace=access.workspace, request_id=request_id)
+    except MemdeskError:
+        raise Http404("No such erasure request in this workspace.") from None
+    open_statuses = (ErasureRequest.Status.PENDING, ErasureRequest.Status.RUNNING)
+    context = {
+        "erasure": erasure,
+        "polling": erasure.status in open_statuses,
+        "poll_seconds": ERASURE_POLL_SECONDS,
+    }
+    template = "dashboard/compliance/erasure_detail.html"
+    if _is_partial(request):
+        template += "#erasure_status"
+    return _page(request, template, access, context)
+
+
+# --- redaction policy -------------------------------------------------------------------------
+
+PREVIEW_MAX_CHARS = 5000
+POLICY_BOOLEANS = (
+    "redact_at_ingest",
+    "redact_before_observation",
+    "reflection_waits_for_review",
+    "keep_originals",
+)
+# The service names fields as the API does (``scoreThreshold``, ``operators.EMAIL``);
+# the form uses the model's names.
+WIRE_TO_FIELD = {wire: name for name, wire in governance_services.POLICY_FIELDS.items()}
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class RedactionPolicyForm(forms.Form):
+    entities = forms.CharField(
+        label="Entity types",
+        required=False,
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+        help_text="Comma separated, e.g. EMAIL_ADDRESS, PHONE_NUMBER. Empty: the default set.",
+    )
+    score_threshold = forms.FloatField(label="Score threshold", min_value=0, max_value=1)
+    default_operator = forms.ChoiceField(
+        label="Default operator", choices=RedactionPolicy.Operator.choices
+    )
+    operators = forms.CharField(
+        label="Per-entity operators",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One ENTITY=operator a line, e.g. EMAIL_ADDRESS=mask.",
+    )
+    allow_list = forms.CharField(
+        label="Allow list",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Values never redacted, one a line.",
+    )
+    deny_list = forms.CharField(
+        label="Deny list",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Values always redacted, one a line.",
+    )
+    review_min_score = forms.FloatField(label="Review from score", min_value=0, max_value=1)
+    review_max_score = forms.FloatField(
+        label="Review below score",
+        min_value=0,
+        max_value=1,
+        help_text="Findings scoring in this band wait for a person in the review queue.",
+    )
+    redact_at_ingest = forms.BooleanField(label="Redact at ingest", required=False)
+    redact_before_observation = forms.BooleanField(
+        label="Redact before observation", required=False
+    )
+    reflection_waits_for_review = forms.BooleanField(
+        label="Reflection waits for review", required=False
+    )
+    keep_originals = forms.BooleanField(label="Keep originals (restricted)", required=False)
+
+    @classmethod
+    def of(cls, policy: RedactionPolicy) -> RedactionPolicyForm:
+        initial = {name: getattr(policy, name) for name in governance_services.POLICY_FIELDS}
+        initial["entities"] = ", ".join(policy.entities)
+        initial["operators"] = "\n".join(f"{e}={op}" for e, op in policy.operators.items())
+        initial["allow_list"] = "\n".join(policy.allow_list)
+        initial["deny_list"] = "\n".join(policy.deny_list)
+        return cls(initial=initial)
+
+    def clean_entities(self) -> list[str]:
+        return [e.strip() for e in self.cleaned_data["entities"].split(",") if e.strip()]
+
+    def clean_operators(self) -> dict[str, str]:
+        operators = {}
+        for line in _lines(self.cleaned_data["operators"]):
+            entity, sep, operator = line.partition("=")
+            if not sep or not entity.strip() or not operator.strip():
+                raise forms.ValidationError(f"Write ENTITY=operator; got {line!r}.")
+            operators[entity.strip()] = operator.strip()
+        return operators
+
+    def clean_allow_list(self) -> list[str]:
+        return _lines(self.cleaned_data["allow_list"])
+
+    def clean_deny_list(self) -> list[str]:
+        return _lines(self.cleaned_data["deny_list"])
+
+
+class RedactionPreviewForm(forms.Form):
+    text = forms.CharField(
+        label="Try a text",
+        required=False,
+        max_length=PREVIEW_MAX_CHARS,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 4, "placeholder": "Type or paste a message"}),
+    )
+
+
+def _add_policy_error(form: RedactionPolicyForm, error: MemdeskError) -> None:
+    wire = (error.field or "").split(".")[0].split("[")[0]
+    field = WIRE_TO_FIELD.get(wire)
+    form.add_error(field if field in form.fields else None, error.message)
+
+
+def _preview_context(access: Access, text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {"preview": None, "preview_text": text}
+    preview = redaction_preview(workspace_id=access.workspace.pk, text=text)
+    findings = [
+        {"finding": finding, "value": text[finding.start : finding.end]}
+        for finding in preview.findings
+    ]
+    return {"preview": preview, "preview_findings": findings, "preview_text": text}
+
+
+def _redaction_response(
+    request: HttpRequest,
+    access: Access,
+    form: RedactionPolicyForm,
+    *,
+    preview_text: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    template = "dashboard/compliance/redaction.html"
+    if _is_partial(request):
+        template += "#policy"
+    context = {
+        "form": form,
+        "policy": redaction_policy_or_defaults(workspace_id=access.workspace.pk),
+        "preview_form": RedactionPreviewForm(initial={"text": preview_text}),
+        **_preview_context(access, preview_text),
+    }
+    return _page(request, template, access, context, status=status)
+
+
+@require_GET
+@login_required
+def redaction_policy_page(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    policy = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
+    return _redaction_response(request, access, RedactionPolicyForm.of(policy))
+
+
+@require_POST
+@login_required
+def redaction_policy_save(request: HttpRequest) -> HttpResponse:
+    """Save the whole form through ``redaction_policy_update`` (validated, audited, the
+    version bumped; a save that changes nothing is neither)."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = RedactionPolicyForm(request.POST)
+    if form.is_valid():
+        values = {name: form.cleaned_data[name] for name in form.fields}
+        try:
+            before = redaction_policy_or_defaults(workspace_id=access.workspace.pk).version
+            policy = governance_services.redaction_policy_update(
+                workspace_id=access.workspace.pk, actor=access.actor(request), values=values
+            )
+        except MemdeskError as error:
+            _add_policy_error(form, error)
+        else:
+            if policy.version == before:
+                messages.info(request, "Nothing changed.")
+            else:
+                messages.success(request, f"Redaction policy saved: version {policy.version}.")
+            if not _is_partial(request):
+                return redirect("dashboard:compliance_redaction")
+            return _redaction_response(request, access, RedactionPolicyForm.of(policy))
+    return _redaction_response(request, access, form, status=INVALID)
+
+
+@require_POST
+@login_required
+def redaction_policy_preview(request: HttpRequest) -> HttpResponse:
+    """What the stored policy finds in a text and what it leaves; nothing is stored."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = RedactionPreviewForm(request.POST)
+    text = form.cleaned_data["text"] if form.is_valid() else ""
+    if not _is_partial(request):
+        policy = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
+        return _redaction_response(
+            request, access, RedactionPolicyForm.of(policy), preview_text=text
+        )
+    context = {"preview_form": form, **_preview_context(access, text)}
+    response = _page(request, "dashboard/compliance/redaction.html#preview", access, context)
+    response["Cache-Control"] = "private, no-store"
+    return response
