@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from dashboard.models import Membership
 from memory import pipeline
-from memory.models import Conversation, Workspace
+from memory.models import Conversation, Message, Workspace
 from memory.services import MessageInput, conversation_create, messages_append
+from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 PASSWORD = "correct horse battery staple"
 ROLES = ["viewer", "reviewer", "compliance", "admin"]
@@ -118,6 +119,43 @@ def reflected(workspace) -> Conversation:
     chat(conversation)
     observe(conversation)
     reflect(conversation)
+    return conversation
+
+
+@pytest.fixture
+def long_conversation(workspace) -> Conversation:
+    """130 messages, one observation per message, one reflection over the first ten:
+    the oldest sources are outside what the page first loads."""
+    conversation = conversation_create(workspace=workspace, user_id="long", title="Long one")
+    began = timezone.now() - timedelta(days=5)
+    messages = Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            seq=seq,
+            role="user" if seq % 2 else "assistant",
+            content=f"Message {seq} about order ORD-{seq:04}.",
+            token_count=8,
+            created_at=began + timedelta(minutes=seq),
+        )
+        for seq in range(1, 131)
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(last_seq=130)
+    observations = [
+        ObservationFactory(
+            conversation=conversation,
+            text=f"Note about message {m.seq}.",
+            observed_at=m.created_at,
+            window_start_seq=m.seq,
+            window_end_seq=m.seq,
+            source_message_ids=[str(m.pk)],
+        )
+        for m in messages
+    ]
+    ReflectionFactory(
+        conversation=conversation,
+        text="The first ten messages were about orders.",
+        source_observation_ids=[str(o.pk) for o in observations[:10]],
+    )
     return conversation
 
 

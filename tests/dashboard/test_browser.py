@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
 
 from memory import pipeline
-from memory.models import Conversation, Message, Observation, ObserverRun, Reflection
+from memory.models import Observation, ObserverRun, Reflection
 from memory.services import conversation_create
 from tests.dashboard.conftest import PASSWORD, chat, observe, reflect
-from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -85,43 +82,6 @@ def sign_in(page, user) -> None:  # type: ignore[no-untyped-def]
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url("**/conversations/")
-
-
-@pytest.fixture
-def long_conversation(workspace) -> Conversation:
-    """130 messages, one observation per message, one reflection over the first ten:
-    the oldest sources are outside what the page first loads."""
-    conversation = conversation_create(workspace=workspace, user_id="long", title="Long one")
-    began = timezone.now() - timedelta(days=5)
-    messages = Message.objects.bulk_create(
-        Message(
-            conversation=conversation,
-            seq=seq,
-            role="user" if seq % 2 else "assistant",
-            content=f"Message {seq} about order ORD-{seq:04}.",
-            token_count=8,
-            created_at=began + timedelta(minutes=seq),
-        )
-        for seq in range(1, 131)
-    )
-    Conversation.objects.filter(pk=conversation.pk).update(last_seq=130)
-    observations = [
-        ObservationFactory(
-            conversation=conversation,
-            text=f"Note about message {m.seq}.",
-            observed_at=m.created_at,
-            window_start_seq=m.seq,
-            window_end_seq=m.seq,
-            source_message_ids=[str(m.pk)],
-        )
-        for m in messages
-    ]
-    ReflectionFactory(
-        conversation=conversation,
-        text="The first ten messages were about orders.",
-        source_observation_ids=[str(o.pk) for o in observations[:10]],
-    )
-    return conversation
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer", "compliance", "admin"])

@@ -11,49 +11,13 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from memory import pipeline
-from memory.models import Conversation, Message, Observation, ObserverRun, Reflection
+from memory.models import Message, Observation, ObserverRun, Reflection
 from memory.services import conversation_create
 from tests.dashboard.conftest import ROLES
-from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 
 def _seqs(html: str) -> list[int]:
     return [int(n) for n in re.findall(r'id="m-(\d+)"', html)]
-
-
-@pytest.fixture
-def long_conversation(workspace) -> Conversation:
-    """130 messages and 130 observations, one per message, the first 10 reflected."""
-    conversation = conversation_create(workspace=workspace, user_id="long", title="Long one")
-    began = timezone.now() - timedelta(days=10)
-    messages = Message.objects.bulk_create(
-        Message(
-            conversation=conversation,
-            seq=seq,
-            role="user" if seq % 2 else "assistant",
-            content=f"Message {seq} about order ORD-{seq:04}.",
-            token_count=8,
-            created_at=began + timedelta(minutes=seq),
-        )
-        for seq in range(1, 131)
-    )
-    Conversation.objects.filter(pk=conversation.pk).update(last_seq=130)
-    observations = [
-        ObservationFactory(
-            conversation=conversation,
-            text=f"Note about message {m.seq}.",
-            observed_at=m.created_at,
-            window_start_seq=m.seq,
-            window_end_seq=m.seq,
-            source_message_ids=[str(m.pk)],
-        )
-        for m in messages
-    ]
-    ReflectionFactory(
-        conversation=conversation,
-        source_observation_ids=[str(o.pk) for o in observations[:10]],
-    )
-    return conversation
 
 
 @pytest.mark.parametrize("role", ROLES)

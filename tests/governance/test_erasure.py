@@ -28,9 +28,11 @@ from memory.models import (
 from tests.governance.test_retention_support import (
     ADMIN,
     conversation_with_tiers,
+    earlier_version,
     erasure_hash,
     events,
     ids_hash,
+    redaction_traces,
     tier_rows,
 )
 
@@ -49,36 +51,8 @@ def _with_everything(api, workspace, user_id: str) -> Conversation:
     observation = conversation.observations.first()
     ObserverRun.objects.create(conversation=conversation, trigger="manual", status="succeeded")
     ReflectorRun.objects.create(conversation=conversation, trigger="manual", status="succeeded")
-    RedactionFinding.objects.create(
-        workspace=workspace,
-        conversation=conversation,
-        target_type="message",
-        target_id=message.pk,
-        entity_type="PERSON",
-        start=0,
-        end=3,
-        score=0.8,
-        operator="replace",
-        status="applied",
-        policy_version=1,
-    )
-    RestrictedOriginal.objects.create(
-        workspace=workspace,
-        conversation=conversation,
-        target_type="message",
-        target_id=message.pk,
-        text="the original",
-    )
-    ObservationVersion.objects.create(
-        observation_id=observation.pk,
-        conversation=conversation,
-        version=1,
-        text="earlier text",
-        priority="medium",
-        change="edit",
-        reason="typo",
-        changed_by="user:1",
-    )
+    redaction_traces(message)
+    earlier_version(observation)
     hold = legal_hold_place(
         workspace=workspace, actor=ADMIN, reason="old", conversation=conversation
     )

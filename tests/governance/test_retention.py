@@ -29,8 +29,10 @@ from tests.governance.test_retention_support import (
     ADMIN,
     conversation_with_tiers,
     days_ago,
+    earlier_version,
     events,
     ids_hash,
+    redaction_traces,
     tier_rows,
 )
 from tests.memory.factories import ObservationFactory
@@ -303,36 +305,8 @@ def test_what_hangs_off_deleted_rows_goes_with_them(workspace):
     new_message = conversation.messages.get(seq=2)
     old_observation = conversation.observations.get(observed_at__lt=days_ago(50))
     for message in (old_message, new_message):
-        RedactionFinding.objects.create(
-            workspace=workspace,
-            conversation=conversation,
-            target_type="message",
-            target_id=message.pk,
-            entity_type="EMAIL_ADDRESS",
-            start=0,
-            end=5,
-            score=0.9,
-            operator="replace",
-            status="applied",
-            policy_version=1,
-        )
-        RestrictedOriginal.objects.create(
-            workspace=workspace,
-            conversation=conversation,
-            target_type="message",
-            target_id=message.pk,
-            text="original",
-        )
-    ObservationVersion.objects.create(
-        observation_id=old_observation.pk,
-        conversation=conversation,
-        version=1,
-        text="before the edit",
-        priority="medium",
-        change="edit",
-        reason="typo",
-        changed_by="user:1",
-    )
+        redaction_traces(message, text="original")
+    earlier_version(old_observation, text="before the edit")
 
     _sweep(workspace)
 

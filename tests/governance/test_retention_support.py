@@ -9,9 +9,16 @@ from typing import Any
 
 from django.utils import timezone
 
-from governance.models import AuditEvent
+from governance.models import AuditEvent, RedactionFinding, RestrictedOriginal
 from governance.services import SYSTEM_ACTOR
-from memory.models import Conversation, Message, Observation, Reflection, Workspace
+from memory.models import (
+    Conversation,
+    Message,
+    Observation,
+    ObservationVersion,
+    Reflection,
+    Workspace,
+)
 from memory.services import MessageInput, conversation_create, messages_append
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
@@ -98,3 +105,42 @@ def erasure_hash(deleted: dict[str, Iterable[tuple[str, str]]]) -> str:
 
 def events(workspace: Workspace, action: str) -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(workspace=workspace, action=action).order_by("sequence"))
+
+
+def redaction_traces(message: Message, *, text: str = "the original") -> None:
+    """What redacting a message leaves behind: a finding and a kept original."""
+    conversation = message.conversation
+    RedactionFinding.objects.create(
+        workspace_id=conversation.workspace_id,
+        conversation=conversation,
+        target_type="message",
+        target_id=message.pk,
+        entity_type="EMAIL_ADDRESS",
+        start=0,
+        end=5,
+        score=0.9,
+        operator="replace",
+        status="applied",
+        policy_version=1,
+    )
+    RestrictedOriginal.objects.create(
+        workspace_id=conversation.workspace_id,
+        conversation=conversation,
+        target_type="message",
+        target_id=message.pk,
+        text=text,
+    )
+
+
+def earlier_version(observation: Observation, *, text: str = "earlier text") -> None:
+    """An edit's kept version of an observation."""
+    ObservationVersion.objects.create(
+        observation_id=observation.pk,
+        conversation_id=observation.conversation_id,
+        version=1,
+        text=text,
+        priority="medium",
+        change="edit",
+        reason="typo",
+        changed_by="user:1",
+    )
