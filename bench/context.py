@@ -15,7 +15,6 @@ import argparse
 import http.client
 import multiprocessing as mp
 import os
-import random
 import resource
 import statistics
 import subprocess
@@ -26,122 +25,34 @@ from typing import Any
 
 import harness
 import psycopg
-from content import memory_text, message_batch
+from seed import seed_long_conversation
 
 TARGET_P50_MS = 15.0
 TARGET_P99_MS = 60.0
-PRIORITIES = ("high", "medium", "medium", "low", "completed")
 
 
 # --- seeding (runs inside Django, in a subprocess of its own) --------------------------------
 
 
 def seed(messages: int, observations: int, reflections: int, recent: int) -> None:
-    """Write one conversation as the pipeline would leave it: observations whose windows
-    tile messages 1..messages-recent, reflections over runs of those observations, and
-    ``recent`` unobserved messages at the end. Prints the conversation id."""
+    """Write one conversation as the pipeline would leave it, every observation still
+    active (so all of them are in the context). Prints the conversation id."""
     sys.path.insert(0, str(harness.ROOT))
     import django
 
     django.setup()
-    from datetime import timedelta
+    from memory.models import Workspace
 
-    from django.db import transaction
-    from django.utils import timezone
-
-    from memory.models import Conversation, Message, Observation, Reflection, Workspace
-    from memory.tokens import token_counts
-
-    rng = random.Random(7)
-    now = timezone.now()
-    began = now - timedelta(days=30)
-    step = timedelta(days=30) / messages
-    workspace = Workspace.objects.get(name="bench")
-    with transaction.atomic():
-        conversation = Conversation.objects.create(
-            workspace=workspace,
-            user_id="user-1",
-            title="context bench",
-            last_seq=messages,
-            created_at=began,
-            updated_at=now,
-        )
-        bodies = [m for batch in range(-(-messages // 100)) for m in message_batch(batch, 100)]
-        bodies = bodies[:messages]
-        counts = token_counts([body["content"] for body in bodies])
-        rows = [
-            Message(
-                conversation=conversation,
-                seq=seq,
-                role=body["role"],
-                content=body["content"],
-                tool_name=body.get("toolName", ""),
-                tool_call_id=body.get("toolCallId", ""),
-                token_count=tokens,
-                created_at=began + step * seq,
-            )
-            for seq, (body, tokens) in enumerate(zip(bodies, counts, strict=True), start=1)
-        ]
-        Message.objects.bulk_create(rows, batch_size=1000)
-        by_seq = {row.seq: row for row in rows}
-
-        covered = messages - recent
-        texts = [memory_text(index, rng.randint(80, 320)) for index in range(observations)]
-        observation_rows = []
-        for index, (text, tokens) in enumerate(zip(texts, token_counts(texts), strict=True)):
-            start = 1 + index * covered // observations
-            end = (index + 1) * covered // observations
-            first, last = by_seq[start], by_seq[end]
-            observation_rows.append(
-                Observation(
-                    conversation=conversation,
-                    text=text,
-                    priority=rng.choice(PRIORITIES),
-                    observed_at=last.created_at + timedelta(minutes=5),
-                    referenced_at=(
-                        last.created_at + timedelta(days=rng.randint(-20, 20))
-                        if rng.random() < 0.2
-                        else None
-                    ),
-                    window_start_seq=start,
-                    window_end_seq=end,
-                    window_start_at=first.created_at,
-                    window_end_at=last.created_at,
-                    source_message_ids=[
-                        str(by_seq[seq].id) for seq in sorted(rng.sample(range(start, end + 1), 2))
-                    ],
-                    source="observer",
-                    engine="extractive",
-                    tags=rng.sample(["billing", "shipping", "account", "bug", "sales"], 2),
-                    topics=[rng.choice(["orders", "support", "product"])],
-                    token_count=tokens,
-                )
-            )
-        Observation.objects.bulk_create(observation_rows, batch_size=500)
-
-        per_reflection = observations // reflections
-        texts = [memory_text(10_000 + index, rng.randint(400, 900)) for index in range(reflections)]
-        reflection_rows = []
-        for index, (text, tokens) in enumerate(zip(texts, token_counts(texts), strict=True)):
-            group = observation_rows[index * per_reflection : (index + 1) * per_reflection]
-            reflection_rows.append(
-                Reflection(
-                    conversation=conversation,
-                    text=text,
-                    priority=rng.choice(PRIORITIES[:3]),
-                    generation=1,
-                    observed_at=group[-1].observed_at + timedelta(minutes=10),
-                    window_start_seq=group[0].window_start_seq,
-                    window_end_seq=group[-1].window_end_seq,
-                    window_start_at=group[0].window_start_at,
-                    window_end_at=group[-1].window_end_at,
-                    source_observation_ids=[str(o.id) for o in group],
-                    engine="extractive",
-                    tags=["summary"],
-                    token_count=tokens,
-                )
-            )
-        Reflection.objects.bulk_create(reflection_rows)
+    conversation = seed_long_conversation(
+        Workspace.objects.get(name="bench"),
+        title="context bench",
+        user_id="user-1",
+        messages=messages,
+        observations=observations,
+        reflections=reflections,
+        recent=recent,
+        rng_seed=7,
+    )
     print(conversation.id)
 
 

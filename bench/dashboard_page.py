@@ -21,20 +21,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any
 
 import harness
-from content import memory_text, message_batch
+from seed import seed_long_conversation
 
 TARGET_MS = 150.0
-PRIORITIES = ("high", "medium", "medium", "low", "completed")
 
 
 @contextmanager
@@ -50,132 +47,21 @@ def database(kind: str) -> Iterator[str]:
 def seed_conversation(
     workspace: Any, *, title: str, messages: int, observations: int, reflections: int, recent: int
 ) -> Any:
-    """One conversation as the pipeline leaves it: observations tiling the observed
-    messages (the older ones reflected), reflections over runs of them, the Observer and
-    Reflector runs that made them, and ``recent`` unobserved messages at the end."""
-    from django.db import transaction
-    from django.utils import timezone
-
-    from memory.models import (
-        Conversation,
-        Message,
-        Observation,
-        ObserverRun,
-        Reflection,
-        ReflectorRun,
+    """As the pipeline leaves it after several Reflector runs: the older four fifths of the
+    observations reflected, and the runs that made it all recorded."""
+    return seed_long_conversation(
+        workspace,
+        title=title,
+        user_id=f"user-{messages}",
+        messages=messages,
+        observations=observations,
+        reflections=reflections,
+        recent=recent,
+        rng_seed=messages,
+        reflected_share=0.8,
+        mark_reflected=True,
+        record_runs=True,
     )
-    from memory.tokens import token_counts
-
-    rng = random.Random(messages)
-    now = timezone.now()
-    began = now - timedelta(days=30)
-    step = timedelta(days=30) / messages
-    with transaction.atomic():
-        conversation = Conversation.objects.create(
-            workspace=workspace,
-            user_id=f"user-{messages}",
-            title=title,
-            last_seq=messages,
-            created_at=began,
-            updated_at=now,
-        )
-        bodies = [m for batch in range(-(-messages // 100)) for m in message_batch(batch, 100)]
-        bodies = bodies[:messages]
-        counts = token_counts([body["content"] for body in bodies])
-        rows = [
-            Message(
-                conversation=conversation,
-                seq=seq,
-                role=body["role"],
-                content=body["content"],
-                tool_name=body.get("toolName", ""),
-                token_count=tokens,
-                created_at=began + step * seq,
-            )
-            for seq, (body, tokens) in enumerate(zip(bodies, counts, strict=True), start=1)
-        ]
-        Message.objects.bulk_create(rows, batch_size=1000)
-        by_seq = {row.seq: row for row in rows}
-
-        covered = messages - recent
-        texts = [memory_text(index, rng.randint(80, 320)) for index in range(observations)]
-        observation_rows = []
-        for index, (text, tokens) in enumerate(zip(texts, token_counts(texts), strict=True)):
-            start = 1 + index * covered // observations
-            end = (index + 1) * covered // observations
-            first, last = by_seq[start], by_seq[end]
-            observation_rows.append(
-                Observation(
-                    conversation=conversation,
-                    text=text,
-                    priority=rng.choice(PRIORITIES),
-                    observed_at=last.created_at + timedelta(minutes=5),
-                    referenced_at=last.created_at + timedelta(days=rng.randint(-20, 20))
-                    if rng.random() < 0.2
-                    else None,
-                    window_start_seq=start,
-                    window_end_seq=end,
-                    window_start_at=first.created_at,
-                    window_end_at=last.created_at,
-                    source_message_ids=[
-                        str(by_seq[seq].id) for seq in sorted(rng.sample(range(start, end + 1), 2))
-                    ],
-                    source="observer",
-                    engine="extractive",
-                    token_count=tokens,
-                )
-            )
-        Observation.objects.bulk_create(observation_rows, batch_size=500)
-
-        # The older four fifths are reflected, as after several Reflector runs.
-        per_reflection = max(observations * 4 // 5 // reflections, 1)
-        texts = [memory_text(10_000 + index, rng.randint(400, 900)) for index in range(reflections)]
-        for index, (text, tokens) in enumerate(zip(texts, token_counts(texts), strict=True)):
-            group = observation_rows[index * per_reflection : (index + 1) * per_reflection]
-            reflection = Reflection.objects.create(
-                conversation=conversation,
-                text=text,
-                priority=rng.choice(PRIORITIES[:3]),
-                generation=1,
-                observed_at=group[-1].observed_at + timedelta(minutes=10),
-                window_start_seq=group[0].window_start_seq,
-                window_end_seq=group[-1].window_end_seq,
-                source_observation_ids=[str(o.id) for o in group],
-                engine="extractive",
-                token_count=tokens,
-            )
-            Observation.objects.filter(pk__in=[o.pk for o in group]).update(
-                status="reflected", reflection=reflection
-            )
-        runs = 20 if messages >= 1000 else 1
-        for index in range(runs):
-            start = 1 + index * covered // runs
-            end = (index + 1) * covered // runs
-            ObserverRun.objects.create(
-                conversation=conversation,
-                trigger="threshold",
-                status="succeeded",
-                engine="extractive",
-                window_start_seq=start,
-                window_end_seq=end,
-                tokens_in=sum(by_seq[s].token_count for s in range(start, end + 1)),
-                tokens_out=2_000,
-                items_in=end - start + 1,
-                items_out=observations // runs,
-                duration_ms=rng.randint(40, 400),
-                created_at=began + step * end,
-                finished_at=began + step * end,
-            )
-        ReflectorRun.objects.create(
-            conversation=conversation,
-            trigger="threshold",
-            status="succeeded",
-            engine="extractive",
-            generation=1,
-            duration_ms=120,
-            finished_at=now,
-        )
-    return conversation
 
 
 def measure(rounds: int) -> list[dict[str, Any]]:
