@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from typing import TypeVar
 
 from django.db.models import Q, QuerySet
 
@@ -23,6 +24,7 @@ from memory.errors import MemdeskError
 from memory.models import Conversation
 
 VERIFY_BATCH = 2000
+ModelT = TypeVar("ModelT")
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,20 @@ def audit_event_list(
 # --- retention, legal holds, erasure ----------------------------------------------------------
 # Imported here rather than at the top: this section was appended while other sections of the
 # module were being written, and keeping each section's imports beside it avoids edit clashes.
+
+
+def _get_in_workspace(
+    model: type[ModelT], workspace: object, raw_id: object, *, field: str, noun: str
+) -> ModelT:
+    """One row of ``model`` by its id, within the workspace: another workspace's row is
+    "not found", exactly like a row that does not exist."""
+    pk = _parse_pk(raw_id, field=field)
+    try:
+        return model.objects.get(pk=pk, workspace=workspace)  # type: ignore[attr-defined]
+    except model.DoesNotExist:  # type: ignore[attr-defined]
+        raise MemdeskError(
+            "not_found", f"No {noun} with this id in this workspace.", status_code=404
+        ) from None
 
 
 def _parse_pk(raw: object, *, field: str) -> int:
@@ -177,13 +193,7 @@ def legal_hold_refusal(hold: LegalHold) -> str:
 
 
 def legal_hold_get(*, workspace: object, hold_id: object) -> LegalHold:
-    pk = _parse_pk(hold_id, field="holdId")
-    try:
-        return LegalHold.objects.get(pk=pk, workspace=workspace)
-    except LegalHold.DoesNotExist:
-        raise MemdeskError(
-            "not_found", "No legal hold with this id in this workspace.", status_code=404
-        ) from None
+    return _get_in_workspace(LegalHold, workspace, hold_id, field="holdId", noun="legal hold")
 
 
 def legal_hold_list(
@@ -208,23 +218,15 @@ def retention_policy_list(*, workspace: object) -> QuerySet[RetentionPolicy]:
 
 
 def retention_policy_get(*, workspace: object, policy_id: object) -> RetentionPolicy:
-    pk = _parse_pk(policy_id, field="policyId")
-    try:
-        return RetentionPolicy.objects.get(pk=pk, workspace=workspace)
-    except RetentionPolicy.DoesNotExist:
-        raise MemdeskError(
-            "not_found", "No retention policy with this id in this workspace.", status_code=404
-        ) from None
+    return _get_in_workspace(
+        RetentionPolicy, workspace, policy_id, field="policyId", noun="retention policy"
+    )
 
 
 def retention_sweep_get(*, workspace: object, sweep_id: object) -> RetentionSweep:
-    pk = _parse_pk(sweep_id, field="sweepId")
-    try:
-        return RetentionSweep.objects.get(pk=pk, workspace=workspace)
-    except RetentionSweep.DoesNotExist:
-        raise MemdeskError(
-            "not_found", "No retention sweep with this id in this workspace.", status_code=404
-        ) from None
+    return _get_in_workspace(
+        RetentionSweep, workspace, sweep_id, field="sweepId", noun="retention sweep"
+    )
 
 
 def retention_sweep_list(*, workspace: object, limit: int) -> list[RetentionSweep]:
@@ -232,13 +234,9 @@ def retention_sweep_list(*, workspace: object, limit: int) -> list[RetentionSwee
 
 
 def erasure_request_get(*, workspace: object, request_id: object) -> ErasureRequest:
-    pk = _parse_pk(request_id, field="requestId")
-    try:
-        return ErasureRequest.objects.get(pk=pk, workspace=workspace)
-    except ErasureRequest.DoesNotExist:
-        raise MemdeskError(
-            "not_found", "No erasure request with this id in this workspace.", status_code=404
-        ) from None
+    return _get_in_workspace(
+        ErasureRequest, workspace, request_id, field="requestId", noun="erasure request"
+    )
 
 
 def erasure_request_list(*, workspace: object, limit: int) -> list[ErasureRequest]:
