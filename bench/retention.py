@@ -84,7 +84,7 @@ def queue_sweep(env: dict[str, str]) -> int:
         "import django; django.setup()\n"
         "from governance.models import RetentionPolicy\n"
         "from governance.retention import retention_policy_create, retention_sweep_request\n"
-        "from governance.services import SYSTEM_ACTOR\n"
+        "from core.actors import SYSTEM_ACTOR\n"
         "from memory.models import Workspace\n"
         "ws = Workspace.objects.get(name='bench')\n"
         "if not RetentionPolicy.objects.filter(workspace=ws).exists():\n"

@@ -10,10 +10,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
+from core.actors import Actor
 from dashboard.models import Capability, Role, role_can, roles_with
 from dashboard.selectors import workspaces_for_user
 from governance.models import AuditEvent
-from governance.services import Actor
 from memory.models import Workspace
 
 SESSION_WORKSPACE = "dashboard_workspace_id"

@@ -27,6 +27,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.errors import MemdeskError
 from dashboard import selectors as dashboard_selectors
 from dashboard.access import Access, access_for
 from dashboard.forms import add_service_error
@@ -56,7 +57,6 @@ from governance.selectors import (
     retention_sweep_get,
     retention_sweep_list,
 )
-from memory.errors import MemdeskError
 
 AUDIT_EVENTS_PER_PAGE = 50
 FILTER_MAX_LENGTH = 100
@@ -139,13 +139,23 @@ def _reveal_url(event: AuditEvent) -> str:
 def audit_log(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
     filters = _audit_filters(request)
-    before = request.GET.get("before", "")
-    events, next_cursor = audit_event_list(
-        workspace=access.workspace,
-        filters=dict(filters),
-        before_sequence=int(before) if before.isdigit() else None,
-        limit=AUDIT_EVENTS_PER_PAGE,
-    )
+    cursor = request.GET.get("cursor") or None
+    try:
+        events, next_cursor = audit_event_list(
+            workspace=access.workspace,
+            filters=dict(filters),
+            cursor=cursor,
+            limit=AUDIT_EVENTS_PER_PAGE,
+        )
+    except MemdeskError:
+        # A cursor mangled in the address bar: start again from the newest event.
+        cursor = None
+        events, next_cursor = audit_event_list(
+            workspace=access.workspace,
+            filters=dict(filters),
+            cursor=None,
+            limit=AUDIT_EVENTS_PER_PAGE,
+        )
     can_reveal = access.can(Capability.VIEW_RESTRICTED)
     for event in events:
         event.diff_lines = _diff_lines(event)  # type: ignore[attr-defined]
@@ -158,9 +168,9 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {
         "events": events,
         "query": query,
-        "next_query": urlencode({**query, "before": next_cursor}) if next_cursor else "",
+        "next_query": urlencode({**query, "cursor": next_cursor}) if next_cursor else "",
         "export_query": urlencode(query),
-        "is_first_page": not before.isdigit(),
+        "is_first_page": cursor is None,
     }
     template = "dashboard/compliance/audit_log.html"
     if _is_partial(request):
@@ -262,8 +272,10 @@ def _queue_context(access: Access, cursor: str | None = None) -> dict[str, Any]:
 @login_required
 def review_queue(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    cursor = request.GET.get("cursor", "")
-    context = _queue_context(access, cursor if cursor.isdigit() else None)
+    try:
+        context = _queue_context(access, request.GET.get("cursor") or None)
+    except MemdeskError:
+        context = _queue_context(access, None)
     template = "dashboard/compliance/review_queue.html"
     if _is_partial(request):
         return _page(request, f"{template}#queue", access, context)

@@ -9,8 +9,8 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
+from core.errors import MemdeskError
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
-from memory.errors import MemdeskError
 from memory.models import ApiKey, Observation, Priority
 
 REASON_HELP = "Why this change? It is kept with the history and in the audit trail."

@@ -30,6 +30,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
+from core.errors import MemdeskError
 from dashboard import selectors
 from dashboard.access import (
     Access,
@@ -53,7 +54,6 @@ from memory import pipeline
 from memory import selectors as memory_selectors
 from memory import services as memory_services
 from memory import views as memory_views
-from memory.errors import MemdeskError
 from memory.models import ApiKey, Conversation, Observation, PipelineRun
 
 CONVERSATIONS_PER_PAGE = 25

@@ -13,8 +13,22 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api import (
+    ADMIN_ERRORS,
+    ERRORS,
+    AdminApiView,
+    ApiView,
+    ErrorOut,
+    ReasonIn,
+    StrictCharField,
+    request_reason,
+    text_field,
+    validated,
+)
+from core.auth import AdminKeyRequired
+from core.errors import MemdeskError, error_body
+from core.paging import parse_limit, parse_uuid
 from governance import redaction, retention, selectors, services
-from governance.audit_api import ADMIN_ERRORS, AdminApi
 from governance.models import (
     ErasureRequest,
     LegalHold,
@@ -24,30 +38,12 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from memory.api import ERRORS, MemdeskApi, StrictCharField
-from memory.api_schema import ErrorOut
-from memory.auth import AdminKeyRequired
-from memory.errors import MemdeskError, error_body
 from memory.models import ApiKey
-from memory.selectors import parse_limit, parse_uuid
+from memory.selectors import conversation_get
 
 # --- redaction ---------------------------------------------------------------------------------
 
 
-def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
-def _text(**kwargs: Any) -> StrictCharField:
-    return StrictCharField(trim_whitespace=False, **kwargs)
-
-
-REDACTION_ADMIN_ERRORS = {
-    **ERRORS,
-    403: OpenApiResponse(ErrorOut, description="Needs an admin API key."),
-}
 REDACTION_CONFLICT = {
     409: OpenApiResponse(
         ErrorOut, description="Already decided, or the text changed since (finding_stale)."
@@ -130,7 +126,7 @@ class FindingPageOut(serializers.Serializer):
 
 
 class PreviewIn(serializers.Serializer):
-    text = _text(allow_blank=True)
+    text = text_field(allow_blank=True)
 
 
 class PreviewFindingOut(serializers.Serializer):
@@ -152,7 +148,7 @@ class PreviewOut(serializers.Serializer):
 
 
 class ReviewIn(serializers.Serializer):
-    reason = _text(required=False, allow_blank=True)
+    reason = text_field(required=False, allow_blank=True)
 
 
 class DismissIn(ReviewIn):
@@ -223,11 +219,7 @@ def original_to_wire(original: RestrictedOriginal) -> dict[str, Any]:
     }
 
 
-class RedactionAdminApi(MemdeskApi):
-    permission_classes = [IsAuthenticated, AdminKeyRequired]
-
-
-class RedactionPolicyApi(MemdeskApi):
+class RedactionPolicyApi(ApiView):
     def get_permissions(self) -> list[BasePermission]:
         # Any key reads the policy; only admin keys change it.
         if self.request.method in ("PUT", "PATCH"):
@@ -249,7 +241,7 @@ class RedactionPolicyApi(MemdeskApi):
         return Response(redaction_policy_to_wire(policy, admin=self.is_admin))
 
     def _write(self, request: Request, *, replace: bool) -> Response:
-        data = _valid(RedactionPolicyIn, request.data)
+        data = validated(RedactionPolicyIn, request.data)
         unknown = set(request.data) - set(RedactionPolicyIn().fields) if request.data else set()
         if unknown:
             raise MemdeskError(
@@ -267,7 +259,7 @@ class RedactionPolicyApi(MemdeskApi):
     @extend_schema(
         operation_id="redaction_policy_replace",
         request=RedactionPolicyIn,
-        responses={200: RedactionPolicyOut, **REDACTION_ADMIN_ERRORS},
+        responses={200: RedactionPolicyOut, **ADMIN_ERRORS},
         description="Replace the policy: fields left out return to their defaults. "
         "Admin keys only; audited; bumps version.",
     )
@@ -277,14 +269,14 @@ class RedactionPolicyApi(MemdeskApi):
     @extend_schema(
         operation_id="redaction_policy_update",
         request=RedactionPolicyIn,
-        responses={200: RedactionPolicyOut, **REDACTION_ADMIN_ERRORS},
+        responses={200: RedactionPolicyOut, **ADMIN_ERRORS},
         description="Change the fields given. Admin keys only; audited; bumps version.",
     )
     def patch(self, request: Request) -> Response:
         return self._write(request, replace=False)
 
 
-class RedactionPreviewApi(MemdeskApi):
+class RedactionPreviewApi(ApiView):
     @extend_schema(
         operation_id="redaction_preview",
         request=PreviewIn,
@@ -293,7 +285,7 @@ class RedactionPreviewApi(MemdeskApi):
         "Reflector would read it. Nothing is stored.",
     )
     def post(self, request: Request) -> Response:
-        text = _valid(PreviewIn, request.data)["text"]
+        text = validated(PreviewIn, request.data)["text"]
         limit = settings.MEMDESK_MAX_MESSAGE_CHARS
         if len(text) > limit:
             raise MemdeskError(
@@ -322,7 +314,7 @@ class RedactionPreviewApi(MemdeskApi):
         )
 
 
-class RedactionFindingListApi(RedactionAdminApi):
+class RedactionFindingListApi(AdminApiView):
     @extend_schema(
         operation_id="redaction_findings_list",
         parameters=[
@@ -336,7 +328,7 @@ class RedactionFindingListApi(RedactionAdminApi):
             OpenApiParameter("limit", int, description="1..200, default 50."),
             OpenApiParameter("cursor", str, description="next_cursor of the previous page."),
         ],
-        responses={200: FindingPageOut, **REDACTION_ADMIN_ERRORS},
+        responses={200: FindingPageOut, **ADMIN_ERRORS},
         description="Newest first. Findings never carry the value found.",
     )
     def get(self, request: Request) -> Response:
@@ -357,29 +349,29 @@ class RedactionFindingListApi(RedactionAdminApi):
         )
 
 
-class RedactionFindingApproveApi(RedactionAdminApi):
+class RedactionFindingApproveApi(AdminApiView):
     @extend_schema(
         operation_id="redaction_findings_approve",
         request=ReviewIn,
-        responses={200: FindingOut, **REDACTION_ADMIN_ERRORS, **REDACTION_CONFLICT},
+        responses={200: FindingOut, **ADMIN_ERRORS, **REDACTION_CONFLICT},
         description="Redact the value of a finding pending review. Audited.",
     )
     def post(self, request: Request, finding_id: str) -> Response:
         finding = selectors.redaction_finding_get(
             workspace_id=self.workspace.pk, finding_id=finding_id
         )
-        data = _valid(ReviewIn, request.data or {})
+        data = validated(ReviewIn, request.data or {})
         approved = services.redaction_finding_approve(
             finding=finding, actor=self.actor(), reason=data.get("reason") or ""
         )
         return Response(finding_to_wire(approved))
 
 
-class RedactionFindingDismissApi(RedactionAdminApi):
+class RedactionFindingDismissApi(AdminApiView):
     @extend_schema(
         operation_id="redaction_findings_dismiss",
         request=DismissIn,
-        responses={200: FindingOut, **REDACTION_ADMIN_ERRORS, **REDACTION_CONFLICT},
+        responses={200: FindingOut, **ADMIN_ERRORS, **REDACTION_CONFLICT},
         description="Keep the value of a finding pending review; addToAllowList adds the "
         "value to the policy's allow list (a policy change: audited, version bumped).",
     )
@@ -387,7 +379,7 @@ class RedactionFindingDismissApi(RedactionAdminApi):
         finding = selectors.redaction_finding_get(
             workspace_id=self.workspace.pk, finding_id=finding_id
         )
-        data = _valid(DismissIn, request.data or {})
+        data = validated(DismissIn, request.data or {})
         dismissed = services.redaction_finding_dismiss(
             finding=finding,
             actor=self.actor(),
@@ -397,10 +389,10 @@ class RedactionFindingDismissApi(RedactionAdminApi):
         return Response(finding_to_wire(dismissed))
 
 
-class RestrictedOriginalGetApi(RedactionAdminApi):
+class RestrictedOriginalGetApi(AdminApiView):
     @extend_schema(
         operation_id="redaction_originals_get",
-        responses={200: OriginalOut, **REDACTION_ADMIN_ERRORS},
+        responses={200: OriginalOut, **ADMIN_ERRORS},
         description="The text of a message, observation or reflection before redaction, "
         "when the policy keeps originals. Admin keys only; every read is audited.",
     )
@@ -415,43 +407,15 @@ class RestrictedOriginalGetApi(RedactionAdminApi):
 
 
 # --- retention, legal holds, erasure ----------------------------------------------------------
-# Uses the module's imports above; the names only this section needs are imported here,
-# beside it, because the module is written in sections by different features at once.
-
-
-def _retention_input(
-    serializer_class: type[serializers.Serializer], data: Any, *, partial: bool = False
-) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise MemdeskError("invalid_request", "The body must be a JSON object.")
-    serializer = serializer_class(data=data, partial=partial)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 def _retention_iso(value: Any) -> str | None:
     return value.isoformat() if value else None
 
 
-def _retention_reason(request: Request) -> str:
-    """A reason from ?reason= or the JSON body (DELETE bodies are optional)."""
-    if request.query_params.get("reason"):
-        return request.query_params["reason"]
-    if request.data:
-        return _retention_input(RetentionReasonIn, request.data).get("reason") or ""
-    return ""
-
-
 _RETENTION_CONFLICT = OpenApiResponse(
     ErrorOut, description="Refused: the state does not allow it (see error)."
 )
-
-
-class RetentionReasonIn(serializers.Serializer):
-    reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
-
-
-# legal holds
 
 
 class LegalHoldPlaceIn(serializers.Serializer):
@@ -503,7 +467,7 @@ def _hold_active_param(raw: str | None) -> bool | None:
     raise MemdeskError("invalid_active", "active must be true or false.", field="active")
 
 
-class LegalHoldListCreateApi(AdminApi):
+class LegalHoldListCreateApi(AdminApiView):
     @extend_schema(
         operation_id="legal_holds_list",
         parameters=[
@@ -541,10 +505,12 @@ class LegalHoldListCreateApi(AdminApi):
         "`reason` is required.",
     )
     def post(self, request: Request) -> Response:
-        data = _retention_input(LegalHoldPlaceIn, request.data)
+        data = validated(LegalHoldPlaceIn, request.data)
         conversation = None
         if data.get("conversationId"):
-            conversation = self.conversation(data["conversationId"])
+            conversation = conversation_get(
+                workspace=self.workspace, conversation_id=data["conversationId"]
+            )
         hold = retention.legal_hold_place(
             workspace=self.workspace,
             actor=self.actor(),
@@ -555,24 +521,24 @@ class LegalHoldListCreateApi(AdminApi):
         return Response(legal_hold_to_wire(hold), status=201)
 
 
-class LegalHoldDetailApi(AdminApi):
+class LegalHoldDetailApi(AdminApiView):
     @extend_schema(operation_id="legal_holds_get", responses={200: LegalHoldOut, **ADMIN_ERRORS})
     def get(self, request: Request, hold_id: str) -> Response:
         hold = selectors.legal_hold_get(workspace=self.workspace, hold_id=hold_id)
         return Response(legal_hold_to_wire(hold))
 
 
-class LegalHoldReleaseApi(AdminApi):
+class LegalHoldReleaseApi(AdminApiView):
     @extend_schema(
         operation_id="legal_holds_release",
-        request=RetentionReasonIn,
+        request=ReasonIn,
         responses={200: LegalHoldOut, 409: _RETENTION_CONFLICT, **ADMIN_ERRORS},
         description="Release the hold; `reason` is required. Retention and deletion apply "
         "again to what it covered (unless another hold covers it too).",
     )
     def post(self, request: Request, hold_id: str) -> Response:
         hold = selectors.legal_hold_get(workspace=self.workspace, hold_id=hold_id)
-        data = _retention_input(RetentionReasonIn, request.data or {})
+        data = validated(ReasonIn, request.data or {})
         hold = retention.legal_hold_release(
             hold=hold, actor=self.actor(), reason=data.get("reason") or ""
         )
@@ -625,7 +591,7 @@ def erasure_request_to_wire(request: ErasureRequest) -> dict[str, Any]:
     }
 
 
-class ErasureRequestListCreateApi(AdminApi):
+class ErasureRequestListCreateApi(AdminApiView):
     @extend_schema(
         operation_id="erasure_requests_list",
         parameters=[
@@ -652,7 +618,7 @@ class ErasureRequestListCreateApi(AdminApi):
         "Runs in the background: follow it with GET /v1/erasure-requests/{id}.",
     )
     def post(self, request: Request) -> Response:
-        data = _retention_input(ErasureRequestIn, request.data)
+        data = validated(ErasureRequestIn, request.data)
         erasure = retention.erasure_request_create(
             workspace=self.workspace,
             actor=self.actor(),
@@ -666,7 +632,7 @@ class ErasureRequestListCreateApi(AdminApi):
         return Response(erasure_request_to_wire(erasure), status=202)
 
 
-class ErasureRequestDetailApi(AdminApi):
+class ErasureRequestDetailApi(AdminApiView):
     @extend_schema(
         operation_id="erasure_requests_get", responses={200: ErasureRequestOut, **ADMIN_ERRORS}
     )
@@ -745,7 +711,7 @@ _RETENTION_POLICY_FIELDS = {
 }
 
 
-class RetentionPolicyListCreateApi(AdminApi):
+class RetentionPolicyListCreateApi(AdminApiView):
     @extend_schema(
         operation_id="retention_policies_list",
         responses={200: RetentionPolicyListOut, **ADMIN_ERRORS},
@@ -762,7 +728,7 @@ class RetentionPolicyListCreateApi(AdminApi):
         "conversation follows its tag policies when any match, else the default.",
     )
     def post(self, request: Request) -> Response:
-        data = _retention_input(RetentionPolicyIn, request.data)
+        data = validated(RetentionPolicyIn, request.data)
         fields = {
             _RETENTION_POLICY_FIELDS[k]: v for k, v in data.items() if k in _RETENTION_POLICY_FIELDS
         }
@@ -775,7 +741,7 @@ class RetentionPolicyListCreateApi(AdminApi):
         return Response(retention_policy_to_wire(policy), status=201)
 
 
-class RetentionPolicyDetailApi(AdminApi):
+class RetentionPolicyDetailApi(AdminApiView):
     def policy(self, policy_id: str) -> RetentionPolicy:
         return selectors.retention_policy_get(workspace=self.workspace, policy_id=policy_id)
 
@@ -794,7 +760,7 @@ class RetentionPolicyDetailApi(AdminApi):
     )
     def patch(self, request: Request, policy_id: str) -> Response:
         policy = self.policy(policy_id)
-        data = _retention_input(RetentionPolicyIn, request.data, partial=True)
+        data = validated(RetentionPolicyIn, request.data, partial=True)
         fields = {
             _RETENTION_POLICY_FIELDS[k]: v for k, v in data.items() if k in _RETENTION_POLICY_FIELDS
         }
@@ -806,13 +772,13 @@ class RetentionPolicyDetailApi(AdminApi):
     @extend_schema(
         operation_id="retention_policies_delete",
         parameters=[OpenApiParameter("reason", str, description="Kept in the audit trail.")],
-        request=RetentionReasonIn,
+        request=ReasonIn,
         responses={204: None, **ADMIN_ERRORS},
     )
     def delete(self, request: Request, policy_id: str) -> Response:
         policy = self.policy(policy_id)
         retention.retention_policy_delete(
-            policy=policy, actor=self.actor(), reason=_retention_reason(request)
+            policy=policy, actor=self.actor(), reason=request_reason(request)
         )
         return Response(status=204)
 
@@ -874,14 +840,14 @@ def retention_sweep_to_wire(sweep: RetentionSweep) -> dict[str, Any]:
     }
 
 
-def _retention_sweep_policy(api: AdminApi, request: Request) -> RetentionPolicy | None:
-    data = _retention_input(RetentionSweepIn, request.data or {})
+def _retention_sweep_policy(api: AdminApiView, request: Request) -> RetentionPolicy | None:
+    data = validated(RetentionSweepIn, request.data or {})
     if data.get("policyId") is None:
         return None
     return selectors.retention_policy_get(workspace=api.workspace, policy_id=data["policyId"])
 
 
-class RetentionDryRunApi(AdminApi):
+class RetentionDryRunApi(AdminApiView):
     @extend_schema(
         operation_id="retention_dry_run",
         request=RetentionSweepIn,
@@ -898,7 +864,7 @@ class RetentionDryRunApi(AdminApi):
         return Response(retention_sweep_to_wire(sweep))
 
 
-class RetentionSweepListCreateApi(AdminApi):
+class RetentionSweepListCreateApi(AdminApiView):
     @extend_schema(
         operation_id="retention_sweeps_list",
         parameters=[
@@ -927,7 +893,7 @@ class RetentionSweepListCreateApi(AdminApi):
         return Response(retention_sweep_to_wire(sweep), status=202)
 
 
-class RetentionSweepDetailApi(AdminApi):
+class RetentionSweepDetailApi(AdminApiView):
     @extend_schema(
         operation_id="retention_sweeps_get", responses={200: RetentionSweepOut, **ADMIN_ERRORS}
     )

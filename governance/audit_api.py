@@ -10,17 +10,14 @@ from django.http import StreamingHttpResponse
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api import ADMIN_ERRORS, AdminApiView
+from core.errors import MemdeskError
+from core.paging import parse_limit
 from governance.models import AuditEvent
 from governance.selectors import audit_chain_verify, audit_event_list
-from memory.api import ERRORS, MemdeskApi
-from memory.api_schema import ErrorOut
-from memory.auth import AdminKeyRequired
-from memory.errors import MemdeskError
-from memory.selectors import parse_limit
 
 FILTERS = [
     OpenApiParameter("action", str, description="e.g. observation.edit"),
@@ -109,24 +106,7 @@ def _filters(request: Request) -> dict[str, object]:
     return filters
 
 
-def _cursor(raw: str | None) -> int | None:
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise MemdeskError(
-            "invalid_cursor", "cursor is not one this server returned.", field="cursor"
-        )
-    return int(raw)
-
-
-class AdminApi(MemdeskApi):
-    permission_classes = [IsAuthenticated, AdminKeyRequired]
-
-
-ADMIN_ERRORS = {**ERRORS, 403: OpenApiResponse(ErrorOut, description="Needs an admin key.")}
-
-
-class AuditEventListApi(AdminApi):
+class AuditEventListApi(AdminApiView):
     @extend_schema(
         operation_id="audit_events_list",
         parameters=[
@@ -142,18 +122,18 @@ class AuditEventListApi(AdminApi):
         events, next_cursor = audit_event_list(
             workspace=self.workspace,
             filters=_filters(request),
-            before_sequence=_cursor(request.query_params.get("cursor")),
+            cursor=request.query_params.get("cursor") or None,
             limit=limit,
         )
         return Response(
             {
                 "events": [audit_event_to_wire(e) for e in events],
-                "next_cursor": str(next_cursor) if next_cursor else None,
+                "next_cursor": next_cursor,
             }
         )
 
 
-class AuditEventExportApi(AdminApi):
+class AuditEventExportApi(AdminApiView):
     @extend_schema(
         operation_id="audit_events_export",
         parameters=FILTERS,
@@ -182,7 +162,7 @@ class AuditEventExportApi(AdminApi):
         return response
 
 
-class AuditVerifyApi(AdminApi):
+class AuditVerifyApi(AdminApiView):
     @extend_schema(
         operation_id="audit_verify",
         responses={200: ChainReportOut, **ADMIN_ERRORS},

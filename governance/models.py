@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from core.actors import ActorType
+
 
 class AppendOnlyQuerySet(models.QuerySet):
     def update(self, **kwargs: object) -> int:
@@ -24,10 +26,7 @@ class AuditEvent(models.Model):
     and its own hash over its content and that link; ``verify_audit`` walks the chain.
     On PostgreSQL a trigger rejects UPDATE and DELETE; elsewhere the model refuses."""
 
-    class ActorType(models.TextChoices):
-        USER = "user", "user"
-        API_KEY = "api_key", "API key"
-        SYSTEM = "system", "system"
+    ActorType = ActorType
 
     workspace = models.ForeignKey(
         "memory.Workspace", on_delete=models.PROTECT, related_name="audit_events"

@@ -43,8 +43,9 @@ from django.db.models import BooleanField, Count, F, Model, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from core.actors import SYSTEM_ACTOR, Actor
+from core.errors import MemdeskError
 from governance.models import (
-    AuditEvent,
     ErasureRequest,
     LegalHold,
     RedactionFinding,
@@ -58,8 +59,7 @@ from governance.selectors import (
     holds_covering_end_user,
     legal_hold_refusal,
 )
-from governance.services import SYSTEM_ACTOR, Actor, audit_record
-from memory.errors import MemdeskError
+from governance.services import audit_record
 from memory.models import (
     Conversation,
     IdempotencyRecord,
@@ -142,15 +142,6 @@ def _line_hash(lines: Iterable[str]) -> str:
     for line in lines:
         digest.update(line.encode())
     return digest.hexdigest()
-
-
-def _actor_from_label(label: str) -> Actor:
-    """The identity that asked for a sweep or an erasure, for the receipts written later
-    by the worker on its behalf."""
-    actor_type, _, actor_id = label.partition(":")
-    if actor_type in AuditEvent.ActorType.values and actor_id:
-        return Actor(type=actor_type, id=actor_id)
-    return SYSTEM_ACTOR
 
 
 def _enqueue(task_name: str, object_id: int) -> None:
@@ -1003,7 +994,7 @@ def retention_sweep(*, sweep_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> R
     sweep = RetentionSweep.objects.select_related("policy").get(pk=sweep_id)
     if not claimed:
         return sweep
-    actor = _actor_from_label(sweep.triggered_by)
+    actor = Actor.from_label(sweep.triggered_by)
     plan = RetentionPlan.for_workspace(
         workspace_id=sweep.workspace_id, now=started, policy=sweep.policy
     )
@@ -1355,7 +1346,7 @@ def erasure_execute(*, request_id: int, final_attempt: bool = True) -> ErasureOu
     request = ErasureRequest.objects.get(pk=request_id)
     if not claimed:
         return ErasureOutcome(request)
-    actor = _actor_from_label(request.requested_by)
+    actor = Actor.from_label(request.requested_by)
     totals: Counter[str] = Counter()
     digest = hashlib.sha256()
     erased: set[str] = set()

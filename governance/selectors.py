@@ -8,6 +8,8 @@ from typing import TypeVar
 
 from django.db.models import Q, QuerySet
 
+from core.errors import MemdeskError
+from core.paging import keyset_page, parse_pk
 from governance import redaction
 from governance.models import (
     AuditChainHead,
@@ -20,7 +22,6 @@ from governance.models import (
     RetentionSweep,
 )
 from governance.services import GENESIS_HASH, audit_event_hash
-from memory.errors import MemdeskError
 from memory.models import Conversation
 
 VERIFY_BATCH = 2000
@@ -85,21 +86,16 @@ def audit_event_list(
     *,
     workspace: object,
     filters: dict[str, object],
-    before_sequence: int | None,
+    cursor: str | None,
     limit: int,
-) -> tuple[list[AuditEvent], int | None]:
+) -> tuple[list[AuditEvent], str | None]:
     """Newest first, keyset-paged on the chain sequence."""
     events = AuditEvent.objects.filter(workspace=workspace, **filters)
-    if before_sequence is not None:
-        events = events.filter(sequence__lt=before_sequence)
-    page = list(events.order_by("-sequence")[: limit + 1])
-    next_cursor = page[limit - 1].sequence if len(page) > limit else None
-    return page[:limit], next_cursor
+    page = keyset_page(events, keys=("sequence",), limit=limit, cursor=cursor)
+    return page.items, page.next_cursor
 
 
 # --- retention, legal holds, erasure ----------------------------------------------------------
-# Imported here rather than at the top: this section was appended while other sections of the
-# module were being written, and keeping each section's imports beside it avoids edit clashes.
 
 
 def _get_in_workspace(
@@ -107,25 +103,13 @@ def _get_in_workspace(
 ) -> ModelT:
     """One row of ``model`` by its id, within the workspace: another workspace's row is
     "not found", exactly like a row that does not exist."""
-    pk = _parse_pk(raw_id, field=field)
+    pk = parse_pk(raw_id, field=field)
     try:
         return model.objects.get(pk=pk, workspace=workspace)  # type: ignore[attr-defined]
     except model.DoesNotExist:  # type: ignore[attr-defined]
         raise MemdeskError(
             "not_found", f"No {noun} with this id in this workspace.", status_code=404
         ) from None
-
-
-def _parse_pk(raw: object, *, field: str) -> int:
-    try:
-        value = int(str(raw))
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise MemdeskError(
-            "invalid_id", f"{field} must be a positive whole number; got {raw!r}.", field=field
-        )
-    return value
 
 
 def active_holds(*, workspace_id: object) -> QuerySet[LegalHold]:
@@ -246,15 +230,6 @@ def erasure_request_list(*, workspace: object, limit: int) -> list[ErasureReques
 # --- redaction --------------------------------------------------------------------------------
 
 
-def _finding_pk(raw: object, *, field: str) -> int:
-    value = int(str(raw)) if str(raw).isdigit() else 0
-    if value < 1:
-        raise MemdeskError(
-            "invalid_id", f"{field} must be a positive whole number; got {raw!r}.", field=field
-        )
-    return value
-
-
 @dataclass(frozen=True)
 class RedactionPreview:
     text: str  # what the Reflector would read: every finding redacted
@@ -314,15 +289,12 @@ def redaction_finding_list(
         findings = findings.filter(status=status)
     if conversation_id:
         findings = findings.filter(conversation_id=conversation_id)
-    if cursor:
-        findings = findings.filter(id__lt=_finding_pk(cursor, field="cursor"))
-    page = list(findings.order_by("-id")[: limit + 1])
-    next_cursor = str(page[limit - 1].pk) if len(page) > limit else None
-    return page[:limit], next_cursor
+    page = keyset_page(findings, keys=("id",), limit=limit, cursor=cursor)
+    return page.items, page.next_cursor
 
 
 def redaction_finding_get(*, workspace_id: object, finding_id: object) -> RedactionFinding:
-    pk = _finding_pk(finding_id, field="findingId")
+    pk = parse_pk(finding_id, field="findingId")
     finding = RedactionFinding.objects.filter(workspace_id=workspace_id, pk=pk).first()
     if finding is None:
         raise MemdeskError(

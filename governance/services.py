@@ -17,6 +17,8 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.ipv6 import clean_ipv6_address
 
+from core.actors import SYSTEM_ACTOR, Actor
+from core.errors import MemdeskError
 from governance import redaction
 from governance.models import (
     AuditChainHead,
@@ -26,33 +28,10 @@ from governance.models import (
     RestrictedOriginal,
 )
 from memory.engines.base import EngineError
-from memory.errors import MemdeskError
 from memory.models import Conversation, Message, Observation, Reflection
 from memory.tokens import token_count
 
 GENESIS_HASH = "0" * 64
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who is making a change: a dashboard user, an agent's API key, or the system."""
-
-    type: str
-    id: str
-    role: str = ""
-    request_id: str = ""
-    ip_address: str | None = None
-
-    @property
-    def is_human(self) -> bool:
-        return self.type == AuditEvent.ActorType.USER
-
-    @property
-    def label(self) -> str:
-        return f"{self.type}:{self.id}"
-
-
-SYSTEM_ACTOR = Actor(type=AuditEvent.ActorType.SYSTEM, id="memdesk")
 
 
 def audit_event_hash(event: AuditEvent) -> str:

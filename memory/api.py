@@ -3,8 +3,6 @@ and shape the answer; the services own every rule."""
 
 from __future__ import annotations
 
-import re
-import uuid
 from typing import Any
 
 from django.http import HttpResponse
@@ -13,16 +11,14 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.validators import ProhibitSurrogateCharactersValidator
-from rest_framework.views import APIView
 
-from governance.models import AuditEvent
-from governance.services import Actor
+from core.api import ERRORS, ApiView, ErrorOut, ReasonIn, request_reason, text_field, validated
+from core.paging import parse_limit, parse_uuid
 from memory import api_schema as out
 from memory import pipeline, selectors, services
 from memory.context import context_for_conversation, parse_max_tokens
 from memory.metrics import pipeline_metrics
-from memory.models import ApiKey, Conversation, PipelineRun
+from memory.models import Conversation, PipelineRun
 from memory.wire import (
     conversation_to_wire,
     message_to_wire,
@@ -33,56 +29,19 @@ from memory.wire import (
 
 # --- input ---------------------------------------------------------------------------------
 
-
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-class FastProhibitSurrogateCharactersValidator(ProhibitSurrogateCharactersValidator):
-    """DRF's rule, checked in C: its own validator calls ``ord()`` on every character in
-    Python, about 1 ms of CPU for a 100-message bulk append (docs/benchmarks.md)."""
-
-    def __call__(self, value: Any) -> None:
-        found = _SURROGATE.search(str(value))
-        if found:
-            message = self.message.format(code_point=ord(found.group()))
-            raise serializers.ValidationError(message, code=self.code)
-
-
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers and booleans instead of turning them into text."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.validators = [
-            FastProhibitSurrogateCharactersValidator()
-            if isinstance(validator, ProhibitSurrogateCharactersValidator)
-            else validator
-            for validator in self.validators
-        ]
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-def _text(**kwargs: Any) -> StrictCharField:
-    return StrictCharField(trim_whitespace=False, **kwargs)
-
-
 class ConversationCreateIn(serializers.Serializer):
-    userId = _text(required=False, allow_null=True, allow_blank=True, max_length=255)
-    title = _text(required=False, allow_blank=True, max_length=255)
+    userId = text_field(required=False, allow_null=True, allow_blank=True, max_length=255)
+    title = text_field(required=False, allow_blank=True, max_length=255)
     metadata = serializers.DictField(required=False, allow_null=True)
 
 
 class MessageIn(serializers.Serializer):
-    role = _text()
-    content = _text(allow_blank=True)
+    role = text_field()
+    content = text_field(allow_blank=True)
     createdAt = serializers.DateTimeField(required=False, allow_null=True)
     metadata = serializers.DictField(required=False, allow_null=True)
-    toolName = _text(required=False, allow_blank=True, max_length=200)
-    toolCallId = _text(required=False, allow_blank=True, max_length=200)
+    toolName = text_field(required=False, allow_blank=True, max_length=200)
+    toolCallId = text_field(required=False, allow_blank=True, max_length=200)
 
 
 class BulkMessagesIn(serializers.Serializer):
@@ -90,37 +49,27 @@ class BulkMessagesIn(serializers.Serializer):
 
 
 class SearchIn(serializers.Serializer):
-    query = _text()
+    query = text_field()
     limit = serializers.JSONField(required=False)
 
 
 class ObservationCreateIn(serializers.Serializer):
-    text = _text()
-    priority = _text(required=False)
+    text = text_field()
+    priority = text_field(required=False)
     referencedAt = serializers.DateTimeField(required=False, allow_null=True)
-    tags = serializers.ListField(child=_text(max_length=100), required=False)
-    topics = serializers.ListField(child=_text(max_length=100), required=False)
-    ticketId = _text(required=False, allow_blank=True, max_length=100)
+    tags = serializers.ListField(child=text_field(max_length=100), required=False)
+    topics = serializers.ListField(child=text_field(max_length=100), required=False)
+    ticketId = text_field(required=False, allow_blank=True, max_length=100)
     sourceMessageIds = serializers.ListField(child=serializers.UUIDField(), required=False)
-    reason = _text(required=False, allow_blank=True)
+    reason = text_field(required=False, allow_blank=True)
 
 
 class ObservationUpdateIn(serializers.Serializer):
-    reason = _text(required=False, allow_blank=True)
-    text = _text(required=False)
-    priority = _text(required=False)
+    reason = text_field(required=False, allow_blank=True)
+    text = text_field(required=False)
+    priority = text_field(required=False)
     referencedAt = serializers.DateTimeField(required=False, allow_null=True)
-    tags = serializers.ListField(child=_text(max_length=100), required=False)
-
-
-class ReasonIn(serializers.Serializer):
-    reason = _text(required=False, allow_blank=True)
-
-
-def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
+    tags = serializers.ListField(child=text_field(max_length=100), required=False)
 
 
 def _message_input(data: dict[str, Any]) -> services.MessageInput:
@@ -136,12 +85,6 @@ def _message_input(data: dict[str, Any]) -> services.MessageInput:
 
 # --- shared plumbing --------------------------------------------------------------------------
 
-ERRORS = {
-    400: OpenApiResponse(out.ErrorOut, description="Bad input; `field` names what is wrong."),
-    401: OpenApiResponse(out.ErrorOut, description="Missing, unknown or revoked API key."),
-    403: OpenApiResponse(out.ErrorOut, description="X-Workspace-Id is not the key's workspace."),
-    404: OpenApiResponse(out.ErrorOut, description="No such object in this workspace."),
-}
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
     location=OpenApiParameter.HEADER,
@@ -151,28 +94,8 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 
 
-class MemdeskApi(APIView):
-    # Base for the agent API: the authenticated key, its workspace, the acting identity.
-    # (A comment, not a docstring: drf-spectacular would show a docstring on every route.)
-
-    @property
-    def api_key(self) -> ApiKey:
-        return self.request.auth  # type: ignore[return-value]
-
-    @property
-    def workspace(self):  # type: ignore[no-untyped-def]
-        return self.api_key.workspace
-
-    def actor(self) -> Actor:
-        request = self.request
-        forwarded = request.META.get("REMOTE_ADDR")
-        return Actor(
-            type=AuditEvent.ActorType.API_KEY,
-            id=str(self.api_key.pk),
-            role=self.api_key.scope,
-            request_id=request.headers.get("X-Request-Id", "")[:100] or uuid.uuid4().hex,
-            ip_address=forwarded,
-        )
+class MemoryApi(ApiView):
+    # Base of the memory routes: the conversation in the caller's workspace, idempotent writes.
 
     def conversation(self, conversation_id: str) -> Conversation:
         return selectors.conversation_get(workspace=self.workspace, conversation_id=conversation_id)
@@ -199,7 +122,7 @@ class MemdeskApi(APIView):
 # --- conversations ----------------------------------------------------------------------------
 
 
-class ConversationListCreateApi(MemdeskApi):
+class ConversationListCreateApi(MemoryApi):
     @extend_schema(
         operation_id="conversations_list",
         parameters=[
@@ -210,7 +133,7 @@ class ConversationListCreateApi(MemdeskApi):
         responses={200: out.ConversationPageOut, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        limit = selectors.parse_limit(request.query_params.get("limit"))
+        limit = parse_limit(request.query_params.get("limit"))
         page, next_cursor = selectors.conversation_list(
             workspace=self.workspace,
             user_id=request.query_params.get("userId") or None,
@@ -225,10 +148,10 @@ class ConversationListCreateApi(MemdeskApi):
         operation_id="conversations_create",
         request=ConversationCreateIn,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: out.ConversationOut, 409: out.ErrorOut, **ERRORS},
+        responses={201: out.ConversationOut, 409: ErrorOut, **ERRORS},
     )
     def post(self, request: Request) -> Response:
-        data = _valid(ConversationCreateIn, request.data)
+        data = validated(ConversationCreateIn, request.data)
 
         def write() -> tuple[int, Any]:
             conversation = services.conversation_create(
@@ -242,7 +165,7 @@ class ConversationListCreateApi(MemdeskApi):
         return self.idempotent(request, write)
 
 
-class ConversationDetailApi(MemdeskApi):
+class ConversationDetailApi(MemoryApi):
     @extend_schema(operation_id="conversations_get", responses={200: out.ConversationOut, **ERRORS})
     def get(self, request: Request, conversation_id: str) -> Response:
         return Response(conversation_to_wire(self.conversation(conversation_id)))
@@ -254,18 +177,16 @@ class ConversationDetailApi(MemdeskApi):
         responses={
             204: None,
             409: OpenApiResponse(
-                out.ErrorOut, description="legal_hold: a legal hold covers it; says which."
+                ErrorOut, description="legal_hold: a legal hold covers it; says which."
             ),
             **ERRORS,
         },
     )
     def delete(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        reason = request.query_params.get("reason") or (
-            _valid(ReasonIn, request.data).get("reason") if request.data else ""
-        )
+        reason = request_reason(request)
         services.conversation_delete(
-            conversation=conversation, actor=self.actor(), reason=reason or ""
+            conversation=conversation, actor=self.actor(), reason=reason
         )
         return Response(status=204)
 
@@ -273,7 +194,7 @@ class ConversationDetailApi(MemdeskApi):
 # --- messages ---------------------------------------------------------------------------------
 
 
-class MessageListCreateApi(MemdeskApi):
+class MessageListCreateApi(MemoryApi):
     @extend_schema(
         operation_id="messages_list",
         parameters=[OpenApiParameter("limit", int, description="1..200, default 50.")],
@@ -281,7 +202,7 @@ class MessageListCreateApi(MemdeskApi):
         description="The newest messages, newest first.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        limit = selectors.parse_limit(request.query_params.get("limit"))
+        limit = parse_limit(request.query_params.get("limit"))
         conversation = self.conversation(conversation_id)
         messages = selectors.message_list_newest_first(conversation=conversation, limit=limit)
         return Response({"messages": [message_to_wire(m) for m in messages]})
@@ -290,11 +211,11 @@ class MessageListCreateApi(MemdeskApi):
         operation_id="messages_create",
         request=MessageIn,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: out.MessageOut, 409: out.ErrorOut, **ERRORS},
+        responses={201: out.MessageOut, 409: ErrorOut, **ERRORS},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        item = _message_input(_valid(MessageIn, request.data))
+        item = _message_input(validated(MessageIn, request.data))
 
         def write() -> tuple[int, Any]:
             [message] = services.messages_append(conversation=conversation, items=[item])
@@ -303,17 +224,17 @@ class MessageListCreateApi(MemdeskApi):
         return self.idempotent(request, write)
 
 
-class MessageBulkCreateApi(MemdeskApi):
+class MessageBulkCreateApi(MemoryApi):
     @extend_schema(
         operation_id="messages_bulk_create",
         request=BulkMessagesIn,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: out.MessageListOut, 409: out.ErrorOut, **ERRORS},
+        responses={201: out.MessageListOut, 409: ErrorOut, **ERRORS},
         description="Append up to 100 messages, all or none, in the order given.",
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        data = _valid(BulkMessagesIn, request.data)
+        data = validated(BulkMessagesIn, request.data)
         items = [_message_input(m) for m in data["messages"]]
 
         def write() -> tuple[int, Any]:
@@ -323,7 +244,7 @@ class MessageBulkCreateApi(MemdeskApi):
         return self.idempotent(request, write)
 
 
-class MessageSearchApi(MemdeskApi):
+class MessageSearchApi(MemoryApi):
     @extend_schema(
         operation_id="messages_search",
         request=SearchIn,
@@ -332,8 +253,8 @@ class MessageSearchApi(MemdeskApi):
         "PostgreSQL). searchType is always 'text'.",
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        data = _valid(SearchIn, request.data)
-        limit = selectors.parse_limit(data.get("limit"), default=10)
+        data = validated(SearchIn, request.data)
+        limit = parse_limit(data.get("limit"), default=10)
         conversation = self.conversation(conversation_id)
         hits = selectors.message_search(conversation=conversation, query=data["query"], limit=limit)
         return Response(
@@ -344,7 +265,7 @@ class MessageSearchApi(MemdeskApi):
 # --- memory tiers -------------------------------------------------------------------------------
 
 
-class ContextGetApi(MemdeskApi):
+class ContextGetApi(MemoryApi):
     @extend_schema(
         operation_id="context_get",
         parameters=[
@@ -385,7 +306,7 @@ class ContextGetApi(MemdeskApi):
         return response
 
 
-class ObservationListCreateApi(MemdeskApi):
+class ObservationListCreateApi(MemoryApi):
     @extend_schema(
         operation_id="observations_list",
         parameters=[OpenApiParameter("status", str, enum=["active", "reflected"])],
@@ -408,7 +329,7 @@ class ObservationListCreateApi(MemdeskApi):
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        data = _valid(ObservationCreateIn, request.data)
+        data = validated(ObservationCreateIn, request.data)
         observation = services.observation_create(
             conversation=conversation,
             actor=self.actor(),
@@ -424,7 +345,7 @@ class ObservationListCreateApi(MemdeskApi):
         return Response(observation_to_wire(observation, today=timezone.now().date()), status=201)
 
 
-class ObservationDetailApi(MemdeskApi):
+class ObservationDetailApi(MemoryApi):
     @extend_schema(operation_id="observations_get", responses={200: out.ObservationOut, **ERRORS})
     def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = selectors.observation_get(
@@ -442,7 +363,7 @@ class ObservationDetailApi(MemdeskApi):
         observation = selectors.observation_get(
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
-        data = _valid(ObservationUpdateIn, request.data)
+        data = validated(ObservationUpdateIn, request.data)
         updated = services.observation_update(
             observation=observation,
             actor=self.actor(),
@@ -464,16 +385,14 @@ class ObservationDetailApi(MemdeskApi):
         observation = selectors.observation_get(
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
-        reason = request.query_params.get("reason") or (
-            _valid(ReasonIn, request.data).get("reason") if request.data else ""
-        )
+        reason = request_reason(request)
         services.observation_delete(
-            observation=observation, actor=self.actor(), reason=reason or ""
+            observation=observation, actor=self.actor(), reason=reason
         )
         return Response(status=204)
 
 
-class ObservationHistoryApi(MemdeskApi):
+class ObservationHistoryApi(MemoryApi):
     @extend_schema(
         operation_id="observations_history",
         responses={200: out.ObservationHistoryOut, **ERRORS},
@@ -506,10 +425,10 @@ class ObservationHistoryApi(MemdeskApi):
 
 class ObservationRevertIn(serializers.Serializer):
     version = serializers.IntegerField(min_value=1)
-    reason = _text(required=False, allow_blank=True)
+    reason = text_field(required=False, allow_blank=True)
 
 
-class ObservationRevertApi(MemdeskApi):
+class ObservationRevertApi(MemoryApi):
     @extend_schema(
         operation_id="observations_revert",
         request=ObservationRevertIn,
@@ -521,7 +440,7 @@ class ObservationRevertApi(MemdeskApi):
         observation = selectors.observation_get(
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
-        data = _valid(ObservationRevertIn, request.data)
+        data = validated(ObservationRevertIn, request.data)
         reverted = services.observation_revert(
             observation=observation,
             version=data["version"],
@@ -531,7 +450,7 @@ class ObservationRevertApi(MemdeskApi):
         return Response(observation_to_wire(reverted, today=timezone.now().date()))
 
 
-class ReflectionListApi(MemdeskApi):
+class ReflectionListApi(MemoryApi):
     @extend_schema(
         operation_id="reflections_list",
         parameters=[OpenApiParameter("status", str, enum=["active", "superseded"])],
@@ -546,7 +465,7 @@ class ReflectionListApi(MemdeskApi):
         return Response({"reflections": [reflection_to_wire(r, today=today) for r in reflections]})
 
 
-class ExtractionStatusApi(MemdeskApi):
+class ExtractionStatusApi(MemoryApi):
     @extend_schema(
         operation_id="extraction_status",
         parameters=[OpenApiParameter("limit", int, description="Messages listed, 1..200.")],
@@ -555,7 +474,7 @@ class ExtractionStatusApi(MemdeskApi):
         "summary counts every message of the conversation.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        limit = selectors.parse_limit(request.query_params.get("limit"), default=200)
+        limit = parse_limit(request.query_params.get("limit"), default=200)
         status = selectors.extraction_status(
             conversation=self.conversation(conversation_id), limit=limit
         )
@@ -577,7 +496,7 @@ def _run_response(request: Request, run: PipelineRun) -> Response:
     return Response(run_to_wire(run), status=200 if finished else 202)
 
 
-class _RunNowApi(MemdeskApi):
+class _RunNowApi(MemoryApi):
     kind = ""
 
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -615,14 +534,14 @@ class ReflectNowApi(_RunNowApi):
         return super().post(request, conversation_id)
 
 
-class RunDetailApi(MemdeskApi):
+class RunDetailApi(MemoryApi):
     @extend_schema(operation_id="runs_get", responses={200: out.RunOut, **ERRORS})
     def get(self, request: Request, run_id: str) -> Response:
-        selectors.parse_uuid(run_id, field="runId")
+        parse_uuid(run_id, field="runId")
         return Response(run_to_wire(pipeline.run_get(workspace=self.workspace, run_id=run_id)))
 
 
-class MetricsApi(MemdeskApi):
+class MetricsApi(MemoryApi):
     @extend_schema(
         operation_id="metrics_get",
         parameters=[OpenApiParameter("conversationId", str, description="One conversation.")],

@@ -12,15 +12,6 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 
 
-class ErrorOut(serializers.Serializer):
-    error = serializers.CharField(help_text="A stable code, e.g. invalid_limit, not_found.")
-    message = serializers.CharField(help_text="What is wrong, in one sentence.")
-    field = serializers.CharField(required=False, help_text="The offending field, if one.")
-    details = serializers.DictField(
-        required=False, help_text="invalid_request only: every invalid field and its errors."
-    )
-
-
 class ConversationOut(serializers.Serializer):
     id = serializers.UUIDField()
     userId = serializers.CharField(allow_null=True)

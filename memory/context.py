@@ -17,7 +17,7 @@ from typing import Any
 from django.core.cache import cache
 from django.utils import timezone
 
-from memory.errors import MemdeskError
+from core.errors import MemdeskError
 from memory.models import PRIORITY_KEEP_RANK, Conversation, Message, Observation, Reflection
 from memory.selectors import active_observations, active_reflections, unobserved_messages
 from memory.tokens import token_count

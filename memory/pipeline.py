@@ -24,6 +24,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
+from core.errors import MemdeskError
 from governance.services import redaction_for_observer, redaction_gate_for_reflection
 from memory.context import MEMORY_BLOCK_HEADER
 from memory.engines.base import (
@@ -33,7 +34,6 @@ from memory.engines.base import (
     SourceMessage,
     SourceObservation,
 )
-from memory.errors import MemdeskError
 from memory.models import (
     Conversation,
     MemorySource,

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Q, QuerySet
-from django.utils.dateparse import parse_datetime
+from django.db.models import QuerySet
 
-from memory.errors import MemdeskError
+from core.errors import MemdeskError
+from core.paging import keyset_page, parse_uuid
 from memory.models import (
     Conversation,
     Message,
@@ -21,34 +18,6 @@ from memory.models import (
     Reflection,
     Workspace,
 )
-
-PAGE_LIMIT_MAX = 200
-PAGE_LIMIT_DEFAULT = 50
-
-
-def parse_limit(raw: str | int | None, *, default: int = PAGE_LIMIT_DEFAULT) -> int:
-    if raw is None or raw == "":
-        return default
-    try:
-        limit = int(raw)
-    except (TypeError, ValueError):
-        limit = 0
-    if not 1 <= limit <= PAGE_LIMIT_MAX:
-        raise MemdeskError(
-            "invalid_limit",
-            f"limit must be a whole number from 1 to {PAGE_LIMIT_MAX}; got {raw!r}.",
-            field="limit",
-        )
-    return limit
-
-
-def parse_uuid(raw: str, *, field: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(str(raw))
-    except ValueError:
-        raise MemdeskError(
-            "invalid_id", f"{field} must be a UUID; got {raw!r}.", field=field
-        ) from None
 
 
 def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversation:
@@ -64,25 +33,6 @@ def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversat
     return conversation
 
 
-def _encode_cursor(conversation: Conversation) -> str:
-    raw = f"{conversation.updated_at.isoformat()}|{conversation.id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        updated_raw, _, id_raw = base64.urlsafe_b64decode(padded).decode().partition("|")
-        updated_at = parse_datetime(updated_raw)
-        if updated_at is None:
-            raise ValueError
-        return updated_at, uuid.UUID(id_raw)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise MemdeskError(
-            "invalid_cursor", "cursor is not one this server returned.", field="cursor"
-        ) from None
-
-
 def conversation_list(
     *, workspace: Workspace, user_id: str | None, limit: int, cursor: str | None
 ) -> tuple[list[Conversation], str | None]:
@@ -90,12 +40,8 @@ def conversation_list(
     qs = Conversation.objects.filter(workspace=workspace)
     if user_id:
         qs = qs.filter(user_id=user_id)
-    if cursor:
-        updated_at, last_id = _decode_cursor(cursor)
-        qs = qs.filter(Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, id__lt=last_id))
-    page = list(qs.order_by("-updated_at", "-id")[: limit + 1])
-    next_cursor = _encode_cursor(page[limit - 1]) if len(page) > limit else None
-    return page[:limit], next_cursor
+    page = keyset_page(qs, keys=("updated_at", "id"), limit=limit, cursor=cursor)
+    return page.items, page.next_cursor
 
 
 def message_list_newest_first(*, conversation: Conversation, limit: int) -> list[Message]:

@@ -19,15 +19,15 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.actors import Actor
+from core.errors import MemdeskError
 from governance.retention import legal_holds_released_delete
 from governance.selectors import active_hold_for_conversation, legal_hold_refusal
 from governance.services import (
-    Actor,
     audit_record,
     redaction_at_ingest,
     redaction_at_ingest_record,
 )
-from memory.errors import MemdeskError
 from memory.models import (
     ApiKey,
     Conversation,

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from governance.services import SYSTEM_ACTOR
+from core.actors import SYSTEM_ACTOR
 from memory.models import Workspace
 from memory.services import api_key_create, workspace_get_or_create
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from core.actors import SYSTEM_ACTOR
+from core.errors import MemdeskError
 from governance.models import AuditEvent, LegalHold, RedactionFinding
-from governance.services import SYSTEM_ACTOR
 from memory import pipeline
-from memory.errors import MemdeskError
 from memory.models import Message, Observation
 from memory.services import (
     MessageInput,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, ErasureRequest, RedactionPolicy
 from governance.retention import erasure_execute, erasure_request_create, legal_hold_place
-from governance.services import SYSTEM_ACTOR
 from memory.models import Conversation, Message
 from memory.services import conversation_create
 from tests.dashboard.conftest import chat

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from governance.services import SYSTEM_ACTOR
 from memory.models import ApiKey
 from memory.services import api_key_create
 from tests.dashboard.conftest import ROLES

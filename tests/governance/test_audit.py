@@ -10,9 +10,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
+from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from governance.selectors import audit_chain_verify
-from governance.services import SYSTEM_ACTOR, audit_record
+from governance.services import audit_record
 from memory.models import Observation
 from memory.services import workspace_get_or_create
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import MemdeskError
 from governance.models import LegalHold
 from governance.retention import legal_hold_place, legal_hold_release
 from governance.selectors import active_hold_for_conversation
-from memory.errors import MemdeskError
 from memory.models import Conversation, Message
 from memory.services import conversation_delete
 from tests.governance.test_retention_support import ADMIN, conversation_with_tiers, events

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.errors import MemdeskError
 from governance.models import (
     RedactionFinding,
     RestrictedOriginal,
@@ -23,7 +24,6 @@ from governance.retention import (
     retention_sweep_request,
 )
 from governance.tasks import retention_sweep_task
-from memory.errors import MemdeskError
 from memory.models import Conversation, Message, Observation, ObservationVersion, Reflection
 from tests.governance.test_retention_support import (
     ADMIN,

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, RedactionFinding, RestrictedOriginal
-from governance.services import SYSTEM_ACTOR
 from memory.models import (
     Conversation,
     Message,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from governance.services import SYSTEM_ACTOR
 from memory.models import ApiKey, Conversation, Message, Observation
 from memory.services import api_key_create, api_key_revoke
 from tests.memory.factories import ObservationFactory

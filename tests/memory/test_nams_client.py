@@ -23,11 +23,11 @@ from neo4j_agent_memory import (
 )
 from pydantic import SecretStr
 
+from core.actors import SYSTEM_ACTOR
+from core.paging import PAGE_LIMIT_MAX
 from governance.models import AuditEvent
-from governance.services import SYSTEM_ACTOR
 from memory import services
 from memory.models import ApiKey, Conversation, Message, Observation, Reflection
-from memory.selectors import PAGE_LIMIT_MAX
 from memory.tokens import token_count
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 

@@ -26,7 +26,7 @@ from referencing.jsonschema import DRAFT202012
 from rest_framework.test import APIClient
 
 from config import urls as root_urls
-from governance.services import SYSTEM_ACTOR
+from core.actors import SYSTEM_ACTOR
 from memory import pipeline, services
 from memory import urls as memory_urls
 from memory.context import context_for_conversation

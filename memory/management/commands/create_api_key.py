@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance.services import SYSTEM_ACTOR
-from memory.errors import MemdeskError
+from core.actors import SYSTEM_ACTOR
+from core.errors import MemdeskError
 from memory.models import ApiKey
 from memory.services import api_key_create, workspace_get_or_create
 

@@ -10,8 +10,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from core.actors import SYSTEM_ACTOR
 from dashboard.models import Membership, Role
-from governance.services import SYSTEM_ACTOR
 from memory import pipeline
 from memory.demo import load_demo_data
 from memory.models import ApiKey, ObserverRun, PipelineRun, ReflectorRun, Workspace

@@ -58,7 +58,7 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     """Documents the Bearer key in the OpenAPI schema (and gives Swagger UI its
     Authorize button)."""
 
-    target_class = "memory.auth.ApiKeyAuthentication"
+    target_class = "core.auth.ApiKeyAuthentication"
     name = "apiKey"
 
     def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]

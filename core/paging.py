@@ -1,0 +1,113 @@
+"""Query parameters every list route shares, and the one keyset pager.
+
+A cursor is opaque to clients: base64url of a JSON array holding the sort key of the
+last row of the page. Every list in Memdesk pages newest first on a unique key (a
+timestamp with the id as tie-breaker, or an increasing id), so the next page is "rows
+strictly after this key in that order", which stays correct while rows are added.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from django.core.exceptions import ValidationError
+from django.db.models import Model, Q, QuerySet
+
+from core.errors import MemdeskError
+
+PAGE_LIMIT_MAX = 200
+PAGE_LIMIT_DEFAULT = 50
+
+ModelT = TypeVar("ModelT", bound=Model)
+
+
+def parse_limit(raw: str | int | None, *, default: int = PAGE_LIMIT_DEFAULT) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        limit = int(raw)
+    except (TypeError, ValueError):
+        limit = 0
+    if not 1 <= limit <= PAGE_LIMIT_MAX:
+        raise MemdeskError(
+            "invalid_limit",
+            f"limit must be a whole number from 1 to {PAGE_LIMIT_MAX}; got {raw!r}.",
+            field="limit",
+        )
+    return limit
+
+
+def parse_uuid(raw: object, *, field: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(raw))
+    except ValueError:
+        raise MemdeskError(
+            "invalid_id", f"{field} must be a UUID; got {raw!r}.", field=field
+        ) from None
+
+
+def parse_pk(raw: object, *, field: str) -> int:
+    try:
+        value = int(str(raw))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise MemdeskError(
+            "invalid_id", f"{field} must be a positive whole number; got {raw!r}.", field=field
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Page(Generic[ModelT]):
+    items: list[ModelT]
+    next_cursor: str | None
+
+
+def _invalid_cursor() -> MemdeskError:
+    return MemdeskError("invalid_cursor", "cursor is not one this server returned.", field="cursor")
+
+
+def _encode(values: list[Any]) -> str:
+    raw = json.dumps([v.isoformat() if hasattr(v, "isoformat") else str(v) for v in values])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode(queryset: QuerySet[ModelT], keys: tuple[str, ...], cursor: str) -> list[Any]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        raw = json.loads(base64.urlsafe_b64decode(padded).decode())
+        if not isinstance(raw, list) or len(raw) != len(keys):
+            raise ValueError
+        # Each field parses its own value back (a datetime, a UUID, an integer).
+        opts = queryset.model._meta
+        return [opts.get_field(key).to_python(value) for key, value in zip(keys, raw, strict=True)]
+    except (ValueError, TypeError, ValidationError, binascii.Error, UnicodeDecodeError):
+        raise _invalid_cursor() from None
+
+
+def keyset_page(
+    queryset: QuerySet[ModelT], *, keys: tuple[str, ...], limit: int, cursor: str | None
+) -> Page[ModelT]:
+    """One page of ``queryset`` ordered by ``keys``, all descending (newest first).
+
+    The last key must be unique (the primary key, or an increasing sequence).
+    """
+    if cursor:
+        after = _decode(queryset, keys, cursor)
+        # Rows strictly after the cursor in descending lexicographic order of ``keys``.
+        condition = Q()
+        for index, key in enumerate(keys):
+            equal_before = {keys[i]: after[i] for i in range(index)}
+            condition |= Q(**equal_before, **{f"{key}__lt": after[index]})
+        queryset = queryset.filter(condition)
+    rows = list(queryset.order_by(*(f"-{key}" for key in keys))[: limit + 1])
+    if len(rows) <= limit:
+        return Page(items=rows, next_cursor=None)
+    last = rows[limit - 1]
+    return Page(items=rows[:limit], next_cursor=_encode([getattr(last, key) for key in keys]))
