@@ -25,8 +25,8 @@ from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
 from governance.services import redaction_for_observer, redaction_gate_for_reflection
-from memory.context import MEMORY_BLOCK_HEADER
 from memory.engines.base import (
+    MEMORY_BLOCK_HEADER,
     PRIORITIES,
     Engine,
     EngineError,

@@ -35,8 +35,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from memory.context import MEMORY_BLOCK_HEADER
 from memory.engines.base import (
+    MEMORY_BLOCK_HEADER,
     DraftObservation,
     DraftReflection,
     ObserverOutput,
