@@ -18,15 +18,13 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from core.errors import MemdeskError
+from memory.engines.base import MEMORY_BLOCK_HEADER
 from memory.models import PRIORITY_KEEP_RANK, Conversation, Message, Observation, Reflection
 from memory.selectors import active_observations, active_reflections, unobserved_messages
 from memory.tokens import token_count
 from memory.wire import memory_line, message_to_wire, observation_to_wire, reflection_to_wire
 
 FORMATS = ("json", "text", "messages")
-# The system message that carries memory into a prompt. The Observer recognises it by
-# this first line and never observes it, so memory cannot feed on itself.
-MEMORY_BLOCK_HEADER = "Relevant memory for this conversation"
 # Tokens a chat message costs beyond its content (role and separators), as OpenAI counts.
 MESSAGE_OVERHEAD_TOKENS = 4
 CACHE_SECONDS = 3600

@@ -26,8 +26,8 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from governance.services import redaction_for_observer, redaction_gate_for_reflection
-from memory.context import MEMORY_BLOCK_HEADER
 from memory.engines.base import (
+    MEMORY_BLOCK_HEADER,
     PRIORITIES,
     Engine,
     EngineError,

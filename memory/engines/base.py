@@ -13,6 +13,9 @@ from datetime import datetime
 from typing import Protocol
 
 PRIORITIES = ("high", "medium", "low", "completed")
+# The system message that carries memory into a prompt. The Observer recognises it by
+# this first line and never observes it, so memory cannot feed on itself.
+MEMORY_BLOCK_HEADER = "Relevant memory for this conversation"
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,8 @@ from urllib.parse import urlsplit
 import openai
 from django.core.cache import cache
 
-from memory.context import MEMORY_BLOCK_HEADER
 from memory.engines.base import (
+    MEMORY_BLOCK_HEADER,
     PRIORITIES,
     DraftObservation,
     DraftReflection,

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.context import MEMORY_BLOCK_HEADER
-from memory.engines.base import SourceMessage, SourceObservation
+from memory.engines.base import MEMORY_BLOCK_HEADER, SourceMessage, SourceObservation
 
 PROMPT_VERSION = "2026-11-29.1"
 

@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memory.context import MEMORY_BLOCK_HEADER
 from memory.engines.base import (
+    MEMORY_BLOCK_HEADER,
     DraftObservation,
     ObserverOutput,
     SourceMessage,

@@ -9,8 +9,7 @@ import pytest
 from django.utils import timezone
 
 from memory import pipeline
-from memory.context import MEMORY_BLOCK_HEADER
-from memory.engines.base import EngineError
+from memory.engines.base import MEMORY_BLOCK_HEADER, EngineError
 from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Message, Observation, ObserverRun, Reflection, ReflectorRun
 from memory.services import MessageInput, conversation_create, messages_append

@@ -1,0 +1,61 @@
+"""The ``extractive`` engine: the default Observer and Reflector, offline, with no model.
+
+Observer. Each sentence of a user, assistant or system message is kept only when it
+carries something worth remembering (a fact about the user, a preference, a decision, a
+plan, a commitment, a problem, a request, a new name or a number) and is rewritten in the
+third person ("I prefer email" becomes "User prefers email"). Greetings, thanks,
+acknowledgements and chit-chat are dropped. Each tool call becomes one line with the
+salient values of its output; a later state of the same object replaces an earlier one,
+and a line whose values another line of the window already holds is folded into it, as
+is a user request that the tool calls after it carried out. Priorities are assigned by
+rule; relative dates are resolved against the message time (``memory/engines/dates.py``)
+and written out ("yesterday" becomes "on Apr 27"). A fact already in the previous
+observations is not repeated.
+
+Reflector. A later note about the same subject supersedes the earlier one ("User now
+prefers SMS" replaces "User prefers email"), near-duplicates (token-set similarity) are
+merged, and the older part of memory is compressed harder than the recent part: old
+high-priority notes stay as they are, other old notes become one line per topic, and
+background and completed ones are shortened on the way.
+
+Modules, each importing only from those listed before it: ``vocabulary`` (priorities,
+shared word lists, word sets), ``cues`` (what a sentence says), ``sentences`` (splitting,
+cleaning, names, third person), ``relative_dates`` (dates written out), ``clauses`` (which
+sentences are kept and how they are rewritten), ``tools`` (one line per tool call),
+``observer`` (the notes of a window) and ``reflector``.
+
+Everything here is deterministic: no clocks, no randomness, and output is never built by
+iterating over an unordered set. The engine never touches the database; see
+``memory/engines/base.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memory.engines.base import DraftReflection, ObserverOutput, SourceMessage, SourceObservation
+from memory.engines.extractive.observer import observe_window
+from memory.engines.extractive.reflector import reflect_observations
+
+__all__ = ["ExtractiveEngine"]
+
+
+class ExtractiveEngine:
+    name = "extractive"
+    model = ""
+    prompt_version = ""
+
+    def observe(
+        self,
+        messages: Sequence[SourceMessage],
+        *,
+        previous_observations: Sequence[str],
+        now: datetime,
+    ) -> ObserverOutput:
+        return observe_window(messages, previous_observations=previous_observations, now=now)
+
+    def reflect(
+        self, observations: Sequence[SourceObservation], *, now: datetime
+    ) -> list[DraftReflection]:
+        return reflect_observations(observations, now=now)

@@ -1,0 +1,385 @@
+"""Clauses: the sentences of a user, assistant or system message worth remembering, with
+their priority, rewritten as notes.
+
+A sentence is kept only when it carries something worth remembering (a fact about the
+user, a preference, a decision, a plan, a commitment, a problem, a request, a new name or
+a number); greetings, thanks, acknowledgements and chit-chat are dropped. Priorities are
+assigned by rule."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.engines.base import SourceMessage
+from memory.engines.extractive.cues import (
+    ACKNOWLEDGED_ADVICE,
+    COMMITMENT,
+    COMPLETION,
+    CONCRETE_ACTION,
+    EVENT,
+    EXPLICIT_REQUEST,
+    HABIT,
+    IDENTITY,
+    IMPERATIVE_VERBS,
+    META_TALK,
+    PLAN,
+    PREFERENCE,
+    PROBLEM,
+    RECOMMENDATION,
+    SMALL_TALK_QUESTION,
+    URGENT,
+    is_negated,
+)
+from memory.engines.extractive.relative_dates import absolute_dates, has_date
+from memory.engines.extractive.sentences import (
+    QUOTED,
+    clean_sentence,
+    names_in,
+    speaker_names,
+    split_sentences,
+    third_person,
+)
+from memory.engines.extractive.vocabulary import (
+    COMPLETED,
+    HIGH,
+    LOW,
+    MEDIUM,
+    PRIORITY_STRENGTH,
+    VAGUE_WORDS,
+    Sentence,
+    content_tokens,
+    shorten,
+    wordset,
+)
+
+MAX_CLAUSES_PER_MESSAGE = 12  # a pasted document must not become a hundred notes
+MAX_SENTENCE_WORDS = 32
+TRIM_CLAUSES_FROM_WORDS = 14  # longer sentences lose their clauses that carry no signal
+FILLER_WORDS = re.compile(
+    r"\b(?:really|very|quite|actually|definitely|particularly|truly|totally|absolutely|"
+    r"basically|literally|honestly|simply|certainly|just|super)\s+",
+    re.IGNORECASE,
+)
+_SENTENCE_STARTERS = wordset(
+    """the it it's this that that's there there's these those a an some my our we they he
+    she what what's how when where why which who is are was were do does did can could would
+    should will in on at for if as so but and today yesterday tomorrow sometimes recently
+    lately now then here every each all many most no not maybe perhaps"""
+)
+# "I'll send it off": a promise about "it" is routine, not something to hold anyone to.
+_VAGUE_OBJECT = re.compile(
+    r"\b(?:send|sending|process|processing|book|booking|update|updating|arrange|ship)"
+    r"\s+(?:it|this|that|them|one)\b"
+)
+# "I'm Gary", "My name is Gary", "Call me Gary".
+_INTRODUCTION = re.compile(
+    r"(?:^I'm|^I am|\b[Mm]y name is|\b[Cc]all me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)"
+)
+_SPECIFIC_NUMBER = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+|\d+(?:[.,:]\d+)?\s?(?:%|[a-zA-Z]+)?")
+_MONEY_OR_REFERENCE = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+")
+_CLAUSE_SPLIT = re.compile(
+    r",\s+(?=(?:and|but|so|which|because|while|although|though|as)\b)|;\s+|\s+because\s+"
+)
+
+
+def _lower_first(text: str) -> str:
+    """Lowercase a sentence's first word after "User said", unless it is a name."""
+    first = text.split(" ", 1)[0]
+    if first.lower() in _SENTENCE_STARTERS:
+        return text[:1].lower() + text[1:]
+    return text
+
+
+@dataclass
+class Clause:
+    """One kept sentence, rewritten, with what the Observer decided about it."""
+
+    text: str
+    priority: str
+    kind: str
+    message: SourceMessage
+    referenced_at: datetime | None
+    tokens: frozenset[str] = frozenset()
+
+    @property
+    def is_request(self) -> bool:
+        return self.kind == "request"
+
+
+class WindowState:
+    """What memory already holds (previous observations, notes made so far in this
+    window), so that a name the user mentioned before is not news."""
+
+    def __init__(self, previous: Sequence[str]) -> None:
+        self._known: list[str] = [text.lower() for text in previous]
+        self._joined: str | None = None
+
+    def remember(self, text: str) -> None:
+        self._known.append(text.lower())
+        self._joined = None
+
+    def fresh_names(self, sentence: str) -> list[str]:
+        names = names_in(sentence)
+        if not names:
+            return []
+        if self._joined is None:
+            self._joined = "\n".join(self._known)
+        return [n for n in names if n.lower() not in self._joined]
+
+
+def _introduces_someone(sentence: Sentence) -> bool:
+    """A cheap test before the introduction pattern: most sentences name nobody."""
+    words = sentence.words
+    return "name" in words or "call" in words or sentence.lower.startswith(("i'm ", "i am "))
+
+
+FIRST_PERSON = wordset("i i'm i've i'll i'd me my mine we we're our us")
+_ABOUT_THE_LISTENER = re.compile(r"^(?:you|you're|you've|you'll|you'd|your)\b")
+_OPINION = re.compile(
+    r"^(?:i\s+(?:think|believe|guess|suppose)(?!\s+(?:i|i'll|i'm|i'd|my|we)\b)|"
+    r"(?:it|that|this)?\s*sounds?)\b"
+)
+
+
+def _is_small_talk_statement(sentence: Sentence) -> bool:
+    """ "You are a smart companion", "I think that's a great way to relax", "That sounds
+    difficult": remarks about the assistant or the advice, not about the user."""
+    if _ABOUT_THE_LISTENER.match(sentence.lower):
+        # "You can watch "Home Cooking" on CCTV" passes on names worth keeping.
+        return FIRST_PERSON.isdisjoint(sentence.words) and not names_in(sentence.text)
+    if _OPINION.match(sentence.lower):
+        return "my" not in sentence.words
+    return False
+
+
+def _is_request(sentence: Sentence) -> bool:
+    if sentence.is_question:
+        return not SMALL_TALK_QUESTION.found(sentence) or "recommend" in sentence.lower
+    first_word = sentence.lower.split(None, 1)[0] if sentence.lower else ""
+    return EXPLICIT_REQUEST.found(sentence) or first_word in IMPERATIVE_VERBS
+
+
+def classify(sentence: Sentence, role: str, state: WindowState) -> tuple[str, str] | None:
+    """(kind, priority) of a sentence worth keeping, or None to drop it."""
+    if role == "assistant":
+        return _classify_assistant(sentence, state)
+    if _introduces_someone(sentence) and _INTRODUCTION.search(sentence.text):
+        return "introduction", MEDIUM
+    if _is_small_talk_statement(sentence):
+        return None
+    if sentence.is_question:
+        if _is_request(sentence):
+            return "request", LOW
+        # "Do you know that I like photography?" still tells something about the user.
+        if FIRST_PERSON.isdisjoint(sentence.words) or not PREFERENCE.found(sentence):
+            return None
+        return "preference", MEDIUM
+    completed = COMPLETION.found(sentence)
+    negated = is_negated(sentence)
+    if completed and not negated and not PLAN.found(sentence):
+        return "completed", COMPLETED
+    if PROBLEM.found(sentence) or URGENT.found(sentence) or (completed and negated):
+        return "problem", HIGH
+    if _is_request(sentence):
+        return "request", LOW  # raised to high later if nothing in the window answers it
+    if META_TALK.found(sentence):
+        return None
+    if PREFERENCE.found(sentence):
+        return "preference", MEDIUM
+    if IDENTITY.found(sentence) or HABIT.found(sentence):
+        return "fact", MEDIUM
+    if PLAN.found(sentence):
+        # "I'll check those out": agreeing to advice, not a plan anyone needs to recall.
+        return None if ACKNOWLEDGED_ADVICE.found(sentence) else ("plan", MEDIUM)
+    if EVENT.found(sentence):
+        return "event", LOW
+    if (sentence.has_digit and _SPECIFIC_NUMBER.search(sentence.text)) or state.fresh_names(
+        sentence.text
+    ):
+        return "fact", LOW
+    return None
+
+
+def _classify_assistant(sentence: Sentence, state: WindowState) -> tuple[str, str] | None:
+    if sentence.is_question:
+        return None
+    specific = bool(_MONEY_OR_REFERENCE.search(sentence.text)) or has_date(sentence)
+    concrete = CONCRETE_ACTION.found(sentence) and not _VAGUE_OBJECT.search(sentence.lower)
+    if COMMITMENT.found(sentence) and (concrete or specific):
+        return "commitment", HIGH
+    done = COMPLETION.found(sentence) and not is_negated(sentence)
+    if done and (specific or "your" in sentence.words):
+        return "completed", COMPLETED
+    if RECOMMENDATION.found(sentence) and state.fresh_names(sentence.text):
+        return "recommendation", LOW
+    if QUOTED.search(sentence.text) and state.fresh_names(sentence.text):
+        return "recommendation", LOW
+    if _MONEY_OR_REFERENCE.search(sentence.text):
+        return "fact", LOW  # money and reference numbers the user may need later
+    return None
+
+
+def _trim_long(sentence: Sentence, role: str, state: WindowState) -> Sentence:
+    """Keep only the clauses of a long sentence that carry a signal of their own."""
+    if len(sentence.words) <= TRIM_CLAUSES_FROM_WORDS:
+        return sentence
+    parts = [p.strip(" ,;") for p in _CLAUSE_SPLIT.split(sentence.text) if p.strip(" ,;")]
+    kept = [p for i, p in enumerate(parts) if i == 0 or classify(Sentence.of(p), role, state)]
+    return Sentence.of(shorten("; ".join(kept), MAX_SENTENCE_WORDS))
+
+
+def _commitment_clause(text: str) -> str:
+    """ "Please confirm the order and I'll send it off" -> the part with the promise."""
+    parts = re.split(r",\s*|\s+and\s+|;\s*", text)
+    promised = [p for p in parts if COMMITMENT.found(Sentence.of(p))]
+    return promised[0] if promised else text
+
+
+_REQUEST_FOR = re.compile(
+    r"\b(?:any|some)\s+(?:good\s+|other\s+|more\s+)?([\w\s-]{1,40}?)\s*"
+    r"(recommendations?|suggestions?|tips|advice|ideas)\b",
+    re.IGNORECASE,
+)
+_ASK_TO = re.compile(r"^(?:can|could|would|will)\s+you\s+(?:please\s+)?(.+)$", re.IGNORECASE)
+_ASK_FOR_ITEM = re.compile(
+    r"^(?:(?:can|could|may)\s+(?:i|we)\s+(?:please\s+)?(?:get|have|order|grab|buy)|"
+    r"i(?:'d|\s+would)\s+(?:like|love)(?:\s+to\s+(?:get|have|order|grab|buy)|(?!\s+to\b))|"
+    r"i\s+(?:need|want)(?!\s+to\b)|(?:do|does)\s+you\s+(?:have|know|sell)\s+(?:any|some))"
+    r"\s+(.+)$",
+    re.IGNORECASE,
+)
+_PLEASE = re.compile(r"\bplease\b,?\s*", re.IGNORECASE)
+
+
+def _rewrite_request(text: str, role: str) -> str:
+    speaker, _ = speaker_names(role)
+    body = _PLEASE.sub("", text.rstrip(" ?.!")).strip(" ,")
+    wanted = _REQUEST_FOR.search(body)
+    if wanted:
+        topic = " ".join(f"{wanted.group(1)} {wanted.group(2)}".split())
+        return f"{speaker} asked for {third_person(topic, role)}"
+    item = _ASK_FOR_ITEM.match(body)
+    if item:
+        verb = "asked for" if body.lower().startswith(("do ", "does ")) else "requested"
+        return f"{speaker} {verb} {third_person(item.group(1), role)}"
+    ask = _ASK_TO.match(body)
+    if ask:
+        return f"{speaker} asked Assistant to {third_person(ask.group(1), role)}"
+    rewritten = third_person(body, role)
+    if rewritten.startswith(speaker):
+        return rewritten
+    first_word = body.lower().split(None, 1)[0] if body else ""
+    if first_word in IMPERATIVE_VERBS:
+        return f"{speaker} asked to {_lower_first(rewritten)}"
+    if text.rstrip().endswith("?"):
+        return f"{speaker} asked {_lower_first(rewritten)}"
+    return f"{speaker} requested {_lower_first(rewritten)}"
+
+
+def _rewrite_recommendation(text: str, state: WindowState) -> str:
+    quoted = {a or b for a, b in QUOTED.findall(text)}
+    names = list(dict.fromkeys(state.fresh_names(text)))
+    listed = ", ".join(f'"{n}"' if n in quoted else n for n in names)
+    return f"Assistant recommended {listed}"
+
+
+def _rewrite_statement(text: str, role: str) -> str:
+    speaker, _ = speaker_names(role)
+    rewritten = third_person(text.rstrip(" .!"), role)
+    if rewritten.startswith(speaker):
+        return rewritten
+    return f"{speaker} said {_lower_first(rewritten)}"
+
+
+def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
+    text = FILLER_WORDS.sub("", text)
+    introduction = _INTRODUCTION.search(text) if kind == "introduction" else None
+    if kind == "introduction" and introduction:
+        return f"{speaker_names(role)[0]}'s name is {introduction.group(1)}"
+    if kind == "request":
+        return _rewrite_request(text, role)
+    if kind == "recommendation":
+        return _rewrite_recommendation(text, state)
+    if kind == "commitment":
+        return _rewrite_statement(_commitment_clause(text), role)
+    return _rewrite_statement(text, role)
+
+
+def _is_vague(text: str, kind: str) -> bool:
+    tokens = content_tokens(text) - VAGUE_WORDS
+    if kind == "request":
+        tokens -= {"requested"}
+    return not tokens
+
+
+def _split_question(text: str) -> list[str]:
+    """ "I'm struggling with Chinese, can you help?" holds a fact and a question; each is
+    judged on its own."""
+    cut = text.rfind(", ")
+    if not text.endswith("?") or cut < 0 or len(text[:cut].split()) < 3:
+        return [text]
+    tail = text[cut + 2 :]
+    return [text[:cut] + ".", tail[:1].upper() + tail[1:]]
+
+
+def _clause(text: str, message: SourceMessage, state: WindowState) -> Clause | None:
+    sentence = _trim_long(Sentence.of(text), message.role, state)
+    verdict = classify(sentence, message.role, state)
+    if verdict is None:
+        return None
+    kind, priority = verdict
+    dated_text, referenced_at = absolute_dates(sentence, message)
+    rewritten = rewrite(dated_text, kind, message.role, state)
+    if _is_vague(rewritten, kind):
+        return None
+    state.remember(rewritten)
+    return Clause(
+        text=rewritten,
+        priority=priority,
+        kind=kind,
+        message=message,
+        referenced_at=referenced_at,
+        tokens=content_tokens(rewritten),
+    )
+
+
+_ASSISTANT_CUE = re.compile(
+    r"\b(?:"
+    + "|".join(sorted(COMMITMENT.gate | COMPLETION.gate | RECOMMENDATION.gate, key=len)[::-1])
+    + r")\b"
+)
+
+
+def _assistant_may_matter(content: str) -> bool:
+    """Most assistant turns advise or ask; only promises, completed actions, money,
+    references and names are kept, and a turn with none of their cues is skipped whole."""
+    if _ASSISTANT_CUE.search(content.lower()):
+        return True
+    return bool(QUOTED.search(content) or _MONEY_OR_REFERENCE.search(content))
+
+
+def message_clauses(message: SourceMessage, state: WindowState) -> list[Clause]:
+    """The sentences of one conversational message worth keeping, rewritten."""
+    clauses: list[Clause] = []
+    if message.role == "assistant" and not _assistant_may_matter(message.content):
+        return clauses
+    for raw in split_sentences(message.content):
+        cleaned = clean_sentence(raw)
+        if cleaned is None:
+            continue
+        for part in _split_question(cleaned):
+            clause = _clause(part, message, state)
+            if clause is not None:
+                clauses.append(clause)
+    return _cap_clauses(clauses)
+
+
+def _cap_clauses(clauses: list[Clause]) -> list[Clause]:
+    if len(clauses) <= MAX_CLAUSES_PER_MESSAGE:
+        return clauses
+    ranked = sorted(range(len(clauses)), key=lambda i: (-PRIORITY_STRENGTH[clauses[i].priority], i))
+    keep = sorted(ranked[:MAX_CLAUSES_PER_MESSAGE])
+    return [clauses[i] for i in keep]

@@ -1,0 +1,159 @@
+"""Cues: the word gates and patterns that say what a sentence is (a preference, a plan,
+an event, a problem, a request, a promise, a finished task) before it is kept or dropped."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory.engines.extractive.vocabulary import Sentence, wordset
+
+
+@dataclass(frozen=True)
+class Cue:
+    """A pattern over the lowercase sentence, tried only when one of its gate words is
+    present: a set test costs far less than scanning with a large alternation, and most
+    sentences fail it. Without a pattern, the gate alone decides."""
+
+    gate: frozenset[str]
+    pattern: re.Pattern[str] | None = None
+
+    def found(self, sentence: Sentence) -> bool:
+        if self.gate.isdisjoint(sentence.words):
+            return False
+        return self.pattern is None or self.pattern.search(sentence.lower) is not None
+
+
+def _cue(gate: str, pattern: str | None = None) -> Cue:
+    return Cue(wordset(gate), re.compile(pattern) if pattern else None)
+
+
+# Questions about the assistant itself ("Do you like music?", "Have you seen it?"), as
+# opposed to requests addressed to it ("Do you know any good hiking trails?").
+SMALL_TALK_QUESTION = _cue(
+    "you your",
+    r"\b(?:how\s+are\s+you|how\s+have\s+you\s+been|what\s+about\s+you|and\s+you|"
+    r"how\s+(?:was|is)\s+your|what\s+do\s+you\s+(?:think|usually|like)|don't\s+you\s+think|"
+    r"what(?:'s|\s+is)\s+your\s+favou?rite|(?:are|were)\s+you|"
+    r"(?:do|does|did)\s+you\s+(?:like|enjoy|love|prefer|think|feel|usually|ever|remember|"
+    r"know\s+that|have\s+(?:any\s+)?(?:hobbies|feelings|friends|a\s+favou?rite))|"
+    r"(?:have|had)\s+you\s+(?:ever|heard|seen|been|tried|read|watched)|"
+    r"can\s+you\s+(?:taste|eat|feel|go|come|dream|travel))\b",
+)
+EXPLICIT_REQUEST = _cue(
+    "please can could would will may i i'd help remind let",
+    r"^(?:please\b|(?:can|could|would|will)\s+(?:you|i|we)\b|may\s+i\b|"
+    r"i(?:'d|\s+would)\s+like\b|i\s+(?:need|want)\s+(?!to\b)|help\s+me\b|remind\s+me\b|"
+    r"let\s+me\s+(?:know|have|get)\b)|\bplease\s*[.!]?$",
+)
+IMPERATIVE_VERBS = wordset(
+    "give send book order cancel check find show tell add remove change make get reset update "
+    "schedule call email refund replace fix explain remind list"
+)
+PREFERENCE = _cue(
+    "like love enjoy prefer hate dislike adore stand likes loves enjoys prefers favorite "
+    "favourite preferred rather into fan fond allergic vegetarian vegan",
+    r"\b(?:(?:i|we)\s+(?:\w+\s+){0,2}?(?:like|love|enjoy|prefer|hate|dislike|adore|"
+    r"can'?t\s+stand)|(?:likes?|loves?|enjoys?|prefers?|favou?rite|preferred|rather)\b|"
+    r"i'?m\s+(?:really\s+)?(?:into|a\s+fan\s+of|fond\s+of|allergic\s+to|vegetarian|vegan))",
+)
+IDENTITY = _cue(
+    "name called call live work study grew teach am i'm years my",
+    r"\b(?:my\s+name\s+is|i'?m\s+called|call\s+me|i\s+(?:live|work|study|grew\s+up|teach)|"
+    r"i\s+am\s+(?:a|an)\b|i'?m\s+(?:a|an)\b|i'?m\s+\d+|years\s+old|my\s+(?:job|work|wife|"
+    r"husband|partner|son|daughter|kids?|children|mom|mother|dad|father|parents|family|"
+    r"friends?|boss|team|company|address|email|phone|birthday|age|dog|cat|pet|teacher|"
+    r"school|university|major|account|order|card|plan|subscription))\b",
+)
+HABIT = _cue(
+    "usually often always normally regularly sometimes never mainly mostly",
+    r"\bi\s+(?:usually|often|always|normally|regularly|sometimes|never|mainly|mostly)\b",
+)
+PLAN = _cue(
+    "i'll we'll will going plan planning intend decided chose want would i'd hope need "
+    "registered signed booked enrolled",
+    r"\b(?:i|we)(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to|\s+plan|\s+am\s+planning|"
+    r"'m\s+planning|\s+intend|\s+decided|\s+have\s+decided|'ve\s+decided|\s+chose|"
+    r"\s+want\s+to|\s+would\s+like\s+to|'d\s+like\s+to|\s+hope\s+to|\s+need\s+to|"
+    r"(?:\s+just)?\s+(?:registered|signed\s+up|booked|enrolled))\b",
+)
+EVENT = _cue(
+    "went visited made bought saw met tried learned learnt started joined watched cooked ran "
+    "climbed played finished moved traveled travelled had took attended read wrote won lost "
+    "received ordered paid called sent found been passed got",
+    r"\b(?:i|we)\s+(?:\w+\s+)?(?:went|visited|made|bought|saw|met|tried|learned|learnt|"
+    r"started|joined|watched|cooked|ran|climbed|played|finished|moved|traveled|travelled|"
+    r"had|took|attended|read|wrote|won|lost|received|ordered|paid|called|sent|found|passed|got|"
+    r"(?:have|'ve)\s+been)\b",
+)
+PROBLEM = _cue(
+    "problem problems issue issues error errors bug bugs broken fail failed fails failing "
+    "failure crash crashed crashes crashing working work twice can't cannot unable wrong "
+    "missing lost late delay delayed overcharged complain complained complaint complaints "
+    "frustrated frustrating frustration angry upset stress stressed stressful anxious anxiety "
+    "worried lonely sick ill pain hurt injured injury depressed depression overwhelmed "
+    "confused struggle struggling struggled scared afraid nervous declined refused denied "
+    "down low blue sad tired exhausted bored unhappy agitated well unwell difficulty "
+    "difficulties difficult",
+    r"\b(?:(?<!no\s)problems?|issues?|errors?|bugs?|broken|fail(?:ed|s|ing|ure)?|crash\w*|"
+    r"not\s+working|doesn'?t\s+work|won'?t\s+work|can'?t|cannot|unable|wrong|missing|"
+    r"lost|(?<!getting\s)late|delay(?:ed)?|overcharged|charged\s+twice|complain\w*|frustrat\w*|angry|"
+    r"upset|stress(?:ed|ful)?|anxious|anxiety|worried|lonely|sick|ill|pain|hurt|injur\w*|"
+    r"depress\w*|overwhelmed|confused|struggl\w*|scared|afraid|nervous|declined|refused|"
+    r"denied|sad|exhausted|unhappy|agitated|unwell|difficult(?:y|ies)?|"
+    r"not\s+feeling\s+(?:very\s+|so\s+|too\s+)?well|(?:feel|feeling|felt|am|i'm)\s+(?:a\s+bit\s+|so\s+|"
+    r"really\s+|very\s+|quite\s+|a\s+little\s+)?(?:down|low|blue|tired|bored))\b",
+)
+URGENT = _cue(
+    "urgent urgently asap immediately right must deadline due later critical emergency",
+    r"\b(?:urgent\w*|asap|immediately|right\s+away|(?:i|we)\s+must|must\s+(?!be\b)|deadline|"
+    r"due|no\s+later\s+than|critical|emergency)\b",
+)
+COMMITMENT = _cue(
+    "i'll we'll will shall promise guarantee going you'll",
+    r"\b(?:(?:i|we)(?:'ll|\s+will|\s+shall|\s+promise|\s+guarantee|\s+am\s+going\s+to|"
+    r"'m\s+going\s+to)|will\s+be\s+(?:sent|issued|refunded|delivered|processed|shipped|"
+    r"credited|fixed|resolved)|you(?:'ll|\s+will)\s+(?:receive|get|see))\b",
+)
+# A promise worth holding the agent to names a concrete action (or a date or an amount).
+CONCRETE_ACTION = _cue(
+    "send sends sending refund refunds refunded refunding email emailing emailed call calling "
+    "ship shipping shipped deliver delivering delivered delivery fix fixing fixed process "
+    "processing processed book booking booked schedule scheduled scheduling cancel cancelling "
+    "canceling cancelled canceled cancellation credit credited crediting reset escalate "
+    "escalating escalated follow update updating updated remind reminder transfer "
+    "transferring transferred issue issuing issued arrange arranging contact contacting "
+    "replace replacing replacement investigate investigating resolve resolving resolved "
+    "waive upgrade upgrading reimburse reimbursement notify notifying receive"
+)
+COMPLETION = _cue(
+    "done complete completed finished resolved fixed solved issued refunded delivered shipped "
+    "paid processed cancelled canceled closed sorted submitted confirmed approved"
+)
+RECOMMENDATION = _cue(
+    "recommend recommends recommended recommendation recommendations suggest suggests "
+    "suggested suggestion suggestions try consider check choice choices worth might",
+    r"\b(?:recommend\w*|suggest\w*|try|consider|check\s+out|good\s+choices?|worth|"
+    r"might\s+(?:want|like|enjoy))\b",
+)
+NEGATION_WORDS = wordset(
+    "not never yet don't doesn't didn't isn't wasn't aren't weren't can't couldn't won't "
+    "wouldn't shouldn't haven't hasn't hadn't"
+)
+ACKNOWLEDGED_ADVICE = _cue(
+    "these those them it that this your you",
+    r"\b(?:i|we)(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to)\s+(?:\w+\s+){0,5}?"
+    r"(?:these|those|them|it|that|your|you|this(?!\s+(?:morning|afternoon|evening|week|"
+    r"weekend|month|year|summer|winter|spring|autumn|fall)))\b|"
+    r"\byou\s+(?:recommended|suggested|mentioned|said)\b",
+)
+# "I want to talk to you about ...": an announcement of a topic, not a fact.
+META_TALK = _cue(
+    "talk chat share ask discuss",
+    r"\b(?:want(?:ed)?\s+to|would\s+like\s+to|'d\s+like\s+to|let's|here\s+to|back\s+to)\s+"
+    r"(?:talk|chat|share|ask|discuss)\b",
+)
+
+
+def is_negated(sentence: Sentence) -> bool:
+    return not NEGATION_WORDS.isdisjoint(sentence.words) or "no longer" in sentence.lower

@@ -1,0 +1,246 @@
+"""Sentences: a message split into sentences, greetings, thanks and discourse markers
+dropped ("Well, hi Anna, I moved" becomes "I moved"), the names a sentence mentions, and
+"I" and "you" rewritten in the third person ("I prefer email" becomes "User prefers
+email")."""
+
+from __future__ import annotations
+
+import re
+
+from memory.engines.extractive.vocabulary import ADVERBS, VAGUE_WORDS, content_tokens, wordset
+
+IRREGULAR_THIRD_PERSON = {
+    "am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "were": "was",
+    "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't",
+}  # fmt: skip
+# Words after a subject that must not take a third-person "s": modals, past forms, and
+# words that are not verbs at all.
+UNINFLECTED = wordset(
+    """was is has had did will would can could should might must may shall went made saw got
+    came took gave told said left kept began wrote heard knew thought felt found bought paid
+    met ran ate sat spent read won lost drove flew swam sang brought caught taught sought
+    won't can't couldn't wouldn't shouldn't didn't wasn't isn't hasn't doesn't agreed"""
+)
+AUXILIARIES = wordset("can could may might shall should will would do did does am was have had")
+NOT_NAMES = wordset(
+    """I I'm I've I'll I'd AI OK Okay Hi Hello Hey Yes No The A An It This That My Your We
+    You He She They What Which Who How When Where Why Do Does Did Can Could Would Should
+    Will Is Are Was Were Thanks Thank Please Sorry Oh Well So But And Or If Then Also Sure
+    Great Good Nice Dear Mr Mrs Ms Dr There Here Its Our Their His Her Let"""
+)
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|greetings|howdy|good\s+(?:morning|afternoon|evening|night|day)|"
+    r"bye|goodbye|good-bye|see\s+you|see\s+ya|talk\s+(?:to\s+you\s+)?(?:later|soon|tomorrow)|"
+    r"nice\s+to\s+(?:meet|see|chat|talk)|sweet\s+dreams|take\s+care|cheers|welcome\s+back|"
+    r"have\s+a\s+(?:nice|good|great|lovely|pleasant)|you'?re\s+welcome|my\s+pleasure|"
+    r"no\s+problem|no\s+worries|good\s+luck|let's\s+(?:chat|talk)|it's\s+getting\s+late|"
+    r"(?:talk|chat|see\s+you)\s+(?:again\s+)?(?:next\s+time|later|soon|tomorrow))\b",
+    re.IGNORECASE,
+)
+# "Hi Jason," / "Hello there!" / "Hi, AI companion." - a greeting and who it greets. Only
+# the greeting words ignore case: a vocative name must be capitalised.
+_GREETING_PREFIX = re.compile(
+    r"^(?i:hi|hello|hey|dear|greetings|good\s+(?:morning|afternoon|evening))\b"
+    r"(?:[\s,]+(?i:my\s+)?(?i:dear\s+)?(?:(?i:friend|there|everyone|all|buddy)|"
+    r"(?!I\b|I')[A-Z][\w']*)(?:\s+[A-Za-z][\w']*)?(?=\s*[,!.:]))?\s*[,!.:-]*\s*"
+)
+_THANKS = re.compile(
+    r"\b(?:thank(?:s|\s+you)(?:\s+(?:so|very)\s+much)?(?:\s+for\s+[^,.;!?]*)?|"
+    r"(?:i\s+)?appreciate\s+(?:it|that|your\s+[^,.;!?]*))",
+    re.IGNORECASE,
+)
+_DISCOURSE_PREFIX = re.compile(
+    # Phrases before the single words they start with: "no problem" before "no".
+    r"^(?:(?:no\s+problem|by\s+the\s+way|speaking\s+of\s+which|all\s+right|in\s+addition|"
+    r"well|so|oh|ah|aha|haha+|hehe|hmm+|um+|yes|yeah|yep|no|nope|ok(?:ay)?|sure|actually|"
+    r"anyway|honestly|alright|great|cool|wow|indeed|also|and|but|then|besides|however|"
+    r"additionally|firstly|secondly|finally)\b[\s,!.:;-]*)+",
+    re.IGNORECASE,
+)
+_TRAILING_VOCATIVE = re.compile(
+    r",\s*(?:my\s+)?(?:dear\s+)?(?:friend|buddy|pal)\s*(?=[.!?]*$)", re.I
+)
+_FIRST_CLAUSE_END = re.compile(r",\s|;|\s+(?:and|but|so)\s|[.!?]")
+_LEADING_TIME = re.compile(
+    r"^(?P<time>today|yesterday|tonight|this\s+(?:morning|afternoon|evening|week)|"
+    r"last\s+(?:night|week|weekend)|recently|lately|these\s+days|earlier\s+today)\s*,?\s+"
+    r"(?=(?:i|we|my)\b)",
+    re.IGNORECASE,
+)
+QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'&-]*(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][\w'&-]*)*")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
+_AFTER_QUOTE_SPLIT = re.compile(r"(?<=[\"”])\s+(?=[A-Z])")  # 'a movie, "Up" Have you seen it?'
+_SEGMENT = re.compile(r"[A-Za-z']+|[^A-Za-z']+")
+
+
+def has_substance(text: str) -> bool:
+    """At least one word that is neither a stopword, a pronoun nor vague."""
+    return any(t not in VAGUE_WORDS for t in content_tokens(text))
+
+
+def _third_person_s(verb: str) -> str:
+    lower = verb.lower()
+    if lower in IRREGULAR_THIRD_PERSON:
+        return IRREGULAR_THIRD_PERSON[lower]
+    past = lower.endswith("ed") and not lower.endswith("eed")  # "need" is not a past form
+    if lower in UNINFLECTED or past or lower.endswith(("s", "n't")) or not lower.isalpha():
+        return verb
+    if lower.endswith(("sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def speaker_names(role: str) -> tuple[str, str]:
+    """(who speaks, who is spoken to) for a message of this role."""
+    if role == "assistant":
+        return "Assistant", "User"
+    if role == "system":
+        return "System", "Assistant"
+    return "User", "Assistant"
+
+
+# Contractions come first so that "I'm" is not read as "I" + "'m".
+# Matched against the lowercased sentence (same length, same spans): IGNORECASE is slow.
+_PERSON = re.compile(
+    r"\b(?:i'm|i am|i've|i have|i'd|i'll|i was|i|my|mine|me|myself|"
+    r"you're|you are|you've|you have|you'll|you'd|you were|your|yours|yourself|you)\b"
+)
+CLAUSE_OPENERS = wordset("and but so that if when because as")
+
+
+def third_person(text: str, role: str) -> str:
+    """Name the parties instead of "I" and "you": "I love my dog" becomes "User loves
+    User's dog" in a user message. A verb after a rewritten subject agrees with it."""
+    speaker, listener = speaker_names(role)
+    quoted = [m.span() for m in QUOTED.finditer(text)]
+    pieces: list[str] = []
+    position = 0
+    conjugate_next = False
+    lower = text.lower()
+    if len(lower) != len(text):
+        lower = text  # a character whose lowercase is longer: match the text as it is
+    for match in _PERSON.finditer(lower):
+        if any(start <= match.start() < end for start, end in quoted):
+            continue  # a title is quoted as it is: "You Shook Me All Night Long"
+        before = text[position : match.start()]
+        pieces.append(_conjugate_first_verb(before) if conjugate_next else before)
+        word = text[match.start() : match.end()]
+        replacement, conjugate_next = _replace_person(word, speaker, listener, before)
+        pieces.append(replacement)
+        position = match.end()
+    rest = text[position:]
+    pieces.append(_conjugate_first_verb(rest) if conjugate_next else rest)
+    return "".join(pieces)
+
+
+def _replace_person(word: str, speaker: str, listener: str, context: str) -> tuple[str, bool]:
+    lower = word.lower().replace("’", "'")
+    first = {
+        "i'm": f"{speaker} is", "i am": f"{speaker} is", "i've": f"{speaker} has",
+        "i have": f"{speaker} has", "i'd": f"{speaker} would", "i'll": f"{speaker} will",
+        "i was": f"{speaker} was", "my": f"{speaker}'s", "mine": f"{speaker}'s",
+        "me": speaker, "myself": speaker,
+    }  # fmt: skip
+    second = {
+        "you're": f"{listener} is", "you are": f"{listener} is", "you've": f"{listener} has",
+        "you have": f"{listener} has", "you'll": f"{listener} will", "you'd": f"{listener} would",
+        "you were": f"{listener} was", "your": f"{listener}'s", "yours": f"{listener}'s",
+        "yourself": listener,
+    }  # fmt: skip
+    tail = context.rstrip()
+    previous_word = tail.rsplit(None, 1)[-1].lower() if tail else ""
+    # After an auxiliary ("can I get", "do you have") the verb keeps its base form.
+    inverted = previous_word in AUXILIARIES
+    if inverted and " " in lower:
+        name = speaker if lower.startswith("i") else listener
+        return f"{name} {word.split()[1]}", False
+    if lower in first:
+        return first[lower], False
+    if lower in second:
+        return second[lower], False
+    if lower == "i":
+        return speaker, not inverted
+    # "you" only governs the verb when it is the subject: not in "I'll send you".
+    opens_clause = not tail or tail[-1] in ",;:.!?" or previous_word in CLAUSE_OPENERS
+    return listener, not inverted and opens_clause
+
+
+def _conjugate_first_verb(segment: str) -> str:
+    parts = _SEGMENT.findall(segment)
+    for index, part in enumerate(parts):
+        if not part[0].isalpha():
+            if part.strip():
+                return segment  # punctuation before any verb: nothing to conjugate
+            continue
+        if part.lower() in ADVERBS:
+            continue
+        parts[index] = _third_person_s(part)
+        return "".join(parts)
+    return segment
+
+
+def split_sentences(text: str) -> list[str]:
+    parts = _SENTENCE_SPLIT.split(text)
+    if '" ' in text or "” " in text:
+        parts = [piece for part in parts for piece in _AFTER_QUOTE_SPLIT.split(part)]
+    return [s.strip() for s in parts if s and s.strip()]
+
+
+_OPENERS = wordset(
+    """well so oh ah aha hehe yes yeah yep no nope ok okay sure actually anyway by speaking
+    honestly alright all great cool wow indeed also and but then besides however in
+    additionally firstly secondly finally hi hello hey dear greetings good"""
+)
+
+
+def _opens_with_filler(sentence: str) -> bool:
+    words = sentence.lstrip("\"'“ ").split(None, 1)
+    head = words[0].lower().strip(",.!:;-") if words else ""
+    return head in _OPENERS or head.startswith(("haha", "hmm", "um"))
+
+
+def clean_sentence(raw: str) -> str | None:
+    """The sentence without greetings, vocatives and discourse markers ("Well, hi Anna,
+    I moved" -> "I moved"), or None when nothing but pleasantries is left."""
+    sentence = raw.strip().replace("’", "'")
+    while _opens_with_filler(sentence):
+        shorter = _GREETING_PREFIX.sub("", _DISCOURSE_PREFIX.sub("", sentence)).strip()
+        if shorter == sentence:
+            break
+        sentence = shorter
+    if not sentence or _GREETING.match(sentence):
+        return None
+    lower = sentence.lower()
+    if ("thank" in lower or "appreciate" in lower) and _THANKS.search(sentence):
+        sentence = _THANKS.sub("", sentence).strip(" ,;.!")
+        if not has_substance(sentence):
+            return None
+    sentence = _TRAILING_VOCATIVE.sub("", sentence)
+    time = _LEADING_TIME.match(sentence)
+    if time:
+        # "Today I went to the park, and ..." reads better as "I went to the park today,
+        # and ..."; the time stays in the first clause, the one it dates.
+        body = sentence[time.end() :]
+        boundary = _FIRST_CLAUSE_END.search(body)
+        cut = boundary.start() if boundary else len(body.rstrip(" .!"))
+        sentence = f"{body[:cut]} {time.group('time').lower()}{body[cut:]}"
+    return sentence[:1].upper() + sentence[1:]
+
+
+def names_in(sentence: str) -> list[str]:
+    """Quoted titles and runs of capitalised words that do not merely open a sentence."""
+    quoted_spans = [m.span() for m in QUOTED.finditer(sentence)]
+    names = [a or b for a, b in QUOTED.findall(sentence)]
+    for match in _CAPITALISED_RUN.finditer(sentence):
+        if any(start <= match.start() < end for start, end in quoted_spans):
+            continue
+        words = match.group(0).split()
+        if match.start() == 0 or sentence[: match.start()].rstrip()[-1:] in ".!?":
+            words = words[1:]  # capitalised because it opens the sentence, not a name
+        words = [w for w in words if w not in NOT_NAMES]
+        if words:
+            names.append(" ".join(words))
+    return names
