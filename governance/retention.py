@@ -62,7 +62,6 @@ from governance.selectors import (
 from governance.services import audit_record
 from memory.models import (
     Conversation,
-    IdempotencyRecord,
     Message,
     Observation,
     ObservationVersion,
@@ -82,7 +81,6 @@ MAX_DAYS = 36_500
 STALE_RUNNING = timedelta(hours=6)
 # A PENDING sweep or erasure whose task never arrived (broker down) is enqueued again.
 STALE_PENDING = timedelta(minutes=10)
-IDEMPOTENCY_SCAN_BATCH = 1000
 BATCH_ATTEMPTS = 3
 MAX_WINDOW_PAGES = 1 << 20
 
@@ -1302,31 +1300,6 @@ def _erase_conversation(
     return removed
 
 
-def _idempotency_records_purge(workspace_id: Any, conversation_ids: set[str]) -> int:
-    """Stored replies to idempotent writes repeat the messages they created; those of the
-    erased conversations go too. They are found by the conversation id in the body."""
-    if not conversation_ids:
-        return 0
-    purged = 0
-    last_pk = 0
-    while True:
-        page = list(
-            IdempotencyRecord.objects.filter(workspace_id=workspace_id, pk__gt=last_pk)
-            .order_by("pk")
-            .values_list("pk", "response_body")[:IDEMPOTENCY_SCAN_BATCH]
-        )
-        if not page:
-            return purged
-        last_pk = page[-1][0]
-        doomed = []
-        for pk, body in page:
-            text = json.dumps(body)
-            if any(conversation_id in text for conversation_id in conversation_ids):
-                doomed.append(pk)
-        if doomed:
-            purged += IdempotencyRecord.objects.filter(pk__in=doomed).delete()[0]
-
-
 @dataclass(frozen=True)
 class ErasureOutcome:
     request: ErasureRequest
@@ -1374,7 +1347,6 @@ def erasure_execute(*, request_id: int, final_attempt: bool = True) -> ErasureOu
                     totals.update(removed)
                     erased.add(str(conversation_id))
                 reset_queries()
-        totals["idempotencyRecords"] = _idempotency_records_purge(request.workspace_id, erased)
     except _ErasureRefused as refused:
         status, error = ErasureRequest.Status.REFUSED, _refusal(refused.holds)
     except Exception as exc:  # noqa: BLE001 - recorded on the request; never the content

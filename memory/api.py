@@ -3,6 +3,7 @@ and shape the answer; the services own every rule."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
@@ -100,7 +101,9 @@ class MemoryApi(ApiView):
     def conversation(self, conversation_id: str) -> Conversation:
         return selectors.conversation_get(workspace=self.workspace, conversation_id=conversation_id)
 
-    def idempotent(self, request: Request, write) -> Response:  # type: ignore[no-untyped-def]
+    def idempotent(
+        self, request: Request, write: Callable[[], tuple[int, Any, Conversation]]
+    ) -> Response:
         key = request.headers.get("Idempotency-Key")
         # Canonical JSON of a 100-message body is not free; only a keyed write needs it.
         fingerprint = (
@@ -153,14 +156,14 @@ class ConversationListCreateApi(MemoryApi):
     def post(self, request: Request) -> Response:
         data = validated(ConversationCreateIn, request.data)
 
-        def write() -> tuple[int, Any]:
+        def write() -> tuple[int, Any, Conversation]:
             conversation = services.conversation_create(
                 workspace=self.workspace,
                 user_id=data.get("userId") or "",
                 title=data.get("title") or "",
                 metadata=data.get("metadata") or {},
             )
-            return 201, conversation_to_wire(conversation)
+            return 201, conversation_to_wire(conversation), conversation
 
         return self.idempotent(request, write)
 
@@ -217,9 +220,9 @@ class MessageListCreateApi(MemoryApi):
         conversation = self.conversation(conversation_id)
         item = _message_input(validated(MessageIn, request.data))
 
-        def write() -> tuple[int, Any]:
+        def write() -> tuple[int, Any, Conversation]:
             [message] = services.messages_append(conversation=conversation, items=[item])
-            return 201, message_to_wire(message)
+            return 201, message_to_wire(message), conversation
 
         return self.idempotent(request, write)
 
@@ -237,9 +240,9 @@ class MessageBulkCreateApi(MemoryApi):
         data = validated(BulkMessagesIn, request.data)
         items = [_message_input(m) for m in data["messages"]]
 
-        def write() -> tuple[int, Any]:
+        def write() -> tuple[int, Any, Conversation]:
             messages = services.messages_append(conversation=conversation, items=items)
-            return 201, {"messages": [message_to_wire(m) for m in messages]}
+            return 201, {"messages": [message_to_wire(m) for m in messages]}, conversation
 
         return self.idempotent(request, write)
 

@@ -290,6 +290,11 @@ class IdempotencyRecord(models.Model):
     """The first response to a write sent with an ``Idempotency-Key``, for replays."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE)
+    # The conversation the write created or added to: its reply repeats that
+    # conversation's messages, so the record goes when the conversation goes.
+    conversation = models.ForeignKey(
+        "Conversation", null=True, on_delete=models.CASCADE, related_name="+"
+    )
     key = models.CharField(max_length=255)
     request_fingerprint = models.CharField(max_length=64)
     response_status = models.PositiveSmallIntegerField()

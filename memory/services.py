@@ -287,16 +287,17 @@ def idempotent_write(
     workspace: Workspace,
     key: str | None,
     fingerprint: str,
-    write: Callable[[], tuple[int, Any]],
+    write: Callable[[], tuple[int, Any, Conversation]],
 ) -> tuple[int, Any, bool]:
     """Run ``write`` once per ``Idempotency-Key``; replay its response for repeats.
 
-    Returns (status, body, replayed). The record is inserted in the write's own
+    ``write`` returns (status, body, the conversation written to); the function returns
+    (status, body, replayed). The record is inserted in the write's own
     transaction, so a crash leaves neither, and of two concurrent requests with one key
     the loser's insert fails, its write rolls back, and it replays the winner's response.
     """
     if not key:
-        status, body = write()
+        status, body, _ = write()
         return status, body, False
     if len(key) > 255:
         raise MemdeskError(
@@ -306,9 +307,10 @@ def idempotent_write(
     if existing is None:
         try:
             with transaction.atomic():
-                status, body = write()
+                status, body, conversation = write()
                 IdempotencyRecord.objects.create(
                     workspace=workspace,
+                    conversation=conversation,
                     key=key,
                     request_fingerprint=fingerprint,
                     response_status=status,

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from django.test import override_settings
 
-from memory.models import Conversation, Message
+from memory.models import Conversation, IdempotencyRecord, Message
 
 
 @pytest.fixture
@@ -281,3 +281,25 @@ def test_a_body_over_the_request_size_limit_is_a_413_json_error(api, conversatio
     assert response.status_code == 413
     assert response.json()["error"] == "request_too_large"
     assert not Message.objects.filter(conversation_id=conversation_id).exists()
+
+
+def test_a_deleted_conversation_takes_its_stored_replies_with_it(api, conversation_id):
+    # A stored reply to an idempotent write repeats the messages it created: it must
+    # not outlive the conversation. Another conversation's replies stay.
+    other = api.post("/v1/conversations", {}, format="json", HTTP_IDEMPOTENCY_KEY="c-2").json()
+    for key in ("m-1", "m-2"):
+        response = _post(
+            api,
+            f"/v1/conversations/{conversation_id}/messages",
+            {"role": "user", "content": f"my address is 1 Elm St ({key})"},
+            HTTP_IDEMPOTENCY_KEY=key,
+        )
+        assert response.status_code == 201
+    records = IdempotencyRecord.objects.filter(conversation_id=conversation_id)
+    assert records.count() == 2
+
+    response = api.delete(f"/v1/conversations/{conversation_id}?reason=user+asked")
+    assert response.status_code in (200, 204), response.content
+
+    assert not IdempotencyRecord.objects.filter(key__in=["m-1", "m-2"]).exists()
+    assert IdempotencyRecord.objects.get(key="c-2").conversation_id == uuid.UUID(other["id"])
