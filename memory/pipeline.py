@@ -25,6 +25,7 @@ from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
 from core.errors import MemdeskError
+from core.queue import enqueue_on_commit
 from governance.services import redaction_for_observer, redaction_gate_for_reflection
 from memory.engines.base import (
     MEMORY_BLOCK_HEADER,
@@ -95,26 +96,6 @@ def _recently_failed(model: type[PipelineRun], conversation: Conversation) -> bo
     )
 
 
-def _enqueue(task_name: str, run_id: uuid.UUID) -> None:
-    """Send the run's task after the surrounding transaction commits.
-
-    A broker that is down must not fail (or slow down) the write that made the run due:
-    the PENDING run stays in the database and the sweeper enqueues it again later.
-    """
-
-    def send() -> None:
-        from memory import tasks
-
-        try:
-            getattr(tasks, task_name).apply_async(args=[str(run_id)], retry=False)
-        except Exception:  # noqa: BLE001 - any broker failure; the sweeper recovers
-            logger.warning(
-                "could not enqueue %s for run %s; the sweeper will retry", task_name, run_id
-            )
-
-    transaction.on_commit(send)
-
-
 def _open_run(model: type[RunT], conversation: Conversation) -> RunT | None:
     return model.objects.filter(
         conversation=conversation, status__in=PipelineRun.OPEN_STATUSES
@@ -140,19 +121,22 @@ def _schedule(
     except IntegrityError:
         # Another request scheduled one at the same moment (one open run per conversation).
         return model.objects.get(conversation=conversation, status__in=PipelineRun.OPEN_STATUSES)
-    _enqueue(task_name, run.pk)
+    enqueue_on_commit(task_name, str(run.pk))
     return run
 
 
 def observer_schedule(*, conversation: Conversation, trigger: str) -> ObserverRun:
     return _schedule(
-        ObserverRun, "observe_conversation", conversation=conversation, trigger=trigger
+        ObserverRun, "memory.tasks.observe_conversation", conversation=conversation, trigger=trigger
     )
 
 
 def reflector_schedule(*, conversation: Conversation, trigger: str) -> ReflectorRun:
     return _schedule(
-        ReflectorRun, "reflect_conversation", conversation=conversation, trigger=trigger
+        ReflectorRun,
+        "memory.tasks.reflect_conversation",
+        conversation=conversation,
+        trigger=trigger,
     )
 
 
@@ -558,15 +542,15 @@ def pipeline_sweep() -> dict[str, int]:
     now = timezone.now()
     counts = {"requeued": 0, "observer_scheduled": 0, "reflector_scheduled": 0}
     for model, task_name in (
-        (ObserverRun, "observe_conversation"),
-        (ReflectorRun, "reflect_conversation"),
+        (ObserverRun, "memory.tasks.observe_conversation"),
+        (ReflectorRun, "memory.tasks.reflect_conversation"),
     ):
         lost = model.objects.filter(
             Q(status=PipelineRun.Status.PENDING, created_at__lt=now - STALE_PENDING)
             | Q(status=PipelineRun.Status.RUNNING, lease_expires_at__lt=now)
         ).values_list("pk", flat=True)
         for run_id in lost:
-            _enqueue(task_name, run_id)
+            enqueue_on_commit(task_name, str(run_id))
             counts["requeued"] += 1
     if not settings.MEMDESK_PIPELINE_ENABLED:
         return counts
