@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from core.actors import Actor, ActorType
 from core.auth import AdminKeyRequired
 from core.errors import MemdeskError
+from core.paging import PAGE_LIMIT_DEFAULT, parse_limit
 from memory.models import ApiKey, Workspace
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -65,6 +66,37 @@ def validated(
         raise MemdeskError("invalid_request", "The body must be a JSON object.")
     serializer = serializer_class(data=data, partial=partial)
     serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class LimitField(serializers.Field):
+    """``limit``: a whole number from 1 to 200 (``invalid_limit`` otherwise, as NAMS)."""
+
+    def __init__(self, *, default: int = PAGE_LIMIT_DEFAULT, **kwargs: Any) -> None:
+        super().__init__(required=False, default=default, **kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        try:
+            return parse_limit(data, default=self.default)
+        except MemdeskError as error:
+            raise serializers.ValidationError(error.message) from None
+
+    def to_representation(self, value: int) -> int:
+        return value
+
+
+def query_params(
+    serializer_class: type[serializers.Serializer], request: Request
+) -> dict[str, Any]:
+    """The request's query parameters, validated by ``serializer_class``.
+
+    A bad value is a 400 whose code names the parameter (``invalid_limit``,
+    ``invalid_max_tokens``): clients match on those codes.
+    """
+    serializer = serializer_class(data=request.query_params)
+    if not serializer.is_valid():
+        name, messages = next(iter(serializer.errors.items()))
+        raise MemdeskError(f"invalid_{name}", str(messages[0]), field=name)
     return dict(serializer.validated_data)
 
 

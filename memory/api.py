@@ -13,7 +13,18 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ERRORS, ApiView, ErrorOut, ReasonIn, request_reason, text_field, validated
+from core.api import (
+    ERRORS,
+    ApiView,
+    ErrorOut,
+    LimitField,
+    ReasonIn,
+    query_params,
+    request_reason,
+    text_field,
+    validated,
+)
+from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
 from memory import api_schema as out
 from memory import pipeline, selectors, services
@@ -29,6 +40,7 @@ from memory.wire import (
 )
 
 # --- input ---------------------------------------------------------------------------------
+
 
 class ConversationCreateIn(serializers.Serializer):
     userId = text_field(required=False, allow_null=True, allow_blank=True, max_length=255)
@@ -71,6 +83,51 @@ class ObservationUpdateIn(serializers.Serializer):
     priority = text_field(required=False)
     referencedAt = serializers.DateTimeField(required=False, allow_null=True)
     tags = serializers.ListField(child=text_field(max_length=100), required=False)
+
+
+class MaxTokensField(serializers.Field):
+    def __init__(self) -> None:
+        super().__init__(required=False, default=None)
+
+    def to_internal_value(self, data: Any) -> int | None:
+        try:
+            return parse_max_tokens(data)
+        except MemdeskError as error:
+            raise serializers.ValidationError(error.message) from None
+
+    def to_representation(self, value: int | None) -> int | None:
+        return value
+
+
+class ConversationListQuery(serializers.Serializer):
+    limit = LimitField()
+    userId = serializers.CharField(required=False, allow_blank=True)
+    cursor = serializers.CharField(required=False, allow_blank=True)
+
+
+class MessageListQuery(serializers.Serializer):
+    limit = LimitField()
+
+
+class ContextQuery(serializers.Serializer):
+    format = serializers.CharField(required=False, allow_blank=True)
+    max_tokens = MaxTokensField()
+
+
+class StatusQuery(serializers.Serializer):
+    status = serializers.CharField(required=False, allow_blank=True)
+
+
+class ExtractionStatusQuery(serializers.Serializer):
+    limit = LimitField(default=200)
+
+
+class WaitQuery(serializers.Serializer):
+    wait = serializers.BooleanField(default=False)
+
+
+class MetricsQuery(serializers.Serializer):
+    conversationId = serializers.CharField(required=False, allow_blank=True)
 
 
 def _message_input(data: dict[str, Any]) -> services.MessageInput:
@@ -136,12 +193,12 @@ class ConversationListCreateApi(MemoryApi):
         responses={200: out.ConversationPageOut, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        limit = parse_limit(request.query_params.get("limit"))
+        query = query_params(ConversationListQuery, request)
         page, next_cursor = selectors.conversation_list(
             workspace=self.workspace,
-            user_id=request.query_params.get("userId") or None,
-            limit=limit,
-            cursor=request.query_params.get("cursor") or None,
+            user_id=query.get("userId") or None,
+            limit=query["limit"],
+            cursor=query.get("cursor") or None,
         )
         return Response(
             {"conversations": [conversation_to_wire(c) for c in page], "next_cursor": next_cursor}
@@ -188,9 +245,7 @@ class ConversationDetailApi(MemoryApi):
     def delete(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
         reason = request_reason(request)
-        services.conversation_delete(
-            conversation=conversation, actor=self.actor(), reason=reason
-        )
+        services.conversation_delete(conversation=conversation, actor=self.actor(), reason=reason)
         return Response(status=204)
 
 
@@ -205,7 +260,7 @@ class MessageListCreateApi(MemoryApi):
         description="The newest messages, newest first.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        limit = parse_limit(request.query_params.get("limit"))
+        limit = query_params(MessageListQuery, request)["limit"]
         conversation = self.conversation(conversation_id)
         messages = selectors.message_list_newest_first(conversation=conversation, limit=limit)
         return Response({"messages": [message_to_wire(m) for m in messages]})
@@ -294,11 +349,12 @@ class ContextGetApi(MemoryApi):
         },
     )
     def get(self, request: Request, conversation_id: str) -> HttpResponse:
-        fmt = request.query_params.get("format") or "json"
-        max_tokens = parse_max_tokens(request.query_params.get("max_tokens"))
+        query = query_params(ContextQuery, request)
         conversation = self.conversation(conversation_id)
         rendered = context_for_conversation(
-            conversation=conversation, fmt=fmt, max_tokens=max_tokens
+            conversation=conversation,
+            fmt=query.get("format") or "json",
+            max_tokens=query["max_tokens"],
         )
         if request.headers.get("If-None-Match") == rendered.etag:
             response = HttpResponse(status=304)
@@ -319,7 +375,8 @@ class ObservationListCreateApi(MemoryApi):
         conversation = self.conversation(conversation_id)
         today = timezone.now().date()
         observations = selectors.observation_list(
-            conversation=conversation, status=request.query_params.get("status")
+            conversation=conversation,
+            status=query_params(StatusQuery, request).get("status") or None,
         )
         return Response(
             {"observations": [observation_to_wire(o, today=today) for o in observations]}
@@ -389,9 +446,7 @@ class ObservationDetailApi(MemoryApi):
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
         reason = request_reason(request)
-        services.observation_delete(
-            observation=observation, actor=self.actor(), reason=reason
-        )
+        services.observation_delete(observation=observation, actor=self.actor(), reason=reason)
         return Response(status=204)
 
 
@@ -463,7 +518,8 @@ class ReflectionListApi(MemoryApi):
         conversation = self.conversation(conversation_id)
         today = timezone.now().date()
         reflections = selectors.reflection_list(
-            conversation=conversation, status=request.query_params.get("status")
+            conversation=conversation,
+            status=query_params(StatusQuery, request).get("status") or None,
         )
         return Response({"reflections": [reflection_to_wire(r, today=today) for r in reflections]})
 
@@ -477,9 +533,9 @@ class ExtractionStatusApi(MemoryApi):
         "summary counts every message of the conversation.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        limit = parse_limit(request.query_params.get("limit"), default=200)
+        query = query_params(ExtractionStatusQuery, request)
         status = selectors.extraction_status(
-            conversation=self.conversation(conversation_id), limit=limit
+            conversation=self.conversation(conversation_id), limit=query["limit"]
         )
         return Response({"messages": status.messages, "summary": status.summary})
 
@@ -504,7 +560,7 @@ class _RunNowApi(MemoryApi):
 
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        wait = request.query_params.get("wait", "").lower() in {"1", "true", "yes"}
+        wait = query_params(WaitQuery, request)["wait"]
         run = pipeline.run_now(kind=self.kind, conversation=conversation, wait=wait)
         return _run_response(request, run)
 
@@ -551,6 +607,6 @@ class MetricsApi(MemoryApi):
         responses={200: out.MetricsOut, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        conversation_id = request.query_params.get("conversationId")
+        conversation_id = query_params(MetricsQuery, request).get("conversationId")
         conversation = self.conversation(conversation_id) if conversation_id else None
         return Response(pipeline_metrics(workspace=self.workspace, conversation=conversation))

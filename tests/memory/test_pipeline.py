@@ -320,3 +320,10 @@ def test_metrics_report_raw_and_served_tokens_and_compression(api, conversation)
     workspace_wide = api.get("/v1/metrics").json()
     assert workspace_wide["rawTokens"] >= raw
     assert api.get("/v1/metrics?conversationId=nope").status_code == 400
+
+
+def test_a_wait_flag_that_is_not_a_boolean_is_refused_and_schedules_nothing(api, conversation):
+    response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=maybe")
+    assert response.status_code == 400
+    assert (response.json()["error"], response.json()["field"]) == ("invalid_wait", "wait")
+    assert not ObserverRun.objects.filter(conversation=conversation).exists()
