@@ -562,13 +562,7 @@ def _history_context(
     observation: Observation,
     bound: RevertForm | None = None,
 ) -> dict[str, Any]:
-    # Version 1 has no earlier versions; memory.selectors.observation_history cannot be
-    # asked then (it zips the versions with their successors and fails on none).
-    changes = (
-        memory_selectors.observation_history(observation=observation)
-        if observation.version > 1
-        else []
-    )
+    changes = memory_selectors.observation_history(observation=observation)
     names = selectors.user_labels({change.changed_by for change in changes})
     versions = []
     for change in changes:
