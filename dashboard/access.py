@@ -1,20 +1,36 @@
-"""Which workspace a dashboard request acts in, with which role, and the 403 that names
-the role an action needs."""
+"""Which workspace a dashboard request acts in, with which role, the 403 that names the
+role an action needs, and one ``get_<thing>_for_user`` per object type: an id from
+another workspace, or one that is not an id at all, is a 404 like a missing row."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 
 from core.actors import Actor
+from core.errors import MemdeskError
+from dashboard import selectors
 from dashboard.models import Capability, Role, role_can, roles_with
-from dashboard.selectors import workspaces_for_user
-from governance.models import AuditEvent
-from memory.models import Workspace
+from governance.models import (
+    AuditEvent,
+    ErasureRequest,
+    LegalHold,
+    RedactionFinding,
+    RetentionSweep,
+)
+from governance.selectors import (
+    erasure_request_get,
+    legal_hold_get,
+    redaction_finding_get,
+    retention_sweep_get,
+)
+from memory.models import ApiKey, Conversation, Observation, Workspace
 
 SESSION_WORKSPACE = "dashboard_workspace_id"
 
@@ -97,7 +113,7 @@ def _choices(request: HttpRequest) -> tuple[tuple[Workspace, str], ...]:
     # Read once per request: the object lookup and the role check both need it.
     choices = getattr(request, "_dashboard_workspaces", None)
     if choices is None:
-        choices = tuple(workspaces_for_user(request.user))  # type: ignore[arg-type]
+        choices = tuple(selectors.workspaces_for_user(request.user))  # type: ignore[arg-type]
         request._dashboard_workspaces = choices  # type: ignore[attr-defined]
     if not choices:
         raise NoWorkspace(
@@ -144,3 +160,99 @@ def switch_workspace(request: HttpRequest, workspace_id: str) -> Workspace | Non
             request.session[SESSION_WORKSPACE] = str(workspace.pk)
             return workspace
     return None
+
+
+# --- one object of the workspace ---------------------------------------------------------------
+
+RowT = TypeVar("RowT")
+
+
+def _uuid_or_404(raw_id: object, message: str) -> uuid.UUID:
+    try:
+        return raw_id if isinstance(raw_id, uuid.UUID) else uuid.UUID(str(raw_id))
+    except ValueError:
+        raise Http404(message) from None
+
+
+def get_conversation_for_user(
+    request: HttpRequest,
+    conversation_id: object,
+    capability: Capability = Capability.VIEW_MEMORY,
+    *,
+    with_flags: bool = False,
+) -> tuple[Access, Conversation]:
+    """The conversation if it is in one of the user's workspaces (else 404), and the
+    user's access in its workspace (403 without ``capability``). Unlike the helpers
+    below it starts from the request, not an ``Access``: the conversation decides the
+    workspace, so a shared link switches to it."""
+    message = "No such conversation in your workspaces."
+    wanted = _uuid_or_404(conversation_id, message)
+    lookup = selectors.conversation_with_flags if with_flags else selectors.conversation_in
+    conversation = lookup(workspace_ids=workspace_ids(request), conversation_id=wanted)
+    if conversation is None:
+        raise Http404(message)
+    access = access_for(request, capability, workspace_id=conversation.workspace_id)
+    return access, conversation
+
+
+def get_observation_for_user(
+    request: HttpRequest,
+    conversation_id: object,
+    observation_id: object,
+    capability: Capability = Capability.VIEW_MEMORY,
+) -> tuple[Access, Conversation, Observation]:
+    access, conversation = get_conversation_for_user(request, conversation_id, capability)
+    message = "No such observation in this conversation."
+    wanted = _uuid_or_404(observation_id, message)
+    observation = selectors.observation_in(conversation=conversation, observation_id=wanted)
+    if observation is None:
+        raise Http404(message)
+    return access, conversation, observation
+
+
+def get_api_key_for_user(access: Access, api_key_id: object) -> ApiKey:
+    raw = str(api_key_id)
+    api_key = (
+        selectors.api_key_in(workspace=access.workspace, api_key_id=int(raw))
+        if raw.isdigit()
+        else None
+    )
+    if api_key is None:
+        raise Http404("No such API key in this workspace.")
+    return api_key
+
+
+def _governance_row(read: Callable[[], RowT], noun: str) -> RowT:
+    # The governance selectors raise MemdeskError for a malformed id as well as for a
+    # row outside the workspace; the dashboard shows both as the same 404.
+    try:
+        return read()
+    except MemdeskError:
+        raise Http404(f"No such {noun} in this workspace.") from None
+
+
+def get_finding_for_user(access: Access, finding_id: object) -> RedactionFinding:
+    return _governance_row(
+        lambda: redaction_finding_get(workspace_id=access.workspace.pk, finding_id=finding_id),
+        "redaction finding",
+    )
+
+
+def get_hold_for_user(access: Access, hold_id: object) -> LegalHold:
+    return _governance_row(
+        lambda: legal_hold_get(workspace=access.workspace, hold_id=hold_id), "legal hold"
+    )
+
+
+def get_sweep_for_user(access: Access, sweep_id: object) -> RetentionSweep:
+    return _governance_row(
+        lambda: retention_sweep_get(workspace=access.workspace, sweep_id=sweep_id),
+        "retention sweep",
+    )
+
+
+def get_erasure_request_for_user(access: Access, request_id: object) -> ErasureRequest:
+    return _governance_row(
+        lambda: erasure_request_get(workspace=access.workspace, request_id=request_id),
+        "erasure request",
+    )

@@ -1,5 +1,6 @@
 """Dashboard forms: input validation and labels only. The rules (a reason is required,
-what a revert restores) live in memory.services, which the views call."""
+what a revert restores, what a redaction policy may hold) live in the memory and
+governance services, which the views call."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
+from governance import services as governance_services
+from governance.models import RedactionPolicy
 from memory.models import ApiKey, Observation, Priority
 
 REASON_HELP = "Why this change? It is kept with the history and in the audit trail."
@@ -162,4 +165,133 @@ class ApiKeyCreateForm(forms.Form):
         choices=ApiKey.Scope.choices,
         initial=ApiKey.Scope.AGENT,
         help_text="agent: conversations and memory. admin: also the audit log and policy routes.",
+    )
+
+
+# --- compliance -------------------------------------------------------------------------------
+
+PREVIEW_MAX_CHARS = 5000
+# The policy service names fields as the API does (``scoreThreshold``,
+# ``operators.EMAIL``); the form uses the model's names.
+WIRE_TO_FIELD = {wire: name for name, wire in governance_services.POLICY_FIELDS.items()}
+
+
+class HoldPlaceForm(forms.Form):
+    conversation = forms.UUIDField(
+        label="Conversation id",
+        required=False,
+        help_text="Hold one conversation…",
+    )
+    end_user = forms.CharField(
+        label="End user id",
+        required=False,
+        max_length=255,
+        help_text="…or every conversation of one end user, present and future.",
+    )
+    reason = forms.CharField(
+        label="Reason", max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+class ErasureRequestForm(forms.Form):
+    end_user = forms.CharField(
+        label="End user id",
+        max_length=255,
+        help_text="Every conversation of this end user is deleted, with all its memory.",
+    )
+    reason = forms.CharField(
+        label="Reason", max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class RedactionPolicyForm(forms.Form):
+    entities = forms.CharField(
+        label="Entity types",
+        required=False,
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+        help_text="Comma separated, e.g. EMAIL_ADDRESS, PHONE_NUMBER. Empty: the default set.",
+    )
+    score_threshold = forms.FloatField(label="Score threshold", min_value=0, max_value=1)
+    default_operator = forms.ChoiceField(
+        label="Default operator", choices=RedactionPolicy.Operator.choices
+    )
+    operators = forms.CharField(
+        label="Per-entity operators",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One ENTITY=operator a line, e.g. EMAIL_ADDRESS=mask.",
+    )
+    allow_list = forms.CharField(
+        label="Allow list",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Values never redacted, one a line.",
+    )
+    deny_list = forms.CharField(
+        label="Deny list",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Values always redacted, one a line.",
+    )
+    review_min_score = forms.FloatField(label="Review from score", min_value=0, max_value=1)
+    review_max_score = forms.FloatField(
+        label="Review below score",
+        min_value=0,
+        max_value=1,
+        help_text="Findings scoring in this band wait for a person in the review queue.",
+    )
+    redact_at_ingest = forms.BooleanField(label="Redact at ingest", required=False)
+    redact_before_observation = forms.BooleanField(
+        label="Redact before observation", required=False
+    )
+    reflection_waits_for_review = forms.BooleanField(
+        label="Reflection waits for review", required=False
+    )
+    keep_originals = forms.BooleanField(label="Keep originals (restricted)", required=False)
+
+    @classmethod
+    def of(cls, policy: RedactionPolicy) -> RedactionPolicyForm:
+        initial = {name: getattr(policy, name) for name in governance_services.POLICY_FIELDS}
+        initial["entities"] = ", ".join(policy.entities)
+        initial["operators"] = "\n".join(f"{e}={op}" for e, op in policy.operators.items())
+        initial["allow_list"] = "\n".join(policy.allow_list)
+        initial["deny_list"] = "\n".join(policy.deny_list)
+        return cls(initial=initial)
+
+    def clean_entities(self) -> list[str]:
+        return [e.strip() for e in self.cleaned_data["entities"].split(",") if e.strip()]
+
+    def clean_operators(self) -> dict[str, str]:
+        operators = {}
+        for line in _lines(self.cleaned_data["operators"]):
+            entity, sep, operator = line.partition("=")
+            if not sep or not entity.strip() or not operator.strip():
+                raise forms.ValidationError(f"Write ENTITY=operator; got {line!r}.")
+            operators[entity.strip()] = operator.strip()
+        return operators
+
+    def clean_allow_list(self) -> list[str]:
+        return _lines(self.cleaned_data["allow_list"])
+
+    def clean_deny_list(self) -> list[str]:
+        return _lines(self.cleaned_data["deny_list"])
+
+    def add_service_error(self, error: MemdeskError) -> None:
+        """Show the policy service's refusal next to the field it names."""
+        wire = (error.field or "").split(".")[0].split("[")[0]
+        field = WIRE_TO_FIELD.get(wire)
+        self.add_error(field if field in self.fields else None, error.message)
+
+
+class RedactionPreviewForm(forms.Form):
+    text = forms.CharField(
+        label="Try a text",
+        required=False,
+        max_length=PREVIEW_MAX_CHARS,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 4, "placeholder": "Type or paste a message"}),
     )

@@ -37,8 +37,10 @@ from dashboard.access import (
     NoWorkspace,
     RoleRequired,
     access_for,
+    get_api_key_for_user,
+    get_conversation_for_user,
+    get_observation_for_user,
     switch_workspace,
-    workspace_ids,
 )
 from dashboard.forms import (
     ApiKeyCreateForm,
@@ -50,83 +52,16 @@ from dashboard.forms import (
     add_service_error,
 )
 from dashboard.models import Capability
+from dashboard.rendering import INVALID, int_param, is_partial, render_page, uuid_param
 from memory import pipeline
 from memory import selectors as memory_selectors
 from memory import services as memory_services
 from memory import views as memory_views
-from memory.models import ApiKey, Conversation, Observation, PipelineRun
+from memory.models import Conversation, Observation, PipelineRun
 
 CONVERSATIONS_PER_PAGE = 25
 RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
 ADD_FORM_ID = "add_%s"
-INVALID = 422  # a form with errors, re-rendered; htmx is configured to swap it in base.html
-
-
-def _is_partial(request: HttpRequest) -> bool:
-    # A boosted request wants the whole page; a plain htmx request wants a fragment.
-    htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.boosted
-
-
-def _page(
-    request: HttpRequest,
-    template: str,
-    access: Access,
-    context: dict[str, Any],
-    *,
-    status: int = 200,
-) -> HttpResponse:
-    conversation = context.get("conversation")
-    if conversation is not None:
-        # Items build their links from this prefix: reversing eight URLs for each of a
-        # hundred observations was a fifth of the conversation page's time.
-        context["conversation_url"] = reverse(
-            "dashboard:conversation_detail", args=[conversation.pk]
-        )
-    return render(request, template, {"access": access, **context}, status=status)
-
-
-def _int_param(request: HttpRequest, name: str) -> int | None:
-    raw = request.GET.get(name, "")
-    return int(raw) if raw.isdigit() else None
-
-
-def _uuid_param(request: HttpRequest, name: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(request.GET.get(name, ""))
-    except ValueError:
-        return None
-
-
-def _get_conversation_for_user(
-    request: HttpRequest,
-    conversation_id: uuid.UUID,
-    capability: Capability = Capability.VIEW_MEMORY,
-    *,
-    with_flags: bool = False,
-) -> tuple[Access, Conversation]:
-    """The conversation if it is in one of the user's workspaces (else 404), and the
-    user's access in its workspace (403 without ``capability``)."""
-    ids = workspace_ids(request)
-    lookup = selectors.conversation_with_flags if with_flags else selectors.conversation_in
-    conversation = lookup(workspace_ids=ids, conversation_id=conversation_id)
-    if conversation is None:
-        raise Http404("No such conversation in your workspaces.")
-    access = access_for(request, capability, workspace_id=conversation.workspace_id)
-    return access, conversation
-
-
-def _get_observation_for_user(
-    request: HttpRequest,
-    conversation_id: uuid.UUID,
-    observation_id: uuid.UUID,
-    capability: Capability = Capability.VIEW_MEMORY,
-) -> tuple[Access, Conversation, Observation]:
-    access, conversation = _get_conversation_for_user(request, conversation_id, capability)
-    observation = selectors.observation_in(conversation=conversation, observation_id=observation_id)
-    if observation is None:
-        raise Http404("No such observation in this conversation.")
-    return access, conversation, observation
 
 
 def _conversation_url(conversation: Conversation, **params: object) -> str:
@@ -209,10 +144,10 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
     )
     context = {"form": form, "page": page, "filtered": filtered}
     template = "dashboard/conversation_list.html"
-    if _is_partial(request):
-        return _page(request, f"{template}#results", access, context)
+    if is_partial(request):
+        return render_page(request, f"{template}#results", access, context)
     context["end_users"] = selectors.end_users(workspace=access.workspace)
-    return _page(request, template, access, context)
+    return render_page(request, template, access, context)
 
 
 def _mark(items: list[Any], ids: set[str]) -> None:
@@ -225,9 +160,9 @@ def _message_window(
 ) -> tuple[selectors.MessageWindow, Observation | None]:
     """The messages a request asks for; with ``highlight``, the observation whose sources
     are marked (the window starts at its first source unless ``at`` says otherwise)."""
-    at = _int_param(request, "at")
+    at = int_param(request, "at")
     selected = None
-    highlight_id = _uuid_param(request, "highlight")
+    highlight_id = uuid_param(request, "highlight")
     if highlight_id:
         selected = selectors.observation_in(conversation=conversation, observation_id=highlight_id)
         if selected is not None and at is None:
@@ -242,7 +177,7 @@ def _message_window(
 def _observation_page(
     request: HttpRequest, conversation: Conversation
 ) -> selectors.ObservationPage:
-    reflection_id = _uuid_param(request, "reflection")
+    reflection_id = uuid_param(request, "reflection")
     reflection = (
         selectors.reflection_in(conversation=conversation, reflection_id=reflection_id)
         if reflection_id
@@ -252,7 +187,7 @@ def _observation_page(
         obs_page = selectors.reflection_sources(conversation=conversation, reflection=reflection)
     else:
         obs_page = selectors.observation_page(
-            conversation=conversation, offset=_int_param(request, "offset") or 0
+            conversation=conversation, offset=int_param(request, "offset") or 0
         )
     _mark(obs_page.observations, obs_page.highlighted)
     return obs_page
@@ -261,7 +196,7 @@ def _observation_page(
 @require_GET
 @login_required
 def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
-    access, conversation = _get_conversation_for_user(request, conversation_id, with_flags=True)
+    access, conversation = get_conversation_for_user(request, conversation_id, with_flags=True)
     window, selected = _message_window(request, conversation)
     obs_page = _observation_page(request, conversation)
     reflections = selectors.reflection_list(conversation=conversation)
@@ -287,9 +222,9 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         "add_form": ObservationCreateForm(auto_id=ADD_FORM_ID),
     }
     template = "dashboard/conversation_detail.html"
-    if _is_partial(request):
-        return _page(request, f"{template}#columns", access, context)
-    return _page(request, template, access, context)
+    if is_partial(request):
+        return render_page(request, f"{template}#columns", access, context)
+    return render_page(request, template, access, context)
 
 
 @require_GET
@@ -297,9 +232,9 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
 def message_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """More messages for the page: older (``before``), newer (``after``), or a window
     around an observation's sources (``at`` / ``highlight``)."""
-    access, conversation = _get_conversation_for_user(request, conversation_id)
-    before, after = _int_param(request, "before"), _int_param(request, "after")
-    if not _is_partial(request):
+    access, conversation = get_conversation_for_user(request, conversation_id)
+    before, after = int_param(request, "before"), int_param(request, "after")
+    if not is_partial(request):
         # Without JavaScript the same request is a whole page starting at that point.
         at = max((before or 1) - selectors.MESSAGE_PAGE, 1) if before else after
         return redirect(
@@ -311,12 +246,12 @@ def message_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRespon
     context: dict[str, Any] = {"conversation": conversation}
     if before is not None:
         context["window"] = selectors.message_window(conversation=conversation, before=before)
-        return _page(request, f"{template}#messages_older", access, context)
+        return render_page(request, f"{template}#messages_older", access, context)
     if after is not None:
         context["window"] = selectors.message_window(conversation=conversation, after=after)
-        return _page(request, f"{template}#messages_newer", access, context)
+        return render_page(request, f"{template}#messages_newer", access, context)
     context["window"], context["selected"] = _message_window(request, conversation)
-    return _page(request, f"{template}#message_list", access, context)
+    return render_page(request, f"{template}#message_list", access, context)
 
 
 @require_GET
@@ -324,8 +259,8 @@ def message_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRespon
 def observation_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """Older observations (``offset``), one reflection's sources (``reflection``), or
     the newest page again."""
-    access, conversation = _get_conversation_for_user(request, conversation_id)
-    if not _is_partial(request):
+    access, conversation = get_conversation_for_user(request, conversation_id)
+    if not is_partial(request):
         return redirect(
             _conversation_url(conversation, reflection=request.GET.get("reflection"))
             + "#observations"
@@ -334,8 +269,8 @@ def observation_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
     context = {"conversation": conversation, "obs_page": obs_page}
     template = "dashboard/conversation_detail.html"
     if obs_page.offset and obs_page.reflection is None:
-        return _page(request, f"{template}#observations_older", access, context)
-    return _page(request, f"{template}#observation_list", access, context)
+        return render_page(request, f"{template}#observations_older", access, context)
+    return render_page(request, f"{template}#observation_list", access, context)
 
 
 def _transcript_lines(conversation: Conversation) -> Iterator[str]:
@@ -356,7 +291,7 @@ def _transcript_lines(conversation: Conversation) -> Iterator[str]:
 def conversation_transcript(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """The raw transcript as plain text, streamed: the fast path for urgent review (no
     models, no templates, and plain text cannot run anything a message contains)."""
-    _, conversation = _get_conversation_for_user(request, conversation_id)
+    _, conversation = get_conversation_for_user(request, conversation_id)
     response = StreamingHttpResponse(
         _transcript_lines(conversation), content_type="text/plain; charset=utf-8"
     )
@@ -377,7 +312,7 @@ def _run_status_response(
     polled: bool,
 ) -> HttpResponse:
     context = {"conversation": conversation, "kind": kind, "run": run, "polled": polled}
-    return _page(request, "dashboard/conversation_detail.html#run_status", access, context)
+    return render_page(request, "dashboard/conversation_detail.html#run_status", access, context)
 
 
 @require_POST
@@ -385,12 +320,12 @@ def _run_status_response(
 def run_start(request: HttpRequest, conversation_id: uuid.UUID, action: str) -> HttpResponse:
     if action not in RUN_KINDS:
         raise Http404("No such pipeline action.")
-    access, conversation = _get_conversation_for_user(
+    access, conversation = get_conversation_for_user(
         request, conversation_id, Capability.RUN_PIPELINE
     )
     # Queued for the Celery worker (never run inside the request): the page polls it.
     run = pipeline.run_now(kind=action, conversation=conversation, wait=False)
-    if not _is_partial(request):
+    if not is_partial(request):
         return redirect(_conversation_url(conversation) + "#runs")
     return _run_status_response(request, access, conversation, RUN_KINDS[action], run, polled=True)
 
@@ -402,11 +337,11 @@ def run_status(
 ) -> HttpResponse:
     if kind not in RUN_KINDS.values():
         raise Http404("No such kind of run.")
-    access, conversation = _get_conversation_for_user(request, conversation_id)
+    access, conversation = get_conversation_for_user(request, conversation_id)
     run = selectors.run_in(conversation=conversation, kind=kind, run_id=run_id)
     if run is None:
         raise Http404("No such run in this conversation.")
-    if not _is_partial(request):
+    if not is_partial(request):
         return redirect(_conversation_url(conversation) + "#runs")
     return _run_status_response(request, access, conversation, kind, run, polled=True)
 
@@ -422,7 +357,9 @@ def _observation_item(
     **extra: Any,
 ) -> HttpResponse:
     context = {"conversation": conversation, "observation": observation, **extra}
-    return _page(request, "dashboard/conversation_detail.html#observation_item", access, context)
+    return render_page(
+        request, "dashboard/conversation_detail.html#observation_item", access, context
+    )
 
 
 def _invalid_form(
@@ -436,9 +373,9 @@ def _invalid_form(
 ) -> HttpResponse:
     """Re-render a form with its errors (422). An htmx form that targets the item is
     pointed back at the panel it came from, so the errors appear under its fields."""
-    if not _is_partial(request):
-        return _page(request, template, access, context, status=INVALID)
-    response = _page(request, f"{template}#{partial}", access, context, status=INVALID)
+    if not is_partial(request):
+        return render_page(request, template, access, context, status=INVALID)
+    response = render_page(request, f"{template}#{partial}", access, context, status=INVALID)
     if panel:
         retarget(response, panel)
         reswap(response, "innerHTML")
@@ -448,7 +385,7 @@ def _invalid_form(
 @require_http_methods(["GET", "POST"])
 @login_required
 def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
-    access, conversation = _get_conversation_for_user(
+    access, conversation = get_conversation_for_user(
         request, conversation_id, Capability.EDIT_MEMORY
     )
     template = "dashboard/observation_add.html"
@@ -468,7 +405,7 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
         except MemdeskError as error:
             add_service_error(form, error)
         else:
-            if not _is_partial(request):
+            if not is_partial(request):
                 return redirect(_conversation_url(conversation) + f"#obs-{observation.pk}")
             observation.is_new = True  # type: ignore[attr-defined]
             context = {
@@ -477,11 +414,13 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
                 "observation": observation,
                 "added": True,
             }
-            return _page(request, f"{template}#form", access, context, status=201)
+            return render_page(request, f"{template}#form", access, context, status=201)
     context = {"conversation": conversation, "form": form}
     if request.method == "POST":
         return _invalid_form(request, access, template, context, panel=None)
-    return _page(request, f"{template}#form" if _is_partial(request) else template, access, context)
+    return render_page(
+        request, f"{template}#form" if is_partial(request) else template, access, context
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -489,7 +428,7 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
 def observation_edit(
     request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
 ) -> HttpResponse:
-    access, conversation, observation = _get_observation_for_user(
+    access, conversation, observation = get_observation_for_user(
         request, conversation_id, observation_id, Capability.EDIT_MEMORY
     )
     template = "dashboard/observation_edit.html"
@@ -506,7 +445,7 @@ def observation_edit(
         except MemdeskError as error:
             add_service_error(form, error)
         else:
-            if not _is_partial(request):
+            if not is_partial(request):
                 return redirect(_conversation_url(conversation) + f"#obs-{observation.pk}")
             return _observation_item(request, access, conversation, observation)
     context = {"conversation": conversation, "observation": observation, "form": form}
@@ -514,7 +453,9 @@ def observation_edit(
         return _invalid_form(
             request, access, template, context, panel=f"#obs-{observation.pk}-panel"
         )
-    return _page(request, f"{template}#form" if _is_partial(request) else template, access, context)
+    return render_page(
+        request, f"{template}#form" if is_partial(request) else template, access, context
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -522,7 +463,7 @@ def observation_edit(
 def observation_delete(
     request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
 ) -> HttpResponse:
-    access, conversation, observation = _get_observation_for_user(
+    access, conversation, observation = get_observation_for_user(
         request, conversation_id, observation_id, Capability.EDIT_MEMORY
     )
     template = "dashboard/observation_delete.html"
@@ -540,16 +481,18 @@ def observation_delete(
         except MemdeskError as error:
             add_service_error(form, error)
         else:
-            if not _is_partial(request):
+            if not is_partial(request):
                 return redirect(_conversation_url(conversation) + "#observations")
             context = {"conversation": conversation, "observation": observation}
-            return _page(request, f"{template}#deleted", access, context)
+            return render_page(request, f"{template}#deleted", access, context)
     context = {"conversation": conversation, "observation": observation, "form": form}
     if request.method == "POST":
         return _invalid_form(
             request, access, template, context, panel=f"#obs-{observation.pk}-panel"
         )
-    return _page(request, f"{template}#form" if _is_partial(request) else template, access, context)
+    return render_page(
+        request, f"{template}#form" if is_partial(request) else template, access, context
+    )
 
 
 def _form_id(observation: Observation, kind: str) -> str:
@@ -562,13 +505,7 @@ def _history_context(
     observation: Observation,
     bound: RevertForm | None = None,
 ) -> dict[str, Any]:
-    # Version 1 has no earlier versions; memory.selectors.observation_history cannot be
-    # asked then (it zips the versions with their successors and fails on none).
-    changes = (
-        memory_selectors.observation_history(observation=observation)
-        if observation.version > 1
-        else []
-    )
+    changes = memory_selectors.observation_history(observation=observation)
     names = selectors.user_labels({change.changed_by for change in changes})
     versions = []
     for change in changes:
@@ -604,13 +541,13 @@ def _history_context(
 def observation_history(
     request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
 ) -> HttpResponse:
-    access, conversation, observation = _get_observation_for_user(
+    access, conversation, observation = get_observation_for_user(
         request, conversation_id, observation_id
     )
     template = "dashboard/observation_history.html"
     context = _history_context(conversation, observation)
-    partial = f"{template}#history" if _is_partial(request) else template
-    return _page(request, partial, access, context)
+    partial = f"{template}#history" if is_partial(request) else template
+    return render_page(request, partial, access, context)
 
 
 @require_POST
@@ -618,7 +555,7 @@ def observation_history(
 def observation_revert(
     request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
 ) -> HttpResponse:
-    access, conversation, observation = _get_observation_for_user(
+    access, conversation, observation = get_observation_for_user(
         request, conversation_id, observation_id, Capability.EDIT_MEMORY
     )
     version = request.POST.get("version", "")
@@ -635,7 +572,7 @@ def observation_revert(
         except MemdeskError as error:
             add_service_error(form, error)
         else:
-            if not _is_partial(request):
+            if not is_partial(request):
                 return redirect("dashboard:observation_history", conversation.pk, observation.pk)
             history = _history_context(conversation, observation)
             return _observation_item(
@@ -666,11 +603,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     conversation = None
     conversation_id = request.GET.get("conversation", "")
     if conversation_id:
-        try:
-            wanted = uuid.UUID(conversation_id)
-        except ValueError:
-            raise Http404("No such conversation.") from None
-        access, conversation = _get_conversation_for_user(request, wanted)
+        access, conversation = get_conversation_for_user(request, conversation_id)
     else:
         access = access_for(request, Capability.VIEW_MEMORY)
     context = {
@@ -680,12 +613,12 @@ def metrics(request: HttpRequest) -> HttpResponse:
         ),
     }
     template = "dashboard/metrics.html"
-    if _is_partial(request):
-        return _page(request, f"{template}#charts", access, context)
+    if is_partial(request):
+        return render_page(request, f"{template}#charts", access, context)
     context["recent"] = selectors.conversation_search(
         workspace=access.workspace, filters=selectors.ConversationFilters()
     ).values("pk", "title", "user_id")[:50]
-    return _page(request, template, access, context)
+    return render_page(request, template, access, context)
 
 
 # --- API keys ---------------------------------------------------------------------------------
@@ -718,9 +651,9 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         "created": created,
         "keys": selectors.api_keys_of(workspace=access.workspace),
     }
-    response = _page(
+    response = render_page(
         request,
-        f"{template}#keys" if _is_partial(request) else template,
+        f"{template}#keys" if is_partial(request) else template,
         access,
         context,
         status=status,
@@ -730,20 +663,12 @@ def api_keys(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def _get_api_key_for_user(request: HttpRequest, api_key_id: int) -> tuple[Access, ApiKey]:
-    """A key of the current workspace (else 404), for a user who may manage keys."""
-    access = access_for(request, Capability.MANAGE_API_KEYS)
-    api_key = selectors.api_key_in(workspace=access.workspace, api_key_id=api_key_id)
-    if api_key is None:
-        raise Http404("No such API key in this workspace.")
-    return access, api_key
-
-
 @require_POST
 @login_required
 def api_key_revoke(request: HttpRequest, api_key_id: int) -> HttpResponse:
-    access, api_key = _get_api_key_for_user(request, api_key_id)
+    access = access_for(request, Capability.MANAGE_API_KEYS)
+    api_key = get_api_key_for_user(access, api_key_id)
     api_key = memory_services.api_key_revoke(api_key=api_key, actor=access.actor(request))
-    if not _is_partial(request):
+    if not is_partial(request):
         return redirect("dashboard:api_keys")
-    return _page(request, "dashboard/api_keys.html#key_row", access, {"key": api_key})
+    return render_page(request, "dashboard/api_keys.html#key_row", access, {"key": api_key})

@@ -307,3 +307,22 @@ def redaction_pending_review_count(*, conversation_id: object) -> int:
     return RedactionFinding.objects.filter(
         conversation_id=conversation_id, status=RedactionFinding.Status.PENDING_REVIEW
     ).count()
+
+
+def redaction_finding_texts(
+    *, workspace_id: object, findings: list[RedactionFinding]
+) -> dict[tuple[str, str], str]:
+    """The current text of each finding's target, keyed by ``(target_type, str(target_id))``:
+    one query per target type; a target that is gone or outside the workspace is absent."""
+    from governance.services import REDACTION_TARGETS
+
+    wanted: dict[str, set[object]] = {}
+    for finding in findings:
+        wanted.setdefault(finding.target_type, set()).add(finding.target_id)
+    texts: dict[tuple[str, str], str] = {}
+    for target_type, ids in wanted.items():
+        model, field = REDACTION_TARGETS[target_type]
+        rows = model.objects.filter(pk__in=ids, conversation__workspace_id=workspace_id)
+        for pk, text in rows.values_list("pk", field):
+            texts[(target_type, str(pk))] = text
+    return texts

@@ -6,9 +6,17 @@ from io import StringIO
 
 from django.core.management import call_command
 from django.test import Client
+from rest_framework.test import APIClient
 
 from dashboard.models import Membership
-from memory.models import Conversation, Observation, ObserverRun, Reflection, ReflectorRun
+from memory.models import (
+    Conversation,
+    Message,
+    Observation,
+    ObserverRun,
+    Reflection,
+    ReflectorRun,
+)
 
 
 def test_demo_setup_gives_the_admin_a_role_and_runs_the_pipeline_once(db, tmp_path, settings):
@@ -47,3 +55,20 @@ def test_demo_setup_gives_the_admin_a_role_and_runs_the_pipeline_once(db, tmp_pa
     )
     page = client.get(f"/conversations/{reflected[0].pk}/").content.decode()
     assert 'class="memory-item refl' in page and 'class="memory-item obs' in page
+
+
+def test_demo_setup_is_safe_to_run_twice(db, tmp_path, settings):
+    settings.VAR_DIR = tmp_path
+    first, second = StringIO(), StringIO()
+    call_command("demo_setup", "--port", "8123", stdout=first)
+    counts = (Conversation.objects.count(), Message.objects.count())
+    call_command("demo_setup", "--port", "8123", stdout=second)
+    assert (Conversation.objects.count(), Message.objects.count()) == counts
+    assert counts[0] >= 5 and Message.objects.filter(role="tool").exists()
+    key_line = next(line for line in first.getvalue().splitlines() if "API key" in line)
+    assert key_line in second.getvalue()  # the same key is printed again
+    assert "http://127.0.0.1:8123/" in second.getvalue()
+    raw_key = key_line.split()[2]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+    assert len(client.get("/v1/conversations").json()["conversations"]) == counts[0]

@@ -284,6 +284,15 @@ def test_history_shows_each_version_with_its_diff_and_revert_restores_it(login, 
     assert AuditEvent.objects.filter(action="observation.revert").count() == 1
 
 
+def test_history_of_an_observation_never_edited_lists_no_versions(login, observation):
+    assert observation.version == 1
+    response = login("viewer").get(_url(observation, "history"), **HX)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section class="history"')
+    assert "Revert to" not in html and "→" not in html
+
+
 def test_a_revert_without_a_reason_is_refused_under_its_version(login, observation):
     client = login("reviewer")
     client.post(

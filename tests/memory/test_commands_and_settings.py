@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from memory.models import ApiKey, Conversation, Message, Workspace
+from memory.models import ApiKey, Workspace
 from memory.tokens import token_count
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,23 +39,6 @@ def test_create_api_key_reuses_the_workspace(db):
 def test_create_api_key_refuses_a_bad_workspace_name(db):
     with pytest.raises(CommandError, match="letters, digits"):
         call_command("create_api_key", "--workspace", "no spaces please", stdout=StringIO())
-
-
-def test_demo_setup_is_safe_to_run_twice(db, tmp_path, settings):
-    settings.VAR_DIR = tmp_path
-    first, second = StringIO(), StringIO()
-    call_command("demo_setup", "--port", "8123", stdout=first)
-    counts = (Conversation.objects.count(), Message.objects.count())
-    call_command("demo_setup", "--port", "8123", stdout=second)
-    assert (Conversation.objects.count(), Message.objects.count()) == counts
-    assert counts[0] >= 5 and Message.objects.filter(role="tool").exists()
-    key_line = next(line for line in first.getvalue().splitlines() if "API key" in line)
-    assert key_line in second.getvalue()  # the same key is printed again
-    assert "http://127.0.0.1:8123/" in second.getvalue()
-    raw_key = key_line.split()[2]
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
-    assert len(client.get("/v1/conversations").json()["conversations"]) == counts[0]
 
 
 def test_token_counts_match_cl100k_base():

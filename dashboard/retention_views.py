@@ -1,0 +1,271 @@
+"""The retention pages of the dashboard: legal holds, retention sweeps (a dry run, a
+queued run and its progress) and end-user erasure requests. All need
+``MANAGE_COMPLIANCE``; every change goes through a governance service that audits it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET, require_POST
+
+from core.errors import MemdeskError
+from dashboard import selectors as dashboard_selectors
+from dashboard.access import (
+    Access,
+    access_for,
+    get_erasure_request_for_user,
+    get_hold_for_user,
+    get_sweep_for_user,
+)
+from dashboard.forms import ErasureRequestForm, HoldPlaceForm, add_service_error
+from dashboard.models import Capability
+from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
+from governance import retention
+from governance.models import ErasureRequest, RetentionSweep
+from governance.selectors import (
+    erasure_request_list,
+    legal_hold_list,
+    retention_policy_list,
+    retention_sweep_list,
+)
+
+RECENT_SWEEPS = 10
+SWEEP_POLL_SECONDS = 2
+RECENT_ERASURES = 50
+ERASURE_POLL_SECONDS = 2
+
+
+# --- legal holds ------------------------------------------------------------------------------
+
+
+def _holds_context(access: Access, form: HoldPlaceForm) -> dict[str, Any]:
+    return {"form": form, "holds": legal_hold_list(workspace=access.workspace, active=True)}
+
+
+def _holds_response(
+    request: HttpRequest, access: Access, form: HoldPlaceForm, *, status: int = 200
+) -> HttpResponse:
+    template = "dashboard/compliance/holds.html"
+    if is_partial(request):
+        template += "#holds"
+    return render_page(request, template, access, _holds_context(access, form), status=status)
+
+
+@require_GET
+@login_required
+def holds(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = HoldPlaceForm(initial={"conversation": request.GET.get("conversation", "")})
+    return _holds_response(request, access, form)
+
+
+@require_POST
+@login_required
+def hold_place(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = HoldPlaceForm(request.POST)
+    if form.is_valid():
+        conversation = None
+        conversation_id = form.cleaned_data["conversation"]
+        if conversation_id is not None:
+            conversation = dashboard_selectors.conversation_in(
+                workspace_ids=[access.workspace.pk], conversation_id=conversation_id
+            )
+            if conversation is None:
+                form.add_error("conversation", "No conversation with this id in this workspace.")
+        if form.is_valid():
+            try:
+                hold = retention.legal_hold_place(
+                    workspace=access.workspace,
+                    actor=access.actor(request),
+                    reason=form.cleaned_data["reason"],
+                    conversation=conversation,
+                    end_user_id=form.cleaned_data["end_user"],
+                )
+            except MemdeskError as error:
+                add_service_error(form, error)
+            else:
+                messages.success(request, f"Legal hold {hold.pk} placed.")
+                if not is_partial(request):
+                    return redirect("dashboard:compliance_holds")
+                return _holds_response(request, access, HoldPlaceForm(), status=201)
+    return _holds_response(request, access, form, status=INVALID)
+
+
+@require_POST
+@login_required
+def hold_release(request: HttpRequest, hold_id: int) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    hold = get_hold_for_user(access, hold_id)
+    error = ""
+    try:
+        hold = retention.legal_hold_release(
+            hold=hold, actor=access.actor(request), reason=posted_reason(request)
+        )
+    except MemdeskError as refused:
+        error = refused.message
+    if not is_partial(request):
+        if error:
+            messages.error(request, f"Legal hold {hold.pk}: {error}")
+        else:
+            messages.success(request, f"Legal hold {hold.pk} released.")
+        return redirect("dashboard:compliance_holds")
+    context = {"hold": hold, "error": error}
+    return render_page(
+        request,
+        "dashboard/compliance/holds.html#hold_row",
+        access,
+        context,
+        status=INVALID if error else 200,
+    )
+
+
+# --- retention --------------------------------------------------------------------------------
+
+
+def _retention_context(access: Access) -> dict[str, Any]:
+    return {
+        "policies": retention_policy_list(workspace=access.workspace),
+        "sweeps": retention_sweep_list(workspace=access.workspace, limit=RECENT_SWEEPS),
+    }
+
+
+@require_GET
+@login_required
+def retention_page(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    template = "dashboard/compliance/retention.html"
+    if is_partial(request):
+        template += "#sweeps"
+    return render_page(request, template, access, _retention_context(access))
+
+
+@require_POST
+@login_required
+def retention_dry_run(request: HttpRequest) -> HttpResponse:
+    """Count what a sweep would delete now; nothing is deleted."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    sweep = retention.retention_dry_run(workspace=access.workspace, actor=access.actor(request))
+    if not is_partial(request):
+        return redirect("dashboard:compliance_sweep", sweep.pk)
+    return _sweep_response(request, access, sweep)
+
+
+@require_POST
+@login_required
+def retention_run(request: HttpRequest) -> HttpResponse:
+    """Queue a sweep of the workspace for a worker; the page then polls its progress."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    try:
+        sweep = retention.retention_sweep_request(
+            workspace=access.workspace, actor=access.actor(request)
+        )
+    except MemdeskError as refused:
+        if not is_partial(request):
+            messages.error(request, refused.message)
+            return redirect("dashboard:compliance_retention")
+        context = {"refused": refused.message}
+        return render_page(
+            request, "dashboard/compliance/retention.html#refused", access, context, status=INVALID
+        )
+    if not is_partial(request):
+        return redirect("dashboard:compliance_sweep", sweep.pk)
+    return _sweep_response(request, access, sweep, status=201)
+
+
+def _sweep_response(
+    request: HttpRequest, access: Access, sweep: RetentionSweep, *, status: int = 200
+) -> HttpResponse:
+    open_statuses = (RetentionSweep.Status.PENDING, RetentionSweep.Status.RUNNING)
+    context = {
+        "sweep": sweep,
+        "polling": sweep.status in open_statuses,
+        "poll_seconds": SWEEP_POLL_SECONDS,
+    }
+    template = "dashboard/compliance/sweep.html"
+    if is_partial(request):
+        template += "#sweep_status"
+    return render_page(request, template, access, context, status=status)
+
+
+@require_GET
+@login_required
+def retention_sweep_status(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    sweep = get_sweep_for_user(access, sweep_id)
+    return _sweep_response(request, access, sweep)
+
+
+# --- erasure ----------------------------------------------------------------------------------
+
+
+def _erasure_response(
+    request: HttpRequest, access: Access, form: ErasureRequestForm, *, status: int = 200
+) -> HttpResponse:
+    template = "dashboard/compliance/erasure.html"
+    if is_partial(request):
+        template += "#erasure"
+    context = {
+        "form": form,
+        "erasures": erasure_request_list(workspace=access.workspace, limit=RECENT_ERASURES),
+    }
+    return render_page(request, template, access, context, status=status)
+
+
+@require_GET
+@login_required
+def erasure_page(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    return _erasure_response(request, access, ErasureRequestForm())
+
+
+@require_POST
+@login_required
+def erasure_create(request: HttpRequest) -> HttpResponse:
+    """Record an erasure request; the service queues it, or records it as refused when a
+    legal hold covers the end user (the refusal is shown next to the form)."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = ErasureRequestForm(request.POST)
+    if form.is_valid():
+        try:
+            erasure = retention.erasure_request_create(
+                workspace=access.workspace,
+                actor=access.actor(request),
+                end_user_id=form.cleaned_data["end_user"],
+                reason=form.cleaned_data["reason"],
+            )
+        except MemdeskError as error:
+            if error.field == "userId":
+                form.add_error("end_user", error.message)
+            else:
+                add_service_error(form, error)
+        else:
+            if erasure.status == ErasureRequest.Status.REFUSED:
+                form.add_error(None, f"Erasure request {erasure.pk} refused: {erasure.error}")
+                return _erasure_response(request, access, form, status=INVALID)
+            messages.success(request, f"Erasure request {erasure.pk} queued.")
+            if not is_partial(request):
+                return redirect("dashboard:compliance_erasure_detail", erasure.pk)
+            return _erasure_response(request, access, ErasureRequestForm(), status=201)
+    return _erasure_response(request, access, form, status=INVALID)
+
+
+@require_GET
+@login_required
+def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    erasure = get_erasure_request_for_user(access, request_id)
+    open_statuses = (ErasureRequest.Status.PENDING, ErasureRequest.Status.RUNNING)
+    context = {
+        "erasure": erasure,
+        "polling": erasure.status in open_statuses,
+        "poll_seconds": ERASURE_POLL_SECONDS,
+    }
+    template = "dashboard/compliance/erasure_detail.html"
+    if is_partial(request):
+        template += "#erasure_status"
+    return render_page(request, template, access, context)

@@ -1,0 +1,238 @@
+"""The redaction pages of the dashboard: the review queue, where a person approves or
+dismisses what the detectors were unsure of, and the workspace's redaction policy with a
+preview. Both need ``MANAGE_COMPLIANCE``: the queue shows suspected personal data in
+clear and decides whether it is redacted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET, require_POST
+
+from core.errors import MemdeskError
+from dashboard.access import Access, access_for, get_finding_for_user
+from dashboard.forms import RedactionPolicyForm, RedactionPreviewForm
+from dashboard.models import Capability
+from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
+from governance import services as governance_services
+from governance.models import RedactionFinding
+from governance.selectors import (
+    redaction_finding_get,
+    redaction_finding_list,
+    redaction_finding_texts,
+    redaction_policy_or_defaults,
+    redaction_preview,
+)
+
+FINDINGS_PER_PAGE = 50
+DECISIONS = ("approve", "dismiss")
+
+
+# --- redaction review queue -------------------------------------------------------------------
+
+
+def _add_texts(findings: list[RedactionFinding], workspace_id: object) -> None:
+    """Split each finding's target text around ``[start:end]`` so the page can mark the
+    value: ``text_before``, ``text_value``, ``text_after`` (all empty when the target is
+    gone or its text no longer reaches the offsets)."""
+    texts = redaction_finding_texts(workspace_id=workspace_id, findings=findings)
+    for finding in findings:
+        text = texts.get((finding.target_type, str(finding.target_id)))
+        found = text is not None and finding.end <= len(text) and finding.start < finding.end
+        finding.text_found = found  # type: ignore[attr-defined]
+        finding.text_before = text[: finding.start] if found else ""  # type: ignore[attr-defined,index]
+        finding.text_value = text[finding.start : finding.end] if found else ""  # type: ignore[attr-defined,index]
+        finding.text_after = text[finding.end :] if found else ""  # type: ignore[attr-defined,index]
+
+
+def _decide(
+    finding: RedactionFinding, decision: str, access: Access, request: HttpRequest, reason: str
+) -> RedactionFinding:
+    actor = access.actor(request)
+    if decision == "approve":
+        return governance_services.redaction_finding_approve(
+            finding=finding, actor=actor, reason=reason
+        )
+    return governance_services.redaction_finding_dismiss(
+        finding=finding, actor=actor, reason=reason
+    )
+
+
+def _queue_context(access: Access, cursor: str | None = None) -> dict[str, Any]:
+    findings, next_cursor = redaction_finding_list(
+        workspace_id=access.workspace.pk,
+        status=RedactionFinding.Status.PENDING_REVIEW,
+        conversation_id=None,
+        limit=FINDINGS_PER_PAGE,
+        cursor=cursor,
+    )
+    _add_texts(findings, access.workspace.pk)
+    return {"findings": findings, "next_cursor": next_cursor, "is_first_page": cursor is None}
+
+
+@require_GET
+@login_required
+def review_queue(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    try:
+        context = _queue_context(access, request.GET.get("cursor") or None)
+    except MemdeskError:
+        context = _queue_context(access, None)
+    template = "dashboard/compliance/review_queue.html"
+    if is_partial(request):
+        return render_page(request, f"{template}#queue", access, context)
+    return render_page(request, template, access, context)
+
+
+@require_POST
+@login_required
+def review_decide(request: HttpRequest, finding_id: int, decision: str) -> HttpResponse:
+    if decision not in DECISIONS:
+        raise Http404("No such decision.")
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    finding = get_finding_for_user(access, finding_id)
+    error = ""
+    try:
+        finding = _decide(finding, decision, access, request, posted_reason(request))
+    except MemdeskError as refused:
+        error = refused.message
+    if not is_partial(request):
+        if error:
+            messages.error(request, f"Finding {finding.pk}: {error}")
+        else:
+            messages.success(request, f"Finding {finding.pk} {finding.get_status_display()}.")
+        return redirect("dashboard:compliance_review")
+    _add_texts([finding], access.workspace.pk)
+    context = {"finding": finding, "error": error}
+    return render_page(
+        request,
+        "dashboard/compliance/review_queue.html#finding_row",
+        access,
+        context,
+        status=INVALID if error else 200,
+    )
+
+
+@require_POST
+@login_required
+def review_bulk(request: HttpRequest) -> HttpResponse:
+    """Approve or dismiss the checked findings, each in its own transaction: one stale
+    finding is reported and does not undo the others."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    decision = request.POST.get("decision", "")
+    if decision not in DECISIONS:
+        raise Http404("No such decision.")
+    ids = [raw for raw in request.POST.getlist("finding") if raw.isdigit()]
+    reason = posted_reason(request)
+    decided, errors = 0, []
+    for finding_id in ids:
+        try:
+            finding = redaction_finding_get(workspace_id=access.workspace.pk, finding_id=finding_id)
+            _decide(finding, decision, access, request, reason)
+        except MemdeskError as refused:
+            errors.append(f"Finding {finding_id}: {refused.message}")
+        else:
+            decided += 1
+    verb = "approved" if decision == "approve" else "dismissed"
+    if not ids:
+        messages.error(request, "Tick at least one finding first.")
+    else:
+        messages.success(request, f"{decided} finding{'s' if decided != 1 else ''} {verb}.")
+    for error in errors:
+        messages.error(request, error)
+    if not is_partial(request):
+        return redirect("dashboard:compliance_review")
+    return render_page(
+        request, "dashboard/compliance/review_queue.html#queue", access, _queue_context(access)
+    )
+
+
+# --- redaction policy -------------------------------------------------------------------------
+
+
+def _preview_context(access: Access, text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {"preview": None, "preview_text": text}
+    preview = redaction_preview(workspace_id=access.workspace.pk, text=text)
+    findings = [
+        {"finding": finding, "value": text[finding.start : finding.end]}
+        for finding in preview.findings
+    ]
+    return {"preview": preview, "preview_findings": findings, "preview_text": text}
+
+
+def _redaction_response(
+    request: HttpRequest,
+    access: Access,
+    form: RedactionPolicyForm,
+    *,
+    preview_text: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    template = "dashboard/compliance/redaction.html"
+    if is_partial(request):
+        template += "#policy"
+    context = {
+        "form": form,
+        "policy": redaction_policy_or_defaults(workspace_id=access.workspace.pk),
+        "preview_form": RedactionPreviewForm(initial={"text": preview_text}),
+        **_preview_context(access, preview_text),
+    }
+    return render_page(request, template, access, context, status=status)
+
+
+@require_GET
+@login_required
+def redaction_policy_page(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    policy = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
+    return _redaction_response(request, access, RedactionPolicyForm.of(policy))
+
+
+@require_POST
+@login_required
+def redaction_policy_save(request: HttpRequest) -> HttpResponse:
+    """Save the whole form through ``redaction_policy_update`` (validated, audited, the
+    version bumped; a save that changes nothing is neither)."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = RedactionPolicyForm(request.POST)
+    if form.is_valid():
+        values = {name: form.cleaned_data[name] for name in form.fields}
+        try:
+            before = redaction_policy_or_defaults(workspace_id=access.workspace.pk).version
+            policy = governance_services.redaction_policy_update(
+                workspace_id=access.workspace.pk, actor=access.actor(request), values=values
+            )
+        except MemdeskError as error:
+            form.add_service_error(error)
+        else:
+            if policy.version == before:
+                messages.info(request, "Nothing changed.")
+            else:
+                messages.success(request, f"Redaction policy saved: version {policy.version}.")
+            if not is_partial(request):
+                return redirect("dashboard:compliance_redaction")
+            return _redaction_response(request, access, RedactionPolicyForm.of(policy))
+    return _redaction_response(request, access, form, status=INVALID)
+
+
+@require_POST
+@login_required
+def redaction_policy_preview(request: HttpRequest) -> HttpResponse:
+    """What the stored policy finds in a text and what it leaves; nothing is stored."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = RedactionPreviewForm(request.POST)
+    text = form.cleaned_data["text"] if form.is_valid() else ""
+    if not is_partial(request):
+        policy = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
+        return _redaction_response(
+            request, access, RedactionPolicyForm.of(policy), preview_text=text
+        )
+    context = {"preview_form": form, **_preview_context(access, text)}
+    response = render_page(request, "dashboard/compliance/redaction.html#preview", access, context)
+    response["Cache-Control"] = "private, no-store"
+    return response
