@@ -32,8 +32,7 @@ from dashboard import selectors as dashboard_selectors
 from dashboard.access import Access, access_for
 from dashboard.forms import add_service_error
 from dashboard.models import Capability
-from governance import retention
-from governance import services as governance_services
+from governance import gates, redaction_policy, retention, review
 from governance.audit_api import audit_event_to_wire
 from governance.models import (
     AuditEvent,
@@ -125,7 +124,7 @@ def _diff_lines(event: AuditEvent) -> list[tuple[str, str]]:
 def _reveal_url(event: AuditEvent) -> str:
     """Where to reveal the original of the message, observation or reflection an event
     is about; empty for other targets."""
-    if event.target_type not in governance_services.REDACTION_TARGETS:
+    if event.target_type not in gates.REDACTION_TARGETS:
         return ""
     try:
         target_id = uuid.UUID(event.target_id)
@@ -216,7 +215,7 @@ def _add_texts(findings: list[RedactionFinding], workspace_id: object) -> None:
         wanted.setdefault(finding.target_type, set()).add(finding.target_id)
     texts: dict[tuple[str, str], str] = {}
     for target_type, ids in wanted.items():
-        model, field = governance_services.REDACTION_TARGETS[target_type]
+        model, field = gates.REDACTION_TARGETS[target_type]
         rows = model.objects.filter(pk__in=ids, conversation__workspace_id=workspace_id)
         for pk, text in rows.values_list("pk", field):
             texts[(target_type, str(pk))] = text
@@ -244,10 +243,10 @@ def _decide(
 ) -> RedactionFinding:
     actor = access.actor(request)
     if decision == "approve":
-        return governance_services.redaction_finding_approve(
+        return review.redaction_finding_approve(
             finding=finding, actor=actor, reason=reason
         )
-    return governance_services.redaction_finding_dismiss(
+    return review.redaction_finding_dismiss(
         finding=finding, actor=actor, reason=reason
     )
 
@@ -453,7 +452,7 @@ def hold_release(request: HttpRequest, hold_id: int) -> HttpResponse:
 
 
 def _original_target(target_type: str) -> str:
-    if target_type not in governance_services.REDACTION_TARGETS:
+    if target_type not in gates.REDACTION_TARGETS:
         raise Http404("No such kind of object.")
     return target_type
 
@@ -472,7 +471,7 @@ def original_reveal(request: HttpRequest, target_type: str, target_id: uuid.UUID
     template = "dashboard/compliance/original.html"
     if request.method == "POST":
         try:
-            context["original"] = governance_services.restricted_original_read(
+            context["original"] = review.restricted_original_read(
                 workspace=access.workspace,
                 target_type=target_type,
                 target_id=target_id,
@@ -666,7 +665,7 @@ POLICY_BOOLEANS = (
 )
 # The service names fields as the API does (``scoreThreshold``, ``operators.EMAIL``);
 # the form uses the model's names.
-WIRE_TO_FIELD = {wire: name for name, wire in governance_services.POLICY_FIELDS.items()}
+WIRE_TO_FIELD = {wire: name for name, wire in redaction_policy.POLICY_FIELDS.items()}
 
 
 def _lines(text: str) -> list[str]:
@@ -720,7 +719,7 @@ class RedactionPolicyForm(forms.Form):
 
     @classmethod
     def of(cls, policy: RedactionPolicy) -> RedactionPolicyForm:
-        initial = {name: getattr(policy, name) for name in governance_services.POLICY_FIELDS}
+        initial = {name: getattr(policy, name) for name in redaction_policy.POLICY_FIELDS}
         initial["entities"] = ", ".join(policy.entities)
         initial["operators"] = "\n".join(f"{e}={op}" for e, op in policy.operators.items())
         initial["allow_list"] = "\n".join(policy.allow_list)
@@ -812,7 +811,7 @@ def redaction_policy_save(request: HttpRequest) -> HttpResponse:
         values = {name: form.cleaned_data[name] for name in form.fields}
         try:
             before = redaction_policy_or_defaults(workspace_id=access.workspace.pk).version
-            policy = governance_services.redaction_policy_update(
+            policy = redaction_policy.redaction_policy_update(
                 workspace_id=access.workspace.pk, actor=access.actor(request), values=values
             )
         except MemdeskError as error:

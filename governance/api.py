@@ -28,7 +28,7 @@ from core.api import (
 from core.auth import AdminKeyRequired
 from core.errors import MemdeskError, error_body
 from core.paging import parse_limit, parse_uuid
-from governance import redaction, retention, selectors, services
+from governance import redaction, redaction_policy, retention, review, selectors
 from governance.models import (
     ErasureRequest,
     LegalHold,
@@ -237,7 +237,7 @@ class RedactionPolicyApi(ApiView):
         "Agent keys see denyListCount but not the deny list itself.",
     )
     def get(self, request: Request) -> Response:
-        policy = services.redaction_policy_get_or_create(workspace_id=self.workspace.pk)
+        policy = redaction_policy.redaction_policy_get_or_create(workspace_id=self.workspace.pk)
         return Response(redaction_policy_to_wire(policy, admin=self.is_admin))
 
     def _write(self, request: Request, *, replace: bool) -> Response:
@@ -247,8 +247,8 @@ class RedactionPolicyApi(ApiView):
             raise MemdeskError(
                 "invalid_policy", f"Unknown policy fields: {sorted(unknown)}.", field="body"
             )
-        names = {wire: name for name, wire in services.POLICY_FIELDS.items()}
-        policy = services.redaction_policy_update(
+        names = {wire: name for name, wire in redaction_policy.POLICY_FIELDS.items()}
+        policy = redaction_policy.redaction_policy_update(
             workspace_id=self.workspace.pk,
             actor=self.actor(),
             values={names[wire]: value for wire, value in data.items()},
@@ -361,7 +361,7 @@ class RedactionFindingApproveApi(AdminApiView):
             workspace_id=self.workspace.pk, finding_id=finding_id
         )
         data = validated(ReviewIn, request.data or {})
-        approved = services.redaction_finding_approve(
+        approved = review.redaction_finding_approve(
             finding=finding, actor=self.actor(), reason=data.get("reason") or ""
         )
         return Response(finding_to_wire(approved))
@@ -380,7 +380,7 @@ class RedactionFindingDismissApi(AdminApiView):
             workspace_id=self.workspace.pk, finding_id=finding_id
         )
         data = validated(DismissIn, request.data or {})
-        dismissed = services.redaction_finding_dismiss(
+        dismissed = review.redaction_finding_dismiss(
             finding=finding,
             actor=self.actor(),
             add_to_allow_list=data.get("addToAllowList", False),
@@ -397,7 +397,7 @@ class RestrictedOriginalGetApi(AdminApiView):
         "when the policy keeps originals. Admin keys only; every read is audited.",
     )
     def get(self, request: Request, target_type: str, target_id: str) -> Response:
-        original = services.restricted_original_read(
+        original = review.restricted_original_read(
             workspace=self.workspace,
             target_type=target_type,
             target_id=target_id,

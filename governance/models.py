@@ -1,7 +1,7 @@
 """Governance: the audit trail, PII redaction, retention, legal holds and erasure.
 
 Every change to memory writes one AuditEvent, in the same transaction as the change,
-through ``governance.services.audit_record``, which also extends the workspace's hash
+through ``governance.audit.audit_record``, which also extends the workspace's hash
 chain.
 """
 

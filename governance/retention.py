@@ -45,6 +45,7 @@ from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
+from governance.audit import audit_record, require_reason
 from governance.models import (
     ErasureRequest,
     LegalHold,
@@ -59,7 +60,6 @@ from governance.selectors import (
     holds_covering_end_user,
     legal_hold_refusal,
 )
-from governance.services import audit_record
 from memory.models import (
     Conversation,
     IdempotencyRecord,
@@ -159,13 +159,6 @@ def _enqueue(task_name: str, object_id: int) -> None:
             )
 
     transaction.on_commit(send)
-
-
-def _require_reason(reason: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise MemdeskError("reason_required", "A reason is required.", field="reason")
-    return reason
 
 
 # --- retention policies ---------------------------------------------------------------------
@@ -1111,7 +1104,7 @@ def legal_hold_place(
 ) -> LegalHold:
     """Hold one conversation, or every conversation of one end user (present and
     future), against retention, deletion and erasure until released."""
-    reason = _require_reason(reason)
+    reason = require_reason(reason)
     end_user_id = (end_user_id or "").strip()
     if (conversation is None) == (not end_user_id):
         raise MemdeskError(
@@ -1157,7 +1150,7 @@ def legal_hold_place(
 
 
 def legal_hold_release(*, hold: LegalHold, actor: Actor, reason: str) -> LegalHold:
-    reason = _require_reason(reason)
+    reason = require_reason(reason)
     with transaction.atomic():
         released = LegalHold.objects.filter(pk=hold.pk, released_at__isnull=True).update(
             released_at=timezone.now(), released_by=actor.label, release_reason=reason
@@ -1210,7 +1203,7 @@ def erasure_request_create(
 ) -> ErasureRequest:
     """Record a right-to-be-forgotten request and queue it. Under a legal hold the
     request is recorded as refused, with the reason, and nothing is queued."""
-    reason = _require_reason(reason)
+    reason = require_reason(reason)
     end_user_id = (end_user_id or "").strip()
     if not end_user_id or len(end_user_id) > 255:
         raise MemdeskError("invalid_user_id", "userId must be 1 to 255 characters.", field="userId")

@@ -11,6 +11,7 @@ from django.db.models import Q, QuerySet
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_pk
 from governance import redaction
+from governance.audit import GENESIS_HASH, audit_event_hash
 from governance.models import (
     AuditChainHead,
     AuditEvent,
@@ -21,7 +22,6 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from governance.services import GENESIS_HASH, audit_event_hash
 from memory.models import Conversation
 
 VERIFY_BATCH = 2000

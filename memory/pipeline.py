@@ -25,7 +25,11 @@ from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
 from core.errors import MemdeskError
-from governance.services import redaction_for_observer, redaction_gate_for_reflection
+from governance.gates import (
+    RedactionGateError,
+    redaction_for_observer,
+    redaction_gate_for_reflection,
+)
 from memory.context import MEMORY_BLOCK_HEADER
 from memory.engines.base import (
     PRIORITIES,
@@ -276,6 +280,12 @@ def _release_after_error(
     )
 
 
+def _engine_error(error: RedactionGateError) -> EngineError:
+    """A gate that holds a run back fails or retries it like an engine would, with the
+    gate's message as the run's error."""
+    return EngineError(str(error), retryable=error.retryable)
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     run: PipelineRun | None
@@ -332,7 +342,10 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     output = None
     if observable:
         # Redacted when the policy says so (redaction_for_observer); as stored otherwise.
-        contents = redaction_for_observer(conversation=conversation, messages=observable)
+        try:
+            contents = redaction_for_observer(conversation=conversation, messages=observable)
+        except RedactionGateError as error:
+            raise _engine_error(error) from None
         output = engine.observe(
             [
                 SourceMessage(
@@ -413,9 +426,12 @@ def observations_for_reflection(*, conversation: Conversation) -> list[SourceObs
     """The only way the Reflector reads observations (the redaction gate sits here)."""
     observations = list(active_observations(conversation=conversation))
     # The gate stores each observation redacted and gives the Reflector that text, with
-    # findings pending review masked as well; it raises a retryable EngineError while
+    # findings pending review masked as well; it raises a retryable gate error while
     # the policy makes reflection wait for reviews.
-    texts = redaction_gate_for_reflection(conversation=conversation, observations=observations)
+    try:
+        texts = redaction_gate_for_reflection(conversation=conversation, observations=observations)
+    except RedactionGateError as error:
+        raise _engine_error(error) from None
     return [
         SourceObservation(
             id=str(o.pk),

@@ -11,6 +11,7 @@ import pytest
 
 from core.actors import SYSTEM_ACTOR
 from core.errors import MemdeskError
+from governance.audit import audit_record
 from governance.models import AuditEvent, LegalHold, RedactionFinding, RetentionSweep
 from governance.retention import (
     legal_hold_place,
@@ -18,7 +19,6 @@ from governance.retention import (
     retention_policy_create,
     retention_sweep,
 )
-from governance.services import audit_record
 from memory import pipeline
 from memory.models import Conversation, Message, Observation
 from memory.services import (

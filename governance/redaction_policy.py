@@ -1,0 +1,259 @@
+"""A workspace's redaction policy: read (created with the defaults on first use),
+validated, updated, and recorded in the audit trail without the list values."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from core.actors import SYSTEM_ACTOR, Actor
+from core.errors import MemdeskError
+from governance import redaction
+from governance.audit import audit_record
+from governance.models import (
+    RedactionPolicy,
+)
+
+POLICY_LIST_LIMIT = 1000
+POLICY_VALUE_MAX_CHARS = 200
+CUSTOM_RECOGNIZERS_LIMIT = 50
+CUSTOM_PATTERN_MAX_CHARS = 500
+CONTEXT_WORDS_LIMIT = 20
+# The policy's fields and their names on the wire (and in validation errors).
+POLICY_FIELDS = {
+    "entities": "entities",
+    "score_threshold": "scoreThreshold",
+    "operators": "operators",
+    "default_operator": "defaultOperator",
+    "allow_list": "allowList",
+    "deny_list": "denyList",
+    "custom_recognizers": "customRecognizers",
+    "review_min_score": "reviewMinScore",
+    "review_max_score": "reviewMaxScore",
+    "redact_at_ingest": "redactAtIngest",
+    "redact_before_observation": "redactBeforeObservation",
+    "reflection_waits_for_review": "reflectionWaitsForReview",
+    "keep_originals": "keepOriginals",
+}
+
+
+def _list_digests(values: Sequence[str], *, workspace_id: object) -> list[str]:
+    # Audit events are append-only: an erasure request could never remove a value written
+    # into one. Allow and deny lists hold (candidate) personal data, so the trail records
+    # keyed digests, enough to tell which entries changed, never the entries.
+    key = f"{workspace_id}|policy-list".encode()
+    return sorted(hashlib.sha256(key + v.encode()).hexdigest()[:16] for v in values)
+
+
+def redaction_policy_snapshot(policy: RedactionPolicy) -> dict[str, Any]:
+    """The policy as the audit trail records it (list values as digests)."""
+    snapshot: dict[str, Any] = {
+        wire: getattr(policy, name)
+        for name, wire in POLICY_FIELDS.items()
+        if name not in ("allow_list", "deny_list")
+    }
+    for name in ("allow_list", "deny_list"):
+        snapshot[POLICY_FIELDS[name]] = {
+            "count": len(getattr(policy, name)),
+            "digests": _list_digests(getattr(policy, name), workspace_id=policy.workspace_id),
+        }
+    snapshot["version"] = policy.version
+    return snapshot
+
+
+def redaction_policy_get_or_create(*, workspace_id: object) -> RedactionPolicy:
+    """The workspace's policy; a workspace that has none gets the defaults, stored on
+    first use (and audited, so the trail shows which policy was in force)."""
+    policy = RedactionPolicy.objects.filter(workspace_id=workspace_id).first()
+    if policy is not None:
+        return policy
+    try:
+        with transaction.atomic():
+            policy = RedactionPolicy.objects.create(workspace_id=workspace_id)
+            audit_record(
+                workspace_id=workspace_id,
+                actor=SYSTEM_ACTOR,
+                action="redaction_policy.create",
+                target_type="redaction_policy",
+                target_id=str(policy.pk),
+                after=redaction_policy_snapshot(policy),
+            )
+    except IntegrityError:  # created by a concurrent request a moment earlier
+        policy = RedactionPolicy.objects.get(workspace_id=workspace_id)
+    return policy
+
+
+def invalid_policy(field: str, message: str) -> MemdeskError:
+    return MemdeskError("invalid_policy", f"{field}: {message}", field=field)
+
+
+def _string_list(value: Any, field: str, *, limit: int, max_chars: int) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise invalid_policy(field, "must be a list of strings.")
+    if len(value) > limit:
+        raise invalid_policy(field, f"at most {limit} entries; got {len(value)}.")
+    cleaned = [v.strip() for v in value]
+    if any(not v or len(v) > max_chars for v in cleaned):
+        raise invalid_policy(field, f"each entry must be 1 to {max_chars} characters.")
+    return list(dict.fromkeys(cleaned))
+
+
+def _score(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise invalid_policy(field, f"must be a number from 0 to 1; got {value!r}.")
+    return float(value)
+
+
+def _entity_name(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not redaction.ENTITY_NAME.match(value):
+        raise invalid_policy(
+            field, f"entity types are UPPER_CASE names such as EMAIL_ADDRESS; got {value!r}."
+        )
+    return value
+
+
+def _custom_recognizers(value: Any) -> list[dict[str, Any]]:
+    field = "customRecognizers"
+    if not isinstance(value, list) or len(value) > CUSTOM_RECOGNIZERS_LIMIT:
+        raise invalid_policy(
+            field, f"must be a list of at most {CUSTOM_RECOGNIZERS_LIMIT} objects."
+        )
+    cleaned: list[dict[str, Any]] = []
+    for index, item in enumerate(value):
+        at = f"{field}[{index}]"
+        if not isinstance(item, dict):
+            raise invalid_policy(
+                at, "must be an object with name, entity, pattern, score, context."
+            )
+        unknown = set(item) - {"name", "entity", "pattern", "score", "context"}
+        if unknown:
+            raise invalid_policy(at, f"unknown keys {sorted(unknown)}.")
+        name = item.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[\w.-]{1,50}", name):
+            raise invalid_policy(f"{at}.name", "1 to 50 letters, digits, '_', '.', '-'.")
+        pattern = item.get("pattern")
+        if not isinstance(pattern, str) or not 0 < len(pattern) <= CUSTOM_PATTERN_MAX_CHARS:
+            raise invalid_policy(
+                f"{at}.pattern",
+                f"a regular expression of 1 to {CUSTOM_PATTERN_MAX_CHARS} characters.",
+            )
+        problem = redaction.validate_pattern(pattern)
+        if problem:
+            raise invalid_policy(f"{at}.pattern", f"does not compile ({problem}).")
+        context = _string_list(
+            item.get("context", []), f"{at}.context", limit=CONTEXT_WORDS_LIMIT, max_chars=50
+        )
+        cleaned.append(
+            {
+                "name": name,
+                "entity": _entity_name(item.get("entity"), f"{at}.entity"),
+                "pattern": pattern,
+                "score": _score(item.get("score", 0.5), f"{at}.score"),
+                "context": context,
+            }
+        )
+    if len({c["name"] for c in cleaned}) != len(cleaned):
+        raise invalid_policy(field, "names must be unique.")
+    return cleaned
+
+
+def _validated_policy_fields(values: dict[str, Any], current: RedactionPolicy) -> dict[str, Any]:
+    unknown = set(values) - set(POLICY_FIELDS)
+    if unknown:
+        raise MemdeskError("invalid_policy", f"Unknown policy fields: {sorted(unknown)}.")
+    cleaned: dict[str, Any] = {}
+    for name, value in values.items():
+        field = POLICY_FIELDS[name]
+        if name in ("score_threshold", "review_min_score", "review_max_score"):
+            cleaned[name] = _score(value, field)
+        elif name in (
+            "redact_at_ingest",
+            "redact_before_observation",
+            "reflection_waits_for_review",
+            "keep_originals",
+        ):
+            if not isinstance(value, bool):
+                raise invalid_policy(field, f"must be true or false; got {value!r}.")
+            cleaned[name] = value
+        elif name == "default_operator":
+            if value not in redaction.OPERATORS:
+                raise invalid_policy(field, f"must be one of {', '.join(redaction.OPERATORS)}.")
+            cleaned[name] = value
+        elif name == "operators":
+            if not isinstance(value, dict):
+                raise invalid_policy(field, "must be an object: entity type -> operator.")
+            for entity, operator in value.items():
+                _entity_name(entity, field)
+                if operator not in redaction.OPERATORS:
+                    raise invalid_policy(
+                        f"{field}.{entity}", f"must be one of {', '.join(redaction.OPERATORS)}."
+                    )
+            cleaned[name] = dict(value)
+        elif name == "custom_recognizers":
+            cleaned[name] = _custom_recognizers(value)
+        elif name == "entities":
+            if not isinstance(value, list):
+                raise invalid_policy(field, "must be a list of entity types.")
+            cleaned[name] = list(dict.fromkeys(_entity_name(v, field) for v in value))
+        else:  # allow_list, deny_list
+            cleaned[name] = _string_list(
+                value, field, limit=POLICY_LIST_LIMIT, max_chars=POLICY_VALUE_MAX_CHARS
+            )
+    custom = {c["entity"] for c in cleaned.get("custom_recognizers", current.custom_recognizers)}
+    known = redaction.SUPPORTED_ENTITIES | custom | {redaction.DENY_LIST_ENTITY}
+    for entity in cleaned.get("entities", []):
+        if entity not in known:
+            raise invalid_policy(
+                "entities",
+                f"{entity} is not a type this engine detects; add a custom recognizer for "
+                f"it, or use one of {', '.join(sorted(redaction.SUPPORTED_ENTITIES))}.",
+            )
+    review_min = cleaned.get("review_min_score", current.review_min_score)
+    review_max = cleaned.get("review_max_score", current.review_max_score)
+    if review_min > review_max:
+        raise invalid_policy("reviewMinScore", "must not be above reviewMaxScore.")
+    return cleaned
+
+
+def redaction_policy_update(
+    *, workspace_id: object, actor: Actor, values: dict[str, Any], replace: bool = False
+) -> RedactionPolicy:
+    """Change the workspace's policy (``values`` keyed by model field name). With
+    ``replace`` every field not given returns to its default (PUT); otherwise only the
+    given fields change (PATCH). Bumps the version and audits before and after; a change
+    that changes nothing is neither."""
+    with transaction.atomic():
+        # Inside the transaction: a refused change must not leave a policy (and its
+        # creation event) that nobody saved.
+        redaction_policy_get_or_create(workspace_id=workspace_id)
+        policy = RedactionPolicy.objects.select_for_update().get(workspace_id=workspace_id)
+        cleaned = _validated_policy_fields(values, policy if not replace else RedactionPolicy())
+        before = redaction_policy_snapshot(policy)
+        if replace:
+            defaults = RedactionPolicy()
+            for name in POLICY_FIELDS:
+                setattr(policy, name, getattr(defaults, name))
+        for name, value in cleaned.items():
+            setattr(policy, name, value)
+        after = redaction_policy_snapshot(policy)
+        after["version"] = before["version"]
+        if after == before:
+            return policy
+        policy.version += 1
+        policy.updated_at = timezone.now()
+        policy.save()
+        audit_record(
+            workspace_id=workspace_id,
+            actor=actor,
+            action="redaction_policy.update",
+            target_type="redaction_policy",
+            target_id=str(policy.pk),
+            before=before,
+            after=redaction_policy_snapshot(policy),
+        )
+    return policy
