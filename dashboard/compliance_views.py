@@ -34,6 +34,8 @@ from dashboard.forms import add_service_error
 from dashboard.models import Capability
 from governance import gates, redaction_policy, retention, review
 from governance.audit_api import audit_event_to_wire
+from governance.erasure import erasure_request_create
+from governance.holds import legal_hold_place, legal_hold_release
 from governance.models import (
     AuditEvent,
     ErasureRequest,
@@ -400,7 +402,7 @@ def hold_place(request: HttpRequest) -> HttpResponse:
                 form.add_error("conversation", "No conversation with this id in this workspace.")
         if form.is_valid():
             try:
-                hold = retention.legal_hold_place(
+                hold = legal_hold_place(
                     workspace=access.workspace,
                     actor=access.actor(request),
                     reason=form.cleaned_data["reason"],
@@ -427,7 +429,7 @@ def hold_release(request: HttpRequest, hold_id: int) -> HttpResponse:
         raise Http404("No such legal hold in this workspace.") from None
     error = ""
     try:
-        hold = retention.legal_hold_release(
+        hold = legal_hold_release(
             hold=hold, actor=access.actor(request), reason=_reason(request)
         )
     except MemdeskError as refused:
@@ -612,7 +614,7 @@ def erasure_create(request: HttpRequest) -> HttpResponse:
     form = ErasureRequestForm(request.POST)
     if form.is_valid():
         try:
-            erasure = retention.erasure_request_create(
+            erasure = erasure_request_create(
                 workspace=access.workspace,
                 actor=access.actor(request),
                 end_user_id=form.cleaned_data["end_user"],

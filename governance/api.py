@@ -28,7 +28,8 @@ from core.api import (
 from core.auth import AdminKeyRequired
 from core.errors import MemdeskError, error_body
 from core.paging import parse_limit, parse_uuid
-from governance import redaction, redaction_policy, retention, review, selectors
+from governance import holds, redaction, redaction_policy, retention, review, selectors
+from governance.erasure import erasure_request_create
 from governance.models import (
     ErasureRequest,
     LegalHold,
@@ -511,7 +512,7 @@ class LegalHoldListCreateApi(AdminApiView):
             conversation = conversation_get(
                 workspace=self.workspace, conversation_id=data["conversationId"]
             )
-        hold = retention.legal_hold_place(
+        hold = holds.legal_hold_place(
             workspace=self.workspace,
             actor=self.actor(),
             reason=data.get("reason") or "",
@@ -539,7 +540,7 @@ class LegalHoldReleaseApi(AdminApiView):
     def post(self, request: Request, hold_id: str) -> Response:
         hold = selectors.legal_hold_get(workspace=self.workspace, hold_id=hold_id)
         data = validated(ReasonIn, request.data or {})
-        hold = retention.legal_hold_release(
+        hold = holds.legal_hold_release(
             hold=hold, actor=self.actor(), reason=data.get("reason") or ""
         )
         return Response(legal_hold_to_wire(hold))
@@ -619,7 +620,7 @@ class ErasureRequestListCreateApi(AdminApiView):
     )
     def post(self, request: Request) -> Response:
         data = validated(ErasureRequestIn, request.data)
-        erasure = retention.erasure_request_create(
+        erasure = erasure_request_create(
             workspace=self.workspace,
             actor=self.actor(),
             end_user_id=data["userId"],

@@ -26,8 +26,7 @@ from governance.gates import (
     redaction_at_ingest,
     redaction_at_ingest_record,
 )
-from governance.retention import legal_holds_released_delete
-from governance.selectors import active_hold_for_conversation, legal_hold_refusal
+from governance.holds import LegalHoldError, conversation_delete_check
 from memory.models import (
     ApiKey,
     Conversation,
@@ -138,10 +137,10 @@ def conversation_delete(*, conversation: Conversation, actor: Actor, reason: str
         # Locked first: placing a legal hold takes the same lock, so the check below
         # cannot miss a hold placed at the same moment. A hold overrides everything.
         Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
-        hold = active_hold_for_conversation(conversation=conversation)
-        if hold is not None:
-            raise MemdeskError("legal_hold", legal_hold_refusal(hold), status_code=409)
-        legal_holds_released_delete(conversation=conversation)
+        try:
+            conversation_delete_check(conversation=conversation)
+        except LegalHoldError as held:
+            raise MemdeskError("legal_hold", str(held), status_code=409) from None
         counts = {
             "messages": conversation.messages.count(),
             "observations": conversation.observations.count(),
