@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,7 +32,6 @@ from dashboard.access import Access, access_for
 from dashboard.forms import add_service_error
 from dashboard.models import Capability
 from governance import gates, redaction_policy, retention, review
-from governance.audit_api import audit_event_to_wire
 from governance.erasure import erasure_request_create
 from governance.holds import legal_hold_place, legal_hold_release
 from governance.models import (
@@ -46,6 +44,7 @@ from governance.models import (
 from governance.selectors import (
     audit_chain_verify,
     audit_event_list,
+    audit_export_lines,
     erasure_request_get,
     erasure_request_list,
     legal_hold_get,
@@ -180,24 +179,14 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     return _page(request, template, access, context)
 
 
-def _jsonl(events: Iterator[AuditEvent]) -> Iterator[str]:
-    for event in events:
-        yield json.dumps(audit_event_to_wire(event), cls=DjangoJSONEncoder) + "\n"
-
-
 @require_GET
 @login_required
 def audit_log_export(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered log as JSON Lines, oldest first, streamed."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    # governance has no selector for the whole filtered log in chain order (the API
-    # export view queries the model itself); this mirrors it.
-    events = (
-        AuditEvent.objects.filter(workspace=access.workspace, **_audit_filters(request))
-        .order_by("sequence")
-        .iterator(chunk_size=1000)
-    )
-    response = StreamingHttpResponse(_jsonl(events), content_type="application/x-ndjson")
+    response = StreamingHttpResponse(
+        audit_export_lines(workspace=access.workspace, filters=_audit_filters(request)),
+        content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="audit-{access.workspace.pk}.jsonl"'
     response["Cache-Control"] = "private, no-store"
     return response

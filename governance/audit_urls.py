@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from governance import audit_api
+from governance.api import audit as audit_api
 
 urlpatterns = [
     path("events", audit_api.AuditEventListApi.as_view()),

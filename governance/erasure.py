@@ -41,6 +41,7 @@ from memory.models import (
 
 logger = logging.getLogger(__name__)
 
+
 def _erasure_snapshot(request: ErasureRequest) -> dict[str, Any]:
     return {"endUserId": request.end_user_id, "status": request.status, "counts": request.counts}
 

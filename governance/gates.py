@@ -46,7 +46,6 @@ class RedactionConflict(Exception):
     """A target's text changed between analysis and storage (a person edited it)."""
 
 
-
 def finding_summary(findings: Sequence[redaction.Finding]) -> dict[str, Any]:
     by_type: dict[str, int] = defaultdict(int)
     for finding in findings:

@@ -70,6 +70,27 @@ class AuditEvent(models.Model):
     def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
         raise PermissionError("Audit events are append-only: they cannot be deleted.")
 
+    def as_dict(self) -> dict[str, object]:
+        """The event as the API lists and both JSON Lines exports write it."""
+        return {
+            "id": self.pk,
+            "sequence": self.sequence,
+            "actorType": self.actor_type,
+            "actorId": self.actor_id,
+            "actorRole": self.actor_role,
+            "action": self.action,
+            "targetType": self.target_type,
+            "targetId": self.target_id,
+            "before": self.before,
+            "after": self.after,
+            "reason": self.reason,
+            "requestId": self.request_id,
+            "ipAddress": self.ip_address,
+            "createdAt": self.created_at.isoformat(),
+            "prevHash": self.prev_hash,
+            "hash": self.hash,
+        }
+
 
 class AuditChainHead(models.Model):
     """The last event of each workspace's chain. Appending locks this row, so two

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import TypeVar
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Q, QuerySet
 
 from core.errors import MemdeskError
@@ -93,6 +96,18 @@ def audit_event_list(
     events = AuditEvent.objects.filter(workspace=workspace, **filters)
     page = keyset_page(events, keys=("sequence",), limit=limit, cursor=cursor)
     return page.items, page.next_cursor
+
+
+def audit_export_lines(*, workspace: object, filters: dict[str, object]) -> Iterator[str]:
+    """The workspace's events matching ``filters`` (model lookups) as JSON Lines, in
+    chain order, streamed from the database in chunks."""
+    events = (
+        AuditEvent.objects.filter(workspace=workspace, **filters)
+        .order_by("sequence")
+        .iterator(chunk_size=1000)
+    )
+    for event in events:
+        yield json.dumps(event.as_dict(), cls=DjangoJSONEncoder) + "\n"
 
 
 # --- retention, legal holds, erasure ----------------------------------------------------------

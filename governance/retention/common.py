@@ -62,7 +62,6 @@ TIERS = (
 )
 
 
-
 def zero_counts() -> dict[str, int]:
     return {tier.kind: 0 for tier in TIERS}
 

@@ -44,7 +44,6 @@ def among(model: type[Model], field_name: str, ids: list[Any]) -> Any:
     return RawSQL(f"{column} = ANY(%s::uuid[])", (uuid_array(ids),), output_field=BooleanField())
 
 
-
 def scan_heap_order(
     plan: RetentionPlan, tier: Tier, holds: tuple[set[str], set[str]], batch_size: int
 ) -> Iterator[list[Candidate]]:

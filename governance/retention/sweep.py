@@ -51,6 +51,7 @@ from memory.models import (
 
 logger = logging.getLogger(__name__)
 
+
 class _SweepStopped(Exception):
     """The sweep's row left RUNNING (marked failed as abandoned): stop deleting."""
 
@@ -73,8 +74,6 @@ class _Batch:
     lines: list[str]  # "<kind>:<id>" of every deleted row, sorted
     by_policy: Counter[str]
     related: dict[str, int]
-
-
 
 
 def _scan(
@@ -114,8 +113,6 @@ def _scan_id_order(
         yield [(str(row[0]), str(row[1]), row[2] if stamp else None, None) for row in found]
         if len(found) < batch_size:
             return
-
-
 
 
 def _lock_conversations(conversation_ids: list[str]) -> list[tuple[str, str, Any]]:
