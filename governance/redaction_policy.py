@@ -3,13 +3,13 @@ validated, updated, and recorded in the audit trail without the list values."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
@@ -20,6 +20,7 @@ from governance.models import (
 )
 
 POLICY_LIST_LIMIT = 1000
+LIST_DIGEST_SALT = "memdesk.governance.redaction_policy.list_digest"
 POLICY_VALUE_MAX_CHARS = 200
 CUSTOM_RECOGNIZERS_LIMIT = 50
 CUSTOM_PATTERN_MAX_CHARS = 500
@@ -45,9 +46,14 @@ POLICY_FIELDS = {
 def _list_digests(values: Sequence[str], *, workspace_id: object) -> list[str]:
     # Audit events are append-only: an erasure request could never remove a value written
     # into one. Allow and deny lists hold (candidate) personal data, so the trail records
-    # keyed digests, enough to tell which entries changed, never the entries.
-    key = f"{workspace_id}|policy-list".encode()
-    return sorted(hashlib.sha256(key + v.encode()).hexdigest()[:16] for v in values)
+    # keyed digests, enough to tell which entries changed, never the entries. The key is
+    # SECRET_KEY: the workspace id is public, and a short value (a name, a phone number)
+    # digested without a secret could be found by trying candidates.
+    digests = (
+        salted_hmac(LIST_DIGEST_SALT, f"{workspace_id}|{value}", algorithm="sha256")
+        for value in values
+    )
+    return sorted(digest.hexdigest()[:16] for digest in digests)
 
 
 def redaction_policy_snapshot(policy: RedactionPolicy) -> dict[str, Any]:

@@ -316,9 +316,3 @@ def redaction_finding_get(*, workspace_id: object, finding_id: object) -> Redact
             "not_found", "No redaction finding with this id in this workspace.", status_code=404
         )
     return finding
-
-
-def redaction_pending_review_count(*, conversation_id: object) -> int:
-    return RedactionFinding.objects.filter(
-        conversation_id=conversation_id, status=RedactionFinding.Status.PENDING_REVIEW
-    ).count()
