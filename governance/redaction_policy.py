@@ -3,7 +3,6 @@ validated, updated, and recorded in the audit trail without the list values."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,9 +21,6 @@ from governance.models import (
 POLICY_LIST_LIMIT = 1000
 LIST_DIGEST_SALT = "memdesk.governance.redaction_policy.list_digest"
 POLICY_VALUE_MAX_CHARS = 200
-CUSTOM_RECOGNIZERS_LIMIT = 50
-CUSTOM_PATTERN_MAX_CHARS = 500
-CONTEXT_WORDS_LIMIT = 20
 # The policy's fields and their names on the wire (and in validation errors).
 POLICY_FIELDS = {
     "entities": "entities",
@@ -98,118 +94,48 @@ def invalid_policy(field: str, message: str) -> MemdeskError:
     return MemdeskError("invalid_policy", f"{field}: {message}", field=field)
 
 
-def _string_list(value: Any, field: str, *, limit: int, max_chars: int) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise invalid_policy(field, "must be a list of strings.")
-    if len(value) > limit:
-        raise invalid_policy(field, f"at most {limit} entries; got {len(value)}.")
-    cleaned = [v.strip() for v in value]
-    if any(not v or len(v) > max_chars for v in cleaned):
-        raise invalid_policy(field, f"each entry must be 1 to {max_chars} characters.")
+def _string_list(values: list[str], field: str) -> list[str]:
+    cleaned = [v.strip() for v in values]
+    if len(cleaned) > POLICY_LIST_LIMIT:
+        raise invalid_policy(field, f"at most {POLICY_LIST_LIMIT} entries; got {len(cleaned)}.")
+    if any(not v or len(v) > POLICY_VALUE_MAX_CHARS for v in cleaned):
+        raise invalid_policy(field, f"each entry must be 1 to {POLICY_VALUE_MAX_CHARS} characters.")
     return list(dict.fromkeys(cleaned))
 
 
-def _score(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise invalid_policy(field, f"must be a number from 0 to 1; got {value!r}.")
-    return float(value)
-
-
-def _entity_name(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not redaction.ENTITY_NAME.match(value):
+def _entity_name(value: str, field: str) -> str:
+    if not redaction.ENTITY_NAME.match(value):
         raise invalid_policy(
             field, f"entity types are UPPER_CASE names such as EMAIL_ADDRESS; got {value!r}."
         )
     return value
 
 
-def _custom_recognizers(value: Any) -> list[dict[str, Any]]:
-    field = "customRecognizers"
-    if not isinstance(value, list) or len(value) > CUSTOM_RECOGNIZERS_LIMIT:
-        raise invalid_policy(
-            field, f"must be a list of at most {CUSTOM_RECOGNIZERS_LIMIT} objects."
-        )
-    cleaned: list[dict[str, Any]] = []
-    for index, item in enumerate(value):
-        at = f"{field}[{index}]"
-        if not isinstance(item, dict):
-            raise invalid_policy(
-                at, "must be an object with name, entity, pattern, score, context."
-            )
-        unknown = set(item) - {"name", "entity", "pattern", "score", "context"}
-        if unknown:
-            raise invalid_policy(at, f"unknown keys {sorted(unknown)}.")
-        name = item.get("name")
-        if not isinstance(name, str) or not re.fullmatch(r"[\w.-]{1,50}", name):
-            raise invalid_policy(f"{at}.name", "1 to 50 letters, digits, '_', '.', '-'.")
-        pattern = item.get("pattern")
-        if not isinstance(pattern, str) or not 0 < len(pattern) <= CUSTOM_PATTERN_MAX_CHARS:
-            raise invalid_policy(
-                f"{at}.pattern",
-                f"a regular expression of 1 to {CUSTOM_PATTERN_MAX_CHARS} characters.",
-            )
-        problem = redaction.validate_pattern(pattern)
-        if problem:
-            raise invalid_policy(f"{at}.pattern", f"does not compile ({problem}).")
-        context = _string_list(
-            item.get("context", []), f"{at}.context", limit=CONTEXT_WORDS_LIMIT, max_chars=50
-        )
-        cleaned.append(
-            {
-                "name": name,
-                "entity": _entity_name(item.get("entity"), f"{at}.entity"),
-                "pattern": pattern,
-                "score": _score(item.get("score", 0.5), f"{at}.score"),
-                "context": context,
-            }
-        )
-    if len({c["name"] for c in cleaned}) != len(cleaned):
-        raise invalid_policy(field, "names must be unique.")
-    return cleaned
-
-
 def _validated_policy_fields(values: dict[str, Any], current: RedactionPolicy) -> dict[str, Any]:
+    """The rules between fields and against the engine, which every caller needs. The
+    types and ranges of single values are the caller's to check (the API's serializer,
+    the dashboard's form), as are custom recognizers, which only the API sets."""
     unknown = set(values) - set(POLICY_FIELDS)
     if unknown:
         raise MemdeskError("invalid_policy", f"Unknown policy fields: {sorted(unknown)}.")
-    cleaned: dict[str, Any] = {}
-    for name, value in values.items():
-        field = POLICY_FIELDS[name]
-        if name in ("score_threshold", "review_min_score", "review_max_score"):
-            cleaned[name] = _score(value, field)
-        elif name in (
-            "redact_at_ingest",
-            "redact_before_observation",
-            "reflection_waits_for_review",
-            "keep_originals",
-        ):
-            if not isinstance(value, bool):
-                raise invalid_policy(field, f"must be true or false; got {value!r}.")
-            cleaned[name] = value
-        elif name == "default_operator":
-            if value not in redaction.OPERATORS:
-                raise invalid_policy(field, f"must be one of {', '.join(redaction.OPERATORS)}.")
-            cleaned[name] = value
-        elif name == "operators":
-            if not isinstance(value, dict):
-                raise invalid_policy(field, "must be an object: entity type -> operator.")
-            for entity, operator in value.items():
-                _entity_name(entity, field)
-                if operator not in redaction.OPERATORS:
-                    raise invalid_policy(
-                        f"{field}.{entity}", f"must be one of {', '.join(redaction.OPERATORS)}."
-                    )
-            cleaned[name] = dict(value)
-        elif name == "custom_recognizers":
-            cleaned[name] = _custom_recognizers(value)
-        elif name == "entities":
-            if not isinstance(value, list):
-                raise invalid_policy(field, "must be a list of entity types.")
-            cleaned[name] = list(dict.fromkeys(_entity_name(v, field) for v in value))
-        else:  # allow_list, deny_list
-            cleaned[name] = _string_list(
-                value, field, limit=POLICY_LIST_LIMIT, max_chars=POLICY_VALUE_MAX_CHARS
-            )
+    cleaned = dict(values)
+    if "entities" in values:
+        field = POLICY_FIELDS["entities"]
+        cleaned["entities"] = list(
+            dict.fromkeys(_entity_name(v, field) for v in values["entities"])
+        )
+    if "operators" in values:
+        field = POLICY_FIELDS["operators"]
+        for entity, operator in values["operators"].items():
+            _entity_name(entity, field)
+            if operator not in redaction.OPERATORS:
+                raise invalid_policy(
+                    f"{field}.{entity}", f"must be one of {', '.join(redaction.OPERATORS)}."
+                )
+        cleaned["operators"] = dict(values["operators"])
+    for name in ("allow_list", "deny_list"):
+        if name in values:
+            cleaned[name] = _string_list(values[name], POLICY_FIELDS[name])
     custom = {c["entity"] for c in cleaned.get("custom_recognizers", current.custom_recognizers)}
     known = redaction.SUPPORTED_ENTITIES | custom | {redaction.DENY_LIST_ENTITY}
     for entity in cleaned.get("entities", []):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -21,7 +23,7 @@ from core.api import (
 from core.auth import AdminKeyRequired
 from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
-from governance import redaction_policy, review, selectors
+from governance import redaction, redaction_policy, review, selectors
 from governance.api.api_schema import (
     FindingOut,
     FindingPageOut,
@@ -42,22 +44,82 @@ REDACTION_CONFLICT = {
 }
 
 
+CUSTOM_RECOGNIZERS_LIMIT = 50
+CUSTOM_PATTERN_MAX_CHARS = 500
+CONTEXT_WORDS_LIMIT = 20
+CONTEXT_WORD_MAX_CHARS = 50
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: DRF's BooleanField also takes "yes", "on", 1."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+def _compiles(pattern: str) -> None:
+    problem = redaction.validate_pattern(pattern)
+    if problem:
+        raise serializers.ValidationError(f"does not compile ({problem}).")
+
+
+class CustomRecognizerIn(serializers.Serializer):
+    name = serializers.RegexField(
+        r"^[\w.-]{1,50}$", error_messages={"invalid": "1 to 50 letters, digits, '_', '.', '-'."}
+    )
+    entity = serializers.RegexField(
+        redaction.ENTITY_NAME,
+        error_messages={"invalid": "an UPPER_CASE entity type such as ORDER_ID."},
+    )
+    pattern = serializers.CharField(
+        max_length=CUSTOM_PATTERN_MAX_CHARS, trim_whitespace=False, validators=[_compiles]
+    )
+    score = serializers.FloatField(min_value=0, max_value=1, default=0.5)
+    context = serializers.ListField(
+        child=serializers.CharField(max_length=CONTEXT_WORD_MAX_CHARS),
+        max_length=CONTEXT_WORDS_LIMIT,
+        default=list,
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = set(data) - set(self.fields)
+            if unknown:
+                raise serializers.ValidationError(f"unknown keys {sorted(unknown)}.")
+        return super().to_internal_value(data)
+
+
 class RedactionPolicyIn(serializers.Serializer):
-    # Types are checked by the service (redaction_policy_update), which the dashboard
-    # calls too; here only the names.
-    entities = serializers.JSONField(required=False)
-    scoreThreshold = serializers.JSONField(required=False)
-    operators = serializers.JSONField(required=False)
-    defaultOperator = serializers.JSONField(required=False)
-    allowList = serializers.JSONField(required=False)
-    denyList = serializers.JSONField(required=False)
-    customRecognizers = serializers.JSONField(required=False)
-    reviewMinScore = serializers.JSONField(required=False)
-    reviewMaxScore = serializers.JSONField(required=False)
-    redactAtIngest = serializers.JSONField(required=False)
-    redactBeforeObservation = serializers.JSONField(required=False)
-    reflectionWaitsForReview = serializers.JSONField(required=False)
-    keepOriginals = serializers.JSONField(required=False)
+    # Types and ranges are checked here; the rules the dashboard's form needs as well
+    # (entity names, list entries, the review band) by redaction_policy_update.
+    entities = serializers.ListField(child=serializers.CharField(), required=False)
+    scoreThreshold = serializers.FloatField(min_value=0, max_value=1, required=False)
+    operators = serializers.DictField(
+        child=serializers.ChoiceField(choices=redaction.OPERATORS), required=False
+    )
+    defaultOperator = serializers.ChoiceField(choices=redaction.OPERATORS, required=False)
+    allowList = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+    )
+    denyList = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+    )
+    customRecognizers = serializers.ListField(
+        child=CustomRecognizerIn(), max_length=CUSTOM_RECOGNIZERS_LIMIT, required=False
+    )
+    reviewMinScore = serializers.FloatField(min_value=0, max_value=1, required=False)
+    reviewMaxScore = serializers.FloatField(min_value=0, max_value=1, required=False)
+    redactAtIngest = StrictBooleanField(required=False)
+    redactBeforeObservation = StrictBooleanField(required=False)
+    reflectionWaitsForReview = StrictBooleanField(required=False)
+    keepOriginals = StrictBooleanField(required=False)
+
+    def validate_customRecognizers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len({c["name"] for c in value}) != len(value):
+            raise serializers.ValidationError("names must be unique.")
+        return [dict(c) for c in value]
 
 
 class PreviewIn(serializers.Serializer):

@@ -439,3 +439,37 @@ def test_list_digests_in_the_trail_are_keyed_with_the_secret_key(admin):
     assert snapshot["allowList"]["digests"] == [digest]
     with override_settings(SECRET_KEY="another secret key, as long as it needs to be"):
         assert redaction_policy_snapshot(policy)["allowList"]["digests"] != [digest]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"customRecognizers": [{"name": "x", "entity": "X_ID", "pattern": "x", "y": 1}]}, ""),
+        (
+            {
+                "customRecognizers": [
+                    {"name": "x", "entity": "X_ID", "pattern": "x"},
+                    {"name": "x", "entity": "Y_ID", "pattern": "y"},
+                ]
+            },
+            "customRecognizers",
+        ),
+        (
+            {
+                "customRecognizers": [
+                    {"name": "x", "entity": "X_ID", "pattern": "x"},
+                    {"name": "y", "entity": "Y_ID", "pattern": "y", "score": 2},
+                ]
+            },
+            "customRecognizers[1].score",
+        ),
+        ({"keepOriginals": 1}, "keepOriginals"),
+        ({"allowList": ["x" * 201]}, "allowList"),
+    ],
+)
+def test_a_bad_custom_recognizer_or_list_is_refused_with_the_field(admin, body, field):
+    response = admin.patch("/v1/redaction/policy", body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["field"] == (field or "customRecognizers[0]")
+    assert not RedactionPolicy.objects.filter(version__gt=1).exists()
