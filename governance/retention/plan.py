@@ -167,7 +167,7 @@ def count_due(plan: RetentionPlan, holds: tuple[set[str], set[str]]) -> DueCount
     return due
 
 
-# --- dry run and sweep ------------------------------------------------------------------------
+# --- the dry run and the sweep request ---------------------------------------------------------
 
 
 def check_policy_workspace(workspace: Workspace, policy: RetentionPolicy | None) -> None:
