@@ -1,6 +1,6 @@
-"""The PostgreSQL statements of the sweep. Each one replaced an ORM query that a
-measurement (bench/retention.py, docs/benchmarks.md) showed to be the bottleneck; off
-PostgreSQL the callers use the ORM."""
+"""The SQL of the sweep written by hand: PostgreSQL statements that replaced ORM queries
+a measurement (bench/retention.py, docs/benchmarks.md) showed to be the bottleneck (off
+PostgreSQL the callers use the ORM), and the temporary table of deleted rows."""
 
 from __future__ import annotations
 
