@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,10 +26,9 @@ from core.errors import MemdeskError
 from dashboard.access import access_for
 from dashboard.models import Capability
 from dashboard.rendering import is_partial, render_page
-from governance import services as governance_services
-from governance.audit_api import audit_event_to_wire
-from governance.models import AuditEvent
-from governance.selectors import audit_chain_verify, audit_event_list
+from governance.models import REDACTION_TARGETS, AuditEvent
+from governance.review import restricted_original_read
+from governance.selectors import audit_chain_verify, audit_event_list, audit_export_lines
 
 AUDIT_EVENTS_PER_PAGE = 50
 FILTER_MAX_LENGTH = 100
@@ -77,7 +75,7 @@ def _diff_lines(event: AuditEvent) -> list[tuple[str, str]]:
 def _reveal_url(event: AuditEvent) -> str:
     """Where to reveal the original of the message, observation or reflection an event
     is about; empty for other targets."""
-    if event.target_type not in governance_services.REDACTION_TARGETS:
+    if event.target_type not in REDACTION_TARGETS:
         return ""
     try:
         target_id = uuid.UUID(event.target_id)
@@ -131,24 +129,15 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     return render_page(request, template, access, context)
 
 
-def _jsonl(events: Iterator[AuditEvent]) -> Iterator[str]:
-    for event in events:
-        yield json.dumps(audit_event_to_wire(event), cls=DjangoJSONEncoder) + "\n"
-
-
 @require_GET
 @login_required
 def audit_log_export(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered log as JSON Lines, oldest first, streamed."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    # governance has no selector for the whole filtered log in chain order (the API
-    # export view queries the model itself); this mirrors it.
-    events = (
-        AuditEvent.objects.filter(workspace=access.workspace, **_audit_filters(request))
-        .order_by("sequence")
-        .iterator(chunk_size=1000)
+    response = StreamingHttpResponse(
+        audit_export_lines(workspace=access.workspace, filters=_audit_filters(request)),
+        content_type="application/x-ndjson",
     )
-    response = StreamingHttpResponse(_jsonl(events), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="audit-{access.workspace.pk}.jsonl"'
     response["Cache-Control"] = "private, no-store"
     return response
@@ -158,7 +147,7 @@ def audit_log_export(request: HttpRequest) -> StreamingHttpResponse:
 
 
 def _original_target(target_type: str) -> str:
-    if target_type not in governance_services.REDACTION_TARGETS:
+    if target_type not in REDACTION_TARGETS:
         raise Http404("No such kind of object.")
     return target_type
 
@@ -177,7 +166,7 @@ def original_reveal(request: HttpRequest, target_type: str, target_id: uuid.UUID
     template = "dashboard/compliance/original.html"
     if request.method == "POST":
         try:
-            context["original"] = governance_services.restricted_original_read(
+            context["original"] = restricted_original_read(
                 workspace=access.workspace,
                 target_type=target_type,
                 target_id=target_id,

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
-from governance import services as governance_services
 from governance.models import RedactionPolicy
+from governance.redaction_policy import POLICY_FIELDS
 from memory.models import ApiKey, Observation, Priority
 
 REASON_HELP = "Why this change? It is kept with the history and in the audit trail."
@@ -173,7 +173,7 @@ class ApiKeyCreateForm(forms.Form):
 PREVIEW_MAX_CHARS = 5000
 # The policy service names fields as the API does (``scoreThreshold``,
 # ``operators.EMAIL``); the form uses the model's names.
-WIRE_TO_FIELD = {wire: name for name, wire in governance_services.POLICY_FIELDS.items()}
+WIRE_TO_FIELD = {wire: name for name, wire in POLICY_FIELDS.items()}
 
 
 class HoldPlaceForm(forms.Form):
@@ -255,7 +255,7 @@ class RedactionPolicyForm(forms.Form):
 
     @classmethod
     def of(cls, policy: RedactionPolicy) -> RedactionPolicyForm:
-        initial = {name: getattr(policy, name) for name in governance_services.POLICY_FIELDS}
+        initial = {name: getattr(policy, name) for name in POLICY_FIELDS}
         initial["entities"] = ", ".join(policy.entities)
         initial["operators"] = "\n".join(f"{e}={op}" for e, op in policy.operators.items())
         initial["allow_list"] = "\n".join(policy.allow_list)

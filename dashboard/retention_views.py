@@ -25,6 +25,8 @@ from dashboard.forms import ErasureRequestForm, HoldPlaceForm, add_service_error
 from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
 from governance import retention
+from governance.erasure import erasure_request_create
+from governance.holds import legal_hold_place, legal_hold_release
 from governance.models import ErasureRequest, RetentionSweep
 from governance.selectors import (
     erasure_request_list,
@@ -79,7 +81,7 @@ def hold_place(request: HttpRequest) -> HttpResponse:
                 form.add_error("conversation", "No conversation with this id in this workspace.")
         if form.is_valid():
             try:
-                hold = retention.legal_hold_place(
+                hold = legal_hold_place(
                     workspace=access.workspace,
                     actor=access.actor(request),
                     reason=form.cleaned_data["reason"],
@@ -103,7 +105,7 @@ def hold_release(request: HttpRequest, hold_id: int) -> HttpResponse:
     hold = get_hold_for_user(access, hold_id)
     error = ""
     try:
-        hold = retention.legal_hold_release(
+        hold = legal_hold_release(
             hold=hold, actor=access.actor(request), reason=posted_reason(request)
         )
     except MemdeskError as refused:
@@ -232,7 +234,7 @@ def erasure_create(request: HttpRequest) -> HttpResponse:
     form = ErasureRequestForm(request.POST)
     if form.is_valid():
         try:
-            erasure = retention.erasure_request_create(
+            erasure = erasure_request_create(
                 workspace=access.workspace,
                 actor=access.actor(request),
                 end_user_id=form.cleaned_data["end_user"],

@@ -18,8 +18,9 @@ from dashboard.access import Access, access_for, get_finding_for_user
 from dashboard.forms import RedactionPolicyForm, RedactionPreviewForm
 from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
-from governance import services as governance_services
 from governance.models import RedactionFinding
+from governance.redaction_policy import redaction_policy_update
+from governance.review import redaction_finding_approve, redaction_finding_dismiss
 from governance.selectors import (
     redaction_finding_get,
     redaction_finding_list,
@@ -54,10 +55,10 @@ def _decide(
 ) -> RedactionFinding:
     actor = access.actor(request)
     if decision == "approve":
-        return governance_services.redaction_finding_approve(
+        return redaction_finding_approve(
             finding=finding, actor=actor, reason=reason
         )
-    return governance_services.redaction_finding_dismiss(
+    return redaction_finding_dismiss(
         finding=finding, actor=actor, reason=reason
     )
 
@@ -204,7 +205,7 @@ def redaction_policy_save(request: HttpRequest) -> HttpResponse:
         values = {name: form.cleaned_data[name] for name in form.fields}
         try:
             before = redaction_policy_or_defaults(workspace_id=access.workspace.pk).version
-            policy = governance_services.redaction_policy_update(
+            policy = redaction_policy_update(
                 workspace_id=access.workspace.pk, actor=access.actor(request), values=values
             )
         except MemdeskError as error:

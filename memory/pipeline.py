@@ -26,7 +26,11 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
-from governance.services import redaction_for_observer, redaction_gate_for_reflection
+from governance.gates import (
+    RedactionGateError,
+    redaction_for_observer,
+    redaction_gate_for_reflection,
+)
 from memory.engines.base import (
     MEMORY_BLOCK_HEADER,
     PRIORITIES,
@@ -260,6 +264,12 @@ def _release_after_error(
     )
 
 
+def _engine_error(error: RedactionGateError) -> EngineError:
+    """A gate that holds a run back fails or retries it like an engine would, with the
+    gate's message as the run's error."""
+    return EngineError(str(error), retryable=error.retryable)
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     run: PipelineRun | None
@@ -316,7 +326,10 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     output = None
     if observable:
         # Redacted when the policy says so (redaction_for_observer); as stored otherwise.
-        contents = redaction_for_observer(conversation=conversation, messages=observable)
+        try:
+            contents = redaction_for_observer(conversation=conversation, messages=observable)
+        except RedactionGateError as error:
+            raise _engine_error(error) from None
         output = engine.observe(
             [
                 SourceMessage(
@@ -397,9 +410,12 @@ def observations_for_reflection(*, conversation: Conversation) -> list[SourceObs
     """The only way the Reflector reads observations (the redaction gate sits here)."""
     observations = list(active_observations(conversation=conversation))
     # The gate stores each observation redacted and gives the Reflector that text, with
-    # findings pending review masked as well; it raises a retryable EngineError while
+    # findings pending review masked as well; it raises a retryable gate error while
     # the policy makes reflection wait for reviews.
-    texts = redaction_gate_for_reflection(conversation=conversation, observations=observations)
+    try:
+        texts = redaction_gate_for_reflection(conversation=conversation, observations=observations)
+    except RedactionGateError as error:
+        raise _engine_error(error) from None
     return [
         SourceObservation(
             id=str(o.pk),

@@ -21,13 +21,12 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.retention import legal_holds_released_delete
-from governance.selectors import active_hold_for_conversation, legal_hold_refusal
-from governance.services import (
-    audit_record,
+from governance.audit import audit_record, require_reason
+from governance.gates import (
     redaction_at_ingest,
     redaction_at_ingest_record,
 )
+from governance.holds import LegalHoldError, conversation_delete_check
 from memory.models import (
     ApiKey,
     Conversation,
@@ -43,6 +42,7 @@ from memory.pipeline import observer_schedule_if_due
 from memory.tokens import token_count, token_counts
 
 MAX_BULK_MESSAGES = 100
+REASON_REQUIRED = "A reason is required to change memory."
 
 
 # --- Workspaces and keys -------------------------------------------------------------
@@ -137,10 +137,10 @@ def conversation_delete(*, conversation: Conversation, actor: Actor, reason: str
         # Locked first: placing a legal hold takes the same lock, so the check below
         # cannot miss a hold placed at the same moment. A hold overrides everything.
         Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
-        hold = active_hold_for_conversation(conversation=conversation)
-        if hold is not None:
-            raise MemdeskError("legal_hold", legal_hold_refusal(hold), status_code=409)
-        legal_holds_released_delete(conversation=conversation)
+        try:
+            conversation_delete_check(conversation=conversation)
+        except LegalHoldError as held:
+            raise MemdeskError("legal_hold", str(held), status_code=409) from None
         counts = {
             "messages": conversation.messages.count(),
             "observations": conversation.observations.count(),
@@ -366,15 +366,6 @@ def _keep_version(observation: Observation, *, change: str, reason: str, actor: 
     )
 
 
-def _require_reason(reason: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise MemdeskError(
-            "reason_required", "A reason is required to change memory.", field="reason"
-        )
-    return reason
-
-
 def _validate_priority(priority: str) -> None:
     if priority not in Priority.values:
         raise MemdeskError(
@@ -461,7 +452,7 @@ def observation_update(
     tags: list[str] | None = None,
 ) -> Observation:
     """Edit an observation, keeping the previous version and the reason for the change."""
-    reason = _require_reason(reason)
+    reason = require_reason(reason, message=REASON_REQUIRED)
     if text is not None and not text.strip():
         raise MemdeskError("empty_text", "text must not be empty.", field="text")
     if priority is not None:
@@ -506,7 +497,7 @@ def observation_update(
 
 
 def observation_delete(*, observation: Observation, actor: Actor, reason: str) -> None:
-    reason = _require_reason(reason)
+    reason = require_reason(reason, message=REASON_REQUIRED)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
         _keep_version(locked, change="delete", reason=reason, actor=actor)
@@ -529,7 +520,7 @@ def observation_revert(
 ) -> Observation:
     """Restore an earlier version's text, priority, event date and tags. The revert is
     itself an edit: it keeps the version it replaces and is audited as a revert."""
-    reason = _require_reason(reason)
+    reason = require_reason(reason, message=REASON_REQUIRED)
     target = ObservationVersion.objects.filter(
         observation_id=observation.pk, version=version
     ).first()

@@ -11,14 +11,14 @@ import pytest
 
 from core.actors import SYSTEM_ACTOR
 from core.errors import MemdeskError
+from governance.audit import audit_record
+from governance.holds import legal_hold_place
 from governance.models import AuditEvent, LegalHold, RedactionFinding, RetentionSweep
 from governance.retention import (
-    legal_hold_place,
     retention_dry_run,
     retention_policy_create,
     retention_sweep,
 )
-from governance.services import audit_record
 from memory import pipeline
 from memory.models import Conversation, Message, Observation
 from memory.services import (

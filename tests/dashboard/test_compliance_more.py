@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from core.actors import SYSTEM_ACTOR
+from governance.erasure import erasure_execute, erasure_request_create
+from governance.holds import legal_hold_place
 from governance.models import AuditEvent, ErasureRequest, RedactionPolicy
-from governance.retention import erasure_execute, erasure_request_create, legal_hold_place
 from memory.models import Conversation, Message
 from memory.services import conversation_create
 from tests.dashboard.conftest import chat

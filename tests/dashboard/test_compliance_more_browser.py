@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from core.actors import SYSTEM_ACTOR
+from governance.holds import legal_hold_place
 from governance.models import AuditEvent, ErasureRequest, RetentionSweep
-from governance.retention import legal_hold_place, retention_policy_create, retention_sweep
+from governance.retention import retention_policy_create, retention_sweep
 from memory.models import Message, Observation
 from memory.services import conversation_create
 from tests.dashboard import test_browser

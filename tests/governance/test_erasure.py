@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from governance.erasure import erasure_execute, erasure_request_create
+from governance.holds import legal_hold_place, legal_hold_release
 from governance.models import (
     ErasureRequest,
     LegalHold,
     RedactionFinding,
     RestrictedOriginal,
-)
-from governance.retention import (
-    erasure_execute,
-    erasure_request_create,
-    legal_hold_place,
-    legal_hold_release,
 )
 from governance.tasks import erasure_task
 from memory.models import (
@@ -200,7 +196,7 @@ def test_a_hold_placed_before_the_worker_runs_stops_it(workspace):
 
 
 def test_a_failed_attempt_is_given_back_for_a_retry(workspace, monkeypatch):
-    from governance import retention
+    from governance import erasure as retention
 
     conversation_with_tiers(workspace, user_id="fay")
     request = erasure_request_create(
@@ -224,7 +220,7 @@ def test_a_failed_attempt_is_given_back_for_a_retry(workspace, monkeypatch):
 
 
 def test_a_last_failed_attempt_is_recorded_as_failed(workspace, monkeypatch):
-    from governance import retention
+    from governance import erasure as retention
 
     conversation_with_tiers(workspace, user_id="gus")
     request = erasure_request_create(

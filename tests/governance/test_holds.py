@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core.errors import MemdeskError
+from governance.holds import legal_hold_place, legal_hold_release
 from governance.models import LegalHold
-from governance.retention import legal_hold_place, legal_hold_release
 from governance.selectors import active_hold_for_conversation
 from memory.models import Conversation, Message
 from memory.services import conversation_delete

@@ -3,9 +3,13 @@ the review queue, and restricted originals (admin keys, every read audited)."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
+from django.test import override_settings
 
 from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, RestrictedOriginal
+from governance.redaction_policy import redaction_policy_snapshot
 from memory import pipeline
 from memory.models import Conversation, Message
 from memory.services import conversation_create
@@ -419,3 +423,53 @@ def test_a_refused_change_leaves_no_policy_and_no_event_behind(admin, workspace)
     assert response.status_code == 400
     assert not RedactionPolicy.objects.filter(workspace=workspace).exists()
     assert not AuditEvent.objects.filter(action__startswith="redaction_policy.").exists()
+
+
+def test_list_digests_in_the_trail_are_keyed_with_the_secret_key(admin):
+    admin.patch("/v1/redaction/policy", {"allowList": ["Ann"]}, format="json")
+    event = AuditEvent.objects.get(action="redaction_policy.update")
+    [digest] = event.after["allowList"]["digests"]
+    # Not the old digest, which anyone who knows the (public) workspace id could
+    # recompute for candidate values.
+    key = f"{event.workspace_id}|policy-list".encode()
+    assert digest != hashlib.sha256(key + b"Ann").hexdigest()[:16]
+
+    policy = RedactionPolicy.objects.get(workspace_id=event.workspace_id)
+    snapshot = redaction_policy_snapshot(policy)
+    assert snapshot["allowList"]["digests"] == [digest]
+    with override_settings(SECRET_KEY="another secret key, as long as it needs to be"):
+        assert redaction_policy_snapshot(policy)["allowList"]["digests"] != [digest]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"customRecognizers": [{"name": "x", "entity": "X_ID", "pattern": "x", "y": 1}]}, ""),
+        (
+            {
+                "customRecognizers": [
+                    {"name": "x", "entity": "X_ID", "pattern": "x"},
+                    {"name": "x", "entity": "Y_ID", "pattern": "y"},
+                ]
+            },
+            "customRecognizers",
+        ),
+        (
+            {
+                "customRecognizers": [
+                    {"name": "x", "entity": "X_ID", "pattern": "x"},
+                    {"name": "y", "entity": "Y_ID", "pattern": "y", "score": 2},
+                ]
+            },
+            "customRecognizers[1].score",
+        ),
+        ({"keepOriginals": 1}, "keepOriginals"),
+        ({"allowList": ["x" * 201]}, "allowList"),
+    ],
+)
+def test_a_bad_custom_recognizer_or_list_is_refused_with_the_field(admin, body, field):
+    response = admin.patch("/v1/redaction/policy", body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["field"] == (field or "customRecognizers[0]")
+    assert not RedactionPolicy.objects.filter(version__gt=1).exists()

@@ -10,7 +10,7 @@ import pytest
 
 from governance import redaction
 from governance.models import RedactionPolicy
-from governance.services import redaction_policy_get_or_create
+from governance.redaction_policy import redaction_policy_get_or_create
 from memory.engines.base import DraftReflection, SourceObservation
 from memory.models import Workspace
 

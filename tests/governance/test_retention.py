@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from core.errors import MemdeskError
+from governance.holds import legal_hold_place
 from governance.models import (
     RedactionFinding,
     RestrictedOriginal,
@@ -16,7 +17,6 @@ from governance.models import (
     RetentionSweep,
 )
 from governance.retention import (
-    legal_hold_place,
     retention_dry_run,
     retention_policy_create,
     retention_schedule,
@@ -105,7 +105,7 @@ def test_each_tier_expires_by_its_own_period_and_clock(workspace):
 
 
 def test_the_receipts_are_exact(workspace, monkeypatch):
-    from governance import retention
+    from governance.retention import sweep as retention
 
     _default_policy(workspace)
     conversations = [conversation_with_tiers(workspace, old=3, new=1) for _ in range(3)]
@@ -263,7 +263,7 @@ def test_held_conversations_and_held_end_users_are_kept(workspace):
 
 
 def test_a_hold_placed_after_the_sweep_read_its_candidates_still_wins(workspace, monkeypatch):
-    from governance import retention
+    from governance.retention import sweep as retention
 
     _default_policy(workspace)
     conversation = conversation_with_tiers(workspace, user_id="dave", old=4, new=0)
@@ -363,7 +363,7 @@ def test_a_sweep_with_nothing_due_writes_no_receipt(workspace):
 
 
 def test_a_sweep_marked_abandoned_stops_at_its_next_batch(workspace, monkeypatch):
-    from governance import retention
+    from governance.retention import sweep as retention
 
     _default_policy(workspace)
     conversation_with_tiers(workspace, old=4, new=0)

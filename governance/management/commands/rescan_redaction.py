@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance.services import RESCAN_TIERS, redaction_rescan
+from governance.review import RESCAN_TIERS, redaction_rescan
 from memory.models import Workspace
 
 

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-
-from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import ADMIN_ERRORS, AdminApiView
 from core.errors import MemdeskError
 from core.paging import parse_limit
-from governance.models import AuditEvent
-from governance.selectors import audit_chain_verify, audit_event_list
+from governance.api.api_schema import AuditPageOut, ChainReportOut
+from governance.selectors import audit_chain_verify, audit_event_list, audit_export_lines
 
 FILTERS = [
     OpenApiParameter("action", str, description="e.g. observation.edit"),
@@ -28,59 +23,6 @@ FILTERS = [
     OpenApiParameter("since", str, description="ISO 8601; events at or after"),
     OpenApiParameter("until", str, description="ISO 8601; events before"),
 ]
-
-
-class AuditEventOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    sequence = serializers.IntegerField()
-    actorType = serializers.CharField()
-    actorId = serializers.CharField()
-    actorRole = serializers.CharField()
-    action = serializers.CharField()
-    targetType = serializers.CharField()
-    targetId = serializers.CharField()
-    before = serializers.JSONField(allow_null=True)
-    after = serializers.JSONField(allow_null=True)
-    reason = serializers.CharField()
-    requestId = serializers.CharField()
-    ipAddress = serializers.CharField(allow_null=True)
-    createdAt = serializers.DateTimeField()
-    prevHash = serializers.CharField()
-    hash = serializers.CharField()
-
-
-class AuditPageOut(serializers.Serializer):
-    events = AuditEventOut(many=True)
-    next_cursor = serializers.CharField(allow_null=True)
-
-
-class ChainReportOut(serializers.Serializer):
-    ok = serializers.BooleanField()
-    events = serializers.IntegerField()
-    brokenEventId = serializers.IntegerField(allow_null=True)
-    brokenSequence = serializers.IntegerField(allow_null=True)
-    problem = serializers.CharField()
-
-
-def audit_event_to_wire(event: AuditEvent) -> dict[str, object]:
-    return {
-        "id": event.pk,
-        "sequence": event.sequence,
-        "actorType": event.actor_type,
-        "actorId": event.actor_id,
-        "actorRole": event.actor_role,
-        "action": event.action,
-        "targetType": event.target_type,
-        "targetId": event.target_id,
-        "before": event.before,
-        "after": event.after,
-        "reason": event.reason,
-        "requestId": event.request_id,
-        "ipAddress": event.ip_address,
-        "createdAt": event.created_at.isoformat(),
-        "prevHash": event.prev_hash,
-        "hash": event.hash,
-    }
 
 
 def _filters(request: Request) -> dict[str, object]:
@@ -127,7 +69,7 @@ class AuditEventListApi(AdminApiView):
         )
         return Response(
             {
-                "events": [audit_event_to_wire(e) for e in events],
+                "events": [e.as_dict() for e in events],
                 "next_cursor": next_cursor,
             }
         )
@@ -145,17 +87,10 @@ class AuditEventExportApi(AdminApiView):
         },
     )
     def get(self, request: Request) -> StreamingHttpResponse:
-        events = (
-            AuditEvent.objects.filter(workspace=self.workspace, **_filters(request))
-            .order_by("sequence")
-            .iterator(chunk_size=1000)
+        response = StreamingHttpResponse(
+            audit_export_lines(workspace=self.workspace, filters=_filters(request)),
+            content_type="application/x-ndjson",
         )
-
-        def lines() -> Iterator[str]:
-            for event in events:
-                yield json.dumps(audit_event_to_wire(event), cls=DjangoJSONEncoder) + "\n"
-
-        response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = (
             f'attachment; filename="audit-{self.workspace.name}.jsonl"'
         )

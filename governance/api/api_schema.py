@@ -1,0 +1,223 @@
+"""Serializers that only describe the governance API's answers in the OpenAPI schema."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+from core.api import (
+    ErrorOut,
+)
+from governance import redaction
+from governance.models import (
+    ErasureRequest,
+    RedactionFinding,
+    RetentionSweep,
+)
+
+
+class CustomRecognizerWire(serializers.Serializer):
+    name = serializers.CharField()
+    entity = serializers.CharField()
+    pattern = serializers.CharField()
+    score = serializers.FloatField()
+    context = serializers.ListField(child=serializers.CharField())
+
+
+class RedactionPolicyOut(serializers.Serializer):
+    entities = serializers.ListField(
+        child=serializers.CharField(), help_text="Empty: the engine's default set."
+    )
+    effectiveEntities = serializers.ListField(child=serializers.CharField())
+    supportedEntities = serializers.ListField(child=serializers.CharField())
+    scoreThreshold = serializers.FloatField()
+    operators = serializers.DictField(child=serializers.ChoiceField(choices=redaction.OPERATORS))
+    defaultOperator = serializers.ChoiceField(choices=redaction.OPERATORS)
+    allowList = serializers.ListField(child=serializers.CharField())
+    denyList = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Admin keys only."
+    )
+    denyListCount = serializers.IntegerField()
+    customRecognizers = CustomRecognizerWire(many=True)
+    reviewMinScore = serializers.FloatField()
+    reviewMaxScore = serializers.FloatField()
+    redactAtIngest = serializers.BooleanField()
+    redactBeforeObservation = serializers.BooleanField()
+    reflectionWaitsForReview = serializers.BooleanField()
+    keepOriginals = serializers.BooleanField()
+    version = serializers.IntegerField()
+    updatedAt = serializers.DateTimeField()
+
+
+class FindingOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    conversationId = serializers.UUIDField()
+    targetType = serializers.ChoiceField(choices=RedactionFinding.TargetType.values)
+    targetId = serializers.UUIDField()
+    entityType = serializers.CharField()
+    start = serializers.IntegerField(help_text="In the object's text as stored now.")
+    end = serializers.IntegerField()
+    score = serializers.FloatField()
+    operator = serializers.ChoiceField(choices=redaction.OPERATORS)
+    status = serializers.ChoiceField(choices=RedactionFinding.Status.values)
+    policyVersion = serializers.IntegerField()
+    recognizer = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+    reviewedBy = serializers.CharField()
+    reviewedAt = serializers.DateTimeField(allow_null=True)
+
+
+class FindingPageOut(serializers.Serializer):
+    findings = FindingOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class PreviewFindingOut(serializers.Serializer):
+    entityType = serializers.CharField()
+    start = serializers.IntegerField(help_text="In the text sent.")
+    end = serializers.IntegerField()
+    score = serializers.FloatField()
+    operator = serializers.ChoiceField(choices=redaction.OPERATORS)
+    status = serializers.ChoiceField(choices=[redaction.APPLIED, redaction.PENDING_REVIEW])
+    recognizer = serializers.CharField()
+
+
+class PreviewOut(serializers.Serializer):
+    redactedText = serializers.CharField(
+        help_text="What the Reflector would read: every finding redacted."
+    )
+    findings = PreviewFindingOut(many=True)
+    policyVersion = serializers.IntegerField()
+
+
+class OriginalOut(serializers.Serializer):
+    targetType = serializers.ChoiceField(choices=RedactionFinding.TargetType.values)
+    targetId = serializers.UUIDField()
+    conversationId = serializers.UUIDField()
+    text = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+
+
+RETENTION_CONFLICT = OpenApiResponse(
+    ErrorOut, description="Refused: the state does not allow it (see error)."
+)
+
+
+class LegalHoldOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    conversationId = serializers.CharField(allow_null=True)
+    userId = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+    placedBy = serializers.CharField()
+    placedAt = serializers.DateTimeField()
+    active = serializers.BooleanField()
+    releasedBy = serializers.CharField(allow_null=True)
+    releasedAt = serializers.DateTimeField(allow_null=True)
+    releaseReason = serializers.CharField(allow_null=True)
+
+
+class LegalHoldListOut(serializers.Serializer):
+    holds = LegalHoldOut(many=True)
+
+
+class ErasureRequestOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    userId = serializers.CharField()
+    reason = serializers.CharField()
+    requestedBy = serializers.CharField()
+    status = serializers.ChoiceField(choices=ErasureRequest.Status.values)
+    counts = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Rows deleted, per kind."
+    )
+    error = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    completedAt = serializers.DateTimeField(allow_null=True)
+
+
+class ErasureRequestListOut(serializers.Serializer):
+    erasureRequests = ErasureRequestOut(many=True)
+
+
+class ErasureRefusedOut(serializers.Serializer):
+    error = serializers.CharField(help_text="legal_hold")
+    message = serializers.CharField(help_text="Which hold covers the end user.")
+    erasureRequestId = serializers.IntegerField(help_text="The request, recorded as refused.")
+
+
+class RetentionPolicyOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    conversationTag = serializers.CharField(allow_blank=True)
+    messageDays = serializers.IntegerField(allow_null=True)
+    observationDays = serializers.IntegerField(allow_null=True)
+    reflectionDays = serializers.IntegerField(allow_null=True)
+    enabled = serializers.BooleanField()
+    createdAt = serializers.DateTimeField()
+    updatedAt = serializers.DateTimeField()
+
+
+class RetentionPolicyListOut(serializers.Serializer):
+    policies = RetentionPolicyOut(many=True)
+
+
+class SweepCountsOut(serializers.Serializer):
+    messages = serializers.IntegerField()
+    observations = serializers.IntegerField()
+    reflections = serializers.IntegerField()
+
+
+class SweepProgressOut(serializers.Serializer):
+    done = serializers.IntegerField(help_text="Rows deleted so far.")
+    total = serializers.IntegerField(
+        help_text="Rows due when the sweep started (dry run: due now)."
+    )
+
+
+class RetentionSweepOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    policyId = serializers.IntegerField(allow_null=True)
+    dryRun = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=RetentionSweep.Status.values)
+    progress = SweepProgressOut()
+    counts = SweepCountsOut(help_text="Per tier: deleted (sweep) or due (dry run).")
+    triggeredBy = serializers.CharField()
+    error = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    startedAt = serializers.DateTimeField(allow_null=True)
+    finishedAt = serializers.DateTimeField(allow_null=True)
+
+
+class RetentionSweepListOut(serializers.Serializer):
+    sweeps = RetentionSweepOut(many=True)
+
+
+class AuditEventOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    sequence = serializers.IntegerField()
+    actorType = serializers.CharField()
+    actorId = serializers.CharField()
+    actorRole = serializers.CharField()
+    action = serializers.CharField()
+    targetType = serializers.CharField()
+    targetId = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    reason = serializers.CharField()
+    requestId = serializers.CharField()
+    ipAddress = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    prevHash = serializers.CharField()
+    hash = serializers.CharField()
+
+
+class AuditPageOut(serializers.Serializer):
+    events = AuditEventOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class ChainReportOut(serializers.Serializer):
+    ok = serializers.BooleanField()
+    events = serializers.IntegerField()
+    brokenEventId = serializers.IntegerField(allow_null=True)
+    brokenSequence = serializers.IntegerField(allow_null=True)
+    problem = serializers.CharField()

@@ -1,0 +1,83 @@
+"""Erasure requests over the API (admin keys only)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import (
+    ADMIN_ERRORS,
+    AdminApiView,
+    StrictCharField,
+    validated,
+)
+from core.errors import error_body
+from core.paging import parse_limit
+from governance import selectors
+from governance.api.api_schema import (
+    ErasureRefusedOut,
+    ErasureRequestListOut,
+    ErasureRequestOut,
+)
+from governance.api.wire import erasure_request_to_wire
+from governance.erasure import erasure_request_create
+from governance.models import (
+    ErasureRequest,
+)
+
+
+class ErasureRequestIn(serializers.Serializer):
+    userId = StrictCharField(max_length=255)
+    reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+
+
+class ErasureRequestListCreateApi(AdminApiView):
+    @extend_schema(
+        operation_id="erasure_requests_list",
+        parameters=[
+            OpenApiParameter("limit", int, description="1..200, default 50; newest first.")
+        ],
+        responses={200: ErasureRequestListOut, **ADMIN_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        limit = parse_limit(request.query_params.get("limit"))
+        requests = selectors.erasure_request_list(workspace=self.workspace, limit=limit)
+        return Response({"erasureRequests": [erasure_request_to_wire(r) for r in requests]})
+
+    @extend_schema(
+        operation_id="erasure_requests_create",
+        request=ErasureRequestIn,
+        responses={
+            202: ErasureRequestOut,
+            409: OpenApiResponse(
+                ErasureRefusedOut, description="A legal hold covers the end user."
+            ),
+            **ADMIN_ERRORS,
+        },
+        description="Erase every tier of one end user's memory (right to be forgotten). "
+        "Runs in the background: follow it with GET /v1/erasure-requests/{id}.",
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(ErasureRequestIn, request.data)
+        erasure = erasure_request_create(
+            workspace=self.workspace,
+            actor=self.actor(),
+            end_user_id=data["userId"],
+            reason=data.get("reason") or "",
+        )
+        if erasure.status == ErasureRequest.Status.REFUSED:
+            return Response(
+                error_body("legal_hold", erasure.error, erasureRequestId=erasure.pk), status=409
+            )
+        return Response(erasure_request_to_wire(erasure), status=202)
+
+
+class ErasureRequestDetailApi(AdminApiView):
+    @extend_schema(
+        operation_id="erasure_requests_get", responses={200: ErasureRequestOut, **ADMIN_ERRORS}
+    )
+    def get(self, request: Request, request_id: str) -> Response:
+        erasure = selectors.erasure_request_get(workspace=self.workspace, request_id=request_id)
+        return Response(erasure_request_to_wire(erasure))

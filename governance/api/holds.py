@@ -1,0 +1,117 @@
+"""Legal holds over the API (admin keys only)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import (
+    ADMIN_ERRORS,
+    AdminApiView,
+    ReasonIn,
+    StrictCharField,
+    validated,
+)
+from core.errors import MemdeskError
+from core.paging import parse_limit, parse_uuid
+from governance import holds, selectors
+from governance.api.api_schema import RETENTION_CONFLICT, LegalHoldListOut, LegalHoldOut
+from governance.api.wire import legal_hold_to_wire
+from memory.selectors import conversation_get
+
+
+class LegalHoldPlaceIn(serializers.Serializer):
+    conversationId = StrictCharField(required=False, allow_null=True, allow_blank=True)
+    userId = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
+    reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+
+
+def _hold_active_param(raw: str | None) -> bool | None:
+    if raw is None or raw == "":
+        return None
+    value = raw.strip().lower()
+    if value in {"true", "1", "yes"}:
+        return True
+    if value in {"false", "0", "no"}:
+        return False
+    raise MemdeskError("invalid_active", "active must be true or false.", field="active")
+
+
+class LegalHoldListCreateApi(AdminApiView):
+    @extend_schema(
+        operation_id="legal_holds_list",
+        parameters=[
+            OpenApiParameter(
+                "active", bool, description="true: only holds in force; false: released."
+            ),
+            OpenApiParameter(
+                "conversationId", str, description="Holds placed on this conversation."
+            ),
+            OpenApiParameter("userId", str, description="Holds placed on this end user."),
+            OpenApiParameter("limit", int, description="1..200, default 50; newest first."),
+        ],
+        responses={200: LegalHoldListOut, **ADMIN_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        limit = parse_limit(params.get("limit"))
+        conversation_id = params.get("conversationId") or None
+        holds = selectors.legal_hold_list(
+            workspace=self.workspace,
+            active=_hold_active_param(params.get("active")),
+            conversation_id=(
+                parse_uuid(conversation_id, field="conversationId") if conversation_id else None
+            ),
+            end_user_id=params.get("userId") or None,
+        )
+        return Response({"holds": [legal_hold_to_wire(h) for h in holds[:limit]]})
+
+    @extend_schema(
+        operation_id="legal_holds_place",
+        request=LegalHoldPlaceIn,
+        responses={201: LegalHoldOut, **ADMIN_ERRORS},
+        description="Hold one conversation (conversationId) or every conversation of one "
+        "end user, present and future (userId), against retention, deletion and erasure. "
+        "`reason` is required.",
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(LegalHoldPlaceIn, request.data)
+        conversation = None
+        if data.get("conversationId"):
+            conversation = conversation_get(
+                workspace=self.workspace, conversation_id=data["conversationId"]
+            )
+        hold = holds.legal_hold_place(
+            workspace=self.workspace,
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+            conversation=conversation,
+            end_user_id=data.get("userId") or "",
+        )
+        return Response(legal_hold_to_wire(hold), status=201)
+
+
+class LegalHoldDetailApi(AdminApiView):
+    @extend_schema(operation_id="legal_holds_get", responses={200: LegalHoldOut, **ADMIN_ERRORS})
+    def get(self, request: Request, hold_id: str) -> Response:
+        hold = selectors.legal_hold_get(workspace=self.workspace, hold_id=hold_id)
+        return Response(legal_hold_to_wire(hold))
+
+
+class LegalHoldReleaseApi(AdminApiView):
+    @extend_schema(
+        operation_id="legal_holds_release",
+        request=ReasonIn,
+        responses={200: LegalHoldOut, 409: RETENTION_CONFLICT, **ADMIN_ERRORS},
+        description="Release the hold; `reason` is required. Retention and deletion apply "
+        "again to what it covered (unless another hold covers it too).",
+    )
+    def post(self, request: Request, hold_id: str) -> Response:
+        hold = selectors.legal_hold_get(workspace=self.workspace, hold_id=hold_id)
+        data = validated(ReasonIn, request.data or {})
+        hold = holds.legal_hold_release(
+            hold=hold, actor=self.actor(), reason=data.get("reason") or ""
+        )
+        return Response(legal_hold_to_wire(hold))

@@ -1,0 +1,321 @@
+"""Redaction over the API: the policy, a preview, the review queue, kept originals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import (
+    ADMIN_ERRORS,
+    ERRORS,
+    AdminApiView,
+    ApiView,
+    ErrorOut,
+    text_field,
+    validated,
+)
+from core.auth import AdminKeyRequired
+from core.errors import MemdeskError
+from core.paging import parse_limit, parse_uuid
+from governance import redaction, redaction_policy, review, selectors
+from governance.api.api_schema import (
+    FindingOut,
+    FindingPageOut,
+    OriginalOut,
+    PreviewOut,
+    RedactionPolicyOut,
+)
+from governance.api.wire import finding_to_wire, original_to_wire, redaction_policy_to_wire
+from governance.models import (
+    RedactionFinding,
+)
+from memory.models import ApiKey
+
+REDACTION_CONFLICT = {
+    409: OpenApiResponse(
+        ErrorOut, description="Already decided, or the text changed since (finding_stale)."
+    )
+}
+
+
+CUSTOM_RECOGNIZERS_LIMIT = 50
+CUSTOM_PATTERN_MAX_CHARS = 500
+CONTEXT_WORDS_LIMIT = 20
+CONTEXT_WORD_MAX_CHARS = 50
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: DRF's BooleanField also takes "yes", "on", 1."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+def _compiles(pattern: str) -> None:
+    problem = redaction.validate_pattern(pattern)
+    if problem:
+        raise serializers.ValidationError(f"does not compile ({problem}).")
+
+
+class CustomRecognizerIn(serializers.Serializer):
+    name = serializers.RegexField(
+        r"^[\w.-]{1,50}$", error_messages={"invalid": "1 to 50 letters, digits, '_', '.', '-'."}
+    )
+    entity = serializers.RegexField(
+        redaction.ENTITY_NAME,
+        error_messages={"invalid": "an UPPER_CASE entity type such as ORDER_ID."},
+    )
+    pattern = serializers.CharField(
+        max_length=CUSTOM_PATTERN_MAX_CHARS, trim_whitespace=False, validators=[_compiles]
+    )
+    score = serializers.FloatField(min_value=0, max_value=1, default=0.5)
+    context = serializers.ListField(
+        child=serializers.CharField(max_length=CONTEXT_WORD_MAX_CHARS),
+        max_length=CONTEXT_WORDS_LIMIT,
+        default=list,
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = set(data) - set(self.fields)
+            if unknown:
+                raise serializers.ValidationError(f"unknown keys {sorted(unknown)}.")
+        return super().to_internal_value(data)
+
+
+class RedactionPolicyIn(serializers.Serializer):
+    # Types and ranges are checked here; the rules the dashboard's form needs as well
+    # (entity names, list entries, the review band) by redaction_policy_update.
+    entities = serializers.ListField(child=serializers.CharField(), required=False)
+    scoreThreshold = serializers.FloatField(min_value=0, max_value=1, required=False)
+    operators = serializers.DictField(
+        child=serializers.ChoiceField(choices=redaction.OPERATORS), required=False
+    )
+    defaultOperator = serializers.ChoiceField(choices=redaction.OPERATORS, required=False)
+    allowList = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+    )
+    denyList = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+    )
+    customRecognizers = serializers.ListField(
+        child=CustomRecognizerIn(), max_length=CUSTOM_RECOGNIZERS_LIMIT, required=False
+    )
+    reviewMinScore = serializers.FloatField(min_value=0, max_value=1, required=False)
+    reviewMaxScore = serializers.FloatField(min_value=0, max_value=1, required=False)
+    redactAtIngest = StrictBooleanField(required=False)
+    redactBeforeObservation = StrictBooleanField(required=False)
+    reflectionWaitsForReview = StrictBooleanField(required=False)
+    keepOriginals = StrictBooleanField(required=False)
+
+    def validate_customRecognizers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len({c["name"] for c in value}) != len(value):
+            raise serializers.ValidationError("names must be unique.")
+        return [dict(c) for c in value]
+
+
+class PreviewIn(serializers.Serializer):
+    text = text_field(allow_blank=True)
+
+
+class ReviewIn(serializers.Serializer):
+    reason = text_field(required=False, allow_blank=True)
+
+
+class DismissIn(ReviewIn):
+    addToAllowList = serializers.BooleanField(required=False, default=False)
+
+
+class RedactionPolicyApi(ApiView):
+    def get_permissions(self) -> list[BasePermission]:
+        # Any key reads the policy; only admin keys change it.
+        if self.request.method in ("PUT", "PATCH"):
+            return [IsAuthenticated(), AdminKeyRequired()]
+        return [IsAuthenticated()]
+
+    @property
+    def is_admin(self) -> bool:
+        return self.api_key.scope == ApiKey.Scope.ADMIN
+
+    @extend_schema(
+        operation_id="redaction_policy_get",
+        responses={200: RedactionPolicyOut, **ERRORS},
+        description="The workspace's redaction policy (the defaults until it is changed). "
+        "Agent keys see denyListCount but not the deny list itself.",
+    )
+    def get(self, request: Request) -> Response:
+        policy = redaction_policy.redaction_policy_get_or_create(workspace_id=self.workspace.pk)
+        return Response(redaction_policy_to_wire(policy, admin=self.is_admin))
+
+    def _write(self, request: Request, *, replace: bool) -> Response:
+        data = validated(RedactionPolicyIn, request.data)
+        unknown = set(request.data) - set(RedactionPolicyIn().fields) if request.data else set()
+        if unknown:
+            raise MemdeskError(
+                "invalid_policy", f"Unknown policy fields: {sorted(unknown)}.", field="body"
+            )
+        names = {wire: name for name, wire in redaction_policy.POLICY_FIELDS.items()}
+        policy = redaction_policy.redaction_policy_update(
+            workspace_id=self.workspace.pk,
+            actor=self.actor(),
+            values={names[wire]: value for wire, value in data.items()},
+            replace=replace,
+        )
+        return Response(redaction_policy_to_wire(policy, admin=True))
+
+    @extend_schema(
+        operation_id="redaction_policy_replace",
+        request=RedactionPolicyIn,
+        responses={200: RedactionPolicyOut, **ADMIN_ERRORS},
+        description="Replace the policy: fields left out return to their defaults. "
+        "Admin keys only; audited; bumps version.",
+    )
+    def put(self, request: Request) -> Response:
+        return self._write(request, replace=True)
+
+    @extend_schema(
+        operation_id="redaction_policy_update",
+        request=RedactionPolicyIn,
+        responses={200: RedactionPolicyOut, **ADMIN_ERRORS},
+        description="Change the fields given. Admin keys only; audited; bumps version.",
+    )
+    def patch(self, request: Request) -> Response:
+        return self._write(request, replace=False)
+
+
+class RedactionPreviewApi(ApiView):
+    @extend_schema(
+        operation_id="redaction_preview",
+        request=PreviewIn,
+        responses={200: PreviewOut, **ERRORS},
+        description="What the workspace's policy finds in a text, and the text as the "
+        "Reflector would read it. Nothing is stored.",
+    )
+    def post(self, request: Request) -> Response:
+        text = validated(PreviewIn, request.data)["text"]
+        limit = settings.MEMDESK_MAX_MESSAGE_CHARS
+        if len(text) > limit:
+            raise MemdeskError(
+                "content_too_long",
+                f"text is {len(text)} characters; the limit is {limit}.",
+                field="text",
+            )
+        preview = selectors.redaction_preview(workspace_id=self.workspace.pk, text=text)
+        return Response(
+            {
+                "redactedText": preview.text,
+                "findings": [
+                    {
+                        "entityType": f.entity_type,
+                        "start": f.start,
+                        "end": f.end,
+                        "score": f.score,
+                        "operator": f.operator,
+                        "status": f.status,
+                        "recognizer": f.recognizer,
+                    }
+                    for f in preview.findings
+                ],
+                "policyVersion": preview.policy_version,
+            }
+        )
+
+
+class RedactionFindingListApi(AdminApiView):
+    @extend_schema(
+        operation_id="redaction_findings_list",
+        parameters=[
+            OpenApiParameter(
+                "status",
+                str,
+                enum=RedactionFinding.Status.values,
+                description="e.g. the review queue: pending_review",
+            ),
+            OpenApiParameter("conversationId", str, description="One conversation."),
+            OpenApiParameter("limit", int, description="1..200, default 50."),
+            OpenApiParameter("cursor", str, description="next_cursor of the previous page."),
+        ],
+        responses={200: FindingPageOut, **ADMIN_ERRORS},
+        description="Newest first. Findings never carry the value found.",
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        limit = parse_limit(params.get("limit"))
+        conversation_id = params.get("conversationId")
+        if conversation_id:
+            parse_uuid(conversation_id, field="conversationId")
+        findings, next_cursor = selectors.redaction_finding_list(
+            workspace_id=self.workspace.pk,
+            status=params.get("status") or None,
+            conversation_id=conversation_id or None,
+            limit=limit,
+            cursor=params.get("cursor") or None,
+        )
+        return Response(
+            {"findings": [finding_to_wire(f) for f in findings], "next_cursor": next_cursor}
+        )
+
+
+class RedactionFindingApproveApi(AdminApiView):
+    @extend_schema(
+        operation_id="redaction_findings_approve",
+        request=ReviewIn,
+        responses={200: FindingOut, **ADMIN_ERRORS, **REDACTION_CONFLICT},
+        description="Redact the value of a finding pending review. Audited.",
+    )
+    def post(self, request: Request, finding_id: str) -> Response:
+        finding = selectors.redaction_finding_get(
+            workspace_id=self.workspace.pk, finding_id=finding_id
+        )
+        data = validated(ReviewIn, request.data or {})
+        approved = review.redaction_finding_approve(
+            finding=finding, actor=self.actor(), reason=data.get("reason") or ""
+        )
+        return Response(finding_to_wire(approved))
+
+
+class RedactionFindingDismissApi(AdminApiView):
+    @extend_schema(
+        operation_id="redaction_findings_dismiss",
+        request=DismissIn,
+        responses={200: FindingOut, **ADMIN_ERRORS, **REDACTION_CONFLICT},
+        description="Keep the value of a finding pending review; addToAllowList adds the "
+        "value to the policy's allow list (a policy change: audited, version bumped).",
+    )
+    def post(self, request: Request, finding_id: str) -> Response:
+        finding = selectors.redaction_finding_get(
+            workspace_id=self.workspace.pk, finding_id=finding_id
+        )
+        data = validated(DismissIn, request.data or {})
+        dismissed = review.redaction_finding_dismiss(
+            finding=finding,
+            actor=self.actor(),
+            add_to_allow_list=data.get("addToAllowList", False),
+            reason=data.get("reason") or "",
+        )
+        return Response(finding_to_wire(dismissed))
+
+
+class RestrictedOriginalGetApi(AdminApiView):
+    @extend_schema(
+        operation_id="redaction_originals_get",
+        responses={200: OriginalOut, **ADMIN_ERRORS},
+        description="The text of a message, observation or reflection before redaction, "
+        "when the policy keeps originals. Admin keys only; every read is audited.",
+    )
+    def get(self, request: Request, target_type: str, target_id: str) -> Response:
+        original = review.restricted_original_read(
+            workspace=self.workspace,
+            target_type=target_type,
+            target_id=target_id,
+            actor=self.actor(),
+        )
+        return Response(original_to_wire(original))

@@ -1,0 +1,210 @@
+"""Retention policies, dry runs and sweeps over the API (admin keys only)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import (
+    ADMIN_ERRORS,
+    AdminApiView,
+    ReasonIn,
+    StrictCharField,
+    request_reason,
+    validated,
+)
+from core.paging import parse_limit
+from governance import retention, selectors
+from governance.api.api_schema import (
+    RETENTION_CONFLICT,
+    RetentionPolicyListOut,
+    RetentionPolicyOut,
+    RetentionSweepListOut,
+    RetentionSweepOut,
+)
+from governance.api.wire import retention_policy_to_wire, retention_sweep_to_wire
+from governance.models import (
+    RetentionPolicy,
+)
+
+_RETENTION_DAYS_HELP = "Days to keep this tier, 1..36500; null keeps it forever."
+
+
+def _retention_days() -> serializers.IntegerField:
+    return serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=retention.MAX_DAYS,
+        help_text=_RETENTION_DAYS_HELP,
+    )
+
+
+class RetentionPolicyIn(serializers.Serializer):
+    name = StrictCharField(max_length=100)
+    conversationTag = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=100,
+        help_text="Only conversations with this tag; blank: the workspace default.",
+    )
+    messageDays = _retention_days()
+    observationDays = _retention_days()
+    reflectionDays = _retention_days()
+    enabled = serializers.BooleanField(required=False)
+    reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+
+
+_RETENTION_POLICY_FIELDS = {
+    "name": "name",
+    "conversationTag": "conversation_tag",
+    "messageDays": "message_days",
+    "observationDays": "observation_days",
+    "reflectionDays": "reflection_days",
+    "enabled": "enabled",
+}
+
+
+class RetentionPolicyListCreateApi(AdminApiView):
+    @extend_schema(
+        operation_id="retention_policies_list",
+        responses={200: RetentionPolicyListOut, **ADMIN_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        policies = selectors.retention_policy_list(workspace=self.workspace)
+        return Response({"policies": [retention_policy_to_wire(p) for p in policies]})
+
+    @extend_schema(
+        operation_id="retention_policies_create",
+        request=RetentionPolicyIn,
+        responses={201: RetentionPolicyOut, 409: RETENTION_CONFLICT, **ADMIN_ERRORS},
+        description="One default policy (blank conversationTag) and one per tag. A "
+        "conversation follows its tag policies when any match, else the default.",
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(RetentionPolicyIn, request.data)
+        fields = {
+            _RETENTION_POLICY_FIELDS[k]: v for k, v in data.items() if k in _RETENTION_POLICY_FIELDS
+        }
+        policy = retention.retention_policy_create(
+            workspace=self.workspace,
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+            **fields,
+        )
+        return Response(retention_policy_to_wire(policy), status=201)
+
+
+class RetentionPolicyDetailApi(AdminApiView):
+    def policy(self, policy_id: str) -> RetentionPolicy:
+        return selectors.retention_policy_get(workspace=self.workspace, policy_id=policy_id)
+
+    @extend_schema(
+        operation_id="retention_policies_get",
+        responses={200: RetentionPolicyOut, **ADMIN_ERRORS},
+    )
+    def get(self, request: Request, policy_id: str) -> Response:
+        return Response(retention_policy_to_wire(self.policy(policy_id)))
+
+    @extend_schema(
+        operation_id="retention_policies_update",
+        request=RetentionPolicyIn(partial=True),
+        responses={200: RetentionPolicyOut, 409: RETENTION_CONFLICT, **ADMIN_ERRORS},
+        description="Change the fields sent; a days field sent as null keeps that tier forever.",
+    )
+    def patch(self, request: Request, policy_id: str) -> Response:
+        policy = self.policy(policy_id)
+        data = validated(RetentionPolicyIn, request.data, partial=True)
+        fields = {
+            _RETENTION_POLICY_FIELDS[k]: v for k, v in data.items() if k in _RETENTION_POLICY_FIELDS
+        }
+        policy = retention.retention_policy_update(
+            policy=policy, actor=self.actor(), reason=data.get("reason") or "", **fields
+        )
+        return Response(retention_policy_to_wire(policy))
+
+    @extend_schema(
+        operation_id="retention_policies_delete",
+        parameters=[OpenApiParameter("reason", str, description="Kept in the audit trail.")],
+        request=ReasonIn,
+        responses={204: None, **ADMIN_ERRORS},
+    )
+    def delete(self, request: Request, policy_id: str) -> Response:
+        policy = self.policy(policy_id)
+        retention.retention_policy_delete(
+            policy=policy, actor=self.actor(), reason=request_reason(request)
+        )
+        return Response(status=204)
+
+
+class RetentionSweepIn(serializers.Serializer):
+    policyId = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="Only the rows this policy governs; omitted: every enabled policy.",
+    )
+
+
+def _retention_sweep_policy(api: AdminApiView, request: Request) -> RetentionPolicy | None:
+    data = validated(RetentionSweepIn, request.data or {})
+    if data.get("policyId") is None:
+        return None
+    return selectors.retention_policy_get(workspace=api.workspace, policy_id=data["policyId"])
+
+
+class RetentionDryRunApi(AdminApiView):
+    @extend_schema(
+        operation_id="retention_dry_run",
+        request=RetentionSweepIn,
+        responses={200: RetentionSweepOut, **ADMIN_ERRORS},
+        description="Count, per tier, what a sweep would delete now; deletes nothing. A "
+        "policyId previews that policy even while it is disabled.",
+    )
+    def post(self, request: Request) -> Response:
+        sweep = retention.retention_dry_run(
+            workspace=self.workspace,
+            actor=self.actor(),
+            policy=_retention_sweep_policy(self, request),
+        )
+        return Response(retention_sweep_to_wire(sweep))
+
+
+class RetentionSweepListCreateApi(AdminApiView):
+    @extend_schema(
+        operation_id="retention_sweeps_list",
+        parameters=[
+            OpenApiParameter("limit", int, description="1..200, default 50; newest first.")
+        ],
+        responses={200: RetentionSweepListOut, **ADMIN_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        limit = parse_limit(request.query_params.get("limit"))
+        sweeps = selectors.retention_sweep_list(workspace=self.workspace, limit=limit)
+        return Response({"sweeps": [retention_sweep_to_wire(s) for s in sweeps]})
+
+    @extend_schema(
+        operation_id="retention_sweeps_create",
+        request=RetentionSweepIn,
+        responses={202: RetentionSweepOut, 409: RETENTION_CONFLICT, **ADMIN_ERRORS},
+        description="Run a sweep now, in the background; follow it with "
+        "GET /v1/retention/sweeps/{id}. 409 while another sweep of the workspace is open.",
+    )
+    def post(self, request: Request) -> Response:
+        sweep = retention.retention_sweep_request(
+            workspace=self.workspace,
+            actor=self.actor(),
+            policy=_retention_sweep_policy(self, request),
+        )
+        return Response(retention_sweep_to_wire(sweep), status=202)
+
+
+class RetentionSweepDetailApi(AdminApiView):
+    @extend_schema(
+        operation_id="retention_sweeps_get", responses={200: RetentionSweepOut, **ADMIN_ERRORS}
+    )
+    def get(self, request: Request, sweep_id: str) -> Response:
+        sweep = selectors.retention_sweep_get(workspace=self.workspace, sweep_id=sweep_id)
+        return Response(retention_sweep_to_wire(sweep))

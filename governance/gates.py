@@ -1,0 +1,368 @@
+"""The redaction gates the memory pipeline calls: at ingest, before the Observer and
+before the Reflector. A gate that cannot let a run through raises ``RedactionGateError``;
+the caller decides what that means for its run."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core.actors import SYSTEM_ACTOR, Actor
+from governance import redaction
+from governance.audit import audit_record
+from governance.models import (
+    REDACTION_TARGETS,
+    RedactionFinding,
+    RedactionPolicy,
+    RestrictedOriginal,
+)
+from governance.redaction_policy import redaction_policy_get_or_create
+from memory.models import Conversation, Message, Observation, Reflection
+from memory.tokens import token_count
+
+
+class RedactionGateError(Exception):
+    """A gate cannot let a pipeline run through now; ``retryable`` says whether the same
+    run may pass later (a pending review, a concurrent edit)."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class RedactionConflict(Exception):
+    """A target's text changed between analysis and storage (a person edited it)."""
+
+
+def finding_summary(findings: Sequence[redaction.Finding]) -> dict[str, Any]:
+    by_type: dict[str, int] = defaultdict(int)
+    for finding in findings:
+        by_type[finding.entity_type] += 1
+    return {
+        "findings": len(findings),
+        "applied": sum(f.status == redaction.APPLIED for f in findings),
+        "pendingReview": sum(f.status == redaction.PENDING_REVIEW for f in findings),
+        "entities": dict(sorted(by_type.items())),
+    }
+
+
+def keep_original(
+    *,
+    policy: RedactionPolicy,
+    target_type: str,
+    target_id: object,
+    conversation_id: object,
+    text: str,
+) -> bool:
+    """Keep the text as it was before its first redaction, when the policy says so.
+    Otherwise the original is destroyed: it is simply never written anywhere."""
+    if not policy.keep_originals:
+        return False
+    _, created = RestrictedOriginal.objects.get_or_create(
+        target_type=target_type,
+        target_id=target_id,
+        defaults={
+            "workspace_id": policy.workspace_id,
+            "conversation_id": conversation_id,
+            "text": text,
+        },
+    )
+    return created
+
+
+def shift_findings(
+    findings: Sequence[RedactionFinding], edits: Sequence[tuple[int, int, int]]
+) -> None:
+    """Keep earlier findings' offsets pointing into the text after an edit."""
+    changed = []
+    for finding in findings:
+        start = redaction.shift_offset(finding.start, edits, at_end=False)
+        end = redaction.shift_offset(finding.end, edits, at_end=True)
+        if (start, end) != (finding.start, finding.end):
+            finding.start, finding.end = start, max(start, end)
+            changed.append(finding)
+    if changed:
+        RedactionFinding.objects.bulk_update(changed, ["start", "end"])
+
+
+def store_target_text(
+    target: Message | Observation | Reflection, field: str, old: str, new: str
+) -> None:
+    model = type(target)
+    fields: dict[str, Any] = {field: new, "token_count": token_count(new)}
+    if model is Observation:
+        # The redaction is recorded by its findings and audit event. The observation's
+        # version and history are left alone: a kept version would keep the value.
+        fields["updated_at"] = timezone.now()
+    # Conditional on the text analysed: a person's edit in between wins, and the
+    # caller analyses again.
+    if not model.objects.filter(pk=target.pk, **{field: old}).update(**fields):
+        raise RedactionConflict(str(target.pk))
+    for name, value in fields.items():
+        setattr(target, name, value)
+
+
+def finding_rows(
+    *,
+    policy: RedactionPolicy,
+    conversation_id: Any,
+    target_type: str,
+    target_id: Any,
+    findings: Sequence[Any],
+) -> list[RedactionFinding]:
+    """Rows recording what the engine found in one object: where, what, how sure, what was
+    done, never the value."""
+    return [
+        RedactionFinding(
+            workspace_id=policy.workspace_id,
+            conversation_id=conversation_id,
+            target_type=target_type,
+            target_id=target_id,
+            entity_type=f.entity_type,
+            start=f.start,
+            end=f.end,
+            score=f.score,
+            operator=f.operator,
+            status=f.status,
+            policy_version=policy.version,
+            recognizer=f.recognizer,
+        )
+        for f in findings
+    ]
+
+
+def redact_targets(
+    *,
+    target_type: str,
+    targets: Sequence[Message | Observation | Reflection],
+    policy: RedactionPolicy,
+    actor: Actor = SYSTEM_ACTOR,
+    batch_size: int = redaction.BATCH_SIZE,
+    n_process: int = redaction.N_PROCESS,
+) -> dict[str, str]:
+    """Analyse stored texts in one batch, store the redacted texts with their findings
+    (and originals, per policy), and return what an engine may read, by target id.
+
+    A span at exactly the place of a finding the target already has is not a finding
+    again: one pending review is still waiting (and masked for the engine), a dismissed
+    one was judged to stay, an applied one is its own replacement. Raises
+    RedactionConflict (storing nothing) when a target's text changed since it was read."""
+    if not targets:
+        return {}
+    _, field = REDACTION_TARGETS[target_type]
+    spec = redaction.PolicySpec.of(policy)
+    texts = [getattr(t, field) for t in targets]
+    known: dict[str, list[RedactionFinding]] = defaultdict(list)
+    for finding in RedactionFinding.objects.filter(
+        target_type=target_type, target_id__in=[t.pk for t in targets]
+    ):
+        known[str(finding.target_id)].append(finding)
+    detections = redaction.engine().detect(
+        texts, spec=spec, batch_size=batch_size, n_process=n_process
+    )
+    engine_texts: dict[str, str] = {}
+    plans = []
+    for target, text, found in zip(targets, texts, detections, strict=True):
+        earlier = known[str(target.pk)]
+        # Only an exact match counts as already known: offsets go stale when a person
+        # edits the text, and a stale span must never shield a value that moved.
+        spans = {(f.start, f.end) for f in earlier}
+        fresh = [d for d in found if (d.start, d.end) not in spans]
+        waiting = [
+            (f.start, f.end, f.entity_type)
+            for f in earlier
+            if f.status == RedactionFinding.Status.PENDING_REVIEW
+        ]
+        result = redaction.redact_text(text, fresh, spec=spec, pending=waiting)
+        engine_texts[str(target.pk)] = result.engine_text
+        if result.changed or result.findings:
+            plans.append((target, text, result, earlier))
+    if not plans:
+        return engine_texts
+    changed_conversations: set[object] = set()
+    with transaction.atomic():
+        new_findings = []
+        for target, text, result, earlier in plans:
+            kept = False
+            if result.changed:
+                store_target_text(target, field, text, result.text)
+                shift_findings(earlier, result.edits)
+                kept = keep_original(
+                    policy=policy,
+                    target_type=target_type,
+                    target_id=target.pk,
+                    conversation_id=target.conversation_id,
+                    text=text,
+                )
+                changed_conversations.add(target.conversation_id)
+            new_findings += finding_rows(
+                policy=policy,
+                conversation_id=target.conversation_id,
+                target_type=target_type,
+                target_id=target.pk,
+                findings=result.findings,
+            )
+            audit_record(
+                workspace_id=policy.workspace_id,
+                actor=actor,
+                action=f"{target_type}.redact",
+                target_type=target_type,
+                target_id=str(target.pk),
+                after={
+                    **finding_summary(result.findings),
+                    "textChanged": result.changed,
+                    "originalKept": kept,
+                    "policyVersion": policy.version,
+                },
+            )
+        RedactionFinding.objects.bulk_create(new_findings)
+        for conversation_id in changed_conversations:
+            # The rendered context (and its ETag) is keyed on memory_version.
+            Conversation.objects.filter(pk=conversation_id).update(
+                memory_version=F("memory_version") + 1
+            )
+    return engine_texts
+
+
+def redaction_gate_for_reflection(
+    *, conversation: Conversation, observations: Sequence[Observation]
+) -> dict[str, str]:
+    """The gate in front of the Reflector: redact the observations it is about to read
+    (storing the redacted text, the findings, and the originals per policy) and return
+    the text it may read, by observation id, with findings pending review masked too.
+
+    Raises RedactionGateError (retryable), so the run goes back to PENDING, while the policy
+    makes reflection wait for reviews and one is pending in this conversation, and when
+    an observation was edited during the redaction."""
+    policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
+    try:
+        texts = redact_targets(
+            target_type=RedactionFinding.TargetType.OBSERVATION,
+            targets=observations,
+            policy=policy,
+        )
+    except RedactionConflict:
+        raise RedactionGateError(
+            "an observation changed while it was being redacted; the run will retry",
+            retryable=True,
+        ) from None
+    if policy.reflection_waits_for_review:
+        pending = RedactionFinding.objects.filter(
+            conversation_id=conversation.pk, status=RedactionFinding.Status.PENDING_REVIEW
+        ).count()
+        if pending:
+            raise RedactionGateError(
+                f"reflection waits for {pending} redaction finding(s) pending review "
+                "(the workspace's policy); the run will retry",
+                retryable=True,
+            )
+    return texts
+
+
+def redaction_for_observer(*, conversation: Conversation, messages: Sequence[Message]) -> list[str]:
+    """What the Observer reads of ``messages``. When the policy redacts before
+    observation, the messages are redacted (stored, with findings and originals per
+    policy) and findings pending review are masked in the Observer's copy; otherwise the
+    contents as stored, without loading the engine."""
+    redact = (
+        RedactionPolicy.objects.filter(workspace_id=conversation.workspace_id)
+        .values_list("redact_before_observation", flat=True)
+        .first()
+    )
+    if not redact or not messages:
+        return [m.content for m in messages]
+    policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
+    try:
+        texts = redact_targets(
+            target_type=RedactionFinding.TargetType.MESSAGE, targets=messages, policy=policy
+        )
+    except RedactionConflict:
+        raise RedactionGateError(
+            "a message changed while it was being redacted; the run will retry", retryable=True
+        ) from None
+    return [texts[str(m.pk)] for m in messages]
+
+
+@dataclass
+class IngestRedaction:
+    policy: RedactionPolicy
+    originals: list[str]
+    results: list[redaction.Redaction]
+
+    @property
+    def texts(self) -> list[str]:
+        return [r.text for r in self.results]
+
+
+def redaction_at_ingest(*, workspace_id: object, contents: Sequence[str]) -> IngestRedaction | None:
+    """Redact message contents before they are stored, when the policy says so (None
+    otherwise, after one indexed query and without loading the engine). Findings pending
+    review stay in the stored text until a person decides; engines never read them
+    unmasked (the observation and reflection gates mask them)."""
+    redact = (
+        RedactionPolicy.objects.filter(workspace_id=workspace_id)
+        .values_list("redact_at_ingest", flat=True)
+        .first()
+    )
+    if not redact:
+        return None
+    policy = RedactionPolicy.objects.get(workspace_id=workspace_id)
+    spec = redaction.PolicySpec.of(policy)
+    detections = redaction.engine().detect(list(contents), spec=spec)
+    return IngestRedaction(
+        policy=policy,
+        originals=list(contents),
+        results=[
+            redaction.redact_text(text, found, spec=spec)
+            for text, found in zip(contents, detections, strict=True)
+        ],
+    )
+
+
+def redaction_at_ingest_record(
+    *, conversation: Conversation, messages: Sequence[Message], ingest: IngestRedaction
+) -> None:
+    """Store the findings (and originals, per policy) of ``redaction_at_ingest`` for the
+    messages just inserted. Call inside the transaction that inserts them."""
+    policy = ingest.policy
+    findings = []
+    for message, original, result in zip(messages, ingest.originals, ingest.results, strict=True):
+        if not result.findings:
+            continue
+        kept = False
+        if result.changed:
+            kept = keep_original(
+                policy=policy,
+                target_type=RedactionFinding.TargetType.MESSAGE,
+                target_id=message.pk,
+                conversation_id=conversation.pk,
+                text=original,
+            )
+        findings += finding_rows(
+            policy=policy,
+            conversation_id=conversation.pk,
+            target_type=RedactionFinding.TargetType.MESSAGE,
+            target_id=message.pk,
+            findings=result.findings,
+        )
+        audit_record(
+            workspace_id=policy.workspace_id,
+            actor=SYSTEM_ACTOR,
+            action="message.redact",
+            target_type=RedactionFinding.TargetType.MESSAGE,
+            target_id=str(message.pk),
+            after={
+                **finding_summary(result.findings),
+                "textChanged": result.changed,
+                "originalKept": kept,
+                "policyVersion": policy.version,
+                "atIngest": True,
+            },
+        )
+    RedactionFinding.objects.bulk_create(findings)

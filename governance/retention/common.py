@@ -1,0 +1,89 @@
+"""What the retention, sweep and erasure modules share: the tiers, limits, receipt
+hashing and enqueueing after commit."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Model
+
+from memory.models import (
+    Message,
+    Observation,
+    Reflection,
+)
+
+logger = logging.getLogger(__name__)
+
+# 5,000 ids per batch measured best on PostgreSQL (bench/retention.py, docs/benchmarks.md):
+# larger batches gain little and hold conversation locks longer; smaller ones pay the
+# per-batch round trips and audit receipt more often.
+DEFAULT_BATCH_SIZE = 5000
+MAX_DAYS = 36_500
+# A sweep still RUNNING after this long lost its worker; the scheduler marks it failed so
+# the next one can start (a live worker notices at its next batch and stops).
+STALE_RUNNING = timedelta(hours=6)
+# A PENDING sweep or erasure whose task never arrived (broker down) is enqueued again.
+STALE_PENDING = timedelta(minutes=10)
+BATCH_ATTEMPTS = 3
+MAX_WINDOW_PAGES = 1 << 20
+
+HASH_OF = "sha256 of sorted lines '<kind>:<id>\\n' (kind: message, observation, reflection)"
+ERASURE_HASH_OF = "sha256 of sorted lines '<conversation id>:<kind>:<id>\\n'"
+
+
+@dataclass(frozen=True)
+class Tier:
+    kind: str  # the key in counts: "messages"
+    line_kind: str  # in hashed lines and redaction target types: "message"
+    model: type[Model]
+    expires_by: str  # the timestamp compared with the cutoff
+    days_field: str  # on RetentionPolicy
+    related_name: str  # on Conversation
+
+
+TIERS = (
+    Tier("messages", "message", Message, "created_at", "message_days", "messages"),
+    Tier(
+        "observations",
+        "observation",
+        Observation,
+        "observed_at",
+        "observation_days",
+        "observations",
+    ),
+    Tier("reflections", "reflection", Reflection, "created_at", "reflection_days", "reflections"),
+)
+
+
+def zero_counts() -> dict[str, int]:
+    return {tier.kind: 0 for tier in TIERS}
+
+
+def line_hash(lines: Iterable[str]) -> str:
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode())
+    return digest.hexdigest()
+
+
+def enqueue(task_name: str, object_id: int) -> None:
+    """Send the task after the surrounding transaction commits. A broker that is down
+    must not fail the request: the row stays PENDING and the scheduler sends it again."""
+
+    def send() -> None:
+        from governance import tasks
+
+        try:
+            getattr(tasks, task_name).apply_async(args=[object_id], retry=False)
+        except Exception:  # noqa: BLE001 - any broker failure; the scheduler recovers
+            logger.warning(
+                "could not enqueue %s for %s; the scheduler will retry", task_name, object_id
+            )
+
+    transaction.on_commit(send)

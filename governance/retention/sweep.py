@@ -1,0 +1,424 @@
+"""The sweep: deletes what has expired in short batches, each with its receipt."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import OperationalError, connection, reset_queries, transaction
+from django.db.models import F, Model
+from django.utils import timezone
+
+from core.actors import SYSTEM_ACTOR, Actor
+from core.errors import MemdeskError
+from governance.audit import audit_record
+from governance.models import (
+    ErasureRequest,
+    RedactionFinding,
+    RestrictedOriginal,
+    RetentionPolicy,
+    RetentionSweep,
+)
+from governance.retention import sql
+from governance.retention.common import (
+    BATCH_ATTEMPTS,
+    DEFAULT_BATCH_SIZE,
+    HASH_OF,
+    STALE_PENDING,
+    STALE_RUNNING,
+    TIERS,
+    Tier,
+    enqueue,
+    line_hash,
+    zero_counts,
+)
+from governance.retention.plan import RetentionPlan, TierRule, count_due, is_held
+from governance.retention.sql import Candidate, among
+from governance.selectors import (
+    active_hold_sets,
+)
+from memory.models import (
+    Conversation,
+    Observation,
+    ObservationVersion,
+    Workspace,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class _SweepStopped(Exception):
+    """The sweep's row left RUNNING (marked failed as abandoned): stop deleting."""
+
+
+@dataclass
+class _SweepProgress:
+    counts: dict[str, int] = field(default_factory=zero_counts)
+    related: Counter[str] = field(default_factory=Counter)
+    by_policy: dict[str, dict[str, int]] = field(default_factory=dict)
+    batches: int = 0
+
+    @property
+    def deleted(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True)
+class _Batch:
+    tier: Tier
+    lines: list[str]  # "<kind>:<id>" of every deleted row, sorted
+    by_policy: Counter[str]
+    related: dict[str, int]
+
+
+def _scan(
+    plan: RetentionPlan, tier: Tier, holds: tuple[set[str], set[str]], batch_size: int
+) -> Iterator[list[Candidate]]:
+    """Batches of rows that may be due: older than the latest cutoff any policy gives
+    this tier, outside held conversations. Each conversation's own rule is applied
+    afterwards, under its lock. With a single possible cutoff the SQL has applied it
+    already, and the timestamps are not even read (parsing them cost a tenth of a
+    batch's time)."""
+    if connection.vendor == "postgresql":
+        return sql.scan_heap_order(plan, tier, holds, batch_size)
+    return _scan_id_order(plan, tier, holds, batch_size)
+
+
+def _scan_id_order(
+    plan: RetentionPlan, tier: Tier, holds: tuple[set[str], set[str]], batch_size: int
+) -> Iterator[list[Candidate]]:
+    days_list = plan.possible_days(tier)
+    rows = tier.model.objects.filter(  # type: ignore[attr-defined]
+        conversation__workspace_id=plan.workspace_id,
+        **{f"{tier.expires_by}__lt": plan.cutoff(days_list[0])},
+    )
+    held_conversations, held_users = holds
+    if held_conversations:
+        rows = rows.exclude(conversation_id__in=sorted(held_conversations))
+    if held_users:
+        rows = rows.exclude(conversation__user_id__in=sorted(held_users))
+    stamp = [] if len(days_list) == 1 else [tier.expires_by]
+    after_pk = None
+    while True:
+        page = rows if after_pk is None else rows.filter(pk__gt=after_pk)
+        found = list(page.order_by("pk").values_list("pk", "conversation_id", *stamp)[:batch_size])
+        if not found:
+            return
+        after_pk = found[-1][0]
+        yield [(str(row[0]), str(row[1]), row[2] if stamp else None, None) for row in found]
+        if len(found) < batch_size:
+            return
+
+
+def _lock_conversations(conversation_ids: list[str]) -> list[tuple[str, str, Any]]:
+    """Lock the batch's conversations before anything else and move their
+    memory_version; return (id, user_id, tags) of each.
+
+    The lock orders the batch against a legal hold being placed (placing one locks the
+    same rows), so a hold is either committed before the batch reads the holds, and
+    honoured, or waits for the batch. The version moves because the rendered context is
+    cached by (last_seq, memory_version) and deleting rows changes neither seq; it moves
+    even where nothing turns out to be due, which costs only a cache miss. updated_at
+    stays: a sweep is not activity, and conversation lists are ordered by it."""
+    if connection.vendor == "postgresql":
+        return sql.lock_conversations(conversation_ids)
+    rows = Conversation.objects.filter(among(Conversation, "pk", conversation_ids))
+    rows.update(memory_version=F("memory_version") + 1)  # SQLite: takes the write lock
+    return [
+        (str(pk), user_id, tags)
+        for pk, user_id, tags in rows.order_by("pk").values_list("pk", "user_id", "tags")
+    ]
+
+
+def _lock_and_delete(tier: Tier, rows: list[Candidate]) -> list[str]:
+    """Delete those of ``rows`` that no other transaction holds, and return their ids
+    sorted (the text order of UUIDs is the database's order of them).
+
+    SKIP LOCKED: a row another transaction is changing right now (an edit, a delete) is
+    left to the next sweep instead of waited for, so a sweep cannot deadlock with it,
+    and the rows locked here are exactly the rows deleted and hashed."""
+    model = tier.model
+    if connection.vendor == "postgresql" and not model._meta.related_objects:
+        # Nothing references these rows by foreign key, so Django's collector would have
+        # had nothing to do: one statement locks and deletes.
+        return sql.delete_unlocked_by_address(model, rows)
+    ids = [row[0] for row in rows]
+    locked = sorted(
+        str(pk)
+        for pk in model.objects.select_for_update(skip_locked=True)  # type: ignore[attr-defined]
+        .filter(among(model, "pk", ids))
+        .values_list("pk", flat=True)
+    )
+    if locked:
+        # Through the collector: deleting a reflection clears its observations' link.
+        model.objects.filter(among(model, "pk", locked)).delete()  # type: ignore[attr-defined]
+    return locked
+
+
+def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> dict[str, int]:
+    """What hangs off the deleted rows by id rather than by foreign key: the redaction
+    findings, the restricted originals (the unredacted text must not outlive its row),
+    and the earlier versions of deleted observations. Each table is first asked about
+    the batch's few conversations, which is cheap, and only searched by id if needed."""
+    tables: list[tuple[str, type[Model], str, dict[str, str]]] = [
+        ("redactionFindings", RedactionFinding, "target_id", {"target_type": tier.line_kind}),
+        ("restrictedOriginals", RestrictedOriginal, "target_id", {"target_type": tier.line_kind}),
+    ]
+    if tier.model is Observation:
+        tables.append(("observationVersions", ObservationVersion, "observation_id", {}))
+    related = {}
+    for key, model, id_field, where in tables:
+        rows = model.objects.filter(  # type: ignore[attr-defined]
+            among(model, "conversation", conversation_ids), **where
+        )
+        related[key] = rows.filter(among(model, id_field, ids)).delete()[0] if rows.exists() else 0
+    return related
+
+
+def _delete_batch(
+    *,
+    plan: RetentionPlan,
+    tier: Tier,
+    rows: list[Candidate],
+    sweep: RetentionSweep,
+    progress: _SweepProgress,
+    actor: Actor,
+    log: sql.DeletedLog,
+) -> _Batch | None:
+    conversation_of = {row[0]: row[1] for row in rows}
+    with transaction.atomic():
+        conversations = _lock_conversations(sorted(set(conversation_of.values())))
+        holds = active_hold_sets(workspace_id=plan.workspace_id)
+        rules: dict[str, TierRule] = {}
+        for conversation_id, user_id, tags in conversations:
+            rule = plan.rules_for(tags)[tier.kind]
+            if rule is not None and not is_held(conversation_id, user_id, holds):
+                rules[conversation_id] = rule
+        due = []
+        for row in rows:
+            rule = rules.get(row[1])
+            if rule is not None and (row[2] is None or row[2] < rule.cutoff):
+                due.append(row)
+        if not due:
+            return None
+        ids = _lock_and_delete(tier, due)
+        if not ids:
+            return None
+        touched = {conversation_of[pk] for pk in ids}
+        related = _delete_related(tier, ids, list(touched))
+        by_policy = Counter(str(rules[conversation_of[pk]].policy_id) for pk in ids)
+        counts = dict(progress.counts)
+        counts[tier.kind] += len(ids)
+        still_running = RetentionSweep.objects.filter(
+            pk=sweep.pk, status=RetentionSweep.Status.RUNNING
+        ).update(done=F("done") + len(ids), counts=counts)
+        if not still_running:
+            raise _SweepStopped
+        lines = [f"{tier.line_kind}:{pk}" for pk in ids]
+        log.add(lines)
+        audit_record(
+            workspace_id=plan.workspace_id,
+            actor=actor,
+            action="retention.delete",
+            target_type="retention_sweep",
+            target_id=str(sweep.pk),
+            after={
+                "sweepId": sweep.pk,
+                "batch": progress.batches + 1,
+                "kind": tier.kind,
+                "counts": {tier.kind: len(ids), **related},
+                "byPolicy": dict(by_policy),
+                "conversations": len(touched),
+                "idsSha256": line_hash(f"{line}\n" for line in lines),
+                "hashOf": HASH_OF,
+            },
+            reason=f"expired under retention policy {', '.join(sorted(by_policy))}",
+        )
+    return _Batch(tier, lines, by_policy, related)
+
+
+def _delete_batch_retrying(**kwargs: Any) -> _Batch | None:
+    """A batch that loses a deadlock is tried again. Deleting a reflection clears the
+    link from its observations, and an observation edit locks that row before it takes
+    the conversation's lock, the reverse of a batch's order; PostgreSQL breaks the
+    cycle by failing one of the two."""
+    for attempt in range(BATCH_ATTEMPTS):
+        try:
+            return _delete_batch(**kwargs)
+        except OperationalError:
+            if attempt == BATCH_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)
+    return None
+
+
+def _record_batch(progress: _SweepProgress, batch: _Batch) -> None:
+    # Only after the batch committed: a rolled-back batch leaves no trace in the totals.
+    progress.batches += 1
+    progress.counts[batch.tier.kind] += len(batch.lines)
+    progress.related.update(batch.related)
+    for policy_id, n in batch.by_policy.items():
+        progress.by_policy.setdefault(policy_id, zero_counts())[batch.tier.kind] += n
+
+
+def _sweep_finish(
+    sweep: RetentionSweep,
+    plan: RetentionPlan,
+    progress: _SweepProgress,
+    log: sql.DeletedLog,
+    status: str,
+    error: str,
+    actor: Actor,
+    started: datetime,
+    finished: datetime,
+) -> None:
+    with transaction.atomic():
+        RetentionSweep.objects.filter(pk=sweep.pk, status=RetentionSweep.Status.RUNNING).update(
+            status=status, error=error, counts=progress.counts, finished_at=finished
+        )
+        if progress.deleted:
+            audit_record(
+                workspace_id=sweep.workspace_id,
+                actor=actor,
+                action="retention.sweep",
+                target_type="retention_sweep",
+                target_id=str(sweep.pk),
+                after={
+                    "sweepId": sweep.pk,
+                    "status": status,
+                    "policies": plan.snapshot(),
+                    "cutoffs": {
+                        tier.kind: {
+                            str(days): plan.cutoff(days).isoformat()
+                            for days in plan.possible_days(tier)
+                        }
+                        for tier in TIERS
+                    },
+                    "counts": progress.counts,
+                    "related": dict(progress.related),
+                    "byPolicy": progress.by_policy,
+                    "batches": progress.batches,
+                    "idsSha256": log.sha256(),
+                    "hashOf": HASH_OF,
+                    "requestedBy": sweep.triggered_by,
+                    "startedAt": started.isoformat(),
+                    "finishedAt": finished.isoformat(),
+                },
+                reason="retention sweep",
+            )
+
+
+def retention_sweep(*, sweep_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> RetentionSweep:
+    """Run one queued sweep: delete every expired row of the workspace that no legal
+    hold covers, tier by tier, ``batch_size`` rows per short transaction, each with its
+    receipt; then write the summary receipt.
+
+    Memory stays bounded by the batch: rows are read in windows, and the deleted ids
+    wait for the summary's hash in a temporary table, not in the worker. Acts only if it
+    claims the PENDING row, so a redelivered task does nothing.
+    """
+    if batch_size < 1:
+        raise MemdeskError("invalid_batch_size", "batch_size must be at least 1.")
+    started = timezone.now()
+    claimed = RetentionSweep.objects.filter(
+        pk=sweep_id, status=RetentionSweep.Status.PENDING, dry_run=False
+    ).update(status=RetentionSweep.Status.RUNNING, started_at=started)
+    sweep = RetentionSweep.objects.select_related("policy").get(pk=sweep_id)
+    if not claimed:
+        return sweep
+    actor = Actor.from_label(sweep.triggered_by)
+    plan = RetentionPlan.for_workspace(
+        workspace_id=sweep.workspace_id, now=started, policy=sweep.policy
+    )
+    holds = active_hold_sets(workspace_id=sweep.workspace_id)
+    progress = _SweepProgress()
+    status, error = RetentionSweep.Status.COMPLETED, ""
+    with sql.DeletedLog(sweep.pk) as log:
+        try:
+            total = count_due(plan, holds).total
+            RetentionSweep.objects.filter(pk=sweep.pk).update(total=total)
+            for tier in TIERS:
+                if not plan.possible_days(tier):
+                    continue
+                for rows in _scan(plan, tier, holds, batch_size):
+                    batch = _delete_batch_retrying(
+                        plan=plan,
+                        tier=tier,
+                        rows=rows,
+                        sweep=sweep,
+                        progress=progress,
+                        actor=actor,
+                        log=log,
+                    )
+                    if batch is not None:
+                        _record_batch(progress, batch)
+                    reset_queries()  # with DEBUG on, every query and its id list is kept
+        except _SweepStopped:
+            status, error = RetentionSweep.Status.FAILED, "stopped: the sweep was marked abandoned"
+        except Exception as exc:  # noqa: BLE001 - recorded on the sweep; never the row content
+            logger.exception("retention sweep %s failed after %s rows", sweep.pk, progress.deleted)
+            status, error = RetentionSweep.Status.FAILED, f"{type(exc).__name__} (see worker log)"
+        finished = timezone.now()
+        _sweep_finish(sweep, plan, progress, log, status, error, actor, started, finished)
+    logger.info(
+        "retention sweep %s of workspace %s: %s, deleted %s in %s batches",
+        sweep.pk,
+        sweep.workspace_id,
+        status,
+        progress.counts,
+        progress.batches,
+    )
+    sweep.refresh_from_db()
+    return sweep
+
+
+def retention_schedule(*, now: datetime | None = None) -> dict[str, int]:
+    """The periodic entry point (Celery beat): start a sweep in every workspace that has
+    an enabled policy and no open sweep, fail sweeps whose worker vanished, and send
+    again the sweeps and erasures whose task was lost."""
+    now = now or timezone.now()
+    counts = {"started": 0, "abandoned": 0, "requeued": 0}
+    counts["abandoned"] = RetentionSweep.objects.filter(
+        status=RetentionSweep.Status.RUNNING, started_at__lt=now - STALE_RUNNING
+    ).update(
+        status=RetentionSweep.Status.FAILED,
+        error="abandoned: no worker finished it",
+        finished_at=now,
+    )
+    for sweep_id in RetentionSweep.objects.filter(
+        status=RetentionSweep.Status.PENDING, dry_run=False, created_at__lt=now - STALE_PENDING
+    ).values_list("pk", flat=True):
+        with transaction.atomic():
+            enqueue("retention_sweep_task", sweep_id)
+        counts["requeued"] += 1
+    for request_id in ErasureRequest.objects.filter(
+        status=ErasureRequest.Status.PENDING, created_at__lt=now - STALE_PENDING
+    ).values_list("pk", flat=True):
+        with transaction.atomic():
+            enqueue("erasure_task", request_id)
+        counts["requeued"] += 1
+    workspace_ids = (
+        RetentionPolicy.objects.filter(enabled=True)
+        .values_list("workspace_id", flat=True)
+        .distinct()
+    )
+    for workspace_id in workspace_ids:
+        with transaction.atomic():
+            Workspace.objects.select_for_update().filter(pk=workspace_id).first()
+            if RetentionSweep.objects.filter(
+                workspace_id=workspace_id,
+                dry_run=False,
+                status__in=[RetentionSweep.Status.PENDING, RetentionSweep.Status.RUNNING],
+            ).exists():
+                continue
+            sweep = RetentionSweep.objects.create(
+                workspace_id=workspace_id, triggered_by=SYSTEM_ACTOR.label
+            )
+            enqueue("retention_sweep_task", sweep.pk)
+            counts["started"] += 1
+    return counts
