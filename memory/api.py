@@ -3,6 +3,7 @@ and shape the answer; the services own every rule."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
@@ -18,7 +19,7 @@ from memory import api_schema as out
 from memory import pipeline, selectors, services
 from memory.context import context_for_conversation, parse_max_tokens
 from memory.metrics import pipeline_metrics
-from memory.models import Conversation, PipelineRun
+from memory.models import AnyRun, Conversation
 from memory.wire import (
     conversation_to_wire,
     message_to_wire,
@@ -28,6 +29,7 @@ from memory.wire import (
 )
 
 # --- input ---------------------------------------------------------------------------------
+
 
 class ConversationCreateIn(serializers.Serializer):
     userId = text_field(required=False, allow_null=True, allow_blank=True, max_length=255)
@@ -100,7 +102,7 @@ class MemoryApi(ApiView):
     def conversation(self, conversation_id: str) -> Conversation:
         return selectors.conversation_get(workspace=self.workspace, conversation_id=conversation_id)
 
-    def idempotent(self, request: Request, write) -> Response:  # type: ignore[no-untyped-def]
+    def idempotent(self, request: Request, write: Callable[[], tuple[int, Any]]) -> Response:
         key = request.headers.get("Idempotency-Key")
         # Canonical JSON of a 100-message body is not free; only a keyed write needs it.
         fingerprint = (
@@ -185,9 +187,7 @@ class ConversationDetailApi(MemoryApi):
     def delete(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
         reason = request_reason(request)
-        services.conversation_delete(
-            conversation=conversation, actor=self.actor(), reason=reason
-        )
+        services.conversation_delete(conversation=conversation, actor=self.actor(), reason=reason)
         return Response(status=204)
 
 
@@ -386,9 +386,7 @@ class ObservationDetailApi(MemoryApi):
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
         reason = request_reason(request)
-        services.observation_delete(
-            observation=observation, actor=self.actor(), reason=reason
-        )
+        services.observation_delete(observation=observation, actor=self.actor(), reason=reason)
         return Response(status=204)
 
 
@@ -491,7 +489,7 @@ WAIT_PARAMETER = OpenApiParameter(
 )
 
 
-def _run_response(request: Request, run: PipelineRun) -> Response:
+def _run_response(request: Request, run: AnyRun) -> Response:
     finished = not run.is_open
     return Response(run_to_wire(run), status=200 if finished else 202)
 
