@@ -10,7 +10,7 @@ from governance.models import AuditEvent, ErasureRequest, RedactionPolicy
 from governance.retention import erasure_execute, erasure_request_create, legal_hold_place
 from memory.models import Conversation, Message
 from memory.services import conversation_create
-from tests.dashboard.conftest import chat
+from tests.dashboard.factories import chat
 from tests.governance.test_redaction_support import set_policy
 
 HX = {"HTTP_HX_REQUEST": "true"}

@@ -44,9 +44,7 @@ def conversation(workspace) -> Conversation:
     return conversation
 
 
-def test_an_observer_run_past_its_soft_time_limit_fails_with_that_reason(
-    conversation, monkeypatch
-):
+def test_an_observer_run_past_its_soft_time_limit_fails_with_that_reason(conversation, monkeypatch):
     monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _Interrupted())
     run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
 
