@@ -24,7 +24,11 @@ run: install
 	$(BIN)/python manage.py demo_setup --port $(PORT)
 	$(BIN)/honcho start -f Procfile
 
+# Lint, migrations in step with the models, types, system checks, then the suites.
 test: install
+	$(BIN)/ruff check .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/mypy core memory governance dashboard config
 	$(BIN)/python manage.py check --fail-level WARNING
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
@@ -74,10 +74,11 @@ class LimitField(serializers.Field):
 
     def __init__(self, *, default: int = PAGE_LIMIT_DEFAULT, **kwargs: Any) -> None:
         super().__init__(required=False, default=default, **kwargs)
+        self.default_limit = default
 
     def to_internal_value(self, data: Any) -> int:
         try:
-            return parse_limit(data, default=self.default)
+            return parse_limit(data, default=self.default_limit)
         except MemdeskError as error:
             raise serializers.ValidationError(error.message) from None
 
@@ -138,7 +139,8 @@ class ApiView(APIView):
 
     @property
     def api_key(self) -> ApiKey:
-        return self.request.auth  # type: ignore[no-any-return]
+        # ApiKeyAuthentication is the only authenticator and IsAuthenticated guards every view.
+        return cast(ApiKey, self.request.auth)
 
     @property
     def workspace(self) -> Workspace:

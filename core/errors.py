@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -96,16 +96,16 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
-def json_not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+def json_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """404 for unknown URLs: JSON under /v1/, so API clients never parse an HTML page."""
     if request.path.startswith("/v1/"):
         return JsonResponse(error_body("not_found", "No such API route."), status=404)
     from django.views.defaults import page_not_found
 
-    return page_not_found(request, exception or Http404())  # type: ignore[return-value]
+    return page_not_found(request, exception or Http404())
 
 
-def json_server_error(request: HttpRequest) -> JsonResponse:
+def json_server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/v1/"):
         return JsonResponse(
             error_body("server_error", "The server failed; the request id is in the logs."),
@@ -113,4 +113,4 @@ def json_server_error(request: HttpRequest) -> JsonResponse:
         )
     from django.views.defaults import server_error
 
-    return server_error(request)  # type: ignore[return-value]
+    return server_error(request)

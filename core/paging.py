@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Field, Model, Q, QuerySet
 
 from core.errors import MemdeskError
 
@@ -86,7 +86,13 @@ def _decode(queryset: QuerySet[ModelT], keys: tuple[str, ...], cursor: str) -> l
             raise ValueError
         # Each field parses its own value back (a datetime, a UUID, an integer).
         opts = queryset.model._meta
-        return [opts.get_field(key).to_python(value) for key, value in zip(keys, raw, strict=True)]
+        values = []
+        for key, value in zip(keys, raw, strict=True):
+            field = opts.get_field(key)
+            if not isinstance(field, Field):  # a reverse relation cannot be a paging key
+                raise TypeError(key)
+            values.append(field.to_python(value))
+        return values
     except (ValueError, TypeError, ValidationError, binascii.Error, UnicodeDecodeError):
         raise _invalid_cursor() from None
 

@@ -30,7 +30,7 @@ from memory import api_schema as out
 from memory import pipeline, selectors, services
 from memory.context import context_for_conversation, parse_max_tokens
 from memory.metrics import pipeline_metrics
-from memory.models import Conversation, PipelineRun
+from memory.models import AnyRun, Conversation
 from memory.wire import (
     conversation_to_wire,
     message_to_wire,
@@ -550,7 +550,7 @@ WAIT_PARAMETER = OpenApiParameter(
 )
 
 
-def _run_response(request: Request, run: PipelineRun) -> Response:
+def _run_response(request: Request, run: AnyRun) -> Response:
     finished = not run.is_open
     return Response(run_to_wire(run), status=200 if finished else 202)
 

@@ -69,7 +69,9 @@ class _MemoryItemOut(serializers.Serializer):
     relativeDate = serializers.CharField(help_text="Computed when read, never stored.")
     windowStart = WindowOut(allow_null=True)
     windowEnd = WindowOut(allow_null=True)
-    source = serializers.CharField()
+    # The metaclass moves declared fields off the class, so this wire field never
+    # replaces Field.source at runtime; only the stubs see a clash.
+    source = serializers.CharField()  # type: ignore[assignment]
     engine = serializers.CharField(allow_null=True)
     model = serializers.CharField(allow_null=True)
     tags = serializers.ListField(child=serializers.CharField())

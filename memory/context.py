@@ -206,7 +206,7 @@ def context_for_conversation(
         f"memdesk:ctx:{conversation.pk}:{conversation.last_seq}:{conversation.memory_version}"
         f":{fmt}:{max_tokens}:{today.isoformat()}"
     )
-    rendered = cache.get(key)
+    rendered: RenderedContext | None = cache.get(key)
     if rendered is None:
         rendered = _render(conversation, fmt=fmt, max_tokens=max_tokens, today=today)
         cache.set(key, rendered, CACHE_SECONDS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.utils import timezone
 
@@ -21,7 +22,7 @@ CUSTOMERS = [
 PRODUCTS = ["Aero 2 headphones", "Kestrel standing desk", "Nimbus router", "Orbit smart lamp"]
 
 
-def _refund_with_tools(rng: random.Random, who: tuple[str, str, str, str]) -> list[tuple]:
+def _refund_with_tools(rng: random.Random, who: tuple[str, str, str, str]) -> list[tuple[Any, ...]]:
     name, email, phone, _ = who
     order = f"ORD-{rng.randint(100000, 999999)}"
     product = rng.choice(PRODUCTS)
@@ -58,7 +59,7 @@ def _refund_with_tools(rng: random.Random, who: tuple[str, str, str, str]) -> li
     ]
 
 
-def _shipping_question(rng: random.Random, who: tuple[str, str, str, str]) -> list[tuple]:
+def _shipping_question(rng: random.Random, who: tuple[str, str, str, str]) -> list[tuple[Any, ...]]:
     product = rng.choice(PRODUCTS)
     return [
         ("user", f"When will the {product} be back in stock? I'd prefer the black one."),
@@ -78,7 +79,7 @@ def _shipping_question(rng: random.Random, who: tuple[str, str, str, str]) -> li
     ]
 
 
-def _account_issue(rng: random.Random, who: tuple[str, str, str, str]) -> list[tuple]:
+def _account_issue(rng: random.Random, who: tuple[str, str, str, str]) -> list[tuple[Any, ...]]:
     name, email, _, username = who
     return [
         (

@@ -3,7 +3,7 @@ the dashboard's charts."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from statistics import median
 from typing import Any
 
@@ -56,7 +56,7 @@ def _run_summary(runs: QuerySet[Any]) -> dict[str, Any]:
     }
 
 
-def _series(runs: QuerySet[Any], since) -> dict[str, dict[str, int]]:  # type: ignore[no-untyped-def]
+def _series(runs: QuerySet[Any], since: datetime) -> dict[str, dict[str, int]]:
     rows = (
         runs.filter(created_at__gte=since)
         .annotate(day=TruncDate("created_at"))

@@ -157,7 +157,12 @@ PRIORITY_MARKERS = {
     Priority.COMPLETED: "\N{WHITE HEAVY CHECK MARK}",
 }
 # Lower keeps longer when a context must shrink to a token budget.
-PRIORITY_KEEP_RANK = {Priority.HIGH: 0, Priority.MEDIUM: 1, Priority.COMPLETED: 2, Priority.LOW: 3}
+PRIORITY_KEEP_RANK: dict[str, int] = {
+    Priority.HIGH: 0,
+    Priority.MEDIUM: 1,
+    Priority.COMPLETED: 2,
+    Priority.LOW: 3,
+}
 
 
 class MemorySource(models.TextChoices):
@@ -408,3 +413,7 @@ class ReflectorRun(PipelineRun):
 
     def __str__(self) -> str:
         return f"reflector run {self.id} ({self.status})"
+
+
+# A row of either run table (PipelineRun is abstract and has no conversation of its own).
+AnyRun = ObserverRun | ReflectorRun

@@ -40,6 +40,7 @@ from memory.engines.base import (
     SourceObservation,
 )
 from memory.models import (
+    AnyRun,
     Conversation,
     MemorySource,
     Message,
@@ -85,9 +86,9 @@ def active_observation_token_count(*, conversation: Conversation) -> int:
     return total["total"] or 0
 
 
-def _recently_failed(model: type[PipelineRun], conversation: Conversation) -> bool:
+def _recently_failed(model: type[AnyRun], conversation: Conversation) -> bool:
     latest = (
-        model.objects.filter(conversation=conversation)  # type: ignore[misc]
+        model.objects.filter(conversation=conversation)
         .order_by("-created_at")
         .values_list("status", "finished_at")
         .first()
@@ -272,7 +273,7 @@ def _engine_error(error: RedactionGateError) -> EngineError:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    run: PipelineRun | None
+    run: AnyRun | None
     retry: bool  # the run went back to PENDING after a retryable error
 
 
@@ -298,6 +299,31 @@ def _execute(
         logger.warning("%s %s: lease lost, results discarded", model.__name__, run.pk)
     run.refresh_from_db()
     return RunOutcome(run, retry=False)
+
+
+def _fail_interrupted(model: type[RunT], run_id: uuid.UUID | str, reason: str) -> RunT | None:
+    # The interruption rolled back the run's transaction, so memory is as it was. The task
+    # time limits stay under the lease, so the RUNNING run is still this worker's.
+    failed = model.objects.filter(pk=run_id, status=PipelineRun.Status.RUNNING).update(
+        status=PipelineRun.Status.FAILED,
+        finished_at=timezone.now(),
+        lease_token=None,
+        lease_expires_at=None,
+        error=reason[:500],
+    )
+    if failed:
+        logger.warning("%s %s failed: %s", model.__name__, run_id, reason)
+    return model.objects.filter(pk=run_id).first()
+
+
+def observer_run_fail_interrupted(*, run_id: uuid.UUID | str, reason: str) -> ObserverRun | None:
+    """Fail a RUNNING Observer run whose worker was interrupted (its time limit)."""
+    return _fail_interrupted(ObserverRun, run_id, reason)
+
+
+def reflector_run_fail_interrupted(*, run_id: uuid.UUID | str, reason: str) -> ReflectorRun | None:
+    """Fail a RUNNING Reflector run whose worker was interrupted (its time limit)."""
+    return _fail_interrupted(ReflectorRun, run_id, reason)
 
 
 # --- the Observer ----------------------------------------------------------------------------
@@ -470,8 +496,8 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                     generation=generation,
                     observed_at=draft.observed_at,
                     referenced_at=draft.referenced_at,
-                    window_start_seq=min((s[0] for s in spans), default=None),
-                    window_end_seq=max((s[1] for s in spans), default=None),
+                    window_start_seq=min((s[0] for s in spans if s[0] is not None), default=None),
+                    window_end_seq=max((s[1] for s in spans if s[1] is not None), default=None),
                     window_start_at=min((s[2] for s in spans if s[2]), default=None),
                     window_end_at=max((s[3] for s in spans if s[3]), default=None),
                     source_observation_ids=sources,
@@ -518,7 +544,7 @@ def reflector_run_execute(*, run_id: uuid.UUID | str, final_attempt: bool = True
 # --- on demand and the sweeper -----------------------------------------------------------------
 
 
-def run_get(*, workspace: Workspace, run_id: str) -> PipelineRun:
+def run_get(*, workspace: Workspace, run_id: str) -> AnyRun:
     for model in (ObserverRun, ReflectorRun):
         run = (
             model.objects.filter(pk=run_id, conversation__workspace=workspace)
@@ -530,17 +556,17 @@ def run_get(*, workspace: Workspace, run_id: str) -> PipelineRun:
     raise MemdeskError("not_found", "No run with this id in this workspace.", status_code=404)
 
 
-def run_now(*, kind: str, conversation: Conversation, wait: bool) -> PipelineRun:
+def run_now(*, kind: str, conversation: Conversation, wait: bool) -> AnyRun:
     """Schedule a run on demand; with ``wait``, run it here (or wait for the worker that
     has it) until it finishes or MEMDESK_RUN_WAIT_SECONDS pass."""
-    model: type[PipelineRun]
+    model: type[AnyRun]
+    run: AnyRun
     if kind == "observe":
         model, execute = ObserverRun, observer_run_execute
-        schedule = observer_schedule
+        run = observer_schedule(conversation=conversation, trigger=PipelineRun.Trigger.MANUAL)
     else:
         model, execute = ReflectorRun, reflector_run_execute
-        schedule = reflector_schedule
-    run = schedule(conversation=conversation, trigger=PipelineRun.Trigger.MANUAL)
+        run = reflector_schedule(conversation=conversation, trigger=PipelineRun.Trigger.MANUAL)
     if not wait:
         return run
     deadline = time.monotonic() + settings.MEMDESK_RUN_WAIT_SECONDS
@@ -548,7 +574,7 @@ def run_now(*, kind: str, conversation: Conversation, wait: bool) -> PipelineRun
     current = outcome.run or run
     while current.is_open and time.monotonic() < deadline:
         time.sleep(0.2)
-        current = model.objects.get(pk=run.pk)  # type: ignore[attr-defined]
+        current = model.objects.get(pk=run.pk)
     return current
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
 from django.db import connection
 from django.db.models import QuerySet
@@ -67,7 +69,7 @@ def message_search(
             .filter(search=search)
             .order_by("-rank", "-seq")[:limit]
         )
-        hits = [(m, round(float(m.rank), 6)) for m in ranked]
+        hits: list[tuple[Message, float | None]] = [(m, round(float(m.rank), 6)) for m in ranked]
         if hits:
             return hits
         # Stop words and partial words find nothing in full-text search; a substring
@@ -96,14 +98,18 @@ def covered_intervals(*, conversation: Conversation) -> list[tuple[int, int]]:
     """
     from memory.models import ObserverRun
 
+    # The filters exclude NULL windows, which the values_list type cannot know.
     runs = _merge(
-        list(
-            ObserverRun.objects.filter(
-                conversation=conversation,
-                status=ObserverRun.Status.SUCCEEDED,
-                window_start_seq__isnull=False,
-                window_end_seq__isnull=False,
-            ).values_list("window_start_seq", "window_end_seq")
+        cast(
+            list[tuple[int, int]],
+            list(
+                ObserverRun.objects.filter(
+                    conversation=conversation,
+                    status=ObserverRun.Status.SUCCEEDED,
+                    window_start_seq__isnull=False,
+                    window_end_seq__isnull=False,
+                ).values_list("window_start_seq", "window_end_seq")
+            ),
         )
     )
     prefix_end = runs[0][1] if runs and runs[0][0] == 1 else 0
@@ -112,7 +118,7 @@ def covered_intervals(*, conversation: Conversation) -> list[tuple[int, int]]:
         window_start_seq__isnull=False,
         window_end_seq__gt=prefix_end,
     ).values_list("window_start_seq", "window_end_seq")
-    return _merge(runs + list(observations))
+    return _merge(runs + cast(list[tuple[int, int]], list(observations)))
 
 
 def unobserved_messages(
@@ -209,10 +215,10 @@ def extraction_status(*, conversation: Conversation, limit: int) -> ExtractionSt
     pending_count = unobserved.count() - failed_count
     newest = list(conversation.messages.order_by("-seq").values("id", "seq", "created_at")[:limit])
 
-    def state(row: dict[str, object]) -> str:
-        if covered(row["seq"]):  # type: ignore[arg-type]
+    def state(row: Mapping[str, Any]) -> str:
+        if covered(row["seq"]):
             return "completed"
-        if failed_since and row["created_at"] <= failed_since:  # type: ignore[operator]
+        if failed_since and row["created_at"] <= failed_since:
             return "failed"
         return "pending"
 

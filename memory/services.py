@@ -129,7 +129,9 @@ def conversation_create(
     )
 
 
-def conversation_delete(*, conversation: Conversation, actor: Actor, reason: str = "") -> dict:
+def conversation_delete(
+    *, conversation: Conversation, actor: Actor, reason: str = ""
+) -> dict[str, Any]:
     """Delete a conversation and every tier under it, leaving a receipt in the audit trail."""
     if actor.is_human and not reason.strip():
         raise MemdeskError("reason_required", "Deleting memory needs a reason.", field="reason")

@@ -12,11 +12,11 @@ from datetime import date, datetime
 from typing import Any
 
 from memory.models import (
+    AnyRun,
     Conversation,
     Message,
     Observation,
     ObserverRun,
-    PipelineRun,
     Reflection,
 )
 
@@ -135,7 +135,7 @@ def reflection_to_wire(reflection: Reflection, *, today: date) -> dict[str, Any]
     return body
 
 
-def run_to_wire(run: PipelineRun) -> dict[str, Any]:
+def run_to_wire(run: AnyRun) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": str(run.id),
         "kind": "observer" if isinstance(run, ObserverRun) else "reflector",

@@ -1,14 +1,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
-from memory.models import Workspace
-from memory.services import api_key_create, workspace_get_or_create
+from memory.models import Conversation, Message, Workspace
+from memory.services import api_key_create, conversation_create, workspace_get_or_create
+from tests.dashboard.factories import MembershipFactory, UserFactory
+from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 
 @pytest.fixture
@@ -29,7 +34,7 @@ def make_client(db) -> Callable[[Workspace], APIClient]:
         _, raw_key = api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, scope=scope)
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
-        client.raw_key = raw_key  # type: ignore[attr-defined]
+        client.raw_key = raw_key
         return client
 
     return make
@@ -49,3 +54,56 @@ def other_api(make_client, other_workspace) -> APIClient:
 def requires_postgres(db) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://... (CI does)")
+
+
+# --- shared by the dashboard tests and the browser tests (tests/e2e) ------------------------
+
+
+@pytest.fixture
+def member(db, workspace) -> Callable[..., AbstractBaseUser]:
+    """A new user with ``role`` in ``workspace`` (the acme workspace unless told), or in
+    no workspace with ``role=None``. Signs in with tests.dashboard.factories.PASSWORD."""
+
+    def make(role: str | None, *, in_workspace: Workspace | None = None) -> AbstractBaseUser:
+        if role is None:
+            return UserFactory()
+        return MembershipFactory(workspace=in_workspace or workspace, role=role).user
+
+    return make
+
+
+@pytest.fixture
+def long_conversation(workspace) -> Conversation:
+    """130 messages, one observation per message, one reflection over the first ten:
+    the oldest sources are outside what the page first loads."""
+    conversation = conversation_create(workspace=workspace, user_id="long", title="Long one")
+    began = timezone.now() - timedelta(days=5)
+    messages = Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            seq=seq,
+            role="user" if seq % 2 else "assistant",
+            content=f"Message {seq} about order ORD-{seq:04}.",
+            token_count=8,
+            created_at=began + timedelta(minutes=seq),
+        )
+        for seq in range(1, 131)
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(last_seq=130)
+    observations = [
+        ObservationFactory(
+            conversation=conversation,
+            text=f"Note about message {m.seq}.",
+            observed_at=m.created_at,
+            window_start_seq=m.seq,
+            window_end_seq=m.seq,
+            source_message_ids=[str(m.pk)],
+        )
+        for m in messages
+    ]
+    ReflectionFactory(
+        conversation=conversation,
+        text="The first ten messages were about orders.",
+        source_observation_ids=[str(o.pk) for o in observations[:10]],
+    )
+    return conversation

@@ -268,6 +268,24 @@ CELERY_TIMEZONE = "UTC"
 # A write whose task cannot be published must not hang on the broker: the run stays
 # PENDING in the database and the sweeper enqueues it again.
 CELERY_TASK_PUBLISH_RETRY = False
+# Past the soft limit a task gets SoftTimeLimitExceeded and fails its run with that reason;
+# past the hard limit the worker process is killed. The hard limit stays under the run
+# lease so that no second worker can take a run while the first one still writes.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600, minimum=1)
+CELERY_TASK_TIME_LIMIT = env_int(
+    "CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME_LIMIT + 60, minimum=2
+)
+if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT} s) must be greater than "
+        f"CELERY_TASK_SOFT_TIME_LIMIT ({CELERY_TASK_SOFT_TIME_LIMIT} s)."
+    )
+if CELERY_TASK_TIME_LIMIT >= MEMDESK_RUN_LEASE_SECONDS:
+    raise ImproperlyConfigured(
+        f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT} s) must be less than "
+        f"MEMDESK_RUN_LEASE_SECONDS ({MEMDESK_RUN_LEASE_SECONDS} s); lower the time limits "
+        "or raise the lease."
+    )
 CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {

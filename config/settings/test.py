@@ -12,7 +12,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 # In-process tests publish to an in-memory broker; the tests that need a real worker
 # start one with its own broker URL (Redis in CI, the filesystem transport without it).
 CELERY_BROKER_URL = "memory://"
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
 # A file, not SQLite's default in-memory test database, so that the Celery worker
 # processes started by tests/memory/test_pipeline_worker.py can open the same database.

@@ -9,7 +9,7 @@ from django.test import Client
 
 from dashboard.access import SESSION_WORKSPACE
 from dashboard.models import ROLE_CAPABILITIES, Capability, Membership, Role, roles_with
-from tests.dashboard.conftest import PASSWORD, make_user
+from tests.dashboard.factories import PASSWORD, MembershipFactory
 
 PAGES = ["/conversations/", "/metrics/", "/settings/api-keys/"]
 
@@ -86,7 +86,7 @@ def test_the_switcher_changes_workspace_and_refuses_one_you_are_not_in(
     login, workspace, other_workspace, third_workspace
 ):
     client = login("viewer")
-    Membership.objects.create(user=client.user, workspace=other_workspace, role="admin")
+    MembershipFactory(user=client.user, workspace=other_workspace, role="admin")
     page = client.get("/conversations/").content.decode()
     assert "acme (viewer)" in page and "globex (admin)" in page and "initech" not in page
     assert client.get("/settings/api-keys/").status_code == 403  # viewer in acme
@@ -107,7 +107,7 @@ def test_the_switcher_goes_to_the_list_rather_than_an_object_of_the_old_workspac
     login, other_workspace, conversation
 ):
     client = login("viewer")
-    Membership.objects.create(user=client.user, workspace=other_workspace, role="viewer")
+    MembershipFactory(user=client.user, workspace=other_workspace, role="viewer")
     response = client.post(
         "/workspace/",
         {"workspace": str(other_workspace.pk), "next": f"/conversations/{conversation.pk}/"},
@@ -126,7 +126,7 @@ def test_the_switcher_refuses_a_post_without_the_csrf_token(csrf_client, workspa
 
 def test_a_shared_link_to_another_of_your_workspaces_opens_there(login, other_workspace, foreign):
     client = login("viewer")
-    Membership.objects.create(user=client.user, workspace=other_workspace, role="reviewer")
+    MembershipFactory(user=client.user, workspace=other_workspace, role="reviewer")
     page = client.get(f"/conversations/{foreign.pk}/")
     assert page.status_code == 200
     assert client.session[SESSION_WORKSPACE] == str(other_workspace.pk)
@@ -134,8 +134,7 @@ def test_a_shared_link_to_another_of_your_workspaces_opens_there(login, other_wo
 
 
 def test_a_user_only_sees_their_own_workspaces(db, workspace, other_workspace):
-    user = make_user()
-    Membership.objects.create(user=user, workspace=other_workspace, role="viewer")
+    user = MembershipFactory(workspace=other_workspace, role="viewer").user
     client = Client()
     client.force_login(user)
     page = client.get("/conversations/").content.decode()

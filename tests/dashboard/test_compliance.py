@@ -27,7 +27,7 @@ from memory.services import (
     conversation_delete,
     messages_append,
 )
-from tests.dashboard.conftest import chat
+from tests.dashboard.factories import chat
 from tests.governance.test_audit import _tamper
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory

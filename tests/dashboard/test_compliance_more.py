@@ -11,7 +11,7 @@ from governance.holds import legal_hold_place
 from governance.models import AuditEvent, ErasureRequest, RedactionPolicy
 from memory.models import Conversation, Message
 from memory.services import conversation_create
-from tests.dashboard.conftest import chat
+from tests.dashboard.factories import chat
 from tests.governance.test_redaction_support import set_policy
 
 HX = {"HTTP_HX_REQUEST": "true"}

@@ -7,13 +7,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from governance.models import LegalHold, RedactionFinding
 from memory.models import Conversation, ObserverRun
 from memory.services import conversation_create
-from tests.dashboard.conftest import ROLES, chat, observe
+from tests.dashboard.factories import ROLES, chat, observe
+from tests.governance.factories import LegalHoldFactory, RedactionFindingFactory
 
 
-def _titles(response) -> list[str]:  # type: ignore[no-untyped-def]
+def _titles(response) -> list[str]:
     return [c.title for c in response.context["page"].object_list]
 
 
@@ -70,31 +70,13 @@ def test_a_bad_date_range_is_shown_next_to_its_field(login, conversation):
 
 def test_filters_pii_found_legal_hold_and_pipeline_failures(login, workspace, conversation):
     pii = conversation_create(workspace=workspace, user_id="p", title="With PII")
-    RedactionFinding.objects.create(
-        workspace=workspace,
-        conversation=pii,
-        target_type="message",
-        target_id=pii.pk,
-        entity_type="EMAIL_ADDRESS",
-        start=0,
-        end=5,
-        score=0.9,
-        operator="replace",
-        status="applied",
-        policy_version=1,
-    )
+    RedactionFindingFactory(conversation=pii)
     held = conversation_create(workspace=workspace, user_id="h", title="Held")
-    LegalHold.objects.create(workspace=workspace, conversation=held, reason="case", placed_by="x")
+    LegalHoldFactory(conversation=held)
     conversation_create(workspace=workspace, user_id="sam", title="User held")
-    LegalHold.objects.create(workspace=workspace, end_user_id="sam", reason="case", placed_by="x")
+    LegalHoldFactory(workspace=workspace, conversation=None, end_user_id="sam")
     released = conversation_create(workspace=workspace, user_id="r", title="Released")
-    LegalHold.objects.create(
-        workspace=workspace,
-        conversation=released,
-        reason="case",
-        placed_by="x",
-        released_at=timezone.now(),
-    )
+    LegalHoldFactory(conversation=released, released_at=timezone.now())
     failing = conversation_create(workspace=workspace, user_id="f", title="Failing")
     ObserverRun.objects.create(
         conversation=failing, trigger="manual", status="failed", error="provider down"

@@ -13,7 +13,7 @@ from django.utils.html import escape
 from memory import pipeline
 from memory.models import Message, Observation, ObserverRun, Reflection
 from memory.services import conversation_create
-from tests.dashboard.conftest import ROLES
+from tests.dashboard.factories import ROLES
 
 
 def _seqs(html: str) -> list[int]:
@@ -214,7 +214,7 @@ def test_the_transcript_reads_few_queries_and_escapes_nothing(
 
 def test_observe_now_queues_a_run_and_the_page_polls_it(login, workspace):
     conversation = conversation_create(workspace=workspace, title="Fresh")
-    from tests.dashboard.conftest import chat
+    from tests.dashboard.factories import chat
 
     chat(conversation)
     client = login("reviewer")

@@ -11,7 +11,7 @@ from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory.models import ApiKey
 from memory.services import api_key_create
-from tests.dashboard.conftest import ROLES
+from tests.dashboard.factories import ROLES
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

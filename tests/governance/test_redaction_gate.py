@@ -48,7 +48,7 @@ def _observations(conversation: Conversation, texts: list[str]) -> list[Observat
     return [ObservationFactory(conversation=conversation, text=t) for t in texts]
 
 
-def _reflect(conversation: Conversation, *, final: bool = True):  # type: ignore[no-untyped-def]
+def _reflect(conversation: Conversation, *, final: bool = True):
     run = pipeline.reflector_schedule(conversation=conversation, trigger="manual")
     return pipeline.reflector_run_execute(run_id=run.pk, final_attempt=final).run
 
@@ -216,7 +216,7 @@ def test_a_finding_whose_text_was_edited_since_is_stale(workspace, conversation)
     with pytest.raises(Exception, match="changed since it was recorded") as raised:
         redaction_finding_approve(finding=pending, actor=SYSTEM_ACTOR)
 
-    assert raised.value.status_code == 409  # type: ignore[attr-defined]
+    assert raised.value.status_code == 409
     assert RedactionFinding.objects.get(pk=pending.pk).status == "pending_review"
 
 

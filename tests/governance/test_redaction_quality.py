@@ -10,7 +10,7 @@ from tests.governance.test_redaction_support import data_file
 
 
 @pytest.fixture(scope="module")
-def scores():  # type: ignore[no-untyped-def]
+def scores():
     data_file("pii/presidio_generated_small.json")
     return evaluate()
 

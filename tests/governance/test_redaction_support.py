@@ -52,10 +52,10 @@ class EchoEngine:
     prompt_version = ""
     seen: list[str] | None = None
 
-    def observe(self, messages, *, previous_observations, now):  # type: ignore[no-untyped-def]
+    def observe(self, messages, *, previous_observations, now):
         raise AssertionError("not used")
 
-    def reflect(self, observations: list[SourceObservation], *, now):  # type: ignore[no-untyped-def]
+    def reflect(self, observations: list[SourceObservation], *, now):
         self.seen = [o.text for o in observations]
         return [
             DraftReflection(

@@ -10,7 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from governance.models import AuditEvent, RedactionFinding, RestrictedOriginal
+from governance.models import AuditEvent, RestrictedOriginal
 from memory.models import (
     Conversation,
     Message,
@@ -20,6 +20,7 @@ from memory.models import (
     Workspace,
 )
 from memory.services import MessageInput, conversation_create, messages_append
+from tests.governance.factories import RedactionFindingFactory
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 ADMIN = SYSTEM_ACTOR
@@ -110,19 +111,7 @@ def events(workspace: Workspace, action: str) -> list[AuditEvent]:
 def redaction_traces(message: Message, *, text: str = "the original") -> None:
     """What redacting a message leaves behind: a finding and a kept original."""
     conversation = message.conversation
-    RedactionFinding.objects.create(
-        workspace_id=conversation.workspace_id,
-        conversation=conversation,
-        target_type="message",
-        target_id=message.pk,
-        entity_type="EMAIL_ADDRESS",
-        start=0,
-        end=5,
-        score=0.9,
-        operator="replace",
-        status="applied",
-        policy_version=1,
-    )
+    RedactionFindingFactory(conversation=conversation, target_id=message.pk)
     RestrictedOriginal.objects.create(
         workspace_id=conversation.workspace_id,
         conversation=conversation,

@@ -77,6 +77,15 @@ def test_production_mode_requires_a_secret_key():
         ),
         ({"DATABASE_URL": "mongodb://x/y"}, "DATABASE_URL is not a database URL"),
         ({"CACHE_URL": "memcached://x"}, "CACHE_URL must be empty"),
+        ({"CELERY_TASK_SOFT_TIME_LIMIT": "10m"}, "CELERY_TASK_SOFT_TIME_LIMIT must be a whole"),
+        (
+            {"CELERY_TASK_SOFT_TIME_LIMIT": "300", "CELERY_TASK_TIME_LIMIT": "300"},
+            "CELERY_TASK_TIME_LIMIT (300 s) must be greater than",
+        ),
+        (
+            {"CELERY_TASK_TIME_LIMIT": "1000"},
+            "must be less than MEMDESK_RUN_LEASE_SECONDS (900 s)",
+        ),
     ],
 )
 def test_a_bad_setting_stops_startup_with_a_sentence_saying_what_to_set(env, message):

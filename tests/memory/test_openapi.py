@@ -144,7 +144,7 @@ def _routes(patterns: list | None = None, prefix: str = "") -> dict[str, set[str
             continue
         if not route.startswith("v1/") or pattern.name in ("schema", "docs"):
             continue
-        view = pattern.callback.view_class  # type: ignore[attr-defined]
+        view = pattern.callback.view_class
         path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
         routes[path] = {
             m for m in view.http_method_names if m not in ("options", "head") and hasattr(view, m)

@@ -36,7 +36,7 @@ def _observe_now(conversation: Conversation) -> ObserverRun:
     run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
     outcome = pipeline.observer_run_execute(run_id=run.pk)
     assert outcome.run is not None
-    return outcome.run  # type: ignore[return-value]
+    return outcome.run
 
 
 def test_below_the_threshold_no_run_is_scheduled(conversation):

@@ -1,5 +1,5 @@
 """The compliance pages in a real Chromium (Debian's /usr/bin/chromium, driven by
-Playwright, as in test_browser.py): revealing a restricted original is for the compliance
+Playwright, as in test_dashboard.py): revealing a restricted original is for the compliance
 officer only and lands in the audit log; approving a finding; a hold placed on the page
 blocks deletion. Pages are saved as screenshots."""
 
@@ -18,20 +18,9 @@ from memory.services import (
     conversation_delete,
     messages_append,
 )
-from tests.dashboard import test_browser
-from tests.dashboard.test_browser import CHROMIUM, sign_in
+from tests.e2e.browser import sign_in
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's Chromium at /usr/bin/chromium "
-    "(apt-get install chromium); they never download a browser",
-)
-
-# The browser and page fixtures of test_browser.py, shared rather than copied.
-browser = test_browser.browser
-open_page = test_browser.open_page
 
 EMAIL = "dana.whitfield@example.com"
 PHONE = "(977) 625-2661"

@@ -5,83 +5,13 @@ JavaScript. Each page is saved as a screenshot (the folder is printed at the end
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memory import pipeline
 from memory.models import Observation, ObserverRun, Reflection
 from memory.services import conversation_create
-from tests.dashboard.conftest import PASSWORD, chat, observe, reflect
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's Chromium at /usr/bin/chromium "
-    "(apt-get install chromium); they never download a browser",
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop running on this thread; the ORM calls
-    # the tests make between browser steps are plain synchronous code all the same.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-            )
-            yield chromium
-            chromium.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
-
-
-@pytest.fixture
-def open_page(browser, live_server):  # type: ignore[no-untyped-def]
-    """A fresh browser context (no cookies) at a laptop's screen size."""
-    contexts = []
-
-    def make(*, javascript: bool = True):  # type: ignore[no-untyped-def]
-        context = browser.new_context(  # type: ignore[attr-defined]
-            viewport={"width": 1440, "height": 900},
-            java_script_enabled=javascript,
-            base_url=live_server.url,
-        )
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(10_000)
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-
-
-def sign_in(page, user) -> None:  # type: ignore[no-untyped-def]
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill(user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/conversations/")
+from tests.dashboard.factories import chat, observe, reflect
+from tests.e2e.browser import sign_in
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer", "compliance", "admin"])

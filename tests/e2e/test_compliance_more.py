@@ -1,5 +1,5 @@
 """More compliance flows in a real Chromium (Debian's /usr/bin/chromium, driven by
-Playwright, as in test_compliance_browser.py): a retention dry run, run now with its
+Playwright, as in test_compliance.py): a retention dry run, run now with its
 progress and receipt; an observation edit and revert that show in the audit log; an
 erasure request refused under a legal hold; the live redaction preview."""
 
@@ -13,20 +13,9 @@ from governance.models import AuditEvent, ErasureRequest, RetentionSweep
 from governance.retention import retention_policy_create, retention_sweep
 from memory.models import Message, Observation
 from memory.services import conversation_create
-from tests.dashboard import test_browser
-from tests.dashboard.conftest import chat, observe
-from tests.dashboard.test_browser import CHROMIUM, sign_in
+from tests.dashboard.factories import chat, observe
+from tests.e2e.browser import sign_in
 from tests.governance.test_redaction_support import set_policy
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's Chromium at /usr/bin/chromium "
-    "(apt-get install chromium); they never download a browser",
-)
-
-# The browser and page fixtures of test_browser.py, shared rather than copied.
-browser = test_browser.browser
-open_page = test_browser.open_page
 
 EMAIL = "dana.whitfield@example.com"
 
