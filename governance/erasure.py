@@ -9,11 +9,14 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import reset_queries, transaction
 from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
+from core.queue import enqueue_on_commit
 from governance.audit import audit_record, require_reason
 from governance.holds import legal_holds_released_delete
 from governance.models import (
@@ -24,7 +27,6 @@ from governance.retention.common import (
     ERASURE_HASH_OF,
     HASH_OF,
     TIERS,
-    enqueue,
 )
 from governance.selectors import (
     active_hold_for_conversation,
@@ -79,7 +81,7 @@ def erasure_request_create(
             reason=reason,
         )
         if not holds:
-            enqueue("erasure_task", request.pk)
+            enqueue_on_commit("governance.tasks.erasure_task", request.pk)
     return request
 
 
@@ -205,7 +207,15 @@ def erasure_execute(*, request_id: int, final_attempt: bool = True) -> ErasureOu
             )
             request.refresh_from_db()
             return ErasureOutcome(request, retry=True)
-        status, error = ErasureRequest.Status.FAILED, f"{type(exc).__name__} (see worker log)"
+        if isinstance(exc, SoftTimeLimitExceeded):
+            error = (
+                "the erasure reached its time limit of "
+                f"{settings.CELERY_TASK_SOFT_TIME_LIMIT} s on its last attempt; "
+                "request it again to erase the rest"
+            )
+        else:
+            error = f"{type(exc).__name__} (see worker log)"
+        status = ErasureRequest.Status.FAILED
     counts = {key: n for key, n in totals.items() if n}
     with transaction.atomic():
         ErasureRequest.objects.filter(pk=request.pk).update(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.conf import settings
 
 from governance import erasure, retention
 
@@ -14,11 +15,15 @@ logger = logging.getLogger(__name__)
 MAX_RETRIES = 5
 
 
-def _backoff(retries: int) -> int:
-    return min(30 * 2**retries, 1800)
+class ErasureRetry(Exception):
+    """The service gave the request back (PENDING) after an error; Celery retries."""
 
 
-@shared_task(acks_late=True)
+@shared_task(
+    acks_late=True,
+    soft_time_limit=settings.MEMDESK_RETENTION_SWEEP_TIME_LIMIT,
+    time_limit=settings.MEMDESK_RETENTION_SWEEP_TIME_LIMIT + 60,
+)
 def retention_sweep_task(sweep_id: int) -> str:
     # No retry: a failed sweep is recorded as failed, and the next scheduled sweep
     # picks up whatever is still due.
@@ -32,11 +37,21 @@ def retention_schedule_task() -> dict[str, int]:
     return counts
 
 
-@shared_task(bind=True, acks_late=True, max_retries=MAX_RETRIES)
-def erasure_task(self, request_id: int) -> str:  # type: ignore[no-untyped-def]
+# Retries wait up to 30 s, 60 s, 120 s, ... 1,800 s (full jitter): erasure is idempotent,
+# what is gone stays gone, so each attempt continues where the last one stopped.
+@shared_task(
+    bind=True,
+    acks_late=True,
+    max_retries=MAX_RETRIES,
+    autoretry_for=(ErasureRetry,),
+    retry_backoff=30,
+    retry_backoff_max=1800,
+    retry_jitter=True,
+)
+def erasure_task(self: Task, request_id: int) -> str:
     outcome = erasure.erasure_execute(
         request_id=request_id, final_attempt=self.request.retries >= MAX_RETRIES
     )
     if outcome.retry:
-        raise self.retry(countdown=_backoff(self.request.retries))
-    return outcome.request.status
+        raise ErasureRetry(request_id)
+    return str(outcome.request.status)

@@ -286,6 +286,17 @@ if CELERY_TASK_TIME_LIMIT >= MEMDESK_RUN_LEASE_SECONDS:
         f"MEMDESK_RUN_LEASE_SECONDS ({MEMDESK_RUN_LEASE_SECONDS} s); lower the time limits "
         "or raise the lease."
     )
+# A retention sweep deletes in batches and may run for hours on a large backlog: it has a
+# limit of its own, under the 6 hours after which the scheduler declares a RUNNING sweep
+# lost and lets the next one start.
+MEMDESK_RETENTION_SWEEP_TIME_LIMIT = env_int(
+    "MEMDESK_RETENTION_SWEEP_TIME_LIMIT", 4 * 3600, minimum=60
+)
+if MEMDESK_RETENTION_SWEEP_TIME_LIMIT > 5 * 3600:
+    raise ImproperlyConfigured(
+        f"MEMDESK_RETENTION_SWEEP_TIME_LIMIT ({MEMDESK_RETENTION_SWEEP_TIME_LIMIT} s) must be "
+        "at most 18000 (5 hours): a sweep still running after 6 hours is declared lost."
+    )
 CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {

@@ -1,15 +1,13 @@
-"""What the retention, sweep and erasure modules share: the tiers, limits, receipt
-hashing and enqueueing after commit."""
+"""What the retention, sweep and erasure modules share: the tiers, the limits and the
+hashing of receipts."""
 
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import transaction
 from django.db.models import Model
 
 from memory.models import (
@@ -17,8 +15,6 @@ from memory.models import (
     Observation,
     Reflection,
 )
-
-logger = logging.getLogger(__name__)
 
 # 5,000 ids per batch measured best on PostgreSQL (bench/retention.py, docs/benchmarks.md):
 # larger batches gain little and hold conversation locks longer; smaller ones pay the
@@ -70,20 +66,3 @@ def line_hash(lines: Iterable[str]) -> str:
     for line in lines:
         digest.update(line.encode())
     return digest.hexdigest()
-
-
-def enqueue(task_name: str, object_id: int) -> None:
-    """Send the task after the surrounding transaction commits. A broker that is down
-    must not fail the request: the row stays PENDING and the scheduler sends it again."""
-
-    def send() -> None:
-        from governance import tasks
-
-        try:
-            getattr(tasks, task_name).apply_async(args=[object_id], retry=False)
-        except Exception:  # noqa: BLE001 - any broker failure; the scheduler recovers
-            logger.warning(
-                "could not enqueue %s for %s; the scheduler will retry", task_name, object_id
-            )
-
-    transaction.on_commit(send)

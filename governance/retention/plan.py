@@ -13,12 +13,13 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
+from core.queue import enqueue_on_commit
 from governance.audit import audit_record
 from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from governance.retention.common import TIERS, Tier, enqueue, zero_counts
+from governance.retention.common import TIERS, Tier, zero_counts
 from governance.retention.policies import policy_snapshot
 from governance.selectors import (
     active_hold_sets,
@@ -239,5 +240,5 @@ def retention_sweep_request(
             target_id=str(sweep.pk),
             after={"policyId": policy.pk if policy else None},
         )
-        enqueue("retention_sweep_task", sweep.pk)
+        enqueue_on_commit("governance.tasks.retention_sweep_task", sweep.pk)
     return sweep

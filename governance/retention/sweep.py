@@ -10,12 +10,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import OperationalError, connection, reset_queries, transaction
 from django.db.models import F, Model
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
+from core.queue import enqueue_on_commit
 from governance.audit import audit_record
 from governance.models import (
     ErasureRequest,
@@ -33,7 +36,6 @@ from governance.retention.common import (
     STALE_RUNNING,
     TIERS,
     Tier,
-    enqueue,
     line_hash,
     zero_counts,
 )
@@ -360,6 +362,14 @@ def retention_sweep(*, sweep_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> R
                     reset_queries()  # with DEBUG on, every query and its id list is kept
         except _SweepStopped:
             status, error = RetentionSweep.Status.FAILED, "stopped: the sweep was marked abandoned"
+        except SoftTimeLimitExceeded:
+            # Every finished batch is deleted and receipted; the rest is still due.
+            status, error = (
+                RetentionSweep.Status.FAILED,
+                "stopped: the sweep reached its time limit of "
+                f"{settings.MEMDESK_RETENTION_SWEEP_TIME_LIMIT} s; "
+                "the next sweep deletes what is still due",
+            )
         except Exception as exc:  # noqa: BLE001 - recorded on the sweep; never the row content
             logger.exception("retention sweep %s failed after %s rows", sweep.pk, progress.deleted)
             status, error = RetentionSweep.Status.FAILED, f"{type(exc).__name__} (see worker log)"
@@ -394,13 +404,13 @@ def retention_schedule(*, now: datetime | None = None) -> dict[str, int]:
         status=RetentionSweep.Status.PENDING, dry_run=False, created_at__lt=now - STALE_PENDING
     ).values_list("pk", flat=True):
         with transaction.atomic():
-            enqueue("retention_sweep_task", sweep_id)
+            enqueue_on_commit("governance.tasks.retention_sweep_task", sweep_id)
         counts["requeued"] += 1
     for request_id in ErasureRequest.objects.filter(
         status=ErasureRequest.Status.PENDING, created_at__lt=now - STALE_PENDING
     ).values_list("pk", flat=True):
         with transaction.atomic():
-            enqueue("erasure_task", request_id)
+            enqueue_on_commit("governance.tasks.erasure_task", request_id)
         counts["requeued"] += 1
     workspace_ids = (
         RetentionPolicy.objects.filter(enabled=True)
@@ -419,6 +429,6 @@ def retention_schedule(*, now: datetime | None = None) -> dict[str, int]:
             sweep = RetentionSweep.objects.create(
                 workspace_id=workspace_id, triggered_by=SYSTEM_ACTOR.label
             )
-            enqueue("retention_sweep_task", sweep.pk)
+            enqueue_on_commit("governance.tasks.retention_sweep_task", sweep.pk)
             counts["started"] += 1
     return counts

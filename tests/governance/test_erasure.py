@@ -4,7 +4,9 @@ with exact receipts; a legal hold refuses it (409) and nothing is deleted."""
 from __future__ import annotations
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 
+from governance import erasure
 from governance.erasure import erasure_execute, erasure_request_create
 from governance.holds import legal_hold_place, legal_hold_release
 from governance.models import (
@@ -196,21 +198,19 @@ def test_a_hold_placed_before_the_worker_runs_stops_it(workspace):
 
 
 def test_a_failed_attempt_is_given_back_for_a_retry(workspace, monkeypatch):
-    from governance import erasure as retention
-
     conversation_with_tiers(workspace, user_id="fay")
     request = erasure_request_create(
         workspace=workspace, actor=ADMIN, end_user_id="fay", reason="asked"
     )
-    real = retention._erase_conversation
+    real = erasure._erase_conversation
     monkeypatch.setattr(
-        retention, "_erase_conversation", lambda *a: (_ for _ in ()).throw(RuntimeError("down"))
+        erasure, "_erase_conversation", lambda *a: (_ for _ in ()).throw(RuntimeError("down"))
     )
 
     first = erasure_execute(request_id=request.pk, final_attempt=False)
     assert (first.retry, first.request.status) == (True, ErasureRequest.Status.PENDING)
 
-    monkeypatch.setattr(retention, "_erase_conversation", real)
+    monkeypatch.setattr(erasure, "_erase_conversation", real)
     second = erasure_execute(request_id=request.pk)
     assert second.request.status == ErasureRequest.Status.COMPLETED
     assert not Conversation.objects.filter(user_id="fay").exists()
@@ -220,14 +220,12 @@ def test_a_failed_attempt_is_given_back_for_a_retry(workspace, monkeypatch):
 
 
 def test_a_last_failed_attempt_is_recorded_as_failed(workspace, monkeypatch):
-    from governance import erasure as retention
-
     conversation_with_tiers(workspace, user_id="gus")
     request = erasure_request_create(
         workspace=workspace, actor=ADMIN, end_user_id="gus", reason="asked"
     )
     monkeypatch.setattr(
-        retention, "_erase_conversation", lambda *a: (_ for _ in ()).throw(RuntimeError("x"))
+        erasure, "_erase_conversation", lambda *a: (_ for _ in ()).throw(RuntimeError("x"))
     )
 
     outcome = erasure_execute(request_id=request.pk, final_attempt=True)
@@ -283,3 +281,24 @@ def test_erasure_routes_are_for_admin_keys_and_this_workspace(
     malformed = admin.get("/v1/erasure-requests/abc")
     assert (malformed.status_code, malformed.json()["field"]) == (400, "requestId")
     assert admin.get("/v1/erasure-requests").json() == {"erasureRequests": []}
+
+
+def test_an_erasure_cut_off_by_its_time_limit_is_retried_then_failed_with_the_reason(
+    workspace, monkeypatch
+):
+    conversation_with_tiers(workspace, user_id="hal")
+    request = erasure_request_create(
+        workspace=workspace, actor=ADMIN, end_user_id="hal", reason="asked"
+    )
+
+    def interrupted(*args):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(erasure, "_erase_conversation", interrupted)
+
+    # Every attempt but the last gives the request back; the last one fails it and says why.
+    assert erasure_task.apply(args=[request.pk]).get() == ErasureRequest.Status.FAILED
+    request.refresh_from_db()
+    assert request.error.startswith("the erasure reached its time limit of 600 s")
+    assert Conversation.objects.filter(user_id="hal").exists()
+    assert len(events(workspace, "erasure.fail")) == 1

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
+from django.test import override_settings
 from django.utils import timezone
 
 from core.errors import MemdeskError
@@ -23,6 +25,7 @@ from governance.retention import (
     retention_sweep,
     retention_sweep_request,
 )
+from governance.retention import sweep as sweep_module
 from governance.tasks import retention_sweep_task
 from memory.models import Conversation, Message, Observation, ObservationVersion, Reflection
 from tests.governance.test_retention_support import (
@@ -105,14 +108,12 @@ def test_each_tier_expires_by_its_own_period_and_clock(workspace):
 
 
 def test_the_receipts_are_exact(workspace, monkeypatch):
-    from governance.retention import sweep as retention
-
     _default_policy(workspace)
     conversations = [conversation_with_tiers(workspace, old=3, new=1) for _ in range(3)]
     old = _old_rows(conversations)
     deleted_ids = {kind: sorted(pk for _, pk in rows) for kind, rows in old.items()}
     # Which rows each batch deleted, as the database reported them.
-    real_delete = retention._lock_and_delete
+    real_delete = sweep_module._lock_and_delete
     batches_seen: list[tuple[str, list[str]]] = []
 
     def recording_delete(tier, ids):
@@ -120,7 +121,7 @@ def test_the_receipts_are_exact(workspace, monkeypatch):
         batches_seen.append((tier.kind, [str(pk) for pk in deleted]))
         return deleted
 
-    monkeypatch.setattr(retention, "_lock_and_delete", recording_delete)
+    monkeypatch.setattr(sweep_module, "_lock_and_delete", recording_delete)
 
     before = tier_rows(conversations)
     sweep = _sweep(workspace, batch_size=2)
@@ -263,11 +264,9 @@ def test_held_conversations_and_held_end_users_are_kept(workspace):
 
 
 def test_a_hold_placed_after_the_sweep_read_its_candidates_still_wins(workspace, monkeypatch):
-    from governance.retention import sweep as retention
-
     _default_policy(workspace)
     conversation = conversation_with_tiers(workspace, user_id="dave", old=4, new=0)
-    real_scan = retention._scan
+    real_scan = sweep_module._scan
     placed = []
 
     def scan_then_hold(*args, **kwargs):
@@ -280,7 +279,7 @@ def test_a_hold_placed_after_the_sweep_read_its_candidates_still_wins(workspace,
                 )
             yield rows
 
-    monkeypatch.setattr(retention, "_scan", scan_then_hold)
+    monkeypatch.setattr(sweep_module, "_scan", scan_then_hold)
     sweep = _sweep(workspace)
 
     assert placed
@@ -363,11 +362,9 @@ def test_a_sweep_with_nothing_due_writes_no_receipt(workspace):
 
 
 def test_a_sweep_marked_abandoned_stops_at_its_next_batch(workspace, monkeypatch):
-    from governance.retention import sweep as retention
-
     _default_policy(workspace)
     conversation_with_tiers(workspace, old=4, new=0)
-    real = retention._delete_batch
+    real = sweep_module._delete_batch
     calls = []
 
     def abandon_after_first(**kwargs):
@@ -377,11 +374,39 @@ def test_a_sweep_marked_abandoned_stops_at_its_next_batch(workspace, monkeypatch
         calls.append(batch)
         return batch
 
-    monkeypatch.setattr(retention, "_delete_batch", abandon_after_first)
+    monkeypatch.setattr(sweep_module, "_delete_batch", abandon_after_first)
     sweep = _sweep(workspace, batch_size=1)
 
     assert sweep.status == RetentionSweep.Status.FAILED
     assert Message.objects.count() == 3  # one batch of one, then it stopped
+    assert len(events(workspace, "retention.delete")) == 1
+    assert events(workspace, "retention.sweep")[0].after["counts"]["messages"] == 1
+
+
+def test_a_sweep_cut_off_by_its_time_limit_keeps_its_receipts_and_says_why(
+    workspace, monkeypatch
+):
+    _default_policy(workspace)
+    conversation_with_tiers(workspace, old=4, new=0)
+    real = sweep_module._delete_batch
+    calls = []
+
+    def time_runs_out_after_first(**kwargs):
+        if calls:
+            raise SoftTimeLimitExceeded()
+        calls.append(real(**kwargs))
+        return calls[-1]
+
+    monkeypatch.setattr(sweep_module, "_delete_batch", time_runs_out_after_first)
+    with override_settings(MEMDESK_RETENTION_SWEEP_TIME_LIMIT=120):
+        sweep = _sweep(workspace, batch_size=1)
+
+    assert sweep.status == RetentionSweep.Status.FAILED
+    assert sweep.error == (
+        "stopped: the sweep reached its time limit of 120 s; "
+        "the next sweep deletes what is still due"
+    )
+    assert Message.objects.count() == 3  # the batch before the limit is deleted
     assert len(events(workspace, "retention.delete")) == 1
     assert events(workspace, "retention.sweep")[0].after["counts"]["messages"] == 1
 

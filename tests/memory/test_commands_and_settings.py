@@ -86,6 +86,10 @@ def test_production_mode_requires_a_secret_key():
             {"CELERY_TASK_TIME_LIMIT": "1000"},
             "must be less than MEMDESK_RUN_LEASE_SECONDS (900 s)",
         ),
+        (
+            {"MEMDESK_RETENTION_SWEEP_TIME_LIMIT": "21600"},
+            "MEMDESK_RETENTION_SWEEP_TIME_LIMIT (21600 s) must be at most 18000",
+        ),
     ],
 )
 def test_a_bad_setting_stops_startup_with_a_sentence_saying_what_to_set(env, message):
