@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
@@ -136,6 +136,9 @@ ADMIN_ERRORS = {**ERRORS, 403: OpenApiResponse(ErrorOut, description="Needs an a
 class ApiView(APIView):
     # Base of every /v1 view: the authenticated key, its workspace, the acting identity.
     # (A comment, not a docstring: drf-spectacular would show a docstring on every route.)
+
+    # Service field names that the wire spells otherwise than in camelCase.
+    wire_fields: ClassVar[dict[str, str]] = {}
 
     @property
     def api_key(self) -> ApiKey:

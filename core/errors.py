@@ -1,4 +1,4 @@
-"""One domain error for the memory services, and the API's JSON error bodies.
+"""One domain error for every service, and the API's JSON error bodies.
 
 Every API error is ``{"error": code, "message": sentence[, "field": name]}``. The NAMS
 client puts ``error`` into the exception it raises, so the code is what an agent sees.
@@ -6,6 +6,8 @@ client puts ``error`` into the exception it raises, so the code is what an agent
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -16,7 +18,11 @@ from rest_framework.views import exception_handler
 
 
 class MemdeskError(Exception):
-    """A request the memory services refuse, with a code, a sentence and an HTTP status."""
+    """A request a service refuses, with a code, a sentence and an HTTP status.
+
+    ``field`` is the service's own name for what is wrong (a model field name, a path
+    such as ``messages[1].content``); the API answers with the wire name
+    (``wire_field``), the dashboard puts the message next to its form field."""
 
     def __init__(
         self, code: str, message: str, *, field: str | None = None, status_code: int = 400
@@ -26,6 +32,30 @@ class MemdeskError(Exception):
         self.message = message
         self.field = field
         self.status_code = status_code
+
+
+_SNAKE_CASE_WORD = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+# Query parameters that the API spells in snake_case, as NAMS does.
+SNAKE_CASE_ON_THE_WIRE = frozenset({"max_tokens"})
+
+
+def wire_field(field: str, renames: Mapping[str, str] | None = None) -> str:
+    """A field path as the services name it (``messages[1].created_at``, model field
+    names) as the API spells it (``messages[1].createdAt``): ``renames`` first, for the
+    names that differ in more than case (``end_user_id`` is ``userId``), then camelCase.
+    Upper-case segments such as an entity type (``operators.EMAIL_ADDRESS``) stay."""
+    root, separator, rest = field.partition(".")
+    if renames and root in renames:
+        return renames[root] + separator + wire_field(rest) if rest else renames[root]
+
+    def camel(match: re.Match[str]) -> str:
+        word = match.group()
+        if word in SNAKE_CASE_ON_THE_WIRE:
+            return word
+        head, *tail = word.split("_")
+        return head + "".join(part[:1].upper() + part[1:] for part in tail)
+
+    return _SNAKE_CASE_WORD.sub(camel, field)
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -71,7 +101,9 @@ _CODES = {
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, MemdeskError):
-        return Response(error_body(exc.code, exc.message, exc.field), status=exc.status_code)
+        renames = getattr(context.get("view"), "wire_fields", None)
+        field = wire_field(exc.field, renames) if exc.field else None
+        return Response(error_body(exc.code, exc.message, field), status=exc.status_code)
     if isinstance(exc, Http404):
         return Response(error_body("not_found", "No such object in this workspace."), status=404)
     if isinstance(exc, RequestDataTooBig):

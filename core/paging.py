@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from django.core.exceptions import ValidationError
 from django.db.models import Field, Model, Q, QuerySet
 
-from core.errors import MemdeskError
+from core.errors import MemdeskError, wire_field
 
 PAGE_LIMIT_MAX = 200
 PAGE_LIMIT_DEFAULT = 50
@@ -47,7 +47,7 @@ def parse_uuid(raw: object, *, field: str) -> uuid.UUID:
         return uuid.UUID(str(raw))
     except ValueError:
         raise MemdeskError(
-            "invalid_id", f"{field} must be a UUID; got {raw!r}.", field=field
+            "invalid_id", f"{wire_field(field)} must be a UUID; got {raw!r}.", field=field
         ) from None
 
 
@@ -58,7 +58,9 @@ def parse_pk(raw: object, *, field: str) -> int:
         value = 0
     if value < 1:
         raise MemdeskError(
-            "invalid_id", f"{field} must be a positive whole number; got {raw!r}.", field=field
+            "invalid_id",
+            f"{wire_field(field)} must be a positive whole number; got {raw!r}.",
+            field=field,
         )
     return value
 

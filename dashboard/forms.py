@@ -4,6 +4,7 @@ governance services, which the views call."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, time
 from typing import Any
 
@@ -31,11 +32,13 @@ def reason_field() -> forms.CharField:
     )
 
 
-def add_service_error(form: forms.Form, error: MemdeskError) -> None:
-    """Show a service's refusal next to the field it names (or above the form)."""
-    field = {"sourceMessageIds": None, "referencedAt": "referenced_at"}.get(
-        error.field or "", error.field
-    )
+def add_service_error(
+    form: forms.Form, error: MemdeskError, *, renames: dict[str, str] | None = None
+) -> None:
+    """Show a service's refusal next to the field it names (``renames`` maps a service
+    field name to the form's, where they differ), or above the form."""
+    name = re.split(r"[.\[]", error.field or "")[0]
+    field = (renames or {}).get(name, name)
     form.add_error(field if field in form.fields else None, error.message)
 
 
@@ -173,7 +176,6 @@ class ApiKeyCreateForm(forms.Form):
 PREVIEW_MAX_CHARS = 5000
 # The policy service names fields as the API does (``scoreThreshold``,
 # ``operators.EMAIL``); the form uses the model's names.
-WIRE_TO_FIELD = {wire: name for name, wire in POLICY_FIELDS.items()}
 
 
 class HoldPlaceForm(forms.Form):
@@ -282,9 +284,7 @@ class RedactionPolicyForm(forms.Form):
 
     def add_service_error(self, error: MemdeskError) -> None:
         """Show the policy service's refusal next to the field it names."""
-        wire = (error.field or "").split(".")[0].split("[")[0]
-        field = WIRE_TO_FIELD.get(wire)
-        self.add_error(field if field in self.fields else None, error.message)
+        add_service_error(self, error)
 
 
 class RedactionPreviewForm(forms.Form):

@@ -89,7 +89,11 @@ def hold_place(request: HttpRequest) -> HttpResponse:
                     end_user_id=form.cleaned_data["end_user"],
                 )
             except MemdeskError as error:
-                add_service_error(form, error)
+                add_service_error(
+                    form,
+                    error,
+                    renames={"end_user_id": "end_user", "conversation_id": "conversation"},
+                )
             else:
                 messages.success(request, f"Legal hold {hold.pk} placed.")
                 if not is_partial(request):
@@ -241,10 +245,7 @@ def erasure_create(request: HttpRequest) -> HttpResponse:
                 reason=form.cleaned_data["reason"],
             )
         except MemdeskError as error:
-            if error.field == "userId":
-                form.add_error("end_user", error.message)
-            else:
-                add_service_error(form, error)
+            add_service_error(form, error, renames={"end_user_id": "end_user"})
         else:
             if erasure.status == ErasureRequest.Status.REFUSED:
                 form.add_error(None, f"Erasure request {erasure.pk} refused: {erasure.error}")

@@ -60,7 +60,9 @@ def erasure_request_create(
     reason = require_reason(reason)
     end_user_id = (end_user_id or "").strip()
     if not end_user_id or len(end_user_id) > 255:
-        raise MemdeskError("invalid_user_id", "userId must be 1 to 255 characters.", field="userId")
+        raise MemdeskError(
+            "invalid_user_id", "The end user id must be 1 to 255 characters.", field="end_user_id"
+        )
     with transaction.atomic():
         request = ErasureRequest.objects.create(
             workspace=workspace, end_user_id=end_user_id, reason=reason, requested_by=actor.label

@@ -54,7 +54,9 @@ def legal_hold_place(
             "A hold covers exactly one thing: send conversationId or userId, not both.",
         )
     if len(end_user_id) > 255:
-        raise MemdeskError("invalid_user_id", "userId is at most 255 characters.", field="userId")
+        raise MemdeskError(
+            "invalid_user_id", "The end user id is at most 255 characters.", field="end_user_id"
+        )
     if conversation is not None and conversation.workspace_id != workspace.pk:
         raise MemdeskError(
             "not_found", "No conversation with this id in this workspace.", status_code=404

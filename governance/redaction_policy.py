@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from core.actors import SYSTEM_ACTOR, Actor
-from core.errors import MemdeskError
+from core.errors import MemdeskError, wire_field
 from governance import redaction
 from governance.audit import audit_record
 from governance.models import (
@@ -21,7 +21,7 @@ from governance.models import (
 POLICY_LIST_LIMIT = 1000
 LIST_DIGEST_SALT = "memdesk.governance.redaction_policy.list_digest"
 POLICY_VALUE_MAX_CHARS = 200
-# The policy's fields and their names on the wire (and in validation errors).
+# The policy's fields and their names on the wire.
 POLICY_FIELDS = {
     "entities": "entities",
     "score_threshold": "scoreThreshold",
@@ -91,7 +91,7 @@ def redaction_policy_get_or_create(*, workspace_id: object) -> RedactionPolicy:
 
 
 def invalid_policy(field: str, message: str) -> MemdeskError:
-    return MemdeskError("invalid_policy", f"{field}: {message}", field=field)
+    return MemdeskError("invalid_policy", f"{wire_field(field)}: {message}", field=field)
 
 
 def _string_list(values: list[str], field: str) -> list[str]:
@@ -120,22 +120,20 @@ def _validated_policy_fields(values: dict[str, Any], current: RedactionPolicy) -
         raise MemdeskError("invalid_policy", f"Unknown policy fields: {sorted(unknown)}.")
     cleaned = dict(values)
     if "entities" in values:
-        field = POLICY_FIELDS["entities"]
         cleaned["entities"] = list(
-            dict.fromkeys(_entity_name(v, field) for v in values["entities"])
+            dict.fromkeys(_entity_name(v, "entities") for v in values["entities"])
         )
     if "operators" in values:
-        field = POLICY_FIELDS["operators"]
         for entity, operator in values["operators"].items():
-            _entity_name(entity, field)
+            _entity_name(entity, "operators")
             if operator not in redaction.OPERATORS:
                 raise invalid_policy(
-                    f"{field}.{entity}", f"must be one of {', '.join(redaction.OPERATORS)}."
+                    f"operators.{entity}", f"must be one of {', '.join(redaction.OPERATORS)}."
                 )
         cleaned["operators"] = dict(values["operators"])
     for name in ("allow_list", "deny_list"):
         if name in values:
-            cleaned[name] = _string_list(values[name], POLICY_FIELDS[name])
+            cleaned[name] = _string_list(values[name], name)
     custom = {c["entity"] for c in cleaned.get("custom_recognizers", current.custom_recognizers)}
     known = redaction.SUPPORTED_ENTITIES | custom | {redaction.DENY_LIST_ENTITY}
     for entity in cleaned.get("entities", []):
@@ -148,7 +146,7 @@ def _validated_policy_fields(values: dict[str, Any], current: RedactionPolicy) -
     review_min = cleaned.get("review_min_score", current.review_min_score)
     review_max = cleaned.get("review_max_score", current.review_max_score)
     if review_min > review_max:
-        raise invalid_policy("reviewMinScore", "must not be above reviewMaxScore.")
+        raise invalid_policy("review_min_score", "must not be above reviewMaxScore.")
     return cleaned
 
 

@@ -223,14 +223,14 @@ def restricted_original_read(
     if target_type not in REDACTION_TARGETS:
         raise MemdeskError(
             "invalid_target_type",
-            f"target_type must be one of {', '.join(REDACTION_TARGETS)}; got {target_type!r}.",
-            field="targetType",
+            f"targetType must be one of {', '.join(REDACTION_TARGETS)}; got {target_type!r}.",
+            field="target_type",
         )
     try:
         target_uuid = uuid.UUID(str(target_id))
     except ValueError:
         raise MemdeskError(
-            "invalid_id", f"targetId must be a UUID; got {target_id!r}.", field="targetId"
+            "invalid_id", f"targetId must be a UUID; got {target_id!r}.", field="target_id"
         ) from None
     with transaction.atomic():
         original = RestrictedOriginal.objects.filter(

@@ -193,7 +193,7 @@ def legal_hold_refusal(hold: LegalHold) -> str:
 
 
 def legal_hold_get(*, workspace: object, hold_id: object) -> LegalHold:
-    return _get_in_workspace(LegalHold, workspace, hold_id, field="holdId", noun="legal hold")
+    return _get_in_workspace(LegalHold, workspace, hold_id, field="hold_id", noun="legal hold")
 
 
 def legal_hold_list(
@@ -219,13 +219,13 @@ def retention_policy_list(*, workspace: object) -> QuerySet[RetentionPolicy]:
 
 def retention_policy_get(*, workspace: object, policy_id: object) -> RetentionPolicy:
     return _get_in_workspace(
-        RetentionPolicy, workspace, policy_id, field="policyId", noun="retention policy"
+        RetentionPolicy, workspace, policy_id, field="policy_id", noun="retention policy"
     )
 
 
 def retention_sweep_get(*, workspace: object, sweep_id: object) -> RetentionSweep:
     return _get_in_workspace(
-        RetentionSweep, workspace, sweep_id, field="sweepId", noun="retention sweep"
+        RetentionSweep, workspace, sweep_id, field="sweep_id", noun="retention sweep"
     )
 
 
@@ -235,7 +235,7 @@ def retention_sweep_list(*, workspace: object, limit: int) -> list[RetentionSwee
 
 def erasure_request_get(*, workspace: object, request_id: object) -> ErasureRequest:
     return _get_in_workspace(
-        ErasureRequest, workspace, request_id, field="requestId", noun="erasure request"
+        ErasureRequest, workspace, request_id, field="request_id", noun="erasure request"
     )
 
 
@@ -310,7 +310,7 @@ def redaction_finding_list(
 
 
 def redaction_finding_get(*, workspace_id: object, finding_id: object) -> RedactionFinding:
-    pk = parse_pk(finding_id, field="findingId")
+    pk = parse_pk(finding_id, field="finding_id")
     finding = RedactionFinding.objects.filter(workspace_id=workspace_id, pk=pk).first()
     if finding is None:
         raise MemdeskError(

@@ -23,7 +23,7 @@ from memory.models import (
 
 
 def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversation:
-    pk = parse_uuid(conversation_id, field="conversationId")
+    pk = parse_uuid(conversation_id, field="conversation_id")
     try:
         conversation = Conversation.objects.get(pk=pk, workspace=workspace)
     except Conversation.DoesNotExist:
@@ -171,7 +171,7 @@ def reflection_list(*, conversation: Conversation, status: str | None) -> QueryS
 
 
 def observation_get(*, conversation: Conversation, observation_id: str) -> Observation:
-    pk = parse_uuid(observation_id, field="observationId")
+    pk = parse_uuid(observation_id, field="observation_id")
     try:
         return Observation.objects.select_related("conversation").get(
             pk=pk, conversation=conversation

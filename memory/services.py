@@ -406,8 +406,8 @@ def observation_create(
         if len(sources) != len(set(source_message_ids)):
             raise MemdeskError(
                 "unknown_source_message",
-                "sourceMessageIds names a message that is not in this conversation.",
-                field="sourceMessageIds",
+                "A source message id names a message that is not in this conversation.",
+                field="source_message_ids",
             )
         source_ids = [str(s["id"]) for s in sources]
         window = {

@@ -34,6 +34,8 @@ class ErasureRequestIn(serializers.Serializer):
 
 
 class ErasureRequestListCreateApi(AdminApiView):
+    wire_fields = {"end_user_id": "userId"}
+
     @extend_schema(
         operation_id="erasure_requests_list",
         parameters=[

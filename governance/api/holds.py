@@ -40,6 +40,8 @@ def _hold_active_param(raw: str | None) -> bool | None:
 
 
 class LegalHoldListCreateApi(AdminApiView):
+    wire_fields = {"end_user_id": "userId"}
+
     @extend_schema(
         operation_id="legal_holds_list",
         parameters=[

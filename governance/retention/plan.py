@@ -211,7 +211,7 @@ def retention_sweep_request(
         raise MemdeskError(
             "policy_disabled",
             f"Policy {policy.pk} is disabled; enable it first (a dry run previews it).",
-            field="policyId",
+            field="policy_id",
             status_code=409,
         )
     with transaction.atomic():

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.actors import Actor
-from core.errors import MemdeskError
+from core.errors import MemdeskError, wire_field
 from governance.audit import audit_record
 from governance.models import (
     RetentionPolicy,
@@ -44,7 +44,8 @@ def _validate_days(value: int | None, field_name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DAYS:
         raise MemdeskError(
             "invalid_days",
-            f"{field_name} must be a whole number of days from 1 to {MAX_DAYS}, or null "
+            f"{wire_field(field_name)} must be a whole number of days from 1 to {MAX_DAYS}, "
+            "or null "
             f"to keep that tier forever; got {value!r}.",
             field=field_name,
         )
@@ -58,12 +59,12 @@ def _validate_policy(policy: RetentionPolicy) -> None:
     if len(policy.conversation_tag) > 100:
         raise MemdeskError(
             "invalid_tag",
-            "conversationTag must be at most 100 characters.",
-            field="conversationTag",
+            "The conversation tag must be at most 100 characters.",
+            field="conversation_tag",
         )
-    _validate_days(policy.message_days, "messageDays")
-    _validate_days(policy.observation_days, "observationDays")
-    _validate_days(policy.reflection_days, "reflectionDays")
+    _validate_days(policy.message_days, "message_days")
+    _validate_days(policy.observation_days, "observation_days")
+    _validate_days(policy.reflection_days, "reflection_days")
     clash = RetentionPolicy.objects.filter(
         workspace_id=policy.workspace_id, conversation_tag=policy.conversation_tag
     ).exclude(pk=policy.pk)
@@ -77,7 +78,7 @@ def _validate_policy(policy: RetentionPolicy) -> None:
         raise MemdeskError(
             "duplicate_policy_tag",
             f"Policy {other.pk} ({other.name!r}) already governs {scope}; change that one.",
-            field="conversationTag",
+            field="conversation_tag",
             status_code=409,
         )
 
