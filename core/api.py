@@ -86,18 +86,24 @@ class LimitField(serializers.Field):
         return value
 
 
+class LimitQuery(serializers.Serializer):
+    limit = LimitField()
+
+
 def query_params(
     serializer_class: type[serializers.Serializer], request: Request
 ) -> dict[str, Any]:
     """The request's query parameters, validated by ``serializer_class``.
 
     A bad value is a 400 whose code names the parameter (``invalid_limit``,
-    ``invalid_max_tokens``): clients match on those codes.
+    ``invalid_max_tokens``), or the one the serializer's ``error_codes`` gives it:
+    clients match on those codes.
     """
     serializer = serializer_class(data=request.query_params)
     if not serializer.is_valid():
         name, messages = next(iter(serializer.errors.items()))
-        raise MemdeskError(f"invalid_{name}", str(messages[0]), field=name)
+        codes: dict[str, str] = getattr(serializer_class, "error_codes", {})
+        raise MemdeskError(codes.get(name, f"invalid_{name}"), str(messages[0]), field=name)
     return dict(serializer.validated_data)
 
 

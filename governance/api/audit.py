@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ADMIN_ERRORS, AdminApiView
-from core.errors import MemdeskError
-from core.paging import parse_limit
+from core.api import ADMIN_ERRORS, AdminApiView, LimitField, query_params
 from governance.api.api_schema import AuditPageOut, ChainReportOut
 from governance.selectors import audit_chain_verify, audit_event_list, audit_export_lines
 
@@ -25,27 +23,21 @@ FILTERS = [
 ]
 
 
-def _filters(request: Request) -> dict[str, object]:
-    params = request.query_params
-    filters: dict[str, object] = {}
-    for name, lookup in (
-        ("action", "action"),
-        ("targetType", "target_type"),
-        ("targetId", "target_id"),
-        ("actorType", "actor_type"),
-        ("actorId", "actor_id"),
-    ):
-        if params.get(name):
-            filters[lookup] = params[name]
-    for name, lookup in (("since", "created_at__gte"), ("until", "created_at__lt")):
-        if params.get(name):
-            moment = parse_datetime(params[name])
-            if moment is None:
-                raise MemdeskError(
-                    "invalid_datetime", f"{name} must be an ISO 8601 date-time.", field=name
-                )
-            filters[lookup] = moment
-    return filters
+class AuditFilterQuery(serializers.Serializer):
+    error_codes = {"since": "invalid_datetime", "until": "invalid_datetime"}
+
+    action = serializers.CharField(required=False)
+    targetType = serializers.CharField(required=False, source="target_type")
+    targetId = serializers.CharField(required=False, source="target_id")
+    actorType = serializers.CharField(required=False, source="actor_type")
+    actorId = serializers.CharField(required=False, source="actor_id")
+    since = serializers.DateTimeField(required=False, source="created_at__gte")
+    until = serializers.DateTimeField(required=False, source="created_at__lt")
+
+
+class AuditPageQuery(AuditFilterQuery):
+    limit = LimitField()
+    cursor = serializers.CharField(required=False)
 
 
 class AuditEventListApi(AdminApiView):
@@ -60,12 +52,10 @@ class AuditEventListApi(AdminApiView):
         description="Newest first.",
     )
     def get(self, request: Request) -> Response:
-        limit = parse_limit(request.query_params.get("limit"))
+        query = query_params(AuditPageQuery, request)
+        limit, cursor = query.pop("limit"), query.pop("cursor", None)
         events, next_cursor = audit_event_list(
-            workspace=self.workspace,
-            filters=_filters(request),
-            cursor=request.query_params.get("cursor") or None,
-            limit=limit,
+            workspace=self.workspace, filters=query, cursor=cursor or None, limit=limit
         )
         return Response(
             {
@@ -87,8 +77,9 @@ class AuditEventExportApi(AdminApiView):
         },
     )
     def get(self, request: Request) -> StreamingHttpResponse:
+        filters = query_params(AuditFilterQuery, request)
         response = StreamingHttpResponse(
-            audit_export_lines(workspace=self.workspace, filters=_filters(request)),
+            audit_export_lines(workspace=self.workspace, filters=filters),
             content_type="application/x-ndjson",
         )
         response["Content-Disposition"] = (

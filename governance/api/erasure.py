@@ -10,11 +10,12 @@ from rest_framework.response import Response
 from core.api import (
     ADMIN_ERRORS,
     AdminApiView,
+    LimitQuery,
     StrictCharField,
+    query_params,
     validated,
 )
 from core.errors import error_body
-from core.paging import parse_limit
 from governance import selectors
 from governance.api.api_schema import (
     ErasureRefusedOut,
@@ -44,7 +45,7 @@ class ErasureRequestListCreateApi(AdminApiView):
         responses={200: ErasureRequestListOut, **ADMIN_ERRORS},
     )
     def get(self, request: Request) -> Response:
-        limit = parse_limit(request.query_params.get("limit"))
+        limit = query_params(LimitQuery, request)["limit"]
         requests = selectors.erasure_request_list(workspace=self.workspace, limit=limit)
         return Response({"erasureRequests": [erasure_request_to_wire(r) for r in requests]})
 

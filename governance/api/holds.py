@@ -10,12 +10,12 @@ from rest_framework.response import Response
 from core.api import (
     ADMIN_ERRORS,
     AdminApiView,
+    LimitField,
     ReasonIn,
     StrictCharField,
+    query_params,
     validated,
 )
-from core.errors import MemdeskError
-from core.paging import parse_limit, parse_uuid
 from governance import holds, selectors
 from governance.api.api_schema import RETENTION_CONFLICT, LegalHoldListOut, LegalHoldOut
 from governance.api.wire import legal_hold_to_wire
@@ -28,15 +28,13 @@ class LegalHoldPlaceIn(serializers.Serializer):
     reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
 
 
-def _hold_active_param(raw: str | None) -> bool | None:
-    if raw is None or raw == "":
-        return None
-    value = raw.strip().lower()
-    if value in {"true", "1", "yes"}:
-        return True
-    if value in {"false", "0", "no"}:
-        return False
-    raise MemdeskError("invalid_active", "active must be true or false.", field="active")
+class LegalHoldListQuery(serializers.Serializer):
+    error_codes = {"conversationId": "invalid_id"}
+
+    active = serializers.BooleanField(required=False, allow_null=True, default=None)
+    conversationId = serializers.UUIDField(required=False)
+    userId = serializers.CharField(required=False)
+    limit = LimitField()
 
 
 class LegalHoldListCreateApi(AdminApiView):
@@ -57,18 +55,14 @@ class LegalHoldListCreateApi(AdminApiView):
         responses={200: LegalHoldListOut, **ADMIN_ERRORS},
     )
     def get(self, request: Request) -> Response:
-        params = request.query_params
-        limit = parse_limit(params.get("limit"))
-        conversation_id = params.get("conversationId") or None
+        query = query_params(LegalHoldListQuery, request)
         holds = selectors.legal_hold_list(
             workspace=self.workspace,
-            active=_hold_active_param(params.get("active")),
-            conversation_id=(
-                parse_uuid(conversation_id, field="conversationId") if conversation_id else None
-            ),
-            end_user_id=params.get("userId") or None,
+            active=query["active"],
+            conversation_id=query.get("conversationId"),
+            end_user_id=query.get("userId") or None,
         )
-        return Response({"holds": [legal_hold_to_wire(h) for h in holds[:limit]]})
+        return Response({"holds": [legal_hold_to_wire(h) for h in holds[: query["limit"]]]})
 
     @extend_schema(
         operation_id="legal_holds_place",

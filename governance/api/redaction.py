@@ -17,12 +17,13 @@ from core.api import (
     AdminApiView,
     ApiView,
     ErrorOut,
+    LimitField,
+    query_params,
     text_field,
     validated,
 )
 from core.auth import AdminKeyRequired
 from core.errors import MemdeskError
-from core.paging import parse_limit, parse_uuid
 from governance import redaction, redaction_policy, review, selectors
 from governance.api.api_schema import (
     FindingOut,
@@ -229,6 +230,15 @@ class RedactionPreviewApi(ApiView):
         )
 
 
+class FindingListQuery(serializers.Serializer):
+    error_codes = {"conversationId": "invalid_id"}
+
+    status = serializers.CharField(required=False)
+    conversationId = serializers.UUIDField(required=False)
+    limit = LimitField()
+    cursor = serializers.CharField(required=False)
+
+
 class RedactionFindingListApi(AdminApiView):
     @extend_schema(
         operation_id="redaction_findings_list",
@@ -247,17 +257,13 @@ class RedactionFindingListApi(AdminApiView):
         description="Newest first. Findings never carry the value found.",
     )
     def get(self, request: Request) -> Response:
-        params = request.query_params
-        limit = parse_limit(params.get("limit"))
-        conversation_id = params.get("conversationId")
-        if conversation_id:
-            parse_uuid(conversation_id, field="conversationId")
+        query = query_params(FindingListQuery, request)
         findings, next_cursor = selectors.redaction_finding_list(
             workspace_id=self.workspace.pk,
-            status=params.get("status") or None,
-            conversation_id=conversation_id or None,
-            limit=limit,
-            cursor=params.get("cursor") or None,
+            status=query.get("status") or None,
+            conversation_id=query.get("conversationId"),
+            limit=query["limit"],
+            cursor=query.get("cursor") or None,
         )
         return Response(
             {"findings": [finding_to_wire(f) for f in findings], "next_cursor": next_cursor}

@@ -10,12 +10,13 @@ from rest_framework.response import Response
 from core.api import (
     ADMIN_ERRORS,
     AdminApiView,
+    LimitQuery,
     ReasonIn,
     StrictCharField,
+    query_params,
     request_reason,
     validated,
 )
-from core.paging import parse_limit
 from governance import retention, selectors
 from governance.api.api_schema import (
     RETENTION_CONFLICT,
@@ -181,7 +182,7 @@ class RetentionSweepListCreateApi(AdminApiView):
         responses={200: RetentionSweepListOut, **ADMIN_ERRORS},
     )
     def get(self, request: Request) -> Response:
-        limit = parse_limit(request.query_params.get("limit"))
+        limit = query_params(LimitQuery, request)["limit"]
         sweeps = selectors.retention_sweep_list(workspace=self.workspace, limit=limit)
         return Response({"sweeps": [retention_sweep_to_wire(s) for s in sweeps]})
 

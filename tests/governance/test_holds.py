@@ -122,6 +122,20 @@ def test_holds_are_listed_and_filtered(admin, workspace):
 
 
 @pytest.mark.parametrize(
+    ("query", "error", "field"),
+    [
+        ("?active=maybe", "invalid_active", "active"),
+        ("?conversationId=conv-1", "invalid_id", "conversationId"),
+        ("?limit=0", "invalid_limit", "limit"),
+    ],
+)
+def test_a_bad_hold_filter_is_refused_naming_it(admin, query, error, field):
+    response = admin.get("/v1/legal-holds" + query)
+    assert response.status_code == 400
+    assert (response.json()["error"], response.json()["field"]) == (error, field)
+
+
+@pytest.mark.parametrize(
     ("body", "status", "error", "field"),
     [
         ({}, 400, "invalid_hold_target", None),
