@@ -5,6 +5,7 @@ clear and decides whether it is redacted."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -36,7 +37,7 @@ DECISIONS = ("approve", "dismiss")
 # --- redaction review queue -------------------------------------------------------------------
 
 
-def _add_texts(findings: list[RedactionFinding], workspace_id: object) -> None:
+def _add_texts(findings: list[RedactionFinding], workspace_id: uuid.UUID) -> None:
     """Split each finding's target text around ``[start:end]`` so the page can mark the
     value: ``text_before``, ``text_value``, ``text_after`` (all empty when the target is
     gone or its text no longer reaches the offsets)."""

@@ -288,7 +288,9 @@ def _transcript_lines(conversation: Conversation) -> Iterator[str]:
 
 @require_GET
 @login_required
-def conversation_transcript(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+def conversation_transcript(
+    request: HttpRequest, conversation_id: uuid.UUID
+) -> StreamingHttpResponse:
     """The raw transcript as plain text, streamed: the fast path for urgent review (no
     models, no templates, and plain text cannot run anything a message contains)."""
     _, conversation = get_conversation_for_user(request, conversation_id)
@@ -483,7 +485,7 @@ def observation_delete(
         else:
             if not is_partial(request):
                 return redirect(_conversation_url(conversation) + "#observations")
-            context = {"conversation": conversation, "observation": observation}
+            context: dict[str, Any] = {"conversation": conversation, "observation": observation}
             return render_page(request, f"{template}#deleted", access, context)
     context = {"conversation": conversation, "observation": observation, "form": form}
     if request.method == "POST":
@@ -606,7 +608,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         access, conversation = get_conversation_for_user(request, conversation_id)
     else:
         access = access_for(request, Capability.VIEW_MEMORY)
-    context = {
+    context: dict[str, Any] = {
         "conversation": conversation,
         "metrics": selectors.metrics_for_charts(
             workspace=access.workspace, conversation=conversation
