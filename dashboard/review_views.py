@@ -45,10 +45,11 @@ def _add_texts(findings: list[RedactionFinding], workspace_id: uuid.UUID) -> Non
     for finding in findings:
         text = texts.get((finding.target_type, str(finding.target_id)))
         found = text is not None and finding.end <= len(text) and finding.start < finding.end
-        finding.text_found = found  # type: ignore[attr-defined]
-        finding.text_before = text[: finding.start] if found else ""  # type: ignore[attr-defined,index]
-        finding.text_value = text[finding.start : finding.end] if found else ""  # type: ignore[attr-defined,index]
-        finding.text_after = text[finding.end :] if found else ""  # type: ignore[attr-defined,index]
+        text = text if found and text is not None else ""
+        finding.text_found = found  # type: ignore[attr-defined]  # for the template
+        finding.text_before = text[: finding.start]  # type: ignore[attr-defined]  # for the template
+        finding.text_value = text[finding.start : finding.end]  # type: ignore[attr-defined]  # for the template
+        finding.text_after = text[finding.end :]  # type: ignore[attr-defined]  # for the template
 
 
 def _decide(

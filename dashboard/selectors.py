@@ -214,14 +214,14 @@ class TierStats:
 def add_figures(conversations: list[Conversation]) -> None:
     """Give conversations annotated by ``with_tier_stats`` their ``stats``."""
     for conversation in conversations:
-        conversation.stats = TierStats(  # type: ignore[attr-defined]
-            message_count=conversation.message_count,  # type: ignore[attr-defined]
-            message_tokens=conversation.message_tokens,  # type: ignore[attr-defined]
-            observation_count=conversation.observation_count,  # type: ignore[attr-defined]
-            observation_tokens=conversation.observation_tokens,  # type: ignore[attr-defined]
-            reflection_count=conversation.reflection_count,  # type: ignore[attr-defined]
-            reflection_tokens=conversation.reflection_tokens,  # type: ignore[attr-defined]
-            observed_tokens=conversation.observed_tokens,  # type: ignore[attr-defined]
+        conversation.stats = TierStats(  # type: ignore[attr-defined]  # for the template
+            message_count=conversation.message_count,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            message_tokens=conversation.message_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            observation_count=conversation.observation_count,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            observation_tokens=conversation.observation_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            reflection_count=conversation.reflection_count,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            reflection_tokens=conversation.reflection_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            observed_tokens=conversation.observed_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
         )
 
 

@@ -209,7 +209,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         shown = next((o for o in obs_page.observations if o.pk == selected.pk), None)
         if shown is None:
             pinned = selected
-        (shown or selected).is_selected = True  # type: ignore[attr-defined]
+        (shown or selected).is_selected = True  # type: ignore[attr-defined]  # for the template
     context = {
         "conversation": conversation,
         "stats": selectors.tier_stats(conversation=conversation),
@@ -409,7 +409,7 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
         else:
             if not is_partial(request):
                 return redirect(_conversation_url(conversation) + f"#obs-{observation.pk}")
-            observation.is_new = True  # type: ignore[attr-defined]
+            observation.is_new = True  # type: ignore[attr-defined]  # for the template
             context = {
                 "conversation": conversation,
                 "form": ObservationCreateForm(auto_id=ADD_FORM_ID),
@@ -442,7 +442,7 @@ def observation_edit(
                 observation=observation,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
-                **form.changes(),  # type: ignore[arg-type]
+                **form.changes(),  # type: ignore[arg-type]  # only text/priority; mypy checks every keyword
             )
         except MemdeskError as error:
             add_service_error(form, error)

@@ -461,7 +461,7 @@ def _recognizers_of_this_engine() -> list[EntityRecognizer]:
         # python-phonenumbers scans the text once per region, the costliest recognizer by
         # far; a text without seven digits in a row, give or take separators, has no
         # phone number for it to find (skipping it saves 27% of the recognizers' time).
-        def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]
+        def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]  # Presidio types the None default NlpArtifacts
             if not PHONE_CANDIDATE.search(text):
                 return []
             return super().analyze(text, entities, nlp_artifacts)
@@ -566,7 +566,7 @@ class RedactionEngine:
                 },
             }
         ).create_engine()
-        nlp = self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]
+        nlp = self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]  # on SpacyNlpEngine, not NlpEngine
         if "parser" in nlp.pipe_names:
             nlp.disable_pipe("parser")
         registry = RecognizerRegistry(supported_languages=[LANGUAGE])
@@ -584,7 +584,7 @@ class RedactionEngine:
 
     @property
     def nlp(self) -> Any:
-        return self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]
+        return self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]  # on SpacyNlpEngine, not NlpEngine
 
     def supported_entities(self) -> list[str]:
         return sorted(self.analyzer.get_supported_entities(LANGUAGE))
