@@ -113,8 +113,8 @@ def _choices(request: HttpRequest) -> tuple[tuple[Workspace, str], ...]:
     # Read once per request: the object lookup and the role check both need it.
     choices = getattr(request, "_dashboard_workspaces", None)
     if choices is None:
-        choices = tuple(selectors.workspaces_for_user(request.user))  # type: ignore[arg-type]
-        request._dashboard_workspaces = choices  # type: ignore[attr-defined]
+        choices = tuple(selectors.workspaces_for_user(request.user))  # type: ignore[arg-type]  # login_required: a User
+        request._dashboard_workspaces = choices  # type: ignore[attr-defined]  # per-request cache
     if not choices:
         raise NoWorkspace(
             "You are signed in but have no role in any workspace yet: ask an admin to add you."
@@ -140,7 +140,7 @@ def access_for(
     workspace, role = by_id.get(wanted, choices[0]) if wanted else choices[0]
     if request.session.get(SESSION_WORKSPACE) != str(workspace.pk):
         request.session[SESSION_WORKSPACE] = str(workspace.pk)
-    access = Access(user=request.user, workspace=workspace, role=role, workspaces=choices)  # type: ignore[arg-type]
+    access = Access(user=request.user, workspace=workspace, role=role, workspaces=choices)  # type: ignore[arg-type]  # login_required: a User
     access.require(capability)
     return access
 

@@ -71,7 +71,8 @@ class ConversationFilterForm(forms.Form):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         start, end = data.get("active_from"), data.get("active_to")
         if start and end and start > end:
             self.add_error("active_to", "The end date is before the start date.")
@@ -105,7 +106,8 @@ class ObservationEditForm(forms.Form):
         self.observation = observation
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if (
             "text" in data
             and "priority" in data

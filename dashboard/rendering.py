@@ -20,7 +20,9 @@ REASON_MAX_LENGTH = 1000
 def is_partial(request: HttpRequest) -> bool:
     # A boosted request wants the whole page; a plain htmx request wants a fragment.
     htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.boosted
+    if not htmx:
+        return False
+    return not htmx.boosted
 
 
 def render_page(

@@ -5,6 +5,7 @@ clear and decides whether it is redacted."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -36,7 +37,7 @@ DECISIONS = ("approve", "dismiss")
 # --- redaction review queue -------------------------------------------------------------------
 
 
-def _add_texts(findings: list[RedactionFinding], workspace_id: object) -> None:
+def _add_texts(findings: list[RedactionFinding], workspace_id: uuid.UUID) -> None:
     """Split each finding's target text around ``[start:end]`` so the page can mark the
     value: ``text_before``, ``text_value``, ``text_after`` (all empty when the target is
     gone or its text no longer reaches the offsets)."""
@@ -44,10 +45,11 @@ def _add_texts(findings: list[RedactionFinding], workspace_id: object) -> None:
     for finding in findings:
         text = texts.get((finding.target_type, str(finding.target_id)))
         found = text is not None and finding.end <= len(text) and finding.start < finding.end
-        finding.text_found = found  # type: ignore[attr-defined]
-        finding.text_before = text[: finding.start] if found else ""  # type: ignore[attr-defined,index]
-        finding.text_value = text[finding.start : finding.end] if found else ""  # type: ignore[attr-defined,index]
-        finding.text_after = text[finding.end :] if found else ""  # type: ignore[attr-defined,index]
+        text = text if found and text is not None else ""
+        finding.text_found = found  # type: ignore[attr-defined]  # for the template
+        finding.text_before = text[: finding.start]  # type: ignore[attr-defined]  # for the template
+        finding.text_value = text[finding.start : finding.end]  # type: ignore[attr-defined]  # for the template
+        finding.text_after = text[finding.end :]  # type: ignore[attr-defined]  # for the template
 
 
 def _decide(

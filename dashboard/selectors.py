@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import (
     Avg,
     Count,
@@ -45,6 +45,9 @@ from memory.models import (
     Workspace,
 )
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
 MESSAGE_PAGE = 50
 OBSERVATION_PAGE = 50
 REFLECTION_LIMIT = 100
@@ -56,7 +59,7 @@ JUMP_CONTEXT = 3
 # --- workspaces and roles --------------------------------------------------------------------
 
 
-def workspaces_for_user(user: AbstractBaseUser) -> list[tuple[Workspace, str]]:
+def workspaces_for_user(user: User) -> list[tuple[Workspace, str]]:
     """The workspaces a user may open, with their role in each, by name."""
     if getattr(user, "is_superuser", False):
         return [(workspace, Role.ADMIN) for workspace in Workspace.objects.order_by("name")]
@@ -106,15 +109,22 @@ def _count_of(queryset: QuerySet[Any]) -> Coalesce:
     )
 
 
-def _latest_status(model: type[PipelineRun]) -> Subquery:
+def _latest_status(model: type[ObserverRun] | type[ReflectorRun]) -> Subquery:
     return Subquery(
-        model.objects.filter(conversation=OuterRef("pk"))  # type: ignore[misc]
+        model.objects.filter(conversation=OuterRef("pk"))
         .order_by("-created_at")
         .values("status")[:1]
     )
 
 
-def _flags(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
+class ConversationFlags(TypedDict):
+    pii_found: bool
+    on_hold: bool
+
+
+def _flags(
+    queryset: QuerySet[Conversation],
+) -> QuerySet[WithAnnotations[Conversation, ConversationFlags]]:
     holds = LegalHold.objects.filter(released_at__isnull=True).filter(
         Q(conversation=OuterRef("pk"))
         | Q(
@@ -129,7 +139,9 @@ def _flags(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
     return queryset.annotate(pii_found=Exists(findings), on_hold=Exists(holds))
 
 
-def with_tier_stats(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
+def with_tier_stats(
+    queryset: QuerySet[Conversation],
+) -> QuerySet[WithAnnotations[Conversation, ConversationFlags]]:
     """Annotate each conversation with counts and tokens per tier and the flags the list
     filters on. Correlated subqueries, one row each: the database computes them for the
     rows it returns, so a page of 25 costs one query whatever the sizes. Served tokens
@@ -158,7 +170,9 @@ def with_tier_stats(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
     )
 
 
-def _with_compression(queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
+def _with_compression(
+    queryset: QuerySet[WithAnnotations[Conversation, ConversationFlags]],
+) -> QuerySet[WithAnnotations[Conversation, ConversationFlags]]:
     # Only to sort by it: what an agent is served is the active reflections and
     # observations plus the messages no Observer run has read yet.
     served = (
@@ -200,14 +214,14 @@ class TierStats:
 def add_figures(conversations: list[Conversation]) -> None:
     """Give conversations annotated by ``with_tier_stats`` their ``stats``."""
     for conversation in conversations:
-        conversation.stats = TierStats(  # type: ignore[attr-defined]
-            message_count=conversation.message_count,  # type: ignore[attr-defined]
-            message_tokens=conversation.message_tokens,  # type: ignore[attr-defined]
-            observation_count=conversation.observation_count,  # type: ignore[attr-defined]
-            observation_tokens=conversation.observation_tokens,  # type: ignore[attr-defined]
-            reflection_count=conversation.reflection_count,  # type: ignore[attr-defined]
-            reflection_tokens=conversation.reflection_tokens,  # type: ignore[attr-defined]
-            observed_tokens=conversation.observed_tokens,  # type: ignore[attr-defined]
+        conversation.stats = TierStats(  # type: ignore[attr-defined]  # for the template
+            message_count=conversation.message_count,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            message_tokens=conversation.message_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            observation_count=conversation.observation_count,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            observation_tokens=conversation.observation_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            reflection_count=conversation.reflection_count,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            reflection_tokens=conversation.reflection_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            observed_tokens=conversation.observed_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
         )
 
 
@@ -269,11 +283,8 @@ def conversation_search(
     qs = with_tier_stats(Conversation.objects.filter(workspace=workspace))
     if filters.query:
         text = filters.query
-        match = (
-            Q(title__icontains=text)
-            | Q(user_id__icontains=text)
-            | Exists(Message.objects.filter(conversation=OuterRef("pk"), content__icontains=text))
-        )
+        mentions = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=text)
+        match = Q(title__icontains=text) | Q(user_id__icontains=text) | Q(Exists(mentions))
         with contextlib.suppress(ValueError):  # not an id: search the text only
             match |= Q(pk=uuid.UUID(text))
         qs = qs.filter(match)
@@ -294,7 +305,7 @@ def conversation_search(
         )
     if filters.sort.lstrip("-") == "compression":
         qs = _with_compression(qs)
-    _, order = SORTS.get(filters.sort, SORTS[DEFAULT_SORT])
+    order = SORTS.get(filters.sort, SORTS[DEFAULT_SORT])[1]
     return qs.order_by(order, F("id").desc())
 
 
@@ -479,7 +490,7 @@ def run_in(
     *, conversation: Conversation, kind: str, run_id: uuid.UUID
 ) -> ObserverRun | ReflectorRun | None:
     model = ObserverRun if kind == "observer" else ReflectorRun
-    return model.objects.filter(conversation=conversation, pk=run_id).first()  # type: ignore[attr-defined]
+    return model.objects.filter(conversation=conversation, pk=run_id).first()
 
 
 TranscriptRow = tuple[int, str, datetime, str, str]
@@ -524,7 +535,7 @@ def metrics_for_charts(
         # time needs them per day (succeeded runs, averaged and the slowest).
         rows = {
             row["day"].isoformat(): row
-            for row in model.objects.filter(  # type: ignore[attr-defined]
+            for row in model.objects.filter(
                 status=PipelineRun.Status.SUCCEEDED, created_at__gte=since, **scope
             )
             .exclude(duration_ms=None)

@@ -209,7 +209,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         shown = next((o for o in obs_page.observations if o.pk == selected.pk), None)
         if shown is None:
             pinned = selected
-        (shown or selected).is_selected = True  # type: ignore[attr-defined]
+        (shown or selected).is_selected = True  # type: ignore[attr-defined]  # for the template
     context = {
         "conversation": conversation,
         "stats": selectors.tier_stats(conversation=conversation),
@@ -288,7 +288,9 @@ def _transcript_lines(conversation: Conversation) -> Iterator[str]:
 
 @require_GET
 @login_required
-def conversation_transcript(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+def conversation_transcript(
+    request: HttpRequest, conversation_id: uuid.UUID
+) -> StreamingHttpResponse:
     """The raw transcript as plain text, streamed: the fast path for urgent review (no
     models, no templates, and plain text cannot run anything a message contains)."""
     _, conversation = get_conversation_for_user(request, conversation_id)
@@ -407,7 +409,7 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
         else:
             if not is_partial(request):
                 return redirect(_conversation_url(conversation) + f"#obs-{observation.pk}")
-            observation.is_new = True  # type: ignore[attr-defined]
+            observation.is_new = True  # type: ignore[attr-defined]  # for the template
             context = {
                 "conversation": conversation,
                 "form": ObservationCreateForm(auto_id=ADD_FORM_ID),
@@ -440,7 +442,7 @@ def observation_edit(
                 observation=observation,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
-                **form.changes(),  # type: ignore[arg-type]
+                **form.changes(),  # type: ignore[arg-type]  # only text/priority; mypy checks every keyword
             )
         except MemdeskError as error:
             add_service_error(form, error)
@@ -483,7 +485,7 @@ def observation_delete(
         else:
             if not is_partial(request):
                 return redirect(_conversation_url(conversation) + "#observations")
-            context = {"conversation": conversation, "observation": observation}
+            context: dict[str, Any] = {"conversation": conversation, "observation": observation}
             return render_page(request, f"{template}#deleted", access, context)
     context = {"conversation": conversation, "observation": observation, "form": form}
     if request.method == "POST":
@@ -606,7 +608,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         access, conversation = get_conversation_for_user(request, conversation_id)
     else:
         access = access_for(request, Capability.VIEW_MEMORY)
-    context = {
+    context: dict[str, Any] = {
         "conversation": conversation,
         "metrics": selectors.metrics_for_charts(
             workspace=access.workspace, conversation=conversation

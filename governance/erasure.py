@@ -120,7 +120,7 @@ def _erase_conversation(
         # keeps the summary's lines sorted across conversations taken in id order.
         for tier in TIERS:
             ids = (
-                tier.model.objects.filter(conversation_id=conversation.pk)  # type: ignore[attr-defined]
+                tier.model.objects.filter(conversation_id=conversation.pk)  # type: ignore[attr-defined]  # Tier.model is type[Model]
                 .order_by("pk")
                 .values_list("pk", flat=True)
                 .iterator(chunk_size=5000)

@@ -4,6 +4,7 @@ the caller decides what that means for its run."""
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,8 +57,8 @@ def keep_original(
     *,
     policy: RedactionPolicy,
     target_type: str,
-    target_id: object,
-    conversation_id: object,
+    target_id: uuid.UUID,
+    conversation_id: uuid.UUID,
     text: str,
 ) -> bool:
     """Keep the text as it was before its first redaction, when the policy says so.
@@ -185,7 +186,7 @@ def redact_targets(
             plans.append((target, text, result, earlier))
     if not plans:
         return engine_texts
-    changed_conversations: set[object] = set()
+    changed_conversations: set[uuid.UUID] = set()
     with transaction.atomic():
         new_findings = []
         for target, text, result, earlier in plans:
@@ -300,7 +301,9 @@ class IngestRedaction:
         return [r.text for r in self.results]
 
 
-def redaction_at_ingest(*, workspace_id: object, contents: Sequence[str]) -> IngestRedaction | None:
+def redaction_at_ingest(
+    *, workspace_id: uuid.UUID, contents: Sequence[str]
+) -> IngestRedaction | None:
     """Redact message contents before they are stored, when the policy says so (None
     otherwise, after one indexed query and without loading the engine). Findings pending
     review stay in the stored text until a person decides; engines never read them

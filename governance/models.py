@@ -66,7 +66,7 @@ class AuditEvent(models.Model):
     def save(self, *args: object, **kwargs: object) -> None:
         if self.pk is not None:
             raise PermissionError("Audit events are append-only: they cannot be changed.")
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
+        super().save(*args, **kwargs)
 
     def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
         raise PermissionError("Audit events are append-only: they cannot be deleted.")

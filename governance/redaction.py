@@ -50,7 +50,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:  # the engine's imports cost a second: only when it is loaded
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer
-    from presidio_analyzer.nlp_engine import NlpEngine
+    from presidio_analyzer.nlp_engine import NlpArtifacts, NlpEngine
 
 logger = logging.getLogger(__name__)
 
@@ -461,7 +461,7 @@ def _recognizers_of_this_engine() -> list[EntityRecognizer]:
         # python-phonenumbers scans the text once per region, the costliest recognizer by
         # far; a text without seven digits in a row, give or take separators, has no
         # phone number for it to find (skipping it saves 27% of the recognizers' time).
-        def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]
+        def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]  # Presidio types the None default NlpArtifacts
             if not PHONE_CANDIDATE.search(text):
                 return []
             return super().analyze(text, entities, nlp_artifacts)
@@ -503,14 +503,19 @@ def _recognizers_of_this_engine() -> list[EntityRecognizer]:
             r"([A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+){1,2})\b"
         )
         SCORE = 0.6
+        # Kept here for the results' metadata too: mypy cannot infer the type of the
+        # ``name`` attribute that Presidio's EntityRecognizer sets in its __init__.
+        NAME = "PersonCueRecognizer"
 
         def __init__(self) -> None:
-            super().__init__(supported_entities=["PERSON"], name="PersonCueRecognizer")
+            super().__init__(supported_entities=["PERSON"], name=self.NAME)
 
         def load(self) -> None:
             pass
 
-        def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]
+        def analyze(
+            self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
+        ) -> list[RecognizerResult]:
             return [
                 RecognizerResult(
                     "PERSON",
@@ -518,7 +523,7 @@ def _recognizers_of_this_engine() -> list[EntityRecognizer]:
                     match.end(1),
                     self.SCORE,
                     recognition_metadata={
-                        RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                        RecognizerResult.RECOGNIZER_NAME_KEY: self.NAME,
                         RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
                     },
                 )
@@ -561,7 +566,7 @@ class RedactionEngine:
                 },
             }
         ).create_engine()
-        nlp = self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]
+        nlp = self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]  # on SpacyNlpEngine, not NlpEngine
         if "parser" in nlp.pipe_names:
             nlp.disable_pipe("parser")
         registry = RecognizerRegistry(supported_languages=[LANGUAGE])
@@ -579,7 +584,7 @@ class RedactionEngine:
 
     @property
     def nlp(self) -> Any:
-        return self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]
+        return self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]  # on SpacyNlpEngine, not NlpEngine
 
     def supported_entities(self) -> list[str]:
         return sorted(self.analyzer.get_supported_entities(LANGUAGE))
@@ -601,7 +606,7 @@ class RedactionEngine:
                 supported_entity=custom.entity,
                 name=f"{CUSTOM_PREFIX}{custom.name}"[:100],
                 patterns=[Pattern(custom.name, custom.pattern, custom.score)],
-                context=list(custom.context) or None,
+                context=list(custom.context) or None,  # type: ignore[arg-type]  # Presidio annotates List[str], defaults None
             )
             for custom in spec.custom_recognizers
         ]

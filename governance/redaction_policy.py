@@ -3,6 +3,7 @@ validated, updated, and recorded in the audit trail without the list values."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +40,7 @@ POLICY_FIELDS = {
 }
 
 
-def _list_digests(values: Sequence[str], *, workspace_id: object) -> list[str]:
+def _list_digests(values: Sequence[str], *, workspace_id: uuid.UUID) -> list[str]:
     # Audit events are append-only: an erasure request could never remove a value written
     # into one. Allow and deny lists hold (candidate) personal data, so the trail records
     # keyed digests, enough to tell which entries changed, never the entries. The key is
@@ -68,7 +69,7 @@ def redaction_policy_snapshot(policy: RedactionPolicy) -> dict[str, Any]:
     return snapshot
 
 
-def redaction_policy_get_or_create(*, workspace_id: object) -> RedactionPolicy:
+def redaction_policy_get_or_create(*, workspace_id: uuid.UUID) -> RedactionPolicy:
     """The workspace's policy; a workspace that has none gets the defaults, stored on
     first use (and audited, so the trail shows which policy was in force)."""
     policy = RedactionPolicy.objects.filter(workspace_id=workspace_id).first()
@@ -151,7 +152,7 @@ def _validated_policy_fields(values: dict[str, Any], current: RedactionPolicy) -
 
 
 def redaction_policy_update(
-    *, workspace_id: object, actor: Actor, values: dict[str, Any], replace: bool = False
+    *, workspace_id: uuid.UUID, actor: Actor, values: dict[str, Any], replace: bool = False
 ) -> RedactionPolicy:
     """Change the workspace's policy (``values`` keyed by model field name). With
     ``replace`` every field not given returns to its default (PUT); otherwise only the

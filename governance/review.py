@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from core.actors import Actor
@@ -34,7 +34,7 @@ from governance.redaction_policy import (
     redaction_policy_get_or_create,
     redaction_policy_snapshot,
 )
-from memory.models import Conversation, Message, Observation, Reflection
+from memory.models import Conversation, Message, Observation, Reflection, Workspace
 
 
 def _finding_target(
@@ -64,7 +64,7 @@ def _finding_value(finding: RedactionFinding, text: str, policy: RedactionPolicy
     return value
 
 
-def _pending(finding_id: object) -> RedactionFinding:
+def _pending(finding_id: int) -> RedactionFinding:
     finding = RedactionFinding.objects.select_for_update().get(pk=finding_id)
     if finding.status != RedactionFinding.Status.PENDING_REVIEW:
         raise MemdeskError(
@@ -215,7 +215,7 @@ def redaction_finding_dismiss(
 
 
 def restricted_original_read(
-    *, workspace: Any, target_type: str, target_id: object, actor: Actor
+    *, workspace: Workspace, target_type: str, target_id: object, actor: Actor
 ) -> RestrictedOriginal:
     """The text of a message, observation or reflection as it was before redaction, for
     the compliance role. Every read is audited (``restricted_original.read``), in the
@@ -264,7 +264,7 @@ _TIER_TARGETS = {
 
 def redaction_rescan(
     *,
-    workspace: Any,
+    workspace: Workspace,
     tiers: Sequence[str] | None = None,
     batch_size: int = 200,
     n_process: int = redaction.N_PROCESS,
@@ -286,7 +286,9 @@ def redaction_rescan(
     for tier in tiers:
         target_type = _TIER_TARGETS[tier]
         model, _ = REDACTION_TARGETS[target_type]
-        rows = model.objects.filter(conversation__workspace_id=workspace.pk).order_by("pk")
+        rows: QuerySet[Message | Observation | Reflection] = model.objects.filter(
+            conversation__workspace_id=workspace.pk
+        ).order_by("pk")
         total = rows.count()
         counts = {"scanned": 0, "findings": 0, "skipped": 0}
         last_pk = None

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import TypeVar
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_pk
@@ -26,10 +28,10 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from memory.models import Conversation
+from memory.models import Conversation, Workspace
 
 VERIFY_BATCH = 2000
-ModelT = TypeVar("ModelT")
+ModelT = TypeVar("ModelT", bound=Model)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class ChainReport:
     problem: str = ""
 
 
-def audit_chain_verify(*, workspace_id: object) -> ChainReport:
+def audit_chain_verify(*, workspace_id: uuid.UUID) -> ChainReport:
     """Walk the workspace's chain in order; report the first event that does not verify.
 
     Catches an edited event (its hash no longer matches), a removed or inserted event (a
@@ -88,8 +90,8 @@ def audit_chain_verify(*, workspace_id: object) -> ChainReport:
 
 def audit_event_list(
     *,
-    workspace: object,
-    filters: dict[str, object],
+    workspace: Workspace,
+    filters: Mapping[str, object],
     cursor: str | None,
     limit: int,
 ) -> tuple[list[AuditEvent], str | None]:
@@ -99,7 +101,7 @@ def audit_event_list(
     return page.items, page.next_cursor
 
 
-def audit_export_lines(*, workspace: object, filters: dict[str, object]) -> Iterator[str]:
+def audit_export_lines(*, workspace: Workspace, filters: Mapping[str, object]) -> Iterator[str]:
     """The workspace's events matching ``filters`` (model lookups) as JSON Lines, in
     chain order, streamed from the database in chunks."""
     events = (
@@ -115,20 +117,20 @@ def audit_export_lines(*, workspace: object, filters: dict[str, object]) -> Iter
 
 
 def _get_in_workspace(
-    model: type[ModelT], workspace: object, raw_id: object, *, field: str, noun: str
+    model: type[ModelT], workspace: Workspace, raw_id: object, *, field: str, noun: str
 ) -> ModelT:
     """One row of ``model`` by its id, within the workspace: another workspace's row is
     "not found", exactly like a row that does not exist."""
     pk = parse_pk(raw_id, field=field)
     try:
-        return model.objects.get(pk=pk, workspace=workspace)  # type: ignore[attr-defined]
-    except model.DoesNotExist:  # type: ignore[attr-defined]
+        return model._default_manager.get(pk=pk, workspace=workspace)
+    except ObjectDoesNotExist:
         raise MemdeskError(
             "not_found", f"No {noun} with this id in this workspace.", status_code=404
         ) from None
 
 
-def active_holds(*, workspace_id: object) -> QuerySet[LegalHold]:
+def active_holds(*, workspace_id: uuid.UUID) -> QuerySet[LegalHold]:
     return LegalHold.objects.filter(workspace_id=workspace_id, released_at__isnull=True)
 
 
@@ -147,7 +149,7 @@ def active_hold_for_conversation(*, conversation: Conversation) -> LegalHold | N
     )
 
 
-def active_hold_sets(*, workspace_id: object) -> tuple[set[str], set[str]]:
+def active_hold_sets(*, workspace_id: uuid.UUID) -> tuple[set[str], set[str]]:
     """(held conversation ids as strings, held end-user ids) of a workspace. Holds are
     few (each one is a person's decision), so they are read whole."""
     conversation_ids: set[str] = set()
@@ -162,7 +164,7 @@ def active_hold_sets(*, workspace_id: object) -> tuple[set[str], set[str]]:
     return conversation_ids, end_user_ids
 
 
-def holds_covering_end_user(*, workspace_id: object, end_user_id: str) -> list[LegalHold]:
+def holds_covering_end_user(*, workspace_id: uuid.UUID, end_user_id: str) -> list[LegalHold]:
     """Active holds that block erasing this end user: on the user, or on any one of the
     user's conversations."""
     return list(
@@ -192,15 +194,15 @@ def legal_hold_refusal(hold: LegalHold) -> str:
     )
 
 
-def legal_hold_get(*, workspace: object, hold_id: object) -> LegalHold:
+def legal_hold_get(*, workspace: Workspace, hold_id: object) -> LegalHold:
     return _get_in_workspace(LegalHold, workspace, hold_id, field="hold_id", noun="legal hold")
 
 
 def legal_hold_list(
     *,
-    workspace: object,
+    workspace: Workspace,
     active: bool | None = None,
-    conversation_id: object | None = None,
+    conversation_id: uuid.UUID | None = None,
     end_user_id: str | None = None,
 ) -> QuerySet[LegalHold]:
     holds = LegalHold.objects.filter(workspace=workspace)
@@ -213,33 +215,33 @@ def legal_hold_list(
     return holds.order_by("-placed_at", "-pk")
 
 
-def retention_policy_list(*, workspace: object) -> QuerySet[RetentionPolicy]:
+def retention_policy_list(*, workspace: Workspace) -> QuerySet[RetentionPolicy]:
     return RetentionPolicy.objects.filter(workspace=workspace).order_by("conversation_tag", "name")
 
 
-def retention_policy_get(*, workspace: object, policy_id: object) -> RetentionPolicy:
+def retention_policy_get(*, workspace: Workspace, policy_id: object) -> RetentionPolicy:
     return _get_in_workspace(
         RetentionPolicy, workspace, policy_id, field="policy_id", noun="retention policy"
     )
 
 
-def retention_sweep_get(*, workspace: object, sweep_id: object) -> RetentionSweep:
+def retention_sweep_get(*, workspace: Workspace, sweep_id: object) -> RetentionSweep:
     return _get_in_workspace(
         RetentionSweep, workspace, sweep_id, field="sweep_id", noun="retention sweep"
     )
 
 
-def retention_sweep_list(*, workspace: object, limit: int) -> list[RetentionSweep]:
+def retention_sweep_list(*, workspace: Workspace, limit: int) -> list[RetentionSweep]:
     return list(RetentionSweep.objects.filter(workspace=workspace).order_by("-pk")[:limit])
 
 
-def erasure_request_get(*, workspace: object, request_id: object) -> ErasureRequest:
+def erasure_request_get(*, workspace: Workspace, request_id: object) -> ErasureRequest:
     return _get_in_workspace(
         ErasureRequest, workspace, request_id, field="request_id", noun="erasure request"
     )
 
 
-def erasure_request_list(*, workspace: object, limit: int) -> list[ErasureRequest]:
+def erasure_request_list(*, workspace: Workspace, limit: int) -> list[ErasureRequest]:
     return list(ErasureRequest.objects.filter(workspace=workspace).order_by("-pk")[:limit])
 
 
@@ -253,14 +255,14 @@ class RedactionPreview:
     policy_version: int = 1
 
 
-def redaction_policy_or_defaults(*, workspace_id: object) -> RedactionPolicy:
+def redaction_policy_or_defaults(*, workspace_id: uuid.UUID) -> RedactionPolicy:
     """The stored policy, or an unsaved one with the defaults (reads never create it)."""
     return RedactionPolicy.objects.filter(workspace_id=workspace_id).first() or RedactionPolicy(
         workspace_id=workspace_id
     )
 
 
-def redaction_preview(*, workspace_id: object, text: str) -> RedactionPreview:
+def redaction_preview(*, workspace_id: uuid.UUID, text: str) -> RedactionPreview:
     """What the workspace's policy finds in ``text`` and what the Reflector would read of
     it. Nothing is stored. Offsets refer to ``text`` as given."""
     policy = redaction_policy_or_defaults(workspace_id=workspace_id)
@@ -286,9 +288,9 @@ def redaction_preview(*, workspace_id: object, text: str) -> RedactionPreview:
 
 def redaction_finding_list(
     *,
-    workspace_id: object,
+    workspace_id: uuid.UUID,
     status: str | None,
-    conversation_id: object | None,
+    conversation_id: uuid.UUID | str | None,
     limit: int,
     cursor: str | None,
 ) -> tuple[list[RedactionFinding], str | None]:
@@ -309,7 +311,7 @@ def redaction_finding_list(
     return page.items, page.next_cursor
 
 
-def redaction_finding_get(*, workspace_id: object, finding_id: object) -> RedactionFinding:
+def redaction_finding_get(*, workspace_id: uuid.UUID, finding_id: object) -> RedactionFinding:
     pk = parse_pk(finding_id, field="finding_id")
     finding = RedactionFinding.objects.filter(workspace_id=workspace_id, pk=pk).first()
     if finding is None:
@@ -320,7 +322,7 @@ def redaction_finding_get(*, workspace_id: object, finding_id: object) -> Redact
 
 
 def redaction_finding_texts(
-    *, workspace_id: object, findings: list[RedactionFinding]
+    *, workspace_id: uuid.UUID, findings: list[RedactionFinding]
 ) -> dict[tuple[str, str], str]:
     """The current text of each finding's target, keyed by ``(target_type, str(target_id))``:
     one query per target type; a target that is gone or outside the workspace is absent."""

@@ -21,7 +21,7 @@ class CustomRecognizerWire(serializers.Serializer):
     entity = serializers.CharField()
     pattern = serializers.CharField()
     score = serializers.FloatField()
-    context = serializers.ListField(child=serializers.CharField())
+    context = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]  # a clash with Serializer.context in the stubs only
 
 
 class RedactionPolicyOut(serializers.Serializer):

@@ -78,7 +78,7 @@ class CustomRecognizerIn(serializers.Serializer):
         max_length=CUSTOM_PATTERN_MAX_CHARS, trim_whitespace=False, validators=[_compiles]
     )
     score = serializers.FloatField(min_value=0, max_value=1, default=0.5)
-    context = serializers.ListField(
+    context = serializers.ListField(  # type: ignore[assignment]  # a clash with Serializer.context in the stubs only
         child=serializers.CharField(max_length=CONTEXT_WORD_MAX_CHARS),
         max_length=CONTEXT_WORDS_LIMIT,
         default=list,

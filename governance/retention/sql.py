@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Model, Q
+from django.db.models import BooleanField, Field, Model, Q
 from django.db.models.expressions import RawSQL
 
 from governance.retention.common import MAX_WINDOW_PAGES, Tier
@@ -31,6 +31,14 @@ def uuid_array(ids: Iterable[Any]) -> str:
     return "{" + ",".join(map(str, ids)) + "}"
 
 
+def _column_of(model: type[Model], field_name: str) -> str:
+    """The database column of one of the model's own fields (``"pk"`` for its key)."""
+    field_obj = model._meta.pk if field_name == "pk" else model._meta.get_field(field_name)
+    if not isinstance(field_obj, Field):  # a reverse relation or a generic foreign key
+        raise TypeError(f"{model.__name__}.{field_name} has no column of its own.")
+    return field_obj.column
+
+
 def among(model: type[Model], field_name: str, ids: list[Any]) -> Any:
     """A filter for ``field IN ids`` on a UUID column. On PostgreSQL it is one array
     parameter (``= ANY``) instead of thousands of placeholders: psycopg splits the query
@@ -38,9 +46,8 @@ def among(model: type[Model], field_name: str, ids: list[Any]) -> Any:
     batch spend more time on its SQL text than on deleting (bench/retention.py)."""
     if connection.vendor != "postgresql":
         return Q(**{f"{field_name}__in": ids})
-    field_obj = model._meta.pk if field_name == "pk" else model._meta.get_field(field_name)
     quote = connection.ops.quote_name
-    column = f"{quote(model._meta.db_table)}.{quote(field_obj.column)}"  # type: ignore[union-attr]
+    column = f"{quote(model._meta.db_table)}.{quote(_column_of(model, field_name))}"
     return RawSQL(f"{column} = ANY(%s::uuid[])", (uuid_array(ids),), output_field=BooleanField())
 
 
@@ -56,7 +63,7 @@ def scan_heap_order(
     quote = connection.ops.quote_name
     model = tier.model
     days_list = plan.possible_days(tier)
-    stamp = quote(model._meta.get_field(tier.expires_by).column)
+    stamp = quote(_column_of(model, tier.expires_by))
     where = ["c.workspace_id = %s", f"m.{stamp} < %s"]
     params: list[Any] = [plan.workspace_id, plan.cutoff(days_list[0])]
     held_conversations, held_users = holds
@@ -186,7 +193,7 @@ def delete_unlocked_by_address(model: type[Model], rows: list[Candidate]) -> lis
     table's size. Matching thousands of ids instead made the planner scan the whole
     table twice per batch. Returns the deleted ids sorted."""
     quote = connection.ops.quote_name
-    table, pk = quote(model._meta.db_table), quote(model._meta.pk.column)  # type: ignore[union-attr]
+    table, pk = quote(model._meta.db_table), quote(model._meta.pk.column)
     with connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {table} "

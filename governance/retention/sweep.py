@@ -95,7 +95,7 @@ def _scan_id_order(
     plan: RetentionPlan, tier: Tier, holds: tuple[set[str], set[str]], batch_size: int
 ) -> Iterator[list[Candidate]]:
     days_list = plan.possible_days(tier)
-    rows = tier.model.objects.filter(  # type: ignore[attr-defined]
+    rows = tier.model.objects.filter(  # type: ignore[attr-defined]  # Tier.model is type[Model]
         conversation__workspace_id=plan.workspace_id,
         **{f"{tier.expires_by}__lt": plan.cutoff(days_list[0])},
     )
@@ -152,13 +152,13 @@ def _lock_and_delete(tier: Tier, rows: list[Candidate]) -> list[str]:
     ids = [row[0] for row in rows]
     locked = sorted(
         str(pk)
-        for pk in model.objects.select_for_update(skip_locked=True)  # type: ignore[attr-defined]
+        for pk in model.objects.select_for_update(skip_locked=True)  # type: ignore[attr-defined]  # type[Model]
         .filter(among(model, "pk", ids))
         .values_list("pk", flat=True)
     )
     if locked:
         # Through the collector: deleting a reflection clears its observations' link.
-        model.objects.filter(among(model, "pk", locked)).delete()  # type: ignore[attr-defined]
+        model.objects.filter(among(model, "pk", locked)).delete()  # type: ignore[attr-defined]  # type[Model]
     return locked
 
 
@@ -175,7 +175,7 @@ def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> 
         tables.append(("observationVersions", ObservationVersion, "observation_id", {}))
     related = {}
     for key, model, id_field, where in tables:
-        rows = model.objects.filter(  # type: ignore[attr-defined]
+        rows = model.objects.filter(  # type: ignore[attr-defined]  # type[Model]
             among(model, "conversation", conversation_ids), **where
         )
         related[key] = rows.filter(among(model, id_field, ids)).delete()[0] if rows.exists() else 0

@@ -563,7 +563,7 @@ class OpenAIEngine:
         return _completion_from(response)
 
     def _backoff(self, attempt: int) -> float:
-        delay = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        delay: float = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
         # Jitter keeps workers that failed together from retrying in lockstep.
         return delay * random.uniform(0.5, 1.0)
 

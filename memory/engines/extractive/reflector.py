@@ -121,7 +121,9 @@ def topic_of(text: str) -> tuple[str, str, str, tuple[str, ...] | None]:
     if tool:
         rest = text[tool.end() :]
         obj = _TOOL_OBJECT.match(rest)
-        subject = ("tool", tool.group("tool"), obj.group(1)) if obj else None
+        subject: tuple[str, ...] | None = (
+            ("tool", tool.group("tool"), obj.group(1)) if obj else None
+        )
         return "Tool", text[: tool.end()].strip(), rest, subject
     attribute = _ATTRIBUTE.match(text)
     if attribute:
