@@ -1,4 +1,4 @@
-"""Dashboard views of the memory app (the full dashboard comes with issue #5)."""
+"""The health check, and the landing page that visitors who are not signed in see."""
 
 from __future__ import annotations
 
