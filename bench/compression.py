@@ -212,6 +212,7 @@ def run_engine(conversations: list[Conversation]) -> tuple[list[ConversationResu
             output = engine.observe(
                 window.messages, previous_observations=previous[-PREVIOUS_TAIL:], now=window.now
             )
+            said_at = {m.id: m.created_at for m in window.messages}
             for draft in output.observations:
                 observation_id = f"o{len(stored)}"
                 by_id[observation_id] = draft
@@ -220,7 +221,8 @@ def run_engine(conversations: list[Conversation]) -> tuple[list[ConversationResu
                         id=observation_id,
                         text=draft.text,
                         priority=draft.priority,
-                        observed_at=draft.observed_at,
+                        # As the pipeline dates it: when its last source was said.
+                        observed_at=max(said_at[i] for i in draft.source_message_ids),
                         referenced_at=draft.referenced_at,
                         token_count=0,
                     )

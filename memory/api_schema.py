@@ -64,8 +64,13 @@ class _MemoryItemOut(serializers.Serializer):
     priority = serializers.ChoiceField(choices=["high", "medium", "low", "completed"])
     marker = serializers.CharField()
     status = serializers.CharField()
-    observedAt = serializers.DateTimeField()
+    observedAt = serializers.DateTimeField(
+        help_text="When the source messages were said (a reflection: the newest source)."
+    )
     referencedAt = serializers.DateTimeField(allow_null=True)
+    writtenAt = serializers.DateTimeField(
+        help_text="When the Observer, Reflector or a person wrote it."
+    )
     relativeDate = serializers.CharField(help_text="Computed when read, never stored.")
     windowStart = WindowOut(allow_null=True)
     windowEnd = WindowOut(allow_null=True)

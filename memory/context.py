@@ -57,8 +57,8 @@ def _message_cost(message: Message) -> int:
     return message.token_count + MESSAGE_OVERHEAD_TOKENS
 
 
-def _memory_cost(item: Observation | Reflection) -> int:
-    return token_count(memory_line(item)) + 1  # + the newline that separates lines
+def _memory_cost(item: Observation | Reflection, today: date) -> int:
+    return token_count(memory_line(item, today=today)) + 1  # + the newline between lines
 
 
 @dataclass
@@ -67,14 +67,15 @@ class _Tiers:
     observations: list[Observation]
     recent: list[Message]
     dropped: dict[str, int]
+    today: date  # for the relative dates in memory lines
 
 
 def _fit_to_budget(tiers: _Tiers, max_tokens: int) -> int:
     """Drop whole items until the context fits: the oldest recent messages first, then the
     lowest-priority (and, among equals, oldest) observations, then the oldest reflections."""
     message_costs = [_message_cost(m) for m in tiers.recent]
-    observation_costs = {o.pk: _memory_cost(o) for o in tiers.observations}
-    reflection_costs = [_memory_cost(r) for r in tiers.reflections]
+    observation_costs = {o.pk: _memory_cost(o, tiers.today) for o in tiers.observations}
+    reflection_costs = [_memory_cost(r, tiers.today) for r in tiers.reflections]
     total = sum(message_costs) + sum(observation_costs.values()) + sum(reflection_costs)
 
     drop_messages = 0
@@ -112,9 +113,11 @@ def _fit_to_budget(tiers: _Tiers, max_tokens: int) -> int:
 def _memory_sections(tiers: _Tiers) -> list[str]:
     sections = []
     if tiers.reflections:
-        sections.append("## Reflections\n" + "\n".join(memory_line(r) for r in tiers.reflections))
+        lines = (memory_line(r, today=tiers.today) for r in tiers.reflections)
+        sections.append("## Reflections\n" + "\n".join(lines))
     if tiers.observations:
-        sections.append("## Observations\n" + "\n".join(memory_line(o) for o in tiers.observations))
+        lines = (memory_line(o, today=tiers.today) for o in tiers.observations)
+        sections.append("## Observations\n" + "\n".join(lines))
     return sections
 
 
@@ -167,6 +170,7 @@ def _render(
         observations=list(active_observations(conversation=conversation)),
         recent=list(unobserved_messages(conversation=conversation)),
         dropped={},
+        today=today,
     )
     budget: dict[str, Any] = {}
     if max_tokens is not None:

@@ -184,8 +184,11 @@ class Observation(models.Model):
     text = models.TextField()
     priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.MEDIUM)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    # When the source messages were said (the last of them); a note without sources,
+    # when it was written. ``written_at`` is when the Observer or a person wrote it.
     observed_at = models.DateTimeField(default=timezone.now)
     referenced_at = models.DateTimeField(null=True, blank=True)
+    written_at = models.DateTimeField(default=timezone.now)
     window_start_seq = models.PositiveIntegerField(null=True, blank=True)
     window_end_seq = models.PositiveIntegerField(null=True, blank=True)
     window_start_at = models.DateTimeField(null=True, blank=True)
@@ -260,8 +263,10 @@ class Reflection(models.Model):
     priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.MEDIUM)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     generation = models.PositiveIntegerField(default=1)
+    # As of the newest source observation; window_*_at span its sources' messages.
     observed_at = models.DateTimeField(default=timezone.now)
     referenced_at = models.DateTimeField(null=True, blank=True)
+    written_at = models.DateTimeField(default=timezone.now)
     window_start_seq = models.PositiveIntegerField(null=True, blank=True)
     window_end_seq = models.PositiveIntegerField(null=True, blank=True)
     window_start_at = models.DateTimeField(null=True, blank=True)

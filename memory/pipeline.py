@@ -385,8 +385,11 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                 conversation=conversation,
                 text=draft.text.strip(),
                 priority=draft.priority,
-                observed_at=draft.observed_at,
+                # Dated by when its sources were said, not by when this run happened
+                # (written_at): an imported history keeps its own dates.
+                observed_at=sources[-1].created_at,
                 referenced_at=draft.referenced_at,
+                written_at=now,
                 window_start_seq=sources[0].seq,
                 window_end_seq=sources[-1].seq,
                 window_start_at=sources[0].created_at,
@@ -469,6 +472,8 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
         # Storing nothing would silently drop the observations from the context.
         raise EngineError("the engine returned an empty reflection")
     input_ids = {o.id for o in inputs}
+    observed = {o.id: o.observed_at for o in inputs}
+    written_at = timezone.now()
     windows = {
         str(pk): (start, end, start_at, end_at)
         for pk, start, end, start_at, end_at in Observation.objects.filter(
@@ -494,8 +499,10 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                     text=draft.text.strip(),
                     priority=draft.priority,
                     generation=generation,
-                    observed_at=draft.observed_at,
+                    # The newest of its sources: what the reflection knows is as of then.
+                    observed_at=max(observed[i] for i in sources),
                     referenced_at=draft.referenced_at,
+                    written_at=written_at,
                     window_start_seq=min((s[0] for s in spans if s[0] is not None), default=None),
                     window_end_seq=max((s[1] for s in spans if s[1] is not None), default=None),
                     window_start_at=min((s[2] for s in spans if s[2]), default=None),

@@ -415,6 +415,7 @@ def observation_create(
             "window_end_seq": sources[-1]["seq"],
             "window_start_at": sources[0]["created_at"],
             "window_end_at": sources[-1]["created_at"],
+            "observed_at": sources[-1]["created_at"],
         }
     with transaction.atomic():
         observation = Observation.objects.create(

@@ -83,12 +83,25 @@ def message_to_wire(message: Message, *, score: float | None = None) -> dict[str
     return body
 
 
-def memory_line(item: Observation | Reflection) -> str:
-    """One line of memory as it goes into a prompt: marker, date written, text, and the
-    date of the event it talks about when that differs."""
-    line = f"{item.marker} {item.observed_at:%Y-%m-%d} {item.text}"
+def memory_line(item: Observation | Reflection, *, today: date) -> str:
+    """One line of memory as it goes into a prompt: marker, when it was said (a
+    reflection: the span of its sources) with how long ago, the text, and the date of the
+    event it talks about when that is another day.
+
+    ``🟡 2026-10-03 (2 months ago) User's order ORD-7 arrived damaged (event date
+    2026-10-01, 2 months ago)``
+    """
+    said = f"{item.observed_at:%Y-%m-%d}"
+    if (
+        isinstance(item, Reflection)
+        and item.window_start_at
+        and item.window_start_at.date() < item.observed_at.date()
+    ):
+        said = f"{item.window_start_at:%Y-%m-%d} to {said}"
+    line = f"{item.marker} {said} ({relative_date(item.observed_at, today=today)}) {item.text}"
     if item.referenced_at and item.referenced_at.date() != item.observed_at.date():
-        line += f" (event date {item.referenced_at:%Y-%m-%d})"
+        event = relative_date(item.referenced_at, today=today)
+        line += f" (event date {item.referenced_at:%Y-%m-%d}, {event})"
     return line
 
 
@@ -100,13 +113,14 @@ def _memory_common(item: Observation | Reflection, *, today: date) -> dict[str, 
     return {
         "id": str(item.id),
         "conversationId": str(item.conversation_id),
-        "content": memory_line(item),
+        "content": memory_line(item, today=today),
         "text": item.text,
         "priority": item.priority,
         "marker": item.marker,
         "status": item.status,
         "observedAt": iso(item.observed_at),
         "referencedAt": iso(item.referenced_at),
+        "writtenAt": iso(item.written_at),
         "relativeDate": relative_date(item.referenced_at or item.observed_at, today=today),
         "windowStart": _window(item.window_start_seq, item.window_start_at),
         "windowEnd": _window(item.window_end_seq, item.window_end_at),

@@ -2,7 +2,9 @@
 
 Engines are pure with respect to the database: they receive the messages or
 observations as plain dataclasses and return drafts. Storing, provenance checks,
-redaction and run bookkeeping are the pipeline's job, not the engine's.
+redaction and run bookkeeping are the pipeline's job, not the engine's; so is dating a
+note by when its sources were said, which the pipeline reads off the sources a draft
+names. An engine dates only the events a note talks about (``referenced_at``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ class SourceMessage:
 class DraftObservation:
     text: str
     priority: str  # one of PRIORITIES
-    observed_at: datetime  # when the note is written (the run's "now")
     referenced_at: datetime | None  # when the event it talks about happens/happened
     source_message_ids: list[str]  # ids of the messages this note came from, in seq order
     tags: list[str] = field(default_factory=list)
@@ -60,7 +61,6 @@ class SourceObservation:
 class DraftReflection:
     text: str
     priority: str
-    observed_at: datetime
     referenced_at: datetime | None
     source_observation_ids: list[str]
     tags: list[str] = field(default_factory=list)

@@ -431,7 +431,6 @@ class OpenAIEngine:
             DraftObservation(
                 text=line.text,
                 priority=line.priority,
-                observed_at=now,
                 referenced_at=line.referenced_at,
                 source_message_ids=_message_sources(line.refs, by_seq),
             )
@@ -476,7 +475,6 @@ class OpenAIEngine:
             DraftReflection(
                 text=line.text,
                 priority=line.priority,
-                observed_at=now,
                 referenced_at=line.referenced_at,
                 source_observation_ids=_observation_sources(line.refs, observations),
             )

@@ -58,7 +58,8 @@ def test_observations_show_marker_dates_relative_date_and_tokens(login, conversa
     item = html[html.index(f'id="obs-{observation.pk}"') :]
     item = item[: item.index("</li>")]
     assert 'class="marker marker-high" role="img" aria-label="high priority"' in item
-    assert f'Observed <time datetime="{observation.observed_at.isoformat()}' in item
+    assert f'Said <time datetime="{observation.observed_at.isoformat()}' in item
+    assert f"written {observation.written_at:%Y-%m-%d %H:%M} UTC" in item
     assert "Event <time" in item and "in 4 days" in item
     assert f"{observation.token_count} tokens" in item
     assert f"Sources #{observation.window_start_seq}" in item

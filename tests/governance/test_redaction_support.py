@@ -61,7 +61,6 @@ class EchoEngine:
             DraftReflection(
                 text=o.text,
                 priority=o.priority,
-                observed_at=now,
                 referenced_at=None,
                 source_observation_ids=[o.id],
             )

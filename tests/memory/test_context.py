@@ -76,8 +76,8 @@ def test_observation_lines_carry_marker_dates_and_relative_date(api, conversatio
     )
     [item] = api.get(f"/v1/conversations/{conversation}/context").json()["observations"]
     assert item["content"] == (
-        f"\N{LARGE RED CIRCLE} {(now - timedelta(days=2)):%Y-%m-%d} User will return the parcel."
-        f" (event date {(now + timedelta(days=5)):%Y-%m-%d})"
+        f"\N{LARGE RED CIRCLE} {(now - timedelta(days=2)):%Y-%m-%d} (2 days ago) User will return"
+        f" the parcel. (event date {(now + timedelta(days=5)):%Y-%m-%d}, in 5 days)"
     )
     assert item["relativeDate"] == "in 5 days"
     assert item["windowStart"]["seq"] == 1 and item["windowEnd"]["seq"] == 2

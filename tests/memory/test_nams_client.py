@@ -240,7 +240,7 @@ def test_its_context_text_equals_the_servers_text_format_byte_for_byte(nams, wor
         "## Observations",
         "## Recent Messages",
     ]
-    assert "(event date 2026-03-01)" in sections[1]
+    assert "(event date 2026-03-01, " in sections[1]
     # Observed messages live on in the observation, not among the recent turns.
     assert sections[2].splitlines()[1:] == [
         "[user] Can you update my shipping address?",

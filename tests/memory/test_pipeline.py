@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -13,6 +13,7 @@ from memory.engines.base import MEMORY_BLOCK_HEADER, EngineError
 from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Message, Observation, ObserverRun, Reflection, ReflectorRun
 from memory.services import MessageInput, conversation_create, messages_append
+from memory.wire import relative_date
 
 CHAT = [
     ("user", "Hi, I'm Dana. My Aero 2 headphones arrived broken, order ORD-123456."),
@@ -327,3 +328,43 @@ def test_a_wait_flag_that_is_not_a_boolean_is_refused_and_schedules_nothing(api,
     assert response.status_code == 400
     assert (response.json()["error"], response.json()["field"]) == ("invalid_wait", "wait")
     assert not ObserverRun.objects.filter(conversation=conversation).exists()
+
+
+def test_an_imported_history_is_dated_by_when_it_was_said_not_by_the_run(api, workspace):
+    # A conversation imported in November with its own October timestamps.
+    said = datetime(2026, 10, 5, 14, 0, tzinfo=UTC)
+    conversation = conversation_create(workspace=workspace, user_id="dana")
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role=r, content=c, created_at=said + timedelta(minutes=i))
+            for i, (r, c) in enumerate(CHAT)
+        ],
+    )
+    before_run = timezone.now()
+    _observe_now(conversation)
+    pipeline.reflector_run_execute(
+        run_id=pipeline.reflector_schedule(conversation=conversation, trigger="manual").pk
+    )
+
+    observations = list(Observation.objects.filter(conversation=conversation))
+    assert observations
+    for observation in observations:
+        assert observation.window_start_at <= observation.observed_at <= observation.window_end_at
+        assert observation.observed_at.date() == said.date()
+        assert observation.written_at >= before_run
+    reflections = list(Reflection.objects.filter(conversation=conversation))
+    assert reflections
+    for reflection in reflections:
+        assert reflection.observed_at.date() == said.date()
+        assert reflection.written_at >= before_run
+        # An event date comes from what was said, never from the day the Reflector ran.
+        assert reflection.referenced_at is None or reflection.referenced_at < before_run
+
+    served = api.get(f"/v1/conversations/{conversation.pk}/reflections").json()["reflections"]
+    assert all(r["observedAt"].startswith("2026-10-05") for r in served)
+    assert all(r["writtenAt"] >= before_run.isoformat()[:10] for r in served)
+    text = api.get(f"/v1/conversations/{conversation.pk}/context?format=text").content.decode()
+    ago = relative_date(said, today=timezone.now().date())
+    assert ago and ago.endswith(" ago")
+    assert f"2026-10-05 ({ago}) " in text

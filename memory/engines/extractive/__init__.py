@@ -53,9 +53,10 @@ class ExtractiveEngine:
         previous_observations: Sequence[str],
         now: datetime,
     ) -> ObserverOutput:
-        return observe_window(messages, previous_observations=previous_observations, now=now)
+        # No clock: relative dates resolve against each message's own time.
+        return observe_window(messages, previous_observations=previous_observations)
 
     def reflect(
         self, observations: Sequence[SourceObservation], *, now: datetime
     ) -> list[DraftReflection]:
-        return reflect_observations(observations, now=now)
+        return reflect_observations(observations)

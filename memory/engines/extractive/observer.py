@@ -336,11 +336,10 @@ def _current_task(clauses: list[Clause]) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _draft(note: Note, now: datetime) -> DraftObservation:
+def _draft(note: Note) -> DraftObservation:
     return DraftObservation(
         text=note.text,
         priority=note.priority,
-        observed_at=now,
         referenced_at=note.referenced_at,
         source_message_ids=note.source_message_ids,
         tags=["tool"] if note.fold is not None else [note.kind],
@@ -349,10 +348,7 @@ def _draft(note: Note, now: datetime) -> DraftObservation:
 
 
 def observe_window(
-    messages: Sequence[SourceMessage],
-    *,
-    previous_observations: Sequence[str],
-    now: datetime,
+    messages: Sequence[SourceMessage], *, previous_observations: Sequence[str]
 ) -> ObserverOutput:
     ordered = sorted(messages, key=lambda m: m.seq)
     visible = [m for m in ordered if not _is_memory_block(m)]
@@ -371,7 +367,7 @@ def observe_window(
     notes = sorted(group_clauses(clauses) + tool_notes, key=lambda n: n.first_seq)
     current_task, suggested_response = _current_task(clauses)
     return ObserverOutput(
-        observations=[_draft(note, now) for note in notes],
+        observations=[_draft(note) for note in notes],
         current_task=current_task,
         suggested_response=suggested_response,
     )

@@ -320,7 +320,7 @@ def _factor_common_words(parts: list[str]) -> tuple[str, list[str], str]:
 
 
 def _summarise(
-    items: list[_Item], words_per_item: int, now: datetime, *, dated: bool
+    items: list[_Item], words_per_item: int, *, dated: bool
 ) -> list[tuple[int, DraftReflection]]:
     """One line per priority and topic, each note shortened to about ``words_per_item``."""
     groups: dict[tuple[str, str], list[_Item]] = {}
@@ -334,8 +334,7 @@ def _summarise(
         draft = DraftReflection(
             text=text,
             priority=priority,
-            observed_at=now,
-            referenced_at=max(referenced) if referenced else group[-1].observed_at,
+            referenced_at=max(referenced) if referenced else None,
             source_observation_ids=_ids_in_order(group),
             tags=["summary"] if len(group) > 1 else [],
             topics=[topic] if topic else [],
@@ -344,22 +343,17 @@ def _summarise(
     return drafts
 
 
-def _keep(item: _Item, now: datetime, *, words: int | None = None) -> tuple[int, DraftReflection]:
+def _keep(item: _Item, *, words: int | None = None) -> tuple[int, DraftReflection]:
     return item.order, DraftReflection(
         text=telegraphic(item.text, words) if words else item.text,
         priority=item.priority,
-        observed_at=now,
-        # Once the observation is gone, the day it was written is the best date an
-        # undated event has.
-        referenced_at=item.event_day,
+        referenced_at=item.referenced_at,
         source_observation_ids=_ids_in_order([item]),
         topics=[item.topic] if item.topic else [],
     )
 
 
-def reflect_observations(
-    observations: Sequence[SourceObservation], *, now: datetime
-) -> list[DraftReflection]:
+def reflect_observations(observations: Sequence[SourceObservation]) -> list[DraftReflection]:
     if not observations:
         return []
     items = _make_items(observations)
@@ -370,13 +364,13 @@ def reflect_observations(
     old, recent = alive[:-recent_count], alive[-recent_count:]
     drafts: list[tuple[int, DraftReflection]] = []
     # Old high-priority notes keep every fact; they only lose articles and fillers.
-    drafts.extend(_keep(i, now, words=OLD_HIGH_WORDS) for i in old if i.priority == HIGH)
+    drafts.extend(_keep(i, words=OLD_HIGH_WORDS) for i in old if i.priority == HIGH)
     relevant = [i for i in old if i.priority == MEDIUM]
-    drafts.extend(_summarise(relevant, OLD_MEDIUM_WORDS, now, dated=False))
+    drafts.extend(_summarise(relevant, OLD_MEDIUM_WORDS, dated=False))
     background = [i for i in old if i.priority in (LOW, COMPLETED)]
-    drafts.extend(_summarise(background, OLD_BACKGROUND_WORDS, now, dated=True))
-    drafts.extend(_keep(i, now) for i in recent)
+    drafts.extend(_summarise(background, OLD_BACKGROUND_WORDS, dated=True))
+    drafts.extend(_keep(i) for i in recent)
     if not drafts:  # cannot happen (the newest note always survives); never return []
-        drafts.append(_keep(items[-1], now))
+        drafts.append(_keep(items[-1]))
     drafts.sort(key=lambda pair: pair[0])
     return [draft for _, draft in drafts]
