@@ -63,6 +63,7 @@ class ConversationFilterForm(forms.Form):
     )
     pii = forms.BooleanField(label="PII found", required=False)
     hold = forms.BooleanField(label="On legal hold", required=False)
+    grounding = forms.BooleanField(label="Notes to check against their sources", required=False)
     failed = forms.BooleanField(label="Latest pipeline run failed", required=False)
     sort = forms.ChoiceField(
         label="Sort by",
@@ -88,6 +89,7 @@ class ConversationFilterForm(forms.Form):
             active_to=data.get("active_to") if "active_to" not in self.errors else None,
             pii_found=bool(data.get("pii")),
             on_hold=bool(data.get("hold")),
+            weakly_grounded=bool(data.get("grounding")),
             pipeline_failed=bool(data.get("failed")),
             sort=data.get("sort") or DEFAULT_SORT,
         )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db.models import (
@@ -120,6 +121,7 @@ def _latest_status(model: type[ObserverRun] | type[ReflectorRun]) -> Subquery:
 class ConversationFlags(TypedDict):
     pii_found: bool
     on_hold: bool
+    weakly_grounded: bool
 
 
 def _flags(
@@ -136,7 +138,18 @@ def _flags(
     findings = RedactionFinding.objects.filter(conversation=OuterRef("pk")).exclude(
         status=RedactionFinding.Status.DISMISSED
     )
-    return queryset.annotate(pii_found=Exists(findings), on_hold=Exists(holds))
+    threshold = settings.MEMDESK_GROUNDING_THRESHOLD
+    weak_observations = Observation.objects.filter(
+        conversation=OuterRef("pk"), status=Observation.Status.ACTIVE, grounding__lt=threshold
+    )
+    weak_reflections = Reflection.objects.filter(
+        conversation=OuterRef("pk"), status=Reflection.Status.ACTIVE, grounding__lt=threshold
+    )
+    return queryset.annotate(
+        pii_found=Exists(findings),
+        on_hold=Exists(holds),
+        weakly_grounded=Exists(weak_observations) | Exists(weak_reflections),
+    )
 
 
 def with_tier_stats(
@@ -273,6 +286,7 @@ class ConversationFilters:
     active_to: date | None = None
     pii_found: bool = False
     on_hold: bool = False
+    weakly_grounded: bool = False
     pipeline_failed: bool = False
     sort: str = DEFAULT_SORT
 
@@ -298,6 +312,8 @@ def conversation_search(
         qs = qs.filter(pii_found=True)
     if filters.on_hold:
         qs = qs.filter(on_hold=True)
+    if filters.weakly_grounded:
+        qs = qs.filter(weakly_grounded=True)
     if filters.pipeline_failed:
         qs = qs.filter(
             Q(latest_observer_status=PipelineRun.Status.FAILED)

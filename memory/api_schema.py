@@ -72,6 +72,14 @@ class _MemoryItemOut(serializers.Serializer):
         help_text="When the Observer, Reflector or a person wrote it."
     )
     relativeDate = serializers.CharField(help_text="Computed when read, never stored.")
+    grounding = serializers.FloatField(
+        allow_null=True,
+        help_text="Share (0-1) of its names, numbers and content words found in its sources; "
+        "null when it has none.",
+    )
+    groundingFlagged = serializers.BooleanField(
+        help_text="Below MEMDESK_GROUNDING_THRESHOLD: check it against its sources."
+    )
     windowStart = WindowOut(allow_null=True)
     windowEnd = WindowOut(allow_null=True)
     # The metaclass moves declared fields off the class, so this wire field never
@@ -217,6 +225,9 @@ class MetricsOut(serializers.Serializer):
     tokensSaved = serializers.IntegerField()
     compression = serializers.DictField()
     tiers = serializers.DictField()
+    weaklyGrounded = serializers.DictField(
+        help_text="Active observations and reflections below the grounding threshold."
+    )
     observer = serializers.DictField()
     reflector = serializers.DictField()
     series = serializers.DictField()

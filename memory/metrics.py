@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from statistics import median
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -105,6 +106,7 @@ def pipeline_metrics(
         or 0
     )
     unobserved_tokens = max(raw_tokens - observer["tokensIn"], 0)
+    threshold = settings.MEMDESK_GROUNDING_THRESHOLD
     served = active_reflection_tokens + active_observation_tokens + unobserved_tokens
     since = timezone.now() - timedelta(days=SERIES_DAYS)
     return {
@@ -125,6 +127,15 @@ def pipeline_metrics(
             "reflectionTokens": active_reflection_tokens,
             "observationTokens": active_observation_tokens,
             "unobservedMessageTokens": unobserved_tokens,
+        },
+        "weaklyGrounded": {
+            "observations": Observation.objects.filter(
+                status=Observation.Status.ACTIVE, grounding__lt=threshold, **scope
+            ).count(),
+            "reflections": Reflection.objects.filter(
+                status=Reflection.Status.ACTIVE, grounding__lt=threshold, **scope
+            ).count(),
+            "threshold": threshold,
         },
         "observer": observer,
         "reflector": reflector,

@@ -165,6 +165,11 @@ PRIORITY_KEEP_RANK: dict[str, int] = {
 }
 
 
+def is_weakly_grounded(grounding: float | None) -> bool:
+    """Below the workspace-wide threshold: shown for review, counted in the metrics."""
+    return grounding is not None and grounding < settings.MEMDESK_GROUNDING_THRESHOLD
+
+
 class MemorySource(models.TextChoices):
     OBSERVER = "observer", "observer engine"
     REFLECTOR = "reflector", "reflector engine"
@@ -189,6 +194,9 @@ class Observation(models.Model):
     observed_at = models.DateTimeField(default=timezone.now)
     referenced_at = models.DateTimeField(null=True, blank=True)
     written_at = models.DateTimeField(default=timezone.now)
+    # The share of its names, numbers and content words found in its sources (None: a
+    # note without sources, nothing to check it against).
+    grounding = models.FloatField(null=True, blank=True)
     window_start_seq = models.PositiveIntegerField(null=True, blank=True)
     window_end_seq = models.PositiveIntegerField(null=True, blank=True)
     window_start_at = models.DateTimeField(null=True, blank=True)
@@ -224,6 +232,10 @@ class Observation(models.Model):
     @property
     def marker(self) -> str:
         return PRIORITY_MARKERS[Priority(self.priority)]
+
+    @property
+    def needs_grounding_review(self) -> bool:
+        return is_weakly_grounded(self.grounding)
 
 
 class ObservationVersion(models.Model):
@@ -267,6 +279,7 @@ class Reflection(models.Model):
     observed_at = models.DateTimeField(default=timezone.now)
     referenced_at = models.DateTimeField(null=True, blank=True)
     written_at = models.DateTimeField(default=timezone.now)
+    grounding = models.FloatField(null=True, blank=True)  # against its source observations
     window_start_seq = models.PositiveIntegerField(null=True, blank=True)
     window_end_seq = models.PositiveIntegerField(null=True, blank=True)
     window_start_at = models.DateTimeField(null=True, blank=True)
@@ -294,6 +307,10 @@ class Reflection(models.Model):
     @property
     def marker(self) -> str:
         return PRIORITY_MARKERS[Priority(self.priority)]
+
+    @property
+    def needs_grounding_review(self) -> bool:
+        return is_weakly_grounded(self.grounding)
 
 
 class IdempotencyRecord(models.Model):

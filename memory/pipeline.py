@@ -39,6 +39,7 @@ from memory.engines.base import (
     SourceMessage,
     SourceObservation,
 )
+from memory.grounding import grounding_score
 from memory.models import (
     AnyRun,
     Conversation,
@@ -350,12 +351,17 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     engine = engine_for_workspace(conversation.workspace)
     now = timezone.now()
     output = None
+    said: dict[uuid.UUID, str] = {}  # what the engine read, which grounds its notes
     if observable:
         # Redacted when the policy says so (redaction_for_observer); as stored otherwise.
         try:
             contents = redaction_for_observer(conversation=conversation, messages=observable)
         except RedactionGateError as error:
             raise _engine_error(error) from None
+        said = {
+            m.pk: f"{content} {m.tool_name}"
+            for m, content in zip(observable, contents, strict=True)
+        }
         output = engine.observe(
             [
                 SourceMessage(
@@ -390,6 +396,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                 observed_at=sources[-1].created_at,
                 referenced_at=draft.referenced_at,
                 written_at=now,
+                grounding=grounding_score(draft.text, [said.get(m.pk, "") for m in sources]),
                 window_start_seq=sources[0].seq,
                 window_end_seq=sources[-1].seq,
                 window_start_at=sources[0].created_at,
@@ -473,6 +480,7 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
         raise EngineError("the engine returned an empty reflection")
     input_ids = {o.id for o in inputs}
     observed = {o.id: o.observed_at for o in inputs}
+    texts = {o.id: o.text for o in inputs}
     written_at = timezone.now()
     windows = {
         str(pk): (start, end, start_at, end_at)
@@ -503,6 +511,7 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                     observed_at=max(observed[i] for i in sources),
                     referenced_at=draft.referenced_at,
                     written_at=written_at,
+                    grounding=grounding_score(draft.text, [texts[i] for i in sources]),
                     window_start_seq=min((s[0] for s in spans if s[0] is not None), default=None),
                     window_end_seq=max((s[1] for s in spans if s[1] is not None), default=None),
                     window_start_at=min((s[2] for s in spans if s[2]), default=None),

@@ -27,6 +27,7 @@ from governance.gates import (
     redaction_at_ingest_record,
 )
 from governance.holds import LegalHoldError, conversation_delete_check
+from memory.grounding import grounding_score
 from memory.models import (
     ApiKey,
     Conversation,
@@ -401,7 +402,7 @@ def observation_create(
         sources = list(
             Message.objects.filter(conversation=conversation, id__in=source_message_ids)
             .order_by("seq")
-            .values("id", "seq", "created_at")
+            .values("id", "seq", "created_at", "content", "tool_name")
         )
         if len(sources) != len(set(source_message_ids)):
             raise MemdeskError(
@@ -416,6 +417,9 @@ def observation_create(
             "window_start_at": sources[0]["created_at"],
             "window_end_at": sources[-1]["created_at"],
             "observed_at": sources[-1]["created_at"],
+            "grounding": grounding_score(
+                text, [f"{s['content']} {s['tool_name']}" for s in sources]
+            ),
         }
     with transaction.atomic():
         observation = Observation.objects.create(
@@ -442,6 +446,15 @@ def observation_create(
             reason=reason,
         )
     return observation
+
+
+def _source_texts(message_ids: list[str]) -> list[str]:
+    return [
+        f"{content} {tool_name}"
+        for content, tool_name in Message.objects.filter(pk__in=message_ids).values_list(
+            "content", "tool_name"
+        )
+    ]
 
 
 def observation_update(
@@ -471,6 +484,10 @@ def observation_update(
         if text is not None:
             locked.text = text.strip()
             locked.token_count = token_count(locked.text)
+            if locked.source_message_ids:
+                locked.grounding = grounding_score(
+                    locked.text, _source_texts(locked.source_message_ids)
+                )
         if priority is not None:
             locked.priority = priority
         if referenced_at is not None:
@@ -539,6 +556,10 @@ def observation_revert(
         _keep_version(locked, change="revert", reason=reason, actor=actor)
         locked.text = target.text
         locked.token_count = token_count(target.text)
+        if locked.source_message_ids:
+            locked.grounding = grounding_score(
+                locked.text, _source_texts(locked.source_message_ids)
+            )
         locked.priority = target.priority
         locked.referenced_at = target.referenced_at
         locked.tags = target.tags

