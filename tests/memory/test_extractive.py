@@ -22,6 +22,7 @@ from memory.engines.base import (
 )
 from memory.engines.dates import find_dates, resolve_date
 from memory.engines.extractive import ExtractiveEngine
+from memory.engines.extractive.reflector import telegraphic
 from memory.tokens import token_count
 
 TUESDAY = datetime(2026, 2, 10, 15, 30, tzinfo=UTC)  # the example in DESIGN.md
@@ -593,3 +594,33 @@ def test_reflect_never_returns_nothing_for_something():
     assert len(reflections) == 1
     assert reflections[0].source_observation_ids == ["o1", "o2", "o3", "o4", "o5"]
     assert engine().reflect([], now=TUESDAY) == []
+
+
+def test_money_a_deadline_or_a_promise_is_never_background():
+    # Observer: an assistant's amount alone was background before.
+    note = only(observe(("assistant", "The replacement costs $129 including shipping.")))
+    assert note.priority == "medium"
+    # Reflector: a note someone marked background keeps its weight when it names money,
+    # a deadline or a promise; plain background stays background.
+    notes = stored(
+        ("User's refund will arrive by Feb 17", "low", day(2026, 2, 1)),
+        ("User paid 40 dollars for the cable", "low", day(2026, 2, 2)),
+        ("User watched a film at the Odeon", "low", day(2026, 2, 3)),
+        ("User likes tea", "low", day(2026, 2, 4)),
+    )
+    priorities = {r.text: r.priority for r in engine().reflect(notes, now=TUESDAY)}
+    refund = next(p for t, p in priorities.items() if "refund" in t)
+    cable = next(p for t, p in priorities.items() if "cable" in t)
+    odeon = next(p for t, p in priorities.items() if "Odeon" in t)
+    assert (refund, cable, odeon) == ("medium", "medium", "low")
+
+
+def test_compressed_old_notes_keep_whole_clauses():
+    long_note = (
+        "User moved to Berlin in March, started a new job at Zalando, "
+        "and is looking for a quiet flat near the river with a balcony and a garden"
+    )
+    shortened = telegraphic(long_note, 8)
+    assert "…" not in shortened and not shortened.endswith(("the", "a", "and", ","))
+    assert shortened.startswith("User moved to Berlin in March")  # the first clause whole
+    assert "Zalando" in shortened  # a later clause with a name is kept

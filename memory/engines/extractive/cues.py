@@ -157,3 +157,21 @@ META_TALK = _cue(
 
 def is_negated(sentence: Sentence) -> bool:
     return not NEGATION_WORDS.isdisjoint(sentence.words) or "no longer" in sentence.lower
+
+
+# Money, a deadline or a promise in a finished note ("User's refund of $129 will arrive by
+# Feb 17"): what an agent must not lose among background notes, whatever else it says.
+_MONEY = re.compile(
+    r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(?:dollars?|euros?|pounds?|usd|eur|gbp)\b", re.IGNORECASE
+)
+_DEADLINE = re.compile(
+    r"\b(?:deadline|due|no\s+later\s+than|expir\w*|within\s+\d+\s+(?:business\s+)?days?|"
+    r"(?:by|before|until)\s+(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d))\b",
+    re.IGNORECASE,
+)
+_PROMISE = re.compile(r"\b(?:will|promised?|guarantee[ds]?|committed)\b", re.IGNORECASE)
+
+
+def never_background(text: str) -> bool:
+    return bool(_MONEY.search(text) or _DEADLINE.search(text) or _PROMISE.search(text))

@@ -19,12 +19,14 @@ from typing import Any
 
 from memory.engines.base import MEMORY_BLOCK_HEADER, DraftObservation, ObserverOutput, SourceMessage
 from memory.engines.extractive.clauses import Clause, WindowState, message_clauses
+from memory.engines.extractive.cues import never_background
 from memory.engines.extractive.sentences import speaker_names
 from memory.engines.extractive.tools import ToolFold, fold_tool_output
 from memory.engines.extractive.vocabulary import (
     COMPLETED,
     HIGH,
     LOW,
+    MEDIUM,
     VAGUE_WORDS,
     content_tokens,
     numbers_in,
@@ -337,9 +339,12 @@ def _current_task(clauses: list[Clause]) -> tuple[str | None, str | None]:
 
 
 def _draft(note: Note) -> DraftObservation:
+    priority = note.priority
+    if priority == LOW and never_background(note.text):
+        priority = MEDIUM  # money, a deadline or a promise, whatever rule classed it
     return DraftObservation(
         text=note.text,
-        priority=note.priority,
+        priority=priority,
         referenced_at=note.referenced_at,
         source_message_ids=note.source_message_ids,
         tags=["tool"] if note.fold is not None else [note.kind],

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.engines.base import DraftReflection, SourceObservation
+from memory.engines.extractive.cues import never_background
 from memory.engines.extractive.vocabulary import (
     ADVERBS,
     COMPLETED,
@@ -148,7 +149,13 @@ def _make_items(observations: Sequence[SourceObservation]) -> list[_Item]:
             _Item(
                 order=order,
                 text=observation.text,
-                priority=observation.priority,
+                # A note about money, a deadline or a promise is never background, even
+                # when whoever wrote it said so.
+                priority=(
+                    MEDIUM
+                    if observation.priority == LOW and never_background(observation.text)
+                    else observation.priority
+                ),
                 observed_at=observation.observed_at,
                 referenced_at=observation.referenced_at,
                 ids={observation.id: order},
@@ -260,17 +267,33 @@ def _merged_priority(earlier: str, later: str) -> str:
     return _strongest([earlier, later])
 
 
+_CONJUNCTIONS = frozenset({"and", "but", "while", "because"})
+_CLAUSE_BOUNDARY = re.compile(r"(?<=[,;])\s+|\s+(?=(?:and|but|while|because)\s)")
+
+
+def _is_specific(clause: str) -> bool:
+    return any(
+        w[:1].isupper() or w[:1] == '"' or any(c.isdigit() for c in w) for w in clause.split()
+    )
+
+
 def telegraphic(text: str, limit: int) -> str:
-    """Drop articles and fillers; past the word limit keep only names and numbers."""
+    """Drop articles and fillers; past the word limit drop whole clauses that carry no
+    name or number. A clause is never cut in the middle: the first one always stays."""
     words = [w for w in text.split() if w.lower() not in _TELEGRAPHIC_DROP]
     if len(words) <= limit:
         return " ".join(words)
-    head = words[:limit]
-    specifics = [
-        w for w in words[limit:] if w[:1].isupper() or w[:1] == '"' or any(c.isdigit() for c in w)
-    ]
-    tail = " ".join(specifics[:4])
-    return " ".join(head).rstrip(",;:") + (f" … {tail}" if tail else "…")
+    clauses = [c.strip(" ,;") for c in _CLAUSE_BOUNDARY.split(" ".join(words)) if c.strip(" ,;")]
+    kept, used = [clauses[0]], len(clauses[0].split())
+    for clause in clauses[1:]:
+        size = len(clause.split())
+        if used + size <= limit or _is_specific(clause):
+            kept.append(clause)
+            used += size
+    joined = kept[0]
+    for clause in kept[1:]:
+        joined += (" " if clause.split()[0].lower() in _CONJUNCTIONS else "; ") + clause
+    return joined
 
 
 def _summary_line(topic: str, group: list[_Item], words_per_item: int, dated: bool) -> str:
