@@ -52,6 +52,7 @@ from memory.models import (
     ReflectorRun,
     Workspace,
 )
+from memory.references import references_in
 from memory.selectors import active_observations, unobserved_messages
 from memory.tokens import token_count
 
@@ -386,6 +387,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
         )
         if not sources or draft.priority not in PRIORITIES or not draft.text.strip():
             raise EngineError("the engine returned an observation without valid sources")
+        references = references_in(draft.text)
         observations.append(
             Observation(
                 conversation=conversation,
@@ -405,8 +407,9 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                 source=MemorySource.OBSERVER,
                 engine=engine.name,
                 model_name=engine.model,
-                tags=draft.tags,
+                tags=[*draft.tags, *(t for t in references.tags if t not in draft.tags)],
                 topics=draft.topics,
+                ticket_id=references.ticket_id,
                 token_count=token_count(draft.text.strip()),
             )
         )

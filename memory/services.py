@@ -40,6 +40,7 @@ from memory.models import (
     Workspace,
 )
 from memory.pipeline import observer_schedule_if_due
+from memory.references import references_in
 from memory.tokens import token_count, token_counts
 
 MAX_BULK_MESSAGES = 100
@@ -396,6 +397,9 @@ def observation_create(
     if not text:
         raise MemdeskError("empty_text", "text must not be empty.", field="text")
     _validate_priority(priority)
+    references = references_in(text)
+    tags = [*(tags or []), *(t for t in references.tags if t not in (tags or []))]
+    ticket_id = ticket_id or references.ticket_id
     window: dict[str, Any] = {}
     source_ids: list[str] = []
     if source_message_ids:

@@ -368,3 +368,19 @@ def test_an_imported_history_is_dated_by_when_it_was_said_not_by_the_run(api, wo
     ago = relative_date(said, today=timezone.now().date())
     assert ago and ago.endswith(" ago")
     assert f"2026-10-05 ({ago}) " in text
+
+
+def test_ticket_and_order_ids_in_a_note_become_its_ticket_id_and_tags(api, conversation):
+    _observe_now(conversation)
+    body = api.get(f"/v1/conversations/{conversation.pk}/observations").json()
+    [order_note] = [o for o in body["observations"] if "ORD-123456" in o["text"]]
+    assert order_note["ticketId"] == "ORD-123456"
+    assert "order:ORD-123456" in order_note["tags"]
+
+    created = api.post(
+        f"/v1/conversations/{conversation.pk}/observations",
+        {"text": "Assistant opened ticket #452 for order ORD-123456", "reason": "call notes"},
+        format="json",
+    ).json()
+    assert created["ticketId"] == "452"  # a ticket before an order: work is filed under it
+    assert created["tags"] == ["ticket:452", "order:ORD-123456"]
