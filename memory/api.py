@@ -340,13 +340,15 @@ class ContextGetApi(MemoryApi):
                 str,
                 enum=["json", "text", "messages"],
                 description="json (default); text: the '## Reflections / ## Observations / "
-                "## Recent Messages' block; messages: an OpenAI chat messages array.",
+                "## Recent Messages' block, opened by '## Pinned' when there are pins; "
+                "messages: an OpenAI chat messages array.",
             ),
             OpenApiParameter(
                 "max_tokens",
                 int,
                 description="Fit a token budget: drops the oldest recent messages, then the "
-                "lowest-priority observations, then the oldest reflections; never splits one.",
+                "lowest-priority observations, then the oldest reflections; never splits one. "
+                "Pins are never dropped: they count against the budget first.",
             ),
         ],
         responses={
