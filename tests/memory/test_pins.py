@@ -4,11 +4,13 @@ context format, never trimmed; gone with their conversation, their message or an
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
 from core.actors import SYSTEM_ACTOR
 from governance.erasure import erasure_execute, erasure_request_create
+from governance.gates import redaction_for_observer
 from governance.models import AuditEvent
 from memory.models import Message, Pin
 from tests.governance.test_redaction_support import set_policy
@@ -263,3 +265,38 @@ def test_a_pin_of_a_message_redacted_at_ingest_holds_the_redacted_text(api, work
     assert (
         "dana.smith@example.com" not in _context(api, conversation, format="text").content.decode()
     )
+
+
+def test_a_message_redacted_later_is_quoted_again_by_its_pins(api, workspace):
+    set_policy(workspace, redact_before_observation=True, keep_originals=False)
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    content = "Refund due by Friday. Mail dana.smith@example.com with the receipt."
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages",
+        {"role": "user", "content": content},
+        format="json",
+    )
+    message = _message(conversation_id, 1)
+    start = content.index("Mail")
+    whole = _pin(api, conversation_id, messageId=str(message.pk)).json()["id"]
+    around = _pin(api, conversation_id, messageId=str(message.pk), start=start).json()["id"]
+    before = _pin(api, conversation_id, messageId=str(message.pk), start=0, end=21).json()["id"]
+    inside = _pin(
+        api, conversation_id, messageId=str(message.pk), start=start + 8, end=start + 12
+    ).json()["id"]
+
+    redaction_for_observer(conversation=message.conversation, messages=[message])
+
+    message.refresh_from_db()
+    assert "dana.smith@example.com" not in message.content
+    pins = {pin.pk: pin for pin in Pin.objects.all()}
+    assert pins[uuid.UUID(whole)].text == message.content
+    assert pins[uuid.UUID(before)].text == "Refund due by Friday."
+    redacted = message.content[start:]
+    assert pins[uuid.UUID(around)].text == redacted and "EMAIL_ADDRESS" in redacted
+    # A quote of part of the address now quotes its replacement instead.
+    assert "EMAIL_ADDRESS" in pins[uuid.UUID(inside)].text
+    for pin in pins.values():
+        assert "dana" not in pin.text and pin.text in message.content
+    text = _context(api, conversation_id, format="text").content.decode()
+    assert "dana.smith@example.com" not in text
