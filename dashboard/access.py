@@ -30,7 +30,7 @@ from governance.selectors import (
     redaction_finding_get,
     retention_sweep_get,
 )
-from memory.models import ApiKey, Conversation, Observation, Workspace
+from memory.models import ApiKey, Conversation, Observation, Pin, Workspace
 
 SESSION_WORKSPACE = "dashboard_workspace_id"
 
@@ -208,6 +208,20 @@ def get_observation_for_user(
     if observation is None:
         raise Http404(message)
     return access, conversation, observation
+
+
+def get_pin_for_user(
+    request: HttpRequest,
+    conversation_id: object,
+    pin_id: object,
+    capability: Capability = Capability.VIEW_MEMORY,
+) -> tuple[Access, Conversation, Pin]:
+    access, conversation = get_conversation_for_user(request, conversation_id, capability)
+    message = "No such pin in this conversation."
+    pin = selectors.pin_in(conversation=conversation, pin_id=_uuid_or_404(pin_id, message))
+    if pin is None:
+        raise Http404(message)
+    return access, conversation, pin
 
 
 def get_api_key_for_user(access: Access, api_key_id: object) -> ApiKey:

@@ -156,6 +156,17 @@ class ReasonForm(forms.Form):
     reason = reason_field()
 
 
+class PinForm(forms.Form):
+    """Pin a whole message: a reason is welcome but not required (as for adding)."""
+
+    reason = forms.CharField(
+        label="Reason (optional)",
+        required=False,
+        max_length=1000,
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+
+
 class RevertForm(forms.Form):
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     reason = reason_field()

@@ -40,6 +40,7 @@ from memory.models import (
     Message,
     Observation,
     ObserverRun,
+    Pin,
     PipelineRun,
     Reflection,
     ReflectorRun,
@@ -480,6 +481,24 @@ def reflection_in(*, conversation: Conversation, reflection_id: uuid.UUID) -> Re
 def observation_in(*, conversation: Conversation, observation_id: uuid.UUID) -> Observation | None:
     return (
         Observation.objects.filter(conversation=conversation, pk=observation_id)
+        .select_related("conversation")
+        .first()
+    )
+
+
+def pin_list(*, conversation: Conversation) -> list[Pin]:
+    """Oldest first, as served; each with ``message_seq`` for its link to the message."""
+    return list(
+        Pin.objects.filter(conversation=conversation)
+        .annotate(message_seq=F("message__seq"))
+        .order_by("created_at", "id")
+    )
+
+
+def pin_in(*, conversation: Conversation, pin_id: uuid.UUID) -> Pin | None:
+    return (
+        Pin.objects.filter(conversation=conversation, pk=pin_id)
+        .annotate(message_seq=F("message__seq"))
         .select_related("conversation")
         .first()
     )

@@ -40,6 +40,7 @@ from dashboard.access import (
     get_api_key_for_user,
     get_conversation_for_user,
     get_observation_for_user,
+    get_pin_for_user,
     switch_workspace,
 )
 from dashboard.forms import (
@@ -47,6 +48,7 @@ from dashboard.forms import (
     ConversationFilterForm,
     ObservationCreateForm,
     ObservationEditForm,
+    PinForm,
     ReasonForm,
     RevertForm,
     add_service_error,
@@ -57,7 +59,7 @@ from memory import pipeline
 from memory import selectors as memory_selectors
 from memory import services as memory_services
 from memory import views as memory_views
-from memory.models import Conversation, Observation, PipelineRun
+from memory.models import Conversation, Message, Observation, PipelineRun
 
 CONVERSATIONS_PER_PAGE = 25
 RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
@@ -218,6 +220,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         "obs_page": obs_page,
         "pinned": pinned,
         "reflections": reflections,
+        "pins": selectors.pin_list(conversation=conversation),
         "runs": selectors.latest_runs(conversation=conversation),
         "add_form": ObservationCreateForm(auto_id=ADD_FORM_ID),
     }
@@ -492,6 +495,89 @@ def observation_delete(
         return _invalid_form(
             request, access, template, context, panel=f"#obs-{observation.pk}-panel"
         )
+    return render_page(
+        request, f"{template}#form" if is_partial(request) else template, access, context
+    )
+
+
+# --- pins -------------------------------------------------------------------------------------
+
+
+def _pin_list(
+    request: HttpRequest, access: Access, conversation: Conversation, *, new_pin: uuid.UUID
+) -> HttpResponse:
+    pins = selectors.pin_list(conversation=conversation)
+    for pin in pins:
+        pin.is_new = pin.pk == new_pin  # type: ignore[attr-defined]  # for the template
+    context = {"conversation": conversation, "pins": pins}
+    return render_page(
+        request, "dashboard/conversation_detail.html#pin_list", access, context, status=201
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def pin_add(
+    request: HttpRequest, conversation_id: uuid.UUID, message_id: uuid.UUID
+) -> HttpResponse:
+    """Pin a whole message. The message's own Pin form posts here; without JavaScript a
+    refused form comes back as this page."""
+    access, conversation = get_conversation_for_user(
+        request, conversation_id, Capability.EDIT_MEMORY
+    )
+    message = Message.objects.filter(conversation=conversation, pk=message_id).first()
+    if message is None:
+        raise Http404("No such message in this conversation.")
+    template = "dashboard/pin_add.html"
+    form = PinForm(
+        request.POST if request.method == "POST" else None, auto_id=f"pin_{message.seq}_%s"
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            pin = memory_services.pin_create(
+                conversation=conversation,
+                actor=access.actor(request),
+                message_id=message.pk,
+                reason=form.cleaned_data["reason"],
+            )
+        except MemdeskError as error:
+            add_service_error(form, error)
+        else:
+            if not is_partial(request):
+                return redirect(_conversation_url(conversation) + f"#pin-{pin.pk}")
+            return _pin_list(request, access, conversation, new_pin=pin.pk)
+    context = {"conversation": conversation, "message": message, "form": form}
+    if request.method == "POST":
+        return _invalid_form(request, access, template, context, panel=None)
+    return render_page(request, template, access, context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def pin_delete(request: HttpRequest, conversation_id: uuid.UUID, pin_id: uuid.UUID) -> HttpResponse:
+    """Unpin, with a reason: the quote leaves the agent's context at once."""
+    access, conversation, pin = get_pin_for_user(
+        request, conversation_id, pin_id, Capability.EDIT_MEMORY
+    )
+    template = "dashboard/pin_delete.html"
+    form = ReasonForm(
+        request.POST if request.method == "POST" else None, auto_id=f"unpin_{pin.pk}_%s"
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            memory_services.pin_delete(
+                pin=pin, actor=access.actor(request), reason=form.cleaned_data["reason"]
+            )
+        except MemdeskError as error:
+            add_service_error(form, error)
+        else:
+            if not is_partial(request):
+                return redirect(_conversation_url(conversation) + "#pins")
+            context: dict[str, Any] = {"conversation": conversation, "pin": pin}
+            return render_page(request, f"{template}#deleted", access, context)
+    context = {"conversation": conversation, "pin": pin, "form": form}
+    if request.method == "POST":
+        return _invalid_form(request, access, template, context, panel=f"#pin-{pin.pk}-panel")
     return render_page(
         request, f"{template}#form" if is_partial(request) else template, access, context
     )

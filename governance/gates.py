@@ -24,7 +24,7 @@ from governance.models import (
     RestrictedOriginal,
 )
 from governance.redaction_policy import redaction_policy_get_or_create
-from memory.models import Conversation, Message, Observation, Reflection
+from memory.models import Conversation, Message, Observation, Pin, Reflection
 from memory.tokens import token_count
 
 
@@ -107,6 +107,49 @@ def store_target_text(
         raise RedactionConflict(str(target.pk))
     for name, value in fields.items():
         setattr(target, name, value)
+    if model is Message:
+        requote_pins(message_id=target.pk, old=old, new=new)
+
+
+def requote_pins(*, message_id: Any, old: str, new: str) -> None:
+    """Quote a redacted message's pins again from its new text: a pin must never keep a
+    value its message no longer holds. Redaction rewrites one stretch of the text (the
+    common prefix and suffix stay); a span that reaches into that stretch is widened to
+    all of it, so the quote keeps its place and takes the replacement. A quote left
+    empty (the value was all it held, and the operator removes values) is deleted."""
+    pins = list(Pin.objects.select_for_update().filter(message_id=message_id))
+    if not pins:
+        return
+    limit = min(len(old), len(new))
+    prefix = 0
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    changed_end_old, changed_end_new = len(old) - suffix, len(new) - suffix
+
+    def moved(offset: int, *, is_end: bool) -> int:
+        if offset <= prefix:
+            return offset
+        if offset >= changed_end_old:
+            return offset + len(new) - len(old)
+        return changed_end_new if is_end else prefix
+
+    kept: list[Pin] = []
+    emptied: list[Pin] = []
+    for pin in pins:
+        if pin.start is None or pin.end is None:
+            pin.text = new
+        else:
+            pin.start = moved(pin.start, is_end=False)
+            pin.end = moved(pin.end, is_end=True)
+            pin.text = new[pin.start : pin.end]
+        pin.token_count = token_count(pin.text)
+        (kept if pin.text.strip() else emptied).append(pin)
+    Pin.objects.bulk_update(kept, ["start", "end", "text", "token_count"])
+    if emptied:
+        Pin.objects.filter(pk__in=[pin.pk for pin in emptied]).delete()
 
 
 def finding_rows(

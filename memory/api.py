@@ -35,6 +35,7 @@ from memory.wire import (
     conversation_to_wire,
     message_to_wire,
     observation_to_wire,
+    pin_to_wire,
     reflection_to_wire,
     run_to_wire,
 )
@@ -83,6 +84,13 @@ class ObservationUpdateIn(serializers.Serializer):
     priority = text_field(required=False)
     referencedAt = serializers.DateTimeField(required=False, allow_null=True)
     tags = serializers.ListField(child=text_field(max_length=100), required=False)
+
+
+class PinCreateIn(serializers.Serializer):
+    messageId = serializers.UUIDField()
+    start = serializers.IntegerField(required=False, allow_null=True)
+    end = serializers.IntegerField(required=False, allow_null=True)
+    reason = text_field(required=False, allow_blank=True)
 
 
 class MaxTokensField(serializers.Field):
@@ -332,13 +340,15 @@ class ContextGetApi(MemoryApi):
                 str,
                 enum=["json", "text", "messages"],
                 description="json (default); text: the '## Reflections / ## Observations / "
-                "## Recent Messages' block; messages: an OpenAI chat messages array.",
+                "## Recent Messages' block, opened by '## Pinned' when there are pins; "
+                "messages: an OpenAI chat messages array.",
             ),
             OpenApiParameter(
                 "max_tokens",
                 int,
                 description="Fit a token budget: drops the oldest recent messages, then the "
-                "lowest-priority observations, then the oldest reflections; never splits one.",
+                "lowest-priority observations, then the oldest reflections; never splits one. "
+                "Pins are never dropped: they count against the budget first.",
             ),
         ],
         responses={
@@ -522,6 +532,53 @@ class ReflectionListApi(MemoryApi):
             status=query_params(StatusQuery, request).get("status") or None,
         )
         return Response({"reflections": [reflection_to_wire(r, today=today) for r in reflections]})
+
+
+class PinListCreateApi(MemoryApi):
+    @extend_schema(
+        operation_id="pins_list",
+        responses={200: out.PinListOut, **ERRORS},
+        description="The conversation's pinned quotes, oldest first.",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        pins = selectors.pin_list(conversation=self.conversation(conversation_id))
+        return Response({"pins": [pin_to_wire(p) for p in pins]})
+
+    @extend_schema(
+        operation_id="pins_create",
+        request=PinCreateIn,
+        responses={201: out.PinOut, **ERRORS},
+        description="Pin a verbatim quote of one message of this conversation: all of it, or "
+        "the characters start..end (end exclusive). Pins are served first in every context "
+        "format, never condensed and never trimmed by max_tokens.",
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        data = validated(PinCreateIn, request.data)
+        pin = services.pin_create(
+            conversation=conversation,
+            actor=self.actor(),
+            message_id=data["messageId"],
+            start=data.get("start"),
+            end=data.get("end"),
+            reason=data.get("reason") or "",
+        )
+        return Response(pin_to_wire(pin), status=201)
+
+
+class PinDetailApi(MemoryApi):
+    @extend_schema(
+        operation_id="pins_delete",
+        parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
+        request=ReasonIn,
+        responses={204: None, **ERRORS},
+        description="Unpin. `reason` is required; the audit event keeps the quote.",
+    )
+    def delete(self, request: Request, conversation_id: str, pin_id: str) -> Response:
+        pin = selectors.pin_get(conversation=self.conversation(conversation_id), pin_id=pin_id)
+        reason = request_reason(request)
+        services.pin_delete(pin=pin, actor=self.actor(), reason=reason)
+        return Response(status=204)
 
 
 class ExtractionStatusApi(MemoryApi):

@@ -112,6 +112,24 @@ class ReflectionListOut(serializers.Serializer):
     reflections = ReflectionOut(many=True)
 
 
+class PinOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    conversationId = serializers.UUIDField()
+    messageId = serializers.UUIDField()
+    start = serializers.IntegerField(
+        allow_null=True, help_text="Character offset into the message; null: all of it."
+    )
+    end = serializers.IntegerField(allow_null=True, help_text="End offset (exclusive).")
+    text = serializers.CharField(help_text="The quote, verbatim, as it is served.")
+    tokenCount = serializers.IntegerField()
+    createdBy = serializers.CharField(help_text="Who pinned it: 'api_key:<id>' or 'user:<id>'.")
+    createdAt = serializers.DateTimeField()
+
+
+class PinListOut(serializers.Serializer):
+    pins = PinOut(many=True)
+
+
 class TrimmedOut(serializers.Serializer):
     recentMessages = serializers.IntegerField()
     observations = serializers.IntegerField()
@@ -120,6 +138,7 @@ class TrimmedOut(serializers.Serializer):
 
 class ContextOut(serializers.Serializer):
     conversationId = serializers.UUIDField()
+    pins = PinOut(many=True, help_text="Served verbatim, first, never trimmed by max_tokens.")
     reflections = ReflectionOut(many=True)
     observations = ObservationOut(many=True)
     recentMessages = MessageOut(many=True)

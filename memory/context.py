@@ -1,9 +1,10 @@
 """``context_for_conversation``: the three tiers an agent puts into its prompt.
 
-Reflections (most condensed), then active observations, then the recent messages that
-no observation covers yet. The rendered bytes are cached under a key that changes with
-every write to the conversation (``last_seq``, ``memory_version``) and with the day
-(relative dates), so an unchanged conversation answers with identical bytes and ETag.
+Pinned quotes (verbatim, never trimmed), then reflections (most condensed), then active
+observations, then the recent messages that no observation covers yet. The rendered bytes
+are cached under a key that changes with every write to the conversation (``last_seq``,
+``memory_version``) and with the day (relative dates), so an unchanged conversation
+answers with identical bytes and ETag.
 """
 
 from __future__ import annotations
@@ -19,10 +20,23 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from memory.engines.base import MEMORY_BLOCK_HEADER
-from memory.models import PRIORITY_KEEP_RANK, Conversation, Message, Observation, Reflection
-from memory.selectors import active_observations, active_reflections, unobserved_messages
+from memory.models import (
+    PRIORITY_KEEP_RANK,
+    Conversation,
+    Message,
+    Observation,
+    Pin,
+    Reflection,
+)
+from memory.selectors import active_observations, active_reflections, pin_list, unobserved_messages
 from memory.tokens import token_count
-from memory.wire import memory_line, message_to_wire, observation_to_wire, reflection_to_wire
+from memory.wire import (
+    memory_line,
+    message_to_wire,
+    observation_to_wire,
+    pin_to_wire,
+    reflection_to_wire,
+)
 
 FORMATS = ("json", "text", "messages")
 # Tokens a chat message costs beyond its content (role and separators), as OpenAI counts.
@@ -63,6 +77,7 @@ def _memory_cost(item: Observation | Reflection, today: date) -> int:
 
 @dataclass
 class _Tiers:
+    pins: list[Pin]
     reflections: list[Reflection]
     observations: list[Observation]
     recent: list[Message]
@@ -72,11 +87,19 @@ class _Tiers:
 
 def _fit_to_budget(tiers: _Tiers, max_tokens: int) -> int:
     """Drop whole items until the context fits: the oldest recent messages first, then the
-    lowest-priority (and, among equals, oldest) observations, then the oldest reflections."""
+    lowest-priority (and, among equals, oldest) observations, then the oldest reflections.
+    Pins are counted first and never dropped: a budget smaller than the pins leaves only
+    the pins, and the returned total says by how much it is exceeded."""
     message_costs = [_message_cost(m) for m in tiers.recent]
     observation_costs = {o.pk: _memory_cost(o, tiers.today) for o in tiers.observations}
     reflection_costs = [_memory_cost(r, tiers.today) for r in tiers.reflections]
-    total = sum(message_costs) + sum(observation_costs.values()) + sum(reflection_costs)
+    pin_costs = [pin.token_count + 1 for pin in tiers.pins]  # + the newline between lines
+    total = (
+        sum(pin_costs)
+        + sum(message_costs)
+        + sum(observation_costs.values())
+        + sum(reflection_costs)
+    )
 
     drop_messages = 0
     while total > max_tokens and drop_messages < len(tiers.recent):
@@ -112,6 +135,10 @@ def _fit_to_budget(tiers: _Tiers, max_tokens: int) -> int:
 
 def _memory_sections(tiers: _Tiers) -> list[str]:
     sections = []
+    if tiers.pins:
+        # Only when there are pins: without them the block stays byte for byte the one
+        # the neo4j-agent-memory client builds.
+        sections.append("## Pinned\n" + "\n".join(pin.text for pin in tiers.pins))
     if tiers.reflections:
         lines = (memory_line(r, today=tiers.today) for r in tiers.reflections)
         sections.append("## Reflections\n" + "\n".join(lines))
@@ -166,6 +193,7 @@ def _render(
     conversation: Conversation, *, fmt: str, max_tokens: int | None, today: date
 ) -> RenderedContext:
     tiers = _Tiers(
+        pins=list(pin_list(conversation=conversation)),
         reflections=list(active_reflections(conversation=conversation)),
         observations=list(active_observations(conversation=conversation)),
         recent=list(unobserved_messages(conversation=conversation)),
@@ -187,6 +215,7 @@ def _render(
         else:
             payload = {
                 "conversationId": str(conversation.id),
+                "pins": [pin_to_wire(pin) for pin in tiers.pins],
                 "reflections": [reflection_to_wire(r, today=today) for r in tiers.reflections],
                 "observations": [observation_to_wire(o, today=today) for o in tiers.observations],
                 "recentMessages": [message_to_wire(m) for m in tiers.recent],

@@ -439,3 +439,31 @@ class ReflectorRun(PipelineRun):
 
 # A row of either run table (PipelineRun is abstract and has no conversation of its own).
 AnyRun = ObserverRun | ReflectorRun
+
+
+class Pin(models.Model):
+    """A verbatim quote of one message (all of it, or the characters ``start:end``),
+    served in every context as it stands: never condensed, never trimmed to a budget.
+
+    The message link is DO_NOTHING for Django because the retention sweep deletes
+    expired messages with raw SQL on PostgreSQL and deletes their pins itself, in the
+    same transaction, counting them in its receipt. The database constraint is still
+    there (checked at commit), so a pin can never outlive the message it quotes.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="pins")
+    message = models.ForeignKey(Message, on_delete=models.DO_NOTHING, related_name="pins")
+    # Character offsets into the message's content; both None: the whole message.
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    text = models.TextField()
+    token_count = models.PositiveIntegerField()
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["conversation", "created_at"], name="pin_conv_created")]
+
+    def __str__(self) -> str:
+        return f"pin {self.id}"

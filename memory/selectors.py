@@ -17,6 +17,7 @@ from memory.models import (
     Message,
     Observation,
     ObservationVersion,
+    Pin,
     Reflection,
     Workspace,
 )
@@ -275,3 +276,18 @@ def observation_history(*, observation: Observation) -> list[ObservationChange]:
         )
         for v, after in zip(versions, following, strict=True)
     ]
+
+
+def pin_list(*, conversation: Conversation) -> QuerySet[Pin]:
+    """Oldest first: the order they are served in."""
+    return Pin.objects.filter(conversation=conversation).order_by("created_at", "id")
+
+
+def pin_get(*, conversation: Conversation, pin_id: str) -> Pin:
+    pk = parse_uuid(pin_id, field="pin_id")
+    try:
+        return Pin.objects.select_related("conversation").get(pk=pk, conversation=conversation)
+    except Pin.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No pin with this id in this conversation.", status_code=404
+        ) from None

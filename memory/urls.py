@@ -20,6 +20,8 @@ urlpatterns = [
     path(f"{observation}/history", api.ObservationHistoryApi.as_view()),
     path(f"{observation}/revert", api.ObservationRevertApi.as_view()),
     path(f"{conversation}/reflections", api.ReflectionListApi.as_view()),
+    path(f"{conversation}/pins", api.PinListCreateApi.as_view()),
+    path(f"{conversation}/pins/<str:pin_id>", api.PinDetailApi.as_view()),
     path(f"{conversation}/extraction-status", api.ExtractionStatusApi.as_view()),
     path(f"{conversation}/observe", api.ObserveNowApi.as_view()),
     path(f"{conversation}/reflect", api.ReflectNowApi.as_view()),

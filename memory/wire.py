@@ -17,6 +17,7 @@ from memory.models import (
     Message,
     Observation,
     ObserverRun,
+    Pin,
     Reflection,
 )
 
@@ -149,6 +150,20 @@ def reflection_to_wire(reflection: Reflection, *, today: date) -> dict[str, Any]
     body["generation"] = reflection.generation
     body["sourceObservationIds"] = reflection.source_observation_ids
     return body
+
+
+def pin_to_wire(pin: Pin) -> dict[str, Any]:
+    return {
+        "id": str(pin.id),
+        "conversationId": str(pin.conversation_id),
+        "messageId": str(pin.message_id),
+        "start": pin.start,
+        "end": pin.end,
+        "text": pin.text,
+        "tokenCount": pin.token_count,
+        "createdBy": pin.created_by,
+        "createdAt": iso(pin.created_at),
+    }
 
 
 def run_to_wire(run: AnyRun) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import OperationalError, connection, reset_queries, transaction
-from django.db.models import F, Model
+from django.db.models import DO_NOTHING, F, Model
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
@@ -46,8 +46,10 @@ from governance.selectors import (
 )
 from memory.models import (
     Conversation,
+    Message,
     Observation,
     ObservationVersion,
+    Pin,
     Workspace,
 )
 
@@ -145,9 +147,11 @@ def _lock_and_delete(tier: Tier, rows: list[Candidate]) -> list[str]:
     left to the next sweep instead of waited for, so a sweep cannot deadlock with it,
     and the rows locked here are exactly the rows deleted and hashed."""
     model = tier.model
-    if connection.vendor == "postgresql" and not model._meta.related_objects:
-        # Nothing references these rows by foreign key, so Django's collector would have
-        # had nothing to do: one statement locks and deletes.
+    cascades = any(rel.on_delete is not DO_NOTHING for rel in model._meta.related_objects)
+    if connection.vendor == "postgresql" and not cascades:
+        # Nothing Django would cascade to references these rows (pins of a message are
+        # left to _delete_related), so its collector would have had nothing to do: one
+        # statement locks and deletes.
         return sql.delete_unlocked_by_address(model, rows)
     ids = [row[0] for row in rows]
     locked = sorted(
@@ -163,16 +167,20 @@ def _lock_and_delete(tier: Tier, rows: list[Candidate]) -> list[str]:
 
 
 def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> dict[str, int]:
-    """What hangs off the deleted rows by id rather than by foreign key: the redaction
-    findings, the restricted originals (the unredacted text must not outlive its row),
-    and the earlier versions of deleted observations. Each table is first asked about
-    the batch's few conversations, which is cheap, and only searched by id if needed."""
+    """What hangs off the deleted rows by id rather than by a cascading foreign key: the
+    redaction findings, the restricted originals (the unredacted text must not outlive
+    its row), the earlier versions of deleted observations, and the pins that quote
+    deleted messages (their foreign key is checked at commit, so they must go in this
+    transaction). Each table is first asked about the batch's few conversations, which
+    is cheap, and only searched by id if needed."""
     tables: list[tuple[str, type[Model], str, dict[str, str]]] = [
         ("redactionFindings", RedactionFinding, "target_id", {"target_type": tier.line_kind}),
         ("restrictedOriginals", RestrictedOriginal, "target_id", {"target_type": tier.line_kind}),
     ]
     if tier.model is Observation:
         tables.append(("observationVersions", ObservationVersion, "observation_id", {}))
+    if tier.model is Message:
+        tables.append(("pins", Pin, "message", {}))
     related = {}
     for key, model, id_field, where in tables:
         rows = model.objects.filter(  # type: ignore[attr-defined]  # type[Model]

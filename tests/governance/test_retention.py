@@ -27,7 +27,15 @@ from governance.retention import (
 )
 from governance.retention import sweep as sweep_module
 from governance.tasks import retention_sweep_task
-from memory.models import Conversation, Message, Observation, ObservationVersion, Reflection
+from memory.models import (
+    Conversation,
+    Message,
+    Observation,
+    ObservationVersion,
+    Pin,
+    Reflection,
+)
+from memory.services import pin_create
 from tests.governance.test_retention_support import (
     ADMIN,
     conversation_with_tiers,
@@ -321,6 +329,7 @@ def test_what_hangs_off_deleted_rows_goes_with_them(workspace):
         "messages": 1,
         "redactionFindings": 1,
         "restrictedOriginals": 1,
+        "pins": 0,
     }
 
 
@@ -383,9 +392,7 @@ def test_a_sweep_marked_abandoned_stops_at_its_next_batch(workspace, monkeypatch
     assert events(workspace, "retention.sweep")[0].after["counts"]["messages"] == 1
 
 
-def test_a_sweep_cut_off_by_its_time_limit_keeps_its_receipts_and_says_why(
-    workspace, monkeypatch
-):
+def test_a_sweep_cut_off_by_its_time_limit_keeps_its_receipts_and_says_why(workspace, monkeypatch):
     _default_policy(workspace)
     conversation_with_tiers(workspace, old=4, new=0)
     real = sweep_module._delete_batch
@@ -740,3 +747,53 @@ def test_every_retention_hold_and_erasure_response_matches_the_openapi_document(
     check("post", requests_path, accepted, 202)
     check("get", request_path, admin.get(f"{requests_path}/{accepted.json()['id']}"), 200)
     check("get", requests_path, admin.get(requests_path), 200)
+
+
+# --- pins ---------------------------------------------------------------------------------------
+
+
+def _pin_each_message(conversation):
+    return {
+        str(message.pk): pin_create(
+            conversation=conversation, actor=ADMIN, message_id=message.pk, start=0, end=3
+        ).pk
+        for message in conversation.messages.all()
+    }
+
+
+def test_pins_go_with_their_expired_message_in_the_same_batch_and_are_counted(workspace):
+    _default_policy(workspace)
+    conversation = conversation_with_tiers(workspace, old=3, new=2, age_days=100)
+    pins = _pin_each_message(conversation)
+    old_messages = {
+        str(pk) for pk in conversation.messages.filter(seq__lte=3).values_list("pk", flat=True)
+    }
+
+    sweep = _sweep(workspace, batch_size=2)
+
+    kept = set(Pin.objects.filter(conversation=conversation).values_list("message_id", flat=True))
+    assert {str(m) for m in kept} == set(pins) - old_messages
+    assert len(kept) == 2
+    message_batches = [
+        e.after for e in events(workspace, "retention.delete") if e.after["kind"] == "messages"
+    ]
+    # Each batch's receipt counts the pins of the messages it deleted.
+    assert [b["counts"]["pins"] for b in message_batches] == [
+        b["counts"]["messages"] for b in message_batches
+    ]
+    [summary] = events(workspace, "retention.sweep")
+    assert summary.after["related"]["pins"] == 3
+    assert sweep.counts["messages"] == 3
+
+
+def test_pins_of_a_held_conversation_are_not_swept(workspace):
+    _default_policy(workspace)
+    on_hold = conversation_with_tiers(workspace, user_id="alice", old=2, new=0)
+    pins = _pin_each_message(on_hold)
+    legal_hold_place(workspace=workspace, actor=ADMIN, reason="case 9", conversation=on_hold)
+
+    _sweep(workspace)
+
+    assert set(Pin.objects.filter(conversation=on_hold).values_list("pk", flat=True)) == set(
+        pins.values()
+    )

@@ -30,7 +30,7 @@ from core.actors import SYSTEM_ACTOR
 from memory import pipeline, services
 from memory import urls as memory_urls
 from memory.context import context_for_conversation
-from memory.models import Conversation, Message, Observation, PipelineRun
+from memory.models import Conversation, Message, Observation, Pin, PipelineRun
 from memory.services import observation_update
 from tests.memory.factories import ReflectionFactory
 
@@ -204,6 +204,7 @@ class World:
     conversation: Conversation
     messages: list[Message]
     observation: Observation
+    pin: Pin
     theirs: Conversation
     their_message: Message
     context_etag: str
@@ -224,6 +225,13 @@ class World:
             "mine": str(self.observation.id),
             "unknown": str(uuid.uuid4()),
             "malformed": "obs-1",
+        }[which]
+
+    def pin_id(self, which: str) -> str:
+        return {
+            "mine": str(self.pin.id),
+            "unknown": str(uuid.uuid4()),
+            "malformed": "pin-1",
         }[which]
 
     def run_id(self, which: str) -> str:
@@ -250,12 +258,14 @@ class Case:
     conversation: str = "mine"
     observation: str = "mine"
     run: str = "mine"
+    pin: str = "mine"
     label: str = ""
 
     @property
     def id(self) -> str:
         route = self.path.removeprefix("/v1/conversations").replace("conversation_id", "c")
-        route = route.replace("observation_id", "o").replace("run_id", "r") or "/"
+        route = route.replace("observation_id", "o").replace("run_id", "r")
+        route = route.replace("pin_id", "p") or "/"
         outcome = " ".join(part for part in (self.error, self.label) if part)
         return f"{self.method.upper()} {route} {self.status} {outcome}".strip()
 
@@ -265,6 +275,7 @@ class Case:
             conversation_id=world.conversation_id(self.conversation),
             observation_id=world.observation_id(self.observation),
             run_id=world.run_id(self.run),
+            pin_id=world.pin_id(self.pin),
         )
         headers = self.headers(world) if callable(self.headers) else self.headers
         query = self.query(world) if callable(self.query) else self.query
@@ -293,6 +304,8 @@ REFLECTIONS = f"{CONVERSATION}/reflections"
 EXTRACTION = f"{CONVERSATION}/extraction-status"
 OBSERVE = f"{CONVERSATION}/observe"
 REFLECT = f"{CONVERSATION}/reflect"
+PINS = f"{CONVERSATION}/pins"
+PIN = f"{PINS}/{{pin_id}}"
 RUN = "/v1/runs/{run_id}"
 METRICS = "/v1/metrics"
 
@@ -569,6 +582,44 @@ CASES: list[Case] = [
     Case("get", EXTRACTION, 400, "invalid_limit", "limit", query={"limit": 500}),
     *_not_found("get", EXTRACTION),
     *_unauthenticated("get", EXTRACTION),
+    # pins
+    Case("get", PINS, 200),
+    Case("get", PINS, 400, "invalid_id", "conversationId", conversation="malformed"),
+    *_not_found("get", PINS),
+    *_unauthenticated("get", PINS),
+    Case("post", PINS, 201, body=lambda w: {"messageId": str(w.messages[0].id)}, label="whole"),
+    Case(
+        "post",
+        PINS,
+        201,
+        body=lambda w: {"messageId": str(w.messages[0].id), "start": 4, "end": 20},
+        label="span",
+    ),
+    Case(
+        "post",
+        PINS,
+        400,
+        "invalid_span",
+        "end",
+        body=lambda w: {"messageId": str(w.messages[0].id), "start": 5, "end": 5},
+    ),
+    Case(
+        "post",
+        PINS,
+        400,
+        "unknown_message",
+        "messageId",
+        body=lambda w: {"messageId": str(w.their_message.id)},
+    ),
+    Case("post", PINS, 400, "invalid_request", "messageId", body={"messageId": "m-1"}),
+    *_not_found("post", PINS, body={"messageId": str(uuid.uuid4())}),
+    *_unauthenticated("post", PINS),
+    Case("delete", PIN, 204, query={"reason": "no longer binding"}),
+    Case("delete", PIN, 400, "reason_required", "reason"),
+    Case("delete", PIN, 400, "invalid_id", "pinId", pin="malformed", query={"reason": "r"}),
+    Case("delete", PIN, 404, "not_found", pin="unknown", query={"reason": "r"}, label="pin"),
+    *_not_found("delete", PIN, query={"reason": "r"}),
+    *_unauthenticated("delete", PIN),
     # the pipeline
     Case("post", OBSERVE, 202, label="queued"),
     Case("post", OBSERVE, 200, query={"wait": "true"}, label="finished"),
@@ -656,6 +707,9 @@ def world(workspace, other_workspace, api, other_api) -> World:
         window_start_seq=1,
         window_end_seq=2,
     )
+    pin = services.pin_create(
+        conversation=conversation, actor=SYSTEM_ACTOR, message_id=messages[3].id, start=0, end=6
+    )
     theirs = services.conversation_create(workspace=other_workspace, user_id="mallory")
     [their_message] = services.messages_append(
         conversation=theirs, items=[services.MessageInput(role="user", content="Berlin too.")]
@@ -691,6 +745,7 @@ def world(workspace, other_workspace, api, other_api) -> World:
         conversation=conversation,
         messages=messages,
         observation=observation,
+        pin=pin,
         theirs=theirs,
         their_message=their_message,
         context_etag=context_for_conversation(conversation=conversation).etag,

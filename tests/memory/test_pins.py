@@ -1,0 +1,302 @@
+"""Pinned verbatim facts: pinned over the API, audited, served verbatim and first in every
+context format, never trimmed; gone with their conversation, their message or an unpin."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from core.actors import SYSTEM_ACTOR
+from governance.erasure import erasure_execute, erasure_request_create
+from governance.gates import redaction_for_observer
+from governance.models import AuditEvent
+from memory.models import Message, Pin
+from tests.governance.test_redaction_support import set_policy
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+CONTRACT = "Per clause 7.2, the refund is due within 14 days of the return."
+
+
+@pytest.fixture
+def conversation(api):
+    conversation_id = api.post("/v1/conversations", {"userId": "dana"}, format="json").json()["id"]
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages/bulk",
+        {
+            "messages": [
+                {"role": "user", "content": "Hi, I returned the blender."},
+                {"role": "assistant", "content": CONTRACT},
+                {"role": "user", "content": "Thanks, noted."},
+            ]
+        },
+        format="json",
+    )
+    return conversation_id
+
+
+def _message(conversation_id: str, seq: int) -> Message:
+    return Message.objects.get(conversation_id=conversation_id, seq=seq)
+
+
+def _pin(api, conversation_id: str, **body):
+    return api.post(f"/v1/conversations/{conversation_id}/pins", body, format="json")
+
+
+def _context(api, conversation_id: str, **query):
+    return api.get(f"/v1/conversations/{conversation_id}/context", query)
+
+
+# --- create, list, delete ------------------------------------------------------------------------
+
+
+def test_an_agent_pins_a_span_and_the_quote_is_stored_verbatim_and_audited(api, conversation):
+    message = _message(conversation, 2)
+
+    response = _pin(
+        api, conversation, messageId=str(message.pk), start=4, end=14, reason="contract term"
+    )
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["text"] == "clause 7.2" == CONTRACT[4:14]
+    assert (body["messageId"], body["start"], body["end"]) == (str(message.pk), 4, 14)
+    assert body["conversationId"] == conversation
+    assert body["tokenCount"] > 0
+    assert body["createdBy"].startswith("api_key:")
+    event = AuditEvent.objects.get(action="pin.create")
+    assert event.target_id == body["id"]
+    assert event.after["text"] == "clause 7.2"
+    assert event.reason == "contract term"
+
+
+def test_a_pin_without_a_span_quotes_the_whole_message(api, conversation):
+    body = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()
+
+    assert (body["start"], body["end"], body["text"]) == (None, None, CONTRACT)
+
+
+def test_pins_are_listed_oldest_first(api, conversation):
+    first = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()
+    second = _pin(api, conversation, messageId=str(_message(conversation, 1).pk)).json()
+
+    listed = api.get(f"/v1/conversations/{conversation}/pins").json()
+
+    assert [p["id"] for p in listed["pins"]] == [first["id"], second["id"]]
+    assert listed["pins"][0] == first
+
+
+def test_unpinning_needs_a_reason_and_is_audited(api, conversation):
+    pin_id = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()["id"]
+    url = f"/v1/conversations/{conversation}/pins/{pin_id}"
+
+    refused = api.delete(url)
+    assert refused.status_code == 400
+    assert (refused.json()["error"], refused.json()["field"]) == ("reason_required", "reason")
+    assert Pin.objects.filter(pk=pin_id).exists()
+
+    assert api.delete(url, {"reason": "superseded by clause 8"}, format="json").status_code == 204
+    assert not Pin.objects.filter(pk=pin_id).exists()
+    event = AuditEvent.objects.get(action="pin.delete")
+    assert (event.target_id, event.reason) == (pin_id, "superseded by clause 8")
+    assert event.before["text"] == CONTRACT
+    assert api.delete(url + "?reason=again").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("span", "field"),
+    [
+        ({"start": 10, "end": 5}, "end"),
+        ({"start": 3, "end": 3}, "end"),
+        ({"start": 0, "end": len(CONTRACT) + 1}, "end"),
+        ({"start": len(CONTRACT) + 1}, "start"),
+        ({"start": -1, "end": 4}, "start"),
+    ],
+)
+def test_a_span_outside_the_message_or_empty_is_refused(api, conversation, span, field):
+    response = _pin(api, conversation, messageId=str(_message(conversation, 2).pk), **span)
+
+    assert response.status_code == 400
+    assert (response.json()["error"], response.json()["field"]) == ("invalid_span", field)
+    assert not Pin.objects.exists()
+
+
+def test_a_whitespace_only_span_is_refused(api, conversation):
+    message = _message(conversation, 2)
+    space = CONTRACT.index(" ")
+
+    response = _pin(api, conversation, messageId=str(message.pk), start=space, end=space + 1)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "empty_span"
+    assert not Pin.objects.exists()
+
+
+def test_another_workspaces_message_cannot_be_pinned(api, other_api, conversation):
+    theirs = other_api.post("/v1/conversations", {}, format="json").json()["id"]
+    other_api.post(
+        f"/v1/conversations/{theirs}/messages", {"role": "user", "content": "secret"}, format="json"
+    )
+    their_message = _message(theirs, 1)
+
+    response = _pin(api, conversation, messageId=str(their_message.pk))
+    assert response.status_code == 400
+    assert (response.json()["error"], response.json()["field"]) == ("unknown_message", "messageId")
+    # Nor can their conversation be reached at all.
+    assert _pin(api, theirs, messageId=str(their_message.pk)).status_code == 404
+    assert api.get(f"/v1/conversations/{theirs}/pins").status_code == 404
+    assert not Pin.objects.exists()
+    assert not AuditEvent.objects.filter(action="pin.create").exists()
+
+
+def test_another_conversations_pin_cannot_be_deleted_through_this_one(api, conversation):
+    other = api.post("/v1/conversations", {}, format="json").json()["id"]
+    pin_id = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()["id"]
+
+    response = api.delete(f"/v1/conversations/{other}/pins/{pin_id}?reason=x")
+
+    assert response.status_code == 404
+    assert Pin.objects.filter(pk=pin_id).exists()
+
+
+# --- the context ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pinned(api, conversation):
+    ReflectionFactory(conversation_id=conversation, text="User returned a blender.")
+    ObservationFactory(conversation_id=conversation, text="User asked about a refund.")
+    _pin(api, conversation, messageId=str(_message(conversation, 2).pk), start=0, end=25)
+    return conversation
+
+
+def test_pins_are_first_in_the_json_context(api, pinned):
+    body = _context(api, pinned).json()
+
+    assert list(body)[:2] == ["conversationId", "pins"]
+    assert [p["text"] for p in body["pins"]] == [CONTRACT[:25]]
+
+
+def test_pins_are_a_pinned_section_before_reflections_in_the_text_context(api, pinned):
+    text = _context(api, pinned, format="text").content.decode()
+
+    assert text.startswith(f"## Pinned\n{CONTRACT[:25]}\n\n## Reflections\n")
+
+
+def test_pins_open_the_memory_system_message(api, pinned):
+    [memory, *_] = _context(api, pinned, format="messages").json()["messages"]
+
+    assert memory["role"] == "system"
+    body = memory["content"].split("\n\n", 1)[1]
+    assert body.startswith(f"## Pinned\n{CONTRACT[:25]}\n\n## Reflections\n")
+
+
+def test_a_conversation_without_pins_has_no_pinned_section(api, conversation):
+    assert "## Pinned" not in _context(api, conversation, format="text").content.decode()
+    assert _context(api, conversation).json()["pins"] == []
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "messages"])
+def test_a_tiny_budget_trims_everything_but_the_pins(api, pinned, fmt):
+    response = _context(api, pinned, format=fmt, max_tokens=1)
+
+    content = response.content.decode()
+    assert CONTRACT[:25] in content
+    assert "User returned a blender." not in content
+    assert "User asked about a refund." not in content
+    assert "Thanks, noted." not in content
+    if fmt != "text":
+        body = json.loads(content)
+        assert body["trimmed"] == {"recentMessages": 3, "observations": 1, "reflections": 1}
+        assert body["tokenCount"] > body["maxTokens"]  # the pins alone exceed it, and say so
+
+
+def test_pinning_and_unpinning_change_the_cached_context_at_once(api, conversation):
+    before = _context(api, conversation, format="text")
+    pin_id = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()["id"]
+
+    pinned = _context(api, conversation, format="text", HTTP_IF_NONE_MATCH=before["ETag"])
+    assert pinned.status_code == 200 and "## Pinned" in pinned.content.decode()
+
+    api.delete(f"/v1/conversations/{conversation}/pins/{pin_id}?reason=wrong quote")
+    assert "## Pinned" not in _context(api, conversation, format="text").content.decode()
+
+
+# --- governance ------------------------------------------------------------------------------
+
+
+def test_deleting_the_conversation_deletes_its_pins(api, conversation):
+    _pin(api, conversation, messageId=str(_message(conversation, 2).pk))
+
+    response = api.delete(f"/v1/conversations/{conversation}?reason=customer asked")
+
+    assert response.status_code == 204
+    assert not Pin.objects.exists()
+
+
+def test_erasure_of_the_end_user_deletes_their_pins_with_a_receipt(api, workspace, conversation):
+    _pin(api, conversation, messageId=str(_message(conversation, 2).pk))
+    request = erasure_request_create(
+        workspace=workspace, actor=SYSTEM_ACTOR, end_user_id="dana", reason="GDPR"
+    )
+
+    assert erasure_execute(request_id=request.pk).request.status == "completed"
+
+    assert not Pin.objects.exists()
+    [receipt] = AuditEvent.objects.filter(action="erasure.delete_conversation")
+    assert receipt.after["counts"]["pins"] == 1
+
+
+def test_a_pin_of_a_message_redacted_at_ingest_holds_the_redacted_text(api, workspace):
+    set_policy(workspace, redact_at_ingest=True, keep_originals=False)
+    conversation = api.post("/v1/conversations", {}, format="json").json()["id"]
+    api.post(
+        f"/v1/conversations/{conversation}/messages",
+        {"role": "user", "content": "Write to me at dana.smith@example.com about the refund."},
+        format="json",
+    )
+
+    body = _pin(api, conversation, messageId=str(_message(conversation, 1).pk)).json()
+
+    assert "dana.smith@example.com" not in body["text"]
+    assert "EMAIL_ADDRESS" in body["text"]
+    assert body["text"] == _message(conversation, 1).content
+    assert (
+        "dana.smith@example.com" not in _context(api, conversation, format="text").content.decode()
+    )
+
+
+def test_a_message_redacted_later_is_quoted_again_by_its_pins(api, workspace):
+    set_policy(workspace, redact_before_observation=True, keep_originals=False)
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    content = "Refund due by Friday. Mail dana.smith@example.com with the receipt."
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages",
+        {"role": "user", "content": content},
+        format="json",
+    )
+    message = _message(conversation_id, 1)
+    start = content.index("Mail")
+    whole = _pin(api, conversation_id, messageId=str(message.pk)).json()["id"]
+    around = _pin(api, conversation_id, messageId=str(message.pk), start=start).json()["id"]
+    before = _pin(api, conversation_id, messageId=str(message.pk), start=0, end=21).json()["id"]
+    inside = _pin(
+        api, conversation_id, messageId=str(message.pk), start=start + 8, end=start + 12
+    ).json()["id"]
+
+    redaction_for_observer(conversation=message.conversation, messages=[message])
+
+    message.refresh_from_db()
+    assert "dana.smith@example.com" not in message.content
+    pins = {pin.pk: pin for pin in Pin.objects.all()}
+    assert pins[uuid.UUID(whole)].text == message.content
+    assert pins[uuid.UUID(before)].text == "Refund due by Friday."
+    redacted = message.content[start:]
+    assert pins[uuid.UUID(around)].text == redacted and "EMAIL_ADDRESS" in redacted
+    # A quote of part of the address now quotes its replacement instead.
+    assert "EMAIL_ADDRESS" in pins[uuid.UUID(inside)].text
+    for pin in pins.values():
+        assert "dana" not in pin.text and pin.text in message.content
+    text = _context(api, conversation_id, format="text").content.decode()
+    assert "dana.smith@example.com" not in text
