@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
 from memory.models import ApiKey, Conversation, Message, Observation, Reflection, Workspace
 
@@ -27,6 +28,11 @@ class ConversationAdmin(admin.ModelAdmin):
 class MessageAdmin(admin.ModelAdmin):
     list_display = ["conversation", "seq", "role", "token_count", "created_at"]
     list_select_related = ["conversation"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Message | None = None) -> bool:
+        # Messages go with their conversation, by retention or by erasure, each with its
+        # receipt; deleting one here would skip those and break the pins that quote it.
+        return False
 
 
 @admin.register(Observation)
