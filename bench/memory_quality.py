@@ -65,7 +65,8 @@ Scores (the scoring functions are pure and tested in
   exceed each baseline's curve there (linear interpolation in log compression between
   the two measured sizes around it; the nearest size outside the measured range).
 - Garbled lines: the share of note texts (observations and reflections) cut mid-thought
-  (ending with "…", "..." or a dangling connector or ";" / ","), with a word or
+  (ending with "…", "...", ";", "," or a word no finished clause ends with: "and",
+  "because", "the", "of", ...; "since" and "that" can end one), with a word or
   possessive said twice in a row ("User's User's", "the the"; "that that" and "had had"
   are grammatical and allowed), or with an empty list item ("; ;", ", ,", "since ;").
 - Dates: the share of notes whose ``observed_at`` day lies within their sources' span
@@ -245,10 +246,9 @@ def relative_coverage(pairs: Iterable[tuple[float, float]]) -> RelativeCoverage:
     )
 
 
-DANGLING = _wordset(
-    """and or but nor since because the a an to of with for that which so as when while if
-    than then my your their its our in on at by from into is are was were"""
-)
+# Words a finished clause does not end with. "since", "that", "in" and the like are left
+# out: "User hasn't found it since" and "walk User through that" are complete.
+DANGLING = _wordset("and or but nor because the a an to of with than my your their our")
 ALLOWED_REPEATS = frozenset({"that", "had"})
 REPEATED_WORD = re.compile(r"\b([\w]+(?:'s)?)\s+\1\b", re.IGNORECASE)
 EMPTY_ITEM = re.compile(r"[;,]\s*[;,]|\b(?:since|because|and|or|the|a|an|of|with|to)\s+[;,]")
@@ -683,14 +683,14 @@ def run_dataset(
     type_rows = []
     for question_type in TYPES:
         row = [question_type]
-        for item in [*scored, baselines["salient-m"][1], baselines["first-k"][1]]:
+        for item in [*scored, baselines["salient-m"][2], baselines["first-k"][2]]:
             value = item.by_type.get(question_type)
             row.append(f"{value.ratio:.2f} ({value.counted})" if value and value.counted else "-")
         type_rows.append(row)
     print_table(
         type_rows,
         ["type", *[s.label.removeprefix("engine ") for s in scored],
-         baselines["salient-m"][1].label, baselines["first-k"][1].label],
+         baselines["salient-m"][2].label, baselines["first-k"][2].label],
     )  # fmt: skip
     print()
     for label, figure in figures.items():

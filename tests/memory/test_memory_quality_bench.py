@@ -65,6 +65,7 @@ def test_relative_coverage_is_a_ratio_of_sums_without_questions_raw_misses() -> 
         ("User is planning a trip to Rome and...", "cut"),
         ("User asked about flights and", "cut"),
         ("User mentioned the new bike because;", "cut"),
+        ("User wants to visit the park with the", "cut"),
         ("User's User's sister lives in Denver.", "repeat"),
         ("User bought the the blue jacket.", "repeat"),
         ("User listed milk; ; eggs.", "empty item"),
@@ -85,6 +86,8 @@ def test_it_flags_garbled_lines(line: str, reason: str) -> None:
         "User created a Spotify playlist called Summer Vibes",
         "User's sister lives in Denver (moved in 2022)",
         "User ran 5 km on 10 10 intervals",
+        "User lost a glove and hasn't found it since",
+        "User asked Assistant to walk User through that",
     ],
 )
 def test_it_passes_sound_lines(line: str) -> None:
