@@ -69,6 +69,8 @@ Scores (the scoring functions are pure and tested in
   "because", "the", "of", ...; "since" and "that" can end one), with a word or
   possessive said twice in a row ("User's User's", "the the"; "that that" and "had had"
   are grammatical and allowed), or with an empty list item ("; ;", ", ,", "since ;").
+  Reported beside it, not counted as garbled: the share of notes with an elision ("…")
+  anywhere, where the engine cut a clause short inside the line.
 - Dates: the share of notes whose ``observed_at`` day lies within their sources' span
   (``window_start_at``..``window_end_at``, by day), and the share of notes with a
   ``referenced_at`` whose day is not later than the question date.
@@ -552,6 +554,7 @@ def note_figures(questions: list[Question], served: list[Served]) -> dict[str, A
         "garbled_kinds": {
             k: sum(1 for r in reasons if r == k) for k in ("cut", "repeat", "empty item")
         },
+        "elided": _share(["…" in n.text or "..." in n.text for _, n in notes]),
         "within_span": _share(within),
         "referenced": len(referenced),
         "referenced_not_later": _share(referenced),
@@ -668,7 +671,7 @@ def run_dataset(
                 f"{item.compression:.1f}x" if item.tokens else "-",
                 f"{item.coverage.memory:.2f}",
                 f"{item.coverage.ratio:.2f}",
-                f"{figure['garbled']:.1%}" if figure else "",
+                f"{figure['garbled']:.2%}" if figure else "",
                 f"{figure['within_span']:.1%}" if figure else "",
                 f"{engine_ms[label]:.1f} / {cpu_ms[label]:.1f}" if figure else "",
             ]
@@ -697,7 +700,8 @@ def run_dataset(
         kinds = ", ".join(f"{k} {v}" for k, v in figure["garbled_kinds"].items())
         print(
             f"{label:<14} notes {figure['notes']:>6,} ({figure['reflections']:,} reflections); "
-            f"garbled {figure['garbled']:.1%} ({kinds}); observed date in sources' span "
+            f"garbled {figure['garbled']:.2%} ({kinds}); with an elision anywhere "
+            f"{figure['elided']:.1%}; observed date in sources' span "
             f"{figure['within_span']:.1%}; referenced date not after the question "
             f"{figure['referenced_not_later']:.1%} of {figure['referenced']:,}; recent tail "
             f"{_tokens([s.recent_text for s in variants[label]]):,} tokens"
