@@ -670,7 +670,7 @@ def run_dataset(
                 f"{item.tokens:,}",
                 f"{item.compression:.1f}x" if item.tokens else "-",
                 f"{item.coverage.memory:.2f}",
-                f"{item.coverage.ratio:.2f}",
+                f"{item.coverage.ratio:.3f}",
                 f"{figure['garbled']:.2%}" if figure else "",
                 f"{figure['within_span']:.1%}" if figure else "",
                 f"{engine_ms[label]:.1f} / {cpu_ms[label]:.1f}" if figure else "",
