@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -166,6 +166,20 @@ def observer_schedule_if_due(
     if _recently_failed(ObserverRun, conversation):
         return None
     return observer_schedule(conversation=conversation, trigger=trigger)
+
+
+def observer_schedule_if_idle(*, conversation: Conversation, now: datetime) -> ObserverRun | None:
+    """Schedule an Observer run for a conversation that went quiet with unobserved
+    messages below the threshold: otherwise its last stretch would stay raw until the
+    conversation grows again, which may be never."""
+    idle = settings.MEMDESK_OBSERVER_IDLE_MINUTES
+    if not idle or conversation.updated_at > now - timedelta(minutes=idle):
+        return None
+    if _has_open_run(ObserverRun, conversation) or _recently_failed(ObserverRun, conversation):
+        return None
+    if not unobserved_token_count(conversation=conversation):
+        return None
+    return observer_schedule(conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER)
 
 
 def reflector_schedule_if_due(
@@ -598,8 +612,9 @@ def run_now(*, kind: str, conversation: Conversation, wait: bool) -> AnyRun:
 
 
 def pipeline_sweep() -> dict[str, int]:
-    """Re-enqueue lost runs and schedule runs that are due but were never scheduled
-    (for example because the broker was down when the messages arrived)."""
+    """Re-enqueue lost runs, schedule runs that are due but were never scheduled (for
+    example because the broker was down when the messages arrived), and observe what
+    conversations that went quiet left unobserved."""
     now = timezone.now()
     counts = {"requeued": 0, "observer_scheduled": 0, "reflector_scheduled": 0}
     for model, task_name in (
@@ -624,7 +639,7 @@ def pipeline_sweep() -> dict[str, int]:
         with transaction.atomic():
             if observer_schedule_if_due(
                 conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER
-            ):
+            ) or observer_schedule_if_idle(conversation=conversation, now=now):
                 counts["observer_scheduled"] += 1
             if reflector_schedule_if_due(
                 conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER

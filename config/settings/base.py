@@ -227,6 +227,9 @@ SPECTACULAR_SETTINGS = {
 # --- Memory -----------------------------------------------------------------------------
 MEMDESK_OBSERVER_THRESHOLD = env_int("MEMDESK_OBSERVER_THRESHOLD", 30_000, minimum=1)
 MEMDESK_REFLECTOR_THRESHOLD = env_int("MEMDESK_REFLECTOR_THRESHOLD", 40_000, minimum=1)
+# A conversation nobody has written to for this long has its unobserved messages observed
+# even below the threshold, so yesterday's talk becomes memory (0: only the threshold).
+MEMDESK_OBSERVER_IDLE_MINUTES = env_int("MEMDESK_OBSERVER_IDLE_MINUTES", 360)
 MEMDESK_MAX_MESSAGE_CHARS = env_int("MEMDESK_MAX_MESSAGE_CHARS", 500_000, minimum=1)
 # A note whose grounding score (memory/grounding.py) is below this is flagged for review.
 # 0.6 flags a note with an invented name or number; on the public chat and tool-heavy

@@ -384,3 +384,40 @@ def test_ticket_and_order_ids_in_a_note_become_its_ticket_id_and_tags(api, conve
     ).json()
     assert created["ticketId"] == "452"  # a ticket before an order: work is filed under it
     assert created["tags"] == ["ticket:452", "order:ORD-123456"]
+
+
+def test_a_conversation_that_went_quiet_is_observed_below_the_threshold(workspace):
+    workspace.observer_threshold = 100_000  # never reached by these few turns
+    workspace.save()
+    quiet = conversation_create(workspace=workspace, user_id="dana")
+    active = conversation_create(workspace=workspace, user_id="eve")
+    for conversation in (quiet, active):
+        messages_append(
+            conversation=conversation, items=[MessageInput(role=r, content=c) for r, c in CHAT]
+        )
+    Conversation.objects.filter(pk=quiet.pk).update(
+        updated_at=timezone.now() - timedelta(minutes=361)
+    )
+
+    counts = pipeline.pipeline_sweep()
+
+    assert counts["observer_scheduled"] == 1
+    run = ObserverRun.objects.get()
+    assert (run.conversation_id, run.trigger) == (quiet.pk, "sweeper")
+    pipeline.observer_run_execute(run_id=run.pk)
+    assert Observation.objects.filter(conversation=quiet).exists()
+    # Observed now: the next sweep has nothing left to do for it.
+    assert pipeline.pipeline_sweep()["observer_scheduled"] == 0
+
+
+@pytest.mark.parametrize("idle_minutes", [0, 720])
+def test_the_quiet_time_is_a_setting_and_zero_turns_it_off(workspace, settings, idle_minutes):
+    settings.MEMDESK_OBSERVER_IDLE_MINUTES = idle_minutes
+    workspace.observer_threshold = 100_000
+    workspace.save()
+    quiet = conversation_create(workspace=workspace)
+    messages_append(conversation=quiet, items=[MessageInput(role=r, content=c) for r, c in CHAT])
+    Conversation.objects.filter(pk=quiet.pk).update(
+        updated_at=timezone.now() - timedelta(minutes=361)
+    )
+    assert pipeline.pipeline_sweep()["observer_scheduled"] == 0
