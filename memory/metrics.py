@@ -17,6 +17,7 @@ from memory.models import (
     Message,
     Observation,
     ObserverRun,
+    Pin,
     PipelineRun,
     Reflection,
     ReflectorRun,
@@ -107,7 +108,8 @@ def pipeline_metrics(
     )
     unobserved_tokens = max(raw_tokens - observer["tokensIn"], 0)
     threshold = settings.MEMDESK_GROUNDING_THRESHOLD
-    served = active_reflection_tokens + active_observation_tokens + unobserved_tokens
+    pin_tokens = Pin.objects.filter(**scope).aggregate(t=Sum("token_count"))["t"] or 0
+    served = pin_tokens + active_reflection_tokens + active_observation_tokens + unobserved_tokens
     since = timezone.now() - timedelta(days=SERIES_DAYS)
     return {
         "scope": {
@@ -124,6 +126,7 @@ def pipeline_metrics(
             "reflector": reflector["compression"],
         },
         "tiers": {
+            "pinTokens": pin_tokens,
             "reflectionTokens": active_reflection_tokens,
             "observationTokens": active_observation_tokens,
             "unobservedMessageTokens": unobserved_tokens,

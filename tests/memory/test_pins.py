@@ -300,3 +300,16 @@ def test_a_message_redacted_later_is_quoted_again_by_its_pins(api, workspace):
         assert "dana" not in pin.text and pin.text in message.content
     text = _context(api, conversation_id, format="text").content.decode()
     assert "dana.smith@example.com" not in text
+
+
+def test_the_metrics_count_pins_among_the_tokens_served(api, pinned, conversation):
+    metrics = api.get(f"/v1/metrics?conversationId={conversation}").json()
+    [pin] = api.get(f"/v1/conversations/{conversation}/pins").json()["pins"]
+    assert metrics["tiers"]["pinTokens"] == pin["tokenCount"] > 0
+    tiers = metrics["tiers"]
+    assert metrics["servedTokens"] == (
+        tiers["pinTokens"]
+        + tiers["reflectionTokens"]
+        + tiers["observationTokens"]
+        + tiers["unobservedMessageTokens"]
+    )
