@@ -148,38 +148,31 @@ def reflector_schedule(*, conversation: Conversation, trigger: str) -> Reflector
 
 
 def observer_schedule_if_due(
-    *, conversation: Conversation, trigger: str = PipelineRun.Trigger.THRESHOLD
+    *,
+    conversation: Conversation,
+    trigger: str = PipelineRun.Trigger.THRESHOLD,
+    now: datetime | None = None,
 ) -> ObserverRun | None:
     """Schedule an Observer run if the unobserved tokens reached the threshold and none is
-    open; return the new run, or None when nothing new was scheduled."""
+    open; return the new run, or None when nothing new was scheduled.
+
+    Given ``now`` (the sweeper does), a conversation nobody wrote to for
+    MEMDESK_OBSERVER_IDLE_MINUTES is due with any unobserved message: otherwise its last
+    stretch would stay raw until it grows again, which may be never."""
     if not settings.MEMDESK_PIPELINE_ENABLED:
         return None
     # Cheapest question first, asked on every message write: with a run already open
     # there is nothing to decide (an EXISTS, not the run's row with its text columns).
     if _has_open_run(ObserverRun, conversation):
         return None
-    if (
-        unobserved_token_count(conversation=conversation)
-        < conversation.effective_observer_threshold
-    ):
+    idle = settings.MEMDESK_OBSERVER_IDLE_MINUTES
+    quiet = bool(now and idle and conversation.updated_at <= now - timedelta(minutes=idle))
+    threshold = 1 if quiet else conversation.effective_observer_threshold
+    if unobserved_token_count(conversation=conversation) < threshold:
         return None
     if _recently_failed(ObserverRun, conversation):
         return None
     return observer_schedule(conversation=conversation, trigger=trigger)
-
-
-def observer_schedule_if_idle(*, conversation: Conversation, now: datetime) -> ObserverRun | None:
-    """Schedule an Observer run for a conversation that went quiet with unobserved
-    messages below the threshold: otherwise its last stretch would stay raw until the
-    conversation grows again, which may be never."""
-    idle = settings.MEMDESK_OBSERVER_IDLE_MINUTES
-    if not idle or conversation.updated_at > now - timedelta(minutes=idle):
-        return None
-    if _has_open_run(ObserverRun, conversation) or _recently_failed(ObserverRun, conversation):
-        return None
-    if not unobserved_token_count(conversation=conversation):
-        return None
-    return observer_schedule(conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER)
 
 
 def reflector_schedule_if_due(
@@ -638,8 +631,8 @@ def pipeline_sweep() -> dict[str, int]:
     for conversation in candidates:
         with transaction.atomic():
             if observer_schedule_if_due(
-                conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER
-            ) or observer_schedule_if_idle(conversation=conversation, now=now):
+                conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER, now=now
+            ):
                 counts["observer_scheduled"] += 1
             if reflector_schedule_if_due(
                 conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER
