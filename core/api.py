@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 from drf_spectacular.utils import OpenApiResponse
@@ -69,25 +70,32 @@ def validated(
     return dict(serializer.validated_data)
 
 
-class LimitField(serializers.Field):
-    """``limit``: a whole number from 1 to 200 (``invalid_limit`` otherwise, as NAMS)."""
+class ParsedField(serializers.Field):
+    """A query parameter read by one of the shared parsers (``parse_limit``,
+    ``parse_max_tokens``), so a serializer and a plain call refuse the same values with
+    the same sentence."""
 
-    def __init__(self, *, default: int = PAGE_LIMIT_DEFAULT, **kwargs: Any) -> None:
-        super().__init__(required=False, default=default, **kwargs)
-        self.default_limit = default
+    def __init__(self, parse: Callable[[Any], Any], *, default: Any = None) -> None:
+        super().__init__(required=False, default=default)
+        self.parse = parse
 
-    def to_internal_value(self, data: Any) -> int:
+    def to_internal_value(self, data: Any) -> Any:
         try:
-            return parse_limit(data, default=self.default_limit)
+            return self.parse(data)
         except MemdeskError as error:
             raise serializers.ValidationError(error.message) from None
 
-    def to_representation(self, value: int) -> int:
+    def to_representation(self, value: Any) -> Any:
         return value
 
 
+def limit_field(*, default: int = PAGE_LIMIT_DEFAULT) -> ParsedField:
+    """``limit``: a whole number from 1 to 200 (``invalid_limit`` otherwise, as NAMS)."""
+    return ParsedField(lambda raw: parse_limit(raw, default=default), default=default)
+
+
 class LimitQuery(serializers.Serializer):
-    limit = LimitField()
+    limit = limit_field()
 
 
 def query_params(

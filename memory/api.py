@@ -17,14 +17,14 @@ from core.api import (
     ERRORS,
     ApiView,
     ErrorOut,
-    LimitField,
+    ParsedField,
     ReasonIn,
+    limit_field,
     query_params,
     request_reason,
     text_field,
     validated,
 )
-from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
 from memory import api_schema as out
 from memory import pipeline, selectors, services
@@ -93,33 +93,19 @@ class PinCreateIn(serializers.Serializer):
     reason = text_field(required=False, allow_blank=True)
 
 
-class MaxTokensField(serializers.Field):
-    def __init__(self) -> None:
-        super().__init__(required=False, default=None)
-
-    def to_internal_value(self, data: Any) -> int | None:
-        try:
-            return parse_max_tokens(data)
-        except MemdeskError as error:
-            raise serializers.ValidationError(error.message) from None
-
-    def to_representation(self, value: int | None) -> int | None:
-        return value
-
-
 class ConversationListQuery(serializers.Serializer):
-    limit = LimitField()
+    limit = limit_field()
     userId = serializers.CharField(required=False, allow_blank=True)
     cursor = serializers.CharField(required=False, allow_blank=True)
 
 
 class MessageListQuery(serializers.Serializer):
-    limit = LimitField()
+    limit = limit_field()
 
 
 class ContextQuery(serializers.Serializer):
     format = serializers.CharField(required=False, allow_blank=True)
-    max_tokens = MaxTokensField()
+    max_tokens = ParsedField(parse_max_tokens)
 
 
 class StatusQuery(serializers.Serializer):
@@ -127,7 +113,7 @@ class StatusQuery(serializers.Serializer):
 
 
 class ExtractionStatusQuery(serializers.Serializer):
-    limit = LimitField(default=200)
+    limit = limit_field(default=200)
 
 
 class WaitQuery(serializers.Serializer):

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ADMIN_ERRORS, AdminApiView, LimitField, query_params
+from core.api import ADMIN_ERRORS, AdminApiView, limit_field, query_params
 from governance.api.api_schema import AuditPageOut, ChainReportOut
 from governance.selectors import audit_chain_verify, audit_event_list, audit_export_lines
 
@@ -36,7 +36,7 @@ class AuditFilterQuery(serializers.Serializer):
 
 
 class AuditPageQuery(AuditFilterQuery):
-    limit = LimitField()
+    limit = limit_field()
     cursor = serializers.CharField(required=False)
 
 

@@ -10,9 +10,9 @@ from rest_framework.response import Response
 from core.api import (
     ADMIN_ERRORS,
     AdminApiView,
-    LimitField,
     ReasonIn,
     StrictCharField,
+    limit_field,
     query_params,
     validated,
 )
@@ -34,7 +34,7 @@ class LegalHoldListQuery(serializers.Serializer):
     active = serializers.BooleanField(required=False, allow_null=True, default=None)
     conversationId = serializers.UUIDField(required=False)
     userId = serializers.CharField(required=False)
-    limit = LimitField()
+    limit = limit_field()
 
 
 class LegalHoldListCreateApi(AdminApiView):

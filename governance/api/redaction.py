@@ -17,7 +17,7 @@ from core.api import (
     AdminApiView,
     ApiView,
     ErrorOut,
-    LimitField,
+    limit_field,
     query_params,
     text_field,
     validated,
@@ -235,7 +235,7 @@ class FindingListQuery(serializers.Serializer):
 
     status = serializers.CharField(required=False)
     conversationId = serializers.UUIDField(required=False)
-    limit = LimitField()
+    limit = limit_field()
     cursor = serializers.CharField(required=False)
 
 
