@@ -18,6 +18,10 @@ PRIORITIES = ("high", "medium", "low", "completed")
 # The system message that carries memory into a prompt. The Observer recognises it by
 # this first line and never observes it, so memory cannot feed on itself.
 MEMORY_BLOCK_HEADER = "Relevant memory for this conversation"
+# How much of a window the Observer keeps: a workspace trades compression for detail.
+# The levels and what each measured are in docs/benchmarks.md ("Fidelity").
+FIDELITIES = ("compact", "balanced", "detailed")
+DEFAULT_FIDELITY = "balanced"
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,7 @@ class Engine(Protocol):
         *,
         previous_observations: Sequence[str],
         now: datetime,
+        fidelity: str = DEFAULT_FIDELITY,
     ) -> ObserverOutput: ...
 
     def reflect(

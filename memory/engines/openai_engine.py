@@ -53,6 +53,7 @@ import openai
 from django.core.cache import cache
 
 from memory.engines.base import (
+    DEFAULT_FIDELITY,
     MEMORY_BLOCK_HEADER,
     PRIORITIES,
     DraftObservation,
@@ -402,6 +403,7 @@ class OpenAIEngine:
         *,
         previous_observations: Sequence[str],
         now: datetime,
+        fidelity: str = DEFAULT_FIDELITY,
     ) -> ObserverOutput:
         # The pipeline filters the injected memory block too; this is the second lock.
         window = [m for m in messages if not m.content.lstrip().startswith(MEMORY_BLOCK_HEADER)]

@@ -34,7 +34,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.engines.base import DraftReflection, ObserverOutput, SourceMessage, SourceObservation
+from memory.engines.base import (
+    DEFAULT_FIDELITY,
+    DraftReflection,
+    ObserverOutput,
+    SourceMessage,
+    SourceObservation,
+)
 from memory.engines.extractive.observer import observe_window
 from memory.engines.extractive.reflector import reflect_observations
 
@@ -52,9 +58,12 @@ class ExtractiveEngine:
         *,
         previous_observations: Sequence[str],
         now: datetime,
+        fidelity: str = DEFAULT_FIDELITY,
     ) -> ObserverOutput:
         # No clock: relative dates resolve against each message's own time.
-        return observe_window(messages, previous_observations=previous_observations)
+        return observe_window(
+            messages, previous_observations=previous_observations, fidelity=fidelity
+        )
 
     def reflect(
         self, observations: Sequence[SourceObservation], *, now: datetime

@@ -17,7 +17,13 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from memory.engines.base import MEMORY_BLOCK_HEADER, DraftObservation, ObserverOutput, SourceMessage
+from memory.engines.base import (
+    DEFAULT_FIDELITY,
+    MEMORY_BLOCK_HEADER,
+    DraftObservation,
+    ObserverOutput,
+    SourceMessage,
+)
 from memory.engines.extractive.clauses import Clause, WindowState, message_clauses
 from memory.engines.extractive.cues import never_background
 from memory.engines.extractive.sentences import speaker_names
@@ -353,7 +359,10 @@ def _draft(note: Note) -> DraftObservation:
 
 
 def observe_window(
-    messages: Sequence[SourceMessage], *, previous_observations: Sequence[str]
+    messages: Sequence[SourceMessage],
+    *,
+    previous_observations: Sequence[str],
+    fidelity: str = DEFAULT_FIDELITY,
 ) -> ObserverOutput:
     ordered = sorted(messages, key=lambda m: m.seq)
     visible = [m for m in ordered if not _is_memory_block(m)]
