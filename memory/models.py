@@ -9,12 +9,19 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from memory.engines.base import FIDELITIES
+
 
 class Workspace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.SlugField(max_length=100, unique=True)
     observer_threshold = models.PositiveIntegerField(null=True, blank=True)
     reflector_threshold = models.PositiveIntegerField(null=True, blank=True)
+    # How much detail the Observer keeps (memory.engines.base.FIDELITIES); blank means
+    # MEMDESK_OBSERVER_FIDELITY.
+    fidelity = models.CharField(
+        max_length=20, blank=True, default="", choices=[(f, f) for f in FIDELITIES]
+    )
     # Engine choice and LLM endpoint per workspace; blank means "use the settings".
     engine = models.CharField(max_length=20, blank=True, default="")
     llm_base_url = models.URLField(blank=True, default="")
@@ -32,6 +39,10 @@ class Workspace(models.Model):
     @property
     def effective_observer_threshold(self) -> int:
         return self.observer_threshold or settings.MEMDESK_OBSERVER_THRESHOLD
+
+    @property
+    def effective_fidelity(self) -> str:
+        return self.fidelity or settings.MEMDESK_OBSERVER_FIDELITY
 
     @property
     def effective_reflector_threshold(self) -> int:

@@ -384,6 +384,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             ],
             previous_observations=previous,
             now=now,
+            fidelity=conversation.workspace.effective_fidelity,
         )
     drafts = output.observations if output else []
     observations = []

@@ -231,6 +231,15 @@ MEMDESK_REFLECTOR_THRESHOLD = env_int("MEMDESK_REFLECTOR_THRESHOLD", 40_000, min
 # even below the threshold, so yesterday's talk becomes memory (0: only the threshold).
 MEMDESK_OBSERVER_IDLE_MINUTES = env_int("MEMDESK_OBSERVER_IDLE_MINUTES", 360)
 MEMDESK_MAX_MESSAGE_CHARS = env_int("MEMDESK_MAX_MESSAGE_CHARS", 500_000, minimum=1)
+# How much detail the Observer keeps by default (a workspace may choose another level):
+# compact, balanced or detailed. What each level keeps and compresses is measured in
+# docs/benchmarks.md ("Fidelity").
+MEMDESK_OBSERVER_FIDELITY = os.environ.get("MEMDESK_OBSERVER_FIDELITY", "balanced")
+if MEMDESK_OBSERVER_FIDELITY not in ("compact", "balanced", "detailed"):
+    raise ImproperlyConfigured(
+        "MEMDESK_OBSERVER_FIDELITY must be compact, balanced or detailed; "
+        f"got {MEMDESK_OBSERVER_FIDELITY!r}."
+    )
 # A note whose grounding score (memory/grounding.py) is below this is flagged for review.
 # 0.6 flags a note with an invented name or number; on the public chat and tool-heavy
 # sets 0.2% and 0% of the extractive engine's faithful notes score below it.

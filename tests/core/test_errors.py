@@ -21,4 +21,3 @@ from core.errors import wire_field
 )
 def test_a_service_field_is_answered_with_its_wire_name(field, renames, wire):
     assert wire_field(field, renames) == wire
-

@@ -52,7 +52,7 @@ class EchoEngine:
     prompt_version = ""
     seen: list[str] | None = None
 
-    def observe(self, messages, *, previous_observations, now):
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         raise AssertionError("not used")
 
     def reflect(self, observations: list[SourceObservation], *, now):

@@ -78,4 +78,3 @@ def test_the_openai_engines_invented_note_is_flagged_and_its_faithful_one_is_not
     assert flags[INVENTED][0] is True and flags[INVENTED][1] < 0.6
     metrics = api.get(f"/v1/metrics?conversationId={conversation.pk}").json()
     assert metrics["weaklyGrounded"]["observations"] == 1
-

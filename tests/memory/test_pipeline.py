@@ -115,7 +115,7 @@ class _AppendsDuringRun:
     model = ""
     prompt_version = ""
 
-    def observe(self, messages, *, previous_observations, now):
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         messages_append(
             conversation=Conversation.objects.get(pk=self.conversation.pk),
             items=[MessageInput(role="user", content="Also, my new address is 5 Elm St.")],
@@ -178,7 +178,7 @@ class _FailingEngine(ExtractiveEngine):
     def __init__(self, error: EngineError) -> None:
         self.error = error
 
-    def observe(self, messages, *, previous_observations, now):
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         raise self.error
 
     def reflect(self, observations, *, now):

@@ -19,7 +19,7 @@ from tests.memory.factories import ObservationFactory
 class _Interrupted(ExtractiveEngine):
     """Stands for a worker whose soft time limit fires while the engine works."""
 
-    def observe(self, messages, *, previous_observations, now):
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         raise SoftTimeLimitExceeded()
 
     def reflect(self, observations, *, now):
@@ -27,7 +27,7 @@ class _Interrupted(ExtractiveEngine):
 
 
 class _ProviderDown(ExtractiveEngine):
-    def observe(self, messages, *, previous_observations, now):
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         raise EngineError("provider 503", retryable=True)
 
 
