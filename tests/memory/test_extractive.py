@@ -292,10 +292,12 @@ def test_an_answered_request_is_not_pending():
         ("user", "Do you have any good book recommendations?"),
         ("assistant", 'Try "The Little Prince" by Antoine de Saint-Exupery.'),
     )
+    # The question and its answer share a line, which both messages are the sources of.
     assert texts(output) == [
-        "User asked for book recommendations",
-        'Assistant recommended "The Little Prince", Antoine de Saint-Exupery',
+        'User asked for book recommendations; Assistant recommended "The Little Prince", '
+        "Antoine de Saint-Exupery"
     ]
+    assert output.observations[0].source_message_ids == ["m1", "m2"]
     assert output.observations[0].priority == "low"
     assert output.current_task is None
 

@@ -10,7 +10,12 @@ and a line whose values another line of the window already holds is folded into 
 is a user request that the tool calls after it carried out. Priorities are assigned by
 rule; relative dates are resolved against the message time (``memory/engines/dates.py``)
 and written out ("yesterday" becomes "on Apr 27"). A fact already in the previous
-observations is not repeated.
+observations is not repeated. An assistant's answer keeps what later questions ask it
+about: the heads of its lists' items and the names and counted numbers of its prose
+("Assistant listed Duolingo; Babbel (10 minutes); Memrise"), beside its promises,
+finished tasks and sums. A question and its answer share a line. How much is kept is the
+workspace's fidelity (``answers.DETAIL``: compact, balanced, detailed); no level cuts a
+clause short.
 
 Reflector. A later note about the same subject supersedes the earlier one ("User now
 prefers SMS" replaces "User prefers email"), near-duplicates (token-set similarity) are
@@ -20,7 +25,8 @@ background and completed ones are shortened on the way.
 
 Modules, each importing only from those listed before it: ``vocabulary`` (priorities,
 shared word lists, word sets), ``cues`` (what a sentence says), ``sentences`` (splitting,
-cleaning, names, third person), ``relative_dates`` (dates written out), ``clauses`` (which
+cleaning, names, third person), ``relative_dates`` (dates written out), ``answers`` (what an assistant's answer named,
+and the fidelity levels), ``clauses`` (which
 sentences are kept and how they are rewritten), ``tools`` (one line per tool call),
 ``observer`` (the notes of a window) and ``reflector``.
 

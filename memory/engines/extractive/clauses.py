@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.engines.base import SourceMessage
+from memory.engines.base import DEFAULT_FIDELITY, SourceMessage
+from memory.engines.extractive.answers import DETAIL, Detail, answer_note, prose_text
 from memory.engines.extractive.cues import (
     ACKNOWLEDGED_ADVICE,
     COMMITMENT,
@@ -28,14 +29,12 @@ from memory.engines.extractive.cues import (
     PLAN,
     PREFERENCE,
     PROBLEM,
-    RECOMMENDATION,
     SMALL_TALK_QUESTION,
     URGENT,
     is_negated,
 )
 from memory.engines.extractive.relative_dates import absolute_dates, has_date
 from memory.engines.extractive.sentences import (
-    QUOTED,
     clean_sentence,
     names_in,
     speaker_names,
@@ -51,12 +50,10 @@ from memory.engines.extractive.vocabulary import (
     VAGUE_WORDS,
     Sentence,
     content_tokens,
-    shorten,
     wordset,
 )
 
 MAX_CLAUSES_PER_MESSAGE = 12  # a pasted document must not become a hundred notes
-MAX_SENTENCE_WORDS = 32
 TRIM_CLAUSES_FROM_WORDS = 14  # longer sentences lose their clauses that carry no signal
 FILLER_WORDS = re.compile(
     r"\b(?:really|very|quite|actually|definitely|particularly|truly|totally|absolutely|"
@@ -121,13 +118,18 @@ class WindowState:
         self._known.append(text.lower())
         self._joined = None
 
+    def known_text(self) -> str:
+        """Everything memory and this window hold so far, lower-cased, in one string."""
+        if self._joined is None:
+            self._joined = "\n".join(self._known)
+        return self._joined
+
     def fresh_names(self, sentence: str) -> list[str]:
         names = names_in(sentence)
         if not names:
             return []
-        if self._joined is None:
-            self._joined = "\n".join(self._known)
-        return [n for n in names if n.lower() not in self._joined]
+        known = self.known_text()
+        return [n for n in names if n.lower() not in known]
 
 
 def _introduces_someone(sentence: Sentence) -> bool:
@@ -140,7 +142,8 @@ FIRST_PERSON = wordset("i i'm i've i'll i'd me my mine we we're our us")
 _ABOUT_THE_LISTENER = re.compile(r"^(?:you|you're|you've|you'll|you'd|your)\b")
 _OPINION = re.compile(
     r"^(?:i\s+(?:think|believe|guess|suppose)(?!\s+(?:i|i'll|i'm|i'd|my|we)\b)|"
-    r"(?:it|that|this)?\s*sounds?)\b"
+    r"(?:it|that|this|those|these)?\s*(?:all\s+)?(?:sounds?|seems?|looks?)\b|"
+    r"i\s+(?:really\s+)?like\s+the\s+sound\s+of)\b"
 )
 
 
@@ -213,22 +216,32 @@ def _classify_assistant(sentence: Sentence, state: WindowState) -> tuple[str, st
     done = COMPLETION.found(sentence) and not is_negated(sentence)
     if done and (specific or "your" in sentence.words):
         return "completed", COMPLETED
-    if RECOMMENDATION.found(sentence) and state.fresh_names(sentence.text):
-        return "recommendation", LOW
-    if QUOTED.search(sentence.text) and state.fresh_names(sentence.text):
-        return "recommendation", LOW
     if _MONEY_OR_REFERENCE.search(sentence.text):
         return "fact", LOW  # money and reference numbers the user may need later
     return None
 
 
-def _trim_long(sentence: Sentence, role: str, state: WindowState) -> Sentence:
-    """Keep only the clauses of a long sentence that carry a signal of their own."""
+def _trim_long(sentence: Sentence, role: str, state: WindowState, max_words: int) -> Sentence:
+    """Keep only the clauses of a long sentence that carry a signal of their own, and no
+    more whole clauses than fit in ``max_words``: a clause is never cut short."""
     if len(sentence.words) <= TRIM_CLAUSES_FROM_WORDS:
         return sentence
     parts = [p.strip(" ,;") for p in _CLAUSE_SPLIT.split(sentence.text) if p.strip(" ,;")]
     kept = [p for i, p in enumerate(parts) if i == 0 or classify(Sentence.of(p), role, state)]
-    return Sentence.of(shorten("; ".join(kept), MAX_SENTENCE_WORDS))
+    return Sentence.of("; ".join(whole_clauses(kept, max_words)))
+
+
+def whole_clauses(clauses: list[str], max_words: int) -> list[str]:
+    """The first clauses that fit in ``max_words`` (the first one always, whole)."""
+    kept: list[str] = []
+    words = 0
+    for clause in clauses:
+        size = len(clause.split())
+        if kept and words + size > max_words:
+            break
+        kept.append(clause)
+        words += size
+    return kept
 
 
 def _commitment_clause(text: str) -> str:
@@ -279,13 +292,6 @@ def _rewrite_request(text: str, role: str) -> str:
     return f"{speaker} requested {_lower_first(rewritten)}"
 
 
-def _rewrite_recommendation(text: str, state: WindowState) -> str:
-    quoted = {a or b for a, b in QUOTED.findall(text)}
-    names = list(dict.fromkeys(state.fresh_names(text)))
-    listed = ", ".join(f'"{n}"' if n in quoted else n for n in names)
-    return f"Assistant recommended {listed}"
-
-
 def _rewrite_statement(text: str, role: str) -> str:
     speaker, _ = speaker_names(role)
     rewritten = third_person(text.rstrip(" .!"), role)
@@ -301,8 +307,6 @@ def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
         return f"{speaker_names(role)[0]}'s name is {introduction.group(1)}"
     if kind == "request":
         return _rewrite_request(text, role)
-    if kind == "recommendation":
-        return _rewrite_recommendation(text, state)
     if kind == "commitment":
         return _rewrite_statement(_commitment_clause(text), role)
     return _rewrite_statement(text, role)
@@ -315,6 +319,11 @@ def _is_vague(text: str, kind: str) -> bool:
     return not tokens
 
 
+# "Or is a soft case enough?", "Especially for beginners?": the rest of the question
+# before it, which the answer note or the question itself already carries.
+_QUESTION_FRAGMENT = re.compile(r"^(?:or|especially|and|also|like|maybe|perhaps)\b", re.IGNORECASE)
+
+
 def _split_question(text: str) -> list[str]:
     """ "I'm struggling with Chinese, can you help?" holds a fact and a question; each is
     judged on its own."""
@@ -325,8 +334,8 @@ def _split_question(text: str) -> list[str]:
     return [text[:cut] + ".", tail[:1].upper() + tail[1:]]
 
 
-def _clause(text: str, message: SourceMessage, state: WindowState) -> Clause | None:
-    sentence = _trim_long(Sentence.of(text), message.role, state)
+def _clause(text: str, message: SourceMessage, state: WindowState, detail: Detail) -> Clause | None:
+    sentence = _trim_long(Sentence.of(text), message.role, state, detail.max_sentence_words)
     verdict = classify(sentence, message.role, state)
     if verdict is None:
         return None
@@ -347,34 +356,58 @@ def _clause(text: str, message: SourceMessage, state: WindowState) -> Clause | N
 
 
 _ASSISTANT_CUE = re.compile(
-    r"\b(?:"
-    + "|".join(sorted(COMMITMENT.gate | COMPLETION.gate | RECOMMENDATION.gate, key=len)[::-1])
-    + r")\b"
+    r"\b(?:" + "|".join(sorted(COMMITMENT.gate | COMPLETION.gate, key=len)[::-1]) + r")\b"
 )
 
 
 def _assistant_may_matter(content: str) -> bool:
-    """Most assistant turns advise or ask; only promises, completed actions, money,
-    references and names are kept, and a turn with none of their cues is skipped whole."""
+    """Most assistant sentences advise or ask; only promises, completed actions, money and
+    references are kept as clauses, and a turn with none of their cues is not read
+    sentence by sentence (its names and lists still make its answer note)."""
     if _ASSISTANT_CUE.search(content.lower()):
         return True
-    return bool(QUOTED.search(content) or _MONEY_OR_REFERENCE.search(content))
+    return bool(_MONEY_OR_REFERENCE.search(content))
 
 
-def message_clauses(message: SourceMessage, state: WindowState) -> list[Clause]:
-    """The sentences of one conversational message worth keeping, rewritten."""
+def message_clauses(
+    message: SourceMessage, state: WindowState, detail: Detail = DETAIL[DEFAULT_FIDELITY]
+) -> list[Clause]:
+    """The sentences of one conversational message worth keeping, rewritten; for an
+    assistant message, also what its answer named (answers.py)."""
     clauses: list[Clause] = []
-    if message.role == "assistant" and not _assistant_may_matter(message.content):
-        return clauses
-    for raw in split_sentences(message.content):
-        cleaned = clean_sentence(raw)
-        if cleaned is None:
-            continue
-        for part in _split_question(cleaned):
-            clause = _clause(part, message, state)
-            if clause is not None:
-                clauses.append(clause)
-    return _cap_clauses(clauses)
+    text = message.content
+    if message.role == "assistant":
+        # List items are the answer note's; here only the prose, without markup.
+        text = prose_text(text) if _assistant_may_matter(text) else ""
+    said: set[str] = set()  # sentences kept as clauses, which the answer note skips
+    if text:
+        for raw in split_sentences(text):
+            cleaned = clean_sentence(raw)
+            if cleaned is None:
+                continue
+            for part in _split_question(cleaned):
+                if part.endswith("?") and _QUESTION_FRAGMENT.match(part):
+                    continue
+                clause = _clause(part, message, state, detail)
+                if clause is not None:
+                    clauses.append(clause)
+                    said.add(raw)
+        clauses = _cap_clauses(clauses)
+    if message.role == "assistant":
+        answer = answer_note(message.content, state.known_text(), detail, said=said)
+        if answer is not None:
+            state.remember(answer)
+            clauses.append(
+                Clause(
+                    text=answer,
+                    priority=LOW,
+                    kind="answer",
+                    message=message,
+                    referenced_at=None,
+                    tokens=content_tokens(answer),
+                )
+            )
+    return clauses
 
 
 def _cap_clauses(clauses: list[Clause]) -> list[Clause]:

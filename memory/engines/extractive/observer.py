@@ -24,6 +24,7 @@ from memory.engines.base import (
     ObserverOutput,
     SourceMessage,
 )
+from memory.engines.extractive.answers import detail_for
 from memory.engines.extractive.clauses import Clause, WindowState, message_clauses
 from memory.engines.extractive.cues import never_background
 from memory.engines.extractive.sentences import speaker_names
@@ -229,12 +230,30 @@ def quantities_in(tokens: frozenset[str]) -> frozenset[str]:
     return numbers_in(tokens) | (tokens & QUANTITY_WORDS)
 
 
+def _exchanges(clauses: list[Clause]) -> dict[str, str]:
+    """Message id -> the id of the exchange it belongs to: a user turn and the assistant
+    turns that answer it, so that a question and its answer share a line."""
+    exchange: dict[str, str] = {}
+    current: str | None = None
+    for message in sorted({c.message.id: c.message for c in clauses}.values(), key=lambda m: m.seq):
+        if message.role == "user" or current is None:
+            current = message.id
+        exchange[message.id] = current if message.role in ("user", "assistant") else message.id
+    return exchange
+
+
 def group_clauses(clauses: list[Clause]) -> list[Note]:
-    """One note per message and priority: "User likes tea; lives in Oslo"."""
+    """One note per exchange and priority: "User likes tea; lives in Oslo", "User asked
+    for vegan recipes; Assistant listed Chana masala; Dal". A pending problem, a promise
+    or a finished task stays a note of its own message, to be followed up on its own."""
+    exchange = _exchanges(clauses)
     notes: list[Note] = []
     by_key: dict[tuple[str, str], Note] = {}
+    speakers: dict[int, str] = {}  # who the note's last clause was said by
     for clause in clauses:
-        key = (clause.message.id, clause.priority)
+        shared = clause.priority in (MEDIUM, LOW)
+        key = (exchange[clause.message.id] if shared else clause.message.id, clause.priority)
+        speaker, _ = speaker_names(clause.message.role)
         note = by_key.get(key)
         if note is None:
             note = Note.of(
@@ -246,13 +265,16 @@ def group_clauses(clauses: list[Clause]) -> list[Note]:
             )
             by_key[key] = note
             notes.append(note)
+            speakers[id(note)] = speaker
             continue
-        speaker, _ = speaker_names(clause.message.role)
         continuation = clause.text
-        if continuation.startswith(f"{speaker} ") and note.text.startswith(f"{speaker} "):
+        same_speaker = speakers[id(note)] == speaker and note.text.startswith(f"{speaker} ")
+        if same_speaker and continuation.startswith(f"{speaker} "):
             continuation = continuation[len(speaker) + 1 :]
         note.text = f"{note.text}; {continuation}"
+        note.absorb_message(clause.message)
         note.referenced_at = note.referenced_at or clause.referenced_at
+        speakers[id(note)] = speaker
     return notes
 
 
@@ -367,13 +389,14 @@ def observe_window(
     ordered = sorted(messages, key=lambda m: m.seq)
     visible = [m for m in ordered if not _is_memory_block(m)]
     state = WindowState(previous_observations)
+    detail = detail_for(fidelity)
     clauses: list[Clause] = []
     tool_notes: list[Note] = []
     for message in visible:
         if message.role == "tool":
             tool_notes.append(_tool_note(message))
         elif message.content.strip():
-            clauses.extend(message_clauses(message, state))
+            clauses.extend(message_clauses(message, state, detail))
     _raise_unanswered_requests(clauses, visible)
     clauses = _drop_known_clauses(clauses, KnownFacts(previous_observations))
     tool_notes = _drop_known_tool_notes(fold_tool_notes(tool_notes), previous_observations)

@@ -1,0 +1,116 @@
+"""What the extractive Observer keeps of an assistant's answer, and what each fidelity
+level keeps: the things later questions ask about ("what was the 4th app you listed?",
+"how long did you say to leave it on?")."""
+
+from __future__ import annotations
+
+from memory.engines.base import FIDELITIES, ObserverOutput
+from memory.engines.extractive import ExtractiveEngine
+from memory.tokens import token_count
+from tests.memory.test_extractive import TUESDAY, conversation, texts
+
+APPS = """Here are some language learning apps:
+
+1. Duolingo - Duolingo offers gamified exercises to learn new words.
+2. **Rosetta Stone**: immersive lessons with speech recognition.
+3. Babbel - Babbel provides lessons in bite-sized chunks of 10 minutes.
+4. Memrise - Memrise uses mnemonics to help learners memorize words and phrases.
+
+Whichever you choose, practise a little every day!"""
+
+
+def observe(*turns: tuple[str, str], fidelity: str = "balanced") -> ObserverOutput:
+    return ExtractiveEngine().observe(
+        conversation(*turns), previous_observations=(), now=TUESDAY, fidelity=fidelity
+    )
+
+
+def test_a_list_answer_keeps_every_items_head_in_order_with_its_numbers():
+    output = observe(("user", "Can you suggest some language learning apps?"), ("assistant", APPS))
+    assert texts(output) == [
+        "User asked Assistant to suggest some language learning apps; Assistant listed "
+        "Duolingo; Rosetta Stone; Babbel (10 minutes); Memrise"
+    ]
+    assert output.observations[0].source_message_ids == ["m1", "m2"]
+
+
+def test_prose_answers_keep_the_names_and_counted_numbers_they_mention():
+    answer = (
+        "There are many great food options near the Vatican. One popular option is "
+        "Pizzarium. There's also Roscioli, a famous deli that serves the best cured meats. "
+        "A study in the journal Music and Medicine involved 38 subjects."
+    )
+    (note,) = observe(
+        ("user", "Where should I eat near the Vatican?"), ("assistant", answer)
+    ).observations
+    asked, answered = note.text.split("; Assistant ", 1)
+    for kept in ("Pizzarium", "Roscioli", "Medicine", "38 subjects"):
+        assert kept in answered
+    assert "Vatican" in asked and "Vatican" not in answered  # said once is enough
+
+
+def test_what_memory_already_holds_is_not_mentioned_again():
+    output = ExtractiveEngine().observe(
+        conversation(("assistant", "Roscioli is open late and Pizzarium closes at 9 pm.")),
+        previous_observations=["Assistant mentioned Roscioli"],
+        now=TUESDAY,
+    )
+    assert texts(output) == ["Assistant mentioned Pizzarium, 9 pm"]
+
+
+def test_names_in_code_and_quoted_dialogue_are_not_mentions():
+    answer = (
+        "Use this:\n```python\nHeight = Model(Name='Liver Disease')\n```\n"
+        '"I love you too, kitten." said Lizzie.'
+    )
+    output = observe(("assistant", answer))
+    joined = " ".join(texts(output))
+    assert "Liver Disease" not in joined and "kitten" not in joined
+    assert "Lizzie" in joined
+
+
+def test_a_promise_stays_its_own_high_priority_note_beside_the_answer():
+    output = observe(
+        ("user", "The blender arrived broken."),
+        ("assistant", "I'll process a refund of $129 within 5 business days."),
+    )
+    promise = output.observations[-1]
+    assert promise.priority == "high"
+    assert promise.text == "Assistant will process a refund of $129 by Feb 17"
+    # The promise's own sentence is not mined again for the answer note.
+    assert not any("mentioned" in text for text in texts(output))
+
+
+def test_reactions_to_advice_and_question_fragments_are_not_notes():
+    output = observe(
+        ("user", "Those all sound like amazing memoirs. Or is a soft case sufficient?"),
+        ("user", "I like the sound of those ingredients."),
+    )
+    assert texts(output) == []
+
+
+def test_no_note_is_ever_cut_mid_thought():
+    long_sentence = (
+        "I recently started waking up at 7:00 AM, which is a big improvement from my usual "
+        "8:30 AM wake-up call, and I want to make sure I'm fueling up with a nutritious "
+        "breakfast, because my workouts at the gym on Elm Street start at 8 and last an hour"
+    )
+    for fidelity in FIDELITIES:
+        for text in texts(observe(("user", long_sentence + "."), fidelity=fidelity)):
+            assert "…" not in text and not text.endswith((",", ";", " and", " of"))
+
+
+def test_fidelity_levels_trade_size_for_detail():
+    turns = (
+        ("user", "Can you suggest some language learning apps? I travel to Lisbon in May."),
+        ("assistant", APPS + "\n\nIn Lisbon, the Instituto Camões runs courses of 30 hours."),
+    )
+    sizes = {}
+    for fidelity in FIDELITIES:
+        joined = " ".join(texts(observe(*turns, fidelity=fidelity)))
+        sizes[fidelity] = token_count(joined)
+        assert "Duolingo" in joined  # every level keeps the first items of a list
+    assert sizes["compact"] < sizes["balanced"] < sizes["detailed"]
+    detailed = " ".join(texts(observe(*turns, fidelity="detailed")))
+    assert "mnemonics" in detailed  # an item's gist, beside its head
+    assert "Instituto Camões" not in " ".join(texts(observe(*turns, fidelity="compact")))
