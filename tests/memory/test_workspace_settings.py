@@ -1,5 +1,6 @@
 """A workspace's memory settings over the API: read by any key, the Observer's fidelity
-changed by admin keys with a reason, every change audited."""
+changed by admin keys with a reason, every change audited, and /admin/ unable to change
+it without that trail."""
 
 from __future__ import annotations
 
@@ -206,3 +207,35 @@ def test_the_service_is_the_one_door_for_people_and_keys(workspace):
 
     assert updated.effective_fidelity == "detailed"
     assert AuditEvent.objects.get(action="workspace.settings.update").actor_type == "system"
+
+
+# --- /admin/ ---------------------------------------------------------------------------------
+
+
+def test_the_admin_shows_the_fidelity_but_cannot_change_it(admin_client, workspace):
+    url = f"/admin/memory/workspace/{workspace.pk}/change/"
+    page = admin_client.get(url).content.decode()
+
+    assert 'name="fidelity"' not in page
+    assert "balanced (the server&#x27;s default)" in page
+    assert 'href="/settings/memory/"' in page
+
+    response = admin_client.post(
+        url,
+        {
+            "name": workspace.name,
+            "observer_threshold": "",
+            "reflector_threshold": "",
+            "fidelity": "compact",
+            "engine": "",
+            "llm_base_url": "",
+            "llm_model": "",
+            "llm_api_key": "",
+            "created_at_0": "2026-01-01",
+            "created_at_1": "00:00:00",
+        },
+    )
+
+    assert response.status_code == 302
+    assert _stored_fidelity(workspace) == ""
+    assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
