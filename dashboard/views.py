@@ -802,8 +802,8 @@ def memory_settings(request: HttpRequest) -> HttpResponse:
                 else:
                     messages.success(
                         request,
-                        f"Saved: the Observer's next runs keep {workspace.effective_fidelity} "
-                        "detail. Memory already written stays as it is.",
+                        f"Saved: the Observer's next runs use the {workspace.effective_fidelity} "
+                        "level. Memory already written stays as it is.",
                     )
                 if not is_partial(request):
                     return redirect("dashboard:memory_settings")

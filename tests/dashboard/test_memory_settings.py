@@ -65,7 +65,7 @@ def test_an_admin_saves_a_level_with_a_reason_and_it_is_audited(login, workspace
     page = client.get(URL).content.decode()
     assert '<span class="stat-value" id="fidelity-in-force">detailed</span>' in page
     assert "chosen for this workspace" in page
-    assert "the Observer&#x27;s next runs keep detailed detail" in page
+    assert "the Observer&#x27;s next runs use the detailed level" in page
 
 
 def test_following_the_default_again_clears_the_workspaces_level(login, workspace):
