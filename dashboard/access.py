@@ -95,6 +95,10 @@ class Access:
         return self.can(Capability.MANAGE_API_KEYS)
 
     @property
+    def can_manage_settings(self) -> bool:
+        return self.can(Capability.MANAGE_SETTINGS)
+
+    @property
     def can_manage_compliance(self) -> bool:
         return self.can(Capability.MANAGE_COMPLIANCE)
 

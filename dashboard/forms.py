@@ -9,18 +9,23 @@ from datetime import datetime, time
 from typing import Any
 
 from django import forms
+from django.conf import settings
+from django.forms.boundfield import BoundWidget
 from django.utils import timezone
 
 from core.errors import MemdeskError
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
 from governance.models import RedactionPolicy
 from governance.redaction_policy import POLICY_FIELDS
-from memory.models import ApiKey, Observation, Priority
+from memory.engines.base import FIDELITIES
+from memory.models import ApiKey, Observation, Priority, Workspace
 
 REASON_HELP = "Why this change? It is kept with the history and in the audit trail."
 
 
-def reason_field() -> forms.CharField:
+def reason_field(
+    *, required_message: str = "Give a reason: every change to memory needs one."
+) -> forms.CharField:
     # The services refuse an empty reason too; requiring it here puts the error next to
     # the field before anything is sent to them.
     return forms.CharField(
@@ -28,7 +33,7 @@ def reason_field() -> forms.CharField:
         max_length=1000,
         help_text=REASON_HELP,
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
-        error_messages={"required": "Give a reason: every change to memory needs one."},
+        error_messages={"required": required_message},
     )
 
 
@@ -184,6 +189,44 @@ class ApiKeyCreateForm(forms.Form):
         initial=ApiKey.Scope.AGENT,
         help_text="agent: conversations and memory. admin: also the audit log and policy routes.",
     )
+
+
+FOLLOW_DEFAULT = "default"
+FIDELITY_HELP = {
+    FOLLOW_DEFAULT: "Follow MEMDESK_OBSERVER_FIDELITY, the level whoever runs the server "
+    "chose for every workspace.",
+    "compact": "The smallest memory: the gist of each topic, for agents that need only that.",
+    "balanced": "The middle way between size and detail; the level Memdesk ships with.",
+    "detailed": "Keeps more of what was said, the assistant's answers included: a bigger memory.",
+}
+
+
+class MemorySettingsForm(forms.Form):
+    fidelity = forms.ChoiceField(label="Fidelity", widget=forms.RadioSelect)
+    reason = reason_field(
+        required_message="Give a reason: every change to memory settings needs one."
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        default = settings.MEMDESK_OBSERVER_FIDELITY
+        self.fields["fidelity"].choices = [  # type: ignore[attr-defined]  # a ChoiceField
+            (FOLLOW_DEFAULT, f"server default ({default})"),
+            *[(level, level) for level in FIDELITIES],
+        ]
+
+    @classmethod
+    def of(cls, workspace: Workspace) -> MemorySettingsForm:
+        return cls(initial={"fidelity": workspace.fidelity or FOLLOW_DEFAULT})
+
+    def options(self) -> list[tuple[BoundWidget, str]]:
+        """Each radio button with its one-line explanation."""
+        return [(radio, FIDELITY_HELP[radio.data["value"]]) for radio in self["fidelity"]]
+
+    def chosen_fidelity(self) -> str:
+        """The level chosen, or "" to follow the server's default."""
+        value: str = self.cleaned_data["fidelity"]
+        return "" if value == FOLLOW_DEFAULT else value
 
 
 # --- compliance -------------------------------------------------------------------------------

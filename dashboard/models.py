@@ -25,6 +25,7 @@ class Capability(StrEnum):
     # Originals kept before redaction: the design gives them to the compliance role only.
     VIEW_RESTRICTED = "view_restricted"
     MANAGE_API_KEYS = "manage_api_keys"
+    MANAGE_SETTINGS = "manage_settings"
 
     @property
     def label(self) -> str:
@@ -38,6 +39,7 @@ CAPABILITY_LABELS = {
     Capability.MANAGE_COMPLIANCE: "manage policies, holds and erasure",
     Capability.VIEW_RESTRICTED: "read restricted originals",
     Capability.MANAGE_API_KEYS: "manage API keys",
+    Capability.MANAGE_SETTINGS: "change memory settings",
 }
 
 # The only place roles become permissions. Views ask for a capability, never a role.
@@ -62,6 +64,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
             Capability.RUN_PIPELINE,
             Capability.MANAGE_COMPLIANCE,
             Capability.MANAGE_API_KEYS,
+            Capability.MANAGE_SETTINGS,
         }
     ),
 }

@@ -28,6 +28,7 @@ urlpatterns = [
     path("metrics/", views.metrics, name="metrics"),
     path("settings/api-keys/", views.api_keys, name="api_keys"),
     path("settings/api-keys/<int:api_key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
+    path("settings/memory/", views.memory_settings, name="memory_settings"),
     path("workspace/", views.workspace_switch, name="workspace_switch"),
     path("compliance/", include("dashboard.compliance_urls")),
 ]

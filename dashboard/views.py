@@ -1,5 +1,5 @@
 """The dashboard: conversations, their three tiers side by side, inline memory edits,
-metrics and API keys.
+metrics, API keys and memory settings.
 
 Every view is a small function: sign-in required, one access helper resolves the
 workspace and checks the capability (another workspace's object is 404, a missing
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -46,6 +47,7 @@ from dashboard.access import (
 from dashboard.forms import (
     ApiKeyCreateForm,
     ConversationFilterForm,
+    MemorySettingsForm,
     ObservationCreateForm,
     ObservationEditForm,
     PinForm,
@@ -53,7 +55,7 @@ from dashboard.forms import (
     RevertForm,
     add_service_error,
 )
-from dashboard.models import Capability
+from dashboard.models import Capability, roles_with
 from dashboard.rendering import INVALID, int_param, is_partial, render_page, uuid_param
 from memory import pipeline
 from memory import selectors as memory_selectors
@@ -83,7 +85,12 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 # Where the switcher may send the user back to: pages that belong to no one object.
-SWITCH_RETURN_PAGES = {"dashboard:conversation_list", "dashboard:metrics", "dashboard:api_keys"}
+SWITCH_RETURN_PAGES = {
+    "dashboard:conversation_list",
+    "dashboard:metrics",
+    "dashboard:api_keys",
+    "dashboard:memory_settings",
+}
 
 
 @require_POST
@@ -760,3 +767,58 @@ def api_key_revoke(request: HttpRequest, api_key_id: int) -> HttpResponse:
     if not is_partial(request):
         return redirect("dashboard:api_keys")
     return render_page(request, "dashboard/api_keys.html#key_row", access, {"key": api_key})
+
+
+# --- memory settings ----------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def memory_settings(request: HttpRequest) -> HttpResponse:
+    """Everyone in the workspace sees how much detail its memory keeps; an admin changes
+    it, with a reason, through ``workspace_settings_update`` as the API does."""
+    capability = Capability.MANAGE_SETTINGS if request.method == "POST" else Capability.VIEW_MEMORY
+    access = access_for(request, capability)
+    workspace = access.workspace
+    form = MemorySettingsForm.of(workspace)
+    status = 200
+    if request.method == "POST":
+        form = MemorySettingsForm(request.POST)
+        status = INVALID
+        if form.is_valid():
+            before = workspace.fidelity
+            try:
+                workspace = memory_services.workspace_settings_update(
+                    workspace=workspace,
+                    actor=access.actor(request),
+                    fidelity=form.chosen_fidelity(),
+                    reason=form.cleaned_data["reason"],
+                )
+            except MemdeskError as error:
+                add_service_error(form, error)
+            else:
+                if workspace.fidelity == before:
+                    messages.info(request, "Nothing changed.")
+                else:
+                    messages.success(
+                        request,
+                        f"Saved: the Observer's next runs use the {workspace.effective_fidelity} "
+                        "level. Memory already written stays as it is.",
+                    )
+                if not is_partial(request):
+                    return redirect("dashboard:memory_settings")
+                form = MemorySettingsForm.of(workspace)
+                status = 200
+    template = "dashboard/memory_settings.html"
+    context = {
+        "form": form,
+        "settings_workspace": workspace,
+        "admin_roles": [role.label for role in roles_with(Capability.MANAGE_SETTINGS)],
+    }
+    return render_page(
+        request,
+        f"{template}#settings" if is_partial(request) else template,
+        access,
+        context,
+        status=status,
+    )

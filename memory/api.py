@@ -10,10 +10,12 @@ from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
+    ADMIN_ERRORS,
     ERRORS,
     ApiView,
     ErrorOut,
@@ -25,6 +27,8 @@ from core.api import (
     text_field,
     validated,
 )
+from core.auth import AdminKeyRequired
+from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
 from memory import api_schema as out
 from memory import pipeline, selectors, services
@@ -38,6 +42,7 @@ from memory.wire import (
     pin_to_wire,
     reflection_to_wire,
     run_to_wire,
+    workspace_settings_to_wire,
 )
 
 # --- input ---------------------------------------------------------------------------------
@@ -91,6 +96,19 @@ class PinCreateIn(serializers.Serializer):
     start = serializers.IntegerField(required=False, allow_null=True)
     end = serializers.IntegerField(required=False, allow_null=True)
     reason = text_field(required=False, allow_blank=True)
+
+
+class WorkspaceSettingsIn(serializers.Serializer):
+    fidelity = text_field(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="compact, balanced or detailed; null (or empty) follows the server's "
+        "default again.",
+    )
+    reason = text_field(
+        required=False, allow_blank=True, help_text="Required: kept in the audit trail."
+    )
 
 
 class ConversationListQuery(serializers.Serializer):
@@ -653,3 +671,56 @@ class MetricsApi(MemoryApi):
         conversation_id = query_params(MetricsQuery, request).get("conversationId")
         conversation = self.conversation(conversation_id) if conversation_id else None
         return Response(pipeline_metrics(workspace=self.workspace, conversation=conversation))
+
+
+# --- the workspace ----------------------------------------------------------------------------
+
+
+class WorkspaceSettingsApi(ApiView):
+    def get_permissions(self) -> list[BasePermission]:
+        # Any key reads the settings (an agent may want to know how much detail its
+        # memory keeps); only admin keys change them.
+        if self.request.method == "PATCH":
+            return [IsAuthenticated(), AdminKeyRequired()]
+        return [IsAuthenticated()]
+
+    @extend_schema(
+        operation_id="workspace_settings_get",
+        responses={200: out.WorkspaceSettingsOut, **ERRORS},
+        description="The memory settings in force in the key's workspace: the Observer's "
+        "fidelity (and where it comes from), the thresholds and the engine.",
+    )
+    def get(self, request: Request) -> Response:
+        return Response(workspace_settings_to_wire(self.workspace))
+
+    @extend_schema(
+        operation_id="workspace_settings_update",
+        request=WorkspaceSettingsIn,
+        responses={200: out.WorkspaceSettingsOut, **ADMIN_ERRORS},
+        description="Choose the Observer's fidelity for this workspace, or null to follow "
+        "the server's default. Admin keys only; `reason` is required and the change is "
+        "audited (a change that changes nothing is not). The Observer's next runs use "
+        "it; memory already written stays as it is.",
+    )
+    def patch(self, request: Request) -> Response:
+        data = validated(WorkspaceSettingsIn, request.data)
+        unknown = sorted(set(request.data) - set(WorkspaceSettingsIn().fields))
+        if unknown:
+            raise MemdeskError(
+                "invalid_request",
+                f"Unknown settings fields: {unknown}; only fidelity can be changed here.",
+                field=unknown[0],
+            )
+        if "fidelity" not in data:
+            raise MemdeskError(
+                "nothing_to_change",
+                "Send fidelity: compact, balanced, detailed, or null to follow the default.",
+                field="fidelity",
+            )
+        workspace = services.workspace_settings_update(
+            workspace=self.workspace,
+            actor=self.actor(),
+            fidelity=data["fidelity"],
+            reason=data.get("reason") or "",
+        )
+        return Response(workspace_settings_to_wire(workspace))

@@ -11,6 +11,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 
+from memory.engines.base import FIDELITIES
+
 
 class ConversationOut(serializers.Serializer):
     id = serializers.UUIDField()
@@ -250,3 +252,31 @@ class MetricsOut(serializers.Serializer):
     observer = serializers.DictField()
     reflector = serializers.DictField()
     series = serializers.DictField()
+
+
+class WorkspaceSettingsOut(serializers.Serializer):
+    workspaceId = serializers.UUIDField()
+    fidelity = serializers.ChoiceField(
+        choices=FIDELITIES,
+        help_text="How much detail the Observer keeps, in force now: compact (the smallest "
+        "memory, the gist), balanced, or detailed (more of what was said, the assistant's "
+        "answers included; a bigger memory).",
+    )
+    fidelitySource = serializers.ChoiceField(
+        choices=["workspace", "default"],
+        help_text="workspace: chosen for this workspace; default: follows fidelityDefault.",
+    )
+    fidelityDefault = serializers.ChoiceField(
+        choices=FIDELITIES, help_text="The server's default (MEMDESK_OBSERVER_FIDELITY)."
+    )
+    fidelityLevels = serializers.ListField(
+        child=serializers.ChoiceField(choices=FIDELITIES),
+        help_text="Every level, from the smallest memory to the most detailed.",
+    )
+    observerThreshold = serializers.IntegerField(
+        help_text="Unobserved message tokens that trigger the Observer, in force now."
+    )
+    reflectorThreshold = serializers.IntegerField(
+        help_text="Active observation tokens that trigger the Reflector, in force now."
+    )
+    engine = serializers.CharField(help_text="The Observer and Reflector engine in force.")

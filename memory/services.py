@@ -28,6 +28,7 @@ from governance.gates import (
     redaction_at_ingest_record,
 )
 from governance.holds import LegalHoldError, conversation_delete_check
+from memory.engines.base import FIDELITIES
 from memory.grounding import grounding_score
 from memory.models import (
     ApiKey,
@@ -109,6 +110,53 @@ def api_key_revoke(*, api_key: ApiKey, actor: Actor) -> ApiKey:
             )
     api_key.refresh_from_db()
     return api_key
+
+
+def workspace_settings_snapshot(workspace: Workspace) -> dict[str, Any]:
+    """The memory settings as the audit trail records them: the level the workspace chose
+    (null: it follows MEMDESK_OBSERVER_FIDELITY) and the level in force."""
+    return {
+        "fidelity": workspace.fidelity or None,
+        "effectiveFidelity": workspace.effective_fidelity,
+    }
+
+
+def workspace_settings_update(
+    *, workspace: Workspace, actor: Actor, fidelity: str | None, reason: str
+) -> Workspace:
+    """Choose how much detail the Observer keeps in this workspace: one of ``FIDELITIES``,
+    or ``None`` / ``""`` to follow ``MEMDESK_OBSERVER_FIDELITY`` again.
+
+    The Observer's next runs use it; memory already written stays as it is. The change
+    and its reason go to the audit trail; a change that changes nothing is not recorded.
+    """
+    reason = require_reason(reason, message="A reason is required to change memory settings.")
+    chosen = fidelity or ""
+    if chosen and chosen not in FIDELITIES:
+        raise MemdeskError(
+            "invalid_fidelity",
+            f"fidelity must be one of {', '.join(FIDELITIES)}, or null to follow the "
+            f"default ({settings.MEMDESK_OBSERVER_FIDELITY}); got {fidelity!r}.",
+            field="fidelity",
+        )
+    with transaction.atomic():
+        locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        if locked.fidelity == chosen:
+            return locked
+        before = workspace_settings_snapshot(locked)
+        locked.fidelity = chosen
+        locked.save(update_fields=["fidelity"])
+        audit_record(
+            workspace_id=locked.pk,
+            actor=actor,
+            action="workspace.settings.update",
+            target_type="workspace",
+            target_id=str(locked.pk),
+            before=before,
+            after=workspace_settings_snapshot(locked),
+            reason=reason,
+        )
+    return locked
 
 
 # --- Conversations and messages ----------------------------------------------------------

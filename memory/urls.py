@@ -27,6 +27,7 @@ urlpatterns = [
     path(f"{conversation}/reflect", api.ReflectNowApi.as_view()),
     path("runs/<str:run_id>", api.RunDetailApi.as_view()),
     path("metrics", api.MetricsApi.as_view()),
+    path("workspace/settings", api.WorkspaceSettingsApi.as_view()),
     path(
         "schema/",
         SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]),

@@ -11,6 +11,9 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
+from django.conf import settings
+
+from memory.engines.base import FIDELITIES
 from memory.models import (
     AnyRun,
     Conversation,
@@ -19,6 +22,7 @@ from memory.models import (
     ObserverRun,
     Pin,
     Reflection,
+    Workspace,
 )
 
 
@@ -195,3 +199,16 @@ def run_to_wire(run: AnyRun) -> dict[str, Any]:
     else:
         body["generation"] = run.generation
     return body
+
+
+def workspace_settings_to_wire(workspace: Workspace) -> dict[str, Any]:
+    return {
+        "workspaceId": str(workspace.id),
+        "fidelity": workspace.effective_fidelity,
+        "fidelitySource": "workspace" if workspace.fidelity else "default",
+        "fidelityDefault": settings.MEMDESK_OBSERVER_FIDELITY,
+        "fidelityLevels": list(FIDELITIES),
+        "observerThreshold": workspace.effective_observer_threshold,
+        "reflectorThreshold": workspace.effective_reflector_threshold,
+        "engine": workspace.effective_engine,
+    }

@@ -221,6 +221,7 @@ SPECTACULAR_SETTINGS = {
     # The redaction operators appear both per entity and as the default: one enum name.
     "ENUM_NAME_OVERRIDES": {
         "RedactionOperatorEnum": "governance.redaction.OPERATORS",
+        "FidelityEnum": "memory.engines.base.FIDELITIES",
     },
 }
 

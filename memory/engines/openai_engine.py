@@ -414,6 +414,7 @@ class OpenAIEngine:
             rendered_messages=rendered,
             previous_observations=_newest_within_budget(previous_observations),
             now=now,
+            fidelity=fidelity,
         )
         completion = self._complete(
             kind="observe", model=self.observer_model, system=OBSERVER_SYSTEM_PROMPT, user=prompt

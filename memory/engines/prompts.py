@@ -10,9 +10,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.engines.base import MEMORY_BLOCK_HEADER, SourceMessage, SourceObservation
+from memory.engines.base import (
+    DEFAULT_FIDELITY,
+    FIDELITIES,
+    MEMORY_BLOCK_HEADER,
+    SourceMessage,
+    SourceObservation,
+)
 
-PROMPT_VERSION = "2026-11-29.1"
+PROMPT_VERSION = "2026-11-30.1"
+
+# The Observer's user prompt says how much of the window to keep (the workspace's
+# fidelity); the system prompt, and so a provider's prompt cache, stays the same.
+FIDELITY_INSTRUCTIONS = {
+    "compact": "Detail: compact — one short line per topic: only the facts, decisions "
+    "and commitments the assistant needs later.",
+    "balanced": "Detail: balanced — one line per fact, decision, preference, "
+    "commitment or problem.",
+    "detailed": "Detail: detailed — keep more of what was said: the assistant's "
+    "answers and commitments too, with every name, number, amount and date.",
+}
 
 _LINE_FORMAT = """\
 - [PRIORITY] (YYYY-MM-DD) TEXT {refs: N,N}
@@ -100,9 +117,15 @@ def render_messages(messages: Sequence[SourceMessage]) -> str:
 
 
 def observer_user_prompt(
-    *, rendered_messages: str, previous_observations: Sequence[str], now: datetime
+    *,
+    rendered_messages: str,
+    previous_observations: Sequence[str],
+    now: datetime,
+    fidelity: str = DEFAULT_FIDELITY,
 ) -> str:
-    parts = [f"Now: {_stamp(now)}"]
+    if fidelity not in FIDELITY_INSTRUCTIONS:
+        raise ValueError(f"fidelity must be one of {', '.join(FIDELITIES)}; got {fidelity!r}.")
+    parts = [f"Now: {_stamp(now)}", FIDELITY_INSTRUCTIONS[fidelity]]
     if previous_observations:
         already = "\n".join(f"- {_one_line(text)}" for text in previous_observations)
         parts.append(f"Already recorded:\n{already}")

@@ -11,7 +11,7 @@ from dashboard.access import SESSION_WORKSPACE
 from dashboard.models import ROLE_CAPABILITIES, Capability, Membership, Role, roles_with
 from tests.dashboard.factories import PASSWORD, MembershipFactory
 
-PAGES = ["/conversations/", "/metrics/", "/settings/api-keys/"]
+PAGES = ["/conversations/", "/metrics/", "/settings/api-keys/", "/settings/memory/"]
 
 
 @pytest.mark.parametrize("url", PAGES)
@@ -44,6 +44,7 @@ def test_roles_map_to_capabilities_in_one_table():
     assert roles_with(Capability.EDIT_MEMORY) == [Role.REVIEWER, Role.COMPLIANCE, Role.ADMIN]
     assert roles_with(Capability.RUN_PIPELINE) == [Role.REVIEWER, Role.COMPLIANCE, Role.ADMIN]
     assert roles_with(Capability.MANAGE_API_KEYS) == [Role.ADMIN]
+    assert roles_with(Capability.MANAGE_SETTINGS) == [Role.ADMIN]
     # Restricted originals are the compliance officer's alone (DESIGN.md, redaction).
     assert roles_with(Capability.VIEW_RESTRICTED) == [Role.COMPLIANCE]
     assert set(ROLE_CAPABILITIES) == set(Role.values)

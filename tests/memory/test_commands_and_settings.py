@@ -75,6 +75,10 @@ def test_production_mode_requires_a_secret_key():
             {"MEMDESK_OBSERVER_THRESHOLD": "lots"},
             "MEMDESK_OBSERVER_THRESHOLD must be a whole number",
         ),
+        (
+            {"MEMDESK_OBSERVER_FIDELITY": "verbose"},
+            "MEMDESK_OBSERVER_FIDELITY must be compact, balanced or detailed; got 'verbose'",
+        ),
         ({"DATABASE_URL": "mongodb://x/y"}, "DATABASE_URL is not a database URL"),
         ({"CACHE_URL": "memcached://x"}, "CACHE_URL must be empty"),
         ({"CELERY_TASK_SOFT_TIME_LIMIT": "10m"}, "CELERY_TASK_SOFT_TIME_LIMIT must be a whole"),

@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 
 from memory.engines import openai_engine_from_settings
-from memory.engines.base import EngineError, SourceMessage, SourceObservation
+from memory.engines.base import FIDELITIES, EngineError, SourceMessage, SourceObservation
 from memory.engines.openai_engine import OpenAIEngine, ProviderUnavailable
-from memory.engines.prompts import OBSERVER_SYSTEM_PROMPT, PROMPT_VERSION
+from memory.engines.prompts import (
+    FIDELITY_INSTRUCTIONS,
+    OBSERVER_SYSTEM_PROMPT,
+    PROMPT_VERSION,
+    observer_user_prompt,
+)
 from tests.memory.fake_openai import (
     FakeOpenAI,
     client_error,
@@ -156,6 +161,35 @@ def test_it_sends_the_window_without_the_injected_memory_block(fake_openai):
     assert "Relevant memory for this conversation" not in user["content"]
     assert "Already recorded:\n- User likes cats" in user["content"]
     assert engine.prompt_version == PROMPT_VERSION
+
+
+@pytest.mark.parametrize(
+    ("fidelity", "line"),
+    [
+        ("compact", "Detail: compact \u2014 one short line per topic"),
+        ("balanced", "Detail: balanced \u2014 one line per fact"),
+        ("detailed", "Detail: detailed \u2014 keep more of what was said"),
+    ],
+)
+def test_the_prompt_says_how_much_detail_the_workspace_keeps(fake_openai, fidelity, line):
+    fake_openai.enqueue(completion(GOOD_OBSERVER_OUTPUT))
+
+    make_engine(fake_openai).observe(
+        support_window(), previous_observations=[], now=NOW, fidelity=fidelity
+    )
+
+    system, user = fake_openai.requests[0].body["messages"]
+    # The system prompt stays the same at every level (a provider caches it).
+    assert system == {"role": "system", "content": OBSERVER_SYSTEM_PROMPT}
+    assert user["content"].startswith(f"Now: 2026-02-10T12:00+00:00\n\n{line}")
+
+
+def test_every_level_has_its_instruction_and_an_unknown_one_is_refused():
+    assert set(FIDELITY_INSTRUCTIONS) == set(FIDELITIES)
+    with pytest.raises(ValueError, match="compact, balanced, detailed"):
+        observer_user_prompt(
+            rendered_messages="#1 [user] hi", previous_observations=[], now=NOW, fidelity="all"
+        )
 
 
 def test_it_tolerates_common_format_drift_and_skips_lines_it_cannot_read(fake_openai):

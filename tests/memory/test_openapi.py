@@ -308,6 +308,7 @@ PINS = f"{CONVERSATION}/pins"
 PIN = f"{PINS}/{{pin_id}}"
 RUN = "/v1/runs/{run_id}"
 METRICS = "/v1/metrics"
+SETTINGS = "/v1/workspace/settings"
 
 TOOL_RESULT = {
     "role": "tool",
@@ -661,11 +662,48 @@ CASES: list[Case] = [
         label="theirs",
     ),
     *_unauthenticated("get", METRICS),
+    Case("get", SETTINGS, 200),
+    *_unauthenticated("get", SETTINGS),
+    Case(
+        "patch",
+        SETTINGS,
+        200,
+        body={"fidelity": "detailed", "reason": "agents need the answers"},
+        client="admin",
+    ),
+    Case(
+        "patch",
+        SETTINGS,
+        200,
+        body={"fidelity": None, "reason": "back to the default"},
+        client="admin",
+        label="default",
+    ),
+    Case(
+        "patch",
+        SETTINGS,
+        400,
+        "invalid_fidelity",
+        "fidelity",
+        body={"fidelity": "verbose", "reason": "x"},
+        client="admin",
+    ),
+    Case(
+        "patch",
+        SETTINGS,
+        400,
+        "reason_required",
+        "reason",
+        body={"fidelity": "compact"},
+        client="admin",
+    ),
+    Case("patch", SETTINGS, 403, "forbidden", body={"fidelity": "compact", "reason": "x"}),
+    *_unauthenticated("patch", SETTINGS),
 ]
 
 
 @pytest.fixture
-def world(workspace, other_workspace, api, other_api) -> World:
+def world(workspace, other_workspace, api, other_api, make_client) -> World:
     conversation = services.conversation_create(
         workspace=workspace, user_id="alice", title="Move", metadata={"channel": "email"}
     )
@@ -751,7 +789,12 @@ def world(workspace, other_workspace, api, other_api) -> World:
         context_etag=context_for_conversation(conversation=conversation).etag,
         run=run,
         their_run=their_run,
-        clients={"key": api, "anonymous": APIClient(), "wrong_key": wrong_key},
+        clients={
+            "key": api,
+            "admin": make_client(workspace, scope="admin"),
+            "anonymous": APIClient(),
+            "wrong_key": wrong_key,
+        },
     )
 
 
@@ -770,7 +813,12 @@ def test_each_response_matches_its_documented_schema(openapi, world, case):
 def test_the_cases_cover_every_operation_and_its_errors(openapi):
     for path, method in sorted(_memory_routes()):
         statuses = {c.status for c in CASES if (c.path, c.method) == (path, method)}
-        expected = {400, 401} | ({404} if "{" in path else set())
+        operation = openapi.document["paths"][path][method]
+        # A read that takes no parameter and no body has no bad input to answer 400 to.
+        takes_input = "requestBody" in operation or any(
+            p["in"] in ("path", "query") for p in operation.get("parameters", [])
+        )
+        expected = {401} | ({400} if takes_input else set()) | ({404} if "{" in path else set())
         assert any(200 <= s < 300 for s in statuses), f"no success case for {method} {path}"
         assert expected <= statuses, f"{method.upper()} {path} lacks {expected - statuses}"
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
 from memory import pipeline
@@ -172,6 +173,37 @@ def test_a_run_whose_lease_expired_is_taken_over_and_stored_once(conversation):
     with pytest.raises(pipeline.LeaseLost):
         pipeline._finish(ObserverRun, run, stale_token, started=0.0)
     assert Observation.objects.filter(conversation=conversation).count() == stored
+
+
+class _RecordsFidelity(ExtractiveEngine):
+    """The real engine, remembering the fidelity each observe call was given."""
+
+    def __init__(self) -> None:
+        self.fidelities: list[str] = []
+
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
+        self.fidelities.append(fidelity)
+        return super().observe(
+            messages, previous_observations=previous_observations, now=now, fidelity=fidelity
+        )
+
+
+def test_the_observer_is_given_the_workspaces_fidelity(workspace, conversation, monkeypatch):
+    engine = _RecordsFidelity()
+    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda w: engine)
+    _observe_now(conversation)
+    # The next run reads the setting anew: a change applies from then on.
+    workspace.fidelity = "detailed"
+    workspace.save()
+    messages_append(conversation=conversation, items=[MessageInput(role="user", content="Also")])
+    _observe_now(conversation)
+    with override_settings(MEMDESK_OBSERVER_FIDELITY="compact"):
+        workspace.fidelity = ""
+        workspace.save()
+        messages_append(conversation=conversation, items=[MessageInput(role="user", content="Bye")])
+        _observe_now(conversation)
+
+    assert engine.fidelities == ["balanced", "detailed", "compact"]
 
 
 class _FailingEngine(ExtractiveEngine):

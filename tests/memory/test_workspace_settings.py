@@ -1,0 +1,241 @@
+"""A workspace's memory settings over the API: read by any key, the Observer's fidelity
+changed by admin keys with a reason, every change audited, and /admin/ unable to change
+it without that trail."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from core.actors import SYSTEM_ACTOR
+from governance.models import AuditEvent
+from memory.models import Workspace
+from memory.services import workspace_settings_update
+
+SETTINGS = "/v1/workspace/settings"
+
+
+@pytest.fixture
+def admin(make_client, workspace):
+    return make_client(workspace, scope="admin")
+
+
+def _stored_fidelity(workspace: Workspace) -> str:
+    workspace.refresh_from_db()
+    return workspace.fidelity
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def test_any_key_reads_the_settings_in_force(api, workspace):
+    response = api.get(SETTINGS)
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "workspaceId": str(workspace.pk),
+        "fidelity": "balanced",
+        "fidelitySource": "default",
+        "fidelityDefault": "balanced",
+        "fidelityLevels": ["compact", "balanced", "detailed"],
+        "observerThreshold": 30_000,
+        "reflectorThreshold": 40_000,
+        "engine": "extractive",
+    }
+
+
+@override_settings(MEMDESK_OBSERVER_FIDELITY="compact")
+def test_the_settings_show_the_workspaces_own_values_over_the_defaults(api, workspace):
+    body = api.get(SETTINGS).json()
+    assert (body["fidelity"], body["fidelitySource"], body["fidelityDefault"]) == (
+        "compact",
+        "default",
+        "compact",
+    )
+
+    workspace.fidelity = "detailed"
+    workspace.observer_threshold = 500
+    workspace.save()
+    body = api.get(SETTINGS).json()
+    assert (body["fidelity"], body["fidelitySource"], body["fidelityDefault"]) == (
+        "detailed",
+        "workspace",
+        "compact",
+    )
+    assert body["observerThreshold"] == 500
+
+
+def test_each_key_reads_its_own_workspace(api, other_api, workspace, other_workspace):
+    other_workspace.fidelity = "compact"
+    other_workspace.save()
+
+    mine, theirs = api.get(SETTINGS).json(), other_api.get(SETTINGS).json()
+
+    assert (mine["workspaceId"], mine["fidelity"]) == (str(workspace.pk), "balanced")
+    assert (theirs["workspaceId"], theirs["fidelity"]) == (str(other_workspace.pk), "compact")
+
+
+# --- changing the fidelity -----------------------------------------------------------------------
+
+
+def test_an_admin_key_changes_the_fidelity_with_a_reason_and_it_is_audited(admin, workspace):
+    response = admin.patch(
+        SETTINGS,
+        {"fidelity": "detailed", "reason": "agents must quote our answers"},
+        format="json",
+    )
+
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["fidelity"], body["fidelitySource"]) == ("detailed", "workspace")
+    assert _stored_fidelity(workspace) == "detailed"
+    event = AuditEvent.objects.get(action="workspace.settings.update")
+    assert (event.target_type, event.target_id) == ("workspace", str(workspace.pk))
+    assert event.before == {"fidelity": None, "effectiveFidelity": "balanced"}
+    assert event.after == {"fidelity": "detailed", "effectiveFidelity": "detailed"}
+    assert event.reason == "agents must quote our answers"
+    assert (event.actor_type, event.actor_role) == ("api_key", "admin")
+
+
+@pytest.mark.parametrize("back_to_default", [None, ""])
+def test_null_or_empty_returns_to_the_default(admin, workspace, back_to_default):
+    workspace.fidelity = "compact"
+    workspace.save()
+
+    response = admin.patch(
+        SETTINGS, {"fidelity": back_to_default, "reason": "as the others"}, format="json"
+    )
+
+    assert response.status_code == 200
+    assert (response.json()["fidelity"], response.json()["fidelitySource"]) == (
+        "balanced",
+        "default",
+    )
+    assert _stored_fidelity(workspace) == ""
+    event = AuditEvent.objects.get(action="workspace.settings.update")
+    assert event.before == {"fidelity": "compact", "effectiveFidelity": "compact"}
+    assert event.after == {"fidelity": None, "effectiveFidelity": "balanced"}
+
+
+@pytest.mark.parametrize("reason", [None, "", "   "])
+def test_it_refuses_a_change_without_a_reason(admin, workspace, reason):
+    body = {"fidelity": "compact"} if reason is None else {"fidelity": "compact", "reason": reason}
+
+    response = admin.patch(SETTINGS, body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "reason_required"
+    assert response.json()["field"] == "reason"
+    assert _stored_fidelity(workspace) == ""
+    assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
+
+
+def test_it_refuses_an_unknown_level_naming_the_levels(admin, workspace):
+    response = admin.patch(SETTINGS, {"fidelity": "verbose", "reason": "more"}, format="json")
+
+    assert response.status_code == 400
+    body = response.json()
+    assert (body["error"], body["field"]) == ("invalid_fidelity", "fidelity")
+    assert "compact, balanced, detailed" in body["message"] and "'verbose'" in body["message"]
+    assert _stored_fidelity(workspace) == ""
+    assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "field"),
+    [
+        ({"fidelity": 3, "reason": "x"}, "invalid_request", "fidelity"),
+        ({"reason": "x"}, "nothing_to_change", "fidelity"),
+        (
+            {"fidelity": "compact", "observerThreshold": 10, "reason": "x"},
+            "invalid_request",
+            "observerThreshold",
+        ),
+    ],
+)
+def test_it_refuses_a_malformed_body_and_stores_nothing(admin, workspace, body, error, field):
+    response = admin.patch(SETTINGS, body, format="json")
+
+    assert response.status_code == 400
+    assert (response.json()["error"], response.json()["field"]) == (error, field)
+    workspace.refresh_from_db()
+    assert (workspace.fidelity, workspace.observer_threshold) == ("", None)
+
+
+def test_a_change_that_changes_nothing_is_not_audited(admin, workspace):
+    workspace.fidelity = "compact"
+    workspace.save()
+
+    response = admin.patch(SETTINGS, {"fidelity": "compact", "reason": "again"}, format="json")
+
+    assert response.status_code == 200
+    assert response.json()["fidelity"] == "compact"
+    assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
+
+
+def test_choosing_the_default_level_explicitly_is_a_change(admin, workspace):
+    # The workspace stops following MEMDESK_OBSERVER_FIDELITY, even at the same level.
+    response = admin.patch(SETTINGS, {"fidelity": "balanced", "reason": "pin it"}, format="json")
+
+    assert response.json()["fidelitySource"] == "workspace"
+    assert AuditEvent.objects.filter(action="workspace.settings.update").count() == 1
+
+
+def test_an_agent_key_may_read_but_not_change_the_settings(api, workspace):
+    response = api.patch(SETTINGS, {"fidelity": "compact", "reason": "x"}, format="json")
+
+    assert response.status_code == 403
+    assert response.json()["error"] == "forbidden"
+    assert _stored_fidelity(workspace) == ""
+    assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
+
+
+def test_a_change_stays_in_the_keys_workspace(admin, other_api, workspace, other_workspace):
+    admin.patch(SETTINGS, {"fidelity": "compact", "reason": "short notes"}, format="json")
+
+    assert _stored_fidelity(workspace) == "compact"
+    assert _stored_fidelity(other_workspace) == ""
+    assert other_api.get(SETTINGS).json()["fidelity"] == "balanced"
+    event = AuditEvent.objects.get(action="workspace.settings.update")
+    assert event.workspace_id == workspace.pk
+
+
+def test_the_service_is_the_one_door_for_people_and_keys(workspace):
+    updated = workspace_settings_update(
+        workspace=workspace, actor=SYSTEM_ACTOR, fidelity="detailed", reason="benchmark run"
+    )
+
+    assert updated.effective_fidelity == "detailed"
+    assert AuditEvent.objects.get(action="workspace.settings.update").actor_type == "system"
+
+
+# --- /admin/ ---------------------------------------------------------------------------------
+
+
+def test_the_admin_shows_the_fidelity_but_cannot_change_it(admin_client, workspace):
+    url = f"/admin/memory/workspace/{workspace.pk}/change/"
+    page = admin_client.get(url).content.decode()
+
+    assert 'name="fidelity"' not in page
+    assert "balanced (the server&#x27;s default)" in page
+    assert 'href="/settings/memory/"' in page
+
+    response = admin_client.post(
+        url,
+        {
+            "name": workspace.name,
+            "observer_threshold": "",
+            "reflector_threshold": "",
+            "fidelity": "compact",
+            "engine": "",
+            "llm_base_url": "",
+            "llm_model": "",
+            "llm_api_key": "",
+            "created_at_0": "2026-01-01",
+            "created_at_1": "00:00:00",
+        },
+    )
+
+    assert response.status_code == 302
+    assert _stored_fidelity(workspace) == ""
+    assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
