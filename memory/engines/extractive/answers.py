@@ -102,6 +102,8 @@ def _item(body: str) -> Item | None:
             head, description = text, ""
         else:
             head, description = text[: end.start()], text[end.end() :]
+    if head.count("(") > head.count(")"):
+        head = head[: head.rindex("(")]  # "Streamers (e.g. Clouser)" ended at "e.g."
     head = head.rstrip(" .:")
     if not head or len(head.split()) > MAX_HEAD_WORDS:
         return None  # a sentence, not a head: the prose rules read it
