@@ -309,17 +309,21 @@ def redaction_gate_for_reflection(
     return texts
 
 
+def redacts_before_observation(*, conversation: Conversation) -> bool:
+    """Does the workspace's policy redact messages before the Observer reads them?"""
+    return bool(
+        RedactionPolicy.objects.filter(workspace_id=conversation.workspace_id)
+        .values_list("redact_before_observation", flat=True)
+        .first()
+    )
+
+
 def redaction_for_observer(*, conversation: Conversation, messages: Sequence[Message]) -> list[str]:
     """What the Observer reads of ``messages``. When the policy redacts before
     observation, the messages are redacted (stored, with findings and originals per
     policy) and findings pending review are masked in the Observer's copy; otherwise the
     contents as stored, without loading the engine."""
-    redact = (
-        RedactionPolicy.objects.filter(workspace_id=conversation.workspace_id)
-        .values_list("redact_before_observation", flat=True)
-        .first()
-    )
-    if not redact or not messages:
+    if not messages or not redacts_before_observation(conversation=conversation):
         return [m.content for m in messages]
     policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
     try:

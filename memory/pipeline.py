@@ -30,6 +30,7 @@ from governance.gates import (
     RedactionGateError,
     redaction_for_observer,
     redaction_gate_for_reflection,
+    redacts_before_observation,
 )
 from memory.engines.base import (
     MEMORY_BLOCK_HEADER,
@@ -342,6 +343,19 @@ def _is_injected_memory(message: Message) -> bool:
     return message.role == Message.Role.SYSTEM and message.content.startswith(MEMORY_BLOCK_HEADER)
 
 
+MAX_SPEAKER_NAME_CHARS = 64
+
+
+def speaker_name(message: Message) -> str:
+    """The participant's name a message carries in ``metadata.name`` (as OpenAI's chat
+    messages do), or "" when it carries none that reads as a name."""
+    name = message.metadata.get("name") if isinstance(message.metadata, dict) else None
+    if not isinstance(name, str):
+        return ""
+    name = " ".join(name.split())
+    return name if 0 < len(name) <= MAX_SPEAKER_NAME_CHARS else ""
+
+
 def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     conversation = run.conversation
     # The window is fixed now: messages that arrive while the engine works have higher
@@ -370,6 +384,8 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             m.pk: f"{content} {m.tool_name}"
             for m, content in zip(observable, contents, strict=True)
         }
+        # A participant's name is personal data the redaction of contents does not see.
+        named = not redacts_before_observation(conversation=conversation)
         output = engine.observe(
             [
                 SourceMessage(
@@ -379,6 +395,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                     content=content,
                     created_at=m.created_at,
                     tool_name=m.tool_name,
+                    speaker=speaker_name(m) if named else "",
                 )
                 for m, content in zip(observable, contents, strict=True)
             ],

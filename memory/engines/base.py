@@ -32,6 +32,7 @@ class SourceMessage:
     content: str
     created_at: datetime
     tool_name: str = ""
+    speaker: str = ""  # the participant's name when the message carries one
 
 
 @dataclass(frozen=True)

@@ -114,3 +114,32 @@ def test_fidelity_levels_trade_size_for_detail():
     detailed = " ".join(texts(observe(*turns, fidelity="detailed")))
     assert "mnemonics" in detailed  # an item's gist, beside its head
     assert "Instituto Camões" not in " ".join(texts(observe(*turns, fidelity="compact")))
+
+
+def test_a_name_prefix_says_who_spoke():
+    output = observe(("user", "Jo: I moved to Oslo last month and my dog hates the snow."))
+    assert texts(output) == ["Jo moved to Oslo in January and Jo's dog hates the snow"]
+
+
+def test_a_label_or_a_pasted_dialogue_is_not_a_speaker():
+    labelled = observe(("user", "Note: I moved to Oslo in May."))
+    assert texts(labelled)[0].startswith("User ") and "Note moved" not in texts(labelled)[0]
+    dialogue = observe(("user", "Ann: I moved to Oslo in May.\nBob: I stayed in Rome."))
+    assert all(text.startswith("User") for text in texts(dialogue))
+
+
+def test_a_named_assistant_lists_under_its_name():
+    output = ExtractiveEngine().observe(
+        [
+            *conversation(("user", "Which apps should I try?")),
+            *[
+                m.__class__(**{**m.__dict__, "id": "m2", "seq": 2, "speaker": "Nova"})
+                for m in conversation(("assistant", APPS))
+            ],
+        ],
+        previous_observations=(),
+        now=TUESDAY,
+    )
+    assert texts(output)[0].endswith(
+        "Nova listed Duolingo; Rosetta Stone; Babbel (10 minutes); Memrise"
+    )

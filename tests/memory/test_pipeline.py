@@ -453,3 +453,27 @@ def test_the_quiet_time_is_a_setting_and_zero_turns_it_off(workspace, settings, 
         updated_at=timezone.now() - timedelta(minutes=361)
     )
     assert pipeline.pipeline_sweep()["observer_scheduled"] == 0
+
+
+def test_a_message_whose_metadata_names_its_speaker_is_noted_under_that_name(workspace):
+    from tests.governance.test_redaction_support import set_policy
+
+    def observed(name: str) -> list[str]:
+        chat = conversation_create(workspace=workspace, user_id=f"team-{name}")
+        messages_append(
+            conversation=chat,
+            items=[
+                MessageInput(
+                    role="user", content="I moved to Oslo in May.", metadata={"name": "Jo"}
+                ),
+                MessageInput(role="user", content="My son starts school in August."),
+            ],
+        )
+        _observe_now(chat)
+        return list(chat.observations.order_by("window_start_seq").values_list("text", flat=True))
+
+    assert observed("a") == ["Jo moved to Oslo in May", "User's son starts school in August"]
+    # Redacting before observation: the name is personal data the content redaction does
+    # not see, so the note does not carry it.
+    set_policy(workspace, redact_before_observation=True)
+    assert all("Jo" not in text for text in observed("b"))

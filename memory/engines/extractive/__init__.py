@@ -3,7 +3,8 @@
 Observer. Each sentence of a user, assistant or system message is kept only when it
 carries something worth remembering (a fact about the user, a preference, a decision, a
 plan, a commitment, a problem, a request, a new name or a number) and is rewritten in the
-third person ("I prefer email" becomes "User prefers email"). Greetings, thanks,
+third person ("I prefer email" becomes "User prefers email"; "Jo: I moved" or a message
+whose ``metadata.name`` is Jo becomes "Jo moved"). Greetings, thanks,
 acknowledgements and chit-chat are dropped. Each tool call becomes one line with the
 salient values of its output; a later state of the same object replaces an earlier one,
 and a line whose values another line of the window already holds is folded into it, as
@@ -25,10 +26,10 @@ background and completed ones are shortened on the way.
 
 Modules, each importing only from those listed before it: ``vocabulary`` (priorities,
 shared word lists, word sets), ``cues`` (what a sentence says), ``sentences`` (splitting,
-cleaning, names, third person), ``relative_dates`` (dates written out), ``answers`` (what an assistant's answer named,
-and the fidelity levels), ``clauses`` (which
-sentences are kept and how they are rewritten), ``tools`` (one line per tool call),
-``observer`` (the notes of a window) and ``reflector``.
+cleaning, names, who speaks, third person), ``relative_dates`` (dates written out),
+``answers`` (what an assistant's answer named, and the fidelity levels), ``clauses``
+(which sentences are kept and how they are rewritten), ``tools`` (one line per tool
+call), ``observer`` (the notes of a window) and ``reflector``.
 
 Everything here is deterministic: no clocks, no randomness, and output is never built by
 iterating over an unordered set. The engine never touches the database; see

@@ -35,6 +35,7 @@ from memory.engines.extractive.cues import (
 )
 from memory.engines.extractive.relative_dates import absolute_dates, has_date
 from memory.engines.extractive.sentences import (
+    as_said_by,
     clean_sentence,
     names_in,
     speaker_names,
@@ -344,6 +345,7 @@ def _clause(text: str, message: SourceMessage, state: WindowState, detail: Detai
     rewritten = rewrite(dated_text, kind, message.role, state)
     if _is_vague(rewritten, kind):
         return None
+    rewritten = as_said_by(rewritten, message.role, message.speaker)
     state.remember(rewritten)
     return Clause(
         text=rewritten,
@@ -395,6 +397,8 @@ def message_clauses(
         clauses = _cap_clauses(clauses)
     if message.role == "assistant":
         answer = answer_note(message.content, state.known_text(), detail, said=said)
+        if answer is not None:
+            answer = as_said_by(answer, message.role, message.speaker)
         if answer is not None:
             state.remember(answer)
             clauses.append(

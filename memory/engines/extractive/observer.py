@@ -12,7 +12,7 @@ import re
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -27,7 +27,7 @@ from memory.engines.base import (
 from memory.engines.extractive.answers import detail_for
 from memory.engines.extractive.clauses import Clause, WindowState, message_clauses
 from memory.engines.extractive.cues import never_background
-from memory.engines.extractive.sentences import speaker_names
+from memory.engines.extractive.sentences import named_speaker, speaker_of
 from memory.engines.extractive.tools import ToolFold, fold_tool_output
 from memory.engines.extractive.vocabulary import (
     COMPLETED,
@@ -253,7 +253,7 @@ def group_clauses(clauses: list[Clause]) -> list[Note]:
     for clause in clauses:
         shared = clause.priority in (MEDIUM, LOW)
         key = (exchange[clause.message.id] if shared else clause.message.id, clause.priority)
-        speaker, _ = speaker_names(clause.message.role)
+        speaker = speaker_of(clause.message.role, clause.message.speaker)
         note = by_key.get(key)
         if note is None:
             note = Note.of(
@@ -380,6 +380,17 @@ def _draft(note: Note) -> DraftObservation:
     )
 
 
+def _with_speaker(message: SourceMessage) -> SourceMessage:
+    """ "Jo: I moved to Oslo" is Jo speaking: the note says "Jo moved to Oslo"."""
+    if message.speaker or message.role not in ("user", "assistant"):
+        return message
+    named = named_speaker(message.content)
+    if named is None:
+        return message
+    name, rest = named
+    return replace(message, content=rest, speaker=name)
+
+
 def observe_window(
     messages: Sequence[SourceMessage],
     *,
@@ -387,7 +398,7 @@ def observe_window(
     fidelity: str = DEFAULT_FIDELITY,
 ) -> ObserverOutput:
     ordered = sorted(messages, key=lambda m: m.seq)
-    visible = [m for m in ordered if not _is_memory_block(m)]
+    visible = [_with_speaker(m) for m in ordered if not _is_memory_block(m)]
     state = WindowState(previous_observations)
     detail = detail_for(fidelity)
     clauses: list[Clause] = []

@@ -102,6 +102,51 @@ def speaker_names(role: str) -> tuple[str, str]:
     return "User", "Assistant"
 
 
+# "Jo: I moved to Oslo" - who speaks, when a message starts with a name and a colon. Words
+# that label a part of a message ("Note:", "Update:", "Q:") are not names.
+_NAME_PREFIX = re.compile(r"^\s*([A-Z][\w.'-]{0,30}(?:\s[A-Z][\w.'-]{0,30})?):[ \t]+(?=\S)")
+_ANY_NAME_PREFIX = re.compile(r"^\s*[A-Z][\w.'-]{0,30}(?:\s[A-Z][\w.'-]{0,30})?:[ \t]", re.M)
+LABELS = wordset(
+    """Note Notes Update Question Answer Subject Summary Edit PS Re Fwd Q A Title Example
+    Examples Step Steps Warning Important Reminder Context Task Problem Issue Solution
+    Response Reply Output Input Error Hint Tip Goal Result Results Source Sources Date Time
+    Location Address Email Phone Name Price Total Status Order Ticket Ref Reference User
+    Assistant System Customer Agent Human AI Bot Me You Translation Prompt Instructions
+    Background Request Feedback Comment Comments Conclusion Introduction Overview Details
+    Description Option Options Pros Cons Part Chapter Section Day Week Scene Act Verse
+    Chorus Ingredients Method Rule Rules Case Story Text Code Query Example Hello Hi Dear
+    Thanks Yes No OK Okay Well So"""
+)
+
+
+def named_speaker(content: str) -> tuple[str, str] | None:
+    """(name, the rest) of "Jo: I moved to Oslo"; None when the message does not open
+    with one speaker's name (a label such as "Note:", or a pasted dialogue of several)."""
+    match = _NAME_PREFIX.match(content)
+    if match is None:
+        return None
+    name = match.group(1)
+    if any(word in LABELS or word in NOT_NAMES for word in name.split()):
+        return None
+    prefixes = {m.group(0).split(":")[0].strip() for m in _ANY_NAME_PREFIX.finditer(content)}
+    if len(prefixes) > 1:
+        return None  # "Ann: ... Bob: ...": a transcript pasted in, not Ann speaking
+    return name, content[match.end() :]
+
+
+def speaker_of(role: str, speaker: str = "") -> str:
+    """Who a note says spoke: the participant's name when known, else the role's."""
+    return speaker or speaker_names(role)[0]
+
+
+def as_said_by(text: str, role: str, speaker: str) -> str:
+    """A note written with the role's name ("User moved") with the participant's name
+    instead ("Jo moved"), when the message names its speaker."""
+    if not speaker:
+        return text
+    return re.sub(rf"\b{speaker_names(role)[0]}\b", lambda _: speaker, text)
+
+
 # Contractions come first so that "I'm" is not read as "I" + "'m".
 # Matched against the lowercased sentence (same length, same spans): IGNORECASE is slow.
 _PERSON = re.compile(
