@@ -57,12 +57,8 @@ def _decide(
 ) -> RedactionFinding:
     actor = access.actor(request)
     if decision == "approve":
-        return redaction_finding_approve(
-            finding=finding, actor=actor, reason=reason
-        )
-    return redaction_finding_dismiss(
-        finding=finding, actor=actor, reason=reason
-    )
+        return redaction_finding_approve(finding=finding, actor=actor, reason=reason)
+    return redaction_finding_dismiss(finding=finding, actor=actor, reason=reason)
 
 
 def _queue_context(access: Access, cursor: str | None = None) -> dict[str, Any]:
