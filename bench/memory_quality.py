@@ -1,11 +1,11 @@
 """Memory quality on LongMemEval: does the memory ``GET /context`` serves keep what a later
 question needs, how small is it, how readable, and how well dated.
 
-Run: ``.venv/bin/python bench/memory_quality.py --fidelity-curve`` (a few minutes on two
+Run: ``.venv/bin/python bench/memory_quality.py --fidelity-curve`` (about 8 minutes on two
 cores; prints figures only, never message content). ``--samples`` also prints 20 random
 notes per dataset for a reader to judge: the only place content is printed.
 ``--fidelity-curve`` adds the ``default`` variant at the other fidelity levels (S subset
-only; about two thirds more time). ``--s-limit N`` and ``--oracle-sample N`` shrink the
+only; about 3 minutes more). ``--s-limit N`` and ``--oracle-sample N`` shrink the
 run; ``--redaction-sample N`` sizes the redaction run. Reads
 ``../shared/data/conversations/longmemeval/``; nothing from it is copied into the
 repository.
