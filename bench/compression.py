@@ -1,8 +1,9 @@
 """Compression, fact retention and cost of the ``extractive`` Observer and Reflector.
 
 Run: ``.venv/bin/python bench/compression.py`` (about ten seconds; prints figures only,
-never message content). Reads the evaluation data in ``../shared/data/conversations/``;
-nothing from it is copied into the repository.
+never message content). ``--fidelity LEVEL`` measures the engine at another fidelity
+level than the default (``MEMDESK_OBSERVER_FIDELITY``). Reads the evaluation data in
+``../shared/data/conversations/``; nothing from it is copied into the repository.
 
 Datasets and windows
 - ``memorybank_en.json`` (chat, multi-day): each of the 15 users' histories is one
@@ -68,6 +69,7 @@ careful human note-taker keeps nearly all of these facts, so the bar is 90% and 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -87,7 +89,10 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
+
 from memory.engines.base import (  # noqa: E402
+    FIDELITIES,
     DraftObservation,
     DraftReflection,
     SourceMessage,
@@ -199,7 +204,9 @@ class ConversationResult:
     reflection_sources: list[list[DraftObservation]] = field(default_factory=list)
 
 
-def run_engine(conversations: list[Conversation]) -> tuple[list[ConversationResult], float]:
+def run_engine(
+    conversations: list[Conversation], fidelity: str
+) -> tuple[list[ConversationResult], float]:
     engine = ExtractiveEngine()
     results = []
     started = time.process_time()
@@ -210,7 +217,10 @@ def run_engine(conversations: list[Conversation]) -> tuple[list[ConversationResu
         by_id: dict[str, DraftObservation] = {}
         for window in conversation.windows:
             output = engine.observe(
-                window.messages, previous_observations=previous[-PREVIOUS_TAIL:], now=window.now
+                window.messages,
+                previous_observations=previous[-PREVIOUS_TAIL:],
+                now=window.now,
+                fidelity=fidelity,
             )
             said_at = {m.id: m.created_at for m in window.messages}
             for draft in output.observations:
@@ -492,9 +502,11 @@ def best_time(run: Callable[[], float]) -> float:
     return min(run() for _ in range(RUNS))
 
 
-def report(name: str, conversations: list[Conversation], target: float) -> dict[str, float]:
-    results, _ = run_engine(conversations)
-    seconds = best_time(lambda: run_engine(conversations)[1])
+def report(
+    name: str, conversations: list[Conversation], target: float, fidelity: str
+) -> dict[str, float]:
+    results, _ = run_engine(conversations, fidelity)
+    seconds = best_time(lambda: run_engine(conversations, fidelity)[1])
     raw = sum(token_counts([m.content for c in conversations for m in c.messages]))
     observed = sum(token_counts([o.text for r in results for o in r.observations]))
     reflected = sum(token_counts([x.text for r in results for x in r.reflections]))
@@ -555,12 +567,20 @@ def report(name: str, conversations: list[Conversation], target: float) -> dict[
 
 
 def main() -> None:
-    print("Extractive Observer and Reflector: compression, retention, cost")
-    report("memorybank_en.json (chat, per-day windows)", load_memorybank(), target=5)
+    default = settings.MEMDESK_OBSERVER_FIDELITY
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fidelity", choices=FIDELITIES, default=default)
+    fidelity = parser.parse_args().fidelity
+    print(
+        "Extractive Observer and Reflector: compression, retention, cost "
+        f"(fidelity={fidelity}{', the default' if fidelity == default else ''})"
+    )
+    report("memorybank_en.json (chat, per-day windows)", load_memorybank(), 5, fidelity)
     report(
         "taskmaster4_coffee_500.json (tool-heavy, one window per dialogue)",
         load_taskmaster(),
-        target=20,
+        20,
+        fidelity,
     )
 
 

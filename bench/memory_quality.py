@@ -1,11 +1,13 @@
 """Memory quality on LongMemEval: does the memory ``GET /context`` serves keep what a later
 question needs, how small is it, how readable, and how well dated.
 
-Run: ``.venv/bin/python bench/memory_quality.py`` (a few minutes on two cores; prints
-figures only, never message content). ``--samples`` also prints 20 random notes per
-dataset for a reader to judge: the only place content is printed. ``--s-limit N`` and
-``--oracle-sample N`` shrink the run; ``--redaction-sample N`` sizes the redaction run.
-Reads ``../shared/data/conversations/longmemeval/``; nothing from it is copied into the
+Run: ``.venv/bin/python bench/memory_quality.py --fidelity-curve`` (about 8 minutes on two
+cores; prints figures only, never message content). ``--samples`` also prints 20 random
+notes per dataset for a reader to judge: the only place content is printed.
+``--fidelity-curve`` adds the ``default`` variant at the other fidelity levels (S subset
+only; about 3 minutes more). ``--s-limit N`` and ``--oracle-sample N`` shrink the
+run; ``--redaction-sample N`` sizes the redaction run. Reads
+``../shared/data/conversations/longmemeval/``; nothing from it is copied into the
 repository.
 
 Data
@@ -23,27 +25,38 @@ Ingest and pipeline (real code, a throwaway SQLite database)
   appended session by session through ``memory.services.messages_append`` (chunks of at
   most 100 messages, as the bulk API takes them); turn ``i`` of a session is dated the
   session's date plus ``i`` minutes.
-- ``threshold`` (the product at its defaults): ``messages_append`` schedules an Observer
-  run when the unobserved tokens reach 30,000; the bench executes every scheduled run at
-  once with ``observer_run_execute`` (what the Celery worker does), and any Reflector run
-  the Observer then schedules (40,000 tokens of active observations) with
-  ``reflector_run_execute``. What is left under the threshold at the end stays as recent
-  messages: scored apart, it is not memory.
-- ``daily``: the same, plus an on-demand observation (``pipeline.run_now``) after the
-  last session of each calendar day: what a nightly sweep that observes everything of the
-  day would produce. The product's sweeper schedules by threshold only, so this is the
-  lower-threshold end of the curve, not today's default.
-- ``daily+reflect``: the ``daily`` conversations after one more on-demand Reflector run,
-  so that the reflections (which 115k tokens rarely make due at 40,000 observation
-  tokens) are scored too.
+- ``default`` (the product at its defaults, sweeper included): ``messages_append``
+  schedules an Observer run when the unobserved tokens reach 30,000; the bench executes
+  every scheduled run at once with ``observer_run_execute`` (what the Celery worker
+  does), and any Reflector run that becomes due (40,000 tokens of active observations)
+  with ``reflector_run_execute``. The sweeper is played in message time: after each
+  session the conversation's ``updated_at`` is set to the session's last turn (a
+  queryset ``update()``: ``messages_append`` records the wall clock, and the bench writes
+  a year of sessions in seconds), and before the next session, and once more at the
+  question's date, the bench calls what ``pipeline_sweep`` calls for a conversation,
+  ``observer_schedule_if_due(now=...)`` and ``reflector_schedule_if_due``, with ``now``
+  the next session's start, and executes what they schedule. So a conversation that
+  went quiet for ``MEMDESK_OBSERVER_IDLE_MINUTES`` (360) has its last stretch observed
+  below the threshold, as in production; what is left unobserved at the end stays as
+  recent messages: scored apart, it is not memory.
+- ``default+reflect``: the ``default`` conversations after one more on-demand Reflector
+  run (``pipeline.run_now``), so that the reflections (which 115k tokens rarely make due
+  at 40,000 observation tokens) are scored too.
+- ``threshold only``: ``default`` without the sweeper (runs at 30,000 unobserved tokens
+  only): what the product serves between sweeps, and what it served before the idle rule.
+- ``default, fidelity=LEVEL`` (``--fidelity-curve``, S subset only): ``default`` in a
+  workspace whose ``fidelity`` is LEVEL, for each level of
+  ``memory.engines.base.FIDELITIES`` other than ``MEMDESK_OBSERVER_FIDELITY`` (the
+  default level is the ``default`` row itself). Read with the baselines, the rows give
+  the compression / coverage curve a workspace's fidelity setting chooses from.
 - Default redaction policy: a workspace's policy is created with its defaults
   (``redaction_policy_get_or_create``), which redact observations in front of the
   Reflector but not messages before observation. What redaction costs is measured on
   ``--redaction-sample`` S questions (default 3, seeded: Presidio is slow on
-  115k-token haystacks): the ``daily`` variant with ``redact_before_observation`` switched on,
-  against the same questions with the default.
+  115k-token haystacks): the ``default`` variant with ``redact_before_observation``
+  switched on, against the same questions with the default.
 
-Scores (the scoring functions are pure and tested in
+Scores (the scoring functions are pure; they and the ingest are tested in
 ``tests/memory/test_memory_quality_bench.py``)
 - Memory is what ``context_for_conversation(fmt="text")`` renders under
   ``## Reflections`` and ``## Observations`` (prompt lines with marker and date); the
@@ -380,17 +393,17 @@ def split_context(text: str) -> tuple[str, str]:
 
 
 class Pipeline:
-    """The product's services and pipeline on a throwaway database (Django set up once)."""
+    """The product's services and pipeline on a throwaway database (Django set up, and
+    the database migrated, before it is made)."""
 
     def __init__(self) -> None:
-        from django.core.management import call_command
+        self.engine_seconds = 0.0
 
+    def clock_engine(self) -> None:
+        """Count the engine's own share of a run's CPU (the rest is claiming, redaction
+        gates and storing): its two methods are wrapped with a clock for this process."""
         from memory.engines.extractive import ExtractiveEngine
 
-        call_command("migrate", verbosity=0)
-        self.engine_seconds = 0.0
-        # The engine's own share of a run's CPU (the rest is claiming, redaction gates
-        # and storing): its two methods are wrapped with a clock for this process only.
         for name in ("observe", "reflect"):
             setattr(ExtractiveEngine, name, self._clocked(getattr(ExtractiveEngine, name)))
 
@@ -404,11 +417,21 @@ class Pipeline:
 
         return clocked
 
-    def workspace(self, name: str, *, redact_before_observation: bool = False) -> Any:
+    def workspace(
+        self, name: str, *, redact_before_observation: bool = False, fidelity: str = ""
+    ) -> Any:
+        """A workspace with the default redaction policy (optionally redacting messages
+        before observation) and ``fidelity`` (blank: MEMDESK_OBSERVER_FIDELITY)."""
         from governance.redaction_policy import redaction_policy_get_or_create
+        from memory.engines.base import FIDELITIES
         from memory.services import workspace_get_or_create
 
+        if fidelity and fidelity not in FIDELITIES:
+            raise ValueError(f"fidelity must be one of {', '.join(FIDELITIES)}; got {fidelity!r}")
         workspace = workspace_get_or_create(name=name)
+        if fidelity:
+            workspace.fidelity = fidelity
+            workspace.save(update_fields=["fidelity"])
         policy = redaction_policy_get_or_create(workspace_id=workspace.pk)
         if redact_before_observation:
             policy.redact_before_observation = True
@@ -428,17 +451,42 @@ class Pipeline:
             ).values_list("pk", flat=True):
                 execute(run_id=run_id)
 
-    def ingest(self, workspace: Any, question: Question, *, daily: bool) -> tuple[Any, float]:
-        """Append the sessions; run what becomes due (and each day's end, if ``daily``).
-        Returns the conversation and the CPU seconds spent in pipeline runs."""
-        from memory.pipeline import run_now
+    def _sweep(self, conversation: Any, now: datetime) -> None:
+        """What the sweeper (``pipeline_sweep``) does for one conversation at ``now``:
+        schedule the Observer if due (idle for MEMDESK_OBSERVER_IDLE_MINUTES, or over the
+        threshold) and the Reflector if due; then run what was scheduled, as the worker
+        would. ``pipeline_sweep`` itself is not called: it takes the wall clock as now and
+        sweeps every conversation of every variant."""
+        from django.db import transaction
+
+        from memory.models import PipelineRun
+        from memory.pipeline import observer_schedule_if_due, reflector_schedule_if_due
+
+        with transaction.atomic():
+            observer_schedule_if_due(
+                conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER, now=now
+            )
+            reflector_schedule_if_due(
+                conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER
+            )
+        self._run_due(conversation)
+
+    def ingest(self, workspace: Any, question: Question, *, sweep: bool) -> tuple[Any, float]:
+        """Append the sessions and run what becomes due; with ``sweep``, also what the
+        sweeper finds due before each next session and at the question's date. Returns
+        the conversation and the CPU seconds spent in pipeline runs."""
+        from memory.models import Conversation
         from memory.services import MessageInput, conversation_create, messages_append
 
         conversation = conversation_create(
             workspace=workspace, title=question.question_id, created_at=question.sessions[0][0]
         )
         cpu = 0.0
-        for index, (began, session) in enumerate(question.sessions):
+        for began, session in question.sessions:
+            if sweep:
+                started = time.process_time()
+                self._sweep(conversation, now=began)
+                cpu += time.process_time() - started
             items = [
                 MessageInput(
                     role=turn["role"],
@@ -453,14 +501,18 @@ class Pipeline:
                 started = time.process_time()
                 self._run_due(conversation)
                 cpu += time.process_time() - started
-            following = (
-                question.sessions[index + 1][0] if index + 1 < len(question.sessions) else None
-            )
-            if daily and (following is None or following.date() != began.date()):
-                started = time.process_time()
-                run_now(kind="observe", conversation=conversation, wait=True)
-                self._run_due(conversation)
-                cpu += time.process_time() - started
+            if items:
+                # Writes are simulated in message time: the conversation was last written
+                # when the session's last turn was said, not when the bench appended it
+                # (which is what messages_append records), so the idle rule sees the gaps
+                # between sessions.
+                said = items[-1].created_at
+                Conversation.objects.filter(pk=conversation.pk).update(updated_at=said)
+                conversation.updated_at = said
+        if sweep:
+            started = time.process_time()
+            self._sweep(conversation, now=question.question_date)
+            cpu += time.process_time() - started
         return conversation, cpu
 
     def reflect(self, conversation: Any) -> float:
@@ -581,12 +633,27 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
 
+def default_fidelity() -> str:
+    from django.conf import settings
+
+    return str(settings.MEMDESK_OBSERVER_FIDELITY)
+
+
+def fidelity_levels() -> list[str]:
+    """The fidelity levels other than the default one (that one is the ``default`` row)."""
+    from memory.engines.base import FIDELITIES
+
+    return [level for level in FIDELITIES if level != default_fidelity()]
+
+
 def run_dataset(
     pipeline: Pipeline,
     name: str,
     questions: list[Question],
     abstentions: int,
     args: argparse.Namespace,
+    *,
+    fidelity_curve: bool = False,
 ) -> None:
     from memory.tokens import token_counts
 
@@ -600,36 +667,53 @@ def run_dataset(
         f"{sum(len(q.turns) for q in questions):,} turns, {raw:,} raw tokens"
     )
 
-    variants: dict[str, list[Served]] = {"threshold": [], "daily": [], "daily+reflect": []}
+    variants: dict[str, list[Served]] = {
+        label: [] for label in ("default", "default+reflect", "threshold only")
+    }
+    levels = fidelity_levels() if fidelity_curve else []
+    for level in levels:
+        variants[f"default, fidelity={level}"] = []
     wall = time.monotonic()
     tag = re.sub(r"\W+", "-", name.split()[0])
-    threshold_ws = pipeline.workspace(f"{tag}-threshold")
-    daily_ws = pipeline.workspace(f"{tag}-daily")
+    default_ws = pipeline.workspace(f"{tag}-default")
+    threshold_ws = pipeline.workspace(f"{tag}-threshold-only")
+    level_ws = {level: pipeline.workspace(f"{tag}-{level}", fidelity=level) for level in levels}
     for question in questions:
         engine = pipeline.engine_seconds
-        conversation, cpu = pipeline.ingest(threshold_ws, question, daily=False)
-        variants["threshold"].append(
-            pipeline.served(conversation, cpu, pipeline.engine_seconds - engine)
-        )
-        engine = pipeline.engine_seconds
-        conversation, cpu = pipeline.ingest(daily_ws, question, daily=True)
-        variants["daily"].append(
+        conversation, cpu = pipeline.ingest(default_ws, question, sweep=True)
+        variants["default"].append(
             pipeline.served(conversation, cpu, pipeline.engine_seconds - engine)
         )
         cpu += pipeline.reflect(conversation)
-        variants["daily+reflect"].append(
+        variants["default+reflect"].append(
             pipeline.served(conversation, cpu, pipeline.engine_seconds - engine)
         )
+        engine = pipeline.engine_seconds
+        conversation, cpu = pipeline.ingest(threshold_ws, question, sweep=False)
+        variants["threshold only"].append(
+            pipeline.served(conversation, cpu, pipeline.engine_seconds - engine)
+        )
+        for level, workspace in level_ws.items():
+            engine = pipeline.engine_seconds
+            conversation, cpu = pipeline.ingest(workspace, question, sweep=True)
+            variants[f"default, fidelity={level}"].append(
+                pipeline.served(conversation, cpu, pipeline.engine_seconds - engine)
+            )
     print(f"pipeline wall time {time.monotonic() - wall:.0f} s (ingest, runs, context)")
+    if levels:
+        print(
+            f"fidelity curve: `default` is fidelity={default_fidelity()}; the other levels "
+            f"({', '.join(levels)}) are the same pipeline in a workspace set to that level"
+        )
 
     scored = []
     for label, served in variants.items():
         scored.append(score_texts(f"engine {label}", questions, [s.memory_text for s in served],
                                   raw_words, raw))  # fmt: skip
     with_tail = score_texts(
-        "engine threshold, memory + recent tail",
+        "engine default, memory + recent tail",
         questions,
-        [s.memory_text + "\n" + s.recent_text for s in variants["threshold"]],
+        [s.memory_text + "\n" + s.recent_text for s in variants["default"]],
         raw_words,
         raw,
     )
@@ -699,7 +783,7 @@ def run_dataset(
     for label, figure in figures.items():
         kinds = ", ".join(f"{k} {v}" for k, v in figure["garbled_kinds"].items())
         print(
-            f"{label:<14} notes {figure['notes']:>6,} ({figure['reflections']:,} reflections); "
+            f"{label:<26} notes {figure['notes']:>6,} ({figure['reflections']:,} reflections); "
             f"garbled {figure['garbled']:.2%} ({kinds}); with an elision anywhere "
             f"{figure['elided']:.1%}; observed date in sources' span "
             f"{figure['within_span']:.1%}; referenced date not after the question "
@@ -735,10 +819,8 @@ def run_dataset(
         print(f"targets, {label}: " + "; ".join(f"{c} {verdict(ok)}" for c, ok in checks))
 
     if args.samples:
-        # The headline variant's notes; where it wrote none (short histories never reach
-        # the threshold), the daily variant's.
-        label = next((k for k in ("threshold", "daily") if any(s.notes for s in variants[k])),
-                     "daily+reflect")  # fmt: skip
+        # The headline variant's notes; where it wrote none, the reflected variant's.
+        label = "default" if any(s.notes for s in variants["default"]) else "default+reflect"
         notes = [n for s in variants[label] for n in s.notes]
         print(f"\n{SAMPLE_NOTES} random notes ({label} variant, seed {args.seed})")
         for note in random.Random(args.seed).sample(notes, min(SAMPLE_NOTES, len(notes))):
@@ -746,12 +828,12 @@ def run_dataset(
 
 
 def run_redaction(pipeline: Pipeline, questions: list[Question]) -> None:
-    """The ``daily`` variant with and without redaction before observation."""
+    """The ``default`` variant with and without redaction before observation."""
     from memory.tokens import token_counts
 
     raw = sum(sum(token_counts(q.turns)) for q in questions)
     raw_words = [content_words("\n".join(q.turns)) for q in questions]
-    print(f"\n## What redaction costs ({len(questions)} S questions, daily variant)")
+    print(f"\n## What redaction costs ({len(questions)} S questions, default variant)")
     results = []
     for label, on in (("default policy", False), ("redact before observation", True)):
         workspace = pipeline.workspace(
@@ -760,7 +842,7 @@ def run_redaction(pipeline: Pipeline, questions: list[Question]) -> None:
         served = []
         for question in questions:
             engine = pipeline.engine_seconds
-            conversation, cpu = pipeline.ingest(workspace, question, daily=True)
+            conversation, cpu = pipeline.ingest(workspace, question, sweep=True)
             served.append(pipeline.served(conversation, cpu, pipeline.engine_seconds - engine))
         item = score_texts(label, questions, [s.memory_text for s in served], raw_words, raw)
         cpu_ms = sum(s.cpu_seconds for s in served) * 1000 / (raw / 1000)
@@ -779,6 +861,11 @@ def main() -> None:
     parser.add_argument("--redaction-sample", type=int, default=3)
     parser.add_argument("--seed", type=int, default=20250101)
     parser.add_argument("--samples", action="store_true", help="print 20 notes per dataset")
+    parser.add_argument(
+        "--fidelity-curve",
+        action="store_true",
+        help="also run the default variant at the other fidelity levels (S subset only)",
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT / "bench"))
@@ -799,13 +886,17 @@ def main() -> None:
         import django
 
         django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
         pipeline = Pipeline()
+        pipeline.clock_engine()
         print("Memory quality on LongMemEval (extractive engine, default thresholds and policy)")
         s_questions, s_abs = load("longmemeval_s_subset68.json", None, args.seed)
         if args.s_limit is not None:
             s_questions = s_questions[: args.s_limit]
         run_dataset(pipeline, "longmemeval_s_subset68.json (whole haystacks)", s_questions,
-                    s_abs, args)  # fmt: skip
+                    s_abs, args, fidelity_curve=args.fidelity_curve)  # fmt: skip
         if args.oracle_sample:
             o_questions, o_abs = load("longmemeval_oracle.json", args.oracle_sample, args.seed)
             run_dataset(

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from dashboard.models import Membership, Role
 from governance.models import LegalHold, RedactionFinding
-from memory.metrics import SERIES_DAYS, pipeline_metrics
+from memory.metrics import SERIES_DAYS, pipeline_metrics, served_token_count
 from memory.models import (
     ApiKey,
     Conversation,
@@ -171,9 +171,12 @@ def with_tier_stats(
     observed_runs = ObserverRun.objects.filter(
         conversation=OuterRef("pk"), status=PipelineRun.Status.SUCCEEDED
     )
+    pins = Pin.objects.filter(conversation=OuterRef("pk"))
     return _flags(queryset).annotate(
         message_count=_count_of(messages),
         message_tokens=_sum_of(messages, "token_count"),
+        pin_count=_count_of(pins),
+        pin_tokens=_sum_of(pins, "token_count"),
         observation_count=_count_of(active_observations),
         observation_tokens=_sum_of(active_observations, "token_count"),
         reflection_count=_count_of(active_reflections),
@@ -187,10 +190,11 @@ def with_tier_stats(
 def _with_compression(
     queryset: QuerySet[WithAnnotations[Conversation, ConversationFlags]],
 ) -> QuerySet[WithAnnotations[Conversation, ConversationFlags]]:
-    # Only to sort by it: what an agent is served is the active reflections and
-    # observations plus the messages no Observer run has read yet.
+    # Only to sort by it: memory.metrics.served_token_count in SQL (pins, active
+    # reflections and observations, messages no Observer run has read yet).
     served = (
-        F("reflection_tokens")
+        F("pin_tokens")
+        + F("reflection_tokens")
         + F("observation_tokens")
         + Greatest(F("message_tokens") - F("observed_tokens"), Value(0))
     )
@@ -210,14 +214,20 @@ class TierStats:
     observation_tokens: int
     reflection_count: int
     reflection_tokens: int
+    pin_count: int
+    pin_tokens: int
     observed_tokens: int  # what succeeded Observer runs read
 
     @property
     def served_tokens(self) -> int:
-        """The same sum as memory.metrics.pipeline_metrics: active reflections and
-        observations plus the messages not yet observed."""
-        unobserved = max(self.message_tokens - self.observed_tokens, 0)
-        return self.reflection_tokens + self.observation_tokens + unobserved
+        """What the agent is served, counted as ``/v1/metrics`` counts it."""
+        return served_token_count(
+            pin_tokens=self.pin_tokens,
+            reflection_tokens=self.reflection_tokens,
+            observation_tokens=self.observation_tokens,
+            message_tokens=self.message_tokens,
+            observed_tokens=self.observed_tokens,
+        )
 
     @property
     def compression(self) -> float | None:
@@ -235,12 +245,14 @@ def add_figures(conversations: list[Conversation]) -> None:
             observation_tokens=conversation.observation_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
             reflection_count=conversation.reflection_count,  # type: ignore[attr-defined]  # with_tier_stats annotation
             reflection_tokens=conversation.reflection_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            pin_count=conversation.pin_count,  # type: ignore[attr-defined]  # with_tier_stats annotation
+            pin_tokens=conversation.pin_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
             observed_tokens=conversation.observed_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
         )
 
 
 def tier_stats(*, conversation: Conversation) -> TierStats:
-    """One conversation's figures: four aggregates, each a single indexed scan (a
+    """One conversation's figures: five aggregates, each a single indexed scan (a
     10,000-message conversation's page spent 20-40 ms on the subquery form)."""
     messages = Message.objects.filter(conversation=conversation).aggregate(
         n=Count("pk"), tokens=Sum("token_count")
@@ -254,6 +266,9 @@ def tier_stats(*, conversation: Conversation) -> TierStats:
     observed = ObserverRun.objects.filter(
         conversation=conversation, status=PipelineRun.Status.SUCCEEDED
     ).aggregate(tokens=Sum("tokens_in"))
+    pins = Pin.objects.filter(conversation=conversation).aggregate(
+        n=Count("pk"), tokens=Sum("token_count")
+    )
     return TierStats(
         message_count=messages["n"],
         message_tokens=messages["tokens"] or 0,
@@ -261,6 +276,8 @@ def tier_stats(*, conversation: Conversation) -> TierStats:
         observation_tokens=observations["tokens"] or 0,
         reflection_count=reflections["n"],
         reflection_tokens=reflections["tokens"] or 0,
+        pin_count=pins["n"],
+        pin_tokens=pins["tokens"] or 0,
         observed_tokens=observed["tokens"] or 0,
     )
 

@@ -95,6 +95,15 @@ def shift_findings(
 def store_target_text(
     target: Message | Observation | Reflection, field: str, old: str, new: str
 ) -> None:
+    """Store one target's new text and, for a message, quote its pins again from it."""
+    _store_text(target, field, old, new)
+    if type(target) is Message:
+        requote_pins(changes=[(target.pk, old, new)])
+
+
+def _store_text(target: Message | Observation | Reflection, field: str, old: str, new: str) -> None:
+    """Store the new text if the stored one is still ``old`` (else RedactionConflict).
+    A message's pins are the caller's to quote again (``requote_pins``)."""
     model = type(target)
     fields: dict[str, Any] = {field: new, "token_count": token_count(new)}
     if model is Observation:
@@ -107,45 +116,53 @@ def store_target_text(
         raise RedactionConflict(str(target.pk))
     for name, value in fields.items():
         setattr(target, name, value)
-    if model is Message:
-        requote_pins(message_id=target.pk, old=old, new=new)
 
 
-def requote_pins(*, message_id: Any, old: str, new: str) -> None:
-    """Quote a redacted message's pins again from its new text: a pin must never keep a
-    value its message no longer holds. Redaction rewrites one stretch of the text (the
-    common prefix and suffix stay); a span that reaches into that stretch is widened to
-    all of it, so the quote keeps its place and takes the replacement. A quote left
-    empty (the value was all it held, and the operator removes values) is deleted."""
-    pins = list(Pin.objects.select_for_update().filter(message_id=message_id))
+def _requote(pin: Pin, old: str, new: str) -> None:
+    """Move one pin's span from its message's ``old`` text onto its ``new`` text."""
+    if pin.start is None or pin.end is None:
+        pin.text = new
+    else:
+        limit = min(len(old), len(new))
+        prefix = 0
+        while prefix < limit and old[prefix] == new[prefix]:
+            prefix += 1
+        suffix = 0
+        while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+            suffix += 1
+        changed_end_old, changed_end_new = len(old) - suffix, len(new) - suffix
+
+        def moved(offset: int, *, is_end: bool) -> int:
+            if offset <= prefix:
+                return offset
+            if offset >= changed_end_old:
+                return offset + len(new) - len(old)
+            return changed_end_new if is_end else prefix
+
+        pin.start = moved(pin.start, is_end=False)
+        pin.end = moved(pin.end, is_end=True)
+        pin.text = new[pin.start : pin.end]
+    pin.token_count = token_count(pin.text)
+
+
+def requote_pins(*, changes: Sequence[tuple[Any, str, str]]) -> None:
+    """Quote redacted messages' pins again from their new text: a pin must never keep a
+    value its message no longer holds. ``changes``: (message id, old text, new text) per
+    message. Redaction rewrites one stretch of a text (the common prefix and suffix
+    stay); a span that reaches into that stretch is widened to all of it, so the quote
+    keeps its place and takes the replacement. A quote left empty (the value was all it
+    held, and the operator removes values) is deleted. One query reads the pins of every
+    message in ``changes``, one updates them and one deletes the emptied ones."""
+    texts = {message_id: (old, new) for message_id, old, new in changes}
+    if not texts:
+        return
+    pins = list(Pin.objects.select_for_update().filter(message_id__in=texts))
     if not pins:
         return
-    limit = min(len(old), len(new))
-    prefix = 0
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
-        suffix += 1
-    changed_end_old, changed_end_new = len(old) - suffix, len(new) - suffix
-
-    def moved(offset: int, *, is_end: bool) -> int:
-        if offset <= prefix:
-            return offset
-        if offset >= changed_end_old:
-            return offset + len(new) - len(old)
-        return changed_end_new if is_end else prefix
-
     kept: list[Pin] = []
     emptied: list[Pin] = []
     for pin in pins:
-        if pin.start is None or pin.end is None:
-            pin.text = new
-        else:
-            pin.start = moved(pin.start, is_end=False)
-            pin.end = moved(pin.end, is_end=True)
-            pin.text = new[pin.start : pin.end]
-        pin.token_count = token_count(pin.text)
+        _requote(pin, *texts[pin.message_id])
         (kept if pin.text.strip() else emptied).append(pin)
     Pin.objects.bulk_update(kept, ["start", "end", "text", "token_count"])
     if emptied:
@@ -232,10 +249,13 @@ def redact_targets(
     changed_conversations: set[uuid.UUID] = set()
     with transaction.atomic():
         new_findings = []
+        requoted: list[tuple[Any, str, str]] = []  # messages whose pins quote them again
         for target, text, result, earlier in plans:
             kept = False
             if result.changed:
-                store_target_text(target, field, text, result.text)
+                _store_text(target, field, text, result.text)
+                if type(target) is Message:
+                    requoted.append((target.pk, text, result.text))
                 shift_findings(earlier, result.edits)
                 kept = keep_original(
                     policy=policy,
@@ -266,6 +286,7 @@ def redact_targets(
                 },
             )
         RedactionFinding.objects.bulk_create(new_findings)
+        requote_pins(changes=requoted)
         for conversation_id in changed_conversations:
             # The rendered context (and its ETag) is keyed on memory_version.
             Conversation.objects.filter(pk=conversation_id).update(

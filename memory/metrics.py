@@ -79,13 +79,29 @@ def _series(runs: QuerySet[Any], since: datetime) -> dict[str, dict[str, int]]:
     return days
 
 
+def served_token_count(
+    *,
+    pin_tokens: int,
+    reflection_tokens: int,
+    observation_tokens: int,
+    message_tokens: int,
+    observed_tokens: int,
+) -> int:
+    """The tokens an agent is served: the pinned quotes, the active reflections and
+    observations, and the messages no succeeded Observer run has read yet (message
+    tokens less what the runs read). The API's metrics and the dashboard's figures use
+    this one sum."""
+    unobserved = max(message_tokens - observed_tokens, 0)
+    return pin_tokens + reflection_tokens + observation_tokens + unobserved
+
+
 def pipeline_metrics(
     *, workspace: Workspace, conversation: Conversation | None = None
 ) -> dict[str, Any]:
     """Raw tokens vs tokens served, compression per tier, runs, durations, failures.
 
     Observed tokens are what succeeded Observer runs read; the tokens an agent is served
-    are the active reflections and observations plus the messages not yet observed.
+    are ``served_token_count``.
     """
     scope: dict[str, Any] = (
         {"conversation": conversation} if conversation else {"conversation__workspace": workspace}
@@ -109,7 +125,13 @@ def pipeline_metrics(
     unobserved_tokens = max(raw_tokens - observer["tokensIn"], 0)
     threshold = settings.MEMDESK_GROUNDING_THRESHOLD
     pin_tokens = Pin.objects.filter(**scope).aggregate(t=Sum("token_count"))["t"] or 0
-    served = pin_tokens + active_reflection_tokens + active_observation_tokens + unobserved_tokens
+    served = served_token_count(
+        pin_tokens=pin_tokens,
+        reflection_tokens=active_reflection_tokens,
+        observation_tokens=active_observation_tokens,
+        message_tokens=raw_tokens,
+        observed_tokens=observer["tokensIn"],
+    )
     since = timezone.now() - timedelta(days=SERIES_DAYS)
     return {
         "scope": {

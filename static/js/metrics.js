@@ -7,6 +7,7 @@
     raw: "#8c96a8",
     served: "#2f6fdf",
     saved: "#2e9e6a",
+    pins: "#c2410c",
     reflections: "#7b4fd6",
     observations: "#2f6fdf",
     unobserved: "#d9a21b",
@@ -50,10 +51,15 @@
     draw("chart-tiers", {
       type: "doughnut",
       data: {
-        labels: ["Reflections", "Observations", "Unobserved messages"],
+        labels: ["Pinned quotes", "Reflections", "Observations", "Unobserved messages"],
         datasets: [{
-          data: [m.tiers.reflectionTokens, m.tiers.observationTokens, m.tiers.unobservedMessageTokens],
-          backgroundColor: [COLORS.reflections, COLORS.observations, COLORS.unobserved],
+          data: [
+            m.tiers.pinTokens,
+            m.tiers.reflectionTokens,
+            m.tiers.observationTokens,
+            m.tiers.unobservedMessageTokens,
+          ],
+          backgroundColor: [COLORS.pins, COLORS.reflections, COLORS.observations, COLORS.unobserved],
         }],
       },
     });

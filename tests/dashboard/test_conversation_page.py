@@ -159,7 +159,7 @@ def test_the_page_costs_the_same_queries_whatever_the_size(
 ):
     client = login("viewer")
     client.get("/conversations/")  # the session's workspace is saved on the first request
-    with django_assert_max_num_queries(14) as small:
+    with django_assert_max_num_queries(15) as small:
         client.get(f"/conversations/{conversation.pk}/")
     with django_assert_max_num_queries(len(small.captured_queries)):
         client.get(f"/conversations/{long_conversation.pk}/")

@@ -9,7 +9,8 @@ from django.utils.html import escape
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory.models import Message, Pin
-from memory.services import pin_create
+from memory.services import conversation_create, pin_create
+from tests.dashboard.factories import chat, observe
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
@@ -146,3 +147,44 @@ def test_another_workspaces_message_and_pin_are_not_found(login, foreign):
 def test_pinning_needs_the_csrf_token(csrf_client, message):
     assert csrf_client("admin").post(_pin_url(message), {"reason": "r"}).status_code == 403
     assert not Pin.objects.exists()
+
+
+# --- what the agent is served --------------------------------------------------------------------
+
+
+def test_the_served_figures_count_pins_as_the_api_metrics_do(login, api, conversation, pin):
+    served = api.get(f"/v1/metrics?conversationId={conversation.pk}").json()["servedTokens"]
+    client = login("viewer")
+
+    page = client.get(f"/conversations/{conversation.pk}/")
+    listed = {c.pk: c for c in client.get("/conversations/").context["page"].object_list}
+
+    stats = page.context["stats"]
+    assert stats.pin_count == 1 and stats.pin_tokens == pin.token_count > 0
+    assert stats.served_tokens == served
+    assert stats.served_tokens == (
+        pin.token_count + stats.reflection_tokens + stats.observation_tokens
+    ) + max(stats.message_tokens - stats.observed_tokens, 0)
+    assert listed[conversation.pk].stats.served_tokens == served
+    html = page.content.decode()
+    assert f"{served:,}</span>" in html and f"({pin.token_count:,} pinned)" in html
+    assert f"{served:,} served" in client.get("/conversations/").content.decode()
+
+
+def test_a_pin_lowers_the_compression_the_list_sorts_by(login, workspace, conversation, pin):
+    unpinned = conversation_create(workspace=workspace, user_id="dana", title="Unpinned")
+    chat(unpinned)
+    observe(unpinned)
+    client = login("viewer")
+
+    def first(sort: str) -> str:
+        response = client.get(f"/conversations/?sort={sort}")
+        return response.context["page"].object_list[0].title
+
+    assert first("compression") == conversation.title  # lowest first: the pinned one
+    assert first("-compression") == "Unpinned"
+
+
+def test_the_metrics_page_shows_pins_among_the_tiers_served(login, conversation, pin):
+    html = login("viewer").get(f"/metrics/?conversation={conversation.pk}").content.decode()
+    assert f"Pinned quotes {pin.token_count} tokens" in html

@@ -1,13 +1,17 @@
-"""The scoring of bench/memory_quality.py on hand-made inputs (no data files, no database):
-the figures it reports are only as good as these functions."""
+"""bench/memory_quality.py on hand-made inputs (no data files): its scoring functions,
+and its ingest, which plays the sweeper in message time. The figures it reports are only
+as good as these."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from bench.memory_quality import (
+    Pipeline,
+    Question,
     content_words,
     coverage,
     first_words,
@@ -118,3 +122,92 @@ def test_it_splits_memory_from_the_recent_tail() -> None:
 
 def test_it_reads_the_dataset_dates_as_utc() -> None:
     assert parse_dataset_date("2023/08/11 (Fri) 15:58") == datetime(2023, 8, 11, 15, 58, tzinfo=UTC)
+
+
+# --- ingest: the product's pipeline, the sweeper played in message time -----------------------
+
+DAY = datetime(2023, 5, 1, 9, 0, tzinfo=UTC)
+
+
+def _question(starts: list[datetime], asked: datetime) -> Question:
+    sessions = [
+        (
+            start,
+            [
+                {"role": "user", "content": f"I adopted a cat named Miso{n} and bought 3 toys."},
+                {"role": "assistant", "content": f"Congratulations on Miso{n}! Cats love toys."},
+            ],
+        )
+        for n, start in enumerate(starts)
+    ]
+    return Question("q1", "single-session-user", "Miso0", asked, sessions)
+
+
+def _runs(conversation: Any) -> list[tuple[str, int | None, int | None]]:
+    return list(
+        conversation.observer_runs.order_by("created_at").values_list(
+            "trigger", "window_start_seq", "window_end_seq"
+        )
+    )
+
+
+def test_the_default_variant_observes_each_session_once_the_conversation_went_quiet(db):
+    pipeline = Pipeline()
+    question = _question([DAY, DAY + timedelta(days=1)], asked=DAY + timedelta(days=2))
+
+    conversation, _ = pipeline.ingest(pipeline.workspace("default"), question, sweep=True)
+
+    # Before the second session (a day later) and at the question's date: two idle
+    # observations by the sweeper, each of one session, dated when it was said.
+    assert _runs(conversation) == [("sweeper", 1, 2), ("sweeper", 3, 4)]
+    assert conversation.observations.count() >= 2
+    for observation in conversation.observations.all():
+        session = DAY + timedelta(days=0 if observation.window_end_seq <= 2 else 1)
+        assert session <= observation.observed_at <= session + timedelta(minutes=1)
+    served = pipeline.served(conversation, 0.0, 0.0)
+    assert "Miso0" in served.memory_text and served.recent_text == ""
+
+
+def test_sessions_closer_than_the_idle_time_are_observed_together(db):
+    pipeline = Pipeline()
+    question = _question([DAY, DAY + timedelta(hours=2)], asked=DAY + timedelta(days=1))
+
+    conversation, _ = pipeline.ingest(pipeline.workspace("default"), question, sweep=True)
+
+    assert _runs(conversation) == [("sweeper", 1, 4)]
+
+
+def test_without_the_sweeper_a_short_history_stays_recent(db):
+    pipeline = Pipeline()
+    question = _question([DAY, DAY + timedelta(days=1)], asked=DAY + timedelta(days=2))
+
+    conversation, _ = pipeline.ingest(pipeline.workspace("threshold"), question, sweep=False)
+
+    assert _runs(conversation) == []
+    served = pipeline.served(conversation, 0.0, 0.0)
+    assert "Miso" not in served.memory_text
+    assert "Miso0" in served.recent_text
+
+
+def test_a_fidelity_workspace_hands_its_level_to_the_engine(db, monkeypatch, settings):
+    from memory.engines.extractive import ExtractiveEngine
+
+    levels: list[str] = []
+    observe = ExtractiveEngine.observe
+
+    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
+        levels.append(kwargs["fidelity"])
+        return observe(self, *args, **kwargs)
+
+    monkeypatch.setattr(ExtractiveEngine, "observe", recording)
+    pipeline = Pipeline()
+    question = _question([DAY], asked=DAY + timedelta(days=1))
+
+    compact = pipeline.workspace("compact", fidelity="compact")
+    pipeline.ingest(compact, question, sweep=True)
+    pipeline.ingest(pipeline.workspace("default"), question, sweep=True)
+
+    assert compact.fidelity == "compact"
+    assert levels == ["compact", settings.MEMDESK_OBSERVER_FIDELITY]
+    with pytest.raises(ValueError, match="fidelity must be one of"):
+        pipeline.workspace("bad", fidelity="verbose")

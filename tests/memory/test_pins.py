@@ -7,12 +7,15 @@ import json
 import uuid
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from core.actors import SYSTEM_ACTOR
 from governance.erasure import erasure_execute, erasure_request_create
-from governance.gates import redaction_for_observer
+from governance.gates import redaction_for_observer, requote_pins
 from governance.models import AuditEvent
 from memory.models import Message, Pin
+from memory.services import MessageInput, conversation_create, messages_append, pin_create
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
@@ -300,6 +303,79 @@ def test_a_message_redacted_later_is_quoted_again_by_its_pins(api, workspace):
         assert "dana" not in pin.text and pin.text in message.content
     text = _context(api, conversation_id, format="text").content.decode()
     assert "dana.smith@example.com" not in text
+
+
+def test_one_redaction_batch_quotes_every_redacted_messages_pins_again(api, workspace):
+    set_policy(workspace, redact_before_observation=True, keep_originals=False)
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    addresses = ["dana.smith@example.com", "li.wei@example.org", "sam.k@example.net"]
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages/bulk",
+        {
+            "messages": [
+                {"role": "user", "content": f"Refund by Friday. Mail {a}."} for a in addresses
+            ]
+        },
+        format="json",
+    )
+    messages = [_message(conversation_id, seq) for seq in (1, 2, 3)]
+    for message in messages:
+        _pin(api, conversation_id, messageId=str(message.pk))
+        _pin(api, conversation_id, messageId=str(message.pk), start=message.content.index("Mail"))
+
+    redaction_for_observer(conversation=messages[0].conversation, messages=messages)
+
+    for message in messages:
+        message.refresh_from_db()
+        quotes = sorted(Pin.objects.filter(message=message).values_list("text", flat=True))
+        assert quotes == sorted([message.content, message.content[message.content.index("Mail") :]])
+        assert all("@" not in quote and "EMAIL_ADDRESS" in quote for quote in quotes)
+
+
+def _pinned_messages(workspace, count: int) -> list[tuple[uuid.UUID, str, str]]:
+    """``count`` messages, each pinned whole, around its address and on the address alone;
+    returns (message id, old text, new text) with the address removed from the text."""
+    conversation = conversation_create(workspace=workspace)
+    messages = messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content=f"Mail user{n}@example.com by Friday.")
+            for n in range(count)
+        ],
+    )
+    changes = []
+    for message in messages:
+        start = message.content.index("user")
+        end = message.content.index(" by")
+        for span in ((None, None), (0, end + 3), (start, end)):
+            pin_create(
+                conversation=conversation,
+                actor=SYSTEM_ACTOR,
+                message_id=message.pk,
+                start=span[0],
+                end=span[1],
+            )
+        changes.append(
+            (message.pk, message.content, message.content[:start] + message.content[end:])
+        )
+    return changes
+
+
+def test_requoting_pins_takes_the_same_queries_for_one_message_or_many(workspace):
+    one, many = _pinned_messages(workspace, 1), _pinned_messages(workspace, 8)
+    counts = []
+    for changes in (one, many):
+        with CaptureQueriesContext(connection) as queries:
+            requote_pins(changes=changes)
+        counts.append(len(queries))
+
+    # Read the pins, update the kept ones, delete the emptied ones: whatever the batch.
+    assert counts[0] == counts[1] <= 3
+    for message_id, _, new in many:
+        assert sorted(Pin.objects.filter(message_id=message_id).values_list("text", flat=True)) == [
+            "Mail  by",
+            new,
+        ]
 
 
 def test_the_metrics_count_pins_among_the_tokens_served(api, pinned, conversation):
