@@ -124,6 +124,9 @@ def test_a_name_prefix_says_who_spoke():
 def test_a_label_or_a_pasted_dialogue_is_not_a_speaker():
     labelled = observe(("user", "Note: I moved to Oslo in May."))
     assert texts(labelled)[0].startswith("User ") and "Note moved" not in texts(labelled)[0]
+    # A speaker's name starts with a known first name: "Remember:" is not one.
+    reminder = observe(("user", "Remember: I moved to Oslo in May."))
+    assert not texts(reminder)[0].startswith("Remember ")
     dialogue = observe(("user", "Ann: I moved to Oslo in May.\nBob: I stayed in Rome."))
     assert all(text.startswith("User") for text in texts(dialogue))
 

@@ -230,23 +230,24 @@ def quantities_in(tokens: frozenset[str]) -> frozenset[str]:
     return numbers_in(tokens) | (tokens & QUANTITY_WORDS)
 
 
-def _exchanges(clauses: list[Clause]) -> dict[str, str]:
+def _exchanges(messages: Sequence[SourceMessage]) -> dict[str, str]:
     """Message id -> the id of the exchange it belongs to: a user turn and the assistant
-    turns that answer it, so that a question and its answer share a line."""
+    turns that answer it, so that a question and its answer share a line. A user turn
+    that left no note still opens an exchange: its answer is not glued to an older one."""
     exchange: dict[str, str] = {}
     current: str | None = None
-    for message in sorted({c.message.id: c.message for c in clauses}.values(), key=lambda m: m.seq):
+    for message in messages:
         if message.role == "user" or current is None:
             current = message.id
         exchange[message.id] = current if message.role in ("user", "assistant") else message.id
     return exchange
 
 
-def group_clauses(clauses: list[Clause]) -> list[Note]:
+def group_clauses(clauses: list[Clause], messages: Sequence[SourceMessage]) -> list[Note]:
     """One note per exchange and priority: "User likes tea; lives in Oslo", "User asked
     for vegan recipes; Assistant listed Chana masala; Dal". A pending problem, a promise
     or a finished task stays a note of its own message, to be followed up on its own."""
-    exchange = _exchanges(clauses)
+    exchange = _exchanges(messages)
     notes: list[Note] = []
     by_key: dict[tuple[str, str], Note] = {}
     speakers: dict[int, str] = {}  # who the note's last clause was said by
@@ -412,7 +413,7 @@ def observe_window(
     clauses = _drop_known_clauses(clauses, KnownFacts(previous_observations))
     tool_notes = _drop_known_tool_notes(fold_tool_notes(tool_notes), previous_observations)
     clauses = fold_fulfilled_requests(clauses, tool_notes, visible)
-    notes = sorted(group_clauses(clauses) + tool_notes, key=lambda n: n.first_seq)
+    notes = sorted(group_clauses(clauses, visible) + tool_notes, key=lambda n: n.first_seq)
     current_task, suggested_response = _current_task(clauses)
     return ObserverOutput(
         observations=[_draft(note) for note in notes],

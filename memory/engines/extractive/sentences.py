@@ -6,6 +6,8 @@ email")."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from importlib import import_module
 
 from memory.engines.extractive.vocabulary import ADVERBS, VAGUE_WORDS, content_tokens, wordset
 
@@ -119,13 +121,33 @@ LABELS = wordset(
 )
 
 
+# Faker's first-name lists (offline, in the package) of these locales, ASCII spellings.
+FIRST_NAME_LOCALES = wordset(
+    "en en_US en_GB en_IN en_NZ en_IE es_ES es_MX fr_FR de_DE it_IT pt_BR nl_NL pl_PL sv_SE "
+    "tr_TR id_ID"
+)
+
+
+@lru_cache(maxsize=1)
+def first_names() -> frozenset[str]:
+    names: set[str] = set()
+    for locale in sorted(FIRST_NAME_LOCALES):
+        provider = import_module(f"faker.providers.person.{locale}").Provider
+        for attribute in ("first_names", "first_names_male", "first_names_female"):
+            names.update(n for n in getattr(provider, attribute, ()) if n.isascii() and n.isalpha())
+    return frozenset(names)
+
+
 def named_speaker(content: str) -> tuple[str, str] | None:
     """(name, the rest) of "Jo: I moved to Oslo"; None when the message does not open
-    with one speaker's name (a label such as "Note:", or a pasted dialogue of several)."""
+    with one speaker's name: a label ("Note:", "Remember:"; a name must start with a known
+    first name), or a pasted dialogue of several speakers."""
     match = _NAME_PREFIX.match(content)
     if match is None:
         return None
     name = match.group(1)
+    if name.split()[0] not in first_names():
+        return None
     if any(word in LABELS or word in NOT_NAMES for word in name.split()):
         return None
     prefixes = {m.group(0).split(":")[0].strip() for m in _ANY_NAME_PREFIX.finditer(content)}
