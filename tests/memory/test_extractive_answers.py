@@ -146,3 +146,22 @@ def test_a_named_assistant_lists_under_its_name():
     assert texts(output)[0].endswith(
         "Nova listed Duolingo; Rosetta Stone; Babbel (10 minutes); Memrise"
     )
+
+
+def test_pasted_code_is_not_noted_as_something_said():
+    output = observe(
+        (
+            "user",
+            'Update reply{\n  Ldap-Group-Name := "%{1}";\n}\n'
+            "I want the reject message to name the group Finance.",
+        )
+    )
+    joined = " ".join(texts(output))
+    assert "Finance" in joined
+    assert "Ldap" not in joined and "{" not in joined
+
+
+def test_a_question_back_to_the_user_is_not_a_list_item():
+    answer = "A few questions first:\n1. What's your budget?\n2. Sonos Beam - $299."
+    joined = " ".join(texts(observe(("assistant", answer))))
+    assert "Sonos Beam ($299)" in joined and "budget" not in joined

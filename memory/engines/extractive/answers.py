@@ -105,6 +105,8 @@ def _item(body: str) -> Item | None:
     if head.count("(") > head.count(")"):
         head = head[: head.rindex("(")]  # "Streamers (e.g. Clouser)" ended at "e.g."
     head = head.rstrip(" .:")
+    if head.endswith("?"):
+        return None  # "What's your budget?": a question to the user, not an item
     if not head or len(head.split()) > MAX_HEAD_WORDS:
         return None  # a sentence, not a head: the prose rules read it
     return Item(head=head, description=description.strip())
@@ -137,8 +139,14 @@ def _is_known(text: str, known: str) -> bool:
 _CODE_CHARACTERS = re.compile(r"[=(){}\[\]<>;]|\w\.\w+\(")
 
 
+_CODE_LINE = re.compile(
+    r"[{};]\s*$|^\s*[}\])]|:=|==|=>|->|"
+    r"^\s*(?:def|class|import|from|return|const|let|var|function|public|private)\s.*[:{(;=]"
+)
+
+
 def _looks_like_code(line: str) -> bool:
-    return len(_CODE_CHARACTERS.findall(line)) >= 3
+    return len(_CODE_CHARACTERS.findall(line)) >= 3 or _CODE_LINE.search(line) is not None
 
 
 def list_items(content: str) -> tuple[list[Item], list[str]]:
@@ -176,6 +184,18 @@ def _is_name(name: str) -> bool:
     if not name[:1].isupper() or name in NOT_NAMES or words[0] in _SECTION_WORDS:
         return False
     return len(name) > 2 and not (len(words) == 1 and name.isupper() and len(name) <= 2)
+
+
+def without_code(content: str) -> str:
+    """The message without its fenced code blocks and lines that read as code."""
+    kept: list[str] = []
+    in_code = False
+    for line in content.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        elif not in_code and not _looks_like_code(line):
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def prose_text(content: str) -> str:

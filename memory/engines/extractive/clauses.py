@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.engines.base import DEFAULT_FIDELITY, SourceMessage
-from memory.engines.extractive.answers import DETAIL, Detail, answer_note, prose_text
+from memory.engines.extractive.answers import (
+    DETAIL,
+    Detail,
+    answer_note,
+    prose_text,
+    without_code,
+)
 from memory.engines.extractive.cues import (
     ACKNOWLEDGED_ADVICE,
     COMMITMENT,
@@ -381,6 +387,8 @@ def message_clauses(
     if message.role == "assistant":
         # List items are the answer note's; here only the prose, without markup.
         text = prose_text(text) if _assistant_may_matter(text) else ""
+    elif "```" in text or "{" in text or ";" in text:
+        text = without_code(text)  # pasted code is not something said
     said: set[str] = set()  # sentences kept as clauses, which the answer note skips
     if text:
         for raw in split_sentences(text):
