@@ -257,6 +257,8 @@ def test_an_assistant_promise_is_high_priority_and_dated():
     assert promise.referenced_at == day(2026, 2, 17)
     assert promise.source_message_ids == ["m2"]
     assert output.suggested_response == f"Follow up on: {promise.text}"
+    # The promise's sentence is not mined again for what the answer mentioned.
+    assert not any("mentioned" in o.text for o in output.observations)
 
 
 def test_a_finished_task_is_completed():

@@ -69,18 +69,6 @@ def test_names_in_code_and_quoted_dialogue_are_not_mentions():
     assert "Lizzie" in joined
 
 
-def test_a_promise_stays_its_own_high_priority_note_beside_the_answer():
-    output = observe(
-        ("user", "The blender arrived broken."),
-        ("assistant", "I'll process a refund of $129 within 5 business days."),
-    )
-    promise = output.observations[-1]
-    assert promise.priority == "high"
-    assert promise.text == "Assistant will process a refund of $129 by Feb 17"
-    # The promise's own sentence is not mined again for the answer note.
-    assert not any("mentioned" in text for text in texts(output))
-
-
 def test_reactions_to_advice_and_question_fragments_are_not_notes():
     output = observe(
         ("user", "Those all sound like amazing memoirs. Or is a soft case sufficient?"),
