@@ -29,8 +29,8 @@ def test_an_admin_sees_the_levels_explained_and_the_one_in_force(login, workspac
     assert "the server's default" in html
     for level, explanation in [
         ("compact", "The smallest memory"),
-        ("balanced", "The middle way between size and detail"),
-        ("detailed", "the assistant&#x27;s answers included"),
+        ("balanced", "keeps about 90% of what later questions ask"),
+        ("detailed", "more of each answer, longer sentences"),
     ]:
         assert f'value="{level}"' in html and explanation in html
     # Following the default is the choice checked until someone picks a level.
