@@ -476,9 +476,15 @@ def redaction_at_ingest_record(
     transaction that inserts them."""
     policy = ingest.policy
     findings = []
-    for message, original, result in zip(messages, ingest.originals, ingest.results, strict=True):
+    allocated = ingest.pseudonyms.allocated if ingest.pseudonyms else set()
+    announced: set[int] = set()  # new pseudonyms already named in an event
+    for message, original, result, used in zip(
+        messages, ingest.originals, ingest.results, ingest.used, strict=True
+    ):
         if not result.findings:
             continue
+        numbered = {p.pk for p, _ in used} & allocated - announced
+        announced |= numbered
         kept = False
         if result.changed:
             kept = keep_original(
@@ -507,6 +513,7 @@ def redaction_at_ingest_record(
                 "textChanged": result.changed,
                 "originalKept": kept,
                 "policyVersion": policy.version,
+                "newPseudonyms": len(numbered),
                 "atIngest": True,
             },
         )

@@ -166,6 +166,25 @@ def test_findings_name_their_pseudonym_and_sightings_name_the_message(workspace)
     assert EMAIL not in str(event.after)
 
 
+def test_the_redaction_event_counts_the_pseudonyms_it_numbered(workspace):
+    _ingest(workspace, f"Mail {EMAIL}.", f"Or {EMAIL} and {OTHER_EMAIL}.")
+    conversation = conversation_create(workspace=workspace)
+    ObservationFactory(conversation=conversation, text=f"User wrote from {OTHER_EMAIL}.")
+    ObservationFactory(conversation=conversation, text="User wrote from ops@example.com.")
+    pipeline.observations_for_reflection(conversation=conversation)
+
+    numbered = [
+        (e.target_type, e.after["newPseudonyms"])
+        for e in AuditEvent.objects.filter(action__endswith=".redact").order_by("sequence")
+    ]
+    assert sorted(numbered) == [
+        ("message", 1),
+        ("message", 1),
+        ("observation", 0),
+        ("observation", 1),
+    ]
+
+
 def test_a_failed_write_gives_its_numbers_back(workspace):
     set_policy(workspace, redact_at_ingest=True)
     conversation = conversation_create(workspace=workspace)
