@@ -462,3 +462,14 @@ def test_the_module_never_logs_values(workspace, caplog):
     caplog.set_level("DEBUG", logger=pseudonyms_module.__name__)
     _ingest(workspace, f"Mail {EMAIL}.")
     assert EMAIL not in caplog.text
+
+
+def test_the_deploy_check_warns_without_a_pseudonym_key_of_its_own(settings):
+    from governance.checks import pseudonym_key_check
+
+    settings.MEMDESK_PSEUDONYM_KEY = ""
+    [warning] = pseudonym_key_check()
+    assert warning.id == "memdesk.W001" and "rotating SECRET_KEY" in warning.msg
+
+    settings.MEMDESK_PSEUDONYM_KEY = "a key of its own, at least thirty-two characters"
+    assert pseudonym_key_check() == []
