@@ -49,7 +49,7 @@ from governance.models import (
     RedactionFinding,
     RedactionPolicy,
 )
-from memory.models import Message, Observation, Reflection
+from memory.models import Message, Observation, Reflection, Workspace
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ DIGEST_SALT = "memdesk.governance.pseudonyms.digest"
 FERNET_SALT = "memdesk.governance.pseudonyms.fernet"
 # A label as written into text: the entity type, an underscore and a number from 1.
 LABEL = re.compile(r"<([A-Z][A-Z0-9_]{0,49})_([1-9][0-9]{0,9})>")
-# Numbering is serialised per workspace (see _allocated); the unique constraints are the
+# Numbering is serialised per workspace (see _serialise); the unique constraints are the
 # backstop, and a writer that collides reads the new highest number and tries again.
 ALLOCATION_ATTEMPTS = 10
 
@@ -160,24 +160,31 @@ class WorkspacePseudonyms:
         self._ids: dict[str, int] = {}
         self._next_number: dict[str, int] = {}
         self._used: dict[int, tuple[Pseudonym, str]] = {}
-        self._serialised = False
+        self._absent: set[str] = set()  # digests known to have no pseudonym yet
+        self._serialised = False  # the workspace's numbering lock is taken
+        self._exclusive = False  # ... and held on a row: nobody else numbers until commit
+        self._next_allocated: dict[str, int] = {}
 
     def _digest(self, entity_type: str, value: str) -> str:
         return value_digest(workspace_id=self.workspace_id, entity_type=entity_type, value=value)
 
     def preload(self, values: Iterable[tuple[str, str]]) -> None:
         """Look up many (entity type, value) pairs in one query, before ``label``."""
-        wanted = {self._digest(t, v) for t, v in values} - set(self._by_digest)
+        wanted = {self._digest(t, v) for t, v in values} - set(self._by_digest) - self._absent
         if wanted:
             rows = Pseudonym.objects.filter(workspace_id=self.workspace_id, digest__in=wanted)
             for row in rows:
                 self._by_digest[row.digest] = row
+            self._absent |= wanted - set(self._by_digest)
 
     def label(self, entity_type: str, value: str) -> str:
         digest = self._digest(entity_type, value)
         row = self._by_digest.get(digest)
         if row is None:
-            row = Pseudonym.objects.filter(workspace_id=self.workspace_id, digest=digest).first()
+            if digest not in self._absent:
+                row = Pseudonym.objects.filter(
+                    workspace_id=self.workspace_id, digest=digest
+                ).first()
             if row is None:
                 row = (
                     self._allocated(entity_type, value, digest)
@@ -207,6 +214,28 @@ class WorkspacePseudonyms:
         ).aggregate(top=Max("number"))["top"]
         return int(top or 0)
 
+    def _serialise(self) -> None:
+        """Take the workspace's numbering lock, held to the commit: its policy row, FOR NO
+        KEY UPDATE (rows that merely reference it never wait). Without it, two
+        writers numbering the same new values in different orders wait on each other's
+        uncommitted index entries, and PostgreSQL breaks that deadlock by failing one.
+        Values looked up before the lock are looked up again: whoever held it before may
+        have numbered them."""
+        locked = RedactionPolicy.objects.select_for_update(no_key=True).filter(
+            workspace_id=self.workspace_id
+        ).exists() or (  # no policy stored (callers outside the gates): the workspace row
+            Workspace.objects.select_for_update(no_key=True).filter(pk=self.workspace_id).exists()
+        )
+        self._serialised = True
+        self._exclusive = bool(locked)
+        if self._absent:
+            rows = Pseudonym.objects.filter(workspace_id=self.workspace_id, digest__in=self._absent)
+            for row in rows:
+                self._by_digest[row.digest] = row
+            self._absent -= set(self._by_digest)
+            if not self._exclusive:
+                self._absent.clear()  # nothing stops others numbering them meanwhile
+
     def _would_allocate(self, entity_type: str, digest: str) -> Pseudonym:
         number = self._next_number.get(entity_type) or self._highest(entity_type) + 1
         self._next_number[entity_type] = number + 1
@@ -219,24 +248,12 @@ class WorkspacePseudonyms:
             # The number, the redacted text and the sightings commit together or not at all.
             raise RuntimeError("pseudonyms are allocated inside the redaction's transaction")
         if not self._serialised:
-            # Numbering is serialised per workspace on its policy row, held to the commit:
-            # without it, two writers numbering the same values in different orders wait
-            # on each other's uncommitted index entries (PostgreSQL breaks that deadlock
-            # by failing one). NO KEY: rows that merely reference the policy never wait.
-            list(
-                RedactionPolicy.objects.select_for_update(no_key=True)
-                .filter(workspace_id=self.workspace_id)
-                .values_list("pk", flat=True)
-            )
-            self._serialised = True
-            # Whoever held the lock before may have numbered this very value.
-            existing = Pseudonym.objects.filter(
-                workspace_id=self.workspace_id, digest=digest
-            ).first()
-            if existing is not None:
-                return existing
+            self._absent.add(digest)
+            self._serialise()
+            if digest in self._by_digest:  # numbered by whoever held the lock before
+                return self._by_digest[digest]
         for _ in range(ALLOCATION_ATTEMPTS):
-            number = self._highest(entity_type) + 1
+            number = self._next_allocated.get(entity_type) or self._highest(entity_type) + 1
             try:
                 with transaction.atomic():  # a savepoint: a collision leaves the rest intact
                     row = Pseudonym.objects.create(
@@ -246,17 +263,21 @@ class WorkspacePseudonyms:
                         digest=digest,
                         value_encrypted=encrypt(value),
                     )
-                self.allocated.add(row.pk)
-                return row
             except IntegrityError:
-                # Only without a policy row to lock (or off PostgreSQL's locking): another
-                # transaction took this number, or numbered this very value, and its
-                # insert has committed by now.
+                # Only without the lock (the workspace row is gone): another transaction
+                # took this number, or numbered this very value, and has committed.
+                self._next_allocated.pop(entity_type, None)
                 existing = Pseudonym.objects.filter(
                     workspace_id=self.workspace_id, digest=digest
                 ).first()
                 if existing is not None:
                     return existing
+                continue
+            if self._exclusive:
+                self._next_allocated[entity_type] = number + 1
+            self._absent.discard(digest)
+            self.allocated.add(row.pk)
+            return row
         raise MemdeskError(
             "pseudonym_busy",
             f"Could not number a new {entity_type} pseudonym after {ALLOCATION_ATTEMPTS} "

@@ -419,11 +419,13 @@ THREADS = 8
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_writers_number_each_value_once_without_gaps():
+@pytest.mark.parametrize("with_policy", [True, False], ids=["policy-row", "workspace-row"])
+def test_concurrent_writers_number_each_value_once_without_gaps(with_policy):
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://... (CI does)")
     workspace = workspace_get_or_create(name="race")
-    set_policy(workspace)
+    if with_policy:  # the lock is taken on the policy row, else on the workspace row
+        set_policy(workspace)
     shared = [f"person{n}@example.com" for n in range(6)]
     start = threading.Barrier(THREADS)
     labels: dict[int, dict[str, str]] = {}
