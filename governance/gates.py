@@ -237,8 +237,10 @@ def redact_targets(
 
     A span at exactly the place of a finding the target already has is not a finding
     again: one pending review is still waiting (and masked for the engine), a dismissed
-    one was judged to stay, an applied one is its own replacement. Raises
-    RedactionConflict (storing nothing) when a target's text changed since it was read."""
+    one was judged to stay, an applied one is its own replacement. New values of the
+    pseudonym operator are numbered in the same transaction, and where each value is
+    held is recorded. Raises RedactionConflict (storing nothing) when a target's text
+    changed since it was read, or a pseudonym it used was forgotten meanwhile."""
     if not targets:
         return {}
     _, text_field = REDACTION_TARGETS[target_type]
