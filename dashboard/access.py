@@ -102,6 +102,10 @@ class Access:
     def can_manage_compliance(self) -> bool:
         return self.can(Capability.MANAGE_COMPLIANCE)
 
+    @property
+    def can_reveal_pseudonyms(self) -> bool:
+        return self.can(Capability.REVEAL_PSEUDONYMS)
+
     def actor(self, request: HttpRequest) -> Actor:
         """The audit identity of this request: the user, their role now, request and IP."""
         return Actor(

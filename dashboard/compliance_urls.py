@@ -28,6 +28,12 @@ urlpatterns = [
         compliance_views.original_reveal,
         name="compliance_original",
     ),
+    path("pseudonyms/", compliance_views.pseudonyms, name="compliance_pseudonyms"),
+    path(
+        "pseudonyms/reveal/",
+        compliance_views.pseudonym_reveal_view,
+        name="compliance_pseudonym_reveal",
+    ),
     path("retention/", retention_views.retention_page, name="compliance_retention"),
     path("retention/dry-run/", retention_views.retention_dry_run, name="compliance_dry_run"),
     path("retention/run/", retention_views.retention_run, name="compliance_retention_run"),

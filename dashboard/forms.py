@@ -316,6 +316,12 @@ class RedactionPolicyForm(forms.Form):
         label="Reflection waits for review", required=False
     )
     keep_originals = forms.BooleanField(label="Keep originals (restricted)", required=False)
+    agents_see_reidentified = forms.BooleanField(
+        label="Agents see re-identified memory",
+        required=False,
+        help_text="API keys read memory with pseudonyms replaced by the values they stand "
+        "for. Off, they read the pseudonyms.",
+    )
 
     @classmethod
     def of(cls, policy: RedactionPolicy) -> RedactionPolicyForm:
@@ -346,6 +352,20 @@ class RedactionPolicyForm(forms.Form):
 
     def add_service_error(self, error: MemdeskError) -> None:
         """Show the policy service's refusal next to the field it names."""
+        add_service_error(self, error)
+
+
+class PseudonymRevealForm(forms.Form):
+    label = forms.CharField(
+        label="Pseudonym",
+        max_length=70,
+        widget=forms.TextInput(attrs={"placeholder": "<PERSON_2>", "autocomplete": "off"}),
+    )
+    reason = forms.CharField(
+        label="Reason", max_length=1000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+    def add_service_error(self, error: MemdeskError) -> None:
         add_service_error(self, error)
 
 

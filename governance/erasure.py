@@ -23,6 +23,7 @@ from governance.models import (
     ErasureRequest,
     LegalHold,
 )
+from governance.pseudonyms import pseudonym_ids_seen_in, pseudonyms_forget_unheld
 from governance.retention.common import (
     ERASURE_HASH_OF,
     HASH_OF,
@@ -130,10 +131,23 @@ def _erase_conversation(
                 conversation_digest.update(line.encode())
                 digest.update(f"{target_id}:{line}".encode())
         legal_holds = legal_holds_released_delete(conversation=conversation)
+        pseudonyms = pseudonym_ids_seen_in(conversation_ids=[conversation.pk])
         _, deleted = conversation.delete()
         removed = {_deleted_key(label): n for label, n in deleted.items() if n}
         if legal_holds:
             removed["legalHolds"] = legal_holds
+        # The end user's values that no remaining message holds: their pseudonyms in
+        # other conversations' memory become anonymous.
+        forgotten = pseudonyms_forget_unheld(
+            workspace_id=request.workspace_id,
+            pseudonym_ids=pseudonyms,
+            actor=actor,
+            target_type="erasure_request",
+            target_id=str(request.pk),
+            reason=request.reason,
+        )
+        if forgotten:
+            removed["pseudonymsForgotten"] = forgotten
         audit_record(
             workspace_id=request.workspace_id,
             actor=actor,
@@ -161,7 +175,8 @@ def erasure_execute(*, request_id: int, final_attempt: bool = True) -> ErasureOu
     """Erase every tier of one end user's memory: each of their conversations, in id
     order and one transaction each, with all it holds (messages, observations,
     reflections, Observer and Reflector runs, redaction findings, restricted originals,
-    observation versions, released holds), then stored idempotent replies that repeat
+    observation versions, released holds, pseudonym sightings), forgetting the
+    pseudonyms no other message holds, then stored idempotent replies that repeat
     them. A legal hold found at any point stops it as refused; what was erased before
     stays erased, with its receipts."""
     claimed = ErasureRequest.objects.filter(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -19,9 +19,19 @@ from governance import redaction
 from governance.audit import audit_record
 from governance.models import (
     REDACTION_TARGETS,
+    Pseudonym,
     RedactionFinding,
     RedactionPolicy,
     RestrictedOriginal,
+)
+from governance.pseudonyms import (
+    PseudonymForgotten,
+    Reidentifier,
+    WorkspacePseudonyms,
+    pseudonym_ids_seen_in,
+    pseudonym_sightings_record,
+    pseudonyms_check_held,
+    pseudonyms_forget_unheld,
 )
 from governance.redaction_policy import redaction_policy_get_or_create
 from memory.models import Conversation, Message, Observation, Pin, Reflection
@@ -176,9 +186,11 @@ def finding_rows(
     target_type: str,
     target_id: Any,
     findings: Sequence[Any],
+    pseudonyms: WorkspacePseudonyms | None = None,
 ) -> list[RedactionFinding]:
     """Rows recording what the engine found in one object: where, what, how sure, what was
-    done, never the value."""
+    done (with the pseudonym it became, from the ``pseudonyms`` that gave it), never the
+    value."""
     return [
         RedactionFinding(
             workspace_id=policy.workspace_id,
@@ -193,9 +205,22 @@ def finding_rows(
             status=f.status,
             policy_version=policy.version,
             recognizer=f.recognizer,
+            pseudonym_id=pseudonyms.id_of(f.pseudonym) if pseudonyms and f.pseudonym else None,
         )
         for f in findings
     ]
+
+
+def _pseudonym_values(
+    text: str,
+    detections: Sequence[redaction.Detection],
+    pending: Sequence[tuple[int, int, str]],
+    spec: redaction.PolicySpec,
+) -> list[tuple[str, str]]:
+    """The (entity type, value) pairs the pseudonym operator will be asked about."""
+    spans = [(d.start, d.end, d.entity_type, d.operator) for d in detections]
+    spans += [(s, e, t, spec.operator_for(t)) for s, e, t in pending]
+    return [(t, text[s:e]) for s, e, t, op in spans if op == redaction.PSEUDONYM]
 
 
 def redact_targets(
@@ -212,13 +237,15 @@ def redact_targets(
 
     A span at exactly the place of a finding the target already has is not a finding
     again: one pending review is still waiting (and masked for the engine), a dismissed
-    one was judged to stay, an applied one is its own replacement. Raises
-    RedactionConflict (storing nothing) when a target's text changed since it was read."""
+    one was judged to stay, an applied one is its own replacement. New values of the
+    pseudonym operator are numbered in the same transaction, and where each value is
+    held is recorded. Raises RedactionConflict (storing nothing) when a target's text
+    changed since it was read, or a pseudonym it used was forgotten meanwhile."""
     if not targets:
         return {}
-    _, field = REDACTION_TARGETS[target_type]
+    _, text_field = REDACTION_TARGETS[target_type]
     spec = redaction.PolicySpec.of(policy)
-    texts = [getattr(t, field) for t in targets]
+    texts = [getattr(t, text_field) for t in targets]
     known: dict[str, list[RedactionFinding]] = defaultdict(list)
     for finding in RedactionFinding.objects.filter(
         target_type=target_type, target_id__in=[t.pk for t in targets]
@@ -227,8 +254,7 @@ def redact_targets(
     detections = redaction.engine().detect(
         texts, spec=spec, batch_size=batch_size, n_process=n_process
     )
-    engine_texts: dict[str, str] = {}
-    plans = []
+    work = []
     for target, text, found in zip(targets, texts, detections, strict=True):
         earlier = known[str(target.pk)]
         # Only an exact match counts as already known: offsets go stale when a person
@@ -240,58 +266,85 @@ def redact_targets(
             for f in earlier
             if f.status == RedactionFinding.Status.PENDING_REVIEW
         ]
-        result = redaction.redact_text(text, fresh, spec=spec, pending=waiting)
-        engine_texts[str(target.pk)] = result.engine_text
-        if result.changed or result.findings:
-            plans.append((target, text, result, earlier))
-    if not plans:
-        return engine_texts
+        work.append((target, text, fresh, waiting, earlier))
+    if not any(fresh or waiting for _, _, fresh, waiting, _ in work):
+        return {str(target.pk): text for target, text, *_ in work}
     changed_conversations: set[uuid.UUID] = set()
-    with transaction.atomic():
-        new_findings = []
-        requoted: list[tuple[Any, str, str]] = []  # messages whose pins quote them again
-        for target, text, result, earlier in plans:
-            kept = False
-            if result.changed:
-                _store_text(target, field, text, result.text)
-                if type(target) is Message:
-                    requoted.append((target.pk, text, result.text))
-                shift_findings(earlier, result.edits)
-                kept = keep_original(
+    engine_texts: dict[str, str] = {}
+    try:
+        # One transaction from the first pseudonym numbered to the last finding stored:
+        # a redaction that rolls back gives its numbers back.
+        with transaction.atomic():
+            pseudonyms = WorkspacePseudonyms(policy.workspace_id)
+            pseudonyms.preload(
+                pair
+                for _, text, fresh, waiting, _ in work
+                for pair in _pseudonym_values(text, fresh, waiting, spec)
+            )
+            plans = []
+            for target, text, fresh, waiting, earlier in work:
+                result = redaction.redact_text(
+                    text, fresh, spec=spec, pending=waiting, pseudonyms=pseudonyms
+                )
+                engine_texts[str(target.pk)] = result.engine_text
+                used = pseudonyms.take_used()
+                if result.changed or result.findings or used:
+                    plans.append((target, text, result, earlier, used))
+            new_findings = []
+            requoted: list[tuple[Any, str, str]] = []  # messages whose pins quote them again
+            announced: set[int] = set()  # new pseudonyms already named in an event
+            for target, text, result, earlier, used in plans:
+                kept = False
+                if result.changed:
+                    _store_text(target, text_field, text, result.text)
+                    if type(target) is Message:
+                        requoted.append((target.pk, text, result.text))
+                    shift_findings(earlier, result.edits)
+                    kept = keep_original(
+                        policy=policy,
+                        target_type=target_type,
+                        target_id=target.pk,
+                        conversation_id=target.conversation_id,
+                        text=text,
+                    )
+                    changed_conversations.add(target.conversation_id)
+                new_findings += finding_rows(
                     policy=policy,
+                    conversation_id=target.conversation_id,
                     target_type=target_type,
                     target_id=target.pk,
-                    conversation_id=target.conversation_id,
-                    text=text,
+                    findings=result.findings,
+                    pseudonyms=pseudonyms,
                 )
-                changed_conversations.add(target.conversation_id)
-            new_findings += finding_rows(
-                policy=policy,
-                conversation_id=target.conversation_id,
-                target_type=target_type,
-                target_id=target.pk,
-                findings=result.findings,
-            )
-            audit_record(
-                workspace_id=policy.workspace_id,
-                actor=actor,
-                action=f"{target_type}.redact",
-                target_type=target_type,
-                target_id=str(target.pk),
-                after={
-                    **finding_summary(result.findings),
-                    "textChanged": result.changed,
-                    "originalKept": kept,
-                    "policyVersion": policy.version,
-                },
-            )
-        RedactionFinding.objects.bulk_create(new_findings)
-        requote_pins(changes=requoted)
-        for conversation_id in changed_conversations:
-            # The rendered context (and its ETag) is keyed on memory_version.
-            Conversation.objects.filter(pk=conversation_id).update(
-                memory_version=F("memory_version") + 1
-            )
+                numbered = {p.pk for p, _ in used} & pseudonyms.allocated - announced
+                announced |= numbered
+                if result.changed or result.findings or numbered:
+                    audit_record(
+                        workspace_id=policy.workspace_id,
+                        actor=actor,
+                        action=f"{target_type}.redact",
+                        target_type=target_type,
+                        target_id=str(target.pk),
+                        after={
+                            **finding_summary(result.findings),
+                            "textChanged": result.changed,
+                            "originalKept": kept,
+                            "policyVersion": policy.version,
+                            "newPseudonyms": len(numbered),
+                        },
+                    )
+            RedactionFinding.objects.bulk_create(new_findings)
+            requote_pins(changes=requoted)
+            uses = [(target, used) for target, _, _, _, used in plans]
+            pseudonym_sightings_record(target_type=target_type, uses=uses)
+            pseudonyms_check_held(p.pk for _, used in uses for p, _ in used)
+            for conversation_id in changed_conversations:
+                # The rendered context (and its ETag) is keyed on memory_version.
+                Conversation.objects.filter(pk=conversation_id).update(
+                    memory_version=F("memory_version") + 1
+                )
+    except PseudonymForgotten:
+        raise RedactionConflict("a pseudonym was forgotten while it was being used") from None
     return engine_texts
 
 
@@ -360,9 +413,33 @@ def redaction_for_observer(*, conversation: Conversation, messages: Sequence[Mes
 
 @dataclass
 class IngestRedaction:
+    """What the engine found in message contents before they are stored; ``redact``
+    applies it inside the transaction that stores them."""
+
     policy: RedactionPolicy
     originals: list[str]
-    results: list[redaction.Redaction]
+    detections: list[list[redaction.Detection]]
+    results: list[redaction.Redaction] = field(default_factory=list)
+    used: list[list[tuple[Pseudonym, str]]] = field(default_factory=list)
+    pseudonyms: WorkspacePseudonyms | None = None
+
+    def redact(self) -> list[str]:
+        """The contents to store. Call inside the transaction that stores the messages:
+        it numbers the new pseudonyms, which must not outlive a failed write."""
+        spec = redaction.PolicySpec.of(self.policy)
+        pseudonyms = WorkspacePseudonyms(self.policy.workspace_id)
+        pseudonyms.preload(
+            pair
+            for text, found in zip(self.originals, self.detections, strict=True)
+            for pair in _pseudonym_values(text, found, [], spec)
+        )
+        self.results, self.used = [], []
+        for text, found in zip(self.originals, self.detections, strict=True):
+            result = redaction.redact_text(text, found, spec=spec, pseudonyms=pseudonyms)
+            self.results.append(result)
+            self.used.append(pseudonyms.take_used())
+        self.pseudonyms = pseudonyms
+        return self.texts
 
     @property
     def texts(self) -> list[str]:
@@ -372,8 +449,9 @@ class IngestRedaction:
 def redaction_at_ingest(
     *, workspace_id: uuid.UUID, contents: Sequence[str]
 ) -> IngestRedaction | None:
-    """Redact message contents before they are stored, when the policy says so (None
-    otherwise, after one indexed query and without loading the engine). Findings pending
+    """Find what to redact in message contents before they are stored, when the policy
+    says so (None otherwise, after one indexed query and without loading the engine).
+    The caller stores ``redact()`` of the result, in its transaction. Findings pending
     review stay in the stored text until a person decides; engines never read them
     unmasked (the observation and reflection gates mask them)."""
     redact = (
@@ -385,27 +463,30 @@ def redaction_at_ingest(
         return None
     policy = RedactionPolicy.objects.get(workspace_id=workspace_id)
     spec = redaction.PolicySpec.of(policy)
-    detections = redaction.engine().detect(list(contents), spec=spec)
     return IngestRedaction(
         policy=policy,
         originals=list(contents),
-        results=[
-            redaction.redact_text(text, found, spec=spec)
-            for text, found in zip(contents, detections, strict=True)
-        ],
+        detections=redaction.engine().detect(list(contents), spec=spec),
     )
 
 
 def redaction_at_ingest_record(
     *, conversation: Conversation, messages: Sequence[Message], ingest: IngestRedaction
 ) -> None:
-    """Store the findings (and originals, per policy) of ``redaction_at_ingest`` for the
-    messages just inserted. Call inside the transaction that inserts them."""
+    """Store the findings (and originals, per policy), and where the pseudonyms' values
+    were seen, of ``ingest.redact()`` for the messages just inserted. Call inside the
+    transaction that inserts them."""
     policy = ingest.policy
     findings = []
-    for message, original, result in zip(messages, ingest.originals, ingest.results, strict=True):
+    allocated = ingest.pseudonyms.allocated if ingest.pseudonyms else set()
+    announced: set[int] = set()  # new pseudonyms already named in an event
+    for message, original, result, used in zip(
+        messages, ingest.originals, ingest.results, ingest.used, strict=True
+    ):
         if not result.findings:
             continue
+        numbered = {p.pk for p, _ in used} & allocated - announced
+        announced |= numbered
         kept = False
         if result.changed:
             kept = keep_original(
@@ -421,6 +502,7 @@ def redaction_at_ingest_record(
             target_type=RedactionFinding.TargetType.MESSAGE,
             target_id=message.pk,
             findings=result.findings,
+            pseudonyms=ingest.pseudonyms,
         )
         audit_record(
             workspace_id=policy.workspace_id,
@@ -433,7 +515,52 @@ def redaction_at_ingest_record(
                 "textChanged": result.changed,
                 "originalKept": kept,
                 "policyVersion": policy.version,
+                "newPseudonyms": len(numbered),
                 "atIngest": True,
             },
         )
     RedactionFinding.objects.bulk_create(findings)
+    pseudonym_sightings_record(
+        target_type=RedactionFinding.TargetType.MESSAGE,
+        uses=list(zip(messages, ingest.used, strict=True)),
+    )
+
+
+# --- pseudonyms in what memory serves and deletes ----------------------------------------------
+
+
+def reidentifier_for_api(*, workspace_id: uuid.UUID) -> Reidentifier | None:
+    """What puts the values back into memory served to API keys, when the workspace's
+    policy lets agents see re-identified memory; None (one indexed query) otherwise."""
+    allowed = (
+        RedactionPolicy.objects.filter(workspace_id=workspace_id)
+        .values_list("agents_see_reidentified", flat=True)
+        .first()
+    )
+    return Reidentifier.for_workspace(workspace_id) if allowed else None
+
+
+def conversation_pseudonyms(*, conversation_id: uuid.UUID) -> set[int]:
+    """The pseudonyms seen in a conversation: read before deleting it, then passed to
+    ``pseudonyms_release``."""
+    return pseudonym_ids_seen_in(conversation_ids=[conversation_id])
+
+
+def pseudonyms_release(
+    *,
+    workspace_id: uuid.UUID,
+    pseudonym_ids: set[int],
+    actor: Actor,
+    conversation_id: uuid.UUID,
+    reason: str = "",
+) -> int:
+    """After a conversation was deleted (its sightings with it): forget the pseudonyms
+    no remaining message holds, audited. Returns how many."""
+    return pseudonyms_forget_unheld(
+        workspace_id=workspace_id,
+        pseudonym_ids=pseudonym_ids,
+        actor=actor,
+        target_type="conversation",
+        target_id=str(conversation_id),
+        reason=reason,
+    )

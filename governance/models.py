@@ -112,6 +112,7 @@ class AuditChainHead(models.Model):
 
 class RedactionPolicy(models.Model):
     class Operator(models.TextChoices):
+        PSEUDONYM = "pseudonym", "pseudonym <ENTITY_TYPE_n>, stable in the workspace"
         REPLACE = "replace", "replace with <ENTITY_TYPE>"
         MASK = "mask", "mask characters"
         HASH = "hash", "hash"
@@ -127,7 +128,7 @@ class RedactionPolicy(models.Model):
     # {"EMAIL_ADDRESS": "mask", ...}; entities not named use default_operator.
     operators = models.JSONField(default=dict, blank=True)
     default_operator = models.CharField(
-        max_length=10, choices=Operator.choices, default=Operator.REPLACE
+        max_length=10, choices=Operator.choices, default=Operator.PSEUDONYM
     )
     allow_list = models.JSONField(default=list, blank=True)  # never redacted
     deny_list = models.JSONField(default=list, blank=True)  # always redacted
@@ -140,6 +141,9 @@ class RedactionPolicy(models.Model):
     redact_before_observation = models.BooleanField(default=False)
     reflection_waits_for_review = models.BooleanField(default=False)
     keep_originals = models.BooleanField(default=False)  # else originals are destroyed
+    # API keys read memory with pseudonyms replaced by the values they stand for (the
+    # agent already reads the raw recent messages); off, they read the pseudonyms.
+    agents_see_reidentified = models.BooleanField(default=False)
     version = models.PositiveIntegerField(default=1)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -181,6 +185,15 @@ class RedactionFinding(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     reviewed_by = models.CharField(max_length=200, blank=True, default="")
     reviewed_at = models.DateTimeField(null=True, blank=True)
+    # The pseudonym the value became (or, pending review, becomes if approved), when the
+    # operator is "pseudonym": its label, never its value.
+    pseudonym = models.ForeignKey(
+        "Pseudonym",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="findings",
+    )
 
     class Meta:
         indexes = [
@@ -211,6 +224,84 @@ class RestrictedOriginal(models.Model):
 
     def __str__(self) -> str:
         return f"original of {self.target_type} {self.target_id}"
+
+
+class Pseudonym(models.Model):
+    """What one ``<ENTITY_TYPE_n>`` stands for in a workspace: the value, encrypted, and
+    a keyed digest of its normalised form to find it again (governance/pseudonyms.py).
+
+    Numbers count per workspace and entity type in order of first sight and are never
+    given twice: when the last raw message holding the value is deleted, the value and
+    its digest are erased and the row stays as a tombstone (``forgotten_at``), so the
+    pseudonyms left in derived memory are anonymous and no new value takes their number.
+    """
+
+    workspace = models.ForeignKey(
+        "memory.Workspace", on_delete=models.CASCADE, related_name="pseudonyms"
+    )
+    entity_type = models.CharField(max_length=50)
+    number = models.PositiveIntegerField()
+    # HMAC-SHA256 of workspace, entity type and normalised value; empty once forgotten.
+    digest = models.CharField(max_length=64, blank=True, default="")
+    # A Fernet token of the value as first seen; empty once forgotten.
+    value_encrypted = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    forgotten_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "entity_type", "number"], name="pseudonym_ws_type_number"
+            ),
+            models.UniqueConstraint(
+                fields=["workspace", "digest"],
+                condition=~models.Q(digest=""),
+                name="pseudonym_ws_digest",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["workspace"],
+                condition=models.Q(forgotten_at__isnull=False),
+                name="pseudonym_ws_forgotten",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"<{self.entity_type}_{self.number}>"
+
+    @property
+    def is_held(self) -> bool:
+        return self.forgotten_at is None
+
+
+class PseudonymSighting(models.Model):
+    """A raw object that holds a pseudonym's value: a message (or, for a value that came
+    from no message, the observation or reflection it was found in). A pseudonym is held
+    while one of its sightings is; deleting the last one forgets it."""
+
+    pseudonym = models.ForeignKey(Pseudonym, on_delete=models.CASCADE, related_name="sightings")
+    conversation = models.ForeignKey(
+        "memory.Conversation", on_delete=models.CASCADE, related_name="pseudonym_sightings"
+    )
+    target_type = models.CharField(max_length=12, choices=RedactionFinding.TargetType.choices)
+    target_id = models.UUIDField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pseudonym", "target_type", "target_id"], name="sighting_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["target_type", "target_id"], name="sighting_target")]
+
+    def __str__(self) -> str:
+        return f"pseudonym {self.pseudonym_id} in {self.target_type} {self.target_id}"
 
 
 # --- retention, holds, erasure ----------------------------------------------------------------

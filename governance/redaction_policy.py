@@ -37,6 +37,7 @@ POLICY_FIELDS = {
     "redact_before_observation": "redactBeforeObservation",
     "reflection_waits_for_review": "reflectionWaitsForReview",
     "keep_originals": "keepOriginals",
+    "agents_see_reidentified": "agentsSeeReidentified",
 }
 
 

@@ -28,6 +28,7 @@ from governance.models import (
     RedactionPolicy,
     RestrictedOriginal,
 )
+from governance.pseudonyms import WorkspacePseudonyms, pseudonym_sightings_record
 from governance.redaction_policy import (
     POLICY_LIST_LIMIT,
     invalid_policy,
@@ -84,6 +85,7 @@ def _finding_snapshot(finding: RedactionFinding) -> dict[str, Any]:
         "start": finding.start,
         "end": finding.end,
         "operator": finding.operator,
+        "pseudonym": finding.pseudonym.label if finding.pseudonym else None,
     }
 
 
@@ -91,8 +93,9 @@ def redaction_finding_approve(
     *, finding: RedactionFinding, actor: Actor, reason: str = ""
 ) -> RedactionFinding:
     """A reviewer confirms a finding: its value is replaced in the stored text with the
-    operator recorded on the finding (the original kept per policy), the target's other
-    findings are moved to the new offsets, and the context's version is bumped."""
+    operator recorded on the finding (the original kept per policy; a pseudonym numbered
+    in this transaction if the value has none yet), the target's other findings are
+    moved to the new offsets, and the context's version is bumped."""
     with transaction.atomic():
         locked = _pending(finding.pk)
         before = _finding_snapshot(locked)
@@ -103,12 +106,18 @@ def redaction_finding_approve(
             _, field = REDACTION_TARGETS[locked.target_type]
             text = getattr(target, field)
             value = _finding_value(locked, text, policy)
+            pseudonyms = WorkspacePseudonyms(locked.workspace_id)
             replacement = redaction.operate(
                 value,
                 entity_type=locked.entity_type,
                 operator=locked.operator,
                 spec=redaction.PolicySpec.of(policy),
+                pseudonyms=pseudonyms,
             )
+            used = pseudonyms.take_used()
+            if used:
+                locked.pseudonym = used[0][0]
+                pseudonym_sightings_record(target_type=locked.target_type, uses=[(target, used)])
             if replacement != value:
                 edits = [(locked.start, locked.end, len(replacement))]
                 new_text = text[: locked.start] + replacement + text[locked.end :]
@@ -132,7 +141,7 @@ def redaction_finding_approve(
         locked.status = RedactionFinding.Status.APPROVED
         locked.reviewed_by = actor.label[:200]
         locked.reviewed_at = timezone.now()
-        locked.save(update_fields=["status", "end", "reviewed_by", "reviewed_at"])
+        locked.save(update_fields=["status", "end", "reviewed_by", "reviewed_at", "pseudonym"])
         audit_record(
             workspace_id=locked.workspace_id,
             actor=actor,

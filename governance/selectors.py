@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Count, Model, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_pk
@@ -23,11 +23,13 @@ from governance.models import (
     AuditEvent,
     ErasureRequest,
     LegalHold,
+    Pseudonym,
     RedactionFinding,
     RedactionPolicy,
     RetentionPolicy,
     RetentionSweep,
 )
+from governance.pseudonyms import WorkspacePseudonyms
 from memory.models import Conversation, Workspace
 
 VERIFY_BATCH = 2000
@@ -253,6 +255,9 @@ class RedactionPreview:
     text: str  # what the Reflector would read: every finding redacted
     findings: list[redaction.Finding] = dataclass_field(default_factory=list)
     policy_version: int = 1
+    # Pseudonyms the text would number for the first time (nothing is numbered by a
+    # preview): the labels, in the order they would be given.
+    new_pseudonyms: list[str] = dataclass_field(default_factory=list)
 
 
 def redaction_policy_or_defaults(*, workspace_id: uuid.UUID) -> RedactionPolicy:
@@ -264,11 +269,14 @@ def redaction_policy_or_defaults(*, workspace_id: uuid.UUID) -> RedactionPolicy:
 
 def redaction_preview(*, workspace_id: uuid.UUID, text: str) -> RedactionPreview:
     """What the workspace's policy finds in ``text`` and what the Reflector would read of
-    it. Nothing is stored. Offsets refer to ``text`` as given."""
+    it, with the pseudonyms it would write: the stored ones for values already known,
+    the next free numbers for new ones. Nothing is stored or numbered. Offsets refer to
+    ``text`` as given."""
     policy = redaction_policy_or_defaults(workspace_id=workspace_id)
     spec = redaction.PolicySpec.of(policy)
     [detections] = redaction.engine().detect([text], spec=spec)
-    redacted = redaction.redact_text(text, detections, spec=spec)
+    pseudonyms = WorkspacePseudonyms(workspace_id, allocate=False)
+    redacted = redaction.redact_text(text, detections, spec=spec, pseudonyms=pseudonyms)
     findings = [
         redaction.Finding(
             entity_type=d.entity_type,
@@ -278,11 +286,33 @@ def redaction_preview(*, workspace_id: uuid.UUID, text: str) -> RedactionPreview
             recognizer=d.recognizer,
             operator=d.operator,
             status=d.status,
+            pseudonym=(
+                pseudonyms.label(d.entity_type, text[d.start : d.end])
+                if d.operator == redaction.PSEUDONYM
+                else ""
+            ),
         )
         for d in detections
     ]
+    new = [f.pseudonym for f in findings if f.pseudonym in pseudonyms.new_labels]
     return RedactionPreview(
-        text=redacted.engine_text, findings=findings, policy_version=policy.version
+        text=redacted.engine_text,
+        findings=findings,
+        policy_version=policy.version,
+        new_pseudonyms=list(dict.fromkeys(new)),
+    )
+
+
+def pseudonym_list(
+    *, workspace_id: uuid.UUID, entity_type: str = "", limit: int = 50
+) -> list[Pseudonym]:
+    """The workspace's pseudonyms, newest first, each with ``sighting_count`` (how many
+    raw objects hold its value); never the value."""
+    rows = Pseudonym.objects.filter(workspace_id=workspace_id)
+    if entity_type:
+        rows = rows.filter(entity_type=entity_type)
+    return list(
+        rows.annotate(sighting_count=Count("sightings")).order_by("-created_at", "-pk")[:limit]
     )
 
 
@@ -295,7 +325,9 @@ def redaction_finding_list(
     cursor: str | None,
 ) -> tuple[list[RedactionFinding], str | None]:
     """Newest first, keyset-paged on id; ``cursor`` is the previous page's next_cursor."""
-    findings = RedactionFinding.objects.filter(workspace_id=workspace_id)
+    findings = RedactionFinding.objects.filter(workspace_id=workspace_id).select_related(
+        "pseudonym"
+    )
     if status:
         if status not in RedactionFinding.Status.values:
             raise MemdeskError(

@@ -22,6 +22,10 @@ urlpatterns = [
         "redaction/originals/<str:target_type>/<str:target_id>",
         redaction.RestrictedOriginalGetApi.as_view(),
     ),
+    path(
+        "redaction/pseudonyms/<str:label>/reveal",
+        redaction.PseudonymRevealApi.as_view(),
+    ),
     path("legal-holds", holds.LegalHoldListCreateApi.as_view()),
     path("legal-holds/<str:hold_id>", holds.LegalHoldDetailApi.as_view()),
     path("legal-holds/<str:hold_id>/release", holds.LegalHoldReleaseApi.as_view()),

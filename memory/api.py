@@ -3,8 +3,8 @@ and shape the answer; the services own every rule."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from django.http import HttpResponse
 from django.utils import timezone
@@ -30,11 +30,17 @@ from core.api import (
 from core.auth import AdminKeyRequired
 from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
+from governance.gates import reidentifier_for_api
 from memory import api_schema as out
 from memory import pipeline, selectors, services
-from memory.context import context_for_conversation, parse_max_tokens
+from memory.context import (
+    Reidentifies,
+    context_for_conversation,
+    parse_max_tokens,
+    reidentify_items,
+)
 from memory.metrics import pipeline_metrics
-from memory.models import AnyRun, Conversation
+from memory.models import AnyRun, Conversation, Message, Observation, Pin, Reflection
 from memory.wire import (
     conversation_to_wire,
     message_to_wire,
@@ -164,11 +170,30 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 
 
+MemoryRowT = TypeVar("MemoryRowT", Message, Observation, Reflection, Pin)
+
+
 class MemoryApi(ApiView):
-    # Base of the memory routes: the conversation in the caller's workspace, idempotent writes.
+    # Base of the memory routes: the conversation in the caller's workspace, idempotent
+    # writes, and memory as API keys may read it (pseudonyms, or their values when the
+    # workspace's redaction policy lets agents see re-identified memory).
+
+    _reidentifier: Reidentifies | None
 
     def conversation(self, conversation_id: str) -> Conversation:
         return selectors.conversation_get(workspace=self.workspace, conversation_id=conversation_id)
+
+    def reidentifier(self) -> Reidentifies | None:
+        if not hasattr(self, "_reidentifier"):
+            self._reidentifier = reidentifier_for_api(workspace_id=self.workspace.pk)
+        return self._reidentifier
+
+    def readable(self, rows: Iterable[MemoryRowT]) -> list[MemoryRowT]:
+        rows = list(rows)
+        reidentifier = self.reidentifier()
+        if reidentifier is not None:
+            reidentify_items(reidentifier, rows)
+        return rows
 
     def idempotent(
         self, request: Request, write: Callable[[], tuple[int, Any, Conversation]]
@@ -275,7 +300,7 @@ class MessageListCreateApi(MemoryApi):
         limit = query_params(MessageListQuery, request)["limit"]
         conversation = self.conversation(conversation_id)
         messages = selectors.message_list_newest_first(conversation=conversation, limit=limit)
-        return Response({"messages": [message_to_wire(m) for m in messages]})
+        return Response({"messages": [message_to_wire(m) for m in self.readable(messages)]})
 
     @extend_schema(
         operation_id="messages_create",
@@ -327,6 +352,7 @@ class MessageSearchApi(MemoryApi):
         limit = parse_limit(data.get("limit"), default=10)
         conversation = self.conversation(conversation_id)
         hits = selectors.message_search(conversation=conversation, query=data["query"], limit=limit)
+        self.readable(m for m, _ in hits)
         return Response(
             {"messages": [message_to_wire(m, score=s) for m, s in hits], "searchType": "text"}
         )
@@ -369,6 +395,7 @@ class ContextGetApi(MemoryApi):
             conversation=conversation,
             fmt=query.get("format") or "json",
             max_tokens=query["max_tokens"],
+            reidentifier=self.reidentifier(),
         )
         if request.headers.get("If-None-Match") == rendered.etag:
             response = HttpResponse(status=304)
@@ -393,7 +420,11 @@ class ObservationListCreateApi(MemoryApi):
             status=query_params(StatusQuery, request).get("status") or None,
         )
         return Response(
-            {"observations": [observation_to_wire(o, today=today) for o in observations]}
+            {
+                "observations": [
+                    observation_to_wire(o, today=today) for o in self.readable(observations)
+                ]
+            }
         )
 
     @extend_schema(
@@ -425,7 +456,8 @@ class ObservationDetailApi(MemoryApi):
         observation = selectors.observation_get(
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
-        return Response(observation_to_wire(observation, today=timezone.now().date()))
+        [readable] = self.readable([observation])
+        return Response(observation_to_wire(readable, today=timezone.now().date()))
 
     @extend_schema(
         operation_id="observations_update",
@@ -535,7 +567,8 @@ class ReflectionListApi(MemoryApi):
             conversation=conversation,
             status=query_params(StatusQuery, request).get("status") or None,
         )
-        return Response({"reflections": [reflection_to_wire(r, today=today) for r in reflections]})
+        readable = self.readable(reflections)
+        return Response({"reflections": [reflection_to_wire(r, today=today) for r in readable]})
 
 
 class PinListCreateApi(MemoryApi):

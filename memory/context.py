@@ -5,15 +5,21 @@ observations, then the recent messages that no observation covers yet. The rende
 are cached under a key that changes with every write to the conversation (``last_seq``,
 ``memory_version``) and with the day (relative dates), so an unchanged conversation
 answers with identical bytes and ETag.
+
+A workspace whose redaction policy lets agents see re-identified memory is served its
+pseudonyms (``<PERSON_1>``) replaced by their values, before the budget is fitted. Those
+renders are cached under a key of their own that also changes whenever a pseudonym is
+forgotten, so a value never outlives its deletion in the cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, Protocol
 
 from django.core.cache import cache
 from django.utils import timezone
@@ -42,6 +48,16 @@ FORMATS = ("json", "text", "messages")
 # Tokens a chat message costs beyond its content (role and separators), as OpenAI counts.
 MESSAGE_OVERHEAD_TOKENS = 4
 CACHE_SECONDS = 3600
+
+
+class Reidentifies(Protocol):
+    """``governance.pseudonyms.Reidentifier`` as memory sees it (through the gates)."""
+
+    cache_key: str
+
+    def prepare(self, texts: Iterable[str]) -> None: ...
+
+    def text(self, text: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -189,8 +205,29 @@ def _render_messages(tiers: _Tiers) -> list[dict[str, Any]]:
     return chat
 
 
+def reidentify_items(
+    reidentifier: Reidentifies, items: Iterable[Message | Observation | Reflection | Pin]
+) -> None:
+    """Put the values back into these rows' texts, in memory only (they are never saved),
+    recounting the tokens of those that changed."""
+    items = list(items)
+    fields = [("content" if isinstance(item, Message) else "text") for item in items]
+    reidentifier.prepare(getattr(item, name) for item, name in zip(items, fields, strict=True))
+    for item, name in zip(items, fields, strict=True):
+        before = getattr(item, name)
+        after = reidentifier.text(before)
+        if after != before:
+            setattr(item, name, after)
+            item.token_count = token_count(after)
+
+
 def _render(
-    conversation: Conversation, *, fmt: str, max_tokens: int | None, today: date
+    conversation: Conversation,
+    *,
+    fmt: str,
+    max_tokens: int | None,
+    today: date,
+    reidentifier: Reidentifies | None = None,
 ) -> RenderedContext:
     tiers = _Tiers(
         pins=list(pin_list(conversation=conversation)),
@@ -200,6 +237,10 @@ def _render(
         dropped={},
         today=today,
     )
+    if reidentifier is not None:
+        reidentify_items(
+            reidentifier, [*tiers.pins, *tiers.reflections, *tiers.observations, *tiers.recent]
+        )
     budget: dict[str, Any] = {}
     if max_tokens is not None:
         used = _fit_to_budget(tiers, max_tokens)
@@ -228,19 +269,27 @@ def _render(
 
 
 def context_for_conversation(
-    *, conversation: Conversation, fmt: str = "json", max_tokens: int | None = None
+    *,
+    conversation: Conversation,
+    fmt: str = "json",
+    max_tokens: int | None = None,
+    reidentifier: Reidentifies | None = None,
 ) -> RenderedContext:
+    """The rendered context; with ``reidentifier``, pseudonyms replaced by their values."""
     if fmt not in FORMATS:
         raise MemdeskError(
             "invalid_format", f"format must be one of {', '.join(FORMATS)}.", field="format"
         )
     today = timezone.now().date()
+    names = reidentifier.cache_key if reidentifier is not None else "pseudonyms"
     key = (
         f"memdesk:ctx:{conversation.pk}:{conversation.last_seq}:{conversation.memory_version}"
-        f":{fmt}:{max_tokens}:{today.isoformat()}"
+        f":{fmt}:{max_tokens}:{today.isoformat()}:{names}"
     )
     rendered: RenderedContext | None = cache.get(key)
     if rendered is None:
-        rendered = _render(conversation, fmt=fmt, max_tokens=max_tokens, today=today)
+        rendered = _render(
+            conversation, fmt=fmt, max_tokens=max_tokens, today=today, reidentifier=reidentifier
+        )
         cache.set(key, rendered, CACHE_SECONDS)
     return rendered

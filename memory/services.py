@@ -24,6 +24,8 @@ from core.errors import MemdeskError
 from core.paging import parse_uuid
 from governance.audit import audit_record, require_reason
 from governance.gates import (
+    conversation_pseudonyms,
+    pseudonyms_release,
     redaction_at_ingest,
     redaction_at_ingest_record,
 )
@@ -210,7 +212,17 @@ def conversation_delete(
             before={"userId": conversation.user_id, "title": conversation.title, "counts": counts},
             reason=reason,
         )
+        pseudonyms = conversation_pseudonyms(conversation_id=conversation.pk)
+        workspace_id, conversation_id = conversation.workspace_id, conversation.pk
         conversation.delete()
+        # Values no message holds any more leave their pseudonyms anonymous.
+        pseudonyms_release(
+            workspace_id=workspace_id,
+            pseudonym_ids=pseudonyms,
+            actor=actor,
+            conversation_id=conversation_id,
+            reason=reason,
+        )
     return counts
 
 
@@ -286,14 +298,17 @@ def messages_append(*, conversation: Conversation, items: Sequence[MessageInput]
         _validate_message(item, f"messages[{index}]." if many else "")
 
     contents = [item.content for item in items]
-    # Redacted before anything is stored when the policy says so (None otherwise,
-    # without loading the redaction engine: the write path stays fast).
+    # Analysed before anything is stored when the policy redacts at ingest (None
+    # otherwise, without loading the redaction engine: the write path stays fast).
     ingest = redaction_at_ingest(workspace_id=conversation.workspace_id, contents=contents)
-    if ingest is not None:
-        contents = ingest.texts
-    counts = token_counts(contents)
+    counts = token_counts(contents) if ingest is None else []
     now = timezone.now()
     with transaction.atomic():
+        if ingest is not None:
+            # Redacted in the transaction that stores them: new pseudonyms are numbered
+            # here and given back if the write fails.
+            contents = ingest.redact()
+            counts = token_counts(contents)
         updated = Conversation.objects.filter(pk=conversation.pk).update(
             last_seq=F("last_seq") + len(items), updated_at=now
         )

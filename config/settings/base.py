@@ -263,6 +263,20 @@ MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 120, minimum=1)
 # package index). A larger model such as en_core_web_lg works once installed; nothing is
 # ever downloaded at run time.
 MEMDESK_REDACTION_SPACY_MODEL = os.environ.get("MEMDESK_REDACTION_SPACY_MODEL", "")
+# The secret behind pseudonyms (governance/pseudonyms.py): the key that encrypts what each
+# pseudonym stands for and keys the digests that find a value's pseudonym again. Empty
+# derives it from SECRET_KEY, so rotating SECRET_KEY would make every stored pseudonym
+# impossible to reveal or re-identify, and give known values new numbers: set it in
+# production and keep it apart from SECRET_KEY.
+_pseudonym_key_raw = os.environ.get("MEMDESK_PSEUDONYM_KEY", "")
+MEMDESK_PSEUDONYM_KEY = _pseudonym_key_raw.strip()
+MEMDESK_PSEUDONYM_KEY_MIN_CHARS = 32
+if _pseudonym_key_raw and len(MEMDESK_PSEUDONYM_KEY) < MEMDESK_PSEUDONYM_KEY_MIN_CHARS:
+    raise ImproperlyConfigured(
+        f"MEMDESK_PSEUDONYM_KEY must be at least {MEMDESK_PSEUDONYM_KEY_MIN_CHARS} characters "
+        f"(a long random string); got {len(MEMDESK_PSEUDONYM_KEY)}. Leave it unset to derive "
+        "the key from SECRET_KEY."
+    )
 
 # --- LLM engine (the "openai" Observer/Reflector engine) ----------------------------------
 # Any OpenAI-compatible chat-completions endpoint: OpenAI, Azure OpenAI, vLLM, Ollama,

@@ -45,6 +45,9 @@ class RedactionPolicyOut(serializers.Serializer):
     redactBeforeObservation = serializers.BooleanField()
     reflectionWaitsForReview = serializers.BooleanField()
     keepOriginals = serializers.BooleanField()
+    agentsSeeReidentified = serializers.BooleanField(
+        help_text="API keys read memory with pseudonyms replaced by their values."
+    )
     version = serializers.IntegerField()
     updatedAt = serializers.DateTimeField()
 
@@ -65,6 +68,10 @@ class FindingOut(serializers.Serializer):
     createdAt = serializers.DateTimeField()
     reviewedBy = serializers.CharField()
     reviewedAt = serializers.DateTimeField(allow_null=True)
+    pseudonym = serializers.CharField(
+        allow_null=True,
+        help_text="The pseudonym the value became (pending: becomes), e.g. <PERSON_2>.",
+    )
 
 
 class FindingPageOut(serializers.Serializer):
@@ -80,6 +87,12 @@ class PreviewFindingOut(serializers.Serializer):
     operator = serializers.ChoiceField(choices=redaction.OPERATORS)
     status = serializers.ChoiceField(choices=[redaction.APPLIED, redaction.PENDING_REVIEW])
     recognizer = serializers.CharField()
+    pseudonym = serializers.CharField(
+        allow_null=True, help_text="The pseudonym it would become (pseudonym operator)."
+    )
+    newPseudonym = serializers.BooleanField(
+        help_text="The value has no pseudonym yet: this number would be given to it."
+    )
 
 
 class PreviewOut(serializers.Serializer):
@@ -87,7 +100,25 @@ class PreviewOut(serializers.Serializer):
         help_text="What the Reflector would read: every finding redacted."
     )
     findings = PreviewFindingOut(many=True)
+    newPseudonyms = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Pseudonyms this text would number first, in order. A preview numbers "
+        "nothing: a write in between may take these numbers.",
+    )
     policyVersion = serializers.IntegerField()
+
+
+class PseudonymOut(serializers.Serializer):
+    label = serializers.CharField(help_text="e.g. <PERSON_2>")  # type: ignore[assignment]  # a clash with Field.label in the stubs only
+    entityType = serializers.CharField()
+    number = serializers.IntegerField()
+    held = serializers.BooleanField(
+        help_text="False once the last message holding the value was deleted: the "
+        "pseudonym is anonymous and value is null."
+    )
+    value = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    forgottenAt = serializers.DateTimeField(allow_null=True)
 
 
 class OriginalOut(serializers.Serializer):

@@ -24,15 +24,21 @@ from core.api import (
 )
 from core.auth import AdminKeyRequired
 from core.errors import MemdeskError
-from governance import redaction, redaction_policy, review, selectors
+from governance import pseudonyms, redaction, redaction_policy, review, selectors
 from governance.api.api_schema import (
     FindingOut,
     FindingPageOut,
     OriginalOut,
     PreviewOut,
+    PseudonymOut,
     RedactionPolicyOut,
 )
-from governance.api.wire import finding_to_wire, original_to_wire, redaction_policy_to_wire
+from governance.api.wire import (
+    finding_to_wire,
+    original_to_wire,
+    pseudonym_to_wire,
+    redaction_policy_to_wire,
+)
 from governance.models import (
     RedactionFinding,
 )
@@ -116,6 +122,7 @@ class RedactionPolicyIn(serializers.Serializer):
     redactBeforeObservation = StrictBooleanField(required=False)
     reflectionWaitsForReview = StrictBooleanField(required=False)
     keepOriginals = StrictBooleanField(required=False)
+    agentsSeeReidentified = StrictBooleanField(required=False)
 
     def validate_customRecognizers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if len({c["name"] for c in value}) != len(value):
@@ -128,6 +135,10 @@ class PreviewIn(serializers.Serializer):
 
 
 class ReviewIn(serializers.Serializer):
+    reason = text_field(required=False, allow_blank=True)
+
+
+class RevealIn(serializers.Serializer):
     reason = text_field(required=False, allow_blank=True)
 
 
@@ -197,8 +208,9 @@ class RedactionPreviewApi(ApiView):
         operation_id="redaction_preview",
         request=PreviewIn,
         responses={200: PreviewOut, **ERRORS},
-        description="What the workspace's policy finds in a text, and the text as the "
-        "Reflector would read it. Nothing is stored.",
+        description="What the workspace's policy finds in a text, the text as the "
+        "Reflector would read it, and the pseudonyms it would write (known values keep "
+        "theirs; new ones show the next free numbers). Nothing is stored or numbered.",
     )
     def post(self, request: Request) -> Response:
         text = validated(PreviewIn, request.data)["text"]
@@ -222,9 +234,12 @@ class RedactionPreviewApi(ApiView):
                         "operator": f.operator,
                         "status": f.status,
                         "recognizer": f.recognizer,
+                        "pseudonym": f.pseudonym or None,
+                        "newPseudonym": f.pseudonym in preview.new_pseudonyms,
                     }
                     for f in preview.findings
                 ],
+                "newPseudonyms": preview.new_pseudonyms,
                 "policyVersion": preview.policy_version,
             }
         )
@@ -325,3 +340,34 @@ class RestrictedOriginalGetApi(AdminApiView):
             actor=self.actor(),
         )
         return Response(original_to_wire(original))
+
+
+class PseudonymRevealApi(AdminApiView):
+    @extend_schema(
+        operation_id="redaction_pseudonyms_reveal",
+        request=RevealIn,
+        responses={
+            200: PseudonymOut,
+            **ADMIN_ERRORS,
+            409: OpenApiResponse(
+                ErrorOut,
+                description="The stored value cannot be decrypted with the configured key "
+                "(pseudonym_unreadable).",
+            ),
+        },
+        description="What a pseudonym (<PERSON_2>, or PERSON_2 in the path) stands for. "
+        "Admin keys only; `reason` is required and every reveal is audited "
+        "(redaction.pseudonym.reveal, without the value). A pseudonym whose value no "
+        "message holds any more answers held=false and value=null.",
+    )
+    def post(self, request: Request, label: str) -> Response:
+        data = validated(RevealIn, request.data or {})
+        revealed = pseudonyms.pseudonym_reveal(
+            workspace_id=self.workspace.pk,
+            label=label,
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+        )
+        response = Response(pseudonym_to_wire(revealed.pseudonym, value=revealed.value))
+        response["Cache-Control"] = "private, no-store"
+        return response

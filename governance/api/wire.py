@@ -8,6 +8,7 @@ from governance import redaction, retention
 from governance.models import (
     ErasureRequest,
     LegalHold,
+    Pseudonym,
     RedactionFinding,
     RedactionPolicy,
     RestrictedOriginal,
@@ -33,6 +34,7 @@ def redaction_policy_to_wire(policy: RedactionPolicy, *, admin: bool) -> dict[st
         "redactBeforeObservation": policy.redact_before_observation,
         "reflectionWaitsForReview": policy.reflection_waits_for_review,
         "keepOriginals": policy.keep_originals,
+        "agentsSeeReidentified": policy.agents_see_reidentified,
         "version": policy.version,
         "updatedAt": policy.updated_at.isoformat(),
     }
@@ -59,6 +61,19 @@ def finding_to_wire(finding: RedactionFinding) -> dict[str, Any]:
         "createdAt": finding.created_at.isoformat(),
         "reviewedBy": finding.reviewed_by,
         "reviewedAt": finding.reviewed_at.isoformat() if finding.reviewed_at else None,
+        "pseudonym": finding.pseudonym.label if finding.pseudonym else None,
+    }
+
+
+def pseudonym_to_wire(pseudonym: Pseudonym, *, value: str | None) -> dict[str, Any]:
+    return {
+        "label": pseudonym.label,
+        "entityType": pseudonym.entity_type,
+        "number": pseudonym.number,
+        "held": pseudonym.is_held,
+        "value": value,
+        "createdAt": pseudonym.created_at.isoformat(),
+        "forgottenAt": iso(pseudonym.forgotten_at),
     }
 
 

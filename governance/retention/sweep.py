@@ -22,11 +22,13 @@ from core.queue import enqueue_on_commit
 from governance.audit import audit_record
 from governance.models import (
     ErasureRequest,
+    PseudonymSighting,
     RedactionFinding,
     RestrictedOriginal,
     RetentionPolicy,
     RetentionSweep,
 )
+from governance.pseudonyms import pseudonyms_forget_unheld
 from governance.retention import sql
 from governance.retention.common import (
     BATCH_ATTEMPTS,
@@ -166,16 +168,29 @@ def _lock_and_delete(tier: Tier, rows: list[Candidate]) -> list[str]:
     return locked
 
 
+def _pseudonyms_seen(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> set[int]:
+    """The pseudonyms whose values the deleted rows held: to forget if nothing else does."""
+    rows = PseudonymSighting.objects.filter(
+        among(PseudonymSighting, "conversation", conversation_ids), target_type=tier.line_kind
+    )
+    if not rows.exists():
+        return set()
+    seen = rows.filter(among(PseudonymSighting, "target_id", ids))
+    return set(seen.values_list("pseudonym_id", flat=True).distinct())
+
+
 def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> dict[str, int]:
     """What hangs off the deleted rows by id rather than by a cascading foreign key: the
     redaction findings, the restricted originals (the unredacted text must not outlive
-    its row), the earlier versions of deleted observations, and the pins that quote
-    deleted messages (their foreign key is checked at commit, so they must go in this
-    transaction). Each table is first asked about the batch's few conversations, which
-    is cheap, and only searched by id if needed."""
+    its row), the pseudonym sightings (what holds a pseudonym's value), the earlier
+    versions of deleted observations, and the pins that quote deleted messages (their
+    foreign key is checked at commit, so they must go in this transaction). Each table
+    is first asked about the batch's few conversations, which is cheap, and only
+    searched by id if needed."""
     tables: list[tuple[str, type[Model], str, dict[str, str]]] = [
         ("redactionFindings", RedactionFinding, "target_id", {"target_type": tier.line_kind}),
         ("restrictedOriginals", RestrictedOriginal, "target_id", {"target_type": tier.line_kind}),
+        ("pseudonymSightings", PseudonymSighting, "target_id", {"target_type": tier.line_kind}),
     ]
     if tier.model is Observation:
         tables.append(("observationVersions", ObservationVersion, "observation_id", {}))
@@ -220,7 +235,17 @@ def _delete_batch(
         if not ids:
             return None
         touched = {conversation_of[pk] for pk in ids}
+        pseudonyms = _pseudonyms_seen(tier, ids, list(touched))
         related = _delete_related(tier, ids, list(touched))
+        # Values no remaining message holds: their pseudonyms in memory become anonymous.
+        related["pseudonymsForgotten"] = pseudonyms_forget_unheld(
+            workspace_id=plan.workspace_id,
+            pseudonym_ids=pseudonyms,
+            actor=actor,
+            target_type="retention_sweep",
+            target_id=str(sweep.pk),
+            reason="expired under retention",
+        )
         by_policy = Counter(str(rules[conversation_of[pk]].policy_id) for pk in ids)
         counts = dict(progress.counts)
         counts[tier.kind] += len(ids)

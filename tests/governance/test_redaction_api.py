@@ -47,11 +47,14 @@ def test_preview_shows_findings_and_the_redacted_text_and_stores_nothing(api):
 
     assert response.status_code == 200
     body = response.json()
-    assert body["redactedText"] == "Mail <EMAIL_ADDRESS> or call <PHONE_NUMBER>."
-    found = {(f["entityType"], text[f["start"] : f["end"]], f["status"]) for f in body["findings"]}
+    assert body["redactedText"] == "Mail <EMAIL_ADDRESS_1> or call <PHONE_NUMBER_1>."
+    found = {
+        (f["entityType"], text[f["start"] : f["end"]], f["status"], f["pseudonym"])
+        for f in body["findings"]
+    }
     assert found == {
-        ("EMAIL_ADDRESS", EMAIL, "applied"),
-        ("PHONE_NUMBER", PHONE, "pending_review"),
+        ("EMAIL_ADDRESS", EMAIL, "applied", "<EMAIL_ADDRESS_1>"),
+        ("PHONE_NUMBER", PHONE, "pending_review", "<PHONE_NUMBER_1>"),
     }
     assert body["policyVersion"] == 1
     assert not RedactionFinding.objects.exists() and not RedactionPolicy.objects.exists()
@@ -83,7 +86,8 @@ def test_any_key_reads_the_policy_defaults_but_not_the_deny_list(api, admin, wor
 
     assert agent_view["denyListCount"] == 1 and "denyList" not in agent_view
     assert admin_view["denyList"] == ["Project Bluebird"]
-    assert agent_view["scoreThreshold"] == 0.5 and agent_view["defaultOperator"] == "replace"
+    assert agent_view["scoreThreshold"] == 0.5 and agent_view["defaultOperator"] == "pseudonym"
+    assert agent_view["agentsSeeReidentified"] is False
     assert "EMAIL_ADDRESS" in agent_view["effectiveEntities"]
 
 
@@ -274,7 +278,7 @@ def redacted_message(api, workspace, conversation) -> Message:
         format="json",
     )
     assert response.status_code == 201
-    assert response.json()["content"] == "My email is <EMAIL_ADDRESS>"
+    assert response.json()["content"] == "My email is <EMAIL_ADDRESS_1>"
     return Message.objects.get(pk=response.json()["id"])
 
 
@@ -412,6 +416,34 @@ def test_every_redaction_response_matches_its_documented_schema(
         ("get", original, api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")),
         ("get", original, admin.get("/v1/redaction/originals/message/x")),
     ]
+    reveal = "/v1/redaction/pseudonyms/{label}/reveal"
+    calls += [
+        (
+            "post",
+            reveal,
+            admin.post(
+                "/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {"reason": "a"}, format="json"
+            ),
+        ),
+        (
+            "post",
+            reveal,
+            admin.post("/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {}, format="json"),
+        ),
+        (
+            "post",
+            reveal,
+            api.post(
+                "/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {"reason": "a"}, format="json"
+            ),
+        ),
+        (
+            "post",
+            reveal,
+            admin.post("/v1/redaction/pseudonyms/PERSON_7/reveal", {"reason": "a"}, format="json"),
+        ),
+    ]
+    assert calls[-4][2].json()["value"] == EMAIL
     assert {c[2].status_code for c in calls} == {200, 400, 403, 404, 409}
     for method, path, response in calls:
         openapi.assert_documents(method, path, response)

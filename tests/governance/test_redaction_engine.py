@@ -158,7 +158,7 @@ def test_a_threshold_below_the_band_applies_and_keep_needs_no_review():
 
 
 def test_overlapping_detections_become_one_span_that_covers_them_all():
-    spec = PolicySpec(workspace_id="w", version=1, deny_list=("dana",))
+    spec = PolicySpec(workspace_id="w", version=1, deny_list=("dana",), default_operator="replace")
     text = "Write to dana@example.com today."
 
     [found] = engine().detect([text], spec=spec)
@@ -208,9 +208,10 @@ def test_hashing_is_stable_within_a_workspace_and_differs_between_workspaces():
 
 def test_pending_spans_are_masked_only_in_the_engine_copy():
     text = "User said (977) 625-2661 and mailed dana@example.com."
-    [found] = engine().detect([text], spec=SPEC)
+    spec = PolicySpec(workspace_id="w1", version=1, default_operator="replace")
+    [found] = engine().detect([text], spec=spec)
 
-    result = redact_text(text, found, spec=SPEC)
+    result = redact_text(text, found, spec=spec)
 
     assert result.text == "User said (977) 625-2661 and mailed <EMAIL_ADDRESS>."
     assert result.engine_text == "User said <PHONE_NUMBER> and mailed <EMAIL_ADDRESS>."

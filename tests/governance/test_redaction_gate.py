@@ -88,7 +88,7 @@ def test_a_reflection_never_holds_a_value_the_detectors_find_in_its_input(
     assert reflections  # the echo engine stored what it read
     assert not [v for v in values if v in reflections]
     assert not [v for v in values if v in " ".join(echo.seen or [])]
-    assert "<EMAIL_ADDRESS>" in reflections and "<ORDER_ID>" in reflections
+    assert "<EMAIL_ADDRESS_1>" in reflections and "<ORDER_ID_1>" in reflections
 
 
 def test_the_extractive_reflector_behind_the_gate_keeps_no_value_either(workspace, conversation):
@@ -110,7 +110,7 @@ def test_observations_are_stored_redacted_with_findings_and_no_values(workspace,
     _reflect(conversation)
 
     observation.refresh_from_db()
-    assert EMAIL not in observation.text and "<EMAIL_ADDRESS>" in observation.text
+    assert EMAIL not in observation.text and "<EMAIL_ADDRESS_1>" in observation.text
     assert observation.version == 1  # no version kept: it would keep the value
     assert Conversation.objects.get(pk=conversation.pk).memory_version > version
     finding = RedactionFinding.objects.get(target_id=observation.pk)
@@ -118,10 +118,11 @@ def test_observations_are_stored_redacted_with_findings_and_no_values(workspace,
         "observation",
         "EMAIL_ADDRESS",
         "applied",
-        "replace",
+        "pseudonym",
     )
+    assert finding.pseudonym.label == "<EMAIL_ADDRESS_1>"
     # Offsets point at the replacement in the stored text.
-    assert observation.text[finding.start : finding.end] == "<EMAIL_ADDRESS>"
+    assert observation.text[finding.start : finding.end] == "<EMAIL_ADDRESS_1>"
     event = AuditEvent.objects.get(action="observation.redact", target_id=str(observation.pk))
     assert event.after["applied"] == 1 and event.after["textChanged"] is True
     assert EMAIL not in serialize("json", RedactionFinding.objects.all())
@@ -151,7 +152,8 @@ def test_uncertain_findings_are_masked_for_the_reflector_and_queued(workspace, c
     observation.refresh_from_db()
     # Stored as it was, pointed at, until a person decides; never shown to the engine.
     assert observation.text[finding.start : finding.end] == PHONE
-    assert echo.seen == ["User said <PHONE_NUMBER> is the best number to reach her."]
+    assert echo.seen == ["User said <PHONE_NUMBER_1> is the best number to reach her."]
+    assert finding.pseudonym.label == "<PHONE_NUMBER_1>"  # what approval would write
     assert PHONE not in Reflection.objects.get().text
 
 
@@ -168,11 +170,13 @@ def test_approving_redacts_the_value_and_moves_other_findings(workspace, convers
     assert approved.status == "approved" and approved.reviewed_at is not None
     assert PHONE not in observation.text
     for finding in RedactionFinding.objects.filter(target_id=observation.pk):
-        assert observation.text[finding.start : finding.end] == f"<{finding.entity_type}>"
+        assert observation.text[finding.start : finding.end] == f"<{finding.entity_type}_1>"
+        assert finding.pseudonym.label == f"<{finding.entity_type}_1>"
     assert Conversation.objects.get(pk=conversation.pk).memory_version == version + 1
     event = AuditEvent.objects.get(action="redaction_finding.approve")
     assert (event.target_id, event.reason) == (str(pending.pk), "a phone")
     assert event.before["status"] == "pending_review" and event.after["status"] == "approved"
+    assert event.after["pseudonym"] == "<PHONE_NUMBER_1>" and PHONE not in str(event.after)
 
 
 def test_dismissing_keeps_the_value_and_can_allow_it_for_good(workspace, conversation):
@@ -286,12 +290,12 @@ def test_redaction_at_ingest_stores_redacted_content_and_keeps_the_original(
     )
 
     stored = Message.objects.get(pk=message.pk)
-    assert EMAIL not in stored.content and "<EMAIL_ADDRESS>" in stored.content
+    assert EMAIL not in stored.content and "<EMAIL_ADDRESS_1>" in stored.content
     assert stored.token_count < len(NOTES[0])
     assert RestrictedOriginal.objects.get(target_id=message.pk).text == NOTES[0]
     finding = RedactionFinding.objects.get(target_id=message.pk)
     assert (finding.target_type, finding.status) == ("message", "applied")
-    assert stored.content[finding.start : finding.end] == "<EMAIL_ADDRESS>"
+    assert stored.content[finding.start : finding.end] == "<EMAIL_ADDRESS_1>"
     assert AuditEvent.objects.filter(action="message.redact", target_id=str(message.pk)).exists()
 
 

@@ -329,6 +329,8 @@ def test_what_hangs_off_deleted_rows_goes_with_them(workspace):
         "messages": 1,
         "redactionFindings": 1,
         "restrictedOriginals": 1,
+        "pseudonymSightings": 0,
+        "pseudonymsForgotten": 0,
         "pins": 0,
     }
 
