@@ -248,7 +248,7 @@ class AccountNumberRecognizer(_Recognizer):
             if not asked:
                 continue
             since = _WORDS.findall(before[asked[-1].end() :].lower())
-            if not any(word in ID_WORDS or word in _PHONE_WORDS for word in since):
+            if not any(word in ID_WORDS or word in _PHONE_WORDS - {"number"} for word in since):
                 yield match.start("value"), match.end("value"), 0.6
 
 
@@ -501,7 +501,15 @@ def name_lists() -> tuple[frozenset[str], frozenset[str]]:
             continue
         for attribute in ("first_names", "first_names_male", "first_names_female"):
             first.update(n for n in getattr(provider, attribute, ()) if n.isalpha())
-        last.update(n for n in getattr(provider, "last_names", ()) if n.isalpha())
+        for attribute in (
+            "last_names",
+            "last_names_male",
+            "last_names_female",
+            "male_last_names",
+            "female_last_names",
+            "unisex_last_names",
+        ):
+            last.update(n for n in getattr(provider, attribute, ()) if n.isalpha())
     not_names = {word.capitalize() for word in NOT_NAMES}
     return frozenset(first - not_names), frozenset(last - not_names)
 
@@ -704,7 +712,14 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
         ):
             continue  # "#TravelGoals", "RSVP", "question4", "order Jasper"
         kept.append(result)
-    return kept
+    # A town the tagger found inside a street address is part of that address.
+    addresses = [r for r in kept if r.entity_type == ADDRESS]
+    return [
+        r
+        for r in kept
+        if r.entity_type != "LOCATION"
+        or not any(a.start <= r.start and r.end <= a.end for a in addresses)
+    ]
 
 
 def recognizers() -> list[EntityRecognizer]:
