@@ -369,6 +369,23 @@ class StreetAddressRecognizer(_Recognizer):
         r"(?:[ ][A-Z][a-z]+)?[ ](?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Drive|"
         r"Way|Place|Terrace|Parkway|Square|Broadway)\b\.?)"
     )
+    # "his address: 46 velký průhon 426, opocnice", "lives at 87 Jakobi 69, Laane": what
+    # follows an address cue and starts with a house number, to the end of the clause.
+    CUED = re.compile(
+        r"(?i:\baddress(?:es)?(?:\s+is|:)|\b(?:lives?|lived|living|resides?|located|based)"
+        r"\s+(?:at|on)|\b(?:return|ship|deliver|send|mail|moved)(?:\s+it)?\s+to|"
+        r"\b(?:it|that)\s+is)\s+(?P<value>\d{1,6}[^\W\d_]?(?:[ ,]+\d{1,6})?[ ]+[^\W\d_]"
+        r"(?:(?![ ](?i:for|in case|if|because|and|but|when|please|thanks)\b)[^\n.!?;:]){1,60}"
+        r"(?:\n[ \t]*,?[ \t]*[^\W_][^\n.!?;:]{0,30}){0,4})"
+    )
+    # A postal block: a line that starts with a house number and street words, then short
+    # lines down to one that ends with a postcode ("11 Školní 939\n Apt. 827\n Kaplice 1\n
+    # Iceland 80392").
+    BLOCK = re.compile(
+        r"(?m:^[^\S\n]*(?:[^\w\s]+[^\S\n]+)?(?P<value>\d{1,6}[^\S\n]+(?:\d{1,6}[^\S\n]+)?"
+        r"[^\W\d_][^\n]{1,45}(?:\n+[^\S\n]*(?:[^\w\s]+[^\S\n]+)?[^\n]{1,40}){0,4}?"
+        r"[^\W\d_][^\n]{0,30}[ ]\d{4,6})$)"
+    )
     DIGIT_WORD = re.compile(r"\d[ ]+[^\W\d_]")
     NOT_STREET = re.compile(
         r"(?i)\b(?:am|pm|a\.m|p\.m|via|at|and|or|the|to|in|on|for|with|my|your)\b"
@@ -387,6 +404,12 @@ class StreetAddressRecognizer(_Recognizer):
             yield match.start(), match.end(), 0.6
         for match in self.NAMED.finditer(text):
             yield match.start("value"), match.end("value"), 0.6
+        for match in self.CUED.finditer(text):
+            value = match.group("value").rstrip(" ,\n")
+            if not self.NOT_STREET.match(value.split()[1]):
+                yield match.start("value"), match.start("value") + len(value), 0.75
+        for match in self.BLOCK.finditer(text):
+            yield match.start("value"), match.end("value"), 0.75
         if self.DIGIT_WORD.search(text):
             yield from self._parsed(text)
 
@@ -592,7 +615,7 @@ class PersonCueRecognizer(_Recognizer):
     STRONG = re.compile(
         rf"\b(?:(?i:my name is|name is|name's|name:|i am|i'm|this is|signed|signed by|"
         rf"called|pulled up for|account (?:of|for)|attn:?|attention:?)[ ]+"
-        rf"|(?:Mr|Mrs|Ms|Mx|Miss|Dr|Prof|Sir|Dame|Mister|Madam)\.?[ ]+)"
+        rf"|(?i:mr|mrs|ms|mx|miss|dr|prof|sir|dame|mister|madam)\.?[ ]+)"
         rf"(?P<value>{_INITIAL_NAME})\b"
     )
     WEAK = re.compile(
@@ -604,7 +627,8 @@ class PersonCueRecognizer(_Recognizer):
         rf"sincerely|yours|warmly|all the best|best wishes)[,!.]?[ \t]*\n+[ \t]*)"
         rf"(?P<signed>{_NAME})\b"
         rf"|(?P<subject>{_NAME})(?=[ ](?:said|says|asked|replied|wrote|commented|posted|"
-        rf"shared|mentioned|added|called|texted|emailed)\b)",
+        rf"shared|mentioned|added|called|texted|emailed|lives|lived|works|worked|moved|"
+        rf"grew)\b)",
         re.MULTILINE,
     )
 
@@ -712,12 +736,13 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
         ):
             continue  # "#TravelGoals", "RSVP", "question4", "order Jasper"
         kept.append(result)
-    # A town the tagger found inside a street address is part of that address.
+    # A town the tagger found inside a street address, or a street named after a person
+    # ("Nelson Mandela Drive"), is part of that address.
     addresses = [r for r in kept if r.entity_type == ADDRESS]
     return [
         r
         for r in kept
-        if r.entity_type != "LOCATION"
+        if r.entity_type not in ("LOCATION", "PERSON")
         or not any(a.start <= r.start and r.end <= a.end for a in addresses)
     ]
 

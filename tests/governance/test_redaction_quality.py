@@ -63,17 +63,13 @@ def test_overall_recall_and_f2_on_realistic_texts(contextual):
     assert contextual.distinct_recall >= 0.85
 
 
-def test_every_family_is_found_at_least_as_often_as_by_stock_presidio(
-    contextual, contextual_stock
-):
+def test_every_family_is_found_at_least_as_often_as_by_stock_presidio(contextual, contextual_stock):
     for family, score in contextual.families.items():
         if score.gold:
             stock = contextual_stock.families[family]
             assert score.recall >= stock.recall, f"{family}: {score.recall} < {stock.recall}"
 
 
-def test_non_pii_ids_are_flagged_less_often_than_by_stock_presidio(
-    contextual, contextual_stock
-):
+def test_non_pii_ids_are_flagged_less_often_than_by_stock_presidio(contextual, contextual_stock):
     assert contextual.ids > 0
     assert contextual.ids_flagged < contextual_stock.ids_flagged

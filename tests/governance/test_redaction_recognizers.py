@@ -103,6 +103,14 @@ def test_street_addresses_are_found(text, address):
     assert "ADDRESS" in types_of(text, address)
 
 
+def test_an_address_after_an_address_cue_or_in_a_postal_block_is_found():
+    cued = "Frank gave me his address: 46 Kirkegade 12, Hillerod"
+    assert "ADDRESS" in types_of(cued, "46 Kirkegade 12, Hillerod")
+    block = "Jo Lund\nAcme Ltd\n12 4 Strandvejen\nApt. 3\nKlampenborg\nDenmark 2930"
+    [(kind, value, _)] = [item for item in found(block) if item[0] == "ADDRESS"]
+    assert value == "12 4 Strandvejen\nApt. 3\nKlampenborg\nDenmark 2930"
+
+
 def test_a_time_and_a_place_are_not_an_address():
     assert "ADDRESS" not in {kind for kind, _, _ in found("How about 7 PM at the Italian place?")}
 
@@ -149,6 +157,7 @@ def test_words_after_login_are_not_usernames():
         ("Thanks for the update, Bartholomew!", "Bartholomew"),
         ("Kind regards,\n  Ingrid Svensson", "Ingrid Svensson"),
         ("The contract was signed by Mr. Okonkwo yesterday.", "Okonkwo"),
+        ("please transfer me to ms. Adaeze now", "Adaeze"),
         ("Hi Siobhan, your parcel is ready.", "Siobhan"),
     ],
 )
