@@ -675,6 +675,9 @@ _WORDS = re.compile(r"[^\W\d_]+|#")
 _PHONE_WORDS = _wordset(
     "phone telephone tel cell mobile fax call text number contact reach whatsapp desk office"
 )
+# Words that name the value itself: nearer than an id word, they win ("policy account
+# 1234567890", "order questions? call 555-123-4567").
+_VALUE_WORDS = _PHONE_WORDS | _wordset("account acct card iban passport licence license ssn")
 _PRODUCT_WORDS = _wordset(
     "order product item model sku plan version ticket case question step option"
 )
@@ -711,7 +714,7 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
         kind = result.entity_type
         before = _words_before(text, result.start)
         if kind in _NUMBER_TYPES:
-            cue = next((w for w in reversed(before) if w in ID_WORDS or w in _PHONE_WORDS), None)
+            cue = next((w for w in reversed(before) if w in ID_WORDS or w in _VALUE_WORDS), None)
             if cue in ID_WORDS:
                 if kind != "CREDIT_CARD":
                     continue

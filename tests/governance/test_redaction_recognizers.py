@@ -125,6 +125,12 @@ def test_account_and_personal_numbers_named_by_their_words_are_found():
     assert ("PERSONAL_ID", "44051401458", "applied") in found(text)
 
 
+def test_a_word_naming_the_value_wins_over_an_id_word_further_back():
+    text = "Renewal of policy account 1234567890 is due."
+    assert "ACCOUNT_NUMBER" in types_of(text, "1234567890")
+    assert "PHONE_NUMBER" in types_of("Order questions? Call 555-123-4567", "555-123-4567")
+
+
 def test_the_answer_to_an_account_question_is_an_account_number():
     text = "Agent: What is your account number?\nCustomer: Sure, it's 123456789."
     assert "ACCOUNT_NUMBER" in types_of(text, "123456789")
