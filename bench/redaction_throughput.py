@@ -1,11 +1,15 @@
 """Throughput of PII detection: Memdesk's batched path against naive one-text-at-a-time
 analyzer calls and against raw spaCy on the same pipeline and texts.
 
-Run: ``.venv/bin/python bench/redaction_throughput.py [--texts 3000] [--repeat 3]``
-(about two minutes on two cores). Prints figures only, never text.
+Run: ``.venv/bin/python bench/redaction_throughput.py [--texts 3000] [--repeat 3]
+[--source short|contextual]`` (about ten minutes on two cores). Prints figures only,
+never text.
 
-Texts: the 100 sentences of ``presidio_generated_small.json`` and the 77 turns of
-``abcd_sample.json`` (``../shared/data/``), repeated in order to ``--texts`` texts.
+Texts (``--source``): ``short`` (the default), the 100 sentences of
+``presidio_generated_small.json`` and the 77 turns of ``abcd_sample.json``
+(``../shared/data/``), repeated in order to ``--texts`` texts; ``contextual``, the first
+``--texts`` texts of the contextual anonymizer corpus (chats, e-mail threads, records:
+about 340 characters each, denser in PII).
 
 Rows (each the best of ``--repeat`` runs, wall clock, after a warm-up):
 - raw spaCy, full pipeline: ``nlp.pipe`` of the same model, every component (tok2vec,
@@ -33,7 +37,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
 
 
-def load_texts(count: int) -> list[str]:
+def load_texts(count: int, source: str = "short") -> list[str]:
+    if source == "contextual":
+        corpus = DATA / "pii" / "contextual_anonymizer" / "spans_clean.json"
+        return [item["text"] for item in json.loads(corpus.read_text())][:count]
     pii = json.loads((DATA / "pii" / "presidio_generated_small.json").read_text())
     dialogues = json.loads((DATA / "conversations" / "abcd_sample.json").read_text())
     base = [item["full_text"] for item in pii]
@@ -57,6 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--source", choices=("short", "contextual"), default="short")
     args = parser.parse_args()
     if not DATA.is_dir():
         sys.exit(f"the evaluation data is not at {DATA}")
@@ -68,7 +76,7 @@ def main() -> None:
 
     from governance.redaction import PolicySpec, engine, redact_text
 
-    texts = load_texts(args.texts)
+    texts = load_texts(args.texts, args.source)
     chars = sum(len(t) for t in texts)
     print(f"{len(texts)} texts, {chars} characters, {chars / len(texts):.0f} per text")
     redaction = engine()

@@ -52,8 +52,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:  # the engine's imports cost a second: only when it is loaded
-    from presidio_analyzer import AnalyzerEngine, EntityRecognizer
-    from presidio_analyzer.nlp_engine import NlpArtifacts, NlpEngine
+    from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
+    from presidio_analyzer.nlp_engine import NlpEngine
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,9 @@ DENY_LIST_ENTITY = "DENY_LIST"
 
 # Detected when a policy names no entity types. Dates, times, nationalities, URLs and
 # organisations are left out: memory needs its dates, and the small pipeline tags
-# ordinary words ("User") as organisations.
+# ordinary words ("User") as organisations. ADDRESS (a street address), USERNAME,
+# ACCOUNT_NUMBER and PERSONAL_ID (a national id, or a patient's, student's, employee's
+# number) are Memdesk's own recognizers' (governance/recognizers.py); the rest Presidio's.
 DEFAULT_ENTITIES = (
     "PERSON",
     "EMAIL_ADDRESS",
@@ -83,6 +85,10 @@ DEFAULT_ENTITIES = (
     "IBAN_CODE",
     "IP_ADDRESS",
     "LOCATION",
+    "ADDRESS",
+    "USERNAME",
+    "ACCOUNT_NUMBER",
+    "PERSONAL_ID",
     "US_SSN",
     "US_BANK_NUMBER",
     "US_DRIVER_LICENSE",
@@ -131,13 +137,6 @@ NER_IGNORED = [
     "QUANTITY",
     "WORK_OF_ART",
 ]
-# Seven digits, each at most three separators from the next: the shortest phone number.
-PHONE_CANDIDATE = re.compile(r"\d(?:[ ().+/-]{0,3}\d){6}")
-# spaCy counts "call" as a stop word, and Presidio's context matching skips stop words,
-# so the phone recognizer's own "call" could never raise a score. These words can.
-PHONE_CONTEXT = ["phone", "telephone", "cell", "mobile", "fax", "tel", "desk", "office", "number"]
-
-
 # --- policy as the engine sees it --------------------------------------------------------------
 
 
@@ -507,98 +506,16 @@ def _offline_tldextract() -> None:
     tld.TLD_EXTRACTOR = tld.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
-def _recognizers_of_this_engine() -> list[EntityRecognizer]:
-    """Recognizers Memdesk adds to Presidio's predefined ones (see docs/benchmarks.md)."""
-    from presidio_analyzer import EntityRecognizer, Pattern, PatternRecognizer, RecognizerResult
-    from presidio_analyzer.predefined_recognizers import PhoneRecognizer
-
-    class GuardedPhoneRecognizer(PhoneRecognizer):
-        # python-phonenumbers scans the text once per region, the costliest recognizer by
-        # far; a text without seven digits in a row, give or take separators, has no
-        # phone number for it to find (skipping it saves 27% of the recognizers' time).
-        def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]  # Presidio types the None default NlpArtifacts
-            if not PHONE_CANDIDATE.search(text):
-                return []
-            return super().analyze(text, entities, nlp_artifacts)
-
-    class InternationalPhoneRecognizer(PatternRecognizer):
-        # Numbers written for regions python-phonenumbers is not asked about ("(07) 5331
-        # 0577", "69 987 88 37", "001-420-335-7509x38548"): digit groups with separators,
-        # 7 to 15 digits. Uncertain alone (the review band); the context words raise it.
-        PATTERN = (
-            r"(?<![\w+])(?:(?:\+|00)\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}"
-            r"(?:[ .-]\d{2,4}){1,4}(?:[ ]?(?:x|ext\.?)[ ]?\d{1,6})?(?![\w])"
-        )
-        DATE_OR_IP = re.compile(
-            r"^\d{4}-\d{1,2}-\d{1,2}$|^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$|^\d{1,3}(?:\.\d{1,3}){3}$"
-        )
-
-        def __init__(self) -> None:
-            super().__init__(
-                supported_entity="PHONE_NUMBER",
-                name="InternationalPhoneRecognizer",
-                patterns=[Pattern("international phone", self.PATTERN, 0.4)],
-                context=PHONE_CONTEXT,
-            )
-
-        def invalidate_result(self, pattern_text: str) -> bool:
-            # (Presidio turns a True from validate_result into a certain score, so the
-            # checks that only reject go here.)
-            digits = sum(ch.isdigit() for ch in re.split(r"[xe]", pattern_text)[0])
-            return not 7 <= digits <= 15 or bool(self.DATE_OR_IP.match(pattern_text.strip()))
-
-    class PersonCueRecognizer(EntityRecognizer):
-        # The small pipeline misses or mislabels many names ("User said Crystal Minh" has
-        # no entity; "Alessandro Phoenix" comes out as an organisation). Two or three
-        # capitalised words right after a naming cue are a name often enough to hold for
-        # review: the score sits in the default review band.
-        CUE = re.compile(
-            r"\b(?i:name(?: is|'s|:)|said|called|this is|pulled up for|account (?:of|for)|"
-            r"mr\.?|mrs\.?|ms\.?|dr\.?)\s+"
-            r"([A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+){1,2})\b"
-        )
-        SCORE = 0.6
-        # Kept here for the results' metadata too: mypy cannot infer the type of the
-        # ``name`` attribute that Presidio's EntityRecognizer sets in its __init__.
-        NAME = "PersonCueRecognizer"
-
-        def __init__(self) -> None:
-            super().__init__(supported_entities=["PERSON"], name=self.NAME)
-
-        def load(self) -> None:
-            pass
-
-        def analyze(
-            self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
-        ) -> list[RecognizerResult]:
-            return [
-                RecognizerResult(
-                    "PERSON",
-                    match.start(1),
-                    match.end(1),
-                    self.SCORE,
-                    recognition_metadata={
-                        RecognizerResult.RECOGNIZER_NAME_KEY: self.NAME,
-                        RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-                    },
-                )
-                for match in self.CUE.finditer(text)
-            ]
-
-    return [
-        GuardedPhoneRecognizer(context=PHONE_CONTEXT),
-        InternationalPhoneRecognizer(),
-        PersonCueRecognizer(),
-    ]
-
-
 class RedactionEngine:
     """Presidio's analyzer with its spaCy pipeline. One per process: ``engine()``."""
 
     def __init__(self, model_name: str) -> None:
         import spacy.util
         from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+        from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
         from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+        from governance import recognizers
 
         if not spacy.util.is_package(model_name):
             raise ImproperlyConfigured(
@@ -627,10 +544,16 @@ class RedactionEngine:
         registry = RecognizerRegistry(supported_languages=[LANGUAGE])
         registry.load_predefined_recognizers(languages=[LANGUAGE], nlp_engine=self.nlp_engine)
         registry.remove_recognizer("PhoneRecognizer")
-        for recognizer in _recognizers_of_this_engine():
+        for recognizer in recognizers.recognizers():
             registry.add_recognizer(recognizer)
         self.analyzer: AnalyzerEngine = AnalyzerEngine(
-            registry=registry, nlp_engine=self.nlp_engine, supported_languages=[LANGUAGE]
+            registry=registry,
+            nlp_engine=self.nlp_engine,
+            supported_languages=[LANGUAGE],
+            # Context words match whole lemmas: matched as substrings (Presidio's
+            # default), the US passport recognizer's "us" is found in "customer" and
+            # "business", and any nine-digit number near them became a passport number.
+            context_aware_enhancer=LemmaContextAwareEnhancer(context_matching_mode="whole_word"),
         )
         self._ad_hoc_cache: OrderedDict[
             tuple[tuple[CustomRecognizer, ...], tuple[str, ...]], list[EntityRecognizer]
@@ -705,8 +628,17 @@ class RedactionEngine:
                 ad_hoc_recognizers=ad_hoc,
                 allow_list=allow_list,
             )
-            detections.append(_merge(results, spec))
+            detections.append(_merge(self._rescore(text, results), spec))
         return detections
+
+    def _rescore(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+        """Context that lowers scores (governance/recognizers.py). A workspace's own
+        recognizers are left as they are: it said what the span is."""
+        from governance.recognizers import rescore
+
+        own = [r for r in results if _recognizer_name(r).startswith(CUSTOM_PREFIX)]
+        rest = [r for r in results if not _recognizer_name(r).startswith(CUSTOM_PREFIX)]
+        return own + rescore(text, rest)
 
     def locates(
         self, text: str, *, spec: PolicySpec, entity_type: str, start: int, end: int

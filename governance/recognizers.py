@@ -1,0 +1,767 @@
+"""The recognizers Memdesk adds to Presidio's predefined ones, and the context rules that
+lower a score where the words around a value say it is something else.
+
+Imported by ``governance.redaction`` only when the engine loads (it imports Presidio).
+Every rule is general: checksums, patterns, context words and name lists, never values
+of a dataset. What each one changed is measured in docs/benchmarks.md ("Redaction").
+
+Scores follow the engine's bands: at least 0.7 is applied, 0.4 to 0.7 is held for
+review, under 0.4 is dropped. Presidio's context enhancer adds 0.35 to a result of a
+recognizer that has context words when one of them is among the five words before it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from importlib import import_module
+from typing import Any
+
+from presidio_analyzer import AnalysisExplanation, EntityRecognizer, RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
+from presidio_analyzer.predefined_recognizers import PhoneRecognizer
+
+# (start, end, score) of what a recognizer found.
+Spans = Iterable[tuple[int, int, float]]
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Types Memdesk detects beyond Presidio's (SUPPORTED_ENTITIES in governance.redaction).
+ADDRESS = "ADDRESS"
+USERNAME = "USERNAME"
+ACCOUNT_NUMBER = "ACCOUNT_NUMBER"
+PERSONAL_ID = "PERSONAL_ID"
+
+# Seven digits, each at most three separators from the next: the shortest phone number.
+PHONE_CANDIDATE = re.compile(r"\d(?:[ ().+/-]{0,3}\d){6}")
+# spaCy counts "call" as a stop word, and Presidio's context matching skips stop words,
+# so the phone recognizer's own "call" could never raise a score. These words can.
+PHONE_CONTEXT = [
+    "phone",
+    "telephone",
+    "cell",
+    "mobile",
+    "fax",
+    "tel",
+    "desk",
+    "office",
+    "number",
+    "contact",
+    "text",
+    "reach",
+    "whatsapp",
+]
+# python-phonenumbers regions asked about: Presidio's eight and the other countries of
+# Europe, Oceania and the Americas whose numbers support tickets carry most. Each region
+# is one more scan of the text (guarded below), so the list stays short.
+PHONE_REGIONS = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR", "AU", "NL", "IE", "ES", "IT")
+
+# Words that name a value as a record of the business, not of a person: a number after
+# one of them is an order, ticket or case id, not a phone, card or bank number.
+ID_WORDS = _wordset(
+    """order orders ticket tickets case claim policy invoice inv tracking reference ref
+    transaction txn confirmation booking reservation shipment parcel package receipt
+    serial sku model item product part version build error code request incident rma
+    quote po pnr flight batch lot job task issue bug"""
+)
+
+
+def _result(
+    recognizer: EntityRecognizer, entity: str, start: int, end: int, score: float
+) -> RecognizerResult:
+    # Named by the class: mypy cannot infer the type of the ``name`` attribute that
+    # Presidio's EntityRecognizer sets in its __init__.
+    name = type(recognizer).__name__
+    return RecognizerResult(
+        entity,
+        start,
+        end,
+        score,
+        # Presidio's context enhancer records the word that raised a score here.
+        analysis_explanation=AnalysisExplanation(recognizer=name, original_score=score),
+        recognition_metadata={
+            RecognizerResult.RECOGNIZER_NAME_KEY: name,
+            RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: recognizer.id,
+        },
+    )
+
+
+class _Recognizer(EntityRecognizer):
+    """A recognizer that needs no loading; subclasses implement ``find``."""
+
+    ENTITY = ""
+    CONTEXT: Sequence[str] = ()
+
+    def __init__(self) -> None:
+        super().__init__(
+            supported_entities=[self.ENTITY],
+            name=type(self).__name__,
+            context=list(self.CONTEXT) or None,
+        )
+
+    def load(self) -> None:
+        pass
+
+    def analyze(
+        self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
+    ) -> list[RecognizerResult]:
+        return [
+            _result(self, self.ENTITY, start, end, score)
+            for start, end, score in self.find(text, nlp_artifacts)
+        ]
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        raise NotImplementedError
+
+
+# --- phone numbers ---------------------------------------------------------------------------
+
+
+class GuardedPhoneRecognizer(PhoneRecognizer):
+    """Presidio's phone recognizer (python-phonenumbers) on more regions, run only on
+    texts that can hold a phone number: it scans the text once per region, the costliest
+    recognizer by far, and a text without seven digits in a row, give or take separators,
+    has nothing for it to find (skipping it saved 27% of the recognizers' time)."""
+
+    def __init__(self) -> None:
+        super().__init__(context=PHONE_CONTEXT, supported_regions=PHONE_REGIONS)
+
+    def analyze(self, text, entities, nlp_artifacts=None):  # type: ignore[no-untyped-def]  # Presidio types the None default NlpArtifacts
+        if not PHONE_CANDIDATE.search(text):
+            return []
+        return super().analyze(text, entities, nlp_artifacts)
+
+
+class InternationalPhoneRecognizer(_Recognizer):
+    """Numbers written for regions python-phonenumbers is not asked about, or not valid
+    there ("(07) 5331 0577", "69 987 88 37", "001-420-335-7509x38548", "+4455667788"):
+    digit groups with separators, or a plus and 8 to 15 digits; 7 to 15 digits in all,
+    not a date or an IP address. Uncertain alone (the review band); context raises it."""
+
+    ENTITY = "PHONE_NUMBER"
+    CONTEXT = PHONE_CONTEXT
+    PATTERN = re.compile(
+        r"(?<![\w+#/.-])(?:"
+        r"(?:(?:\+|00)\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}"
+        r"|\(\d{2,4}\)[ ]?\d{3,4}(?:[ .-]\d{3,4})?"
+        r"|\+\d{8,15}"
+        r")(?:[ ]?(?:x|ext\.?)[ ]?\d{1,6})?(?![\w]|[.,-]\d)"
+    )
+    DATE_OR_IP = re.compile(
+        r"^\d{4}-\d{1,2}-\d{1,2}$|^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$|^\d{1,3}(?:\.\d{1,3}){3}$"
+    )
+    SCORE = 0.4
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        if not PHONE_CANDIDATE.search(text):
+            return
+        for match in self.PATTERN.finditer(text):
+            value = match.group(0)
+            digits = sum(ch.isdigit() for ch in re.split(r"[xe]", value)[0])
+            if 7 <= digits <= 15 and not self.DATE_OR_IP.match(value):
+                yield match.start(), match.end(), self.SCORE
+
+
+# --- cards, accounts, ids --------------------------------------------------------------------
+
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = int(char)
+        if position % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+class LuhnCardRecognizer(_Recognizer):
+    """Card numbers of 12 to 19 digits, written together or in groups separated by
+    spaces or dashes, that pass the Luhn check. Presidio's own recognizer wants the
+    issuers' prefixes and groups of four; this one also takes the rest, uncertain unless
+    the prefix is an issuer's (2 to 6) or a card word is near. A Luhn check passes one
+    random number in ten, so an order or ticket word before it lowers it (``rescore``)."""
+
+    ENTITY = "CREDIT_CARD"
+    CONTEXT = [
+        "card",
+        "credit",
+        "debit",
+        "visa",
+        "mastercard",
+        "amex",
+        "discover",
+        "maestro",
+        "cc",
+        "pan",
+    ]
+    PATTERN = re.compile(r"(?<![\w.,/-])\d(?:[ -]?\d){11,18}(?![\w-]|[.,/]\d)")
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        for match in self.PATTERN.finditer(text):
+            value = match.group(0)
+            digits = re.sub(r"\D", "", value)
+            groups = re.split(r"[ -]", value)
+            if len(groups) > 1 and min(len(g) for g in groups[:-1]) < 3:
+                continue  # "12 34 56 ...": a list of numbers, not one number
+            if len(set(digits)) == 1 or not luhn_valid(digits):
+                continue
+            issuer = digits[0] in "23456" and 13 <= len(digits) <= 19
+            yield match.start(), match.end(), 0.9 if issuer else 0.5
+
+
+_NUMBER = r"[A-Z]{0,4}[-#]?\d[\d -]{2,24}\d[A-Z]?|\d{4}"
+_FILLER = (
+    r"(?i:\s*(?:(?:number|no|num|nr|id|is|was|ending in|ending with|ending|ends in|of|on file)"
+    r"(?![a-z])\.?|[#:=-]))*"
+)
+
+
+class AccountNumberRecognizer(_Recognizer):
+    """A number named as an account: "Account Number: 1234567890", "acct # 555-666-777",
+    "the account ending in 1234". The words make it certain; the digits alone would not."""
+
+    ENTITY = ACCOUNT_NUMBER
+    PATTERN = re.compile(
+        rf"\b(?i:(?:bank |checking |savings |sender |receiver |beneficiary )?"
+        rf"(?:account|acct|a/c|acc)){_FILLER}\s*(?P<value>{_NUMBER})(?![\w-])"
+    )
+    # "What's your account number?" ... "Sure, it's 123456789.": the answer to a question
+    # about the account, when no other kind of number was asked about since.
+    ANSWER = re.compile(
+        r"(?i:\b(?:it's|it’s|it is|its|sure|yes|here it is|that's|that is))[,:!]?\s*"
+        r"(?P<value>\d[\d -]{4,24}\d)(?![\w-])"
+    )
+    ASKED = re.compile(r"(?i:\b(?:account|acct)\b)")
+    SCORE = 0.85
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        for match in self.PATTERN.finditer(text):
+            yield match.start("value"), match.end("value"), self.SCORE
+        for match in self.ANSWER.finditer(text):
+            before = text[max(0, match.start() - 160) : match.start()]
+            asked = list(self.ASKED.finditer(before))
+            if not asked:
+                continue
+            since = _WORDS.findall(before[asked[-1].end() :].lower())
+            if not any(word in ID_WORDS or word in _PHONE_WORDS - {"number"} for word in since):
+                yield match.start("value"), match.end("value"), 0.6
+
+
+class PersonalIdRecognizer(_Recognizer):
+    """A number that identifies a person, named by the words before it: national ids
+    (PESEL, NIP, SSN, national insurance, tax id, passport, driver's licence) and the
+    ids an organisation gives a person (patient, student, employee, member, customer)."""
+
+    ENTITY = PERSONAL_ID
+    PATTERN = re.compile(
+        r"\b(?i:pesel|nip|ssn|social security|national id|national insurance|nino|tax id|"
+        r"tax identification|taxpayer id|tin|passport|driver'?s? licen[cs]e|licen[cs]e|"
+        r"(?:student|patient|employee|member(?:ship)?|customer|staff|personnel) (?:id|number)|"
+        r"personal id|id card|identity card|"
+        rf"national identity|health id|insurance id|medical record|mrn){_FILLER}\s*"
+        r"(?P<value>[A-Z]{0,3}\d[\d -]{3,20}\d[A-Z]?)(?![\w-])"
+    )
+    # "Patient: Michael Brown, ID: 123456": a bare "ID:" in a record about a person.
+    RECORD_ID = re.compile(
+        r"\bID(?:\s*(?:#|No\.?|number))?\s*[:#]\s*(?P<value>[A-Z]{0,3}\d{4,12})(?![\w-])"
+    )
+    RECORD_OF_PERSON = re.compile(
+        r"(?i:\b(?:patient|student|employee|member|applicant|insured|client|customer|"
+        r"holder|name|candidate|resident|policyholder|beneficiary)\b)"
+    )
+    SCORE = 0.85
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        for match in self.PATTERN.finditer(text):
+            yield match.start("value"), match.end("value"), self.SCORE
+        for match in self.RECORD_ID.finditer(text):
+            before = text[max(0, match.start() - 80) : match.start()]
+            if self.RECORD_OF_PERSON.search(before) and not ID_WORDS.intersection(
+                _words_before(text, match.start(), 2)
+            ):
+                yield match.start("value"), match.end("value"), 0.7
+
+
+class UsernameRecognizer(_Recognizer):
+    """A handle named as one ("username: jdoe42", "my handle is @dana_w", "user name
+    dana.whitfield"), certain; an @handle in running text (not an e-mail address),
+    uncertain."""
+
+    ENTITY = USERNAME
+    NAMED = re.compile(
+        r"\b(?i:user\s?name|user\s?id|login(?: name| id)?|handle|screen\s?name|gamertag|"
+        r"nick(?:name)?|account name)(?P<colon>\s*[:=])?(?i:\s*(?:is|was)(?![\w'’]))?"
+        r"\s*[\"'“‘]?(?P<value>@?[A-Za-z0-9][A-Za-z0-9._-]{1,31}[A-Za-z0-9_])(?![\w@])"
+    )
+    # A value without a colon before it must look like a handle, not a word: "login
+    # attempts", "my username is incorrect".
+    HANDLE = re.compile(r"[@\d_.]|[a-z][A-Z]")
+    MENTION = re.compile(r"(?<![\w.@/])@(?P<value>[A-Za-z_][A-Za-z0-9_.]{1,30}[A-Za-z0-9_])")
+    NOT_HANDLES = frozenset({"is", "was", "and", "the", "for", "please", "here"})
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        for match in self.NAMED.finditer(text):
+            value = match.group("value")
+            if value.lower() in self.NOT_HANDLES:
+                continue
+            if match.group("colon") or self.HANDLE.search(value):
+                yield match.start("value"), match.end("value"), 0.85
+        for match in self.MENTION.finditer(text):
+            yield match.start(), match.end(), 0.6
+
+
+# --- street addresses ------------------------------------------------------------------------
+
+_WORD = r"[^\W\d_][\w'’.-]*"
+_STREET_TYPES = (
+    "street|st|avenue|ave|av|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|"
+    "terrace|ter|circle|cir|parkway|pkwy|highway|hwy|square|sq|trail|trl|alley|row|crescent|"
+    "cres|close|walk|plaza|loop|path|pike|route|rte|broadway|gardens|grove|heights|mews|"
+    "quay|wharf|esplanade|promenade"
+)
+_FOREIGN_SUFFIXES = (
+    "straat|strasse|straße|str|gasse|weg|laan|plein|gracht|allee|platz|vej|gade|gatan|"
+    "vägen|gränd|katu|tie|utca|útja|ulica|kade|dijk|markt|damm|ufer|steig|ring"
+)
+_FOREIGN_PREFIXES = (
+    "rue|avenue|boulevard|chemin|calle|avenida|carrer|paseo|rua|via|viale|piazza|corso|"
+    "plac|ulica|ul\\.|aleja|al\\."
+)
+_UNIT = r"(?i:apt|apartment|suite|ste|unit|floor|fl|room|rm|bldg|building|#)\.?\s?#?\s?[\w-]{1,6}"
+_PLACE = r"[A-Z][\w'’.-]*(?:[ ][A-Z][\w'’.-]*){0,2}"
+_POSTCODE = r"\d{5}(?:-\d{4})?|[A-Z]\d[A-Z] ?\d[A-Z]\d|[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}|\d{4}"
+# After a street: a unit, then a town, then a state or region, then a postcode.
+_TAIL = (
+    rf"(?:,?[ ]{_UNIT})?(?:,[ ]?{_PLACE})?(?:,[ ]?(?:[A-Z]{{2}}|{_PLACE}))?"
+    rf"(?:,?[ ](?:{_POSTCODE}))?(?![\w])"
+)
+
+
+class StreetAddressRecognizer(_Recognizer):
+    """Street addresses: a house number, street words and a street type ("123 Elm St",
+    "42 rue des Lilas"); a street type of another language with its number ("Nassaustraat
+    123"); each with what follows it in an address (unit, town, state, postcode). The
+    ``usaddress`` parser (a CRF trained on US addresses) is a second reader: the spans it
+    tags as number, street and street type or postcode are kept when they look like an
+    address. Measured against ``pyap2``, which found half as many on the same data at six
+    times the cost (docs/benchmarks.md)."""
+
+    ENTITY = ADDRESS
+    CONTEXT = ["address", "live", "reside", "locate", "ship", "deliver", "move", "street"]
+    NUMBERED = re.compile(
+        rf"\b\d{{1,6}}[A-Za-z]?(?:[ -]\d{{1,6}})?[ ]+(?:[NSEW]\.?[ ]+)?(?:{_WORD}[ ]+){{0,4}}?"
+        rf"(?i:{_STREET_TYPES})\b\.?{_TAIL}"
+    )
+    FOREIGN = re.compile(
+        rf"\b(?:{_WORD}[ ]+){{0,2}}?{_WORD}(?i:{_FOREIGN_SUFFIXES})\.?[ ]+\d{{1,5}}[A-Za-z]?\b"
+        rf"{_TAIL}"
+        rf"|\b(?i:{_FOREIGN_PREFIXES})[ ]+(?:(?:de|des|du|la|le|del|della|di|da|dos|das)[ ]+)?"
+        rf"[A-Z][\w'’.-]*(?:[ ]+[A-Z][\w'’.-]*){{0,3}}(?:[ ]+\d{{1,5}}[A-Za-z]?)?{_TAIL}"
+    )
+    # "the new café on Oak Street", "on 5th Avenue": a named street without a number.
+    NAMED = re.compile(
+        r"\b(?:on|at|off|near)[ ]+(?P<value>(?:\d{1,3}(?:st|nd|rd|th)|[A-Z][a-z]+)"
+        r"(?:[ ][A-Z][a-z]+)?[ ](?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Drive|"
+        r"Way|Place|Terrace|Parkway|Square|Broadway)\b\.?)"
+    )
+    # "his address: 46 velký průhon 426, opocnice", "lives at 87 Jakobi 69, Laane": what
+    # follows an address cue and starts with a house number, to the end of the clause.
+    CUED = re.compile(
+        r"(?i:\baddress(?:es)?(?:\s+is|:)|\b(?:lives?|lived|living|resides?|located|based)"
+        r"\s+(?:at|on)|\b(?:return|ship|deliver|send|mail|moved)(?:\s+it)?\s+to|"
+        r"\b(?:it|that)\s+is)\s+(?P<value>\d{1,6}[^\W\d_]?(?:[ ,]+\d{1,6})?[ ]+[^\W\d_]"
+        r"(?:(?![ ](?i:for|in case|if|because|and|but|when|please|thanks)\b)[^\n.!?;:]){1,60}"
+        r"(?:\n[ \t]*,?[ \t]*[^\W_][^\n.!?;:]{0,30}){0,4})"
+    )
+    # A postal block: a line that starts with a house number and street words, then short
+    # lines down to one that ends with a postcode ("11 Školní 939\n Apt. 827\n Kaplice 1\n
+    # Iceland 80392").
+    BLOCK = re.compile(
+        r"(?m:^[^\S\n]*(?:[^\w\s]+[^\S\n]+)?(?P<value>\d{1,6}[^\S\n]+(?:\d{1,6}[^\S\n]+)?"
+        r"[^\W\d_][^\n]{1,45}(?:\n+[^\S\n]*(?:[^\w\s]+[^\S\n]+)?[^\n]{1,40}){0,4}?"
+        r"[^\W\d_][^\n]{0,30}[ ]\d{4,6})$)"
+    )
+    DIGIT_WORD = re.compile(r"\d[ ]+[^\W\d_]")
+    NOT_STREET = re.compile(
+        r"(?i)\b(?:am|pm|a\.m|p\.m|via|at|and|or|the|to|in|on|for|with|my|your)\b"
+    )
+    HOUSE_NUMBER = re.compile(r"^\d{1,6}(?:-\d{1,6})?[A-Za-z]?$")
+    SENTENCE_BREAK = re.compile(r"[.!?:]\s+\S|\n\s*\n")
+    PHONE_LIKE = re.compile(r"\d{3}\)?[ .-]\d{3}[ .-]?\d{4}|\d{7}")
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        for match in self.NUMBERED.finditer(text):
+            street = match.group(0)
+            if self.NOT_STREET.search(street.split(",")[0]):
+                continue  # "7 PM at the Italian place", "2 of us on the road"
+            yield match.start(), match.end(), 0.85 if "," in street else 0.75
+        for match in self.FOREIGN.finditer(text):
+            yield match.start(), match.end(), 0.6
+        for match in self.NAMED.finditer(text):
+            yield match.start("value"), match.end("value"), 0.6
+        for match in self.CUED.finditer(text):
+            value = match.group("value").rstrip(" ,\n")
+            if not self.NOT_STREET.match(value.split()[1]):
+                yield match.start("value"), match.start("value") + len(value), 0.75
+        for match in self.BLOCK.finditer(text):
+            yield match.start("value"), match.end("value"), 0.75
+        if self.DIGIT_WORD.search(text):
+            yield from self._parsed(text)
+
+    def _parsed(self, text: str) -> Iterable[tuple[int, int, float]]:
+        import usaddress
+
+        position = 0
+        run: list[tuple[int, int, str]] = []
+        for token, label in usaddress.parse(text):
+            start = text.find(token, position)
+            if start < 0:
+                continue
+            position = start + len(token)
+            if label in ("Recipient", "NotAddress", "LandmarkName", "USPSBoxType"):
+                yield from self._parsed_span(text, run)
+                run = []
+            else:
+                run.append((start, position, label))
+        yield from self._parsed_span(text, run)
+
+    def _parsed_span(
+        self, text: str, run: list[tuple[int, int, str]]
+    ) -> Iterable[tuple[int, int, float]]:
+        numbers = [
+            index
+            for index, (start, end, label) in enumerate(run)
+            if label == "AddressNumber" and self.HOUSE_NUMBER.match(text[start:end])
+        ]
+        if not numbers:
+            return
+        run = run[numbers[0] :]
+        labels = {label for _, _, label in run}
+        if "StreetName" not in labels or not labels & {"StreetNamePostType", "ZipCode"}:
+            return
+        start = run[0][0]
+        value = text[start : run[-1][1]].rstrip(",.;:")
+        if (
+            len(value) > 90
+            or "@" in value
+            or self.SENTENCE_BREAK.search(value)
+            or self.PHONE_LIKE.search(value)
+            or self.NOT_STREET.search(" ".join(value.split()[:3]))
+        ):
+            return  # a sentence, a phone number or a time the parser read as an address
+        yield start, start + len(value), 0.55
+
+
+class PostcodeRecognizer(_Recognizer):
+    """A postcode named as one ("ZIP: 11164", "postal code SW1A 1AA")."""
+
+    ENTITY = ADDRESS
+    PATTERN = re.compile(
+        rf"\b(?i:zip(?: ?code)?|post(?:al)? ?code|postcode)(?:\s*(?:is|:|-))?\s*"
+        rf"(?P<value>{_POSTCODE})(?![\w])"
+    )
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        for match in self.PATTERN.finditer(text):
+            yield match.start("value"), match.end("value"), 0.85
+
+
+# --- names -----------------------------------------------------------------------------------
+
+# Faker's name lists (offline, in the package) of these locales, ASCII and Latin spellings.
+NAME_LOCALES = (
+    "en",
+    "en_US",
+    "en_GB",
+    "en_IN",
+    "en_NZ",
+    "en_IE",
+    "en_CA",
+    "en_AU",
+    "es_ES",
+    "es_MX",
+    "fr_FR",
+    "de_DE",
+    "it_IT",
+    "pt_BR",
+    "nl_NL",
+    "pl_PL",
+    "sv_SE",
+    "da_DK",
+    "no_NO",
+    "fi_FI",
+    "cs_CZ",
+    "hu_HU",
+    "tr_TR",
+    "id_ID",
+)
+# Role words of transcripts and letters, never a person's name in this position.
+NOT_NAMES = _wordset(
+    """user assistant system customer client agent support admin bot ai human team staff
+    sir madam all everyone there guys folks doctor nurse patient manager note subject
+    account holder branch bank summary status description title position department
+    re fwd from to cc date sent hi hello hey dear thanks thank regards best cheers sincerely
+    yes no ok okay sure great good morning afternoon evening night today tomorrow
+    monday tuesday wednesday thursday friday saturday sunday january february march april
+    may june july august september october november december"""
+)
+
+
+@lru_cache(maxsize=1)
+def name_lists() -> tuple[frozenset[str], frozenset[str]]:
+    """(first names, surnames) of ``NAME_LOCALES``, alphabetic spellings only."""
+    first: set[str] = set()
+    last: set[str] = set()
+    for locale in NAME_LOCALES:
+        try:
+            provider: Any = import_module(f"faker.providers.person.{locale}").Provider
+        except ImportError:
+            continue
+        for attribute in ("first_names", "first_names_male", "first_names_female"):
+            first.update(n for n in getattr(provider, attribute, ()) if n.isalpha())
+        for attribute in (
+            "last_names",
+            "last_names_male",
+            "last_names_female",
+            "male_last_names",
+            "female_last_names",
+            "unisex_last_names",
+        ):
+            last.update(n for n in getattr(provider, attribute, ()) if n.isalpha())
+    not_names = {word.capitalize() for word in NOT_NAMES}
+    return frozenset(first - not_names), frozenset(last - not_names)
+
+
+# Entity labels of spaCy under which a known first name is a place or a thing. Not its
+# dates and times: without the parser's sentence boundaries the small pipeline stretches
+# a time over the words after it ("[2:16 PM] Support: Hi Emily" is one TIME).
+_NOT_PERSON_LABELS = frozenset({"GPE", "LOC", "FAC", "PRODUCT", "EVENT", "LANGUAGE"})
+
+
+class NameListRecognizer(_Recognizer):
+    """Names the small pipeline misses, read from its tokens: a capitalised first name
+    from the lists followed by capitalised surnames (certain), or standing alone where
+    the tagger reads it as a proper noun (uncertain: "Mark" is also a verb)."""
+
+    ENTITY = "PERSON"
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        if nlp_artifacts is None or nlp_artifacts.tokens is None:
+            return
+        first_names, surnames = name_lists()
+        doc = nlp_artifacts.tokens
+        index = 0
+        while index < len(doc):
+            token = doc[index]
+            if not (token.text in first_names and token.is_title) or (
+                token.ent_type_ in _NOT_PERSON_LABELS
+            ):
+                index += 1
+                continue
+            end = index + 1
+            while (
+                end < len(doc)
+                and end - index < 3
+                and doc[end].is_title
+                and doc[end].text.isalpha()
+                and doc[end].text.lower() not in NOT_NAMES
+                and (doc[end].text in surnames or doc[end].pos_ == "PROPN")
+                and doc[end].ent_type_ not in _NOT_PERSON_LABELS
+            ):
+                end += 1
+            if end > index + 1:
+                score = 0.85
+            elif token.pos_ == "PROPN":
+                score = 0.6
+            else:
+                index = end
+                continue
+            yield token.idx, doc[end - 1].idx + len(doc[end - 1].text), score
+            index = end
+
+
+def _reads_as_name(nlp_artifacts: NlpArtifacts | None, start: int, *, proper_noun: bool) -> bool:
+    """Whether the tagger does not read the word at ``start`` as a place or a date (and,
+    with ``proper_noun``, reads it as a proper noun); True without the tagger's output."""
+    if nlp_artifacts is None or nlp_artifacts.tokens is None:
+        return True
+    for token in nlp_artifacts.tokens:
+        if token.idx == start:
+            if proper_noun and token.pos_ != "PROPN":
+                return False
+            return token.ent_type_ not in _NOT_PERSON_LABELS
+        if token.idx > start:
+            break
+    return True
+
+
+_NAME = r"[A-Z][a-z'’-]+(?:[ ][A-Z][a-z'’-]+){0,2}"
+_INITIAL_NAME = rf"(?:[A-Z]\.[ ])?{_NAME}"
+
+
+class PersonCueRecognizer(_Recognizer):
+    """Names placed where a name goes: after a naming cue ("my name is", "Mr.", "Dr.",
+    "signed", "said"), as the speaker of a chat line ("[10:15 AM] Sarah:", "Anna Smith
+    (HR):"), after a greeting ("Hi John,") or under a sign-off ("Regards,\\n David Green").
+    A title or an explicit "my name is" makes any capitalised words a name; a greeting,
+    a speaker label or a sign-off needs the first word in the name lists."""
+
+    ENTITY = "PERSON"
+    STRONG = re.compile(
+        rf"\b(?:(?i:my name is|name is|name's|name:|i am|i'm|this is|signed|signed by|"
+        rf"called|pulled up for|account (?:of|for)|attn:?|attention:?)[ ]+"
+        rf"|(?i:mr|mrs|ms|mx|miss|dr|prof|sir|dame|mister|madam)\.?[ ]+)"
+        rf"(?P<value>{_INITIAL_NAME})\b"
+    )
+    WEAK = re.compile(
+        rf"(?:^|(?<=[\]\n>|]))[ \t]*(?P<value>{_NAME})(?=[ ]?(?:\([^)\n]{{1,40}}\))?:[ ])"
+        rf"|\b(?i:hi|hello|hey|dear|thanks|thank you|cheers|bye|welcome|congrats|"
+        rf"congratulations|morning|evening|ok|sure|said|asked|replied|told|with|and|by|"
+        rf"contact|meet|ask|call|email|to:|cc:|from:)(?:,?[ ]+)(?P<greeted>{_NAME})\b"
+        rf"|(?im:^[ \t]*(?:regards|best regards|kind regards|best|thanks|thank you|cheers|"
+        rf"sincerely|yours|warmly|all the best|best wishes)[,!.]?[ \t]*\n+[ \t]*)"
+        rf"(?P<signed>{_NAME})\b"
+        rf"|(?P<subject>{_NAME})(?=[ ](?:said|says|asked|replied|wrote|commented|posted|"
+        rf"shared|mentioned|added|called|texted|emailed|lives|lived|works|worked|moved|"
+        rf"grew)\b)",
+        re.MULTILINE,
+    )
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        first_names, surnames = name_lists()
+        for match in self.STRONG.finditer(text):
+            value = match.group("value")
+            if value.split()[0].lower() not in NOT_NAMES:
+                yield match.start("value"), match.end("value"), 0.85
+        for match in self.WEAK.finditer(text):
+            group = next(g for g in ("value", "greeted", "signed", "subject") if match.group(g))
+            words = match.group(group).split()
+            if any(word.lower() in NOT_NAMES for word in words):
+                continue  # "Bill To:", "Customer:"
+            if not (words[0] in first_names or (len(words) > 1 and words[-1] in surnames)):
+                continue
+            stamped = group == "value" and text[: match.start(group)].rstrip(" \t").endswith("]")
+            if len(words) == 1 and not stamped:
+                # "Branch: 123 Main St" is a form's field; "Hi Paris" may be a place.
+                proper = group == "value"
+                if not _reads_as_name(nlp_artifacts, match.start(group), proper_noun=proper):
+                    continue
+            yield match.start(group), match.end(group), 0.85
+
+
+# --- context rules ---------------------------------------------------------------------------
+
+# Types whose value is a bare number that an id word before it explains away.
+_NUMBER_TYPES = frozenset(
+    {
+        "PHONE_NUMBER",
+        "CREDIT_CARD",
+        "US_BANK_NUMBER",
+        "UK_NHS",
+        "US_DRIVER_LICENSE",
+        "US_PASSPORT",
+        "US_ITIN",
+        "US_SSN",
+        "MEDICAL_LICENSE",
+        ACCOUNT_NUMBER,
+    }
+)
+_WORDS = re.compile(r"[^\W\d_]+|#")
+_PHONE_WORDS = _wordset(
+    "phone telephone tel cell mobile fax call text number contact reach whatsapp desk office"
+)
+# Words that name the value itself: nearer than an id word, they win ("policy account
+# 1234567890", "order questions? call 555-123-4567").
+_VALUE_WORDS = _PHONE_WORDS | _wordset("account acct card iban passport licence license ssn")
+_PRODUCT_WORDS = _wordset(
+    "order product item model sku plan version ticket case question step option"
+)
+_NHS_WORDS = _wordset("nhs health patient")
+
+
+def _words_before(text: str, start: int, count: int = 4) -> list[str]:
+    line_start = text.rfind("\n", 0, start) + 1
+    return [w.lower() for w in _WORDS.findall(text[max(line_start, start - 48) : start])][-count:]
+
+
+_CODE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]")
+_ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.){2,}$")
+_ACRONYM = re.compile(r"^[A-Z]{2,5}$")
+
+
+def _known_name(value: str) -> bool:
+    first_names, surnames = name_lists()
+    return any(word in first_names or word in surnames for word in value.split())
+
+
+def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerResult]:
+    """Lower (never raise) scores where the text says a value is something else:
+    - a number whose nearest cue word before it is an order, ticket, case, invoice or
+      tracking word ("order 5551234567", "Ticket #48213") is that record's id, not a
+      phone, card, bank or licence number: dropped (a card number only to the review
+      band: a person looks);
+    - a UK NHS number with no NHS word near it: Presidio's checksum passes one number in
+      eleven, so most ten-digit phone numbers would otherwise come out as NHS numbers;
+    - a person's name with a digit in it ("question4") or right after an order or product
+      word is a label, not a name."""
+    kept: list[RecognizerResult] = []
+    for result in results:
+        kind = result.entity_type
+        before = _words_before(text, result.start)
+        if kind in _NUMBER_TYPES:
+            cue = next((w for w in reversed(before) if w in ID_WORDS or w in _VALUE_WORDS), None)
+            if cue in ID_WORDS:
+                if kind != "CREDIT_CARD":
+                    continue
+                result.score = min(result.score, 0.45)
+            if kind == "PHONE_NUMBER" and before[-1:] == ["#"]:
+                continue  # "#5551234": numbered like a record, never how a phone is written
+        if kind == "UK_NHS" and _NHS_WORDS.isdisjoint(_words_before(text, result.start, 8)):
+            continue
+        value = text[result.start : result.end]
+        label = text[result.end : result.end + 1] == ":"
+        if kind == "LOCATION" and (
+            _CODE.search(value) or value.islower() or _ABBREVIATION.match(value) or label
+        ):
+            continue  # "ACC987654321", "’s", "B.S.", "Nurse:": not places
+        if kind == "PERSON" and label and not _known_name(value):
+            continue  # "Email: dana@example.com": a form's field, not a person
+        if kind == "PERSON" and (
+            text[result.start - 1 : result.start] == "#"
+            or _ACRONYM.match(value)
+            or any(ch.isdigit() for ch in value)
+            or (before and before[-1] in _PRODUCT_WORDS)
+        ):
+            continue  # "#TravelGoals", "RSVP", "question4", "order Jasper"
+        kept.append(result)
+    # A town the tagger found inside a street address, or a street named after a person
+    # ("Nelson Mandela Drive"), is part of that address.
+    addresses = [r for r in kept if r.entity_type == ADDRESS]
+    return [
+        r
+        for r in kept
+        if r.entity_type not in ("LOCATION", "PERSON")
+        or not any(a.start <= r.start and r.end <= a.end for a in addresses)
+    ]
+
+
+def recognizers() -> list[EntityRecognizer]:
+    """Memdesk's recognizers, added to Presidio's predefined ones (PhoneRecognizer is
+    replaced by the guarded one)."""
+    return [
+        GuardedPhoneRecognizer(),
+        InternationalPhoneRecognizer(),
+        LuhnCardRecognizer(),
+        AccountNumberRecognizer(),
+        PersonalIdRecognizer(),
+        UsernameRecognizer(),
+        StreetAddressRecognizer(),
+        PostcodeRecognizer(),
+        NameListRecognizer(),
+        PersonCueRecognizer(),
+    ]

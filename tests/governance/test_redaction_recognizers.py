@@ -1,0 +1,194 @@
+"""What the engine's own recognizers find, and what context words explain away
+(governance/recognizers.py), through the engine with a workspace's default policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from governance import recognizers
+from governance.redaction import DEFAULT_ENTITIES, SUPPORTED_ENTITIES, PolicySpec, engine
+
+SPEC = PolicySpec(workspace_id="w1", version=1)
+
+
+def found(text: str) -> list[tuple[str, str, str]]:
+    """(entity type, value, status) of each detection in ``text``."""
+    [detections] = engine().detect([text], spec=SPEC)
+    return [(d.entity_type, text[d.start : d.end], d.status) for d in detections]
+
+
+def types_of(text: str, value: str) -> set[str]:
+    return {kind for kind, found_value, _ in found(text) if value in found_value}
+
+
+def test_the_new_types_are_detected_by_default_and_accepted_in_policies():
+    for kind in ("ADDRESS", "USERNAME", "ACCOUNT_NUMBER", "PERSONAL_ID"):
+        assert kind in DEFAULT_ENTITIES
+        assert kind in SUPPORTED_ENTITIES
+
+
+# --- cards -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "card",
+    ["4111111111111111", "4111 1111 1111 1111", "4111-1111-1111-1111", "6011000990139424"],
+)
+def test_a_luhn_valid_card_is_found_with_or_without_separators(card):
+    assert ("CREDIT_CARD", card, "applied") in found(f"Please charge {card} for the renewal.")
+
+
+def test_a_luhn_valid_number_without_an_issuer_prefix_is_certain_only_next_to_a_card_word():
+    number = "7992739871300008"
+    assert found(f"My card is {number} thanks") == [("CREDIT_CARD", number, "applied")]
+    assert found(f"We counted {number} grains.") == [("CREDIT_CARD", number, "pending_review")]
+
+
+def test_a_luhn_invalid_sixteen_digit_order_number_is_not_a_card():
+    text = "Your order 4111111111111112 has shipped."
+    assert found(text) == []
+
+
+def test_the_luhn_check():
+    assert recognizers.luhn_valid("4111111111111111")
+    assert not recognizers.luhn_valid("4111111111111112")
+
+
+# --- IBAN, phone numbers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("iban", ["DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432"])
+def test_an_iban_is_found(iban):
+    assert ("IBAN_CODE", iban, "applied") in found(f"Send it to IBAN {iban} please.")
+
+
+@pytest.mark.parametrize(
+    "phone", ["+44 20 7946 0958", "+33 1 42 68 53 00", "+4455667788", "(07) 5331 0577"]
+)
+def test_international_phone_numbers_are_found(phone):
+    assert "PHONE_NUMBER" in types_of(f"You can reach me on {phone} after six.", phone)
+
+
+def test_a_phone_number_named_as_one_is_redacted_without_review():
+    assert ("PHONE_NUMBER", "212-555-0143", "applied") in found("My phone: 212-555-0143")
+
+
+def test_an_order_number_is_not_a_phone_number():
+    assert found("My order 5551234567 is late.") == []
+    assert found("Ticket #48213 was closed.") == []
+
+
+def test_a_us_phone_number_is_not_an_nhs_number():
+    # 212-555-0140 passes the NHS checksum; no NHS word is near it.
+    assert types_of("Call our desk at 212 555 0140 today.", "212 555 0140") == {"PHONE_NUMBER"}
+
+
+# --- addresses -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        (
+            "I moved to 123 Elm Street, Springfield, IL 62701 last May.",
+            "123 Elm Street, Springfield, IL 62701",
+        ),
+        ("Ship it to 42 Baker St. please", "42 Baker St."),
+        ("Filip lives on Nassaustraat 123 now.", "Nassaustraat 123"),
+        ("Meet me at the café on Oak Street tonight.", "Oak Street"),
+        ("ZIP: 11164", "11164"),
+    ],
+)
+def test_street_addresses_are_found(text, address):
+    assert "ADDRESS" in types_of(text, address)
+
+
+def test_an_address_after_an_address_cue_or_in_a_postal_block_is_found():
+    cued = "Frank gave me his address: 46 Kirkegade 12, Hillerod"
+    assert "ADDRESS" in types_of(cued, "46 Kirkegade 12, Hillerod")
+    block = "Jo Lund\nAcme Ltd\n12 4 Strandvejen\nApt. 3\nKlampenborg\nDenmark 2930"
+    [(kind, value, _)] = [item for item in found(block) if item[0] == "ADDRESS"]
+    assert value == "12 4 Strandvejen\nApt. 3\nKlampenborg\nDenmark 2930"
+
+
+def test_a_time_and_a_place_are_not_an_address():
+    assert "ADDRESS" not in {kind for kind, _, _ in found("How about 7 PM at the Italian place?")}
+
+
+# --- accounts, personal ids, usernames -------------------------------------------------------
+
+
+def test_account_and_personal_numbers_named_by_their_words_are_found():
+    text = "Account Number: 1234567890 | Student ID: 987654 | PESEL: 44051401458"
+    assert ("ACCOUNT_NUMBER", "1234567890", "applied") in found(text)
+    assert ("PERSONAL_ID", "987654", "applied") in found(text)
+    assert ("PERSONAL_ID", "44051401458", "applied") in found(text)
+
+
+def test_a_word_naming_the_value_wins_over_an_id_word_further_back():
+    text = "Renewal of policy account 1234567890 is due."
+    assert "ACCOUNT_NUMBER" in types_of(text, "1234567890")
+    assert "PHONE_NUMBER" in types_of("Order questions? Call 555-123-4567", "555-123-4567")
+
+
+def test_the_answer_to_an_account_question_is_an_account_number():
+    text = "Agent: What is your account number?\nCustomer: Sure, it's 123456789."
+    assert "ACCOUNT_NUMBER" in types_of(text, "123456789")
+
+
+@pytest.mark.parametrize(
+    ("text", "handle"),
+    [
+        ("username: dana_w", "dana_w"),
+        ("My user name is jdoe42.", "jdoe42"),
+        ("Follow my handle @dana.whitfield for updates", "@dana.whitfield"),
+    ],
+)
+def test_a_username_is_found(text, handle):
+    assert "USERNAME" in types_of(text, handle)
+
+
+def test_words_after_login_are_not_usernames():
+    text = "Your account was locked after failed login attempts; my username is incorrect."
+    assert "USERNAME" not in {kind for kind, _, _ in found(text)}
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("[10:15 AM] Priya: are we still on for lunch?", "Priya"),
+        ("Thanks for the update, Bartholomew!", "Bartholomew"),
+        ("Kind regards,\n  Ingrid Svensson", "Ingrid Svensson"),
+        ("The contract was signed by Mr. Okonkwo yesterday.", "Okonkwo"),
+        ("please transfer me to ms. Adaeze now", "Adaeze"),
+        ("Hi Siobhan, your parcel is ready.", "Siobhan"),
+    ],
+)
+def test_names_in_their_places_are_found(text, name):
+    assert "PERSON" in types_of(text, name)
+
+
+def test_a_first_name_from_the_list_is_found_with_its_surname():
+    first_names, surnames = recognizers.name_lists()
+    assert {"Emily", "Giovanni", "Agnieszka"} <= first_names
+    assert "Kowalski" in surnames
+    assert ("PERSON", "Agnieszka Kowalski", "applied") in found(
+        "the form came back from Agnieszka Kowalski today"
+    )
+
+
+def test_a_label_with_a_digit_is_not_a_person():
+    assert "PERSON" not in {kind for kind, _, _ in found("Please answer question4 and Step2.")}
+
+
+def test_a_field_label_is_not_a_person():
+    text = "Patient: Emily Davis, Email: emily.davis@example.com"
+    people = [value for kind, value, _ in found(text) if kind == "PERSON"]
+    assert people == ["Emily Davis"]
+
+
+def test_a_place_named_like_a_person_stays_a_place():
+    assert "PERSON" not in types_of("I just got back from my trip to Paris!", "Paris")
