@@ -102,6 +102,10 @@ class Access:
     def can_manage_compliance(self) -> bool:
         return self.can(Capability.MANAGE_COMPLIANCE)
 
+    @property
+    def can_reveal(self) -> bool:
+        return self.can(Capability.REVEAL_PII)
+
     def actor(self, request: HttpRequest) -> Actor:
         """The audit identity of this request: the user, their role now, request and IP."""
         return Actor(
@@ -274,3 +278,4 @@ def get_erasure_request_for_user(access: Access, request_id: object) -> ErasureR
         lambda: erasure_request_get(workspace=access.workspace, request_id=request_id),
         "erasure request",
     )
+

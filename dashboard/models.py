@@ -24,6 +24,8 @@ class Capability(StrEnum):
     MANAGE_COMPLIANCE = "manage_compliance"
     # Originals kept before redaction: the design gives them to the compliance role only.
     VIEW_RESTRICTED = "view_restricted"
+    # Values the scan found in messages, masked for everyone else: compliance and admin.
+    REVEAL_PII = "reveal_pii"
     MANAGE_API_KEYS = "manage_api_keys"
     MANAGE_SETTINGS = "manage_settings"
 
@@ -38,6 +40,7 @@ CAPABILITY_LABELS = {
     Capability.RUN_PIPELINE: "run the Observer or the Reflector",
     Capability.MANAGE_COMPLIANCE: "manage policies, holds and erasure",
     Capability.VIEW_RESTRICTED: "read restricted originals",
+    Capability.REVEAL_PII: "reveal personal data in messages",
     Capability.MANAGE_API_KEYS: "manage API keys",
     Capability.MANAGE_SETTINGS: "change memory settings",
 }
@@ -55,6 +58,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
             Capability.RUN_PIPELINE,
             Capability.MANAGE_COMPLIANCE,
             Capability.VIEW_RESTRICTED,
+            Capability.REVEAL_PII,
         }
     ),
     Role.ADMIN: frozenset(
@@ -63,6 +67,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
             Capability.EDIT_MEMORY,
             Capability.RUN_PIPELINE,
             Capability.MANAGE_COMPLIANCE,
+            Capability.REVEAL_PII,
             Capability.MANAGE_API_KEYS,
             Capability.MANAGE_SETTINGS,
         }
