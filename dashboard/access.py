@@ -22,12 +22,14 @@ from governance.models import (
     ErasureRequest,
     LegalHold,
     RedactionFinding,
+    RescanRun,
     RetentionSweep,
 )
 from governance.selectors import (
     erasure_request_get,
     legal_hold_get,
     redaction_finding_get,
+    rescan_run_get,
     retention_sweep_get,
 )
 from memory.models import ApiKey, Conversation, Observation, Pin, Workspace
@@ -279,3 +281,8 @@ def get_erasure_request_for_user(access: Access, request_id: object) -> ErasureR
         "erasure request",
     )
 
+
+def get_rescan_for_user(access: Access, run_id: object) -> RescanRun:
+    return _governance_row(
+        lambda: rescan_run_get(workspace=access.workspace, run_id=run_id), "re-scan"
+    )

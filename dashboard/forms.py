@@ -17,6 +17,7 @@ from core.errors import MemdeskError
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
 from governance.models import RedactionPolicy
 from governance.redaction_policy import POLICY_FIELDS
+from governance.review import RESCAN_TIERS
 from memory.engines.base import FIDELITIES
 from memory.models import ApiKey, Observation, Priority, Workspace
 
@@ -262,6 +263,20 @@ class ErasureRequestForm(forms.Form):
     reason = forms.CharField(
         label="Reason", max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
     )
+
+
+class RescanForm(forms.Form):
+    tiers = forms.MultipleChoiceField(
+        label="Tiers",
+        choices=[(tier, tier) for tier in RESCAN_TIERS],
+        initial=list(RESCAN_TIERS),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Choose at least one tier to scan."},
+        help_text="Messages are scanned for masking and the PII found flag (their text is "
+        "kept, unless the policy redacts at ingest); observations and reflections are "
+        "redacted under the current policy.",
+    )
+    reason = reason_field(required_message="Give a reason: every re-scan is audited with one.")
 
 
 def _lines(text: str) -> list[str]:
