@@ -55,6 +55,7 @@ def main() -> None:
 
     from governance import redaction, scan
     from governance.gates import redaction_for_observer
+    from governance.models import ScanRequest
     from memory.models import Message
     from memory.services import (
         MessageInput,
@@ -103,8 +104,9 @@ def main() -> None:
         for _ in range(args.repeat):
             made = conversations()
             if scanned_first:
-                for _, messages in made:
-                    scan.message_scan_pending(message_ids=[m.pk for m in messages])
+                scan.message_scan_requests(
+                    request_ids=list(ScanRequest.objects.values_list("pk", flat=True))
+                )
             calls["texts"] = 0
             started = time.perf_counter()
             for conversation, messages in made:

@@ -633,9 +633,9 @@ def _masked_spans(message_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Sp
 
 def _scanned_digests(message_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
     return dict(
-        MessageScan.objects.filter(
-            message_id__in=message_ids, status=MessageScan.Status.SCANNED
-        ).values_list("message_id", "content_digest")
+        MessageScan.objects.filter(message_id__in=message_ids).values_list(
+            "message_id", "content_digest"
+        )
     )
 
 

@@ -24,6 +24,7 @@ from governance.models import (
     RedactionFinding,
     RedactionPolicy,
     RestrictedOriginal,
+    ScanRequest,
 )
 from governance.redaction_policy import redaction_policy_get_or_create
 from memory.models import Conversation, Message, Observation, Pin, Reflection
@@ -387,19 +388,19 @@ def redaction_for_observer(*, conversation: Conversation, messages: Sequence[Mes
 
 
 def message_scan_request(*, conversation: Conversation, messages: Sequence[Message]) -> None:
-    """Have ``messages`` scanned once the write that stores them commits: a PENDING
-    MessageScan row each (the sweep sends again what a lost task never scanned) and one
-    task for the batch. Call inside the transaction that inserts them; the request
-    itself never loads the engine."""
-    MessageScan.objects.bulk_create(
-        MessageScan(
-            message_id=message.pk,
-            workspace_id=conversation.workspace_id,
-            conversation_id=conversation.pk,
-        )
-        for message in messages
+    """Have ``messages`` (one write's: consecutive seq numbers) scanned once the write
+    commits: one ScanRequest row (the sweep sends again what a lost task never did) and
+    one task. Call inside the transaction that inserts them; nothing here loads the
+    engine."""
+    # One row per write rather than one per message: 100 rows cost a 100-message bulk
+    # write 3 ms of CPU more (of 5), one row costs nothing measurable.
+    request = ScanRequest.objects.create(
+        workspace_id=conversation.workspace_id,
+        conversation_id=conversation.pk,
+        first_seq=min(m.seq for m in messages),
+        last_seq=max(m.seq for m in messages),
     )
-    enqueue_on_commit(scan.SCAN_TASK, [str(message.pk) for message in messages])
+    enqueue_on_commit(scan.SCAN_TASK, [request.pk])
 
 
 @dataclass
@@ -453,7 +454,6 @@ def redaction_at_ingest_record(
             message_id=message.pk,
             workspace_id=conversation.workspace_id,
             conversation_id=conversation.pk,
-            status=MessageScan.Status.SCANNED,
             content_digest=scan.content_digest(message.content),
             policy_version=policy.version,
             findings=len(result.findings),

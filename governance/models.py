@@ -219,34 +219,49 @@ class RestrictedOriginal(models.Model):
         return f"original of {self.target_type} {self.target_id}"
 
 
-class MessageScan(models.Model):
-    """Where the scan of one message stands. Its findings are RedactionFinding rows
-    (status DETECTED); this row says whether they describe the message as it is now: the
-    keyed digest of the content they were found in, and the policy version that found
-    them. Keyed by the message id, without a foreign key: the retention sweep deletes
-    messages with raw SQL and deletes their scans itself, as it does their findings."""
+class ScanRequest(models.Model):
+    """Messages waiting for the scan: one row per write (its messages have consecutive
+    seq numbers in one conversation), inserted in the write's transaction and deleted
+    once its messages are scanned. The periodic sweep sends again the rows whose task
+    was lost. One row per write, not per message: the write path pays one insert."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "waiting for the scan"
-        SCANNED = "scanned", "scanned"
+    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        "memory.Conversation", on_delete=models.CASCADE, related_name="scan_requests"
+    )
+    first_seq = models.PositiveIntegerField()
+    last_seq = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["workspace", "created_at"], name="scan_request_ws_created"),
+            models.Index(fields=["created_at"], name="scan_request_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"scan of {self.conversation_id} #{self.first_seq}-{self.last_seq}"
+
+
+class MessageScan(models.Model):
+    """A message the scan has read. Its findings are RedactionFinding rows (status
+    DETECTED); this row says whether they describe the message as it is now: the keyed
+    digest of the content they were found in, and the policy version that found them.
+    Keyed by the message id, without a foreign key: the retention sweep deletes
+    messages with raw SQL and deletes their scans itself, as it does their findings."""
 
     message_id = models.UUIDField(primary_key=True)
     workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE, related_name="+")
     conversation = models.ForeignKey(
         "memory.Conversation", on_delete=models.CASCADE, related_name="message_scans"
     )
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    content_digest = models.CharField(max_length=64, blank=True, default="")
-    policy_version = models.PositiveIntegerField(null=True, blank=True)
+    content_digest = models.CharField(max_length=64)
+    policy_version = models.PositiveIntegerField()
     findings = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(default=timezone.now)
-    scanned_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["status", "created_at"], name="message_scan_status")]
+    scanned_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
-        return f"scan of message {self.message_id} ({self.status})"
+        return f"scan of message {self.message_id}"
 
 
 class RescanRun(models.Model):

@@ -13,8 +13,9 @@ three readers:
   its findings replaced by the policy's operators (``observer_texts``), reusing the scan
   when it is current instead of running Presidio again.
 
-A scan is *current* when its MessageScan row is SCANNED, its digest is that of the
-message's content now, and its policy version is the policy's version now. The Observer
+A write asks for the scan of its messages with one ScanRequest row, deleted once they
+are scanned. A scan is *current* when the message has a MessageScan row whose digest is
+that of its content now and whose policy version is the policy's version now. The Observer
 never depends on the worker: it scans whatever is not current itself, before reading.
 """
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -36,7 +38,7 @@ from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
 from governance import redaction
 from governance.audit import audit_record
-from governance.models import MessageScan, RedactionFinding, RedactionPolicy
+from governance.models import MessageScan, RedactionFinding, RedactionPolicy, ScanRequest
 from governance.redaction_policy import redaction_policy_get_or_create
 from memory.models import Message
 
@@ -49,10 +51,11 @@ MASKED_STATUSES = (RedactionFinding.Status.DETECTED, RedactionFinding.Status.PEN
 # Messages one task scans at most: those it was sent for, topped up with others of the
 # same workspace still waiting, so a burst of single writes is parsed as one spaCy batch.
 TASK_BATCH = 100
-# The periodic sweep sends again scans whose task never arrived (broker down), oldest
-# first, at most this many per sweep.
+# The periodic sweep sends again scan requests whose task never arrived (broker down),
+# oldest first, at most this many per sweep.
 STALE_PENDING = timedelta(seconds=60)
-SWEEP_LIMIT = 2000
+SWEEP_LIMIT = 500
+SWEEP_REQUESTS_PER_TASK = 10
 SCAN_TASK = "governance.tasks.message_scan_task"
 
 
@@ -126,7 +129,6 @@ def messages_scan(
         scan = scans.get(message.pk)
         return (
             scan is not None
-            and scan.status == MessageScan.Status.SCANNED
             and scan.content_digest == digests[message.pk]
             and scan.policy_version == policy.version
         )
@@ -193,11 +195,9 @@ def messages_scan(
                     message_id=message.pk,
                     workspace_id=policy.workspace_id,
                     conversation_id=message.conversation_id,
-                    status=MessageScan.Status.SCANNED,
                     content_digest=digests[message.pk],
                     policy_version=policy.version,
                     findings=len(new),
-                    created_at=now,
                     scanned_at=now,
                 )
             )
@@ -211,7 +211,7 @@ def messages_scan(
             scan_rows,
             update_conflicts=True,
             unique_fields=["message_id"],
-            update_fields=["status", "content_digest", "policy_version", "findings", "scanned_at"],
+            update_fields=["content_digest", "policy_version", "findings", "scanned_at"],
         )
         for conversation_id, items in by_conversation.items():
             found_here = [f for _, new in items for f in new]
@@ -243,39 +243,64 @@ def _policies(workspace_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, RedactionPo
     return {pk: redaction_policy_get_or_create(workspace_id=pk) for pk in set(workspace_ids)}
 
 
-def message_scan_pending(*, message_ids: Sequence[uuid.UUID | str]) -> ScanOutcome:
-    """The task's service: scan the given messages, and with them other messages of the
-    same workspaces still waiting for a scan (up to ``TASK_BATCH`` in all), so that what
-    arrives together is parsed together. Idempotent: a message already current is not
-    read again, and a task that finds its messages done by another does nothing."""
-    wanted = [uuid.UUID(str(pk)) for pk in message_ids]
-    workspaces = set(
-        MessageScan.objects.filter(message_id__in=wanted).values_list("workspace_id", flat=True)
+def _size(request: ScanRequest) -> int:
+    return request.last_seq - request.first_seq + 1
+
+
+def _holds(request: ScanRequest, message: Message) -> bool:
+    return (
+        message.conversation_id == request.conversation_id
+        and request.first_seq <= message.seq <= request.last_seq
     )
-    room = TASK_BATCH - len(wanted)
+
+
+def message_scan_requests(*, request_ids: Sequence[int]) -> ScanOutcome:
+    """The task's service: scan the messages of the given scan requests, and of other
+    requests of the same workspaces still waiting (oldest first, up to ``TASK_BATCH``
+    messages in all), so that what arrives together is parsed as one batch; then delete
+    the requests whose messages are all scanned. Idempotent: a request already done is
+    gone, and a message already current is not read again."""
+    requests = list(ScanRequest.objects.filter(pk__in=request_ids))
+    room = TASK_BATCH - sum(_size(r) for r in requests)
+    workspaces = {r.workspace_id for r in requests}
     if room > 0 and workspaces:
-        wanted += list(
-            MessageScan.objects.filter(
-                status=MessageScan.Status.PENDING, workspace_id__in=workspaces
-            )
-            .exclude(message_id__in=wanted)
-            .order_by("created_at")
-            .values_list("message_id", flat=True)[:room]
+        waiting = (
+            ScanRequest.objects.filter(workspace_id__in=workspaces)
+            .exclude(pk__in=[r.pk for r in requests])
+            .order_by("created_at", "pk")[:TASK_BATCH]
+        )
+        for extra in waiting:
+            if _size(extra) > room:
+                break
+            requests.append(extra)
+            room -= _size(extra)
+    outcome = ScanOutcome()
+    if not requests:
+        return outcome
+    ranges = Q()
+    for request in requests:
+        ranges |= Q(
+            conversation_id=request.conversation_id,
+            seq__gte=request.first_seq,
+            seq__lte=request.last_seq,
         )
     messages = list(
-        Message.objects.filter(pk__in=wanted)
+        Message.objects.filter(ranges)
         .select_related("conversation")
-        .defer("metadata")
+        .defer("metadata", "conversation__metadata")
         .order_by("conversation_id", "seq")
     )
     by_workspace: dict[uuid.UUID, list[Message]] = defaultdict(list)
     for message in messages:
         by_workspace[message.conversation.workspace_id].append(message)
-    outcome = ScanOutcome()
     for workspace_id, policy in _policies(by_workspace).items():
         outcome.add(messages_scan(policy=policy, messages=by_workspace[workspace_id]))
+    skipped = [m for m in messages if m.pk in set(outcome.skipped)]
+    done = [r.pk for r in requests if not any(_holds(r, m) for m in skipped)]
+    ScanRequest.objects.filter(pk__in=done).delete()
     logger.info(
-        "message scan: %s scanned, %s already current, %s findings, %s skipped",
+        "message scan: %s requests, %s scanned, %s already current, %s findings, %s skipped",
+        len(done),
         outcome.scanned,
         outcome.reused,
         outcome.new_findings,
@@ -285,22 +310,19 @@ def message_scan_pending(*, message_ids: Sequence[uuid.UUID | str]) -> ScanOutco
 
 
 def message_scan_sweep(*, now: datetime | None = None) -> dict[str, int]:
-    """The periodic part: send again the scans whose task was lost (the broker was down
-    when the message was written), oldest first."""
+    """The periodic part: send again the scan requests whose task was lost (the broker
+    was down when the messages were written), oldest first."""
     now = now or timezone.now()
-    counts = {"requeued": 0}
-    pending = list(
-        MessageScan.objects.filter(
-            status=MessageScan.Status.PENDING, created_at__lt=now - STALE_PENDING
-        )
-        .order_by("created_at")
-        .values_list("message_id", flat=True)[:SWEEP_LIMIT]
+    stale = list(
+        ScanRequest.objects.filter(created_at__lt=now - STALE_PENDING)
+        .order_by("created_at", "pk")
+        .values_list("pk", flat=True)[:SWEEP_LIMIT]
     )
-    for start in range(0, len(pending), TASK_BATCH):
+    # A few requests per task: each task tops itself up to TASK_BATCH messages anyway.
+    for start in range(0, len(stale), SWEEP_REQUESTS_PER_TASK):
         with transaction.atomic():
-            enqueue_on_commit(SCAN_TASK, [str(pk) for pk in pending[start : start + TASK_BATCH]])
-    counts["requeued"] = len(pending)
-    return counts
+            enqueue_on_commit(SCAN_TASK, stale[start : start + SWEEP_REQUESTS_PER_TASK])
+    return {"requeued": len(stale)}
 
 
 # --- what the Observer reads -------------------------------------------------------------------

@@ -22,7 +22,7 @@ class ErasureRetry(Exception):
 
 
 class ScanRetry(Exception):
-    """A message changed while it was scanned; it is still PENDING, so scan it again."""
+    """A message changed while it was scanned; its request is kept, so scan it again."""
 
 
 @shared_task(
@@ -66,7 +66,7 @@ def erasure_task(self: Task, request_id: int) -> str:
 # Retries wait 10 s, 20 s, 40 s, ... up to 600 s (full jitter). A database that is busy
 # (SQLite's lock) or a message rewritten mid-scan is retried; what the scan already
 # stored is current and skipped on the next attempt. A task that still fails leaves its
-# messages PENDING, and message_scan_sweep_task sends them again.
+# scan requests in place, and message_scan_sweep_task sends them again.
 @shared_task(
     bind=True,
     acks_late=True,
@@ -76,8 +76,8 @@ def erasure_task(self: Task, request_id: int) -> str:
     retry_backoff_max=600,
     retry_jitter=True,
 )
-def message_scan_task(self: Task, message_ids: list[str]) -> dict[str, int]:
-    outcome = scan.message_scan_pending(message_ids=message_ids)
+def message_scan_task(self: Task, request_ids: list[int]) -> dict[str, int]:
+    outcome = scan.message_scan_requests(request_ids=request_ids)
     if outcome.skipped:
         raise ScanRetry(len(outcome.skipped))
     return {

@@ -1,5 +1,5 @@
-"""Message scans (MessageScan, the DETECTED finding status), re-scan runs, and redaction
-before observation on by default.
+"""Message scans (ScanRequest, MessageScan, the DETECTED finding status), re-scan runs,
+and redaction before observation on by default.
 
 Policies that nobody ever edited (version 1: every save through the service bumps it)
 move to the new default too: they hold the defaults only because nobody chose, and a
@@ -94,18 +94,13 @@ class Migration(migrations.Migration):
             name='MessageScan',
             fields=[
                 ('message_id', models.UUIDField(primary_key=True, serialize=False)),
-                ('status', models.CharField(choices=[('pending', 'waiting for the scan'), ('scanned', 'scanned')], default='pending', max_length=10)),
-                ('content_digest', models.CharField(blank=True, default='', max_length=64)),
-                ('policy_version', models.PositiveIntegerField(blank=True, null=True)),
+                ('content_digest', models.CharField(max_length=64)),
+                ('policy_version', models.PositiveIntegerField()),
                 ('findings', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('scanned_at', models.DateTimeField(blank=True, null=True)),
+                ('scanned_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='message_scans', to='memory.conversation')),
                 ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.workspace')),
             ],
-            options={
-                'indexes': [models.Index(fields=['status', 'created_at'], name='message_scan_status')],
-            },
         ),
         migrations.CreateModel(
             name='RescanRun',
@@ -127,6 +122,20 @@ class Migration(migrations.Migration):
             ],
             options={
                 'indexes': [models.Index(fields=['workspace', '-created_at'], name='rescan_ws_created')],
+            },
+        ),
+        migrations.CreateModel(
+            name='ScanRequest',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('first_seq', models.PositiveIntegerField()),
+                ('last_seq', models.PositiveIntegerField()),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scan_requests', to='memory.conversation')),
+                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.workspace')),
+            ],
+            options={
+                'indexes': [models.Index(fields=['workspace', 'created_at'], name='scan_request_ws_created'), models.Index(fields=['created_at'], name='scan_request_created')],
             },
         ),
         # Irreversible in effect: going back leaves the moved policies as they are (a

@@ -6,7 +6,7 @@ audit log. Pages are saved as screenshots."""
 from __future__ import annotations
 
 from governance import scan
-from governance.models import AuditEvent
+from governance.models import AuditEvent, ScanRequest
 from memory.models import Message
 from memory.services import MessageInput, conversation_create, messages_append
 from tests.e2e.browser import sign_in
@@ -19,7 +19,7 @@ def test_a_viewer_sees_types_and_a_compliance_officer_reveals_values(
     open_page, member, workspace, screenshot
 ):
     conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
-    messages = messages_append(
+    messages_append(
         conversation=conversation,
         items=[
             MessageInput(role="user", content=f"My card is {CARD} and my email is {EMAIL}."),
@@ -27,7 +27,7 @@ def test_a_viewer_sees_types_and_a_compliance_officer_reveals_values(
         ],
     )
     # What the worker does once the write has committed.
-    scan.message_scan_pending(message_ids=[m.pk for m in messages])
+    scan.message_scan_requests(request_ids=list(ScanRequest.objects.values_list("pk", flat=True)))
     url = f"/conversations/{conversation.pk}/"
     message = Message.objects.get(conversation=conversation, seq=1)
 

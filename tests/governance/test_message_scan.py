@@ -16,7 +16,13 @@ from django.utils import timezone
 from core import queue
 from dashboard.selectors import ConversationFilters, conversation_search
 from governance import redaction, scan
-from governance.models import AuditEvent, MessageScan, RedactionFinding, RedactionPolicy
+from governance.models import (
+    AuditEvent,
+    MessageScan,
+    RedactionFinding,
+    RedactionPolicy,
+    ScanRequest,
+)
 from governance.redaction import RedactionEngine
 from governance.redaction_policy import redaction_policy_get_or_create
 from governance.selectors import audit_chain_verify
@@ -99,11 +105,11 @@ def test_a_written_message_is_scanned_after_commit_and_flags_its_conversation(
                 format="json",
             )
             assert response.status_code == 201
-        # Until the write commits, the message only waits for its scan.
-        assert not RedactionFinding.objects.exists()
-        assert set(MessageScan.objects.values_list("status", flat=True)) == {"pending"}
+        # Until the write commits, each write has only asked for its scan.
+        assert not RedactionFinding.objects.exists() and not MessageScan.objects.exists()
+        assert ScanRequest.objects.count() == 2
 
-    assert set(MessageScan.objects.values_list("status", flat=True)) == {"scanned"}
+    assert MessageScan.objects.count() == 2 and not ScanRequest.objects.exists()
     assert _detected(conversation_id=flagged) == {"CREDIT_CARD", "EMAIL_ADDRESS"}
     assert Message.objects.get(conversation_id=flagged).content == TEXT  # kept as written
     # Flagged with no observation or reflection at all.
@@ -139,32 +145,39 @@ def test_the_write_request_never_runs_presidio(api, workspace, monkeypatch, eage
         monkeypatch.setattr(redaction, "engine", real_engine)
 
     assert _detected() == {"CREDIT_CARD", "EMAIL_ADDRESS"}
-    assert MessageScan.objects.filter(status="scanned").count() == 2
+    assert MessageScan.objects.count() == 2
 
 
 def test_the_scan_is_idempotent(conversation, detect_calls):
-    [message] = _write(conversation, TEXT)
+    _write(conversation, TEXT)
+    request = ScanRequest.objects.get()
 
-    first = message_scan_task.apply(args=[[str(message.pk)]]).get()
-    again = message_scan_task.apply(args=[[str(message.pk)]]).get()
+    first = message_scan_task.apply(args=[[request.pk]]).get()
+    again = message_scan_task.apply(args=[[request.pk]]).get()  # delivered twice
+    ScanRequest.objects.create(  # asked again for a message scanned at its content
+        workspace=conversation.workspace, conversation=conversation, first_seq=1, last_seq=1
+    )
+    reread = message_scan_task.apply(args=[[ScanRequest.objects.get().pk]]).get()
 
     assert first == {"scanned": 1, "reused": 0, "findings": 2}
-    assert again == {"scanned": 0, "reused": 1, "findings": 0}
-    assert detect_calls == [1]
+    assert again == {"scanned": 0, "reused": 0, "findings": 0}
+    assert reread == {"scanned": 0, "reused": 1, "findings": 0}
+    assert detect_calls == [1] and not ScanRequest.objects.exists()
     assert RedactionFinding.objects.count() == 2
     assert AuditEvent.objects.filter(action="message.scan").count() == 1
 
 
 def test_one_task_scans_what_arrived_together(conversation, detect_calls):
     first, second, third = (_write(conversation, text)[0] for text in (TEXT, CLEAN, TEXT))
+    requests = list(ScanRequest.objects.order_by("pk").values_list("pk", flat=True))
 
-    outcome = message_scan_task.apply(args=[[str(first.pk)]]).get()
+    outcome = message_scan_task.apply(args=[requests[:1]]).get()
 
-    # Sent for the first message, it took the two others still waiting: one spaCy batch.
+    # Sent for the first write, it took the two others still waiting: one spaCy batch.
     assert outcome["scanned"] == 3 and detect_calls == [3]
-    assert MessageScan.objects.filter(status="scanned").count() == 3
+    assert MessageScan.objects.count() == 3 and not ScanRequest.objects.exists()
     # The tasks sent for the others find nothing left to do.
-    assert message_scan_task.apply(args=[[str(third.pk)]]).get()["scanned"] == 0
+    assert message_scan_task.apply(args=[requests[2:]]).get()["scanned"] == 0
     assert detect_calls == [3]
     assert {f.target_id for f in RedactionFinding.objects.all()} == {first.pk, third.pk}
     assert second.pk not in {f.target_id for f in RedactionFinding.objects.all()}
@@ -185,13 +198,16 @@ def test_a_message_rewritten_during_its_scan_is_scanned_again(conversation, monk
 
     monkeypatch.setattr(RedactionEngine, "detect", detect_then_rewrite)
 
-    outcome = scan.message_scan_pending(message_ids=[message.pk])
+    request = ScanRequest.objects.get()
+
+    outcome = scan.message_scan_requests(request_ids=[request.pk])
     assert outcome.skipped == [message.pk]
-    assert MessageScan.objects.get().status == "pending"  # nothing stored from old offsets
-    assert not RedactionFinding.objects.exists()
+    # Nothing stored from the old offsets, and the request is still there.
+    assert not MessageScan.objects.exists() and not RedactionFinding.objects.exists()
+    assert ScanRequest.objects.filter(pk=request.pk).exists()
 
     # The task retries (with backoff in a worker) and scans the text as it is now.
-    assert message_scan_task.apply(args=[[str(message.pk)]]).get()["scanned"] == 1
+    assert message_scan_task.apply(args=[[request.pk]]).get()["scanned"] == 1
     assert _detected() == {"EMAIL_ADDRESS"}
     [finding] = RedactionFinding.objects.all()
     assert rewritten[finding.start : finding.end] == EMAIL
@@ -201,17 +217,18 @@ def test_the_sweep_sends_again_the_scans_whose_task_was_lost(
     conversation, sent, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False):  # the broker was down
-        [lost] = _write(conversation, TEXT)
-    MessageScan.objects.update(created_at=timezone.now() - timedelta(minutes=5))
+        _write(conversation, TEXT)
+    lost = ScanRequest.objects.get()
+    ScanRequest.objects.update(created_at=timezone.now() - timedelta(minutes=5))
     with django_capture_on_commit_callbacks(execute=False):
-        [fresh] = _write(conversation, CLEAN)  # its task may still be on its way
+        _write(conversation, CLEAN)  # its task may still be on its way
 
     with django_capture_on_commit_callbacks(execute=True):
         counts = scan.message_scan_sweep()
 
     assert counts == {"requeued": 1}
-    assert sent == [("governance.tasks.message_scan_task", [[str(lost.pk)]])]
-    assert MessageScan.objects.get(message_id=fresh.pk).status == "pending"
+    assert sent == [("governance.tasks.message_scan_task", [[lost.pk]])]
+    assert ScanRequest.objects.count() == 2  # deleted by the task, once it has scanned
 
 
 def test_messages_redacted_at_ingest_are_scanned_already(conversation, sent):
@@ -219,9 +236,8 @@ def test_messages_redacted_at_ingest_are_scanned_already(conversation, sent):
     [message] = _write(conversation, TEXT)
 
     assert CARD not in Message.objects.get().content
-    scan_row = MessageScan.objects.get(message_id=message.pk)
-    assert scan_row.status == "scanned" and scan_row.findings == 2
-    assert not sent  # nothing left for a worker
+    assert MessageScan.objects.get(message_id=message.pk).findings == 2
+    assert not sent and not ScanRequest.objects.exists()  # nothing left for a worker
 
 
 # --- before observation ------------------------------------------------------------------------
@@ -295,9 +311,12 @@ def test_with_the_worker_down_the_observer_scans_the_messages_itself(conversatio
     observed = _observe(conversation)
 
     assert observed and CARD not in observed and EMAIL not in observed
-    assert set(MessageScan.objects.values_list("status", flat=True)) == {"scanned"}
+    assert MessageScan.objects.count() == 2
     assert _detected() == {"CREDIT_CARD", "EMAIL_ADDRESS"}
     assert CARD in Message.objects.get(seq=1).content  # the message itself is unchanged
+    # When the worker is back, its task finds the scans current.
+    late = message_scan_task.apply(args=[[ScanRequest.objects.get().pk]]).get()
+    assert late == {"scanned": 0, "reused": 2, "findings": 0}
 
 
 # --- existing policies -------------------------------------------------------------------------
