@@ -319,9 +319,14 @@ class RedactionPolicyForm(forms.Form):
         max_value=1,
         help_text="Findings scoring in this band wait for a person in the review queue.",
     )
-    redact_at_ingest = forms.BooleanField(label="Redact at ingest", required=False)
+    redact_at_ingest = forms.BooleanField(
+        label="Redact at ingest (messages are stored with their personal data replaced)",
+        required=False,
+    )
     redact_before_observation = forms.BooleanField(
-        label="Redact before observation", required=False
+        label="Redact before observation (the Observer reads messages with their personal "
+        "data replaced; the stored messages keep it, masked in the dashboard)",
+        required=False,
     )
     reflection_waits_for_review = forms.BooleanField(
         label="Reflection waits for review", required=False
