@@ -22,12 +22,14 @@ from governance.models import (
     ErasureRequest,
     LegalHold,
     RedactionFinding,
+    RescanRun,
     RetentionSweep,
 )
 from governance.selectors import (
     erasure_request_get,
     legal_hold_get,
     redaction_finding_get,
+    rescan_run_get,
     retention_sweep_get,
 )
 from memory.models import ApiKey, Conversation, Observation, Pin, Workspace
@@ -105,6 +107,9 @@ class Access:
     @property
     def can_reveal_pseudonyms(self) -> bool:
         return self.can(Capability.REVEAL_PSEUDONYMS)
+
+    def can_reveal(self) -> bool:
+        return self.can(Capability.REVEAL_PII)
 
     def actor(self, request: HttpRequest) -> Actor:
         """The audit identity of this request: the user, their role now, request and IP."""
@@ -277,4 +282,10 @@ def get_erasure_request_for_user(access: Access, request_id: object) -> ErasureR
     return _governance_row(
         lambda: erasure_request_get(workspace=access.workspace, request_id=request_id),
         "erasure request",
+    )
+
+
+def get_rescan_for_user(access: Access, run_id: object) -> RescanRun:
+    return _governance_row(
+        lambda: rescan_run_get(workspace=access.workspace, run_id=run_id), "re-scan"
     )

@@ -55,6 +55,13 @@ urlpatterns = [
         review_views.redaction_policy_save,
         name="compliance_redaction_save",
     ),
+    path("redaction/rescan/", review_views.rescan_page, name="compliance_rescan"),
+    path("redaction/rescan/start/", review_views.rescan_start, name="compliance_rescan_start"),
+    path(
+        "redaction/rescan/<int:run_id>/",
+        review_views.rescan_run,
+        name="compliance_rescan_run",
+    ),
     path(
         "redaction/preview/",
         review_views.redaction_policy_preview,

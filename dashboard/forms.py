@@ -17,6 +17,7 @@ from core.errors import MemdeskError
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
 from governance.models import RedactionPolicy
 from governance.redaction_policy import POLICY_FIELDS
+from governance.review import RESCAN_TIERS
 from memory.engines.base import FIDELITIES
 from memory.models import ApiKey, Observation, Priority, Workspace
 
@@ -268,6 +269,20 @@ class ErasureRequestForm(forms.Form):
     )
 
 
+class RescanForm(forms.Form):
+    tiers = forms.MultipleChoiceField(
+        label="Tiers",
+        choices=[(tier, tier) for tier in RESCAN_TIERS],
+        initial=list(RESCAN_TIERS),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Choose at least one tier to scan."},
+        help_text="Messages are scanned for masking and the PII found flag (their text is "
+        "kept, unless the policy redacts at ingest); observations and reflections are "
+        "redacted under the current policy.",
+    )
+    reason = reason_field(required_message="Give a reason: every re-scan is audited with one.")
+
+
 def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
@@ -308,9 +323,14 @@ class RedactionPolicyForm(forms.Form):
         max_value=1,
         help_text="Findings scoring in this band wait for a person in the review queue.",
     )
-    redact_at_ingest = forms.BooleanField(label="Redact at ingest", required=False)
+    redact_at_ingest = forms.BooleanField(
+        label="Redact at ingest (messages are stored with their personal data replaced)",
+        required=False,
+    )
     redact_before_observation = forms.BooleanField(
-        label="Redact before observation", required=False
+        label="Redact before observation (the Observer reads messages with their personal "
+        "data replaced; the stored messages keep it, masked in the dashboard)",
+        required=False,
     )
     reflection_waits_for_review = forms.BooleanField(
         label="Reflection waits for review", required=False

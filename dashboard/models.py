@@ -26,6 +26,8 @@ class Capability(StrEnum):
     VIEW_RESTRICTED = "view_restricted"
     # What a pseudonym (<PERSON_2>) stands for: the issue gives it to compliance and admin.
     REVEAL_PSEUDONYMS = "reveal_pseudonyms"
+    # Values the scan found in messages, masked for everyone else: compliance and admin.
+    REVEAL_PII = "reveal_pii"
     MANAGE_API_KEYS = "manage_api_keys"
     MANAGE_SETTINGS = "manage_settings"
 
@@ -41,6 +43,7 @@ CAPABILITY_LABELS = {
     Capability.MANAGE_COMPLIANCE: "manage policies, holds and erasure",
     Capability.VIEW_RESTRICTED: "read restricted originals",
     Capability.REVEAL_PSEUDONYMS: "reveal what a pseudonym stands for",
+    Capability.REVEAL_PII: "reveal personal data in messages",
     Capability.MANAGE_API_KEYS: "manage API keys",
     Capability.MANAGE_SETTINGS: "change memory settings",
 }
@@ -59,6 +62,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
             Capability.MANAGE_COMPLIANCE,
             Capability.VIEW_RESTRICTED,
             Capability.REVEAL_PSEUDONYMS,
+            Capability.REVEAL_PII,
         }
     ),
     Role.ADMIN: frozenset(
@@ -68,6 +72,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
             Capability.RUN_PIPELINE,
             Capability.MANAGE_COMPLIANCE,
             Capability.REVEAL_PSEUDONYMS,
+            Capability.REVEAL_PII,
             Capability.MANAGE_API_KEYS,
             Capability.MANAGE_SETTINGS,
         }

@@ -1,7 +1,8 @@
 """The redaction pages of the dashboard: the review queue, where a person approves or
-dismisses what the detectors were unsure of, and the workspace's redaction policy with a
-preview. Both need ``MANAGE_COMPLIANCE``: the queue shows suspected personal data in
-clear and decides whether it is redacted."""
+dismisses what the detectors were unsure of, the workspace's redaction policy with a
+preview, and re-scans of the workspace's stored memory with their progress. All need
+``MANAGE_COMPLIANCE``: the queue shows suspected personal data in clear and decides
+whether it is redacted."""
 
 from __future__ import annotations
 
@@ -15,23 +16,35 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import MemdeskError
-from dashboard.access import Access, access_for, get_finding_for_user
-from dashboard.forms import RedactionPolicyForm, RedactionPreviewForm
+from dashboard.access import Access, access_for, get_finding_for_user, get_rescan_for_user
+from dashboard.forms import (
+    RedactionPolicyForm,
+    RedactionPreviewForm,
+    RescanForm,
+    add_service_error,
+)
 from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
-from governance.models import RedactionFinding
+from governance.models import RedactionFinding, RescanRun
 from governance.redaction_policy import redaction_policy_update
-from governance.review import redaction_finding_approve, redaction_finding_dismiss
+from governance.review import (
+    redaction_finding_approve,
+    redaction_finding_dismiss,
+    rescan_run_request,
+)
 from governance.selectors import (
     redaction_finding_get,
     redaction_finding_list,
     redaction_finding_texts,
     redaction_policy_or_defaults,
     redaction_preview,
+    rescan_run_list,
 )
 
 FINDINGS_PER_PAGE = 50
 DECISIONS = ("approve", "dismiss")
+RECENT_RESCANS = 10
+RESCAN_POLL_SECONDS = 2
 
 
 # --- redaction review queue -------------------------------------------------------------------
@@ -235,3 +248,67 @@ def redaction_policy_preview(request: HttpRequest) -> HttpResponse:
     response = render_page(request, "dashboard/compliance/redaction.html#preview", access, context)
     response["Cache-Control"] = "private, no-store"
     return response
+
+
+# --- re-scans ----------------------------------------------------------------------------------
+
+
+def _rescan_page(
+    request: HttpRequest, access: Access, form: RescanForm, *, status: int = 200
+) -> HttpResponse:
+    context = {
+        "form": form,
+        "runs": rescan_run_list(workspace=access.workspace, limit=RECENT_RESCANS),
+    }
+    template = "dashboard/compliance/rescan.html"
+    if is_partial(request):
+        template += "#rescan_form"
+    return render_page(request, template, access, context, status=status)
+
+
+@require_GET
+@login_required
+def rescan_page(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    return _rescan_page(request, access, RescanForm())
+
+
+@require_POST
+@login_required
+def rescan_start(request: HttpRequest) -> HttpResponse:
+    """Queue a re-scan of the workspace (reason required, audited) for a worker; the
+    page then polls its progress. One at a time: while one is open, the form says so."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    form = RescanForm(request.POST)
+    if form.is_valid():
+        try:
+            run = rescan_run_request(
+                workspace=access.workspace,
+                actor=access.actor(request),
+                reason=form.cleaned_data["reason"],
+                tiers=form.cleaned_data["tiers"],
+            )
+        except MemdeskError as error:
+            add_service_error(form, error)
+        else:
+            if not is_partial(request):
+                return redirect("dashboard:compliance_rescan_run", run.pk)
+            return _rescan_run_response(request, access, run, status=201)
+    return _rescan_page(request, access, form, status=INVALID)
+
+
+def _rescan_run_response(
+    request: HttpRequest, access: Access, run: RescanRun, *, status: int = 200
+) -> HttpResponse:
+    context = {"run": run, "polling": run.is_open, "poll_seconds": RESCAN_POLL_SECONDS}
+    template = "dashboard/compliance/rescan_run.html"
+    if is_partial(request):
+        template += "#rescan_status"
+    return render_page(request, template, access, context, status=status)
+
+
+@require_GET
+@login_required
+def rescan_run(request: HttpRequest, run_id: int) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    return _rescan_run_response(request, access, get_rescan_for_user(access, run_id))

@@ -14,6 +14,11 @@ urlpatterns = [
     path(conversation, views.conversation_detail, name="conversation_detail"),
     path(conversation + "transcript", views.conversation_transcript, name="transcript"),
     path(conversation + "messages/", views.message_list, name="message_list"),
+    path(
+        conversation + "messages/<uuid:message_id>/reveal/",
+        views.message_reveal,
+        name="message_reveal",
+    ),
     path(conversation + "observations/", views.observation_list, name="observation_list"),
     path(conversation + "observations/add/", views.observation_add, name="observation_add"),
     path(observation + "edit/", views.observation_edit, name="observation_edit"),

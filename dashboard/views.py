@@ -23,6 +23,7 @@ from django.http import (
     Http404,
     HttpRequest,
     HttpResponse,
+    HttpResponseBadRequest,
     StreamingHttpResponse,
 )
 from django.shortcuts import redirect, render
@@ -57,11 +58,12 @@ from dashboard.forms import (
 )
 from dashboard.models import Capability, roles_with
 from dashboard.rendering import INVALID, int_param, is_partial, render_page, uuid_param
+from governance import scan
 from memory import pipeline
 from memory import selectors as memory_selectors
 from memory import services as memory_services
 from memory import views as memory_views
-from memory.models import Conversation, Message, Observation, PipelineRun
+from memory.models import Conversation, Message, Observation, Pin, PipelineRun
 
 CONVERSATIONS_PER_PAGE = 25
 RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
@@ -176,11 +178,18 @@ def _message_window(
         selected = selectors.observation_in(conversation=conversation, observation_id=highlight_id)
         if selected is not None and at is None:
             at = selected.window_start_seq
-    window = selectors.message_window(conversation=conversation, at=at)
+    window = _masked(selectors.message_window(conversation=conversation, at=at))
     if selected is not None:
         window.highlighted = {str(i) for i in selected.source_message_ids}
     _mark(window.messages, window.highlighted)
     return window, selected
+
+
+def _masked(window: selectors.MessageWindow) -> selectors.MessageWindow:
+    # Every list of messages a page shows goes through here: the values the scan found
+    # are masked (the template shows only ``parts``), whoever is reading.
+    selectors.mask_messages(messages=window.messages)
+    return window
 
 
 def _observation_page(
@@ -227,7 +236,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         "obs_page": obs_page,
         "pinned": pinned,
         "reflections": reflections,
-        "pins": selectors.pin_list(conversation=conversation),
+        "pins": _masked_pins(conversation),
         "runs": selectors.latest_runs(conversation=conversation),
         "add_form": ObservationCreateForm(auto_id=ADD_FORM_ID),
     }
@@ -255,10 +264,14 @@ def message_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRespon
     template = "dashboard/conversation_detail.html"
     context: dict[str, Any] = {"conversation": conversation}
     if before is not None:
-        context["window"] = selectors.message_window(conversation=conversation, before=before)
+        context["window"] = _masked(
+            selectors.message_window(conversation=conversation, before=before)
+        )
         return render_page(request, f"{template}#messages_older", access, context)
     if after is not None:
-        context["window"] = selectors.message_window(conversation=conversation, after=after)
+        context["window"] = _masked(
+            selectors.message_window(conversation=conversation, after=after)
+        )
         return render_page(request, f"{template}#messages_newer", access, context)
     context["window"], context["selected"] = _message_window(request, conversation)
     return render_page(request, f"{template}#message_list", access, context)
@@ -283,17 +296,22 @@ def observation_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
     return render_page(request, f"{template}#observation_list", access, context)
 
 
+TRANSCRIPT_NOT_SCANNED = "  [not scanned for personal data yet: nothing in it is masked]"
+
+
 def _transcript_lines(conversation: Conversation) -> Iterator[str]:
     yield f"Conversation {conversation.pk}\n"
     yield f"Workspace:  {conversation.workspace.name}\n"
     yield f"End user:   {conversation.user_id or '-'}\n"
     yield f"Title:      {conversation.title or '-'}\n"
-    yield f"Started:    {conversation.created_at:%Y-%m-%d %H:%M:%S} UTC\n\n"
-    for seq, role, created_at, tool_name, content in selectors.transcript_rows(
+    yield f"Started:    {conversation.created_at:%Y-%m-%d %H:%M:%S} UTC\n"
+    yield "Personal data the scan found is shown as <ENTITY_TYPE>.\n\n"
+    for seq, role, created_at, tool_name, content, pending in selectors.transcript_rows(
         conversation=conversation
     ):
         speaker = f"{role} ({tool_name})" if tool_name else role
-        yield f"#{seq}  {created_at:%Y-%m-%d %H:%M:%S}  {speaker}\n{content}\n\n"
+        note = TRANSCRIPT_NOT_SCANNED if pending else ""
+        yield f"#{seq}  {created_at:%Y-%m-%d %H:%M:%S}  {speaker}{note}\n{content}\n\n"
 
 
 @require_GET
@@ -302,11 +320,63 @@ def conversation_transcript(
     request: HttpRequest, conversation_id: uuid.UUID
 ) -> StreamingHttpResponse:
     """The raw transcript as plain text, streamed: the fast path for urgent review (no
-    models, no templates, and plain text cannot run anything a message contains)."""
+    models, no templates, and plain text cannot run anything a message contains). The
+    values the scan found are masked for every role; compliance and admin reveal them
+    per message on the conversation page, where each reveal is audited."""
     _, conversation = get_conversation_for_user(request, conversation_id)
     response = StreamingHttpResponse(
         _transcript_lines(conversation), content_type="text/plain; charset=utf-8"
     )
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+def _finding_ids(raw: str) -> list[int] | None:
+    """The finding ids a reveal button posts ("12" or "12,13"); [] for none (reveal
+    the whole message); None when it is not a list of ids."""
+    if not raw.strip():
+        return []
+    pieces = [piece.strip() for piece in raw.split(",")]
+    if not all(piece.isdigit() for piece in pieces) or len(pieces) > 100:
+        return None
+    return [int(piece) for piece in pieces]
+
+
+@require_POST
+@login_required
+def message_reveal(
+    request: HttpRequest, conversation_id: uuid.UUID, message_id: uuid.UUID
+) -> HttpResponse:
+    """Show the masked values of one message (all of them, or the ``finding`` posted) to
+    a role that may reveal them. ``scan.message_reveal`` audits the reveal before
+    anything is shown; the response is never cached."""
+    access, conversation = get_conversation_for_user(
+        request, conversation_id, Capability.REVEAL_PII
+    )
+    message = _message_in(conversation, message_id)
+    finding_ids = _finding_ids(request.POST.get("finding", ""))
+    if finding_ids is None:
+        return HttpResponseBadRequest(
+            "finding must be the ids of findings of this message, separated by commas.",
+            content_type="text/plain; charset=utf-8",
+        )
+    try:
+        revealed = scan.message_reveal(
+            message=message,
+            workspace_id=conversation.workspace_id,
+            actor=access.actor(request),
+            finding_ids=finding_ids,
+        )
+    except MemdeskError as error:
+        raise Http404(error.message) from None
+    selectors.mask_messages(messages=[message], revealed={f.pk for f in revealed})
+    message.is_revealed = bool(revealed)  # type: ignore[attr-defined]  # for the template
+    context = {"conversation": conversation, "message": message}
+    if is_partial(request):
+        template = "dashboard/conversation_detail.html#message_item"
+    else:
+        template = "dashboard/message_reveal.html"
+    response = render_page(request, template, access, context)
     response["Cache-Control"] = "private, no-store"
     return response
 
@@ -510,10 +580,25 @@ def observation_delete(
 # --- pins -------------------------------------------------------------------------------------
 
 
+def _masked_pins(conversation: Conversation) -> list[Pin]:
+    pins = selectors.pin_list(conversation=conversation)
+    selectors.mask_pins(pins=pins)
+    return pins
+
+
+def _message_in(conversation: Conversation, message_id: uuid.UUID) -> Message:
+    """One message of the conversation (else 404), masked for the page."""
+    message = Message.objects.filter(conversation=conversation, pk=message_id).first()
+    if message is None:
+        raise Http404("No such message in this conversation.")
+    selectors.mask_messages(messages=[message])
+    return message
+
+
 def _pin_list(
     request: HttpRequest, access: Access, conversation: Conversation, *, new_pin: uuid.UUID
 ) -> HttpResponse:
-    pins = selectors.pin_list(conversation=conversation)
+    pins = _masked_pins(conversation)
     for pin in pins:
         pin.is_new = pin.pk == new_pin  # type: ignore[attr-defined]  # for the template
     context = {"conversation": conversation, "pins": pins}
@@ -532,9 +617,7 @@ def pin_add(
     access, conversation = get_conversation_for_user(
         request, conversation_id, Capability.EDIT_MEMORY
     )
-    message = Message.objects.filter(conversation=conversation, pk=message_id).first()
-    if message is None:
-        raise Http404("No such message in this conversation.")
+    message = _message_in(conversation, message_id)
     template = "dashboard/pin_add.html"
     form = PinForm(
         request.POST if request.method == "POST" else None, auto_id=f"pin_{message.seq}_%s"

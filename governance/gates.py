@@ -1,6 +1,6 @@
-"""The redaction gates the memory pipeline calls: at ingest, before the Observer and
-before the Reflector. A gate that cannot let a run through raises ``RedactionGateError``;
-the caller decides what that means for its run."""
+"""The redaction gates the memory pipeline calls: at ingest, after the write (the scan),
+before the Observer and before the Reflector. A gate that cannot let a run through
+raises ``RedactionGateError``; the caller decides what that means for its run."""
 
 from __future__ import annotations
 
@@ -15,14 +15,17 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
-from governance import redaction
+from core.queue import enqueue_on_commit
+from governance import redaction, scan
 from governance.audit import audit_record
 from governance.models import (
     REDACTION_TARGETS,
+    MessageScan,
     Pseudonym,
     RedactionFinding,
     RedactionPolicy,
     RestrictedOriginal,
+    ScanRequest,
 )
 from governance.pseudonyms import (
     PseudonymForgotten,
@@ -124,6 +127,12 @@ def _store_text(target: Message | Observation | Reflection, field: str, old: str
     # caller analyses again.
     if not model.objects.filter(pk=target.pk, **{field: old}).update(**fields):
         raise RedactionConflict(str(target.pk))
+    if model is Message:
+        # The message's findings were moved to the new text (shift_findings) or replaced
+        # by this redaction's: a scan that was current stays current.
+        MessageScan.objects.filter(
+            message_id=target.pk, content_digest=scan.content_digest(old)
+        ).update(content_digest=scan.content_digest(new))
     for name, value in fields.items():
         setattr(target, name, value)
 
@@ -247,9 +256,11 @@ def redact_targets(
     spec = redaction.PolicySpec.of(policy)
     texts = [getattr(t, text_field) for t in targets]
     known: dict[str, list[RedactionFinding]] = defaultdict(list)
+    # A message's DETECTED findings are the scan's, not a decision: their values are
+    # still in the text, detected again here and redacted, and the rows replaced.
     for finding in RedactionFinding.objects.filter(
         target_type=target_type, target_id__in=[t.pk for t in targets]
-    ):
+    ).exclude(status=RedactionFinding.Status.DETECTED):
         known[str(finding.target_id)].append(finding)
     detections = redaction.engine().detect(
         texts, spec=spec, batch_size=batch_size, n_process=n_process
@@ -333,6 +344,13 @@ def redact_targets(
                             "newPseudonyms": len(numbered),
                         },
                     )
+            if target_type == RedactionFinding.TargetType.MESSAGE:
+                # Replaced by this pass's findings of the same values (applied or pending).
+                RedactionFinding.objects.filter(
+                    target_type=target_type,
+                    target_id__in=[target.pk for target, *_ in plans],
+                    status=RedactionFinding.Status.DETECTED,
+                ).delete()
             RedactionFinding.objects.bulk_create(new_findings)
             requote_pins(changes=requoted)
             uses = [(target, used) for target, _, _, _, used in plans]
@@ -383,32 +401,59 @@ def redaction_gate_for_reflection(
     return texts
 
 
+def conversations_with_pii(*, conversation_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Which of these conversations hold detected personal data: any finding a person
+    did not dismiss, in any tier, redacted or not (the dashboard's "PII found")."""
+    return set(
+        RedactionFinding.objects.filter(conversation_id__in=conversation_ids)
+        .exclude(status=RedactionFinding.Status.DISMISSED)
+        .values_list("conversation_id", flat=True)
+        .distinct()
+    )
+
+
 def redacts_before_observation(*, conversation: Conversation) -> bool:
-    """Does the workspace's policy redact messages before the Observer reads them?"""
-    return bool(
+    """Does the workspace's policy redact messages before the Observer reads them? A
+    workspace that has no policy row yet has the defaults, which do."""
+    redact = (
         RedactionPolicy.objects.filter(workspace_id=conversation.workspace_id)
         .values_list("redact_before_observation", flat=True)
         .first()
     )
+    return RedactionPolicy().redact_before_observation if redact is None else redact
 
 
 def redaction_for_observer(*, conversation: Conversation, messages: Sequence[Message]) -> list[str]:
     """What the Observer reads of ``messages``. When the policy redacts before
-    observation, the messages are redacted (stored, with findings and originals per
-    policy) and findings pending review are masked in the Observer's copy; otherwise the
-    contents as stored, without loading the engine."""
+    observation, each message with its findings replaced by the policy's operators: the
+    scan's findings when the scan is current, else it scans them first (recording the
+    findings, as the scan task would). The stored messages are not changed. Otherwise
+    the contents as stored, without loading the engine."""
     if not messages or not redacts_before_observation(conversation=conversation):
         return [m.content for m in messages]
     policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
     try:
-        texts = redact_targets(
-            target_type=RedactionFinding.TargetType.MESSAGE, targets=messages, policy=policy
-        )
-    except RedactionConflict:
+        return scan.observer_texts(policy=policy, messages=messages)
+    except scan.ScanConflict:
         raise RedactionGateError(
-            "a message changed while it was being redacted; the run will retry", retryable=True
+            "a message changed while it was being scanned; the run will retry", retryable=True
         ) from None
-    return [texts[str(m.pk)] for m in messages]
+
+
+def message_scan_request(*, conversation: Conversation, messages: Sequence[Message]) -> None:
+    """Have ``messages`` (one write's: consecutive seq numbers) scanned once the write
+    commits: one ScanRequest row (the sweep sends again what a lost task never did) and
+    one task. Call inside the transaction that inserts them; nothing here loads the
+    engine."""
+    # One row per write rather than one per message: 100 rows cost a 100-message bulk
+    # write 3 ms of CPU more (of 5), one row costs nothing measurable.
+    request = ScanRequest.objects.create(
+        workspace_id=conversation.workspace_id,
+        conversation_id=conversation.pk,
+        first_seq=min(m.seq for m in messages),
+        last_seq=max(m.seq for m in messages),
+    )
+    enqueue_on_commit(scan.SCAN_TASK, [request.pk])
 
 
 @dataclass
@@ -478,6 +523,19 @@ def redaction_at_ingest_record(
     transaction that inserts them."""
     policy = ingest.policy
     findings = []
+    # Redacted by the scan's engine under the current policy: the scans are current.
+    MessageScan.objects.bulk_create(
+        MessageScan(
+            message_id=message.pk,
+            workspace_id=conversation.workspace_id,
+            conversation_id=conversation.pk,
+            content_digest=scan.content_digest(message.content),
+            policy_version=policy.version,
+            findings=len(result.findings),
+            scanned_at=timezone.now(),
+        )
+        for message, result in zip(messages, ingest.results, strict=True)
+    )
     allocated = ingest.pseudonyms.allocated if ingest.pseudonyms else set()
     announced: set[int] = set()  # new pseudonyms already named in an event
     for message, original, result, used in zip(

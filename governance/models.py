@@ -138,7 +138,10 @@ class RedactionPolicy(models.Model):
     review_min_score = models.FloatField(default=0.4)
     review_max_score = models.FloatField(default=0.7)
     redact_at_ingest = models.BooleanField(default=False)
-    redact_before_observation = models.BooleanField(default=False)
+    # On by default: the Observer reads messages with their findings replaced, so no
+    # derived tier holds a raw value. The stored messages stay as written (masked by
+    # role in the dashboard); redact_at_ingest is the switch that rewrites them.
+    redact_before_observation = models.BooleanField(default=True)
     reflection_waits_for_review = models.BooleanField(default=False)
     keep_originals = models.BooleanField(default=False)  # else originals are destroyed
     # API keys read memory with pseudonyms replaced by the values they stand for (the
@@ -160,6 +163,9 @@ class RedactionFinding(models.Model):
         PENDING_REVIEW = "pending_review", "waiting for review"
         APPROVED = "approved", "redacted after review"
         DISMISSED = "dismissed", "kept after review"
+        # Found in a message by the scan; the message keeps the value (masked for viewers
+        # and reviewers, replaced in what the Observer reads).
+        DETECTED = "detected", "found in a message"
 
     class TargetType(models.TextChoices):
         MESSAGE = "message", "message"
@@ -174,7 +180,7 @@ class RedactionFinding(models.Model):
     target_id = models.UUIDField()
     entity_type = models.CharField(max_length=50)
     # Offsets in the text as stored after the pass that recorded the finding: the
-    # replacement for applied findings, the value itself for pending ones.
+    # replacement for applied findings, the value itself for pending and detected ones.
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     score = models.FloatField()
@@ -302,6 +308,92 @@ class PseudonymSighting(models.Model):
 
     def __str__(self) -> str:
         return f"pseudonym {self.pseudonym_id} in {self.target_type} {self.target_id}"
+
+
+class ScanRequest(models.Model):
+    """Messages waiting for the scan: one row per write (its messages have consecutive
+    seq numbers in one conversation), inserted in the write's transaction and deleted
+    once its messages are scanned. The periodic sweep sends again the rows whose task
+    was lost. One row per write, not per message: the write path pays one insert."""
+
+    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        "memory.Conversation", on_delete=models.CASCADE, related_name="scan_requests"
+    )
+    first_seq = models.PositiveIntegerField()
+    last_seq = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["workspace", "created_at"], name="scan_request_ws_created"),
+            models.Index(fields=["created_at"], name="scan_request_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"scan of {self.conversation_id} #{self.first_seq}-{self.last_seq}"
+
+
+class MessageScan(models.Model):
+    """A message the scan has read. Its findings are RedactionFinding rows (status
+    DETECTED); this row says whether they describe the message as it is now: the keyed
+    digest of the content they were found in, and the policy version that found them.
+    Keyed by the message id, without a foreign key: the retention sweep deletes
+    messages with raw SQL and deletes their scans itself, as it does their findings."""
+
+    message_id = models.UUIDField(primary_key=True)
+    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        "memory.Conversation", on_delete=models.CASCADE, related_name="message_scans"
+    )
+    content_digest = models.CharField(max_length=64)
+    policy_version = models.PositiveIntegerField()
+    findings = models.PositiveIntegerField(default=0)
+    scanned_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"scan of message {self.message_id}"
+
+
+class RescanRun(models.Model):
+    """One re-scan of a workspace's stored memory under its current policy (started
+    from the dashboard or by ``rescan_redaction``), with its progress."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        COMPLETED = "completed", "completed"
+        FAILED = "failed", "failed"
+
+    OPEN_STATUSES = (Status.PENDING, Status.RUNNING)
+
+    workspace = models.ForeignKey(
+        "memory.Workspace", on_delete=models.CASCADE, related_name="rescan_runs"
+    )
+    tiers = models.JSONField(default=list)  # ["messages", "observations", "reflections"]
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    reason = models.TextField()
+    requested_by = models.CharField(max_length=200)
+    # {"messages": {"total": n, "scanned": n, "findings": n, "skipped": n}, ...}
+    counts = models.JSONField(default=dict, blank=True)
+    total = models.PositiveBigIntegerField(default=0)  # objects to scan, every tier
+    done = models.PositiveBigIntegerField(default=0)
+    error = models.CharField(max_length=500, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    # Moved on with every batch: a RUNNING run that stops moving lost its worker.
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="rescan_ws_created")]
+
+    def __str__(self) -> str:
+        return f"rescan {self.pk} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES
 
 
 # --- retention, holds, erasure ----------------------------------------------------------------

@@ -533,7 +533,10 @@ def name_lists() -> tuple[frozenset[str], frozenset[str]]:
             "unisex_last_names",
         ):
             last.update(n for n in getattr(provider, attribute, ()) if n.isalpha())
-    not_names = {word.capitalize() for word in NOT_NAMES}
+    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy is loaded with the engine
+
+    # "My" and "Will" are first names somewhere; "My Aero 2 headphones" names nobody.
+    not_names = {word.capitalize() for word in NOT_NAMES | STOP_WORDS}
     return frozenset(first - not_names), frozenset(last - not_names)
 
 

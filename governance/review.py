@@ -1,20 +1,25 @@
 """People's decisions on redaction: approving or dismissing a finding pending review,
-reading a kept original (audited), and re-scanning stored memory under the policy."""
+reading a kept original (audited), and re-scanning stored memory under the policy (a
+RescanRun queued from the dashboard, or the ``rescan_redaction`` command)."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from core.actors import Actor
+from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
-from governance import redaction
-from governance.audit import audit_record
+from core.queue import enqueue_on_commit
+from governance import redaction, scan
+from governance.audit import audit_record, require_reason
 from governance.gates import (
     RedactionConflict,
     keep_original,
@@ -26,6 +31,7 @@ from governance.models import (
     REDACTION_TARGETS,
     RedactionFinding,
     RedactionPolicy,
+    RescanRun,
     RestrictedOriginal,
 )
 from governance.pseudonyms import WorkspacePseudonyms, pseudonym_sightings_record
@@ -36,6 +42,8 @@ from governance.redaction_policy import (
     redaction_policy_snapshot,
 )
 from memory.models import Conversation, Message, Observation, Reflection, Workspace
+
+logger = logging.getLogger(__name__)
 
 
 def _finding_target(
@@ -269,6 +277,36 @@ _TIER_TARGETS = {
     "observations": RedactionFinding.TargetType.OBSERVATION,
     "reflections": RedactionFinding.TargetType.REFLECTION,
 }
+RESCAN_TASK = "governance.tasks.redaction_rescan_task"
+# A RUNNING re-scan moves ``updated_at`` with every batch; one that has not moved for
+# this long lost its worker. A PENDING one whose task never arrived is sent again.
+RESCAN_STALE_RUNNING = timedelta(minutes=30)
+RESCAN_STALE_PENDING = timedelta(minutes=10)
+RESCAN_ABANDONED = "abandoned: no worker finished it"
+# Called after each batch with the tier, its counts so far and its total.
+RescanProgress = Callable[[str, dict[str, int], int], None]
+
+
+def _rescan_rows(workspace: Workspace, tier: str) -> QuerySet[Message | Observation | Reflection]:
+    model, _ = REDACTION_TARGETS[_TIER_TARGETS[tier]]
+    rows: QuerySet[Message | Observation | Reflection] = model.objects.filter(
+        conversation__workspace_id=workspace.pk
+    ).order_by("pk")
+    return rows.defer("metadata") if model is Message else rows
+
+
+def rescan_tiers(tiers: Sequence[str] | None) -> list[str]:
+    """The tiers asked for, in their order; every tier when none is named."""
+    if not tiers:
+        return list(RESCAN_TIERS)
+    unknown = sorted(set(tiers) - set(RESCAN_TIERS))
+    if unknown:
+        raise MemdeskError(
+            "invalid_tiers",
+            f"tiers must be among {', '.join(RESCAN_TIERS)}; got {', '.join(unknown)}.",
+            field="tiers",
+        )
+    return [tier for tier in RESCAN_TIERS if tier in tiers]
 
 
 def redaction_rescan(
@@ -277,29 +315,26 @@ def redaction_rescan(
     tiers: Sequence[str] | None = None,
     batch_size: int = 200,
     n_process: int = redaction.N_PROCESS,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: RescanProgress | None = None,
 ) -> dict[str, dict[str, int]]:
     """Scan a workspace's stored memory again under its current policy, in batches of
-    ``batch_size`` (each batch one transaction), e.g. after the policy changed.
+    ``batch_size`` (each batch one transaction), e.g. after the policy or the engine
+    changed. Default: every tier.
 
-    Default tiers: observations and reflections, and messages too when the policy
-    redacts messages (at ingest or before observation). Returns per tier the objects
-    scanned, the findings recorded and the objects skipped because someone edited them
-    during the scan (scan again to pick them up)."""
+    Messages are scanned (``governance.scan``: findings recorded, the text kept, every
+    message read again so an engine upgrade reaches old ones), except where the policy
+    redacts at ingest: there their stored text is redacted, as observations and
+    reflections always are. Returns per tier the objects in it, the objects scanned, the
+    findings recorded and the objects skipped because someone edited them during the
+    scan (scan again to pick them up)."""
     policy = redaction_policy_get_or_create(workspace_id=workspace.pk)
-    if tiers is None:
-        tiers = ["observations", "reflections"]
-        if policy.redact_at_ingest or policy.redact_before_observation:
-            tiers.insert(0, "messages")
     report: dict[str, dict[str, int]] = {}
-    for tier in tiers:
+    for tier in rescan_tiers(tiers):
         target_type = _TIER_TARGETS[tier]
-        model, _ = REDACTION_TARGETS[target_type]
-        rows: QuerySet[Message | Observation | Reflection] = model.objects.filter(
-            conversation__workspace_id=workspace.pk
-        ).order_by("pk")
+        rows = _rescan_rows(workspace, tier)
         total = rows.count()
-        counts = {"scanned": 0, "findings": 0, "skipped": 0}
+        counts = {"total": total, "scanned": 0, "findings": 0, "skipped": 0}
+        scan_only = tier == "messages" and not policy.redact_at_ingest
         last_pk = None
         while True:
             page = rows.filter(pk__gt=last_pk) if last_pk is not None else rows
@@ -307,32 +342,206 @@ def redaction_rescan(
             if not batch:
                 break
             last_pk = batch[-1].pk
-            before = RedactionFinding.objects.filter(
-                workspace_id=workspace.pk, target_type=target_type
-            ).count()
-            try:
-                redact_targets(
-                    target_type=target_type,
-                    targets=batch,
+            engine_batch = min(batch_size, redaction.BATCH_SIZE)
+            if scan_only:
+                outcome = scan.messages_scan(
                     policy=policy,
-                    batch_size=min(batch_size, redaction.BATCH_SIZE),
+                    messages=batch,  # type: ignore[arg-type]  # the messages tier
+                    force=True,
+                    batch_size=engine_batch,
                     n_process=n_process,
                 )
-            except RedactionConflict:
-                # One edited object rolls its batch back; one at a time, the others go in.
-                for target in batch:
-                    try:
-                        redact_targets(target_type=target_type, targets=[target], policy=policy)
-                    except RedactionConflict:
-                        counts["skipped"] += 1
-            counts["findings"] += (
-                RedactionFinding.objects.filter(
+                counts["findings"] += outcome.new_findings
+                counts["skipped"] += len(outcome.skipped)
+            else:
+                before = RedactionFinding.objects.filter(
                     workspace_id=workspace.pk, target_type=target_type
                 ).count()
-                - before
-            )
+                try:
+                    redact_targets(
+                        target_type=target_type,
+                        targets=batch,
+                        policy=policy,
+                        batch_size=engine_batch,
+                        n_process=n_process,
+                    )
+                except RedactionConflict:
+                    # One edited object rolls its batch back; one at a time, the others go in.
+                    for target in batch:
+                        try:
+                            redact_targets(target_type=target_type, targets=[target], policy=policy)
+                        except RedactionConflict:
+                            counts["skipped"] += 1
+                counts["findings"] += (
+                    RedactionFinding.objects.filter(
+                        workspace_id=workspace.pk, target_type=target_type
+                    ).count()
+                    - before
+                )
             counts["scanned"] += len(batch)
             if progress:
-                progress(tier, counts["scanned"], total)
+                progress(tier, dict(counts), total)
         report[tier] = counts
     return report
+
+
+class _RescanStopped(Exception):
+    """The run's row left RUNNING (marked abandoned): stop scanning."""
+
+
+def rescan_run_request(
+    *,
+    workspace: Workspace,
+    actor: Actor,
+    reason: str,
+    tiers: Sequence[str] | None = None,
+    enqueue: bool = True,
+) -> RescanRun:
+    """Queue a re-scan of the workspace for a worker (``rescan_run_execute``), audited
+    with its reason. One at a time per workspace: while one is open, a 409. Without
+    ``enqueue`` the caller runs it itself (the management command)."""
+    reason = require_reason(reason, message="Say why the workspace is scanned again.")
+    chosen = rescan_tiers(tiers)
+    with transaction.atomic():
+        # Serialises two requests for one workspace: both cannot see "none open".
+        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        running = RescanRun.objects.filter(
+            workspace=workspace, status__in=RescanRun.OPEN_STATUSES
+        ).first()
+        if running is not None:
+            raise MemdeskError(
+                "rescan_open",
+                f"Re-scan {running.pk} of this workspace is still {running.status}: wait "
+                "for it to finish before starting another.",
+                status_code=409,
+            )
+        run = RescanRun.objects.create(
+            workspace=workspace,
+            tiers=chosen,
+            reason=reason,
+            requested_by=actor.label[:200],
+            counts={
+                tier: {"total": 0, "scanned": 0, "findings": 0, "skipped": 0} for tier in chosen
+            },
+        )
+        audit_record(
+            workspace_id=workspace.pk,
+            actor=actor,
+            action="redaction.rescan_request",
+            target_type="rescan_run",
+            target_id=str(run.pk),
+            after={"runId": run.pk, "tiers": chosen},
+            reason=reason,
+        )
+        if enqueue:
+            enqueue_on_commit(RESCAN_TASK, run.pk)
+    return run
+
+
+def rescan_run_execute(
+    *,
+    run_id: int,
+    batch_size: int = 200,
+    n_process: int = redaction.N_PROCESS,
+    progress: RescanProgress | None = None,
+) -> RescanRun:
+    """Run one queued re-scan, storing its progress after every batch, then write its
+    summary to the audit trail (counts only). Acts only if it claims the PENDING row, so
+    a task delivered twice runs once. A failure is recorded on the run, never retried:
+    what was scanned stays scanned, and another run picks up the rest."""
+    started = timezone.now()
+    claimed = RescanRun.objects.filter(pk=run_id, status=RescanRun.Status.PENDING).update(
+        status=RescanRun.Status.RUNNING, started_at=started, updated_at=started
+    )
+    run = RescanRun.objects.select_related("workspace").get(pk=run_id)
+    if not claimed:
+        return run
+    counts: dict[str, dict[str, int]] = {
+        tier: {
+            "total": _rescan_rows(run.workspace, tier).count(),
+            "scanned": 0,
+            "findings": 0,
+            "skipped": 0,
+        }
+        for tier in run.tiers
+    }
+    RescanRun.objects.filter(pk=run.pk).update(
+        counts=counts, total=sum(c["total"] for c in counts.values())
+    )
+
+    def on_batch(tier: str, tier_counts: dict[str, int], total: int) -> None:
+        counts[tier] = tier_counts
+        moved = RescanRun.objects.filter(pk=run.pk, status=RescanRun.Status.RUNNING).update(
+            counts=counts,
+            total=sum(c["total"] for c in counts.values()),
+            done=sum(c["scanned"] for c in counts.values()),
+            updated_at=timezone.now(),
+        )
+        if not moved:
+            raise _RescanStopped
+        if progress:
+            progress(tier, tier_counts, total)
+
+    status, error = RescanRun.Status.COMPLETED, ""
+    try:
+        redaction_rescan(
+            workspace=run.workspace,
+            tiers=run.tiers,
+            batch_size=batch_size,
+            n_process=n_process,
+            progress=on_batch,
+        )
+    except _RescanStopped:
+        status, error = RescanRun.Status.FAILED, "stopped: the run was marked abandoned"
+    except SoftTimeLimitExceeded:
+        status, error = (
+            RescanRun.Status.FAILED,
+            "stopped: the run reached its time limit; start another to scan the rest",
+        )
+    except Exception as exc:  # noqa: BLE001 - recorded on the run; never any text
+        logger.exception("re-scan %s failed", run.pk)
+        status, error = RescanRun.Status.FAILED, f"{type(exc).__name__} (see the worker log)"
+    finished = timezone.now()
+    with transaction.atomic():
+        RescanRun.objects.filter(pk=run.pk, status=RescanRun.Status.RUNNING).update(
+            status=status,
+            error=error,
+            counts=counts,
+            done=sum(c["scanned"] for c in counts.values()),
+            finished_at=finished,
+            updated_at=finished,
+        )
+        audit_record(
+            workspace_id=run.workspace_id,
+            actor=SYSTEM_ACTOR,
+            action="redaction.rescan",
+            target_type="rescan_run",
+            target_id=str(run.pk),
+            after={
+                "runId": run.pk,
+                "status": status,
+                "counts": counts,
+                "requestedBy": run.requested_by,
+                "startedAt": started.isoformat(),
+                "finishedAt": finished.isoformat(),
+            },
+        )
+    logger.info("re-scan %s of workspace %s: %s, %s", run.pk, run.workspace_id, status, counts)
+    run.refresh_from_db()
+    return run
+
+
+def rescan_run_sweep(*, now: datetime | None = None) -> dict[str, int]:
+    """Fail re-scans whose worker vanished, and send again those whose task was lost."""
+    now = now or timezone.now()
+    abandoned = RescanRun.objects.filter(
+        status=RescanRun.Status.RUNNING, updated_at__lt=now - RESCAN_STALE_RUNNING
+    ).update(status=RescanRun.Status.FAILED, error=RESCAN_ABANDONED, finished_at=now)
+    requeued = 0
+    for run_id in RescanRun.objects.filter(
+        status=RescanRun.Status.PENDING, created_at__lt=now - RESCAN_STALE_PENDING
+    ).values_list("pk", flat=True):
+        with transaction.atomic():
+            enqueue_on_commit(RESCAN_TASK, run_id)
+        requeued += 1
+    return {"rescansAbandoned": abandoned, "rescansRequeued": requeued}

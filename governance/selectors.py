@@ -26,6 +26,7 @@ from governance.models import (
     Pseudonym,
     RedactionFinding,
     RedactionPolicy,
+    RescanRun,
     RetentionPolicy,
     RetentionSweep,
 )
@@ -245,6 +246,14 @@ def erasure_request_get(*, workspace: Workspace, request_id: object) -> ErasureR
 
 def erasure_request_list(*, workspace: Workspace, limit: int) -> list[ErasureRequest]:
     return list(ErasureRequest.objects.filter(workspace=workspace).order_by("-pk")[:limit])
+
+
+def rescan_run_get(*, workspace: Workspace, run_id: object) -> RescanRun:
+    return _get_in_workspace(RescanRun, workspace, run_id, field="run_id", noun="re-scan")
+
+
+def rescan_run_list(*, workspace: Workspace, limit: int) -> list[RescanRun]:
+    return list(RescanRun.objects.filter(workspace=workspace).order_by("-pk")[:limit])
 
 
 # --- redaction --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Celery tasks of retention and erasure: each takes an id, calls one service, and is
-idempotent because the service claims its row (PENDING to RUNNING) before acting."""
+"""Celery tasks of retention, erasure and the PII scan: each takes ids, calls one
+service, and is idempotent because the service claims its row (PENDING to RUNNING)
+before acting, or, for the message scan, skips what is already scanned."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import logging
 
 from celery import Task, shared_task
 from django.conf import settings
+from django.db import OperationalError
 
-from governance import erasure, retention
+from governance import erasure, retention, review, scan
 
 logger = logging.getLogger(__name__)
 
@@ -17,6 +19,10 @@ MAX_RETRIES = 5
 
 class ErasureRetry(Exception):
     """The service gave the request back (PENDING) after an error; Celery retries."""
+
+
+class ScanRetry(Exception):
+    """A message changed while it was scanned; its request is kept, so scan it again."""
 
 
 @shared_task(
@@ -55,3 +61,44 @@ def erasure_task(self: Task, request_id: int) -> str:
     if outcome.retry:
         raise ErasureRetry(request_id)
     return str(outcome.request.status)
+
+
+# Retries wait 10 s, 20 s, 40 s, ... up to 600 s (full jitter). A database that is busy
+# (SQLite's lock) or a message rewritten mid-scan is retried; what the scan already
+# stored is current and skipped on the next attempt. A task that still fails leaves its
+# scan requests in place, and message_scan_sweep_task sends them again.
+@shared_task(
+    bind=True,
+    acks_late=True,
+    max_retries=MAX_RETRIES,
+    autoretry_for=(ScanRetry, OperationalError),
+    retry_backoff=10,
+    retry_backoff_max=600,
+    retry_jitter=True,
+)
+def message_scan_task(self: Task, request_ids: list[int]) -> dict[str, int]:
+    outcome = scan.message_scan_requests(request_ids=request_ids)
+    if outcome.skipped:
+        raise ScanRetry(len(outcome.skipped))
+    return {
+        "scanned": outcome.scanned,
+        "reused": outcome.reused,
+        "findings": outcome.new_findings,
+    }
+
+
+@shared_task
+def message_scan_sweep_task() -> dict[str, int]:
+    counts = {**scan.message_scan_sweep(), **review.rescan_run_sweep()}
+    logger.info("scan sweep: %s", counts)
+    return counts
+
+
+@shared_task(
+    acks_late=True,
+    soft_time_limit=settings.MEMDESK_RESCAN_TIME_LIMIT,
+    time_limit=settings.MEMDESK_RESCAN_TIME_LIMIT + 60,
+)
+def redaction_rescan_task(run_id: int) -> str:
+    # No retry: a failed run is recorded as failed; what it scanned stays scanned.
+    return str(review.rescan_run_execute(run_id=run_id).status)

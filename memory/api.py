@@ -30,7 +30,7 @@ from core.api import (
 from core.auth import AdminKeyRequired
 from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
-from governance.gates import reidentifier_for_api
+from governance.gates import conversations_with_pii, reidentifier_for_api
 from memory import api_schema as out
 from memory import pipeline, selectors, services
 from memory.context import (
@@ -237,8 +237,12 @@ class ConversationListCreateApi(MemoryApi):
             limit=query["limit"],
             cursor=query.get("cursor") or None,
         )
+        flagged = conversations_with_pii(conversation_ids=[c.pk for c in page])
         return Response(
-            {"conversations": [conversation_to_wire(c) for c in page], "next_cursor": next_cursor}
+            {
+                "conversations": [conversation_to_wire(c, pii_found=c.pk in flagged) for c in page],
+                "next_cursor": next_cursor,
+            }
         )
 
     @extend_schema(
@@ -257,7 +261,8 @@ class ConversationListCreateApi(MemoryApi):
                 title=data.get("title") or "",
                 metadata=data.get("metadata") or {},
             )
-            return 201, conversation_to_wire(conversation), conversation
+            # A new conversation holds nothing yet.
+            return 201, conversation_to_wire(conversation, pii_found=False), conversation
 
         return self.idempotent(request, write)
 
@@ -265,7 +270,9 @@ class ConversationListCreateApi(MemoryApi):
 class ConversationDetailApi(MemoryApi):
     @extend_schema(operation_id="conversations_get", responses={200: out.ConversationOut, **ERRORS})
     def get(self, request: Request, conversation_id: str) -> Response:
-        return Response(conversation_to_wire(self.conversation(conversation_id)))
+        conversation = self.conversation(conversation_id)
+        flagged = conversations_with_pii(conversation_ids=[conversation.pk])
+        return Response(conversation_to_wire(conversation, pii_found=conversation.pk in flagged))
 
     @extend_schema(
         operation_id="conversations_delete",

@@ -23,6 +23,10 @@ class ConversationOut(serializers.Serializer):
     messageCount = serializers.IntegerField()
     createdAt = serializers.DateTimeField()
     updatedAt = serializers.DateTimeField()
+    piiFound = serializers.BooleanField(
+        help_text="Personal data was detected in this conversation (in any tier, redacted "
+        "or not): the scan of its messages, or the redaction of its memory."
+    )
 
 
 class ConversationPageOut(serializers.Serializer):

@@ -34,7 +34,7 @@ _ENGINE_DATES = re.compile(
     rf"|\d{{1,2}} {_MONTH}(?: \d{{4}})?|{_WEEKDAY})\b",
     re.IGNORECASE,
 )
-_TOKEN = re.compile(r"<[A-Z_]+>|\d[\d,.]*\d|\d|[A-Za-z][A-Za-z'’-]*")
+_TOKEN = re.compile(r"<[A-Z_]+(?:_\d+)?>|\d[\d,.]*\d|\d|[A-Za-z][A-Za-z'’-]*")
 
 
 def _words(text: str) -> list[str]:

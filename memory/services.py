@@ -25,6 +25,7 @@ from core.paging import parse_uuid
 from governance.audit import audit_record, require_reason
 from governance.gates import (
     conversation_pseudonyms,
+    message_scan_request,
     pseudonyms_release,
     redaction_at_ingest,
     redaction_at_ingest_record,
@@ -336,6 +337,9 @@ def messages_append(*, conversation: Conversation, items: Sequence[MessageInput]
         _messages_insert(messages)
         if ingest is not None:
             redaction_at_ingest_record(conversation=conversation, messages=messages, ingest=ingest)
+        else:
+            # Scanned by a worker once this commits, never on the request path.
+            message_scan_request(conversation=conversation, messages=messages)
         conversation.last_seq = last_seq
         conversation.updated_at = now
         # At most inserts a PENDING run; its task is sent after this commits, so the

@@ -55,7 +55,7 @@ def relative_date(value: datetime | None, *, today: date) -> str | None:
     return f"{label} ago" if days > 0 else f"in {label}"
 
 
-def conversation_to_wire(conversation: Conversation) -> dict[str, Any]:
+def conversation_to_wire(conversation: Conversation, *, pii_found: bool) -> dict[str, Any]:
     return {
         "id": str(conversation.id),
         "userId": conversation.user_id or None,
@@ -65,6 +65,7 @@ def conversation_to_wire(conversation: Conversation) -> dict[str, Any]:
         "messageCount": conversation.last_seq,
         "createdAt": iso(conversation.created_at),
         "updatedAt": iso(conversation.updated_at),
+        "piiFound": pii_found,
     }
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import timedelta
 
 import pytest
@@ -48,6 +49,26 @@ def api(make_client, workspace) -> APIClient:
 @pytest.fixture
 def other_api(make_client, other_workspace) -> APIClient:
     return make_client(other_workspace)
+
+
+@pytest.fixture
+def eager_tasks(
+    monkeypatch, django_capture_on_commit_callbacks
+) -> Callable[[], AbstractContextManager[object]]:
+    """``with eager_tasks(): ...``: the Celery tasks that writes inside the block send
+    after their commit run at its end, in this process, as a worker would run them
+    (``Task.apply``: the task's own code, retries included)."""
+    from celery import current_app
+
+    import governance.tasks  # noqa: F401 - registers the tasks
+    import memory.tasks  # noqa: F401 - registers the tasks
+    from core import queue
+
+    def send(name: str, args: object = (), **_: object) -> object:
+        return current_app.tasks[name].apply(args=args)
+
+    monkeypatch.setattr(queue.current_app, "send_task", send)
+    return lambda: django_capture_on_commit_callbacks(execute=True)
 
 
 @pytest.fixture

@@ -341,6 +341,8 @@ if MEMDESK_RETENTION_SWEEP_TIME_LIMIT > 5 * 3600:
         f"MEMDESK_RETENTION_SWEEP_TIME_LIMIT ({MEMDESK_RETENTION_SWEEP_TIME_LIMIT} s) must be "
         "at most 18000 (5 hours): a sweep still running after 6 hours is declared lost."
     )
+# A re-scan of a workspace (dashboard or rescan_redaction) reads every stored object once.
+MEMDESK_RESCAN_TIME_LIMIT = env_int("MEMDESK_RESCAN_TIME_LIMIT", 4 * 3600, minimum=60)
 CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
@@ -348,6 +350,8 @@ CELERY_BEAT_SCHEDULE = {
     # Hourly: starts a retention sweep per workspace with an enabled policy (none while
     # one is open), and re-sends sweeps and erasure requests whose task was lost.
     "retention-sweep": {"task": "governance.tasks.retention_schedule_task", "schedule": 3600.0},
+    # Re-sends message scans whose task was lost, and fails re-scans whose worker vanished.
+    "scan-sweep": {"task": "governance.tasks.message_scan_sweep_task", "schedule": 60.0},
 }
 
 # --- Logging: ids and counts only, never message content --------------------------------

@@ -22,6 +22,7 @@ from core.queue import enqueue_on_commit
 from governance.audit import audit_record
 from governance.models import (
     ErasureRequest,
+    MessageScan,
     PseudonymSighting,
     RedactionFinding,
     RestrictedOriginal,
@@ -182,11 +183,11 @@ def _pseudonyms_seen(tier: Tier, ids: list[Any], conversation_ids: list[Any]) ->
 def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> dict[str, int]:
     """What hangs off the deleted rows by id rather than by a cascading foreign key: the
     redaction findings, the restricted originals (the unredacted text must not outlive
-    its row), the pseudonym sightings (what holds a pseudonym's value), the earlier
-    versions of deleted observations, and the pins that quote deleted messages (their
-    foreign key is checked at commit, so they must go in this transaction). Each table
-    is first asked about the batch's few conversations, which is cheap, and only
-    searched by id if needed."""
+    its row), the scans of deleted messages, the pseudonym sightings (what holds a
+    pseudonym's value), the earlier versions of deleted observations, and the pins that
+    quote deleted messages (their foreign key is checked at commit, so they must go in
+    this transaction). Each table is first asked about the batch's few conversations,
+    which is cheap, and only searched by id if needed."""
     tables: list[tuple[str, type[Model], str, dict[str, str]]] = [
         ("redactionFindings", RedactionFinding, "target_id", {"target_type": tier.line_kind}),
         ("restrictedOriginals", RestrictedOriginal, "target_id", {"target_type": tier.line_kind}),
@@ -196,6 +197,7 @@ def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> 
         tables.append(("observationVersions", ObservationVersion, "observation_id", {}))
     if tier.model is Message:
         tables.append(("pins", Pin, "message", {}))
+        tables.append(("messageScans", MessageScan, "message_id", {}))
     related = {}
     for key, model, id_field, where in tables:
         rows = model.objects.filter(  # type: ignore[attr-defined]  # type[Model]

@@ -47,6 +47,7 @@ def test_roles_map_to_capabilities_in_one_table():
     assert roles_with(Capability.MANAGE_SETTINGS) == [Role.ADMIN]
     # Restricted originals are the compliance officer's alone (DESIGN.md, redaction).
     assert roles_with(Capability.VIEW_RESTRICTED) == [Role.COMPLIANCE]
+    assert roles_with(Capability.REVEAL_PII) == [Role.COMPLIANCE, Role.ADMIN]
     assert set(ROLE_CAPABILITIES) == set(Role.values)
 
 

@@ -87,7 +87,8 @@ def test_a_priority_only_change_is_recorded_as_a_reprioritisation(login, observa
         {"text": observation.text, "priority": "completed", "reason": "refund done"},
         **HX,
     )
-    assert AuditEvent.objects.get().action == "observation.reprioritise"
+    [event] = AuditEvent.objects.filter(target_type="observation")
+    assert event.action == "observation.reprioritise"
     observation.refresh_from_db()
     assert observation.priority == "completed"
 
@@ -174,7 +175,8 @@ def test_delete_with_a_reason_leaves_a_tombstone_and_the_version(login, observat
     assert not Observation.objects.filter(pk=observation.pk).exists()
     kept = ObservationVersion.objects.get(observation_id=observation.pk)
     assert (kept.change, kept.reason) == ("delete", "wrong customer")
-    assert AuditEvent.objects.get().action == "observation.delete"
+    [event] = AuditEvent.objects.filter(target_type="observation")
+    assert event.action == "observation.delete"
 
 
 def test_delete_without_a_reason_is_refused(login, observation):

@@ -4,7 +4,6 @@ reason, as the signed-in user in the audit trail; a viewer only sees the pins.""
 from __future__ import annotations
 
 import pytest
-from django.utils.html import escape
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
@@ -23,6 +22,14 @@ def message(conversation) -> Message:
 @pytest.fixture
 def pin(conversation, message) -> Pin:
     return pin_create(conversation=conversation, actor=SYSTEM_ACTOR, message_id=message.pk)
+
+
+def _quoted_masked(html: str) -> bool:
+    """The first message of the chat quoted with the name the scan found masked."""
+    return (
+        'Hi, I&#x27;m <span class="pii-mask" title="PERSON, masked' in html
+        and "&lt;PERSON&gt;</span>. My Aero 2 headphones arrived broken, order ORD-123456." in html
+    )
 
 
 def _pin_url(message: Message) -> str:
@@ -49,7 +56,9 @@ def test_a_reviewer_pins_a_message_and_the_pinned_list_is_swapped_in(login, role
         None,
         None,
     )
-    assert f'id="pin-{pin.pk}"' in html and escape(message.content) in html
+    # The quote is the message as written; the list shows it as the message is shown,
+    # with the name the scan found in it masked.
+    assert f'id="pin-{pin.pk}"' in html and _quoted_masked(html) and "Dana" not in html
     event = AuditEvent.objects.get(action="pin.create")
     assert (event.actor_type, event.actor_id, event.actor_role, event.reason) == (
         "user",
@@ -81,7 +90,7 @@ def test_the_page_shows_pins_above_the_reflections_with_pin_and_unpin_actions(
 def test_a_viewer_sees_pins_but_no_pin_or_unpin_action(login, conversation, pin):
     html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
 
-    assert f'id="pin-{pin.pk}"' in html and escape(pin.text) in html
+    assert f'id="pin-{pin.pk}"' in html and _quoted_masked(html) and "Dana" not in html
     assert "Pin the whole message" not in html
     assert "/unpin/" not in html
 

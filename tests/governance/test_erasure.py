@@ -113,6 +113,8 @@ def test_erasure_removes_every_tier_of_that_end_user_and_nothing_else(
         "observationVersions": 2,
         "legalHolds": 2,
         "idempotencyRecords": 2,
+        "messageScans": 2,
+        "scanRequests": 2 * 2,  # one per write; no worker scanned them
     }
     assert status["completedAt"]
     assert not Conversation.objects.filter(workspace=workspace, user_id="alice").exists()

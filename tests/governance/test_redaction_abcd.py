@@ -60,12 +60,31 @@ def _said(dialogue: dict, value: str) -> bool:
     return any(value.lower() in text.lower() for _, text in dialogue["original"])
 
 
+# Where the values are caught: by default in the messages, before the Observer reads
+# them, and what the scan misses in the observations, by the gate in front of the
+# Reflector; with redaction before observation turned off, by that gate alone.
+CAUGHT_IN = {True: ["message", "observation"], False: ["observation"]}
+# Values known to get through, kept honest: each must still get through, so the list
+# shrinks as detection improves. Dialogue 9489's customer answers with her bare name,
+# "Alessandro Phoenix": the small spaCy pipeline reads "Phoenix" as a place and nothing
+# names "Alessandro", so the scan leaves it in what the Observer reads. Without
+# redaction before observation the observation says "User said Alessandro Phoenix",
+# whose naming cue the reflection gate catches. Name recall is the detectors' part.
+KNOWN_MISSES: dict[bool, set[tuple[int, str]]] = {True: set(), False: set()}
+
+
+@pytest.mark.parametrize("before_observation", [True, False], ids=["default", "at-reflection"])
 def test_no_personal_data_from_a_dialogue_reaches_a_reflection(
-    api, make_client, workspace, dialogues
+    api, make_client, workspace, dialogues, before_observation
 ):
     admin = make_client(workspace, scope="admin")
     policy = admin.patch(
-        "/v1/redaction/policy", {"customRecognizers": SHOP_RECOGNIZERS}, format="json"
+        "/v1/redaction/policy",
+        {
+            "customRecognizers": SHOP_RECOGNIZERS,
+            "redactBeforeObservation": before_observation,
+        },
+        format="json",
     )
     assert policy.status_code == 200, policy.json()
 
@@ -104,12 +123,16 @@ def test_no_personal_data_from_a_dialogue_reaches_a_reflection(
             if not _said(dialogue, value):
                 continue  # (the third dialogue never says its customer's name or phone)
             checked += 1
-            assert not re.search(rf"\b{re.escape(value.lower())}\b", reflections), (
+            leaked = bool(re.search(rf"\b{re.escape(value.lower())}\b", reflections))
+            if (dialogue["convo_id"], value.lower()) in KNOWN_MISSES[before_observation]:
+                assert leaked, f"{value!r} is caught now: remove it from KNOWN_MISSES"
+                continue
+            assert not leaked, (
                 f"the customer's {kind} of dialogue {dialogue['convo_id']} reached a reflection"
             )
         findings = set(
             RedactionFinding.objects.filter(
-                conversation_id=conversation_id, target_type="observation"
+                conversation_id=conversation_id, target_type__in=CAUGHT_IN[before_observation]
             ).values_list("entity_type", flat=True)
         )
         expected = {

@@ -339,12 +339,20 @@ def test_redaction_before_observation_feeds_the_observer_redacted_messages(works
     observations = " ".join(Observation.objects.values_list("text", flat=True))
     assert observations
     assert EMAIL not in observations and PHONE not in observations
+    # The messages keep what the agent wrote (masked by role in the dashboard); the gate
+    # recorded what it found in them, which also flags the conversation.
     messages = " ".join(Message.objects.values_list("content", flat=True))
-    assert EMAIL not in messages  # applied: stored redacted
-    assert PHONE in messages  # pending review: stored until a person decides
+    assert EMAIL in messages and PHONE in messages
+    detected = set(
+        RedactionFinding.objects.filter(target_type="message", status="detected").values_list(
+            "entity_type", flat=True
+        )
+    )
+    assert {"EMAIL_ADDRESS", "PHONE_NUMBER"} <= detected
+    # Nothing waits for review: the stored messages are not redacted, so there is
+    # nothing to decide (the Observer's copy masks the uncertain phone number too).
     assert set(RedactionFinding.objects.values_list("target_type", "status")) == {
-        ("message", "applied"),
-        ("message", "pending_review"),
+        ("message", "detected")
     }
 
 
@@ -371,14 +379,31 @@ def test_rescan_redacts_existing_memory_in_batches_and_is_idempotent(workspace, 
     assert RedactionFinding.objects.count() == count
 
 
-def test_rescan_of_messages_on_request(workspace, conversation):
+def test_rescan_of_messages_scans_them_and_keeps_their_text(workspace, conversation):
     messages_append(conversation=conversation, items=[MessageInput(role="user", content=NOTES[1])])
+    out = StringIO()
+
+    call_command("rescan_redaction", "--tier", "messages", stdout=out)
+
+    assert "messages: 1 scanned" in out.getvalue() and CARD not in out.getvalue()
+    assert CARD in Message.objects.get().content
+    [finding] = RedactionFinding.objects.filter(target_type="message")
+    assert (finding.entity_type, finding.status) == ("CREDIT_CARD", "detected")
+
+
+def test_rescan_of_messages_redacts_them_where_the_policy_redacts_at_ingest(
+    workspace, conversation
+):
+    messages_append(conversation=conversation, items=[MessageInput(role="user", content=NOTES[1])])
+    set_policy(workspace, redact_at_ingest=True)
     out = StringIO()
 
     call_command("rescan_redaction", "--tier", "messages", stdout=out)
 
     assert "messages: 1 scanned" in out.getvalue()
     assert CARD not in Message.objects.get().content
+    [finding] = RedactionFinding.objects.filter(target_type="message")
+    assert (finding.entity_type, finding.status) == ("CREDIT_CARD", "applied")
 
 
 def test_rescan_names_an_unknown_workspace(db):

@@ -13,6 +13,7 @@ from django.utils import timezone
 from core.errors import MemdeskError
 from governance.holds import legal_hold_place
 from governance.models import (
+    MessageScan,
     RedactionFinding,
     RestrictedOriginal,
     RetentionPolicy,
@@ -319,6 +320,7 @@ def test_what_hangs_off_deleted_rows_goes_with_them(workspace):
 
     assert list(RedactionFinding.objects.values_list("target_id", flat=True)) == [new_message.pk]
     assert list(RestrictedOriginal.objects.values_list("target_id", flat=True)) == [new_message.pk]
+    assert list(MessageScan.objects.values_list("message_id", flat=True)) == [new_message.pk]
     assert not ObservationVersion.objects.exists()
     # The surviving observation is unlinked from its deleted reflection, not deleted.
     assert conversation.observations.count() == 1
@@ -332,6 +334,7 @@ def test_what_hangs_off_deleted_rows_goes_with_them(workspace):
         "pseudonymSightings": 0,
         "pseudonymsForgotten": 0,
         "pins": 0,
+        "messageScans": 1,
     }
 
 

@@ -10,7 +10,8 @@ from typing import Any
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from governance.models import AuditEvent, RestrictedOriginal
+from governance.models import AuditEvent, MessageScan, RestrictedOriginal
+from governance.scan import content_digest
 from memory.models import (
     Conversation,
     Message,
@@ -109,8 +110,16 @@ def events(workspace: Workspace, action: str) -> list[AuditEvent]:
 
 
 def redaction_traces(message: Message, *, text: str = "the original") -> None:
-    """What redacting a message leaves behind: a finding and a kept original."""
+    """What scanning and redacting a message leave behind: its scan, a finding and a
+    kept original."""
     conversation = message.conversation
+    MessageScan.objects.create(
+        message_id=message.pk,
+        workspace_id=conversation.workspace_id,
+        conversation=conversation,
+        content_digest=content_digest(message.content),
+        policy_version=1,
+    )
     RedactionFindingFactory(conversation=conversation, target_id=message.pk)
     RestrictedOriginal.objects.create(
         workspace_id=conversation.workspace_id,

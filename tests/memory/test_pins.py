@@ -12,8 +12,9 @@ from django.test.utils import CaptureQueriesContext
 
 from core.actors import SYSTEM_ACTOR
 from governance.erasure import erasure_execute, erasure_request_create
-from governance.gates import redaction_for_observer, requote_pins
+from governance.gates import requote_pins
 from governance.models import AuditEvent
+from governance.review import redaction_rescan
 from memory.models import Message, Pin
 from memory.services import MessageInput, conversation_create, messages_append, pin_create
 from tests.governance.test_redaction_support import set_policy
@@ -271,7 +272,7 @@ def test_a_pin_of_a_message_redacted_at_ingest_holds_the_redacted_text(api, work
 
 
 def test_a_message_redacted_later_is_quoted_again_by_its_pins(api, workspace):
-    set_policy(workspace, redact_before_observation=True, keep_originals=False)
+    set_policy(workspace, keep_originals=False)
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     content = "Refund due by Friday. Mail dana.smith@example.com with the receipt."
     api.post(
@@ -288,7 +289,10 @@ def test_a_message_redacted_later_is_quoted_again_by_its_pins(api, workspace):
         api, conversation_id, messageId=str(message.pk), start=start + 8, end=start + 12
     ).json()["id"]
 
-    redaction_for_observer(conversation=message.conversation, messages=[message])
+    # Stored messages are rewritten where the policy redacts at ingest: a re-scan after
+    # the policy changed redacts those written before.
+    set_policy(workspace, redact_at_ingest=True)
+    redaction_rescan(workspace=workspace, tiers=["messages"])
 
     message.refresh_from_db()
     assert "dana.smith@example.com" not in message.content
@@ -306,7 +310,7 @@ def test_a_message_redacted_later_is_quoted_again_by_its_pins(api, workspace):
 
 
 def test_one_redaction_batch_quotes_every_redacted_messages_pins_again(api, workspace):
-    set_policy(workspace, redact_before_observation=True, keep_originals=False)
+    set_policy(workspace, keep_originals=False)
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     addresses = ["dana.smith@example.com", "li.wei@example.org", "sam.k@example.net"]
     api.post(
@@ -323,7 +327,8 @@ def test_one_redaction_batch_quotes_every_redacted_messages_pins_again(api, work
         _pin(api, conversation_id, messageId=str(message.pk))
         _pin(api, conversation_id, messageId=str(message.pk), start=message.content.index("Mail"))
 
-    redaction_for_observer(conversation=messages[0].conversation, messages=messages)
+    set_policy(workspace, redact_at_ingest=True)
+    redaction_rescan(workspace=workspace, tiers=["messages"])
 
     for message in messages:
         message.refresh_from_db()

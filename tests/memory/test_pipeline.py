@@ -9,6 +9,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
+from core import queue
 from memory import pipeline
 from memory.engines.base import MEMORY_BLOCK_HEADER, EngineError
 from memory.engines.extractive import ExtractiveEngine
@@ -46,21 +47,27 @@ def test_below_the_threshold_no_run_is_scheduled(conversation):
 
 
 def test_crossing_the_threshold_schedules_one_run_after_commit(
-    workspace, django_capture_on_commit_callbacks
+    workspace, django_capture_on_commit_callbacks, monkeypatch
 ):
     workspace.observer_threshold = 50
     workspace.save()
     conversation = conversation_create(workspace=workspace)
-    with django_capture_on_commit_callbacks() as callbacks:
+    sent: list[str] = []
+    monkeypatch.setattr(queue.current_app, "send_task", lambda name, **_: sent.append(name))
+    with django_capture_on_commit_callbacks(execute=True):
         messages_append(
             conversation=conversation, items=[MessageInput(role=r, content=c) for r, c in CHAT]
         )
         messages_append(
             conversation=conversation, items=[MessageInput(role="user", content="more")]
         )
+        assert not sent  # nothing is sent before the write commits
     run = ObserverRun.objects.get(conversation=conversation)
     assert (run.status, run.trigger) == ("pending", "threshold")
-    assert len(callbacks) == 1  # one task sent, after the commit; the write did not run it
+    # One Observer task after the commit (the write did not run it), besides the scan
+    # each write asks for.
+    assert sent.count("memory.tasks.observe_conversation") == 1
+    assert sent.count("governance.tasks.message_scan_task") == 2
     assert not Observation.objects.exists()
 
 
@@ -472,6 +479,8 @@ def test_a_message_whose_metadata_names_its_speaker_is_noted_under_that_name(wor
         _observe_now(chat)
         return list(chat.observations.order_by("window_start_seq").values_list("text", flat=True))
 
+    # Observing messages as written (the default redacts them first).
+    set_policy(workspace, redact_before_observation=False)
     assert observed("a") == ["Jo moved to Oslo in May", "User's son starts school in August"]
     # Redacting before observation: the name is personal data the content redaction does
     # not see, so the note does not carry it.

@@ -1,5 +1,8 @@
 """Scan stored memory again under each workspace's current redaction policy (after a
-policy change, or after upgrading the engine), in batches, printing progress."""
+policy change, or after upgrading the engine), in batches, printing progress. Messages
+are scanned for the dashboard's masking and the "PII found" flag (their text is kept,
+unless the policy redacts at ingest); observations and reflections are redacted. Each
+workspace's run is recorded as a re-scan run (shown in the dashboard) and audited."""
 
 from __future__ import annotations
 
@@ -7,8 +10,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance.review import RESCAN_TIERS, redaction_rescan
+from core.actors import SYSTEM_ACTOR
+from core.errors import MemdeskError
+from governance.models import RescanRun
+from governance.review import RESCAN_TIERS, rescan_run_execute, rescan_run_request
 from memory.models import Workspace
+
+DEFAULT_REASON = "rescan_redaction command"
 
 
 class Command(BaseCommand):
@@ -20,9 +28,9 @@ class Command(BaseCommand):
             "--tier",
             choices=RESCAN_TIERS,
             action="append",
-            help="messages, observations or reflections; repeat for several. Default: "
-            "observations and reflections, plus messages where the policy redacts them.",
+            help="messages, observations or reflections; repeat for several. Default: all.",
         )
+        parser.add_argument("--reason", default=DEFAULT_REASON, help="Why, for the audit trail.")
         parser.add_argument(
             "--batch-size", type=int, default=200, help="Objects per batch and transaction."
         )
@@ -42,22 +50,38 @@ class Command(BaseCommand):
         if options["batch_size"] < 1 or options["processes"] < 1:
             raise CommandError("--batch-size and --processes must be at least 1.")
 
-        def progress(tier: str, done: int, total: int) -> None:
+        def progress(tier: str, counts: dict[str, int], total: int) -> None:
             # Counts only: never any text.
-            self.stdout.write(f"  {tier}: {done}/{total}")
+            self.stdout.write(f"  {tier}: {counts['scanned']}/{total}")
 
+        failed = False
         for workspace in workspaces:
             self.stdout.write(f"workspace {workspace.name}")
-            report = redaction_rescan(
-                workspace=workspace,
-                tiers=options["tier"],
+            try:
+                # Recorded and audited like a run started in the dashboard, and run here.
+                run = rescan_run_request(
+                    workspace=workspace,
+                    actor=SYSTEM_ACTOR,
+                    reason=options["reason"],
+                    tiers=options["tier"],
+                    enqueue=False,
+                )
+            except MemdeskError as error:
+                raise CommandError(f"{workspace.name}: {error.message}") from None
+            run = rescan_run_execute(
+                run_id=run.pk,
                 batch_size=options["batch_size"],
                 n_process=options["processes"],
                 progress=progress,
             )
-            for tier, counts in report.items():
+            for tier, counts in run.counts.items():
                 self.stdout.write(
                     f"  {tier}: {counts['scanned']} scanned, {counts['findings']} new "
                     f"findings, {counts['skipped']} skipped (edited during the scan)"
                 )
+            if run.status != RescanRun.Status.COMPLETED:
+                failed = True
+                self.stderr.write(f"  re-scan {run.pk} {run.status}: {run.error}")
+        if failed:
+            raise CommandError("rescan failed in at least one workspace (see above)")
         self.stdout.write(self.style.SUCCESS("rescan finished"))

@@ -1,0 +1,257 @@
+"""Masking by role: viewers and reviewers see the personal data the scan found in
+messages as its type, on the conversation page, in the raw transcript and in pins;
+compliance officers and admins may reveal it, per message or per value, and every
+reveal is audited without the value. The agent API is not masked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.actors import SYSTEM_ACTOR
+from governance.models import AuditEvent, RedactionFinding
+from memory.models import Conversation, Message
+from memory.services import MessageInput, conversation_create, messages_append, pin_create
+from tests.governance.test_redaction_support import set_policy
+
+CARD = "4111 1111 1111 1111"
+EMAIL = "dana.whitfield@example.com"
+TEXT = f"My card is {CARD} and my email is {EMAIL}."
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def scanned(workspace, eager_tasks) -> Conversation:
+    """A conversation whose messages the scan task has read."""
+    conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
+    with eager_tasks():
+        messages_append(
+            conversation=conversation,
+            items=[
+                MessageInput(role="user", content=TEXT),
+                MessageInput(role="assistant", content="Thanks, I have noted it."),
+            ],
+        )
+    return conversation
+
+
+def _message(conversation: Conversation, seq: int = 1) -> Message:
+    return Message.objects.get(conversation=conversation, seq=seq)
+
+
+def _finding(entity_type: str) -> RedactionFinding:
+    return RedactionFinding.objects.get(target_type="message", entity_type=entity_type)
+
+
+def _transcript(client, conversation: Conversation) -> str:
+    response = client.get(f"/conversations/{conversation.pk}/transcript")
+    assert response.status_code == 200
+    return b"".join(response.streaming_content).decode()
+
+
+@pytest.mark.parametrize("role", ["viewer", "reviewer", "compliance", "admin"])
+def test_every_role_sees_the_values_masked_by_type(login, role, scanned):
+    client = login(role)
+
+    page = client.get(f"/conversations/{scanned.pk}/").content.decode()
+    transcript = _transcript(client, scanned)
+
+    for text in (page, transcript):
+        assert CARD not in text and EMAIL not in text
+        assert "4111" not in text
+    assert "&lt;CREDIT_CARD&gt;" in page and "&lt;EMAIL_ADDRESS&gt;" in page
+    assert "My card is <CREDIT_CARD> and my email is <EMAIL_ADDRESS>." in transcript
+    assert "PII found" in page
+
+
+@pytest.mark.parametrize("role", ["viewer", "reviewer"])
+def test_viewers_and_reviewers_get_no_reveal_control(login, role, scanned):
+    page = login(role).get(f"/conversations/{scanned.pk}/").content.decode()
+    assert "/reveal/" not in page and "Reveal personal data" not in page
+    assert 'class="pii-mask" title="CREDIT_CARD, masked for your role"' in page
+
+
+@pytest.mark.parametrize("role", ["compliance", "admin"])
+def test_compliance_and_admin_get_a_reveal_control(login, role, scanned):
+    page = login(role).get(f"/conversations/{scanned.pk}/").content.decode()
+    message = _message(scanned)
+    assert f'action="/conversations/{scanned.pk}/messages/{message.pk}/reveal/"' in page
+    card = _finding("CREDIT_CARD")
+    assert f'form="reveal-{message.pk}" name="finding" value="{card.pk}"' in page
+
+
+def test_older_messages_loaded_later_are_masked_too(login, workspace, eager_tasks):
+    conversation = conversation_create(workspace=workspace)
+    with eager_tasks():
+        messages_append(
+            conversation=conversation,
+            items=[MessageInput(role="user", content=TEXT)]
+            + [MessageInput(role="user", content=f"filler {n}") for n in range(60)],
+        )
+    client = login("viewer")
+
+    first = client.get(f"/conversations/{conversation.pk}/").content.decode()
+    older = client.get(f"/conversations/{conversation.pk}/messages/?before=12", **HX)
+
+    assert 'id="m-1"' not in first  # the first page shows the newest 50
+    html = older.content.decode()
+    assert 'id="m-1"' in html and "&lt;CREDIT_CARD&gt;" in html and CARD not in html
+
+
+def test_a_long_message_is_masked_in_its_summary_too(login, workspace, eager_tasks):
+    conversation = conversation_create(workspace=workspace)
+    with eager_tasks():
+        messages_append(
+            conversation=conversation,
+            items=[MessageInput(role="tool", content=f"{TEXT} " + "log line ok. " * 300)],
+        )
+    html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
+    assert 'class="msg-long"' in html and CARD not in html and EMAIL not in html
+
+
+def test_pins_of_a_message_are_masked(login, scanned):
+    message = _message(scanned)
+    pin_create(
+        conversation=scanned,
+        message_id=message.pk,
+        start=TEXT.index("My card"),
+        end=TEXT.index(" and my email"),
+        actor=SYSTEM_ACTOR,
+    )
+    pin_create(conversation=scanned, message_id=message.pk, actor=SYSTEM_ACTOR)
+    html = login("viewer").get(f"/conversations/{scanned.pk}/").content.decode()
+    pins = html[html.index('id="pin-list"') :]
+    assert pins.count('<span class="pii-mask" title="CREDIT_CARD, masked">') == 2
+    assert "&lt;EMAIL_ADDRESS&gt;" in pins and CARD not in html and EMAIL not in html
+
+
+def test_a_message_not_yet_scanned_says_so(login, workspace, django_capture_on_commit_callbacks):
+    conversation = conversation_create(workspace=workspace)
+    with django_capture_on_commit_callbacks(execute=False):  # the worker has not run
+        messages_append(conversation=conversation, items=[MessageInput(role="user", content=TEXT)])
+    client = login("viewer")
+
+    page = client.get(f"/conversations/{conversation.pk}/").content.decode()
+    transcript = _transcript(client, conversation)
+
+    assert "not scanned yet" in page
+    assert "#1  " in transcript and "[not scanned for personal data yet" in transcript
+
+
+# --- revealing ---------------------------------------------------------------------------------
+
+
+def test_a_reviewer_cannot_reveal(login, scanned):
+    message = _message(scanned)
+    response = login("reviewer").post(
+        f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/", **HX
+    )
+    assert response.status_code == 403
+    assert "To reveal personal data in messages" in response.content.decode()
+    assert (
+        '<strong class="required-role">compliance officer</strong> or '
+        '<strong class="required-role">admin</strong>'
+    ) in response.content.decode()
+    assert CARD not in response.content.decode()
+    assert not AuditEvent.objects.filter(action="message.reveal").exists()
+
+
+def test_compliance_reveals_a_message_and_the_reveal_is_audited(login, scanned):
+    client = login("compliance")
+    message = _message(scanned)
+
+    response = client.post(f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/", **HX)
+
+    assert response.status_code == 200
+    assert response["Cache-Control"] == "private, no-store"
+    html = response.content.decode()
+    assert html.lstrip().startswith(f'<li id="m-{message.seq}"') and "<html" not in html
+    assert (
+        f'<mark class="pii-revealed" title="CREDIT_CARD, revealed to you (audited)">{CARD}' in html
+    )
+    assert EMAIL in html and "Reveal personal data" not in html  # nothing left masked
+    [event] = AuditEvent.objects.filter(action="message.reveal")
+    assert event.target_type == "message" and event.target_id == str(message.pk)
+    assert event.actor_id == str(client.user.pk) and event.actor_role == "compliance"
+    assert event.after["entities"] == {"CREDIT_CARD": 1, "EMAIL_ADDRESS": 1}
+    assert event.after["whole"] is True
+    stored = json.dumps([event.before, event.after, event.reason])
+    assert CARD not in stored and EMAIL not in stored
+    # Revealing shows; it changes nothing stored, and the next page load masks again.
+    assert _message(scanned).content == TEXT
+    assert CARD not in client.get(f"/conversations/{scanned.pk}/").content.decode()
+
+
+def test_an_admin_reveals_one_value(login, scanned):
+    message = _message(scanned)
+    card = _finding("CREDIT_CARD")
+
+    response = login("admin").post(
+        f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/",
+        {"finding": str(card.pk)},
+        **HX,
+    )
+
+    html = response.content.decode()
+    assert response.status_code == 200 and CARD in html
+    assert EMAIL not in html and "&lt;EMAIL_ADDRESS&gt;" in html  # still masked
+    [event] = AuditEvent.objects.filter(action="message.reveal")
+    assert event.after["findingIds"] == [card.pk] and event.after["whole"] is False
+
+
+def test_revealing_without_javascript_shows_a_page(login, scanned):
+    message = _message(scanned)
+    response = login("compliance").post(
+        f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/"
+    )
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" in html and CARD in html
+    assert "recorded in the audit log" in html
+
+
+def test_bad_reveal_requests(login, scanned, foreign):
+    client = login("compliance")
+    message = _message(scanned)
+    url = f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/"
+    other = RedactionFinding.objects.create(
+        workspace=scanned.workspace,
+        conversation=scanned,
+        target_type="message",
+        target_id=_message(scanned, 2).pk,
+        entity_type="PERSON",
+        start=0,
+        end=6,
+        score=0.9,
+        operator="replace",
+        status="detected",
+        policy_version=1,
+    )
+
+    not_ids = client.post(url, {"finding": "12; DROP"}, **HX)
+    elsewhere = client.post(url, {"finding": str(other.pk)}, **HX)
+    foreign_message = foreign.messages.first()
+    theirs = client.post(f"/conversations/{foreign.pk}/messages/{foreign_message.pk}/reveal/", **HX)
+    wrong_message = client.post(
+        f"/conversations/{scanned.pk}/messages/{foreign_message.pk}/reveal/", **HX
+    )
+
+    assert not_ids.status_code == 400 and "finding must be" in not_ids.content.decode()
+    assert elsewhere.status_code == 404
+    assert theirs.status_code == 404 and wrong_message.status_code == 404
+    assert client.get(url).status_code == 405
+    assert not AuditEvent.objects.filter(action="message.reveal").exists()
+
+
+def test_values_the_policy_keeps_are_not_masked(login, workspace, eager_tasks):
+    set_policy(workspace, operators={"EMAIL_ADDRESS": "keep"})
+    conversation = conversation_create(workspace=workspace)
+    with eager_tasks():
+        messages_append(conversation=conversation, items=[MessageInput(role="user", content=TEXT)])
+    html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
+    assert EMAIL in html and CARD not in html
+
+
+def test_the_agent_api_reads_messages_as_written(api, scanned):
+    messages = api.get(f"/v1/conversations/{scanned.pk}/messages").json()["messages"]
+    assert TEXT in [m["content"] for m in messages]
