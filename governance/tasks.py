@@ -1,5 +1,6 @@
-"""Celery tasks of retention and erasure: each takes an id, calls one service, and is
-idempotent because the service claims its row (PENDING to RUNNING) before acting."""
+"""Celery tasks of retention, erasure and the audit trail's checkpoints. Retention and
+erasure tasks take an id, call one service, and are idempotent because the service claims
+its row (PENDING to RUNNING) before acting."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from celery import Task, shared_task
 from django.conf import settings
 
 from governance import erasure, retention
+from governance.audit import audit_checkpoint_heads
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +37,14 @@ def retention_schedule_task() -> dict[str, int]:
     counts = retention.retention_schedule()
     logger.info("retention schedule: %s", counts)
     return counts
+
+
+@shared_task
+def audit_checkpoint_task() -> int:
+    # Writing the same head twice is harmless: a checkpoint only adds to what is known.
+    written = audit_checkpoint_heads()
+    logger.info("audit checkpoints written: %s", written)
+    return written
 
 
 # Retries wait up to 30 s, 60 s, 120 s, ... 1,800 s (full jitter): erasure is idempotent,
