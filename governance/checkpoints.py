@@ -206,11 +206,16 @@ def checkpoints_read(
     and is then reported only when every workspace is verified)."""
     where = str(sink)
     wanted = None if workspace_id is None else str(workspace_id)
-    for number, raw in enumerate(sink.lines(), start=1):
-        if not raw.strip():
-            continue
-        if wanted is not None and wanted not in raw:
-            continue
-        line = checkpoint_parse(raw, number=number, keys=keys, where=where)
-        if wanted is None or line.workspace_id == wanted:
-            yield line
+    try:
+        for number, raw in enumerate(sink.lines(), start=1):
+            if not raw.strip():
+                continue
+            if wanted is not None and wanted not in raw:
+                continue
+            line = checkpoint_parse(raw, number=number, keys=keys, where=where)
+            if wanted is None or line.workspace_id == wanted:
+                yield line
+    except OSError as exc:
+        # Verification must fail, not pass as if there were no checkpoints.
+        problem = f"the checkpoints cannot be read from {where}: {exc.strerror or exc}"
+        yield CheckpointLine(0, wanted or "", None, problem)

@@ -156,7 +156,7 @@ def audit_chain_verify(
     *,
     workspace_id: uuid.UUID,
     checkpoint_lines: Sequence[CheckpointLine] | None = None,
-    grace: timedelta = CHECKPOINT_GRACE,
+    grace: timedelta | None = None,
 ) -> ChainReport:
     """Walk the workspace's chain in order and compare it with the signed checkpoints;
     report the first event that does not verify, in plain words.
@@ -199,7 +199,7 @@ def audit_chain_verify(
             event.pk if event else None,
             sequence,
             problem,
-            (problem, *line_problems),
+            (problem, *(p for p in line_problems if p != problem)),
             valid,
             last_matching,
             last_checkpoint_at,
@@ -258,6 +258,7 @@ def audit_chain_verify(
         )
     if line_problems:
         return broken(None, None, line_problems[0])
+    grace = CHECKPOINT_GRACE if grace is None else grace
     if uncovered_since is not None and uncovered_since > started - grace:
         uncovered_since = None  # still on its way to the sink, most likely
     return ChainReport(
