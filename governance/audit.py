@@ -10,6 +10,7 @@ already say."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -45,6 +46,7 @@ class AuditKey:
     secret: str = field(repr=False)
 
 
+@functools.lru_cache(maxsize=16)
 def audit_key(secret: str) -> AuditKey:
     key_id = salted_hmac(KEY_ID_SALT, "audit key", secret=secret, algorithm="sha256")
     return AuditKey(key_id.hexdigest()[:16], secret)
