@@ -60,8 +60,12 @@ class FileCheckpointSink:
 
     def append(self, line: str) -> None:
         data = (line.rstrip("\n") + "\n").encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        try:
+            fd = os.open(self.path, flags, 0o640)
+        except FileNotFoundError:  # the folder, on the first line only
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, flags, 0o640)
         try:
             written = os.write(fd, data)
             if written != len(data):

@@ -61,8 +61,9 @@ class ChainReport:
     checkpoints: int = 0  # signed checkpoints of this workspace that were compared
     checkpointed_through: int = 0  # the last event a verified checkpoint covers
     last_checkpoint_at: datetime | None = None
-    # Events after ``checkpointed_through`` written before this time had the time to
-    # reach the sink: no checkpoint covering them means one was lost or removed.
+    # When set, the time of the first event after ``checkpointed_through``: old enough
+    # to have reached the sink, yet no checkpoint covers it (one was lost or removed, or
+    # the events are from before checkpoints existed).
     uncovered_since: datetime | None = None
 
 

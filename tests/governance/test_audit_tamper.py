@@ -238,6 +238,25 @@ def test_a_sink_that_fails_leaves_the_change_committed_and_logs_no_content(
     assert report.ok and report.checkpoints == 0 and report.uncovered_since is not None
 
 
+def test_the_checkpoint_file_and_its_folders_are_created_when_missing(
+    record, workspace, settings, tmp_path
+):
+    path = tmp_path / "var" / "audit-checkpoints" / "checkpoints.jsonl"
+    settings.MEMDESK_AUDIT_CHECKPOINT_PATH = path
+
+    record(workspace, 2)
+
+    assert len(path.read_text().splitlines()) == 2
+    assert path.stat().st_mode & 0o777 == 0o640 & ~_umask()
+    assert audit_chain_verify(workspace_id=workspace.pk).checkpointed_through == 2
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 class MemorySink:
     """A sink by dotted path, as an object store's would be plugged in."""
 
