@@ -90,16 +90,19 @@ def audit_event_hash(event: AuditEvent, *, secret: str = "") -> str:
         "created_at": event.created_at.isoformat(),
         "prev_hash": event.prev_hash,
     }
-    if event.chain_version == AuditEvent.ChainVersion.SHA256:
+    # A data migration's historical model from before chain versions has no such field:
+    # what it writes is unkeyed, and migration 0004 marks it so.
+    chain_version = getattr(event, "chain_version", AuditEvent.ChainVersion.SHA256)
+    if chain_version == AuditEvent.ChainVersion.SHA256:
         return hashlib.sha256(_canonical(content)).hexdigest()
-    if event.chain_version == AuditEvent.ChainVersion.HMAC_SHA256:
+    if chain_version == AuditEvent.ChainVersion.HMAC_SHA256:
         if not secret:
             raise ValueError("a keyed audit event needs its key to be hashed")
         content |= {"chain_version": event.chain_version, "key_id": event.key_id}
         return salted_hmac(
             CHAIN_SALT, _canonical(content), secret=secret, algorithm="sha256"
         ).hexdigest()
-    raise ValueError(f"unknown audit chain version {event.chain_version!r}")
+    raise ValueError(f"unknown audit chain version {chain_version!r}")
 
 
 def _canonical(content: dict[str, Any]) -> bytes:

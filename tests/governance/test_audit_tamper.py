@@ -561,10 +561,15 @@ def test_key_rotation_keeps_old_events_and_checkpoints_verifiable(record, worksp
 def test_the_migration_marks_existing_events_as_unkeyed_sha256(transactional_db):
     workspace = workspace_get_or_create(name="before")
     executor = MigrationExecutor(connection)
-    executor.migrate([("governance", "0003_pseudonyms")])
+    before_keys = ("governance", "0003_pseudonyms")
+    executor.migrate([before_keys])
     try:
-        old = AuditEvent(
-            workspace=workspace,
+        # An event written as the release before did, or as a data migration of that
+        # time does: the historical model has no chain version, and the writer's hash
+        # function treats it as unkeyed.
+        old_apps = executor.loader.project_state(before_keys).apps
+        old = old_apps.get_model("governance", "AuditEvent")(
+            workspace_id=workspace.pk,
             sequence=1,
             actor_type="system",
             actor_id="system",
@@ -574,29 +579,13 @@ def test_the_migration_marks_existing_events_as_unkeyed_sha256(transactional_db)
             after={"n": 1},
             created_at=timezone.now(),
             prev_hash=GENESIS_HASH,
-            chain_version=AuditEvent.ChainVersion.SHA256,
         )
+        assert not hasattr(old, "chain_version")
         old.hash = audit_event_hash(old)
-        with connection.cursor() as cursor:  # the table as the release before had it
-            cursor.execute(
-                "INSERT INTO governance_auditevent (workspace_id, sequence, actor_type, "
-                "actor_id, actor_role, action, target_type, target_id, after, reason, "
-                "request_id, created_at, prev_hash, hash) VALUES "
-                "(%s, 1, 'system', 'system', '', 'legacy.event', 'thing', '1', %s, '', '', "
-                "%s, %s, %s)",
-                [
-                    _id(workspace),
-                    json.dumps({"n": 1}),
-                    old.created_at,
-                    GENESIS_HASH,
-                    old.hash,
-                ],
-            )
-            cursor.execute(
-                "INSERT INTO governance_auditchainhead (workspace_id, sequence, hash) "
-                "VALUES (%s, 1, %s)",
-                [_id(workspace), old.hash],
-            )
+        old.save()
+        old_apps.get_model("governance", "AuditChainHead").objects.create(
+            workspace_id=workspace.pk, sequence=1, hash=old.hash
+        )
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
