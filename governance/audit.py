@@ -1,33 +1,79 @@
 """The audit trail's writer: every change to memory or governance appends one event to
-its workspace's hash chain, in the transaction that makes the change."""
+its workspace's hash chain, in the transaction that makes the change.
+
+The chain is keyed: each event's hash is an HMAC-SHA256, with a key derived from
+``MEMDESK_AUDIT_KEY`` (or, unset, SECRET_KEY), over its content and its predecessor's
+hash. After the transaction commits, a signed checkpoint of the workspace's new head goes
+to a sink outside the database (governance/checkpoints.py). Someone who can write the
+table can neither recompute the chain without the key nor change what the checkpoints
+already say."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import logging
+from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from django.utils.ipv6 import clean_ipv6_address
 
 from core.actors import Actor
 from core.errors import MemdeskError
+from governance.checkpoints import checkpoint_line, checkpoint_sink
 from governance.models import (
     AuditChainHead,
     AuditEvent,
 )
 
+logger = logging.getLogger(__name__)
+
 GENESIS_HASH = "0" * 64
+CHAIN_SALT = "memdesk.audit.chain"
+KEY_ID_SALT = "memdesk.audit.key-id"
 
 
-def audit_event_hash(event: AuditEvent) -> str:
-    """SHA-256 over every field that matters and the previous event's hash.
+@dataclass(frozen=True)
+class AuditKey:
+    id: str  # recorded with every event and checkpoint; reveals nothing about the secret
+    secret: str = field(repr=False)
+
+
+@functools.lru_cache(maxsize=16)
+def audit_key(secret: str) -> AuditKey:
+    key_id = salted_hmac(KEY_ID_SALT, "audit key", secret=secret, algorithm="sha256")
+    return AuditKey(key_id.hexdigest()[:16], secret)
+
+
+def audit_current_key() -> AuditKey:
+    """The key new events and checkpoints are made with."""
+    return audit_key(settings.MEMDESK_AUDIT_KEY or settings.SECRET_KEY)
+
+
+def audit_keys() -> dict[str, str]:
+    """Every key this server can verify with, by id: the current one and the old ones."""
+    keys = {}
+    for secret in [*settings.MEMDESK_AUDIT_OLD_KEYS, audit_current_key().secret]:
+        key = audit_key(secret)
+        keys[key.id] = key.secret
+    return keys
+
+
+def audit_event_hash(event: AuditEvent, *, secret: str = "") -> str:
+    """The hash of ``event`` under its own chain version: plain SHA-256 for the events
+    written before keyed chains, HMAC-SHA256 with ``secret`` (the key its ``key_id``
+    names) since, over the chain version and key id too.
 
     JSON with sorted keys, so the same event hashes the same after a round trip through
     PostgreSQL's jsonb (which reorders keys) or SQLite's text."""
-    content = {
+    content: dict[str, Any] = {
         "workspace": str(event.workspace_id),
         "sequence": event.sequence,
         "actor_type": event.actor_type,
@@ -44,10 +90,25 @@ def audit_event_hash(event: AuditEvent) -> str:
         "created_at": event.created_at.isoformat(),
         "prev_hash": event.prev_hash,
     }
-    canonical = json.dumps(
+    # A data migration's historical model from before chain versions has no such field:
+    # what it writes is unkeyed, and migration 0004 marks it so.
+    chain_version = getattr(event, "chain_version", AuditEvent.ChainVersion.SHA256)
+    if chain_version == AuditEvent.ChainVersion.SHA256:
+        return hashlib.sha256(_canonical(content)).hexdigest()
+    if chain_version == AuditEvent.ChainVersion.HMAC_SHA256:
+        if not secret:
+            raise ValueError("a keyed audit event needs its key to be hashed")
+        content |= {"chain_version": event.chain_version, "key_id": event.key_id}
+        return salted_hmac(
+            CHAIN_SALT, _canonical(content), secret=secret, algorithm="sha256"
+        ).hexdigest()
+    raise ValueError(f"unknown audit chain version {chain_version!r}")
+
+
+def _canonical(content: dict[str, Any]) -> bytes:
+    return json.dumps(
         content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, cls=DjangoJSONEncoder
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    ).encode()
 
 
 def _json_safe(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -67,10 +128,12 @@ def audit_record(
     reason: str = "",
 ) -> AuditEvent:
     """Append one event to the workspace's chain. Call it inside the transaction that
-    makes the change: the change and its record commit or roll back together."""
+    makes the change: the change and its record commit or roll back together, and the
+    checkpoint of the new head is written only once they have committed."""
     ip_address = actor.ip_address
     if ip_address and ":" in ip_address:
         ip_address = clean_ipv6_address(ip_address)
+    key = audit_current_key()
     with transaction.atomic():
         AuditChainHead.objects.get_or_create(
             workspace_id=workspace_id, defaults={"sequence": 0, "hash": GENESIS_HASH}
@@ -93,11 +156,95 @@ def audit_record(
             ip_address=ip_address,
             created_at=timezone.now(),
             prev_hash=head.hash,
+            chain_version=AuditEvent.ChainVersion.HMAC_SHA256,
+            key_id=key.id,
         )
-        event.hash = audit_event_hash(event)
+        event.hash = audit_event_hash(event, secret=key.secret)
         event.save()
         AuditChainHead.objects.filter(pk=head.pk).update(sequence=event.sequence, hash=event.hash)
+        # One line per committed event: a rolled-back savepoint drops its callback with
+        # it, so no checkpoint ever names an event that was not committed. Transactions
+        # almost always write one event; docs/benchmarks.md has what a line costs.
+        transaction.on_commit(
+            lambda: _checkpoint_after_commit(
+                workspace_id=workspace_id,
+                sequence=event.sequence,
+                event_id=event.pk,
+                event_hash=event.hash,
+            )
+        )
     return event
+
+
+def audit_checkpoint_write(
+    *, workspace_id: Any, sequence: int, event_id: int, event_hash: str
+) -> None:
+    """Append a signed checkpoint of one chain head to the configured sink."""
+    key = audit_current_key()
+    line = checkpoint_line(
+        workspace_id=workspace_id,
+        sequence=sequence,
+        event_id=event_id,
+        event_hash=event_hash,
+        written_at=timezone.now(),
+        key_id=key.id,
+        secret=key.secret,
+    )
+    checkpoint_sink().append(line)
+
+
+def _checkpoint_after_commit(
+    *, workspace_id: Any, sequence: int, event_id: int, event_hash: str
+) -> None:
+    # The change has committed: a sink that is down must not turn it into an error. The
+    # head stays uncovered until the next event or the daily audit_checkpoint_heads,
+    # and verify_audit says which events no checkpoint covers.
+    try:
+        audit_checkpoint_write(
+            workspace_id=workspace_id, sequence=sequence, event_id=event_id, event_hash=event_hash
+        )
+    except Exception:
+        logger.exception(
+            "audit checkpoint not written: workspace %s event %s (#%s)",
+            workspace_id,
+            event_id,
+            sequence,
+        )
+
+
+def audit_checkpoint_heads() -> int:
+    """Write a checkpoint of every workspace's current chain head; return how many.
+
+    Run daily by beat, and once after upgrading: it covers chains whose last checkpoint
+    was lost, and seals the events written before checkpoints existed."""
+    last_event = AuditEvent.objects.filter(
+        workspace_id=OuterRef("workspace_id"), sequence=OuterRef("sequence")
+    )
+    heads = (
+        AuditChainHead.objects.filter(sequence__gt=0)
+        .annotate(
+            event_id=Subquery(last_event.values("id")[:1]),
+            event_hash=Subquery(last_event.values("hash")[:1]),
+        )
+        .order_by("workspace_id")
+    )
+    written = 0
+    for head in heads:
+        if head.event_id is None:  # the head names an event that is not there
+            logger.warning(
+                "audit checkpoint skipped: workspace %s has no event #%s",
+                head.workspace_id,
+                head.sequence,
+            )
+            continue
+        audit_checkpoint_write(
+            workspace_id=head.workspace_id,
+            sequence=head.sequence,
+            event_id=head.event_id,
+            event_hash=head.event_hash,
+        )
+        written += 1
+    return written
 
 
 def require_reason(reason: str, *, message: str = "A reason is required.") -> str:

@@ -25,9 +25,17 @@ class AppendOnlyQuerySet(models.QuerySet):
 class AuditEvent(models.Model):
     """Append-only. Each event stores the hash of the previous event of its workspace
     and its own hash over its content and that link; ``verify_audit`` walks the chain.
-    On PostgreSQL a trigger rejects UPDATE and DELETE; elsewhere the model refuses."""
+    On PostgreSQL a trigger rejects UPDATE and DELETE; elsewhere the model refuses.
+
+    The hash is keyed (HMAC-SHA256 with ``MEMDESK_AUDIT_KEY``, named by ``key_id``), so
+    whoever can write the table but does not hold the key cannot recompute the chain.
+    Events written before keyed chains keep their plain SHA-256 and say so."""
 
     ActorType = ActorType
+
+    class ChainVersion(models.IntegerChoices):
+        SHA256 = 1, "SHA-256, unkeyed (events written before keyed chains)"
+        HMAC_SHA256 = 2, "HMAC-SHA256 keyed with the audit key"
 
     workspace = models.ForeignKey(
         "memory.Workspace", on_delete=models.PROTECT, related_name="audit_events"
@@ -47,6 +55,9 @@ class AuditEvent(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
+    # How ``hash`` was made, and with which key: every event verifies by its own scheme.
+    chain_version = models.PositiveSmallIntegerField(choices=ChainVersion.choices)
+    key_id = models.CharField(max_length=16, blank=True, default="")
 
     objects = AppendOnlyQuerySet.as_manager()
 
@@ -90,6 +101,8 @@ class AuditEvent(models.Model):
             "createdAt": self.created_at.isoformat(),
             "prevHash": self.prev_hash,
             "hash": self.hash,
+            "chainVersion": self.chain_version,
+            "keyId": self.key_id,
         }
 
 

@@ -1,6 +1,7 @@
-"""Celery tasks of retention, erasure and the PII scan: each takes ids, calls one
-service, and is idempotent because the service claims its row (PENDING to RUNNING)
-before acting, or, for the message scan, skips what is already scanned."""
+"""Celery tasks of retention, erasure, the PII scan and the audit trail's checkpoints:
+each takes ids (or nothing), calls one service, and is idempotent because the service
+claims its row (PENDING to RUNNING) before acting, or, for the message scan, skips what
+is already scanned."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.conf import settings
 from django.db import OperationalError
 
 from governance import erasure, retention, review, scan
+from governance.audit import audit_checkpoint_heads
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +43,14 @@ def retention_schedule_task() -> dict[str, int]:
     counts = retention.retention_schedule()
     logger.info("retention schedule: %s", counts)
     return counts
+
+
+@shared_task
+def audit_checkpoint_task() -> int:
+    # Writing the same head twice is harmless: a checkpoint only adds to what is known.
+    written = audit_checkpoint_heads()
+    logger.info("audit checkpoints written: %s", written)
+    return written
 
 
 # Retries wait up to 30 s, 60 s, 120 s, ... 1,800 s (full jitter): erasure is idempotent,

@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -15,6 +16,16 @@ from memory.models import Conversation, Message, Workspace
 from memory.services import api_key_create, conversation_create, workspace_get_or_create
 from tests.dashboard.factories import MembershipFactory, UserFactory
 from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+
+@pytest.fixture(autouse=True)
+def audit_checkpoint_path(settings, tmp_path, monkeypatch) -> Path:
+    """Each test's audit checkpoints go to a file of its own, outside the checkout; a
+    process the test starts (a Celery worker) writes to the same file."""
+    path = tmp_path / "audit-checkpoints.jsonl"
+    settings.MEMDESK_AUDIT_CHECKPOINT_PATH = path
+    monkeypatch.setenv("MEMDESK_AUDIT_CHECKPOINT_PATH", str(path))
+    return path
 
 
 @pytest.fixture

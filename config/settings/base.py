@@ -278,6 +278,40 @@ if _pseudonym_key_raw and len(MEMDESK_PSEUDONYM_KEY) < MEMDESK_PSEUDONYM_KEY_MIN
         "the key from SECRET_KEY."
     )
 
+# --- Audit trail ------------------------------------------------------------------------
+# The secret that keys every audit event's hash (HMAC-SHA256) and signs the checkpoints of
+# each workspace's chain head (governance/audit.py). Someone who can write the database
+# but does not hold it cannot rewrite history and recompute the chain. Empty derives it
+# from SECRET_KEY, which usually sits beside the database: set it in production, kept
+# where the database host cannot read it.
+_audit_key_raw = os.environ.get("MEMDESK_AUDIT_KEY", "")
+MEMDESK_AUDIT_KEY = _audit_key_raw.strip()
+MEMDESK_AUDIT_KEY_MIN_CHARS = 32
+if _audit_key_raw and len(MEMDESK_AUDIT_KEY) < MEMDESK_AUDIT_KEY_MIN_CHARS:
+    raise ImproperlyConfigured(
+        f"MEMDESK_AUDIT_KEY must be at least {MEMDESK_AUDIT_KEY_MIN_CHARS} characters "
+        f"(a long random string); got {len(MEMDESK_AUDIT_KEY)}. Leave it unset to derive "
+        "the key from SECRET_KEY."
+    )
+# Keys the chain was keyed with before a rotation, comma-separated, so that the events
+# and checkpoints they signed still verify. Each event names the key that made its hash.
+MEMDESK_AUDIT_OLD_KEYS = [
+    key.strip() for key in os.environ.get("MEMDESK_AUDIT_OLD_KEYS", "").split(",") if key.strip()
+]
+# Signed checkpoints of every workspace's chain head are appended, after each commit, to
+# a sink outside the database: by default a JSON Lines file (MEMDESK_AUDIT_CHECKPOINT_PATH);
+# any class with the same three methods (governance/checkpoints.py) by its dotted path.
+MEMDESK_AUDIT_CHECKPOINT_SINK = os.environ.get(
+    "MEMDESK_AUDIT_CHECKPOINT_SINK", "governance.checkpoints.FileCheckpointSink"
+)
+MEMDESK_AUDIT_CHECKPOINT_PATH = Path(
+    os.environ.get("MEMDESK_AUDIT_CHECKPOINT_PATH")
+    or VAR_DIR / "audit-checkpoints" / "checkpoints.jsonl"
+)
+# Off: a line reaches the operating system at once (it survives Memdesk crashing, not the
+# machine losing power). On: each line is fsynced before the request returns.
+MEMDESK_AUDIT_CHECKPOINT_FSYNC = env_bool("MEMDESK_AUDIT_CHECKPOINT_FSYNC", False)
+
 # --- LLM engine (the "openai" Observer/Reflector engine) ----------------------------------
 # Any OpenAI-compatible chat-completions endpoint: OpenAI, Azure OpenAI, vLLM, Ollama,
 # llama.cpp server, LM Studio. Empty base URL means OpenAI itself; local servers need no key.
@@ -352,6 +386,9 @@ CELERY_BEAT_SCHEDULE = {
     "retention-sweep": {"task": "governance.tasks.retention_schedule_task", "schedule": 3600.0},
     # Re-sends message scans whose task was lost, and fails re-scans whose worker vanished.
     "scan-sweep": {"task": "governance.tasks.message_scan_sweep_task", "schedule": 60.0},
+    # Daily: a signed checkpoint of every workspace's chain head, so that a chain whose
+    # after-commit checkpoint was lost (the sink was down) is covered again.
+    "audit-checkpoint": {"task": "governance.tasks.audit_checkpoint_task", "schedule": 86400.0},
 }
 
 # --- Logging: ids and counts only, never message content --------------------------------

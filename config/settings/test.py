@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 from .base import *  # noqa: F403
 
@@ -21,3 +23,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": str(VAR_DIR / f"test-memdesk-{os.getpid()}.sqlite3")  # noqa: F405
     }
+
+# Audit checkpoints never go under the checkout: a temporary file unless the environment
+# names one (tests/conftest.py gives each test a file of its own, and the Celery workers
+# that tests start inherit it through the environment).
+if not os.environ.get("MEMDESK_AUDIT_CHECKPOINT_PATH"):
+    MEMDESK_AUDIT_CHECKPOINT_PATH = (
+        Path(tempfile.gettempdir()) / "memdesk-tests" / f"audit-checkpoints-{os.getpid()}.jsonl"
+    )

@@ -239,6 +239,10 @@ class AuditEventOut(serializers.Serializer):
     createdAt = serializers.DateTimeField()
     prevHash = serializers.CharField()
     hash = serializers.CharField()
+    chainVersion = serializers.IntegerField(
+        help_text="1: plain SHA-256 (events written before keyed chains); 2: HMAC-SHA256"
+    )
+    keyId = serializers.CharField(help_text="the audit key that made the hash (version 2)")
 
 
 class AuditPageOut(serializers.Serializer):
@@ -252,3 +256,9 @@ class ChainReportOut(serializers.Serializer):
     brokenEventId = serializers.IntegerField(allow_null=True)
     brokenSequence = serializers.IntegerField(allow_null=True)
     problem = serializers.CharField()
+    problems = serializers.ListField(child=serializers.CharField())
+    checkpoints = serializers.IntegerField(help_text="signed checkpoints compared")
+    checkpointedThrough = serializers.IntegerField(
+        help_text="the last event a signed checkpoint covers"
+    )
+    lastCheckpointAt = serializers.DateTimeField(allow_null=True)

@@ -92,7 +92,10 @@ class AuditVerifyApi(AdminApiView):
     @extend_schema(
         operation_id="audit_verify",
         responses={200: ChainReportOut, **ADMIN_ERRORS},
-        description="Walk this workspace's hash chain and report the first broken event.",
+        description=(
+            "Walk this workspace's keyed hash chain, compare it with the signed checkpoints "
+            "kept outside the database, and report the first broken event in plain words."
+        ),
     )
     def get(self, request: Request) -> Response:
         report = audit_chain_verify(workspace_id=self.workspace.pk)
@@ -103,5 +106,9 @@ class AuditVerifyApi(AdminApiView):
                 "brokenEventId": report.broken_event_id,
                 "brokenSequence": report.broken_sequence,
                 "problem": report.problem,
+                "problems": list(report.problems),
+                "checkpoints": report.checkpoints,
+                "checkpointedThrough": report.checkpointed_through,
+                "lastCheckpointAt": report.last_checkpoint_at,
             }
         )

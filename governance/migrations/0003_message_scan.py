@@ -25,6 +25,23 @@ def _append_event(apps, *, workspace_id, action, target_type, target_id, before,
 
     AuditChainHead = apps.get_model("governance", "AuditChainHead")
     AuditEvent = apps.get_model("governance", "AuditEvent")
+    if any(f.name == "chain_version" for f in AuditEvent._meta.fields):
+        # Run on a schema whose chain is keyed (out of order, as a test does): the live
+        # writer writes the event the way every later event is written.
+        from core.actors import SYSTEM_ACTOR
+        from governance.audit import audit_record
+
+        audit_record(
+            workspace_id=workspace_id,
+            actor=SYSTEM_ACTOR,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            before=before,
+            after=after,
+            reason=reason,
+        )
+        return
     AuditChainHead.objects.get_or_create(
         workspace_id=workspace_id, defaults={"sequence": 0, "hash": GENESIS_HASH}
     )
