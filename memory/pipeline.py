@@ -142,12 +142,22 @@ def observer_schedule(*, conversation: Conversation, trigger: str) -> ObserverRu
 
 
 def reflector_schedule(*, conversation: Conversation, trigger: str) -> ReflectorRun:
-    return _schedule(
+    run = _schedule(
         ReflectorRun,
         "memory.tasks.reflect_conversation",
         conversation=conversation,
         trigger=trigger,
     )
+    correction = PipelineRun.Trigger.CORRECTION
+    if run.trigger == correction and trigger != correction:
+        # The open run would only re-derive stale reflections; this request also wants
+        # the active observations reflected. A run not yet claimed can still do both.
+        upgraded = ReflectorRun.objects.filter(
+            pk=run.pk, status=PipelineRun.Status.PENDING, trigger=correction
+        ).update(trigger=trigger)
+        if upgraded:
+            run.trigger = trigger
+    return run
 
 
 def observer_schedule_if_due(

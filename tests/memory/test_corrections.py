@@ -279,6 +279,24 @@ def test_a_rederivation_leaves_active_observations_to_their_threshold(api, conve
     assert fresh.status == "active"
 
 
+def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations_too(
+    api, conversation, note
+):
+    fresh = observation_create(
+        conversation=conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
+    )
+    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    waiting = ReflectorRun.objects.get(conversation=conversation, status="pending")
+
+    run = api.post(f"/v1/conversations/{conversation.pk}/reflect?wait=true").json()
+
+    assert (run["id"], run["trigger"], run["status"]) == (str(waiting.pk), "manual", "succeeded")
+    fresh.refresh_from_db()
+    assert fresh.status == "reflected"
+    [current] = _built_from(note)
+    assert "SMS" in current.text
+
+
 def test_a_correction_made_while_the_reflector_works_is_not_lost(
     api, conversation, note, monkeypatch
 ):
