@@ -32,7 +32,7 @@ from governance.selectors import (
     rescan_run_get,
     retention_sweep_get,
 )
-from memory.models import ApiKey, Conversation, Observation, Pin, Workspace
+from memory.models import ApiKey, Conversation, Observation, Pin, Reflection, Workspace
 
 SESSION_WORKSPACE = "dashboard_workspace_id"
 
@@ -221,6 +221,21 @@ def get_observation_for_user(
     if observation is None:
         raise Http404(message)
     return access, conversation, observation
+
+
+def get_reflection_for_user(
+    request: HttpRequest,
+    conversation_id: object,
+    reflection_id: object,
+    capability: Capability = Capability.VIEW_MEMORY,
+) -> tuple[Access, Conversation, Reflection]:
+    access, conversation = get_conversation_for_user(request, conversation_id, capability)
+    message = "No such reflection in this conversation."
+    wanted = _uuid_or_404(reflection_id, message)
+    reflection = selectors.reflection_in(conversation=conversation, reflection_id=wanted)
+    if reflection is None:
+        raise Http404(message)
+    return access, conversation, reflection
 
 
 def get_pin_for_user(

@@ -19,7 +19,7 @@ from governance.models import RedactionPolicy
 from governance.redaction_policy import POLICY_FIELDS
 from governance.review import RESCAN_TIERS
 from memory.engines.base import FIDELITIES
-from memory.models import ApiKey, Observation, Priority, Workspace
+from memory.models import ApiKey, Observation, Priority, Reflection, Workspace
 
 REASON_HELP = "Why this change? It is kept with the history and in the audit trail."
 
@@ -101,17 +101,19 @@ class ConversationFilterForm(forms.Form):
         )
 
 
-class ObservationEditForm(forms.Form):
+class MemoryEditForm(forms.Form):
+    """Edit an observation's or a reflection's text and priority."""
+
     text = forms.CharField(
         label="Text", max_length=20_000, widget=forms.Textarea(attrs={"rows": 3})
     )
     priority = forms.ChoiceField(label="Priority", choices=Priority.choices)
     reason = reason_field()
 
-    def __init__(self, *args: Any, observation: Observation, **kwargs: Any) -> None:
-        kwargs.setdefault("initial", {"text": observation.text, "priority": observation.priority})
+    def __init__(self, *args: Any, item: Observation | Reflection, **kwargs: Any) -> None:
+        kwargs.setdefault("initial", {"text": item.text, "priority": item.priority})
         super().__init__(*args, **kwargs)
-        self.observation = observation
+        self.item = item
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -119,8 +121,8 @@ class ObservationEditForm(forms.Form):
         if (
             "text" in data
             and "priority" in data
-            and data["text"].strip() == self.observation.text
-            and data["priority"] == self.observation.priority
+            and data["text"].strip() == self.item.text
+            and data["priority"] == self.item.priority
         ):
             raise forms.ValidationError("Nothing changed: edit the text or pick another priority.")
         return data
@@ -129,9 +131,9 @@ class ObservationEditForm(forms.Form):
         """Only what differs, so a priority-only change is recorded as a reprioritisation."""
         data = self.cleaned_data
         changes: dict[str, str] = {}
-        if data["text"].strip() != self.observation.text:
+        if data["text"].strip() != self.item.text:
             changes["text"] = data["text"]
-        if data["priority"] != self.observation.priority:
+        if data["priority"] != self.item.priority:
             changes["priority"] = data["priority"]
         return changes
 

@@ -495,7 +495,11 @@ def reflection_list(
 
 
 def reflection_in(*, conversation: Conversation, reflection_id: uuid.UUID) -> Reflection | None:
-    return Reflection.objects.filter(conversation=conversation, pk=reflection_id).first()
+    return (
+        Reflection.objects.filter(conversation=conversation, pk=reflection_id)
+        .select_related("conversation")
+        .first()
+    )
 
 
 def observation_in(*, conversation: Conversation, observation_id: uuid.UUID) -> Observation | None:

@@ -7,7 +7,10 @@ from dashboard import views
 app_name = "dashboard"
 
 conversation = "conversations/<uuid:conversation_id>/"
-observation = conversation + "observations/<uuid:observation_id>/"
+observation = conversation + "observations/<uuid:item_id>/"
+reflection = conversation + "reflections/<uuid:item_id>/"
+OBSERVATION = {"kind": "observation"}
+REFLECTION = {"kind": "reflection"}
 
 urlpatterns = [
     path("conversations/", views.conversation_list, name="conversation_list"),
@@ -21,10 +24,15 @@ urlpatterns = [
     ),
     path(conversation + "observations/", views.observation_list, name="observation_list"),
     path(conversation + "observations/add/", views.observation_add, name="observation_add"),
-    path(observation + "edit/", views.observation_edit, name="observation_edit"),
-    path(observation + "delete/", views.observation_delete, name="observation_delete"),
-    path(observation + "history/", views.observation_history, name="observation_history"),
-    path(observation + "revert/", views.observation_revert, name="observation_revert"),
+    path(observation + "edit/", views.memory_edit, OBSERVATION, name="observation_edit"),
+    path(observation + "delete/", views.memory_delete, OBSERVATION, name="observation_delete"),
+    path(observation + "history/", views.memory_history, OBSERVATION, name="observation_history"),
+    path(observation + "revert/", views.memory_revert, OBSERVATION, name="observation_revert"),
+    path(conversation + "reflections/", views.reflection_list, name="reflection_list"),
+    path(reflection + "edit/", views.memory_edit, REFLECTION, name="reflection_edit"),
+    path(reflection + "delete/", views.memory_delete, REFLECTION, name="reflection_delete"),
+    path(reflection + "history/", views.memory_history, REFLECTION, name="reflection_history"),
+    path(reflection + "revert/", views.memory_revert, REFLECTION, name="reflection_revert"),
     path(conversation + "messages/<uuid:message_id>/pin/", views.pin_add, name="pin_add"),
     path(conversation + "pins/<uuid:pin_id>/unpin/", views.pin_delete, name="pin_delete"),
     path(conversation + "observe/", views.run_start, {"action": "observe"}, name="observe"),

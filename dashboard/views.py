@@ -11,7 +11,8 @@ also works without JavaScript.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -30,7 +31,7 @@ from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import reswap, retarget
+from django_htmx.http import reswap, retarget, trigger_client_event
 
 from core.errors import MemdeskError
 from dashboard import selectors
@@ -43,14 +44,15 @@ from dashboard.access import (
     get_conversation_for_user,
     get_observation_for_user,
     get_pin_for_user,
+    get_reflection_for_user,
     switch_workspace,
 )
 from dashboard.forms import (
     ApiKeyCreateForm,
     ConversationFilterForm,
+    MemoryEditForm,
     MemorySettingsForm,
     ObservationCreateForm,
-    ObservationEditForm,
     PinForm,
     ReasonForm,
     RevertForm,
@@ -63,7 +65,7 @@ from memory import pipeline
 from memory import selectors as memory_selectors
 from memory import services as memory_services
 from memory import views as memory_views
-from memory.models import Conversation, Message, Observation, Pin, PipelineRun
+from memory.models import Conversation, Message, Observation, Pin, PipelineRun, Reflection
 
 CONVERSATIONS_PER_PAGE = 25
 RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
@@ -166,6 +168,26 @@ def _mark(items: list[Any], ids: set[str]) -> None:
         item.is_highlighted = str(item.pk) in ids
 
 
+def _mark_served_in_place(conversation: Conversation, observations: list[Observation]) -> None:
+    """Flag the reflected observations the agent is served while their reflection is
+    re-derived, for the template."""
+    in_place = (
+        memory_selectors.stale_source_ids(conversation=conversation)
+        if any(o.status == Observation.Status.REFLECTED for o in observations)
+        else set()
+    )
+    for observation in observations:
+        observation.served_in_place = str(observation.pk) in in_place  # type: ignore[attr-defined]
+
+
+def _reflections(conversation: Conversation) -> dict[str, Any]:
+    reflections = selectors.reflection_list(conversation=conversation)
+    return {
+        "reflections": reflections,
+        "reflections_stale": any(r.status == Reflection.Status.STALE for r in reflections),
+    }
+
+
 def _message_window(
     request: HttpRequest, conversation: Conversation
 ) -> tuple[selectors.MessageWindow, Observation | None]:
@@ -193,8 +215,11 @@ def _masked(window: selectors.MessageWindow) -> selectors.MessageWindow:
 
 
 def _observation_page(
-    request: HttpRequest, conversation: Conversation
+    request: HttpRequest, conversation: Conversation, *, stale_shown: bool | None = None
 ) -> selectors.ObservationPage:
+    """The observations a request asks for. ``stale_shown``: whether the reflections
+    shown beside them hold a stale one; the page spares the query for the observations
+    served in their place when they do not (known to the view that lists them)."""
     reflection_id = uuid_param(request, "reflection")
     reflection = (
         selectors.reflection_in(conversation=conversation, reflection_id=reflection_id)
@@ -208,6 +233,8 @@ def _observation_page(
             conversation=conversation, offset=int_param(request, "offset") or 0
         )
     _mark(obs_page.observations, obs_page.highlighted)
+    if stale_shown is not False:
+        _mark_served_in_place(conversation, obs_page.observations)
     return obs_page
 
 
@@ -216,10 +243,12 @@ def _observation_page(
 def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     access, conversation = get_conversation_for_user(request, conversation_id, with_flags=True)
     window, selected = _message_window(request, conversation)
-    obs_page = _observation_page(request, conversation)
-    reflections = selectors.reflection_list(conversation=conversation)
+    reflections = _reflections(conversation)
+    obs_page = _observation_page(
+        request, conversation, stale_shown=reflections["reflections_stale"]
+    )
     if obs_page.reflection is not None:
-        _mark(reflections, {str(obs_page.reflection.pk)})
+        _mark(reflections["reflections"], {str(obs_page.reflection.pk)})
     pinned = None
     if selected is not None:
         # The selected observation is outlined; if it is older than the page shown (a
@@ -235,7 +264,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         "selected": selected,
         "obs_page": obs_page,
         "pinned": pinned,
-        "reflections": reflections,
+        **reflections,
         "pins": _masked_pins(conversation),
         "runs": selectors.latest_runs(conversation=conversation),
         "add_form": ObservationCreateForm(auto_id=ADD_FORM_ID),
@@ -431,17 +460,87 @@ def run_status(
 # --- editing memory ---------------------------------------------------------------------------
 
 
-def _observation_item(
+@dataclass(frozen=True)
+class MemoryKind:
+    """One tier that people correct (observations, reflections): what the edit, delete,
+    history and revert views below need to know of it."""
+
+    name: str  # "observation"; also the item's name in the page's templates
+    article: str  # "an observation", for headings
+    anchor: str  # the item's element id is "<anchor>-<pk>", its panel's "<anchor>-<pk>-panel"
+    get: Callable[..., tuple[Access, Conversation, Any]]
+    update: Callable[..., Any]
+    delete: Callable[..., None]
+    revert: Callable[..., Any]
+    history: Callable[..., list[memory_selectors.MemoryChange]]
+
+    def url_name(self, action: str) -> str:
+        return f"dashboard:{self.name}_{action}"
+
+    # For the templates, which cannot call with arguments.
+    @property
+    def edit_url(self) -> str:
+        return self.url_name("edit")
+
+    @property
+    def delete_url(self) -> str:
+        return self.url_name("delete")
+
+    @property
+    def revert_url(self) -> str:
+        return self.url_name("revert")
+
+    def panel(self, item: Observation | Reflection) -> str:
+        return f"#{self.anchor}-{item.pk}-panel"
+
+
+KINDS = {
+    "observation": MemoryKind(
+        name="observation",
+        article="an observation",
+        anchor="obs",
+        get=get_observation_for_user,
+        update=lambda *, item, **kw: memory_services.observation_update(observation=item, **kw),
+        delete=lambda *, item, **kw: memory_services.observation_delete(observation=item, **kw),
+        revert=lambda *, item, **kw: memory_services.observation_revert(observation=item, **kw),
+        history=lambda item: memory_selectors.observation_history(observation=item),
+    ),
+    "reflection": MemoryKind(
+        name="reflection",
+        article="a reflection",
+        anchor="refl",
+        get=get_reflection_for_user,
+        update=lambda *, item, **kw: memory_services.reflection_update(reflection=item, **kw),
+        delete=lambda *, item, **kw: memory_services.reflection_delete(reflection=item, **kw),
+        revert=lambda *, item, **kw: memory_services.reflection_revert(reflection=item, **kw),
+        history=lambda item: memory_selectors.reflection_history(reflection=item),
+    ),
+}
+# Sent with a corrected observation: the reflections column reloads, showing the ones
+# that went stale.
+MEMORY_CHANGED = "memory-changed"
+# Sent when the reflections column, polling while one was stale, finds none: the
+# observations column reloads, its observations no longer served in their place.
+MEMORY_REDERIVED = "memory-rederived"
+
+
+def _memory_item(
     request: HttpRequest,
     access: Access,
     conversation: Conversation,
-    observation: Observation,
+    kind: MemoryKind,
+    item: Observation | Reflection,
     **extra: Any,
 ) -> HttpResponse:
-    context = {"conversation": conversation, "observation": observation, **extra}
-    return render_page(
-        request, "dashboard/conversation_detail.html#observation_item", access, context
+    if isinstance(item, Observation):
+        _mark_served_in_place(conversation, [item])
+    context = {"conversation": conversation, kind.name: item, "item": item, "kind": kind, **extra}
+    response = render_page(
+        request, f"dashboard/conversation_detail.html#{kind.name}_item", access, context
     )
+    if kind.name == "observation":
+        trigger_client_event(response, MEMORY_CHANGED)
+    return response
 
 
 def _invalid_form(
@@ -507,34 +606,35 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def observation_edit(
-    request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
+def memory_edit(
+    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID, kind: str
 ) -> HttpResponse:
-    access, conversation, observation = get_observation_for_user(
-        request, conversation_id, observation_id, Capability.EDIT_MEMORY
+    memory_kind = KINDS[kind]
+    access, conversation, item = memory_kind.get(
+        request, conversation_id, item_id, Capability.EDIT_MEMORY
     )
-    template = "dashboard/observation_edit.html"
+    template = "dashboard/memory_edit.html"
     data = request.POST if request.method == "POST" else None
-    form = ObservationEditForm(data, observation=observation, auto_id=_form_id(observation, "edit"))
+    form = MemoryEditForm(data, item=item, auto_id=_form_id(item, "edit"))
     if request.method == "POST" and form.is_valid():
         try:
-            observation = memory_services.observation_update(
-                observation=observation,
+            item = memory_kind.update(
+                item=item,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
-                **form.changes(),  # type: ignore[arg-type]  # only text/priority; mypy checks every keyword
+                **form.changes(),
             )
         except MemdeskError as error:
             add_service_error(form, error)
         else:
             if not is_partial(request):
-                return redirect(_conversation_url(conversation) + f"#obs-{observation.pk}")
-            return _observation_item(request, access, conversation, observation)
-    context = {"conversation": conversation, "observation": observation, "form": form}
+                return redirect(
+                    _conversation_url(conversation) + f"#{memory_kind.anchor}-{item.pk}"
+                )
+            return _memory_item(request, access, conversation, memory_kind, item)
+    context = {"conversation": conversation, "item": item, "kind": memory_kind, "form": form}
     if request.method == "POST":
-        return _invalid_form(
-            request, access, template, context, panel=f"#obs-{observation.pk}-panel"
-        )
+        return _invalid_form(request, access, template, context, panel=memory_kind.panel(item))
     return render_page(
         request, f"{template}#form" if is_partial(request) else template, access, context
     )
@@ -542,39 +642,59 @@ def observation_edit(
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def observation_delete(
-    request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
+def memory_delete(
+    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID, kind: str
 ) -> HttpResponse:
-    access, conversation, observation = get_observation_for_user(
-        request, conversation_id, observation_id, Capability.EDIT_MEMORY
+    memory_kind = KINDS[kind]
+    access, conversation, item = memory_kind.get(
+        request, conversation_id, item_id, Capability.EDIT_MEMORY
     )
-    template = "dashboard/observation_delete.html"
+    template = "dashboard/memory_delete.html"
     form = ReasonForm(
-        request.POST if request.method == "POST" else None,
-        auto_id=_form_id(observation, "delete"),
+        request.POST if request.method == "POST" else None, auto_id=_form_id(item, "delete")
     )
     if request.method == "POST" and form.is_valid():
         try:
-            memory_services.observation_delete(
-                observation=observation,
-                actor=access.actor(request),
-                reason=form.cleaned_data["reason"],
+            memory_kind.delete(
+                item=item, actor=access.actor(request), reason=form.cleaned_data["reason"]
             )
         except MemdeskError as error:
             add_service_error(form, error)
         else:
             if not is_partial(request):
-                return redirect(_conversation_url(conversation) + "#observations")
-            context: dict[str, Any] = {"conversation": conversation, "observation": observation}
-            return render_page(request, f"{template}#deleted", access, context)
-    context = {"conversation": conversation, "observation": observation, "form": form}
+                return redirect(_conversation_url(conversation) + f"#{memory_kind.name}s")
+            context: dict[str, Any] = {
+                "conversation": conversation,
+                "item": item,
+                "kind": memory_kind,
+            }
+            response = render_page(request, f"{template}#deleted", access, context)
+            if memory_kind.name == "observation":
+                trigger_client_event(response, MEMORY_CHANGED)
+            return response
+    context = {"conversation": conversation, "item": item, "kind": memory_kind, "form": form}
     if request.method == "POST":
-        return _invalid_form(
-            request, access, template, context, panel=f"#obs-{observation.pk}-panel"
-        )
+        return _invalid_form(request, access, template, context, panel=memory_kind.panel(item))
     return render_page(
         request, f"{template}#form" if is_partial(request) else template, access, context
     )
+
+
+@require_GET
+@login_required
+def reflection_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """The reflections column again: after a correction made some stale, and while they
+    are being re-derived (the list polls itself, saying ``stale=1``, until none is)."""
+    access, conversation = get_conversation_for_user(request, conversation_id)
+    if not is_partial(request):
+        return redirect(_conversation_url(conversation) + "#reflections")
+    context = {"conversation": conversation, **_reflections(conversation)}
+    response = render_page(
+        request, "dashboard/conversation_detail.html#reflection_list", access, context
+    )
+    if request.GET.get("stale") and not context["reflections_stale"]:
+        trigger_client_event(response, MEMORY_REDERIVED)
+    return response
 
 
 # --- pins -------------------------------------------------------------------------------------
@@ -673,17 +793,18 @@ def pin_delete(request: HttpRequest, conversation_id: uuid.UUID, pin_id: uuid.UU
     )
 
 
-def _form_id(observation: Observation, kind: str) -> str:
+def _form_id(item: Observation | Reflection, form: str) -> str:
     # Several items' forms can be open at once: their field ids must not collide.
-    return f"{kind}_{observation.pk.hex[:12]}_%s"
+    return f"{form}_{item.pk.hex[:12]}_%s"
 
 
 def _history_context(
     conversation: Conversation,
-    observation: Observation,
+    kind: MemoryKind,
+    item: Observation | Reflection,
     bound: RevertForm | None = None,
 ) -> dict[str, Any]:
-    changes = memory_selectors.observation_history(observation=observation)
+    changes = kind.history(item)
     names = selectors.user_labels({change.changed_by for change in changes})
     versions = []
     for change in changes:
@@ -692,7 +813,7 @@ def _history_context(
         else:
             form = RevertForm(
                 initial={"version": change.version},
-                auto_id=_form_id(observation, f"revert{change.version}"),
+                auto_id=_form_id(item, f"revert{change.version}"),
             )
         versions.append(
             {
@@ -705,7 +826,8 @@ def _history_context(
     matched = bound is not None and any(v["form"] is bound for v in versions)
     return {
         "conversation": conversation,
-        "observation": observation,
+        "kind": kind,
+        "item": item,
         "versions": versions[::-1],  # newest change first
         # A refused revert to a version not listed (a stale page) is reported on top.
         "revert_errors": [message for messages in bound.errors.values() for message in messages]
@@ -716,33 +838,33 @@ def _history_context(
 
 @require_GET
 @login_required
-def observation_history(
-    request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
+def memory_history(
+    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID, kind: str
 ) -> HttpResponse:
-    access, conversation, observation = get_observation_for_user(
-        request, conversation_id, observation_id
-    )
-    template = "dashboard/observation_history.html"
-    context = _history_context(conversation, observation)
+    memory_kind = KINDS[kind]
+    access, conversation, item = memory_kind.get(request, conversation_id, item_id)
+    template = "dashboard/memory_history.html"
+    context = _history_context(conversation, memory_kind, item)
     partial = f"{template}#history" if is_partial(request) else template
     return render_page(request, partial, access, context)
 
 
 @require_POST
 @login_required
-def observation_revert(
-    request: HttpRequest, conversation_id: uuid.UUID, observation_id: uuid.UUID
+def memory_revert(
+    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID, kind: str
 ) -> HttpResponse:
-    access, conversation, observation = get_observation_for_user(
-        request, conversation_id, observation_id, Capability.EDIT_MEMORY
+    memory_kind = KINDS[kind]
+    access, conversation, item = memory_kind.get(
+        request, conversation_id, item_id, Capability.EDIT_MEMORY
     )
     version = request.POST.get("version", "")
     version = version if version.isdigit() else ""
-    form = RevertForm(request.POST, auto_id=_form_id(observation, f"revert{version}"))
+    form = RevertForm(request.POST, auto_id=_form_id(item, f"revert{version}"))
     if form.is_valid():
         try:
-            observation = memory_services.observation_revert(
-                observation=observation,
+            item = memory_kind.revert(
+                item=item,
                 version=form.cleaned_data["version"],
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
@@ -751,23 +873,24 @@ def observation_revert(
             add_service_error(form, error)
         else:
             if not is_partial(request):
-                return redirect("dashboard:observation_history", conversation.pk, observation.pk)
-            history = _history_context(conversation, observation)
-            return _observation_item(
+                return redirect(memory_kind.url_name("history"), conversation.pk, item.pk)
+            history = _history_context(conversation, memory_kind, item)
+            return _memory_item(
                 request,
                 access,
                 conversation,
-                observation,
+                memory_kind,
+                item,
                 versions=history["versions"],
                 show_history=True,
             )
-    context = _history_context(conversation, observation, bound=form)
+    context = _history_context(conversation, memory_kind, item, bound=form)
     return _invalid_form(
         request,
         access,
-        "dashboard/observation_history.html",
+        "dashboard/memory_history.html",
         context,
-        panel=f"#obs-{observation.pk}-panel",
+        panel=memory_kind.panel(item),
         partial="history",
     )
 

@@ -48,6 +48,7 @@ from memory.wire import (
     pin_to_wire,
     reflection_to_wire,
     run_to_wire,
+    text_from_content,
     workspace_settings_to_wire,
 )
 
@@ -89,12 +90,37 @@ class ObservationCreateIn(serializers.Serializer):
     reason = text_field(required=False, allow_blank=True)
 
 
-class ObservationUpdateIn(serializers.Serializer):
-    reason = text_field(required=False, allow_blank=True)
-    text = text_field(required=False)
+class MemoryUpdateIn(serializers.Serializer):
+    reason = text_field(required=False, allow_blank=True, help_text="Required.")
+    content = text_field(
+        required=False,
+        help_text="The new text, under the name reads use. A line sent back as read "
+        "(with its marker and dates) is stored without them.",
+    )
+    text = text_field(
+        required=False, help_text="The same as content (its earlier name); send one of them."
+    )
     priority = text_field(required=False)
     referencedAt = serializers.DateTimeField(required=False, allow_null=True)
     tags = serializers.ListField(child=text_field(max_length=100), required=False)
+
+
+def _edited_text(data: dict[str, Any]) -> str | None:
+    """The new text of an edit, sent as ``content`` (the name reads use) or ``text``."""
+    content, text = data.get("content"), data.get("text")
+    if content is None:
+        return text
+    content = text_from_content(content)
+    if not content.strip():
+        raise MemdeskError("empty_text", "content must not be empty.", field="content")
+    if text is not None and text.strip() != content.strip():
+        raise MemdeskError(
+            "conflicting_fields",
+            "content and text name the same thing (reads return it as content) and "
+            "differ here: send one of them, or the same text in both.",
+            field="content",
+        )
+    return content
 
 
 class PinCreateIn(serializers.Serializer):
@@ -468,20 +494,22 @@ class ObservationDetailApi(MemoryApi):
 
     @extend_schema(
         operation_id="observations_update",
-        request=ObservationUpdateIn,
+        request=MemoryUpdateIn,
         responses={200: out.ObservationOut, **ERRORS},
-        description="Edit text, priority, event date or tags. `reason` is required.",
+        description="Edit the text (`content`, or `text`), priority, event date or tags. "
+        "`reason` is required. Reflections built from the observation stop being served "
+        "at once (its current version is served in their place) and are re-derived.",
     )
     def patch(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = selectors.observation_get(
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
-        data = validated(ObservationUpdateIn, request.data)
+        data = validated(MemoryUpdateIn, request.data)
         updated = services.observation_update(
             observation=observation,
             actor=self.actor(),
             reason=data.get("reason") or "",
-            text=data.get("text"),
+            text=_edited_text(data),
             priority=data.get("priority"),
             referenced_at=data.get("referencedAt"),
             tags=data.get("tags"),
@@ -493,6 +521,9 @@ class ObservationDetailApi(MemoryApi):
         parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
         request=ReasonIn,
         responses={204: None, **ERRORS},
+        description="Delete the observation; its last version stays in its history. "
+        "Reflections built from it stop being served at once and are re-derived from "
+        "their other sources.",
     )
     def delete(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = selectors.observation_get(
@@ -517,24 +548,30 @@ class ObservationHistoryApi(MemoryApi):
         return Response(
             {
                 "current": observation_to_wire(observation, today=timezone.now().date()),
-                "versions": [
-                    {
-                        "version": v.version,
-                        "text": v.text,
-                        "priority": v.priority,
-                        "change": v.change,
-                        "reason": v.reason,
-                        "changedBy": v.changed_by,
-                        "changedAt": v.changed_at.isoformat(),
-                        "diff": v.diff,
-                    }
-                    for v in selectors.observation_history(observation=observation)
-                ],
+                "versions": _versions_to_wire(
+                    selectors.observation_history(observation=observation)
+                ),
             }
         )
 
 
-class ObservationRevertIn(serializers.Serializer):
+def _versions_to_wire(changes: list[selectors.MemoryChange]) -> list[dict[str, Any]]:
+    return [
+        {
+            "version": v.version,
+            "text": v.text,
+            "priority": v.priority,
+            "change": v.change,
+            "reason": v.reason,
+            "changedBy": v.changed_by,
+            "changedAt": v.changed_at.isoformat(),
+            "diff": v.diff,
+        }
+        for v in changes
+    ]
+
+
+class MemoryRevertIn(serializers.Serializer):
     version = serializers.IntegerField(min_value=1)
     reason = text_field(required=False, allow_blank=True)
 
@@ -542,7 +579,7 @@ class ObservationRevertIn(serializers.Serializer):
 class ObservationRevertApi(MemoryApi):
     @extend_schema(
         operation_id="observations_revert",
-        request=ObservationRevertIn,
+        request=MemoryRevertIn,
         responses={200: out.ObservationOut, **ERRORS},
         description="Restore an earlier version. `reason` is required; the revert is "
         "itself a new version and is audited.",
@@ -551,7 +588,7 @@ class ObservationRevertApi(MemoryApi):
         observation = selectors.observation_get(
             conversation=self.conversation(conversation_id), observation_id=observation_id
         )
-        data = validated(ObservationRevertIn, request.data)
+        data = validated(MemoryRevertIn, request.data)
         reverted = services.observation_revert(
             observation=observation,
             version=data["version"],
@@ -564,8 +601,11 @@ class ObservationRevertApi(MemoryApi):
 class ReflectionListApi(MemoryApi):
     @extend_schema(
         operation_id="reflections_list",
-        parameters=[OpenApiParameter("status", str, enum=["active", "superseded"])],
+        parameters=[OpenApiParameter("status", str, enum=["active", "stale", "superseded"])],
         responses={200: out.ReflectionListOut, **ERRORS},
+        description="Every reflection, or those of one status: active (served), stale (a "
+        "source was corrected: its sources are served in its place until the Reflector "
+        "re-derives it) or superseded (replaced by that re-derivation).",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
@@ -576,6 +616,107 @@ class ReflectionListApi(MemoryApi):
         )
         readable = self.readable(reflections)
         return Response({"reflections": [reflection_to_wire(r, today=today) for r in readable]})
+
+
+REFLECTION_CONFLICT = {
+    409: OpenApiResponse(
+        ErrorOut,
+        description="reflection_superseded: the Reflector replaced it; correct its "
+        "successor (supersededBy).",
+    )
+}
+
+
+class ReflectionDetailApi(MemoryApi):
+    @extend_schema(operation_id="reflections_get", responses={200: out.ReflectionOut, **ERRORS})
+    def get(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = selectors.reflection_get(
+            conversation=self.conversation(conversation_id), reflection_id=reflection_id
+        )
+        [readable] = self.readable([reflection])
+        return Response(reflection_to_wire(readable, today=timezone.now().date()))
+
+    @extend_schema(
+        operation_id="reflections_update",
+        request=MemoryUpdateIn,
+        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **ERRORS},
+        description="Edit the text (`content`, or `text`), priority, event date or tags. "
+        "`reason` is required. The edit is served at once; a stale reflection that is "
+        "edited is active again, and stays as edited until one of its sources changes.",
+    )
+    def patch(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = selectors.reflection_get(
+            conversation=self.conversation(conversation_id), reflection_id=reflection_id
+        )
+        data = validated(MemoryUpdateIn, request.data)
+        updated = services.reflection_update(
+            reflection=reflection,
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+            text=_edited_text(data),
+            priority=data.get("priority"),
+            referenced_at=data.get("referencedAt"),
+            tags=data.get("tags"),
+        )
+        return Response(reflection_to_wire(updated, today=timezone.now().date()))
+
+    @extend_schema(
+        operation_id="reflections_delete",
+        parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
+        request=ReasonIn,
+        responses={204: None, **ERRORS},
+        description="Delete the reflection: what it says leaves the context at once. Its "
+        "last version stays in its history. Its source observations stay stored and are "
+        "not served in its place; the Reflector does not bring it back.",
+    )
+    def delete(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = selectors.reflection_get(
+            conversation=self.conversation(conversation_id), reflection_id=reflection_id
+        )
+        reason = request_reason(request)
+        services.reflection_delete(reflection=reflection, actor=self.actor(), reason=reason)
+        return Response(status=204)
+
+
+class ReflectionHistoryApi(MemoryApi):
+    @extend_schema(
+        operation_id="reflections_history",
+        responses={200: out.ReflectionHistoryOut, **ERRORS},
+        description="Earlier versions, oldest first, each with the reason it changed and a "
+        "unified diff to the version after it.",
+    )
+    def get(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = selectors.reflection_get(
+            conversation=self.conversation(conversation_id), reflection_id=reflection_id
+        )
+        return Response(
+            {
+                "current": reflection_to_wire(reflection, today=timezone.now().date()),
+                "versions": _versions_to_wire(selectors.reflection_history(reflection=reflection)),
+            }
+        )
+
+
+class ReflectionRevertApi(MemoryApi):
+    @extend_schema(
+        operation_id="reflections_revert",
+        request=MemoryRevertIn,
+        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **ERRORS},
+        description="Restore an earlier version. `reason` is required; the revert is "
+        "itself a new version and is audited.",
+    )
+    def post(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = selectors.reflection_get(
+            conversation=self.conversation(conversation_id), reflection_id=reflection_id
+        )
+        data = validated(MemoryRevertIn, request.data)
+        reverted = services.reflection_revert(
+            reflection=reflection,
+            version=data["version"],
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+        )
+        return Response(reflection_to_wire(reverted, today=timezone.now().date()))
 
 
 class PinListCreateApi(MemoryApi):

@@ -108,6 +108,10 @@ class ObservationOut(_MemoryItemOut):
 class ReflectionOut(_MemoryItemOut):
     generation = serializers.IntegerField()
     sourceObservationIds = serializers.ListField(child=serializers.UUIDField())
+    supersededBy = serializers.UUIDField(
+        allow_null=True,
+        help_text="A superseded reflection: the one the Reflector re-derived it into.",
+    )
 
 
 class ObservationListOut(serializers.Serializer):
@@ -200,7 +204,7 @@ class ExtractionStatusOut(serializers.Serializer):
     summary = serializers.DictField(child=serializers.IntegerField())
 
 
-class ObservationVersionOut(serializers.Serializer):
+class MemoryVersionOut(serializers.Serializer):
     version = serializers.IntegerField()
     text = serializers.CharField()
     priority = serializers.CharField()
@@ -213,7 +217,12 @@ class ObservationVersionOut(serializers.Serializer):
 
 class ObservationHistoryOut(serializers.Serializer):
     current = ObservationOut()
-    versions = ObservationVersionOut(many=True)
+    versions = MemoryVersionOut(many=True)
+
+
+class ReflectionHistoryOut(serializers.Serializer):
+    current = ReflectionOut()
+    versions = MemoryVersionOut(many=True)
 
 
 class RunOut(serializers.Serializer):
@@ -221,7 +230,7 @@ class RunOut(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["observer", "reflector"])
     conversationId = serializers.UUIDField()
     status = serializers.ChoiceField(choices=["pending", "running", "succeeded", "failed"])
-    trigger = serializers.ChoiceField(choices=["threshold", "manual", "sweeper"])
+    trigger = serializers.ChoiceField(choices=["threshold", "manual", "sweeper", "correction"])
     engine = serializers.CharField(allow_null=True)
     model = serializers.CharField(allow_null=True)
     promptVersion = serializers.CharField(allow_null=True)

@@ -1,7 +1,8 @@
 """``context_for_conversation``: the three tiers an agent puts into its prompt.
 
 Pinned quotes (verbatim, never trimmed), then reflections (most condensed), then active
-observations, then the recent messages that no observation covers yet. The rendered bytes
+observations (and, in place of a stale reflection, its sources as they now stand), then
+the recent messages that no observation covers yet. The rendered bytes
 are cached under a key that changes with every write to the conversation (``last_seq``,
 ``memory_version``) and with the day (relative dates), so an unchanged conversation
 answers with identical bytes and ETag.
@@ -34,7 +35,12 @@ from memory.models import (
     Pin,
     Reflection,
 )
-from memory.selectors import active_observations, active_reflections, pin_list, unobserved_messages
+from memory.selectors import (
+    active_reflections,
+    pin_list,
+    served_observations,
+    unobserved_messages,
+)
 from memory.tokens import token_count
 from memory.wire import (
     memory_line,
@@ -232,7 +238,7 @@ def _render(
     tiers = _Tiers(
         pins=list(pin_list(conversation=conversation)),
         reflections=list(active_reflections(conversation=conversation)),
-        observations=list(active_observations(conversation=conversation)),
+        observations=list(served_observations(conversation=conversation)),
         recent=list(unobserved_messages(conversation=conversation)),
         dropped={},
         today=today,

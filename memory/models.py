@@ -249,22 +249,29 @@ class Observation(models.Model):
         return is_weakly_grounded(self.grounding)
 
 
-class ObservationVersion(models.Model):
-    """The state of an observation before an edit or deletion, with the reason given."""
+class MemoryVersion(models.Model):
+    """The state of an observation or reflection before an edit or deletion, with the
+    reason given."""
 
-    observation_id = models.UUIDField(db_index=True)
-    conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="observation_versions"
-    )
     version = models.PositiveIntegerField()
     text = models.TextField()
     priority = models.CharField(max_length=10, choices=Priority.choices)
     referenced_at = models.DateTimeField(null=True, blank=True)
     tags = models.JSONField(default=list, blank=True)
-    change = models.CharField(max_length=10)  # "edit" or "delete"
+    change = models.CharField(max_length=10)  # "edit", "revert" or "delete"
     reason = models.TextField()
     changed_by = models.CharField(max_length=200)
     changed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class ObservationVersion(MemoryVersion):
+    observation_id = models.UUIDField(db_index=True)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="observation_versions"
+    )
 
     class Meta:
         ordering = ["observation_id", "version"]
@@ -274,8 +281,14 @@ class ObservationVersion(models.Model):
 
 
 class Reflection(models.Model):
+    """A synthesis of observations. ``active`` ones are served; a ``stale`` one (a source
+    observation was corrected) is not, its sources as they now stand are served in its
+    place until the Reflector re-derives it; a ``superseded`` one was replaced by that
+    re-derivation and stays for its history."""
+
     class Status(models.TextChoices):
         ACTIVE = "active", "active"
+        STALE = "stale", "stale"
         SUPERSEDED = "superseded", "superseded"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -305,7 +318,14 @@ class Reflection(models.Model):
     topics = models.JSONField(default=list, blank=True)
     token_count = models.PositiveIntegerField()
     version = models.PositiveIntegerField(default=1)
+    # The reflection the Reflector re-derived this stale one into (the first of them, if
+    # its sources went into several); None while it is not superseded, or when nothing
+    # replaced it (every source was deleted).
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
@@ -322,6 +342,23 @@ class Reflection(models.Model):
     @property
     def needs_grounding_review(self) -> bool:
         return is_weakly_grounded(self.grounding)
+
+    @property
+    def is_stale(self) -> bool:
+        return self.status == self.Status.STALE
+
+
+class ReflectionVersion(MemoryVersion):
+    reflection_id = models.UUIDField(db_index=True)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="reflection_versions"
+    )
+
+    class Meta:
+        ordering = ["reflection_id", "version"]
+
+    def __str__(self) -> str:
+        return f"reflection {self.reflection_id} v{self.version} ({self.change})"
 
 
 class IdempotencyRecord(models.Model):
@@ -368,6 +405,7 @@ class PipelineRun(models.Model):
         THRESHOLD = "threshold", "threshold crossed"
         MANUAL = "manual", "on demand"
         SWEEPER = "sweeper", "periodic sweeper"
+        CORRECTION = "correction", "a correction to reflected memory"
 
     OPEN_STATUSES = (Status.PENDING, Status.RUNNING)
 

@@ -24,8 +24,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
+from core.actors import SYSTEM_ACTOR
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
+from governance.audit import audit_record
 from governance.gates import (
     RedactionGateError,
     redaction_for_observer,
@@ -54,7 +56,7 @@ from memory.models import (
     Workspace,
 )
 from memory.references import references_in
-from memory.selectors import active_observations, unobserved_messages
+from memory.selectors import active_observations, stale_reflections, unobserved_messages
 from memory.tokens import token_count
 
 logger = logging.getLogger(__name__)
@@ -140,12 +142,22 @@ def observer_schedule(*, conversation: Conversation, trigger: str) -> ObserverRu
 
 
 def reflector_schedule(*, conversation: Conversation, trigger: str) -> ReflectorRun:
-    return _schedule(
+    run = _schedule(
         ReflectorRun,
         "memory.tasks.reflect_conversation",
         conversation=conversation,
         trigger=trigger,
     )
+    correction = PipelineRun.Trigger.CORRECTION
+    if run.trigger == correction and trigger != correction:
+        # The open run would only re-derive stale reflections; this request also wants
+        # the active observations reflected. A run not yet claimed can still do both.
+        upgraded = ReflectorRun.objects.filter(
+            pk=run.pk, status=PipelineRun.Status.PENDING, trigger=correction
+        ).update(trigger=trigger)
+        if upgraded:
+            run.trigger = trigger
+    return run
 
 
 def observer_schedule_if_due(
@@ -176,16 +188,29 @@ def observer_schedule_if_due(
     return observer_schedule(conversation=conversation, trigger=trigger)
 
 
+def reflector_schedule_for_correction(*, conversation: Conversation) -> ReflectorRun | None:
+    """Schedule the re-derivation of the conversation's stale reflections (or return the
+    run already open, which re-derives them too). Called in the transaction that made
+    them stale; the task is sent once it commits."""
+    if not settings.MEMDESK_PIPELINE_ENABLED:
+        return None
+    return reflector_schedule(conversation=conversation, trigger=PipelineRun.Trigger.CORRECTION)
+
+
 def reflector_schedule_if_due(
     *, conversation: Conversation, trigger: str = PipelineRun.Trigger.THRESHOLD
 ) -> ReflectorRun | None:
+    """Schedule a Reflector run if the active observations reached the threshold, or if
+    stale reflections wait to be re-derived (their run failed, or was never sent)."""
     if not settings.MEMDESK_PIPELINE_ENABLED:
         return None
     if _has_open_run(ReflectorRun, conversation):
         return None
     tokens = active_observation_token_count(conversation=conversation)
     if tokens < conversation.effective_reflector_threshold:
-        return None
+        if not stale_reflections(conversation=conversation).exists():
+            return None
+        trigger = PipelineRun.Trigger.CORRECTION
     if _recently_failed(ReflectorRun, conversation):
         return None
     return reflector_schedule(conversation=conversation, trigger=trigger)
@@ -470,9 +495,28 @@ def observer_run_execute(*, run_id: uuid.UUID | str, final_attempt: bool = True)
 # --- the Reflector ---------------------------------------------------------------------------
 
 
-def observations_for_reflection(*, conversation: Conversation) -> list[SourceObservation]:
-    """The only way the Reflector reads observations (the redaction gate sits here)."""
-    observations = list(active_observations(conversation=conversation))
+@dataclass(frozen=True)
+class ReflectionInputs:
+    observations: list[SourceObservation]
+    # Each input's version as it was read, and the stale reflections being re-derived:
+    # a correction made while the engine works changes one or the other.
+    versions: dict[str, int]
+    stale: list[Reflection]
+
+
+def _reflection_inputs(*, conversation: Conversation, include_active: bool) -> ReflectionInputs:
+    """What a Reflector run reads: the active observations (unless the run only
+    re-derives) and every source of a stale reflection still stored, though reflected
+    already, so that the reflection is made again from its sources as they now stand."""
+    stale = list(stale_reflections(conversation=conversation))
+    wanted = Q(pk__in={str(i) for r in stale for i in r.source_observation_ids})
+    if include_active:
+        wanted |= Q(status=Observation.Status.ACTIVE)
+    observations = list(
+        Observation.objects.filter(wanted, conversation=conversation).order_by(
+            "observed_at", "window_start_seq", "created_at"
+        )
+    )
     # The gate stores each observation redacted and gives the Reflector that text, with
     # findings pending review masked as well; it raises a retryable gate error while
     # the policy makes reflection wait for reviews.
@@ -480,17 +524,49 @@ def observations_for_reflection(*, conversation: Conversation) -> list[SourceObs
         texts = redaction_gate_for_reflection(conversation=conversation, observations=observations)
     except RedactionGateError as error:
         raise _engine_error(error) from None
-    return [
-        SourceObservation(
-            id=str(o.pk),
-            text=texts[str(o.pk)],  # never o.text: the gate fails closed
-            priority=o.priority,
-            observed_at=o.observed_at,
-            referenced_at=o.referenced_at,
-            token_count=o.token_count,
+    return ReflectionInputs(
+        observations=[
+            SourceObservation(
+                id=str(o.pk),
+                text=texts[str(o.pk)],  # never o.text: the gate fails closed
+                priority=o.priority,
+                observed_at=o.observed_at,
+                referenced_at=o.referenced_at,
+                token_count=o.token_count,
+            )
+            for o in observations
+        ],
+        versions={str(o.pk): o.version for o in observations},
+        stale=stale,
+    )
+
+
+def observations_for_reflection(*, conversation: Conversation) -> list[SourceObservation]:
+    """The only way the Reflector reads observations (the redaction gate sits here)."""
+    return _reflection_inputs(conversation=conversation, include_active=True).observations
+
+
+def _check_inputs_unchanged(conversation: Conversation, inputs: ReflectionInputs) -> None:
+    """Raise a retryable error if memory was corrected since the run read its inputs (an
+    input edited or deleted, a reflection made stale or edited back to active): what
+    the engine wrote may repeat what the correction took out. Locks what it reads, so a
+    correction that comes later waits for this run and then sees its reflections."""
+    stale_now = set(
+        Reflection.objects.select_for_update()
+        .filter(conversation=conversation, status=Reflection.Status.STALE)
+        .values_list("pk", flat=True)
+    )
+    versions_now = {
+        str(pk): version
+        for pk, version in Observation.objects.select_for_update()
+        .filter(pk__in=list(inputs.versions))
+        .values_list("pk", "version")
+    }
+    if stale_now != {r.pk for r in inputs.stale} or versions_now != inputs.versions:
+        raise EngineError(
+            "memory was corrected while the Reflector worked; the run will retry",
+            retryable=True,
         )
-        for o in observations
-    ]
 
 
 def _reflector_model(engine: Engine) -> str:
@@ -498,17 +574,52 @@ def _reflector_model(engine: Engine) -> str:
     return getattr(engine, "reflector_model", "") or engine.model
 
 
+def _supersede_stale(
+    conversation: Conversation, inputs: ReflectionInputs, reflections: list[Reflection]
+) -> None:
+    """The stale reflections give way to what the Reflector made of their sources: each
+    is superseded (kept, with its history) and points to the first new reflection that
+    cites one of its sources, none when nothing did (its sources were all deleted)."""
+    now = timezone.now()
+    for stale in inputs.stale:
+        sources = {str(i) for i in stale.source_observation_ids}
+        replacements = [
+            str(r.pk) for r in reflections if sources & {str(i) for i in r.source_observation_ids}
+        ]
+        Reflection.objects.filter(pk=stale.pk, status=Reflection.Status.STALE).update(
+            status=Reflection.Status.SUPERSEDED,
+            superseded_by_id=replacements[0] if replacements else None,
+            updated_at=now,
+        )
+        audit_record(
+            workspace_id=conversation.workspace_id,
+            actor=SYSTEM_ACTOR,
+            action="reflection.rederive",
+            target_type="reflection",
+            target_id=str(stale.pk),
+            before={"status": Reflection.Status.STALE, "version": stale.version},
+            after={"status": Reflection.Status.SUPERSEDED, "replacedBy": replacements},
+            reason="re-derived by the Reflector from its sources as they now stand",
+        )
+
+
 def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
     conversation = run.conversation
-    inputs = observations_for_reflection(conversation=conversation)
+    inputs = _reflection_inputs(
+        conversation=conversation,
+        # A run scheduled by a correction re-derives only: active observations wait for
+        # their threshold as they would have without it.
+        include_active=run.trigger != PipelineRun.Trigger.CORRECTION,
+    )
     engine = engine_for_workspace(conversation.workspace)
-    drafts = engine.reflect(inputs, now=timezone.now()) if inputs else []
-    if inputs and not drafts:
+    sources_in = inputs.observations
+    drafts = engine.reflect(sources_in, now=timezone.now()) if sources_in else []
+    if sources_in and not drafts:
         # Storing nothing would silently drop the observations from the context.
         raise EngineError("the engine returned an empty reflection")
-    input_ids = {o.id for o in inputs}
-    observed = {o.id: o.observed_at for o in inputs}
-    texts = {o.id: o.text for o in inputs}
+    input_ids = {o.id for o in sources_in}
+    observed = {o.id: o.observed_at for o in sources_in}
+    texts = {o.id: o.text for o in sources_in}
     written_at = timezone.now()
     windows = {
         str(pk): (start, end, start_at, end_at)
@@ -518,7 +629,17 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
             "pk", "window_start_seq", "window_end_seq", "window_start_at", "window_end_at"
         )
     }
+    # A re-derived reflection takes the generation of the stale one it replaces, so it
+    # is served where that one was.
+    replaced_generation: dict[str, int] = {}
+    for stale in inputs.stale:
+        for i in stale.source_observation_ids:
+            replaced_generation[str(i)] = min(
+                replaced_generation.get(str(i), stale.generation), stale.generation
+            )
+    stale_sources = set(replaced_generation)
     with transaction.atomic():
+        _check_inputs_unchanged(conversation, inputs)
         generation = (
             Reflection.objects.filter(conversation=conversation).aggregate(g=Max("generation"))["g"]
             or 0
@@ -529,12 +650,13 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
             if not sources or draft.priority not in PRIORITIES or not draft.text.strip():
                 raise EngineError("the engine returned a reflection without valid sources")
             spans = [windows[i] for i in sources if windows.get(i) and windows[i][0] is not None]
+            replaced = [replaced_generation[i] for i in sources if i in replaced_generation]
             reflections.append(
                 Reflection(
                     conversation=conversation,
                     text=draft.text.strip(),
                     priority=draft.priority,
-                    generation=generation,
+                    generation=min(replaced) if replaced else generation,
                     # The newest of its sources: what the reflection knows is as of then.
                     observed_at=max(observed[i] for i in sources),
                     referenced_at=draft.referenced_at,
@@ -560,22 +682,32 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
             engine=engine.name,
             model_name=_reflector_model(engine),
             prompt_version=engine.prompt_version,
-            generation=generation if reflections else None,
-            items_in=len(inputs),
+            generation=max((r.generation for r in reflections), default=None),
+            items_in=len(sources_in),
             items_out=len(reflections),
-            tokens_in=sum(o.token_count for o in inputs),
+            tokens_in=sum(o.token_count for o in sources_in),
             tokens_out=sum(r.token_count for r in reflections),
         )
         Reflection.objects.bulk_create(reflections)
+        linked: set[str] = set()
         for reflection in reflections:
+            # Each observation links to the first reflection that cites it: an active
+            # one becomes reflected, a stale reflection's source moves to its successor.
+            ids = [i for i in reflection.source_observation_ids if i not in linked]
             Observation.objects.filter(
-                pk__in=reflection.source_observation_ids, status=Observation.Status.ACTIVE
+                Q(status=Observation.Status.ACTIVE) | Q(pk__in=stale_sources & set(ids)),
+                pk__in=ids,
             ).update(status=Observation.Status.REFLECTED, reflection=reflection)
+            linked.update(ids)
         # Inputs no reflection cites (merged away or superseded) leave the context too;
         # they stay stored and inspectable.
         Observation.objects.filter(pk__in=input_ids, status=Observation.Status.ACTIVE).update(
             status=Observation.Status.REFLECTED
         )
+        Observation.objects.filter(
+            pk__in=stale_sources - linked, reflection__in=[r.pk for r in inputs.stale]
+        ).update(reflection=None)
+        _supersede_stale(conversation, inputs, reflections)
         Conversation.objects.filter(pk=conversation.pk).update(
             memory_version=F("memory_version") + 1
         )

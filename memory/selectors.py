@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_uuid
@@ -19,6 +19,7 @@ from memory.models import (
     ObservationVersion,
     Pin,
     Reflection,
+    ReflectionVersion,
     Workspace,
 )
 
@@ -145,6 +146,40 @@ def active_reflections(*, conversation: Conversation) -> QuerySet[Reflection]:
     ).order_by("generation", "created_at")
 
 
+def stale_reflections(*, conversation: Conversation) -> QuerySet[Reflection]:
+    return Reflection.objects.filter(
+        conversation=conversation, status=Reflection.Status.STALE
+    ).order_by("generation", "created_at")
+
+
+def _cited(reflections: Iterable[Reflection]) -> set[str]:
+    return {str(i) for r in reflections for i in r.source_observation_ids}
+
+
+def stale_source_ids(*, conversation: Conversation) -> set[str]:
+    """The observations served in place of stale reflections: every source of a stale
+    reflection that no active reflection also cites (what an active one says about it
+    is served already). A deleted source is simply not found when they are read."""
+    stale = _cited(stale_reflections(conversation=conversation).only("source_observation_ids"))
+    if not stale:
+        return set()
+    return stale - _cited(
+        active_reflections(conversation=conversation).only("source_observation_ids")
+    )
+
+
+def served_observations(*, conversation: Conversation) -> QuerySet[Observation]:
+    """The observations in the agent's context: the active ones, and the sources of
+    stale reflections as they now stand, until the Reflector re-derives them."""
+    in_place = stale_source_ids(conversation=conversation)
+    served = Q(status=Observation.Status.ACTIVE)
+    if in_place:
+        served |= Q(pk__in=in_place)
+    return Observation.objects.filter(served, conversation=conversation).order_by(
+        "observed_at", "window_start_seq", "created_at"
+    )
+
+
 def observation_list(*, conversation: Conversation, status: str | None) -> QuerySet[Observation]:
     qs = Observation.objects.filter(conversation=conversation)
     if status:
@@ -180,6 +215,18 @@ def observation_get(*, conversation: Conversation, observation_id: str) -> Obser
     except Observation.DoesNotExist:
         raise MemdeskError(
             "not_found", "No observation with this id in this conversation.", status_code=404
+        ) from None
+
+
+def reflection_get(*, conversation: Conversation, reflection_id: str) -> Reflection:
+    pk = parse_uuid(reflection_id, field="reflection_id")
+    try:
+        return Reflection.objects.select_related("conversation").get(
+            pk=pk, conversation=conversation
+        )
+    except Reflection.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No reflection with this id in this conversation.", status_code=404
         ) from None
 
 
@@ -236,7 +283,7 @@ def extraction_status(*, conversation: Conversation, limit: int) -> ExtractionSt
 
 
 @dataclass(frozen=True)
-class ObservationChange:
+class MemoryChange:
     version: int
     text: str
     priority: str
@@ -247,16 +294,16 @@ class ObservationChange:
     diff: str  # unified diff from this version's text to the next version's
 
 
-def observation_history(*, observation: Observation) -> list[ObservationChange]:
-    """Every earlier version, oldest first, each with the diff to the version after it."""
+def _history(
+    versions: Sequence[ObservationVersion | ReflectionVersion], current: str
+) -> list[MemoryChange]:
     import difflib
 
-    versions = list(ObservationVersion.objects.filter(observation_id=observation.pk))
     if not versions:
         return []
-    following = [v.text for v in versions[1:]] + [observation.text]
+    following = [v.text for v in versions[1:]] + [current]
     return [
-        ObservationChange(
+        MemoryChange(
             version=v.version,
             text=v.text,
             priority=v.priority,
@@ -276,6 +323,18 @@ def observation_history(*, observation: Observation) -> list[ObservationChange]:
         )
         for v, after in zip(versions, following, strict=True)
     ]
+
+
+def observation_history(*, observation: Observation) -> list[MemoryChange]:
+    """Every earlier version, oldest first, each with the diff to the version after it."""
+    versions = list(ObservationVersion.objects.filter(observation_id=observation.pk))
+    return _history(versions, observation.text)
+
+
+def reflection_history(*, reflection: Reflection) -> list[MemoryChange]:
+    """Every earlier version, oldest first, each with the diff to the version after it."""
+    versions = list(ReflectionVersion.objects.filter(reflection_id=reflection.pk))
+    return _history(versions, reflection.text)
 
 
 def pin_list(*, conversation: Conversation) -> QuerySet[Pin]:

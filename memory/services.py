@@ -44,9 +44,10 @@ from memory.models import (
     Pin,
     Priority,
     Reflection,
+    ReflectionVersion,
     Workspace,
 )
-from memory.pipeline import observer_schedule_if_due
+from memory.pipeline import observer_schedule_if_due, reflector_schedule_for_correction
 from memory.references import references_in
 from memory.tokens import token_count, token_counts
 
@@ -413,31 +414,38 @@ def _bump_memory_version(conversation_id: uuid.UUID) -> None:
     )
 
 
-def _observation_snapshot(observation: Observation) -> dict[str, Any]:
-    return {
-        "text": observation.text,
-        "priority": observation.priority,
-        "referencedAt": observation.referenced_at.isoformat()
-        if observation.referenced_at
-        else None,
-        "tags": observation.tags,
-        "version": observation.version,
+def _snapshot(item: Observation | Reflection) -> dict[str, Any]:
+    """An observation or reflection as the audit trail records it."""
+    snapshot: dict[str, Any] = {
+        "text": item.text,
+        "priority": item.priority,
+        "referencedAt": item.referenced_at.isoformat() if item.referenced_at else None,
+        "tags": item.tags,
+        "version": item.version,
     }
+    if isinstance(item, Reflection):
+        snapshot["status"] = item.status
+    return snapshot
 
 
-def _keep_version(observation: Observation, *, change: str, reason: str, actor: Actor) -> None:
-    ObservationVersion.objects.create(
-        observation_id=observation.pk,
-        conversation_id=observation.conversation_id,
-        version=observation.version,
-        text=observation.text,
-        priority=observation.priority,
-        referenced_at=observation.referenced_at,
-        tags=observation.tags,
-        change=change,
-        reason=reason,
-        changed_by=actor.label,
-    )
+def _keep_version(
+    item: Observation | Reflection, *, change: str, reason: str, actor: Actor
+) -> None:
+    kept: dict[str, Any] = {
+        "conversation_id": item.conversation_id,
+        "version": item.version,
+        "text": item.text,
+        "priority": item.priority,
+        "referenced_at": item.referenced_at,
+        "tags": item.tags,
+        "change": change,
+        "reason": reason,
+        "changed_by": actor.label,
+    }
+    if isinstance(item, Reflection):
+        ReflectionVersion.objects.create(reflection_id=item.pk, **kept)
+    else:
+        ObservationVersion.objects.create(observation_id=item.pk, **kept)
 
 
 def _validate_priority(priority: str) -> None:
@@ -516,7 +524,7 @@ def observation_create(
             action="observation.create",
             target_type="observation",
             target_id=str(observation.pk),
-            after=_observation_snapshot(observation),
+            after=_snapshot(observation),
             reason=reason,
         )
     return observation
@@ -531,6 +539,121 @@ def _source_texts(message_ids: list[str]) -> list[str]:
     ]
 
 
+def _edit_reason(
+    *,
+    reason: str,
+    text: str | None,
+    priority: str | None,
+    referenced_at: datetime | None,
+    tags: list[str] | None,
+) -> str:
+    """The reason, once the edit itself is known to be valid (else MemdeskError)."""
+    reason = require_reason(reason, message=REASON_REQUIRED)
+    if text is not None and not text.strip():
+        raise MemdeskError("empty_text", "text must not be empty.", field="text")
+    if priority is not None:
+        _validate_priority(priority)
+    if text is None and priority is None and referenced_at is None and tags is None:
+        raise MemdeskError(
+            "nothing_to_change",
+            "Send at least one of content (or text), priority, referencedAt, tags.",
+        )
+    return reason
+
+
+def _regrounded(item: Observation | Reflection) -> float | None:
+    """The grounding score of an edited text: an observation against its source
+    messages, a reflection against those of its source observations still stored."""
+    if isinstance(item, Reflection):
+        ids = [str(i) for i in item.source_observation_ids]
+        texts = list(Observation.objects.filter(pk__in=ids).values_list("text", flat=True))
+        return grounding_score(item.text, texts) if texts else None
+    if item.source_message_ids:
+        return grounding_score(item.text, _source_texts(item.source_message_ids))
+    return item.grounding
+
+
+def _apply_edit(
+    item: Observation | Reflection,
+    *,
+    text: str | None,
+    priority: str | None,
+    referenced_at: datetime | None,
+    tags: list[str] | None,
+) -> None:
+    """Change what was sent, bump the version and save. A stale reflection a person
+    edits is active again: their words are served from now on."""
+    if text is not None:
+        item.text = text.strip()
+        item.token_count = token_count(item.text)
+        item.grounding = _regrounded(item)
+    if priority is not None:
+        item.priority = priority
+    if referenced_at is not None:
+        item.referenced_at = referenced_at
+    if tags is not None:
+        item.tags = tags
+    if isinstance(item, Reflection) and item.status == Reflection.Status.STALE:
+        item.status = Reflection.Status.ACTIVE
+    item.version += 1
+    item.updated_at = timezone.now()
+    item.save()
+
+
+def _edit_action(
+    kind: str, *, text: object, priority: object, referenced_at: object, tags: object
+) -> str:
+    only_priority = priority is not None and text is None and tags is None and referenced_at is None
+    return f"{kind}.reprioritise" if only_priority else f"{kind}.edit"
+
+
+# What the Reflector reads of an observation (with its id and dates): when one of these
+# changes, what a reflection says about it may no longer be true.
+REFLECTED_FIELDS = ("text", "priority", "referencedAt")
+
+
+def _reflected_change(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    return any(before[name] != after[name] for name in REFLECTED_FIELDS)
+
+
+def _reflections_go_stale(
+    *, observation: Observation, actor: Actor, reason: str, change: str
+) -> list[Reflection]:
+    """Stop serving every active reflection built from ``observation``, which was just
+    edited, reverted or deleted in the caller's transaction: each becomes stale (its
+    sources, as they now stand, are served in its place) and the Reflector is scheduled,
+    once this commits, to re-derive it. A reflection a person edited goes stale too:
+    its sources changed after the person wrote it."""
+    source_id = str(observation.pk)
+    candidates = Reflection.objects.select_for_update().filter(
+        conversation_id=observation.conversation_id, status=Reflection.Status.ACTIVE
+    )
+    built_from = [r for r in candidates if source_id in {str(i) for i in r.source_observation_ids}]
+    if not built_from:
+        return []
+    Reflection.objects.filter(pk__in=[r.pk for r in built_from]).update(
+        status=Reflection.Status.STALE, updated_at=timezone.now()
+    )
+    conversation = observation.conversation
+    for reflection in built_from:
+        audit_record(
+            workspace_id=conversation.workspace_id,
+            actor=actor,
+            action="reflection.stale",
+            target_type="reflection",
+            target_id=str(reflection.pk),
+            before={"status": Reflection.Status.ACTIVE},
+            after={
+                "status": Reflection.Status.STALE,
+                "sourceObservationId": source_id,
+                "sourceChange": change,
+            },
+            reason=reason,
+        )
+    reflector_schedule_for_correction(conversation=conversation)
+    return built_from
+
+
 def observation_update(
     *,
     observation: Observation,
@@ -541,41 +664,20 @@ def observation_update(
     referenced_at: datetime | None = None,
     tags: list[str] | None = None,
 ) -> Observation:
-    """Edit an observation, keeping the previous version and the reason for the change."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
-    if text is not None and not text.strip():
-        raise MemdeskError("empty_text", "text must not be empty.", field="text")
-    if priority is not None:
-        _validate_priority(priority)
-    if text is None and priority is None and referenced_at is None and tags is None:
-        raise MemdeskError(
-            "nothing_to_change", "Send at least one of text, priority, referencedAt, tags."
-        )
+    """Edit an observation, keeping the previous version and the reason for the change.
+    Reflections built from it stop being served at once and are re-derived."""
+    reason = _edit_reason(
+        reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
+    )
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
-        before = _observation_snapshot(locked)
+        before = _snapshot(locked)
         _keep_version(locked, change="edit", reason=reason, actor=actor)
-        if text is not None:
-            locked.text = text.strip()
-            locked.token_count = token_count(locked.text)
-            if locked.source_message_ids:
-                locked.grounding = grounding_score(
-                    locked.text, _source_texts(locked.source_message_ids)
-                )
-        if priority is not None:
-            locked.priority = priority
-        if referenced_at is not None:
-            locked.referenced_at = referenced_at
-        if tags is not None:
-            locked.tags = tags
-        locked.version += 1
-        locked.updated_at = timezone.now()
-        locked.save()
+        _apply_edit(locked, text=text, priority=priority, referenced_at=referenced_at, tags=tags)
+        after = _snapshot(locked)
         _bump_memory_version(locked.conversation_id)
-        action = (
-            "observation.reprioritise"
-            if priority is not None and text is None and tags is None and referenced_at is None
-            else "observation.edit"
+        action = _edit_action(
+            "observation", text=text, priority=priority, referenced_at=referenced_at, tags=tags
         )
         audit_record(
             workspace_id=locked.conversation.workspace_id,
@@ -584,13 +686,19 @@ def observation_update(
             target_type="observation",
             target_id=str(locked.pk),
             before=before,
-            after=_observation_snapshot(locked),
+            after=after,
             reason=reason,
         )
+        if _reflected_change(before, after):
+            _reflections_go_stale(
+                observation=locked, actor=actor, reason=reason, change=action.split(".")[1]
+            )
     return locked
 
 
 def observation_delete(*, observation: Observation, actor: Actor, reason: str) -> None:
+    """Delete an observation, keeping its last version. Reflections built from it stop
+    being served at once and are re-derived from their other sources."""
     reason = require_reason(reason, message=REASON_REQUIRED)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
@@ -601,45 +709,55 @@ def observation_delete(*, observation: Observation, actor: Actor, reason: str) -
             action="observation.delete",
             target_type="observation",
             target_id=str(locked.pk),
-            before=_observation_snapshot(locked),
+            before=_snapshot(locked),
             reason=reason,
         )
+        _reflections_go_stale(observation=locked, actor=actor, reason=reason, change="delete")
         conversation_id = locked.conversation_id
         locked.delete()
         _bump_memory_version(conversation_id)
+
+
+def _revert_to(
+    locked: Observation | Reflection, target: ObservationVersion | ReflectionVersion
+) -> None:
+    locked.text = target.text
+    locked.token_count = token_count(target.text)
+    locked.grounding = _regrounded(locked)
+    locked.priority = target.priority
+    locked.referenced_at = target.referenced_at
+    locked.tags = target.tags
+    if isinstance(locked, Reflection) and locked.status == Reflection.Status.STALE:
+        locked.status = Reflection.Status.ACTIVE
+    locked.version += 1
+    locked.updated_at = timezone.now()
+    locked.save()
+
+
+def _unknown_version(kind: str, version: int) -> MemdeskError:
+    return MemdeskError(
+        "unknown_version", f"This {kind} has no earlier version {version}.", field="version"
+    )
 
 
 def observation_revert(
     *, observation: Observation, version: int, actor: Actor, reason: str
 ) -> Observation:
     """Restore an earlier version's text, priority, event date and tags. The revert is
-    itself an edit: it keeps the version it replaces and is audited as a revert."""
+    itself an edit: it keeps the version it replaces and is audited as a revert, and
+    reflections built from the observation are re-derived."""
     reason = require_reason(reason, message=REASON_REQUIRED)
     target = ObservationVersion.objects.filter(
         observation_id=observation.pk, version=version
     ).first()
     if target is None:
-        raise MemdeskError(
-            "unknown_version",
-            f"This observation has no earlier version {version}.",
-            field="version",
-        )
+        raise _unknown_version("observation", version)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
-        before = _observation_snapshot(locked)
+        before = _snapshot(locked)
         _keep_version(locked, change="revert", reason=reason, actor=actor)
-        locked.text = target.text
-        locked.token_count = token_count(target.text)
-        if locked.source_message_ids:
-            locked.grounding = grounding_score(
-                locked.text, _source_texts(locked.source_message_ids)
-            )
-        locked.priority = target.priority
-        locked.referenced_at = target.referenced_at
-        locked.tags = target.tags
-        locked.version += 1
-        locked.updated_at = timezone.now()
-        locked.save()
+        _revert_to(locked, target)
+        after = _snapshot(locked)
         _bump_memory_version(locked.conversation_id)
         audit_record(
             workspace_id=locked.conversation.workspace_id,
@@ -648,7 +766,125 @@ def observation_revert(
             target_type="observation",
             target_id=str(locked.pk),
             before=before,
-            after={**_observation_snapshot(locked), "revertedTo": version},
+            after={**after, "revertedTo": version},
+            reason=reason,
+        )
+        if _reflected_change(before, after):
+            _reflections_go_stale(observation=locked, actor=actor, reason=reason, change="revert")
+    return locked
+
+
+# --- Reflections ----------------------------------------------------------------------------
+
+
+def _reflection_locked(reflection: Reflection, *, superseded_ok: bool = False) -> Reflection:
+    """The reflection's row, locked. A superseded one is history: the Reflector replaced
+    it, and a correction belongs on what replaced it (a deletion may still remove it)."""
+    locked = (
+        Reflection.objects.select_for_update()
+        .select_related("conversation")
+        .filter(pk=reflection.pk)
+        .first()
+    )
+    if locked is None:
+        raise MemdeskError(
+            "not_found", "No reflection with this id in this conversation.", status_code=404
+        )
+    if locked.status == Reflection.Status.SUPERSEDED and not superseded_ok:
+        raise MemdeskError(
+            "reflection_superseded",
+            "This reflection was replaced when the Reflector re-derived it"
+            + (f" (by {locked.superseded_by_id})" if locked.superseded_by_id else "")
+            + "; correct the reflection that replaced it.",
+            status_code=409,
+        )
+    return locked
+
+
+def reflection_update(
+    *,
+    reflection: Reflection,
+    actor: Actor,
+    reason: str,
+    text: str | None = None,
+    priority: str | None = None,
+    referenced_at: datetime | None = None,
+    tags: list[str] | None = None,
+) -> Reflection:
+    """Edit a reflection, keeping the previous version and the reason for the change.
+
+    The edit is served at once. A stale reflection that is edited is active again and
+    the re-derivation leaves it as the person wrote it; only a later change to one of
+    its sources makes it stale again, for the Reflector to re-derive."""
+    reason = _edit_reason(
+        reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
+    )
+    with transaction.atomic():
+        locked = _reflection_locked(reflection)
+        before = _snapshot(locked)
+        _keep_version(locked, change="edit", reason=reason, actor=actor)
+        _apply_edit(locked, text=text, priority=priority, referenced_at=referenced_at, tags=tags)
+        _bump_memory_version(locked.conversation_id)
+        audit_record(
+            workspace_id=locked.conversation.workspace_id,
+            actor=actor,
+            action=_edit_action(
+                "reflection", text=text, priority=priority, referenced_at=referenced_at, tags=tags
+            ),
+            target_type="reflection",
+            target_id=str(locked.pk),
+            before=before,
+            after=_snapshot(locked),
+            reason=reason,
+        )
+    return locked
+
+
+def reflection_delete(*, reflection: Reflection, actor: Actor, reason: str) -> None:
+    """Delete a reflection, keeping its last version: what it says leaves the context at
+    once. Its source observations stay stored and reflected, so they are not served in
+    its place and the Reflector does not bring it back; delete them too to remove them."""
+    reason = require_reason(reason, message=REASON_REQUIRED)
+    with transaction.atomic():
+        locked = _reflection_locked(reflection, superseded_ok=True)
+        _keep_version(locked, change="delete", reason=reason, actor=actor)
+        audit_record(
+            workspace_id=locked.conversation.workspace_id,
+            actor=actor,
+            action="reflection.delete",
+            target_type="reflection",
+            target_id=str(locked.pk),
+            before=_snapshot(locked),
+            reason=reason,
+        )
+        conversation_id = locked.conversation_id
+        locked.delete()
+        _bump_memory_version(conversation_id)
+
+
+def reflection_revert(
+    *, reflection: Reflection, version: int, actor: Actor, reason: str
+) -> Reflection:
+    """Restore an earlier version's text, priority, event date and tags: an edit like
+    ``reflection_update``, kept and audited as a revert."""
+    reason = require_reason(reason, message=REASON_REQUIRED)
+    target = ReflectionVersion.objects.filter(reflection_id=reflection.pk, version=version).first()
+    if target is None:
+        raise _unknown_version("reflection", version)
+    with transaction.atomic():
+        locked = _reflection_locked(reflection)
+        before = _snapshot(locked)
+        _keep_version(locked, change="revert", reason=reason, actor=actor)
+        _revert_to(locked, target)
+        _bump_memory_version(locked.conversation_id)
+        audit_record(
+            workspace_id=locked.conversation.workspace_id,
+            actor=actor,
+            action="reflection.revert",
+            target_type="reflection",
+            target_id=str(locked.pk),
+            before=before,
+            after={**_snapshot(locked), "revertedTo": version},
             reason=reason,
         )
     return locked

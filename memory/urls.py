@@ -7,6 +7,7 @@ from memory import api
 
 conversation = "conversations/<str:conversation_id>"
 observation = f"{conversation}/observations/<str:observation_id>"
+reflection = f"{conversation}/reflections/<str:reflection_id>"
 
 urlpatterns = [
     path("conversations", api.ConversationListCreateApi.as_view()),
@@ -20,6 +21,9 @@ urlpatterns = [
     path(f"{observation}/history", api.ObservationHistoryApi.as_view()),
     path(f"{observation}/revert", api.ObservationRevertApi.as_view()),
     path(f"{conversation}/reflections", api.ReflectionListApi.as_view()),
+    path(reflection, api.ReflectionDetailApi.as_view()),
+    path(f"{reflection}/history", api.ReflectionHistoryApi.as_view()),
+    path(f"{reflection}/revert", api.ReflectionRevertApi.as_view()),
     path(f"{conversation}/pins", api.PinListCreateApi.as_view()),
     path(f"{conversation}/pins/<str:pin_id>", api.PinDetailApi.as_view()),
     path(f"{conversation}/extraction-status", api.ExtractionStatusApi.as_view()),

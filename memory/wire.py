@@ -8,6 +8,7 @@ against it.
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.conf import settings
 
 from memory.engines.base import FIDELITIES
 from memory.models import (
+    PRIORITY_MARKERS,
     AnyRun,
     Conversation,
     Message,
@@ -111,6 +113,26 @@ def memory_line(item: Observation | Reflection, *, today: date) -> str:
     return line
 
 
+_DAY = r"\d{4}-\d{2}-\d{2}"
+_LINE_HEAD = re.compile(
+    "^(?:"
+    + "|".join(map(re.escape, PRIORITY_MARKERS.values()))
+    + ")"
+    + rf" {_DAY}(?: to {_DAY})? \([^()]*\) "
+)
+_LINE_EVENT_DATE = re.compile(rf" \(event date {_DAY}, [^()]*\)$")
+
+
+def text_from_content(content: str) -> str:
+    """The note in ``content`` as an edit sends it. Reads give a note's ``content`` as
+    its ``memory_line``; one sent back so, with its marker and dates, would otherwise
+    be stored with them and served with them twice."""
+    head = _LINE_HEAD.match(content)
+    if head is None:
+        return content
+    return _LINE_EVENT_DATE.sub("", content[head.end() :])
+
+
 def _window(seq: int | None, at: datetime | None) -> dict[str, Any] | None:
     return None if seq is None else {"seq": seq, "at": iso(at)}
 
@@ -154,6 +176,7 @@ def reflection_to_wire(reflection: Reflection, *, today: date) -> dict[str, Any]
     body = _memory_common(reflection, today=today)
     body["generation"] = reflection.generation
     body["sourceObservationIds"] = reflection.source_observation_ids
+    body["supersededBy"] = str(reflection.superseded_by_id) if reflection.superseded_by_id else None
     return body
 
 

@@ -53,6 +53,8 @@ from memory.models import (
     Observation,
     ObservationVersion,
     Pin,
+    Reflection,
+    ReflectionVersion,
     Workspace,
 )
 
@@ -184,10 +186,10 @@ def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> 
     """What hangs off the deleted rows by id rather than by a cascading foreign key: the
     redaction findings, the restricted originals (the unredacted text must not outlive
     its row), the scans of deleted messages, the pseudonym sightings (what holds a
-    pseudonym's value), the earlier versions of deleted observations, and the pins that
-    quote deleted messages (their foreign key is checked at commit, so they must go in
-    this transaction). Each table is first asked about the batch's few conversations,
-    which is cheap, and only searched by id if needed."""
+    pseudonym's value), the earlier versions of deleted observations and reflections,
+    and the pins that quote deleted messages (their foreign key is checked at commit, so
+    they must go in this transaction). Each table is first asked about the batch's few
+    conversations, which is cheap, and only searched by id if needed."""
     tables: list[tuple[str, type[Model], str, dict[str, str]]] = [
         ("redactionFindings", RedactionFinding, "target_id", {"target_type": tier.line_kind}),
         ("restrictedOriginals", RestrictedOriginal, "target_id", {"target_type": tier.line_kind}),
@@ -195,6 +197,8 @@ def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> 
     ]
     if tier.model is Observation:
         tables.append(("observationVersions", ObservationVersion, "observation_id", {}))
+    if tier.model is Reflection:
+        tables.append(("reflectionVersions", ReflectionVersion, "reflection_id", {}))
     if tier.model is Message:
         tables.append(("pins", Pin, "message", {}))
         tables.append(("messageScans", MessageScan, "message_id", {}))

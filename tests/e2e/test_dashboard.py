@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from memory import pipeline
-from memory.models import Observation, ObserverRun, Reflection
+from memory.models import Observation, ObserverRun, Reflection, ReflectorRun
 from memory.services import conversation_create
 from tests.dashboard.factories import chat, observe, reflect
 from tests.e2e.browser import sign_in
@@ -139,6 +139,56 @@ def test_edit_with_a_reason_then_revert_and_see_both_in_the_history(
     screenshot(page, "06-history-after-revert")
     observation.refresh_from_db()
     assert (observation.text, observation.version) == (original, 3)
+
+
+def test_a_corrected_observation_s_reflection_goes_stale_then_is_rederived(
+    open_page, member, workspace, screenshot
+):
+    conversation = conversation_create(workspace=workspace, user_id="dana", title="Refund")
+    chat(conversation)
+    observe(conversation)
+    reflect(conversation)
+    note = Observation.objects.get(conversation=conversation, text__contains="email")
+    [reflection] = [
+        r
+        for r in Reflection.objects.filter(conversation=conversation)
+        if str(note.pk) in r.source_observation_ids
+    ]
+    page = open_page()
+    sign_in(page, member("reviewer"))
+    page.goto(f"/conversations/{conversation.pk}/")
+    item = page.locator(f"#obs-{note.pk}")
+    item.get_by_role("link", name="Edit").click()
+    item.get_by_label("Text").fill("User prefers SMS over phone calls.")
+    item.get_by_label("Reason").fill("the customer wrote again")
+    item.get_by_role("button", name="Save").click()
+
+    # The reflections column reloads by itself: the reflection is no longer served.
+    page.wait_for_selector(f"#refl-{reflection.pk} >> text=stale, being re-derived")
+    assert "served while its reflection is re-derived" in item.inner_text()
+    page.locator(f"#refl-{reflection.pk}").scroll_into_view_if_needed()
+    screenshot(page, "11-reflection-stale")
+
+    run = ReflectorRun.objects.get(conversation=conversation, status="pending")
+    pipeline.reflector_run_execute(run_id=run.pk)  # the worker's part
+    # While one is stale the column polls: the new reflection appears without a reload.
+    page.wait_for_selector("#reflection-list >> text=User prefers SMS over phone calls")
+    assert "superseded" in page.locator(f"#refl-{reflection.pk}").inner_text()
+    # ... and the observation it stood in for is no longer served in its place.
+    page.wait_for_selector(f"#obs-{note.pk} .badge >> text=reflected")
+    assert "served while" not in page.locator(f"#obs-{note.pk}").inner_text()
+    page.locator(f"#refl-{reflection.pk}").scroll_into_view_if_needed()
+    screenshot(page, "12-reflection-rederived")
+
+    successor = Reflection.objects.get(status="active", text__contains="SMS")
+    new = page.locator(f"#refl-{successor.pk}")
+    new.get_by_role("link", name="Edit").click()
+    new.get_by_label("Text").fill("Customer wants texts, never calls.")
+    new.get_by_label("Reason").fill("clearer")
+    new.get_by_role("button", name="Save").click()
+    page.wait_for_selector(f"#refl-{successor.pk} .item-text >> text=never calls")
+    successor.refresh_from_db()
+    assert (successor.text, successor.version) == ("Customer wants texts, never calls.", 2)
 
 
 def test_adding_an_observation_inline(open_page, member, workspace):

@@ -35,12 +35,14 @@ from memory.models import (
     ObservationVersion,
     Pin,
     Reflection,
+    ReflectionVersion,
 )
 from memory.services import pin_create
 from tests.governance.test_retention_support import (
     ADMIN,
     conversation_with_tiers,
     days_ago,
+    earlier_reflection_version,
     earlier_version,
     events,
     ids_hash,
@@ -315,6 +317,10 @@ def test_what_hangs_off_deleted_rows_goes_with_them(workspace):
     for message in (old_message, new_message):
         redaction_traces(message, text="original")
     earlier_version(old_observation, text="before the edit")
+    old_reflection = conversation.reflections.get(created_at__lt=days_ago(90))
+    new_reflection = conversation.reflections.exclude(pk=old_reflection.pk).get()
+    for reflection in (old_reflection, new_reflection):
+        earlier_reflection_version(reflection, text="before the edit")
 
     _sweep(workspace)
 
@@ -322,6 +328,9 @@ def test_what_hangs_off_deleted_rows_goes_with_them(workspace):
     assert list(RestrictedOriginal.objects.values_list("target_id", flat=True)) == [new_message.pk]
     assert list(MessageScan.objects.values_list("message_id", flat=True)) == [new_message.pk]
     assert not ObservationVersion.objects.exists()
+    assert list(ReflectionVersion.objects.values_list("reflection_id", flat=True)) == [
+        new_reflection.pk
+    ]
     # The surviving observation is unlinked from its deleted reflection, not deleted.
     assert conversation.observations.count() == 1
     [message_batch] = [

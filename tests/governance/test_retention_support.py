@@ -18,6 +18,7 @@ from memory.models import (
     Observation,
     ObservationVersion,
     Reflection,
+    ReflectionVersion,
     Workspace,
 )
 from memory.services import MessageInput, conversation_create, messages_append
@@ -127,6 +128,20 @@ def redaction_traces(message: Message, *, text: str = "the original") -> None:
         target_type="message",
         target_id=message.pk,
         text=text,
+    )
+
+
+def earlier_reflection_version(reflection: Reflection, *, text: str = "earlier text") -> None:
+    """An edit's kept version of a reflection."""
+    ReflectionVersion.objects.create(
+        reflection_id=reflection.pk,
+        conversation_id=reflection.conversation_id,
+        version=1,
+        text=text,
+        priority="medium",
+        change="edit",
+        reason="typo",
+        changed_by="user:1",
     )
 
 

@@ -1,4 +1,5 @@
-"""Concurrent appends to one conversation on PostgreSQL: seq stays gapless and unique."""
+"""Concurrency on PostgreSQL: appends keep seq gapless and unique; a correction racing the
+Reflector never leaves the old words served."""
 
 from __future__ import annotations
 
@@ -71,3 +72,59 @@ def test_twenty_threads_appending_at_once_give_gapless_unique_seqs():
             block = [c for c in contents if c.startswith(f"t{thread_no} a{n} ")]
             first = contents.index(block[0])
             assert contents[first : first + len(block)] == block
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_racing_the_reflector_s_write_makes_what_it_wrote_stale(monkeypatch):
+    """The Reflector checks its inputs unchanged and locks them before it stores what it
+    made of them; an edit of one of them that arrives then waits for the write, and
+    then finds the new reflection built from the old text, and makes it stale."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://... (CI does)")
+    from core.actors import SYSTEM_ACTOR
+    from memory import pipeline
+    from memory.context import context_for_conversation
+    from memory.models import Observation, Reflection, ReflectorRun
+    from memory.services import observation_update
+    from tests.dashboard.factories import chat, observe
+
+    conversation = conversation_create(workspace=workspace_get_or_create(name="race"))
+    chat(conversation)
+    observe(conversation)
+    note = Observation.objects.get(conversation=conversation, text__contains="email")
+    errors: list[BaseException] = []
+
+    def edit() -> None:
+        try:
+            observation_update(
+                observation=note, actor=SYSTEM_ACTOR, reason="r", text="User prefers SMS."
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    editor = threading.Thread(target=edit)
+    check = pipeline._check_inputs_unchanged
+
+    def check_then_let_the_edit_in(*args: object) -> None:
+        check(*args)  # type: ignore[arg-type]
+        editor.start()
+        editor.join(timeout=0.5)
+        assert editor.is_alive(), "the edit should wait for the Reflector's write"
+
+    monkeypatch.setattr(pipeline, "_check_inputs_unchanged", check_then_let_the_edit_in)
+    run = pipeline.reflector_schedule(conversation=conversation, trigger="manual")
+    assert pipeline.reflector_run_execute(run_id=run.pk).run.status == "succeeded"
+    editor.join()
+
+    assert errors == []
+    [written] = [r for r in Reflection.objects.all() if str(note.pk) in r.source_observation_ids]
+    assert "email" in written.text and written.status == "stale"
+    conversation.refresh_from_db()
+    context = context_for_conversation(conversation=conversation, fmt="text").body.decode()
+    assert "email" not in context and "User prefers SMS." in context
+    correction = ReflectorRun.objects.get(conversation=conversation, status="pending")
+    monkeypatch.setattr(pipeline, "_check_inputs_unchanged", check)
+    assert pipeline.reflector_run_execute(run_id=correction.pk).run.status == "succeeded"
+    assert Reflection.objects.get(status="active", text__contains="SMS")

@@ -30,8 +30,16 @@ from core.actors import SYSTEM_ACTOR
 from memory import pipeline, services
 from memory import urls as memory_urls
 from memory.context import context_for_conversation
-from memory.models import Conversation, Message, Observation, Pin, PipelineRun
-from memory.services import observation_update
+from memory.models import (
+    Conversation,
+    Message,
+    Observation,
+    Pin,
+    PipelineRun,
+    Reflection,
+    ReflectionVersion,
+)
+from memory.services import observation_update, reflection_update
 from tests.memory.factories import ReflectionFactory
 
 OPENAPI_JSON = "application/vnd.oai.openapi+json"
@@ -204,6 +212,8 @@ class World:
     conversation: Conversation
     messages: list[Message]
     observation: Observation
+    reflection: Reflection
+    superseded: Reflection
     pin: Pin
     theirs: Conversation
     their_message: Message
@@ -225,6 +235,14 @@ class World:
             "mine": str(self.observation.id),
             "unknown": str(uuid.uuid4()),
             "malformed": "obs-1",
+        }[which]
+
+    def reflection_id(self, which: str) -> str:
+        return {
+            "mine": str(self.reflection.id),
+            "superseded": str(self.superseded.id),
+            "unknown": str(uuid.uuid4()),
+            "malformed": "refl-1",
         }[which]
 
     def pin_id(self, which: str) -> str:
@@ -257,6 +275,7 @@ class Case:
     client: str = "key"
     conversation: str = "mine"
     observation: str = "mine"
+    reflection: str = "mine"
     run: str = "mine"
     pin: str = "mine"
     label: str = ""
@@ -264,7 +283,8 @@ class Case:
     @property
     def id(self) -> str:
         route = self.path.removeprefix("/v1/conversations").replace("conversation_id", "c")
-        route = route.replace("observation_id", "o").replace("run_id", "r")
+        route = route.replace("observation_id", "o").replace("reflection_id", "rf")
+        route = route.replace("run_id", "r")
         route = route.replace("pin_id", "p") or "/"
         outcome = " ".join(part for part in (self.error, self.label) if part)
         return f"{self.method.upper()} {route} {self.status} {outcome}".strip()
@@ -274,6 +294,7 @@ class Case:
         path = self.path.format(
             conversation_id=world.conversation_id(self.conversation),
             observation_id=world.observation_id(self.observation),
+            reflection_id=world.reflection_id(self.reflection),
             run_id=world.run_id(self.run),
             pin_id=world.pin_id(self.pin),
         )
@@ -301,6 +322,9 @@ OBSERVATION = f"{CONVERSATION}/observations/{{observation_id}}"
 HISTORY = f"{OBSERVATION}/history"
 REVERT = f"{OBSERVATION}/revert"
 REFLECTIONS = f"{CONVERSATION}/reflections"
+REFLECTION = f"{CONVERSATION}/reflections/{{reflection_id}}"
+REFLECTION_HISTORY = f"{REFLECTION}/history"
+REFLECTION_REVERT = f"{REFLECTION}/revert"
 EXTRACTION = f"{CONVERSATION}/extraction-status"
 OBSERVE = f"{CONVERSATION}/observe"
 REFLECT = f"{CONVERSATION}/reflect"
@@ -326,6 +350,27 @@ def _edited_then_revert_body(world: World) -> dict[str, Any]:
         observation=world.observation, actor=SYSTEM_ACTOR, reason="typo", text="Edited."
     )
     return {"version": 1, "reason": "the edit was wrong"}
+
+
+def _reflection_edited_then_revert_body(world: World) -> dict[str, Any]:
+    reflection_update(
+        reflection=world.reflection, actor=SYSTEM_ACTOR, reason="typo", text="Edited."
+    )
+    return {"version": 1, "reason": "the edit was wrong"}
+
+
+def _superseded_with_a_version_body(world: World) -> dict[str, Any]:
+    ReflectionVersion.objects.create(
+        reflection_id=world.superseded.id,
+        conversation=world.conversation,
+        version=1,
+        text="before",
+        priority="medium",
+        change="edit",
+        reason="r",
+        changed_by="system:memdesk",
+    )
+    return {"version": 1, "reason": "back"}
 
 
 def _unauthenticated(method: str, path: str) -> list[Case]:
@@ -542,6 +587,21 @@ CASES: list[Case] = [
         200,
         body={"text": "User moves to Berlin in March.", "reason": "date was wrong"},
     ),
+    Case(
+        "patch",
+        OBSERVATION,
+        200,
+        body={"content": "User moves to Berlin in April.", "reason": "month was wrong"},
+        label="content",
+    ),
+    Case(
+        "patch",
+        OBSERVATION,
+        400,
+        "conflicting_fields",
+        "content",
+        body={"content": "Berlin in April.", "text": "Berlin in May.", "reason": "r"},
+    ),
     Case("patch", OBSERVATION, 400, "reason_required", "reason", body={"priority": "low"}),
     Case("patch", OBSERVATION, 400, "nothing_to_change", body={"reason": "no change"}),
     Case(
@@ -575,9 +635,98 @@ CASES: list[Case] = [
     # reflections, extraction status
     Case("get", REFLECTIONS, 200),
     Case("get", REFLECTIONS, 200, query={"status": "superseded"}, label="superseded"),
+    Case("get", REFLECTIONS, 200, query={"status": "stale"}, label="stale"),
     Case("get", REFLECTIONS, 400, "invalid_status", "status", query={"status": "reflected"}),
     *_not_found("get", REFLECTIONS),
     *_unauthenticated("get", REFLECTIONS),
+    Case("get", REFLECTION, 200),
+    Case("get", REFLECTION, 200, reflection="superseded", label="superseded"),
+    Case("get", REFLECTION, 400, "invalid_id", "reflectionId", reflection="malformed"),
+    Case("get", REFLECTION, 404, "not_found", reflection="unknown", label="reflection"),
+    *_not_found("get", REFLECTION),
+    *_unauthenticated("get", REFLECTION),
+    Case(
+        "patch",
+        REFLECTION,
+        200,
+        body={"content": "User moves to Berlin; order A-4417 goes there.", "reason": "clearer"},
+    ),
+    Case(
+        "patch",
+        REFLECTION,
+        200,
+        body={"text": "User moves to Berlin.", "reason": "shorter"},
+        label="text",
+    ),
+    Case("patch", REFLECTION, 400, "reason_required", "reason", body={"priority": "low"}),
+    Case("patch", REFLECTION, 400, "nothing_to_change", body={"reason": "no change"}),
+    Case(
+        "patch",
+        REFLECTION,
+        400,
+        "invalid_priority",
+        "priority",
+        body={"priority": "urgent", "reason": "r"},
+    ),
+    Case(
+        "patch",
+        REFLECTION,
+        400,
+        "conflicting_fields",
+        "content",
+        body={"content": "Berlin.", "text": "Paris.", "reason": "r"},
+    ),
+    Case(
+        "patch",
+        REFLECTION,
+        409,
+        "reflection_superseded",
+        reflection="superseded",
+        body={"priority": "low", "reason": "r"},
+    ),
+    Case("patch", REFLECTION, 404, "not_found", reflection="unknown", body={"reason": "r"}),
+    *_not_found("patch", REFLECTION, body={"text": "x", "reason": "r"}),
+    *_unauthenticated("patch", REFLECTION),
+    Case("delete", REFLECTION, 204, query={"reason": "wrong"}),
+    Case("delete", REFLECTION, 204, body={"reason": "in the body"}, label="reason in body"),
+    Case("delete", REFLECTION, 400, "reason_required", "reason"),
+    Case("delete", REFLECTION, 404, "not_found", reflection="unknown", query={"reason": "r"}),
+    *_not_found("delete", REFLECTION),
+    *_unauthenticated("delete", REFLECTION),
+    Case("get", REFLECTION_HISTORY, 200),
+    Case("get", REFLECTION_HISTORY, 400, "invalid_id", "reflectionId", reflection="malformed"),
+    Case("get", REFLECTION_HISTORY, 404, "not_found", reflection="unknown", label="reflection"),
+    *_not_found("get", REFLECTION_HISTORY),
+    *_unauthenticated("get", REFLECTION_HISTORY),
+    Case("post", REFLECTION_REVERT, 200, body=lambda w: _reflection_edited_then_revert_body(w)),
+    Case("post", REFLECTION_REVERT, 400, "reason_required", "reason", body={"version": 1}),
+    Case(
+        "post",
+        REFLECTION_REVERT,
+        400,
+        "unknown_version",
+        "version",
+        body={"version": 9, "reason": "x"},
+    ),
+    Case(
+        "post",
+        REFLECTION_REVERT,
+        400,
+        "invalid_request",
+        "version",
+        body={"version": "one"},
+    ),
+    Case(
+        "post",
+        REFLECTION_REVERT,
+        409,
+        "reflection_superseded",
+        reflection="superseded",
+        body=lambda w: _superseded_with_a_version_body(w),
+    ),
+    Case("post", REFLECTION_REVERT, 404, "not_found", reflection="unknown", label="reflection"),
+    *_not_found("post", REFLECTION_REVERT, body={"version": 1, "reason": "x"}),
+    *_unauthenticated("post", REFLECTION_REVERT),
     Case("get", EXTRACTION, 200),
     Case("get", EXTRACTION, 200, query={"limit": 2}, label="limit"),
     Case("get", EXTRACTION, 400, "invalid_limit", "limit", query={"limit": 500}),
@@ -738,12 +887,18 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
         observation=observation, actor=SYSTEM_ACTOR, reason="tagging", tags=["address", "move"]
     )
     observation.refresh_from_db()
-    ReflectionFactory(
+    successor = ReflectionFactory(
         conversation=conversation,
         engine="extractive",
         source_observation_ids=[str(observation.id)],
         window_start_seq=1,
         window_end_seq=2,
+    )
+    superseded = ReflectionFactory(
+        conversation=conversation,
+        status="superseded",
+        superseded_by=successor,
+        source_observation_ids=[str(observation.id)],
     )
     pin = services.pin_create(
         conversation=conversation, actor=SYSTEM_ACTOR, message_id=messages[3].id, start=0, end=6
@@ -783,6 +938,8 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
         conversation=conversation,
         messages=messages,
         observation=observation,
+        reflection=successor,
+        superseded=superseded,
         pin=pin,
         theirs=theirs,
         their_message=their_message,

@@ -1,0 +1,273 @@
+"""Reflections corrected through the API like observations: edit, re-prioritise, delete,
+history with diffs, revert, always with a reason; and the `content` / `text` rule of
+every edit."""
+
+from __future__ import annotations
+
+import pytest
+
+from governance.models import AuditEvent
+from memory.models import Observation, Reflection, ReflectionVersion
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+
+@pytest.fixture
+def conversation(api) -> str:
+    return api.post("/v1/conversations", {}, format="json").json()["id"]
+
+
+@pytest.fixture
+def source(conversation) -> Observation:
+    return ObservationFactory(
+        conversation_id=conversation, text="User prefers email.", status="reflected"
+    )
+
+
+@pytest.fixture
+def reflection(conversation, source) -> Reflection:
+    reflection = ReflectionFactory(
+        conversation_id=conversation,
+        text="User prefers email.",
+        source_observation_ids=[str(source.pk)],
+    )
+    Observation.objects.filter(pk=source.pk).update(reflection=reflection)
+    return reflection
+
+
+def _path(reflection: Reflection, action: str = "") -> str:
+    path = f"/v1/conversations/{reflection.conversation_id}/reflections/{reflection.pk}"
+    return f"{path}/{action}" if action else path
+
+
+def test_a_reflection_is_read_by_its_id(api, reflection):
+    body = api.get(_path(reflection)).json()
+    assert (body["id"], body["text"], body["status"], body["supersededBy"]) == (
+        str(reflection.pk),
+        "User prefers email.",
+        "active",
+        None,
+    )
+
+
+def test_an_edit_keeps_the_previous_version_with_a_diff_and_is_audited(api, reflection):
+    response = api.patch(
+        _path(reflection),
+        {"content": "User prefers SMS.", "priority": "high", "reason": "customer corrected us"},
+        format="json",
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["text"], body["priority"], body["version"]) == ("User prefers SMS.", "high", 2)
+    assert body["grounding"] is not None  # scored against its source observation again
+
+    history = api.get(_path(reflection, "history")).json()
+    assert history["current"]["text"] == "User prefers SMS."
+    [version] = history["versions"]
+    assert (version["version"], version["text"], version["priority"], version["change"]) == (
+        1,
+        "User prefers email.",
+        "medium",
+        "edit",
+    )
+    assert version["reason"] == "customer corrected us"
+    assert "-User prefers email." in version["diff"]
+    assert "+User prefers SMS." in version["diff"]
+    event = AuditEvent.objects.get(action="reflection.edit", target_id=str(reflection.pk))
+    assert (event.before["text"], event.after["text"], event.reason) == (
+        "User prefers email.",
+        "User prefers SMS.",
+        "customer corrected us",
+    )
+
+
+def test_changing_only_the_priority_is_a_reprioritisation(api, reflection):
+    response = api.patch(
+        _path(reflection), {"priority": "low", "reason": "old news"}, format="json"
+    )
+    assert response.json()["marker"] == "\N{LARGE GREEN CIRCLE}"
+    assert AuditEvent.objects.filter(action="reflection.reprioritise").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "action", "body"),
+    [
+        ("patch", "", {"text": "User prefers SMS."}),
+        ("patch", "", {"text": "User prefers SMS.", "reason": "   "}),
+        ("delete", "", None),
+        ("post", "revert", {"version": 1}),
+    ],
+)
+def test_every_change_without_a_reason_is_refused_and_changes_nothing(
+    api, reflection, method, action, body
+):
+    ReflectionVersion.objects.create(
+        reflection_id=reflection.pk,
+        conversation_id=reflection.conversation_id,
+        version=1,
+        text="earlier",
+        priority="low",
+        change="edit",
+        reason="r",
+        changed_by="user:1",
+    )
+    response = getattr(api, method)(_path(reflection, action), body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "reason_required",
+        "message": "A reason is required to change memory.",
+        "field": "reason",
+    }
+    reflection.refresh_from_db()
+    assert (reflection.text, reflection.version) == ("User prefers email.", 1)
+    assert ReflectionVersion.objects.count() == 1
+    assert not AuditEvent.objects.filter(action__startswith="reflection.").exists()
+
+
+def test_delete_keeps_the_last_version_and_takes_the_reason_from_the_query(api, reflection):
+    assert api.delete(f"{_path(reflection)}?reason=duplicate").status_code == 204
+    assert not Reflection.objects.filter(pk=reflection.pk).exists()
+    kept = ReflectionVersion.objects.get(reflection_id=reflection.pk)
+    assert (kept.change, kept.text, kept.reason) == ("delete", "User prefers email.", "duplicate")
+    assert AuditEvent.objects.get(action="reflection.delete").reason == "duplicate"
+    assert api.get(_path(reflection)).status_code == 404
+
+
+def test_revert_restores_an_earlier_version_as_a_new_one(api, reflection):
+    api.patch(_path(reflection), {"text": "User prefers SMS.", "reason": "r"}, format="json")
+    response = api.post(
+        _path(reflection, "revert"), {"version": 1, "reason": "the edit was wrong"}, format="json"
+    )
+    assert response.status_code == 200
+    assert (response.json()["text"], response.json()["version"]) == ("User prefers email.", 3)
+    changes = [v["change"] for v in api.get(_path(reflection, "history")).json()["versions"]]
+    assert changes == ["edit", "revert"]
+    event = AuditEvent.objects.get(action="reflection.revert")
+    assert (event.after["revertedTo"], event.reason) == (1, "the edit was wrong")
+
+    unknown = api.post(_path(reflection, "revert"), {"version": 7, "reason": "x"}, format="json")
+    assert unknown.status_code == 400
+    assert unknown.json()["message"] == "This reflection has no earlier version 7."
+
+
+def test_another_workspace_s_reflection_is_not_found(api, other_api, reflection):
+    for method, action, body in [
+        ("get", "", None),
+        ("patch", "", {"text": "x", "reason": "r"}),
+        ("delete", "", {"reason": "r"}),
+        ("get", "history", None),
+        ("post", "revert", {"version": 1, "reason": "r"}),
+    ]:
+        response = getattr(other_api, method)(_path(reflection, action), body, format="json")
+        assert response.status_code == 404, (method, action)
+        assert response.json()["error"] == "not_found"
+    reflection.refresh_from_db()
+    assert reflection.version == 1
+
+
+def test_a_reflection_of_another_conversation_is_not_found_through_this_one(
+    api, conversation, reflection
+):
+    other = api.post("/v1/conversations", {}, format="json").json()["id"]
+    path = f"/v1/conversations/{other}/reflections/{reflection.pk}"
+    assert api.patch(path, {"text": "x", "reason": "r"}, format="json").status_code == 404
+    assert api.delete(f"{path}?reason=r").status_code == 404
+    assert Reflection.objects.filter(pk=reflection.pk, version=1).exists()
+
+
+def test_a_superseded_reflection_is_history_it_names_what_replaced_it(api, reflection):
+    successor = ReflectionFactory(conversation_id=reflection.conversation_id)
+    Reflection.objects.filter(pk=reflection.pk).update(status="superseded", superseded_by=successor)
+    response = api.patch(_path(reflection), {"priority": "low", "reason": "r"}, format="json")
+    assert response.status_code == 409
+    assert response.json()["error"] == "reflection_superseded"
+    assert str(successor.pk) in response.json()["message"]
+    assert api.get(_path(reflection)).json()["supersededBy"] == str(successor.pk)
+    # It may still be deleted (say it held something that must go).
+    assert api.delete(f"{_path(reflection)}?reason=held a typo'd name").status_code == 204
+
+
+def test_stale_reflections_are_listed_by_status(api, conversation, reflection, source):
+    api.patch(
+        f"/v1/conversations/{conversation}/observations/{source.pk}",
+        {"content": "User prefers SMS.", "reason": "r"},
+        format="json",
+    )
+    listed = api.get(f"/v1/conversations/{conversation}/reflections?status=stale").json()
+    assert [r["id"] for r in listed["reflections"]] == [str(reflection.pk)]
+    assert api.get(f"/v1/conversations/{conversation}/reflections?status=active").json() == {
+        "reflections": []
+    }
+
+
+# --- content and text -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def observation(api, conversation) -> dict:
+    return api.post(
+        f"/v1/conversations/{conversation}/observations",
+        {"text": "User prefers email.", "priority": "medium"},
+        format="json",
+    ).json()
+
+
+def _observation_path(conversation: str, observation: dict) -> str:
+    return f"/v1/conversations/{conversation}/observations/{observation['id']}"
+
+
+def test_an_edit_takes_content_the_name_reads_use(api, conversation, observation):
+    response = api.patch(
+        _observation_path(conversation, observation),
+        {"content": "User prefers SMS.", "reason": "r"},
+        format="json",
+    )
+    assert response.status_code == 200
+    assert response.json()["text"] == "User prefers SMS."
+
+
+def test_content_sent_back_as_read_is_stored_without_its_marker_and_dates(
+    api, conversation, observation, reflection
+):
+    for path, read in [
+        (_observation_path(conversation, observation), observation),
+        (_path(reflection), api.get(_path(reflection)).json()),
+    ]:
+        line = read["content"]
+        assert line.startswith("\N{LARGE YELLOW CIRCLE} ") and line.endswith("User prefers email.")
+        edited = line.replace("email", "SMS")
+        response = api.patch(path, {"content": edited, "reason": "r"}, format="json")
+        assert response.json()["text"] == "User prefers SMS.", path
+        assert response.json()["content"] == edited
+
+
+def test_content_and_text_together_must_agree(api, conversation, observation, reflection):
+    for path in (_observation_path(conversation, observation), _path(reflection)):
+        same = api.patch(
+            path,
+            {"content": "User prefers SMS.", "text": "User prefers SMS.", "reason": "r"},
+            format="json",
+        )
+        assert same.status_code == 200
+        different = api.patch(
+            path,
+            {"content": "User prefers letters.", "text": "User prefers fax.", "reason": "r"},
+            format="json",
+        )
+        assert different.status_code == 400
+        assert different.json()["error"] == "conflicting_fields"
+        assert different.json()["field"] == "content"
+        assert "content and text" in different.json()["message"]
+    assert Observation.objects.get(pk=observation["id"]).text == "User prefers SMS."
+    reflection.refresh_from_db()
+    assert (reflection.text, reflection.version) == ("User prefers SMS.", 2)
+
+
+def test_empty_content_is_refused_by_its_own_name(api, conversation, observation):
+    response = api.patch(
+        _observation_path(conversation, observation),
+        {"content": "  ", "reason": "r"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert (response.json()["error"], response.json()["field"]) == ("empty_text", "content")
+    assert Observation.objects.get(pk=observation["id"]).version == 1
