@@ -21,6 +21,9 @@ class Actor:
     type: str
     id: str
     role: str = ""
+    # What a person reading the audit trail knows it by (an API key's name); ``id`` is
+    # what stays stable.
+    name: str = ""
     request_id: str = ""
     ip_address: str | None = None
 

@@ -11,13 +11,13 @@ from typing import Any, ClassVar, cast
 
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
 from core.actors import Actor, ActorType
-from core.auth import AdminKeyRequired
+from core.auth import RequiresScope
 from core.errors import MemdeskError
 from core.paging import PAGE_LIMIT_DEFAULT, parse_limit
 from memory.models import ApiKey, Workspace
@@ -144,7 +144,17 @@ ERRORS = {
     403: OpenApiResponse(ErrorOut, description="X-Workspace-Id is not the key's workspace."),
     404: OpenApiResponse(ErrorOut, description="No such object in this workspace."),
 }
-ADMIN_ERRORS = {**ERRORS, 403: OpenApiResponse(ErrorOut, description="Needs an admin API key.")}
+
+
+def errors_needing(scope: str) -> dict[int, OpenApiResponse]:
+    """The error responses of a route that needs ``scope``."""
+    description = f"Needs a {scope} API key (or a higher scope), or X-Workspace-Id is wrong."
+    return {**ERRORS, 403: OpenApiResponse(ErrorOut, description=description)}
+
+
+CURATOR_ERRORS = errors_needing(ApiKey.Scope.CURATOR)
+COMPLIANCE_ERRORS = errors_needing(ApiKey.Scope.COMPLIANCE)
+ADMIN_ERRORS = errors_needing(ApiKey.Scope.ADMIN)
 
 
 class ApiView(APIView):
@@ -153,6 +163,16 @@ class ApiView(APIView):
 
     # Service field names that the wire spells otherwise than in camelCase.
     wire_fields: ClassVar[dict[str, str]] = {}
+
+    # The least key scope each HTTP method needs; a method not named needs
+    # ``required_scope``.
+    required_scope: ClassVar[str] = ApiKey.Scope.AGENT
+    required_scopes: ClassVar[dict[str, str]] = {}
+
+    def get_permissions(self) -> list[BasePermission]:
+        method = (self.request.method or "GET").upper()
+        scope = self.required_scopes.get(method, self.required_scope)
+        return [IsAuthenticated(), RequiresScope(scope)]
 
     @property
     def api_key(self) -> ApiKey:
@@ -169,10 +189,12 @@ class ApiView(APIView):
             type=ActorType.API_KEY,
             id=str(self.api_key.pk),
             role=self.api_key.scope,
+            name=self.api_key.name or self.api_key.prefix,
             request_id=request.headers.get("X-Request-Id", "")[:100] or uuid.uuid4().hex,
             ip_address=request.META.get("REMOTE_ADDR"),
         )
 
 
-class AdminApiView(ApiView):
-    permission_classes = [IsAuthenticated, AdminKeyRequired]
+class ComplianceApiView(ApiView):
+    # Governance routes: audit, retention, erasure, holds, redaction review, originals.
+    required_scope = ApiKey.Scope.COMPLIANCE

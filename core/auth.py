@@ -70,11 +70,17 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignor
         }
 
 
-class AdminKeyRequired(permissions.BasePermission):
-    """Only admin-scope keys: policies, audit log and restricted data are not for agents."""
+class RequiresScope(permissions.BasePermission):
+    """The calling key's scope must include ``scope`` (agent < curator < compliance <
+    admin); the 403 names the scope needed and how to get a key that has it."""
 
-    message = "This route needs an admin API key (create one with create_api_key --admin)."
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        self.message = (
+            f"This route needs a {scope} API key or a higher scope "
+            f"(create one with create_api_key --scope {scope})."
+        )
 
     def has_permission(self, request: Request, view: Any) -> bool:
         api_key = request.auth
-        return isinstance(api_key, ApiKey) and api_key.scope == ApiKey.Scope.ADMIN
+        return isinstance(api_key, ApiKey) and api_key.grants(self.scope)

@@ -190,7 +190,9 @@ class ApiKeyCreateForm(forms.Form):
         label="Scope",
         choices=ApiKey.Scope.choices,
         initial=ApiKey.Scope.AGENT,
-        help_text="agent: conversations and memory. admin: also the audit log and policy routes.",
+        help_text="agent: conversations, messages, context, search, observe and reflect. "
+        "curator: also edits memory. compliance: also the governance routes (audit log, "
+        "retention, erasure, holds, redaction). admin: everything, settings included.",
     )
 
 

@@ -4,18 +4,18 @@ and shape the answer; the services own every rule."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
     ADMIN_ERRORS,
+    CURATOR_ERRORS,
     ERRORS,
     ApiView,
     ErrorOut,
@@ -27,7 +27,6 @@ from core.api import (
     text_field,
     validated,
 )
-from core.auth import AdminKeyRequired
 from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
 from governance.gates import conversations_with_pii, reidentifier_for_api
@@ -40,7 +39,7 @@ from memory.context import (
     reidentify_items,
 )
 from memory.metrics import pipeline_metrics
-from memory.models import AnyRun, Conversation, Message, Observation, Pin, Reflection
+from memory.models import AnyRun, ApiKey, Conversation, Message, Observation, Pin, Reflection
 from memory.wire import (
     conversation_to_wire,
     message_to_wire,
@@ -440,6 +439,8 @@ class ContextGetApi(MemoryApi):
 
 
 class ObservationListCreateApi(MemoryApi):
+    required_scopes: ClassVar[dict[str, str]] = {"POST": ApiKey.Scope.CURATOR}
+
     @extend_schema(
         operation_id="observations_list",
         parameters=[OpenApiParameter("status", str, enum=["active", "reflected"])],
@@ -463,7 +464,7 @@ class ObservationListCreateApi(MemoryApi):
     @extend_schema(
         operation_id="observations_create",
         request=ObservationCreateIn,
-        responses={201: out.ObservationOut, **ERRORS},
+        responses={201: out.ObservationOut, **CURATOR_ERRORS},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
@@ -484,6 +485,11 @@ class ObservationListCreateApi(MemoryApi):
 
 
 class ObservationDetailApi(MemoryApi):
+    required_scopes: ClassVar[dict[str, str]] = {
+        "PATCH": ApiKey.Scope.CURATOR,
+        "DELETE": ApiKey.Scope.CURATOR,
+    }
+
     @extend_schema(operation_id="observations_get", responses={200: out.ObservationOut, **ERRORS})
     def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = selectors.observation_get(
@@ -495,7 +501,7 @@ class ObservationDetailApi(MemoryApi):
     @extend_schema(
         operation_id="observations_update",
         request=MemoryUpdateIn,
-        responses={200: out.ObservationOut, **ERRORS},
+        responses={200: out.ObservationOut, **CURATOR_ERRORS},
         description="Edit the text (`content`, or `text`), priority, event date or tags. "
         "`reason` is required. Reflections built from the observation stop being served "
         "at once (its current version is served in their place) and are re-derived.",
@@ -520,7 +526,7 @@ class ObservationDetailApi(MemoryApi):
         operation_id="observations_delete",
         parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
         request=ReasonIn,
-        responses={204: None, **ERRORS},
+        responses={204: None, **CURATOR_ERRORS},
         description="Delete the observation; its last version stays in its history. "
         "Reflections built from it stop being served at once and are re-derived from "
         "their other sources.",
@@ -577,10 +583,12 @@ class MemoryRevertIn(serializers.Serializer):
 
 
 class ObservationRevertApi(MemoryApi):
+    required_scope = ApiKey.Scope.CURATOR
+
     @extend_schema(
         operation_id="observations_revert",
         request=MemoryRevertIn,
-        responses={200: out.ObservationOut, **ERRORS},
+        responses={200: out.ObservationOut, **CURATOR_ERRORS},
         description="Restore an earlier version. `reason` is required; the revert is "
         "itself a new version and is audited.",
     )
@@ -628,6 +636,11 @@ REFLECTION_CONFLICT = {
 
 
 class ReflectionDetailApi(MemoryApi):
+    required_scopes: ClassVar[dict[str, str]] = {
+        "PATCH": ApiKey.Scope.CURATOR,
+        "DELETE": ApiKey.Scope.CURATOR,
+    }
+
     @extend_schema(operation_id="reflections_get", responses={200: out.ReflectionOut, **ERRORS})
     def get(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         reflection = selectors.reflection_get(
@@ -639,7 +652,7 @@ class ReflectionDetailApi(MemoryApi):
     @extend_schema(
         operation_id="reflections_update",
         request=MemoryUpdateIn,
-        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **ERRORS},
+        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **CURATOR_ERRORS},
         description="Edit the text (`content`, or `text`), priority, event date or tags. "
         "`reason` is required. The edit is served at once; a stale reflection that is "
         "edited is active again, and stays as edited until one of its sources changes.",
@@ -664,7 +677,7 @@ class ReflectionDetailApi(MemoryApi):
         operation_id="reflections_delete",
         parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
         request=ReasonIn,
-        responses={204: None, **ERRORS},
+        responses={204: None, **CURATOR_ERRORS},
         description="Delete the reflection: what it says leaves the context at once. Its "
         "last version stays in its history. Its source observations stay stored and are "
         "not served in its place; the Reflector does not bring it back.",
@@ -698,10 +711,12 @@ class ReflectionHistoryApi(MemoryApi):
 
 
 class ReflectionRevertApi(MemoryApi):
+    required_scope = ApiKey.Scope.CURATOR
+
     @extend_schema(
         operation_id="reflections_revert",
         request=MemoryRevertIn,
-        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **ERRORS},
+        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **CURATOR_ERRORS},
         description="Restore an earlier version. `reason` is required; the revert is "
         "itself a new version and is audited.",
     )
@@ -720,6 +735,8 @@ class ReflectionRevertApi(MemoryApi):
 
 
 class PinListCreateApi(MemoryApi):
+    required_scopes: ClassVar[dict[str, str]] = {"POST": ApiKey.Scope.CURATOR}
+
     @extend_schema(
         operation_id="pins_list",
         responses={200: out.PinListOut, **ERRORS},
@@ -732,7 +749,7 @@ class PinListCreateApi(MemoryApi):
     @extend_schema(
         operation_id="pins_create",
         request=PinCreateIn,
-        responses={201: out.PinOut, **ERRORS},
+        responses={201: out.PinOut, **CURATOR_ERRORS},
         description="Pin a verbatim quote of one message of this conversation: all of it, or "
         "the characters start..end (end exclusive). Pins are served first in every context "
         "format, never condensed and never trimmed by max_tokens.",
@@ -752,11 +769,13 @@ class PinListCreateApi(MemoryApi):
 
 
 class PinDetailApi(MemoryApi):
+    required_scopes: ClassVar[dict[str, str]] = {"DELETE": ApiKey.Scope.CURATOR}
+
     @extend_schema(
         operation_id="pins_delete",
         parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
         request=ReasonIn,
-        responses={204: None, **ERRORS},
+        responses={204: None, **CURATOR_ERRORS},
         description="Unpin. `reason` is required; the audit event keeps the quote.",
     )
     def delete(self, request: Request, conversation_id: str, pin_id: str) -> Response:
@@ -858,12 +877,9 @@ class MetricsApi(MemoryApi):
 
 
 class WorkspaceSettingsApi(ApiView):
-    def get_permissions(self) -> list[BasePermission]:
-        # Any key reads the settings (an agent may want to know how much detail its
-        # memory keeps); only admin keys change them.
-        if self.request.method == "PATCH":
-            return [IsAuthenticated(), AdminKeyRequired()]
-        return [IsAuthenticated()]
+    # Any key reads the settings (an agent may want to know how much detail its memory
+    # keeps); only admin keys change them.
+    required_scopes: ClassVar[dict[str, str]] = {"PATCH": ApiKey.Scope.ADMIN}
 
     @extend_schema(
         operation_id="workspace_settings_get",

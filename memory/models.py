@@ -57,7 +57,10 @@ class ApiKey(models.Model):
     """
 
     class Scope(models.TextChoices):
+        # In order of rights: each scope may do everything the ones before it may.
         AGENT = "agent", "agent"
+        CURATOR = "curator", "curator"
+        COMPLIANCE = "compliance", "compliance"
         ADMIN = "admin", "admin"
 
     PREFIX_LENGTH = 11  # "md_" + 8 characters, shown in lists to tell keys apart
@@ -81,6 +84,12 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    def grants(self, scope: str) -> bool:
+        """Whether this key may do what ``scope`` may: scopes are ordered, each one
+        including the rights of those before it."""
+        order = list(ApiKey.Scope.values)
+        return order.index(self.scope) >= order.index(scope)
 
     # DRF's IsAuthenticated asks the request's principal; for the agent API it is the key.
     is_authenticated = True

@@ -19,7 +19,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from core.actors import Actor
+from core.actors import Actor, ActorType
 from core.errors import MemdeskError
 from core.paging import parse_uuid
 from governance.audit import audit_record, require_reason
@@ -186,12 +186,23 @@ def conversation_create(
     )
 
 
+AGENT_DELETE_REASON = "deleted by agent"
+
+
 def conversation_delete(
     *, conversation: Conversation, actor: Actor, reason: str = ""
 ) -> dict[str, Any]:
-    """Delete a conversation and every tier under it, leaving a receipt in the audit trail."""
+    """Delete a conversation and every tier under it, leaving a receipt in the audit trail.
+
+    An agent-scope key needs no reason, but its deletes are told apart from a person's in
+    the trail: the reason starts "deleted by agent" and the event names the key.
+    """
     if actor.is_human and not reason.strip():
         raise MemdeskError("reason_required", "Deleting memory needs a reason.", field="reason")
+    deleted_by: dict[str, Any] | None = None
+    if actor.type == ActorType.API_KEY and actor.role == ApiKey.Scope.AGENT:
+        reason = AGENT_DELETE_REASON + (f": {reason.strip()}" if reason.strip() else "")
+        deleted_by = {"deletedBy": {"apiKey": actor.name, "apiKeyId": actor.id}}
     with transaction.atomic():
         # Locked first: placing a legal hold takes the same lock, so the check below
         # cannot miss a hold placed at the same moment. A hold overrides everything.
@@ -212,6 +223,7 @@ def conversation_delete(
             target_type="conversation",
             target_id=str(conversation.pk),
             before={"userId": conversation.user_id, "title": conversation.title, "counts": counts},
+            after=deleted_by,
             reason=reason,
         )
         pseudonyms = conversation_pseudonyms(conversation_id=conversation.pk)

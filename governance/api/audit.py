@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ADMIN_ERRORS, AdminApiView, limit_field, query_params
+from core.api import COMPLIANCE_ERRORS, ComplianceApiView, limit_field, query_params
 from governance.api.api_schema import AuditPageOut, ChainReportOut
 from governance.selectors import audit_chain_verify, audit_event_list, audit_export_lines
 
@@ -40,7 +40,7 @@ class AuditPageQuery(AuditFilterQuery):
     cursor = serializers.CharField(required=False)
 
 
-class AuditEventListApi(AdminApiView):
+class AuditEventListApi(ComplianceApiView):
     @extend_schema(
         operation_id="audit_events_list",
         parameters=[
@@ -48,7 +48,7 @@ class AuditEventListApi(AdminApiView):
             OpenApiParameter("limit", int, description="1..200, default 50"),
             OpenApiParameter("cursor", str, description="next_cursor of the previous page"),
         ],
-        responses={200: AuditPageOut, **ADMIN_ERRORS},
+        responses={200: AuditPageOut, **COMPLIANCE_ERRORS},
         description="Newest first.",
     )
     def get(self, request: Request) -> Response:
@@ -65,7 +65,7 @@ class AuditEventListApi(AdminApiView):
         )
 
 
-class AuditEventExportApi(AdminApiView):
+class AuditEventExportApi(ComplianceApiView):
     @extend_schema(
         operation_id="audit_events_export",
         parameters=FILTERS,
@@ -73,7 +73,7 @@ class AuditEventExportApi(AdminApiView):
             (200, "application/x-ndjson"): OpenApiResponse(
                 str, description="One event per line (JSON Lines), oldest first."
             ),
-            **ADMIN_ERRORS,
+            **COMPLIANCE_ERRORS,
         },
     )
     def get(self, request: Request) -> StreamingHttpResponse:
@@ -88,10 +88,10 @@ class AuditEventExportApi(AdminApiView):
         return response
 
 
-class AuditVerifyApi(AdminApiView):
+class AuditVerifyApi(ComplianceApiView):
     @extend_schema(
         operation_id="audit_verify",
-        responses={200: ChainReportOut, **ADMIN_ERRORS},
+        responses={200: ChainReportOut, **COMPLIANCE_ERRORS},
         description=(
             "Walk this workspace's keyed hash chain, compare it with the signed checkpoints "
             "kept outside the database, and report the first broken event in plain words."

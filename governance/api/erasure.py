@@ -8,8 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
-    ADMIN_ERRORS,
-    AdminApiView,
+    COMPLIANCE_ERRORS,
+    ComplianceApiView,
     LimitQuery,
     StrictCharField,
     query_params,
@@ -34,7 +34,7 @@ class ErasureRequestIn(serializers.Serializer):
     reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
 
 
-class ErasureRequestListCreateApi(AdminApiView):
+class ErasureRequestListCreateApi(ComplianceApiView):
     wire_fields = {"end_user_id": "userId"}
 
     @extend_schema(
@@ -42,7 +42,7 @@ class ErasureRequestListCreateApi(AdminApiView):
         parameters=[
             OpenApiParameter("limit", int, description="1..200, default 50; newest first.")
         ],
-        responses={200: ErasureRequestListOut, **ADMIN_ERRORS},
+        responses={200: ErasureRequestListOut, **COMPLIANCE_ERRORS},
     )
     def get(self, request: Request) -> Response:
         limit = query_params(LimitQuery, request)["limit"]
@@ -57,7 +57,7 @@ class ErasureRequestListCreateApi(AdminApiView):
             409: OpenApiResponse(
                 ErasureRefusedOut, description="A legal hold covers the end user."
             ),
-            **ADMIN_ERRORS,
+            **COMPLIANCE_ERRORS,
         },
         description="Erase every tier of one end user's memory (right to be forgotten). "
         "Runs in the background: follow it with GET /v1/erasure-requests/{id}.",
@@ -77,9 +77,9 @@ class ErasureRequestListCreateApi(AdminApiView):
         return Response(erasure_request_to_wire(erasure), status=202)
 
 
-class ErasureRequestDetailApi(AdminApiView):
+class ErasureRequestDetailApi(ComplianceApiView):
     @extend_schema(
-        operation_id="erasure_requests_get", responses={200: ErasureRequestOut, **ADMIN_ERRORS}
+        operation_id="erasure_requests_get", responses={200: ErasureRequestOut, **COMPLIANCE_ERRORS}
     )
     def get(self, request: Request, request_id: str) -> Response:
         erasure = selectors.erasure_request_get(workspace=self.workspace, request_id=request_id)

@@ -8,8 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
-    ADMIN_ERRORS,
-    AdminApiView,
+    COMPLIANCE_ERRORS,
+    ComplianceApiView,
     ReasonIn,
     StrictCharField,
     limit_field,
@@ -37,7 +37,7 @@ class LegalHoldListQuery(serializers.Serializer):
     limit = limit_field()
 
 
-class LegalHoldListCreateApi(AdminApiView):
+class LegalHoldListCreateApi(ComplianceApiView):
     wire_fields = {"end_user_id": "userId"}
 
     @extend_schema(
@@ -52,7 +52,7 @@ class LegalHoldListCreateApi(AdminApiView):
             OpenApiParameter("userId", str, description="Holds placed on this end user."),
             OpenApiParameter("limit", int, description="1..200, default 50; newest first."),
         ],
-        responses={200: LegalHoldListOut, **ADMIN_ERRORS},
+        responses={200: LegalHoldListOut, **COMPLIANCE_ERRORS},
     )
     def get(self, request: Request) -> Response:
         query = query_params(LegalHoldListQuery, request)
@@ -67,7 +67,7 @@ class LegalHoldListCreateApi(AdminApiView):
     @extend_schema(
         operation_id="legal_holds_place",
         request=LegalHoldPlaceIn,
-        responses={201: LegalHoldOut, **ADMIN_ERRORS},
+        responses={201: LegalHoldOut, **COMPLIANCE_ERRORS},
         description="Hold one conversation (conversationId) or every conversation of one "
         "end user, present and future (userId), against retention, deletion and erasure. "
         "`reason` is required.",
@@ -89,18 +89,20 @@ class LegalHoldListCreateApi(AdminApiView):
         return Response(legal_hold_to_wire(hold), status=201)
 
 
-class LegalHoldDetailApi(AdminApiView):
-    @extend_schema(operation_id="legal_holds_get", responses={200: LegalHoldOut, **ADMIN_ERRORS})
+class LegalHoldDetailApi(ComplianceApiView):
+    @extend_schema(
+        operation_id="legal_holds_get", responses={200: LegalHoldOut, **COMPLIANCE_ERRORS}
+    )
     def get(self, request: Request, hold_id: str) -> Response:
         hold = selectors.legal_hold_get(workspace=self.workspace, hold_id=hold_id)
         return Response(legal_hold_to_wire(hold))
 
 
-class LegalHoldReleaseApi(AdminApiView):
+class LegalHoldReleaseApi(ComplianceApiView):
     @extend_schema(
         operation_id="legal_holds_release",
         request=ReasonIn,
-        responses={200: LegalHoldOut, 409: RETENTION_CONFLICT, **ADMIN_ERRORS},
+        responses={200: LegalHoldOut, 409: RETENTION_CONFLICT, **COMPLIANCE_ERRORS},
         description="Release the hold; `reason` is required. Retention and deletion apply "
         "again to what it covered (unless another hold covers it too).",
     )

@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
-    ADMIN_ERRORS,
+    COMPLIANCE_ERRORS,
     ERRORS,
-    AdminApiView,
     ApiView,
+    ComplianceApiView,
     ErrorOut,
     limit_field,
     query_params,
     text_field,
     validated,
 )
-from core.auth import AdminKeyRequired
 from core.errors import MemdeskError
 from governance import pseudonyms, redaction, redaction_policy, review, selectors
 from governance.api.api_schema import (
@@ -147,15 +145,15 @@ class DismissIn(ReviewIn):
 
 
 class RedactionPolicyApi(ApiView):
-    def get_permissions(self) -> list[BasePermission]:
-        # Any key reads the policy; only admin keys change it.
-        if self.request.method in ("PUT", "PATCH"):
-            return [IsAuthenticated(), AdminKeyRequired()]
-        return [IsAuthenticated()]
+    # Any key reads the policy; compliance keys and above change it.
+    required_scopes: ClassVar[dict[str, str]] = {
+        "PUT": ApiKey.Scope.COMPLIANCE,
+        "PATCH": ApiKey.Scope.COMPLIANCE,
+    }
 
     @property
-    def is_admin(self) -> bool:
-        return self.api_key.scope == ApiKey.Scope.ADMIN
+    def may_govern(self) -> bool:
+        return self.api_key.grants(ApiKey.Scope.COMPLIANCE)
 
     @extend_schema(
         operation_id="redaction_policy_get",
@@ -165,7 +163,7 @@ class RedactionPolicyApi(ApiView):
     )
     def get(self, request: Request) -> Response:
         policy = redaction_policy.redaction_policy_get_or_create(workspace_id=self.workspace.pk)
-        return Response(redaction_policy_to_wire(policy, admin=self.is_admin))
+        return Response(redaction_policy_to_wire(policy, admin=self.may_govern))
 
     def _write(self, request: Request, *, replace: bool) -> Response:
         data = validated(RedactionPolicyIn, request.data)
@@ -186,9 +184,9 @@ class RedactionPolicyApi(ApiView):
     @extend_schema(
         operation_id="redaction_policy_replace",
         request=RedactionPolicyIn,
-        responses={200: RedactionPolicyOut, **ADMIN_ERRORS},
+        responses={200: RedactionPolicyOut, **COMPLIANCE_ERRORS},
         description="Replace the policy: fields left out return to their defaults. "
-        "Admin keys only; audited; bumps version.",
+        "Compliance keys and above; audited; bumps version.",
     )
     def put(self, request: Request) -> Response:
         return self._write(request, replace=True)
@@ -196,8 +194,8 @@ class RedactionPolicyApi(ApiView):
     @extend_schema(
         operation_id="redaction_policy_update",
         request=RedactionPolicyIn,
-        responses={200: RedactionPolicyOut, **ADMIN_ERRORS},
-        description="Change the fields given. Admin keys only; audited; bumps version.",
+        responses={200: RedactionPolicyOut, **COMPLIANCE_ERRORS},
+        description="Change the fields given. Compliance keys and above; audited; bumps version.",
     )
     def patch(self, request: Request) -> Response:
         return self._write(request, replace=False)
@@ -254,7 +252,7 @@ class FindingListQuery(serializers.Serializer):
     cursor = serializers.CharField(required=False)
 
 
-class RedactionFindingListApi(AdminApiView):
+class RedactionFindingListApi(ComplianceApiView):
     @extend_schema(
         operation_id="redaction_findings_list",
         parameters=[
@@ -268,7 +266,7 @@ class RedactionFindingListApi(AdminApiView):
             OpenApiParameter("limit", int, description="1..200, default 50."),
             OpenApiParameter("cursor", str, description="next_cursor of the previous page."),
         ],
-        responses={200: FindingPageOut, **ADMIN_ERRORS},
+        responses={200: FindingPageOut, **COMPLIANCE_ERRORS},
         description="Newest first. Findings never carry the value found.",
     )
     def get(self, request: Request) -> Response:
@@ -285,11 +283,11 @@ class RedactionFindingListApi(AdminApiView):
         )
 
 
-class RedactionFindingApproveApi(AdminApiView):
+class RedactionFindingApproveApi(ComplianceApiView):
     @extend_schema(
         operation_id="redaction_findings_approve",
         request=ReviewIn,
-        responses={200: FindingOut, **ADMIN_ERRORS, **REDACTION_CONFLICT},
+        responses={200: FindingOut, **COMPLIANCE_ERRORS, **REDACTION_CONFLICT},
         description="Redact the value of a finding pending review. Audited.",
     )
     def post(self, request: Request, finding_id: str) -> Response:
@@ -303,11 +301,11 @@ class RedactionFindingApproveApi(AdminApiView):
         return Response(finding_to_wire(approved))
 
 
-class RedactionFindingDismissApi(AdminApiView):
+class RedactionFindingDismissApi(ComplianceApiView):
     @extend_schema(
         operation_id="redaction_findings_dismiss",
         request=DismissIn,
-        responses={200: FindingOut, **ADMIN_ERRORS, **REDACTION_CONFLICT},
+        responses={200: FindingOut, **COMPLIANCE_ERRORS, **REDACTION_CONFLICT},
         description="Keep the value of a finding pending review; addToAllowList adds the "
         "value to the policy's allow list (a policy change: audited, version bumped).",
     )
@@ -325,10 +323,10 @@ class RedactionFindingDismissApi(AdminApiView):
         return Response(finding_to_wire(dismissed))
 
 
-class RestrictedOriginalGetApi(AdminApiView):
+class RestrictedOriginalGetApi(ComplianceApiView):
     @extend_schema(
         operation_id="redaction_originals_get",
-        responses={200: OriginalOut, **ADMIN_ERRORS},
+        responses={200: OriginalOut, **COMPLIANCE_ERRORS},
         description="The text of a message, observation or reflection before redaction, "
         "when the policy keeps originals. Admin keys only; every read is audited.",
     )
@@ -342,13 +340,13 @@ class RestrictedOriginalGetApi(AdminApiView):
         return Response(original_to_wire(original))
 
 
-class PseudonymRevealApi(AdminApiView):
+class PseudonymRevealApi(ComplianceApiView):
     @extend_schema(
         operation_id="redaction_pseudonyms_reveal",
         request=RevealIn,
         responses={
             200: PseudonymOut,
-            **ADMIN_ERRORS,
+            **COMPLIANCE_ERRORS,
             409: OpenApiResponse(
                 ErrorOut,
                 description="The stored value cannot be decrypted with the configured key "

@@ -8,8 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
-    ADMIN_ERRORS,
-    AdminApiView,
+    COMPLIANCE_ERRORS,
+    ComplianceApiView,
     LimitQuery,
     ReasonIn,
     StrictCharField,
@@ -68,10 +68,10 @@ _RETENTION_POLICY_FIELDS = {
 }
 
 
-class RetentionPolicyListCreateApi(AdminApiView):
+class RetentionPolicyListCreateApi(ComplianceApiView):
     @extend_schema(
         operation_id="retention_policies_list",
-        responses={200: RetentionPolicyListOut, **ADMIN_ERRORS},
+        responses={200: RetentionPolicyListOut, **COMPLIANCE_ERRORS},
     )
     def get(self, request: Request) -> Response:
         policies = selectors.retention_policy_list(workspace=self.workspace)
@@ -80,7 +80,7 @@ class RetentionPolicyListCreateApi(AdminApiView):
     @extend_schema(
         operation_id="retention_policies_create",
         request=RetentionPolicyIn,
-        responses={201: RetentionPolicyOut, 409: RETENTION_CONFLICT, **ADMIN_ERRORS},
+        responses={201: RetentionPolicyOut, 409: RETENTION_CONFLICT, **COMPLIANCE_ERRORS},
         description="One default policy (blank conversationTag) and one per tag. A "
         "conversation follows its tag policies when any match, else the default.",
     )
@@ -98,13 +98,13 @@ class RetentionPolicyListCreateApi(AdminApiView):
         return Response(retention_policy_to_wire(policy), status=201)
 
 
-class RetentionPolicyDetailApi(AdminApiView):
+class RetentionPolicyDetailApi(ComplianceApiView):
     def policy(self, policy_id: str) -> RetentionPolicy:
         return selectors.retention_policy_get(workspace=self.workspace, policy_id=policy_id)
 
     @extend_schema(
         operation_id="retention_policies_get",
-        responses={200: RetentionPolicyOut, **ADMIN_ERRORS},
+        responses={200: RetentionPolicyOut, **COMPLIANCE_ERRORS},
     )
     def get(self, request: Request, policy_id: str) -> Response:
         return Response(retention_policy_to_wire(self.policy(policy_id)))
@@ -112,7 +112,7 @@ class RetentionPolicyDetailApi(AdminApiView):
     @extend_schema(
         operation_id="retention_policies_update",
         request=RetentionPolicyIn(partial=True),
-        responses={200: RetentionPolicyOut, 409: RETENTION_CONFLICT, **ADMIN_ERRORS},
+        responses={200: RetentionPolicyOut, 409: RETENTION_CONFLICT, **COMPLIANCE_ERRORS},
         description="Change the fields sent; a days field sent as null keeps that tier forever.",
     )
     def patch(self, request: Request, policy_id: str) -> Response:
@@ -130,7 +130,7 @@ class RetentionPolicyDetailApi(AdminApiView):
         operation_id="retention_policies_delete",
         parameters=[OpenApiParameter("reason", str, description="Kept in the audit trail.")],
         request=ReasonIn,
-        responses={204: None, **ADMIN_ERRORS},
+        responses={204: None, **COMPLIANCE_ERRORS},
     )
     def delete(self, request: Request, policy_id: str) -> Response:
         policy = self.policy(policy_id)
@@ -149,18 +149,18 @@ class RetentionSweepIn(serializers.Serializer):
     )
 
 
-def _retention_sweep_policy(api: AdminApiView, request: Request) -> RetentionPolicy | None:
+def _retention_sweep_policy(api: ComplianceApiView, request: Request) -> RetentionPolicy | None:
     data = validated(RetentionSweepIn, request.data or {})
     if data.get("policyId") is None:
         return None
     return selectors.retention_policy_get(workspace=api.workspace, policy_id=data["policyId"])
 
 
-class RetentionDryRunApi(AdminApiView):
+class RetentionDryRunApi(ComplianceApiView):
     @extend_schema(
         operation_id="retention_dry_run",
         request=RetentionSweepIn,
-        responses={200: RetentionSweepOut, **ADMIN_ERRORS},
+        responses={200: RetentionSweepOut, **COMPLIANCE_ERRORS},
         description="Count, per tier, what a sweep would delete now; deletes nothing. A "
         "policyId previews that policy even while it is disabled.",
     )
@@ -173,13 +173,13 @@ class RetentionDryRunApi(AdminApiView):
         return Response(retention_sweep_to_wire(sweep))
 
 
-class RetentionSweepListCreateApi(AdminApiView):
+class RetentionSweepListCreateApi(ComplianceApiView):
     @extend_schema(
         operation_id="retention_sweeps_list",
         parameters=[
             OpenApiParameter("limit", int, description="1..200, default 50; newest first.")
         ],
-        responses={200: RetentionSweepListOut, **ADMIN_ERRORS},
+        responses={200: RetentionSweepListOut, **COMPLIANCE_ERRORS},
     )
     def get(self, request: Request) -> Response:
         limit = query_params(LimitQuery, request)["limit"]
@@ -189,7 +189,7 @@ class RetentionSweepListCreateApi(AdminApiView):
     @extend_schema(
         operation_id="retention_sweeps_create",
         request=RetentionSweepIn,
-        responses={202: RetentionSweepOut, 409: RETENTION_CONFLICT, **ADMIN_ERRORS},
+        responses={202: RetentionSweepOut, 409: RETENTION_CONFLICT, **COMPLIANCE_ERRORS},
         description="Run a sweep now, in the background; follow it with "
         "GET /v1/retention/sweeps/{id}. 409 while another sweep of the workspace is open.",
     )
@@ -202,9 +202,9 @@ class RetentionSweepListCreateApi(AdminApiView):
         return Response(retention_sweep_to_wire(sweep), status=202)
 
 
-class RetentionSweepDetailApi(AdminApiView):
+class RetentionSweepDetailApi(ComplianceApiView):
     @extend_schema(
-        operation_id="retention_sweeps_get", responses={200: RetentionSweepOut, **ADMIN_ERRORS}
+        operation_id="retention_sweeps_get", responses={200: RetentionSweepOut, **COMPLIANCE_ERRORS}
     )
     def get(self, request: Request, sweep_id: str) -> Response:
         sweep = selectors.retention_sweep_get(workspace=self.workspace, sweep_id=sweep_id)

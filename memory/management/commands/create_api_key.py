@@ -16,9 +16,23 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--workspace", required=True, help="Workspace name (a slug).")
         parser.add_argument("--name", default="", help="A label to tell keys apart.")
-        parser.add_argument("--admin", action="store_true", help="An admin-scope key.")
+        parser.add_argument(
+            "--scope",
+            choices=ApiKey.Scope.values,
+            default=None,
+            help="What the key may do: agent (the default), curator (also edits memory), "
+            "compliance (also governance routes), admin (everything).",
+        )
+        parser.add_argument("--admin", action="store_true", help="The same as --scope admin.")
 
     def handle(self, *args: object, **options: object) -> None:
+        scope = options["scope"]
+        if options["admin"]:
+            if scope not in (None, ApiKey.Scope.ADMIN):
+                raise CommandError(
+                    f"--admin means --scope admin; it cannot be used with --scope {scope}."
+                )
+            scope = ApiKey.Scope.ADMIN
         try:
             workspace = workspace_get_or_create(name=str(options["workspace"]))
         except MemdeskError as exc:
@@ -27,6 +41,6 @@ class Command(BaseCommand):
             workspace=workspace,
             actor=SYSTEM_ACTOR,
             name=str(options["name"]),
-            scope=ApiKey.Scope.ADMIN if options["admin"] else ApiKey.Scope.AGENT,
+            scope=str(scope or ApiKey.Scope.AGENT),
         )
         self.stdout.write(raw_key)
