@@ -735,8 +735,6 @@ class ReflectionRevertApi(MemoryApi):
 
 
 class PinListCreateApi(MemoryApi):
-    required_scopes: ClassVar[dict[str, str]] = {"POST": ApiKey.Scope.CURATOR}
-
     @extend_schema(
         operation_id="pins_list",
         responses={200: out.PinListOut, **ERRORS},
@@ -749,7 +747,7 @@ class PinListCreateApi(MemoryApi):
     @extend_schema(
         operation_id="pins_create",
         request=PinCreateIn,
-        responses={201: out.PinOut, **CURATOR_ERRORS},
+        responses={201: out.PinOut, **ERRORS},
         description="Pin a verbatim quote of one message of this conversation: all of it, or "
         "the characters start..end (end exclusive). Pins are served first in every context "
         "format, never condensed and never trimmed by max_tokens.",
@@ -769,13 +767,11 @@ class PinListCreateApi(MemoryApi):
 
 
 class PinDetailApi(MemoryApi):
-    required_scopes: ClassVar[dict[str, str]] = {"DELETE": ApiKey.Scope.CURATOR}
-
     @extend_schema(
         operation_id="pins_delete",
         parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
         request=ReasonIn,
-        responses={204: None, **CURATOR_ERRORS},
+        responses={204: None, **ERRORS},
         description="Unpin. `reason` is required; the audit event keeps the quote.",
     )
     def delete(self, request: Request, conversation_id: str, pin_id: str) -> Response:

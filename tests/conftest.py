@@ -58,6 +58,11 @@ def api(make_client, workspace) -> APIClient:
 
 
 @pytest.fixture
+def curator_api(make_client, workspace) -> APIClient:
+    return make_client(workspace, scope="curator")
+
+
+@pytest.fixture
 def other_api(make_client, other_workspace) -> APIClient:
     return make_client(other_workspace)
 

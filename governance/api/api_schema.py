@@ -35,7 +35,7 @@ class RedactionPolicyOut(serializers.Serializer):
     defaultOperator = serializers.ChoiceField(choices=redaction.OPERATORS)
     allowList = serializers.ListField(child=serializers.CharField())
     denyList = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text="Admin keys only."
+        child=serializers.CharField(), required=False, help_text="Compliance keys and above."
     )
     denyListCount = serializers.IntegerField()
     customRecognizers = CustomRecognizerWire(many=True)

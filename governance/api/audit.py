@@ -1,4 +1,4 @@
-"""The audit trail over the API, for compliance automation (admin keys only)."""
+"""The audit trail over the API, for compliance automation (compliance keys and above)."""
 
 from __future__ import annotations
 

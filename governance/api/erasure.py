@@ -1,4 +1,4 @@
-"""Erasure requests over the API (admin keys only)."""
+"""Erasure requests over the API (compliance keys and above)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Legal holds over the API (admin keys only)."""
+"""Legal holds over the API (compliance keys and above)."""
 
 from __future__ import annotations
 

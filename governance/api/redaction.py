@@ -328,7 +328,7 @@ class RestrictedOriginalGetApi(ComplianceApiView):
         operation_id="redaction_originals_get",
         responses={200: OriginalOut, **COMPLIANCE_ERRORS},
         description="The text of a message, observation or reflection before redaction, "
-        "when the policy keeps originals. Admin keys only; every read is audited.",
+        "when the policy keeps originals. Compliance keys and above; every read is audited.",
     )
     def get(self, request: Request, target_type: str, target_id: str) -> Response:
         original = review.restricted_original_read(
@@ -354,7 +354,7 @@ class PseudonymRevealApi(ComplianceApiView):
             ),
         },
         description="What a pseudonym (<PERSON_2>, or PERSON_2 in the path) stands for. "
-        "Admin keys only; `reason` is required and every reveal is audited "
+        "Compliance keys and above; `reason` is required and every reveal is audited "
         "(redaction.pseudonym.reveal, without the value). A pseudonym whose value no "
         "message holds any more answers held=false and value=null.",
     )

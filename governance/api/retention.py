@@ -1,4 +1,4 @@
-"""Retention policies, dry runs and sweeps over the API (admin keys only)."""
+"""Retention policies, dry runs and sweeps over the API (compliance keys and above)."""
 
 from __future__ import annotations
 

@@ -103,6 +103,42 @@ def test_an_admin_creates_a_key_and_sees_the_raw_key_once(login, workspace):
     assert raw_key not in json.dumps(event.after)
 
 
+def test_an_admin_creates_a_curator_key_that_may_edit_memory(login, workspace):
+    client = login("admin")
+    page = client.get("/settings/api-keys/").content.decode()
+    for scope in ("agent", "curator", "compliance", "admin"):
+        assert f'<option value="{scope}"' in page
+    response = client.post("/settings/api-keys/", {"name": "curation desk", "scope": "curator"})
+    assert response.status_code == 201
+    raw_key = re.search(
+        r'id="raw-key" type="text" readonly value="(md_[^"]+)"', response.content.decode()
+    ).group(1)
+    api_key = ApiKey.objects.get(name="curation desk")
+    assert api_key.scope == "curator"
+    event = AuditEvent.objects.get(action="api_key.create", target_id=str(api_key.pk))
+    assert event.after["scope"] == "curator" and event.actor_type == "user"
+
+    from rest_framework.test import APIClient
+
+    curator = APIClient()
+    curator.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+    conversation = curator.post("/v1/conversations", {}, format="json").json()["id"]
+    created = curator.post(
+        f"/v1/conversations/{conversation}/observations",
+        {"text": "Prefers email.", "reason": "call notes"},
+        format="json",
+    )
+    assert created.status_code == 201
+    assert curator.get("/v1/audit/events").status_code == 403
+
+
+def test_a_key_of_an_unknown_scope_is_refused_next_to_the_field(login):
+    response = login("admin").post("/settings/api-keys/", {"name": "x", "scope": "owner"})
+    assert response.status_code == 422
+    assert b'id="id_scope_error"' in response.content
+    assert not ApiKey.objects.exists()
+
+
 def test_creating_a_key_with_htmx_returns_the_keys_section(login):
     response = login("admin").post("/settings/api-keys/", {"name": "bot", "scope": "admin"}, **HX)
     html = response.content.decode()

@@ -137,7 +137,8 @@ def test_concurrent_appends_keep_one_valid_chain():
     assert report.ok and report.events == 50
 
 
-def test_revert_restores_the_earlier_text_and_is_itself_audited(api):
+def test_revert_restores_the_earlier_text_and_is_itself_audited(curator_api):
+    api = curator_api
     conversation = api.post("/v1/conversations", {}, format="json").json()["id"]
     base = f"/v1/conversations/{conversation}/observations"
     observation = api.post(base, {"text": "User prefers email."}, format="json").json()
@@ -169,11 +170,16 @@ def admin_api(make_client, workspace):
     return make_client(workspace, scope="admin")
 
 
-def test_the_audit_api_is_for_admin_keys_only(api, admin_api):
+def test_the_audit_api_is_for_compliance_keys_and_above(
+    api, curator_api, make_client, workspace, admin_api
+):
+    compliance_api = make_client(workspace, scope="compliance")
     for path in ("/v1/audit/events", "/v1/audit/events/export", "/v1/audit/verify"):
-        response = api.get(path)
-        assert response.status_code == 403
-        assert "admin API key" in response.json()["message"]
+        for refused in (api, curator_api):
+            response = refused.get(path)
+            assert response.status_code == 403
+            assert "needs a compliance API key" in response.json()["message"]
+        assert compliance_api.get(path).status_code == 200
         assert admin_api.get(path).status_code == 200
 
 

@@ -105,7 +105,7 @@ def test_an_agent_key_cannot_change_the_policy(api, method):
 
     assert response.status_code == 403
     assert response.json()["error"] == "forbidden"
-    assert "admin API key" in response.json()["message"]
+    assert "needs a compliance API key" in response.json()["message"]
     assert not AuditEvent.objects.filter(action="redaction_policy.update").exists()
 
 

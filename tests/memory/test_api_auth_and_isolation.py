@@ -51,8 +51,10 @@ def victim(api) -> tuple[str, str]:
 
 @pytest.mark.parametrize(("method", "template"), ROUTES)
 def test_another_workspace_gets_404_on_every_route_and_changes_nothing(
-    other_api, victim, method, template
+    make_client, other_workspace, victim, method, template
 ):
+    # A curator key reaches every route here, so only the workspace can stop it.
+    other_api = make_client(other_workspace, scope="curator")
     conversation_id, observation_id = victim
     path = template.format(c=conversation_id, o=observation_id)
     response = getattr(other_api, method)(path, BODIES.get(template, {}), format="json")

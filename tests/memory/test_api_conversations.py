@@ -99,6 +99,7 @@ def test_delete_removes_every_tier_and_leaves_a_receipt(api):
     assert not Observation.objects.filter(conversation_id=conversation_id).exists()
     receipt = AuditEvent.objects.get(action="conversation.delete", target_id=conversation_id)
     assert receipt.before["counts"] == {"messages": 2, "observations": 1, "reflections": 0}
-    assert receipt.reason == "user asked"
+    # An agent key's delete is marked as the agent's, with what the agent said after it.
+    assert receipt.reason == "deleted by agent: user asked"
     assert receipt.actor_type == "api_key"
     assert api.get(f"/v1/conversations/{conversation_id}").status_code == 404

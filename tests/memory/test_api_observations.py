@@ -9,6 +9,12 @@ from memory.models import Message, Observation, ObservationVersion
 
 
 @pytest.fixture
+def api(curator_api):
+    # Changing memory is a curator's work; tests/core/test_api_scopes.py keeps agent keys out.
+    return curator_api
+
+
+@pytest.fixture
 def conversation(api) -> str:
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     api.post(
@@ -30,7 +36,7 @@ def observation(api, conversation) -> dict:
     return response.json()
 
 
-def test_an_agent_can_add_an_observation_tied_to_messages(api, conversation):
+def test_a_curator_can_add_an_observation_tied_to_messages(api, conversation):
     message_ids = [
         str(pk)
         for pk in Message.objects.filter(conversation_id=conversation, seq__in=[2, 3])

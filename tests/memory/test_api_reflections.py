@@ -12,6 +12,12 @@ from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 
 @pytest.fixture
+def api(curator_api):
+    # Changing memory is a curator's work; tests/core/test_api_scopes.py keeps agent keys out.
+    return curator_api
+
+
+@pytest.fixture
 def conversation(api) -> str:
     return api.post("/v1/conversations", {}, format="json").json()["id"]
 
@@ -149,7 +155,8 @@ def test_revert_restores_an_earlier_version_as_a_new_one(api, reflection):
     assert unknown.json()["message"] == "This reflection has no earlier version 7."
 
 
-def test_another_workspace_s_reflection_is_not_found(api, other_api, reflection):
+def test_another_workspace_s_reflection_is_not_found(make_client, other_workspace, reflection):
+    other_api = make_client(other_workspace, scope="curator")
     for method, action, body in [
         ("get", "", None),
         ("patch", "", {"text": "x", "reason": "r"}),

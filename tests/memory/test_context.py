@@ -182,7 +182,8 @@ def test_unchanged_context_is_byte_identical_with_etag_and_304(api, conversation
 
 
 @pytest.mark.parametrize("change", ["message", "observation_edit"])
-def test_any_change_to_memory_changes_the_context_and_etag(api, conversation, change):
+def test_any_change_to_memory_changes_the_context_and_etag(curator_api, conversation, change):
+    api = curator_api
     observation = _observe(conversation, 1, 5)
     path = f"/v1/conversations/{conversation}/context"
     before = api.get(path)

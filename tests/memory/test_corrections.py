@@ -24,6 +24,12 @@ HIGH = "\N{LARGE RED CIRCLE}"
 
 
 @pytest.fixture
+def api(curator_api):
+    # Changing memory is a curator's work; tests/core/test_api_scopes.py keeps agent keys out.
+    return curator_api
+
+
+@pytest.fixture
 def conversation(workspace) -> Conversation:
     """The support chat, observed and then reflected by the real pipeline."""
     conversation = conversation_create(workspace=workspace, user_id="dana")

@@ -847,6 +847,17 @@ CASES: list[Case] = [
         client="admin",
     ),
     Case("patch", SETTINGS, 403, "forbidden", body={"fidelity": "compact", "reason": "x"}),
+    Case(
+        "patch",
+        OBSERVATION,
+        403,
+        "forbidden",
+        body={"content": "x", "reason": "x"},
+        client="agent",
+        label="agent key",
+    ),
+    Case("delete", REFLECTION, 403, "forbidden", query={"reason": "x"}, client="agent"),
+    Case("post", REFLECTION_REVERT, 403, "forbidden", body={"version": 1}, client="agent"),
     *_unauthenticated("patch", SETTINGS),
 ]
 
@@ -947,7 +958,10 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
         run=run,
         their_run=their_run,
         clients={
-            "key": api,
+            # Response shapes, whatever the scope: a curator key reaches every memory
+            # route; tests/core/test_api_scopes.py checks who may call what.
+            "key": make_client(workspace, scope="curator"),
+            "agent": api,
             "admin": make_client(workspace, scope="admin"),
             "anonymous": APIClient(),
             "wrong_key": wrong_key,

@@ -409,7 +409,8 @@ def test_an_imported_history_is_dated_by_when_it_was_said_not_by_the_run(api, wo
     assert f"2026-10-05 ({ago}) " in text
 
 
-def test_ticket_and_order_ids_in_a_note_become_its_ticket_id_and_tags(api, conversation):
+def test_ticket_and_order_ids_in_a_note_become_its_ticket_id_and_tags(curator_api, conversation):
+    api = curator_api
     _observe_now(conversation)
     body = api.get(f"/v1/conversations/{conversation.pk}/observations").json()
     [order_note] = [o for o in body["observations"] if "ORD-123456" in o["text"]]
