@@ -450,13 +450,24 @@ class ObservationPage:
         return self.offset + len(self.observations)
 
 
+def _with_sources_stored(observations: QuerySet[Observation]) -> QuerySet[Observation]:
+    """``sources_stored``: whether any message of the observation's window is still kept;
+    retention and erasure delete messages and leave the observations made from them."""
+    stored = Message.objects.filter(
+        conversation_id=OuterRef("conversation_id"),
+        seq__gte=OuterRef("window_start_seq"),
+        seq__lte=OuterRef("window_end_seq"),
+    )
+    return observations.annotate(sources_stored=Exists(stored))
+
+
 def observation_page(
     *, conversation: Conversation, offset: int = 0, limit: int = OBSERVATION_PAGE
 ) -> ObservationPage:
     """Every observation (active and reflected), newest ``limit`` first skipped by
     ``offset``, returned oldest first to read like the messages beside them."""
     newest_first = list(
-        Observation.objects.filter(conversation=conversation).order_by(
+        _with_sources_stored(Observation.objects.filter(conversation=conversation)).order_by(
             F("observed_at").desc(),
             F("window_start_seq").desc(nulls_last=True),
             F("created_at").desc(),
@@ -472,7 +483,9 @@ def reflection_sources(*, conversation: Conversation, reflection: Reflection) ->
     """The observations a reflection was made from, for "highlight its observations"."""
     ids = [str(i) for i in reflection.source_observation_ids]
     observations = list(
-        Observation.objects.filter(conversation=conversation, pk__in=ids).order_by(
+        _with_sources_stored(
+            Observation.objects.filter(conversation=conversation, pk__in=ids)
+        ).order_by(
             "observed_at", "window_start_seq", "created_at", "id"
         )
     )

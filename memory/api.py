@@ -262,10 +262,17 @@ class ConversationListCreateApi(MemoryApi):
             limit=query["limit"],
             cursor=query.get("cursor") or None,
         )
-        flagged = conversations_with_pii(conversation_ids=[c.pk for c in page])
+        ids = [c.pk for c in page]
+        flagged = conversations_with_pii(conversation_ids=ids)
+        counts = selectors.message_counts(conversation_ids=ids)
         return Response(
             {
-                "conversations": [conversation_to_wire(c, pii_found=c.pk in flagged) for c in page],
+                "conversations": [
+                    conversation_to_wire(
+                        c, pii_found=c.pk in flagged, message_count=counts.get(c.pk, 0)
+                    )
+                    for c in page
+                ],
                 "next_cursor": next_cursor,
             }
         )
@@ -287,7 +294,11 @@ class ConversationListCreateApi(MemoryApi):
                 metadata=data.get("metadata") or {},
             )
             # A new conversation holds nothing yet.
-            return 201, conversation_to_wire(conversation, pii_found=False), conversation
+            return (
+                201,
+                conversation_to_wire(conversation, pii_found=False, message_count=0),
+                conversation,
+            )
 
         return self.idempotent(request, write)
 
@@ -297,7 +308,14 @@ class ConversationDetailApi(MemoryApi):
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
         flagged = conversations_with_pii(conversation_ids=[conversation.pk])
-        return Response(conversation_to_wire(conversation, pii_found=conversation.pk in flagged))
+        counts = selectors.message_counts(conversation_ids=[conversation.pk])
+        return Response(
+            conversation_to_wire(
+                conversation,
+                pii_found=conversation.pk in flagged,
+                message_count=counts.get(conversation.pk, 0),
+            )
+        )
 
     @extend_schema(
         operation_id="conversations_delete",

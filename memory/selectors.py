@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_uuid
@@ -46,6 +46,18 @@ def conversation_list(
         qs = qs.filter(user_id=user_id)
     page = keyset_page(qs, keys=("updated_at", "id"), limit=limit, cursor=cursor)
     return page.items, page.next_cursor
+
+
+def message_counts(*, conversation_ids: list[Any]) -> dict[Any, int]:
+    """How many messages each conversation holds now, in one grouped query (the
+    (conversation, seq) index answers it); a conversation with none is left out."""
+    rows = (
+        Message.objects.filter(conversation_id__in=conversation_ids)
+        .values("conversation_id")
+        .annotate(count=Count("id"))
+        .values_list("conversation_id", "count")
+    )
+    return dict(rows)
 
 
 def message_list_newest_first(*, conversation: Conversation, limit: int) -> list[Message]:

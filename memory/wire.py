@@ -57,14 +57,18 @@ def relative_date(value: datetime | None, *, today: date) -> str | None:
     return f"{label} ago" if days > 0 else f"in {label}"
 
 
-def conversation_to_wire(conversation: Conversation, *, pii_found: bool) -> dict[str, Any]:
+def conversation_to_wire(
+    conversation: Conversation, *, pii_found: bool, message_count: int
+) -> dict[str, Any]:
     return {
         "id": str(conversation.id),
         "userId": conversation.user_id or None,
         "workspaceId": str(conversation.workspace_id),
         "title": conversation.title or None,
         "metadata": conversation.metadata,
-        "messageCount": conversation.last_seq,
+        # The messages stored now: retention and erasure delete some, last_seq never
+        # goes back.
+        "messageCount": message_count,
         "createdAt": iso(conversation.created_at),
         "updatedAt": iso(conversation.updated_at),
         "piiFound": pii_found,

@@ -265,3 +265,39 @@ def test_run_status_of_another_conversation_is_not_found(login, conversation, re
     assert client.get(url, HTTP_HX_REQUEST="true").status_code == 404
     bad_kind = f"/conversations/{reflected.pk}/runs/sideways/{run.pk}/"
     assert client.get(bad_kind, HTTP_HX_REQUEST="true").status_code == 404
+
+
+def test_sources_deleted_by_retention_say_so_instead_of_linking_to_nothing(login, workspace):
+    from governance.retention import (
+        retention_policy_create,
+        retention_sweep,
+        retention_sweep_request,
+    )
+    from tests.governance.test_retention_support import ADMIN, conversation_with_tiers
+    from tests.memory.factories import ObservationFactory
+
+    retention_policy_create(
+        workspace=workspace,
+        actor=ADMIN,
+        name="default",
+        message_days=30,
+        observation_days=None,
+        reflection_days=None,
+    )
+    conversation = conversation_with_tiers(workspace, old=2, new=2, with_memory=False)
+    gone = ObservationFactory(
+        conversation=conversation, text="Said long ago.", window_start_seq=1, window_end_seq=2
+    )
+    kept = ObservationFactory(
+        conversation=conversation, text="Said today.", window_start_seq=3, window_end_seq=4
+    )
+    sweep = retention_sweep_request(workspace=workspace, actor=ADMIN, policy=None)
+    retention_sweep(sweep_id=sweep.pk)
+
+    html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
+
+    assert "Sources #1–2: no longer stored" in html
+    assert f"highlight={gone.pk}#m-1" not in html
+    assert (
+        f'href="/conversations/{conversation.pk}/?highlight={kept.pk}#m-3">Sources #3–4</a>' in html
+    )

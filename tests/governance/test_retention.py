@@ -811,3 +811,21 @@ def test_pins_of_a_held_conversation_are_not_swept(workspace):
     assert set(Pin.objects.filter(conversation=on_hold).values_list("pk", flat=True)) == set(
         pins.values()
     )
+
+
+def test_message_counts_say_what_is_left_after_a_sweep(workspace, api):
+    _default_policy(workspace, message_days=30, observation_days=None, reflection_days=None)
+    emptied = conversation_with_tiers(workspace, old=8, new=0, with_memory=False)
+    halved = conversation_with_tiers(workspace, old=2, new=3, with_memory=False)
+    assert api.get(f"/v1/conversations/{emptied.pk}").json()["messageCount"] == 8
+
+    _sweep(workspace)
+
+    detail = api.get(f"/v1/conversations/{emptied.pk}").json()
+    assert detail["messageCount"] == 0
+    assert api.get(f"/v1/conversations/{emptied.pk}/messages").json()["messages"] == []
+    listed = {
+        c["id"]: c["messageCount"] for c in api.get("/v1/conversations").json()["conversations"]
+    }
+    assert listed == {str(emptied.pk): 0, str(halved.pk): 3}
+    assert api.get(f"/v1/conversations/{halved.pk}").json()["messageCount"] == 3
