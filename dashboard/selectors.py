@@ -485,9 +485,7 @@ def reflection_sources(*, conversation: Conversation, reflection: Reflection) ->
     observations = list(
         _with_sources_stored(
             Observation.objects.filter(conversation=conversation, pk__in=ids)
-        ).order_by(
-            "observed_at", "window_start_seq", "created_at", "id"
-        )
+        ).order_by("observed_at", "window_start_seq", "created_at", "id")
     )
     return ObservationPage(
         observations,
