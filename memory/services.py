@@ -666,6 +666,66 @@ def _reflections_go_stale(
     return built_from
 
 
+NoteT = TypeVar("NoteT", Observation, Reflection)
+
+
+def _record_change(
+    locked: NoteT,
+    *,
+    action: str,
+    actor: Actor,
+    reason: str,
+    change: str,
+    apply: Callable[[NoteT], None],
+    after_extra: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The steps every correction of a locked observation or reflection takes: keep the
+    version it replaces, apply it, serve it (memory version), audit it. Returns the
+    snapshots before and after."""
+    before = _snapshot(locked)
+    _keep_version(locked, change=change, reason=reason, actor=actor)
+    apply(locked)
+    after = _snapshot(locked)
+    _bump_memory_version(locked.conversation_id)
+    audit_record(
+        workspace_id=locked.conversation.workspace_id,
+        actor=actor,
+        action=action,
+        target_type=action.split(".")[0],
+        target_id=str(locked.pk),
+        before=before,
+        after={**after, **(after_extra or {})},
+        reason=reason,
+    )
+    return before, after
+
+
+def _record_delete(
+    locked: Observation | Reflection,
+    *,
+    actor: Actor,
+    reason: str,
+    before_delete: Callable[[], object] | None = None,
+) -> None:
+    """Delete a locked observation or reflection, keeping its last version, audited."""
+    kind = "observation" if isinstance(locked, Observation) else "reflection"
+    _keep_version(locked, change="delete", reason=reason, actor=actor)
+    audit_record(
+        workspace_id=locked.conversation.workspace_id,
+        actor=actor,
+        action=f"{kind}.delete",
+        target_type=kind,
+        target_id=str(locked.pk),
+        before=_snapshot(locked),
+        reason=reason,
+    )
+    if before_delete is not None:
+        before_delete()
+    conversation_id = locked.conversation_id
+    locked.delete()
+    _bump_memory_version(conversation_id)
+
+
 def observation_update(
     *,
     observation: Observation,
@@ -681,25 +741,20 @@ def observation_update(
     reason = _edit_reason(
         reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
+    action = _edit_action(
+        "observation", text=text, priority=priority, referenced_at=referenced_at, tags=tags
+    )
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
-        before = _snapshot(locked)
-        _keep_version(locked, change="edit", reason=reason, actor=actor)
-        _apply_edit(locked, text=text, priority=priority, referenced_at=referenced_at, tags=tags)
-        after = _snapshot(locked)
-        _bump_memory_version(locked.conversation_id)
-        action = _edit_action(
-            "observation", text=text, priority=priority, referenced_at=referenced_at, tags=tags
-        )
-        audit_record(
-            workspace_id=locked.conversation.workspace_id,
-            actor=actor,
+        before, after = _record_change(
+            locked,
             action=action,
-            target_type="observation",
-            target_id=str(locked.pk),
-            before=before,
-            after=after,
+            actor=actor,
             reason=reason,
+            change="edit",
+            apply=lambda item: _apply_edit(
+                item, text=text, priority=priority, referenced_at=referenced_at, tags=tags
+            ),
         )
         if _reflected_change(before, after):
             _reflections_go_stale(
@@ -714,20 +769,14 @@ def observation_delete(*, observation: Observation, actor: Actor, reason: str) -
     reason = require_reason(reason, message=REASON_REQUIRED)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
-        _keep_version(locked, change="delete", reason=reason, actor=actor)
-        audit_record(
-            workspace_id=locked.conversation.workspace_id,
+        _record_delete(
+            locked,
             actor=actor,
-            action="observation.delete",
-            target_type="observation",
-            target_id=str(locked.pk),
-            before=_snapshot(locked),
             reason=reason,
+            before_delete=lambda: _reflections_go_stale(
+                observation=locked, actor=actor, reason=reason, change="delete"
+            ),
         )
-        _reflections_go_stale(observation=locked, actor=actor, reason=reason, change="delete")
-        conversation_id = locked.conversation_id
-        locked.delete()
-        _bump_memory_version(conversation_id)
 
 
 def _revert_to(
@@ -766,20 +815,14 @@ def observation_revert(
         raise _unknown_version("observation", version)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
-        before = _snapshot(locked)
-        _keep_version(locked, change="revert", reason=reason, actor=actor)
-        _revert_to(locked, target)
-        after = _snapshot(locked)
-        _bump_memory_version(locked.conversation_id)
-        audit_record(
-            workspace_id=locked.conversation.workspace_id,
-            actor=actor,
+        before, after = _record_change(
+            locked,
             action="observation.revert",
-            target_type="observation",
-            target_id=str(locked.pk),
-            before=before,
-            after={**after, "revertedTo": version},
+            actor=actor,
             reason=reason,
+            change="revert",
+            apply=lambda item: _revert_to(item, target),
+            after_extra={"revertedTo": version},
         )
         if _reflected_change(before, after):
             _reflections_go_stale(observation=locked, actor=actor, reason=reason, change="revert")
@@ -833,21 +876,17 @@ def reflection_update(
     )
     with transaction.atomic():
         locked = _reflection_locked(reflection)
-        before = _snapshot(locked)
-        _keep_version(locked, change="edit", reason=reason, actor=actor)
-        _apply_edit(locked, text=text, priority=priority, referenced_at=referenced_at, tags=tags)
-        _bump_memory_version(locked.conversation_id)
-        audit_record(
-            workspace_id=locked.conversation.workspace_id,
-            actor=actor,
+        _record_change(
+            locked,
             action=_edit_action(
                 "reflection", text=text, priority=priority, referenced_at=referenced_at, tags=tags
             ),
-            target_type="reflection",
-            target_id=str(locked.pk),
-            before=before,
-            after=_snapshot(locked),
+            actor=actor,
             reason=reason,
+            change="edit",
+            apply=lambda item: _apply_edit(
+                item, text=text, priority=priority, referenced_at=referenced_at, tags=tags
+            ),
         )
     return locked
 
@@ -858,20 +897,9 @@ def reflection_delete(*, reflection: Reflection, actor: Actor, reason: str) -> N
     its place and the Reflector does not bring it back; delete them too to remove them."""
     reason = require_reason(reason, message=REASON_REQUIRED)
     with transaction.atomic():
-        locked = _reflection_locked(reflection, superseded_ok=True)
-        _keep_version(locked, change="delete", reason=reason, actor=actor)
-        audit_record(
-            workspace_id=locked.conversation.workspace_id,
-            actor=actor,
-            action="reflection.delete",
-            target_type="reflection",
-            target_id=str(locked.pk),
-            before=_snapshot(locked),
-            reason=reason,
+        _record_delete(
+            _reflection_locked(reflection, superseded_ok=True), actor=actor, reason=reason
         )
-        conversation_id = locked.conversation_id
-        locked.delete()
-        _bump_memory_version(conversation_id)
 
 
 def reflection_revert(
@@ -885,27 +913,19 @@ def reflection_revert(
         raise _unknown_version("reflection", version)
     with transaction.atomic():
         locked = _reflection_locked(reflection)
-        before = _snapshot(locked)
-        _keep_version(locked, change="revert", reason=reason, actor=actor)
-        _revert_to(locked, target)
-        _bump_memory_version(locked.conversation_id)
-        audit_record(
-            workspace_id=locked.conversation.workspace_id,
-            actor=actor,
+        _record_change(
+            locked,
             action="reflection.revert",
-            target_type="reflection",
-            target_id=str(locked.pk),
-            before=before,
-            after={**_snapshot(locked), "revertedTo": version},
+            actor=actor,
             reason=reason,
+            change="revert",
+            apply=lambda item: _revert_to(item, target),
+            after_extra={"revertedTo": version},
         )
     return locked
 
 
 # --- Grounding of notes written before it was scored -----------------------------------------
-
-
-NoteT = TypeVar("NoteT", Observation, Reflection)
 
 
 def _grounding_backfill_tier(
