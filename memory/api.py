@@ -466,17 +466,12 @@ class ObservationListCreateApi(MemoryApi):
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        today = timezone.now().date()
         observations = selectors.observation_list(
             conversation=conversation,
             status=query_params(StatusQuery, request).get("status") or None,
         )
         return Response(
-            {
-                "observations": [
-                    observation_to_wire(o, today=today) for o in self.readable(observations)
-                ]
-            }
+            {"observations": _observations_to_wire(conversation, self.readable(observations))}
         )
 
     @extend_schema(
@@ -502,6 +497,20 @@ class ObservationListCreateApi(MemoryApi):
         return Response(observation_to_wire(observation, today=timezone.now().date()), status=201)
 
 
+def _observations_to_wire(
+    conversation: Conversation, observations: Iterable[Observation]
+) -> list[dict[str, Any]]:
+    observations = list(observations)
+    deleted = selectors.deleted_source_ids(conversation=conversation, observations=observations)
+    today = timezone.now().date()
+    return [observation_to_wire(o, today=today, deleted_sources=deleted) for o in observations]
+
+
+def _observation_to_wire(conversation: Conversation, observation: Observation) -> dict[str, Any]:
+    [body] = _observations_to_wire(conversation, [observation])
+    return body
+
+
 class ObservationDetailApi(MemoryApi):
     required_scopes: ClassVar[dict[str, str]] = {
         "PATCH": ApiKey.Scope.CURATOR,
@@ -510,11 +519,12 @@ class ObservationDetailApi(MemoryApi):
 
     @extend_schema(operation_id="observations_get", responses={200: out.ObservationOut, **ERRORS})
     def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
         observation = selectors.observation_get(
-            conversation=self.conversation(conversation_id), observation_id=observation_id
+            conversation=conversation, observation_id=observation_id
         )
         [readable] = self.readable([observation])
-        return Response(observation_to_wire(readable, today=timezone.now().date()))
+        return Response(_observation_to_wire(conversation, readable))
 
     @extend_schema(
         operation_id="observations_update",
@@ -538,7 +548,7 @@ class ObservationDetailApi(MemoryApi):
             referenced_at=data.get("referencedAt"),
             tags=data.get("tags"),
         )
-        return Response(observation_to_wire(updated, today=timezone.now().date()))
+        return Response(_observation_to_wire(updated.conversation, updated))
 
     @extend_schema(
         operation_id="observations_delete",
@@ -571,7 +581,7 @@ class ObservationHistoryApi(MemoryApi):
         )
         return Response(
             {
-                "current": observation_to_wire(observation, today=timezone.now().date()),
+                "current": _observation_to_wire(observation.conversation, observation),
                 "versions": _versions_to_wire(
                     selectors.observation_history(observation=observation)
                 ),
@@ -621,7 +631,7 @@ class ObservationRevertApi(MemoryApi):
             actor=self.actor(),
             reason=data.get("reason") or "",
         )
-        return Response(observation_to_wire(reverted, today=timezone.now().date()))
+        return Response(_observation_to_wire(reverted.conversation, reverted))
 
 
 class ReflectionListApi(MemoryApi):

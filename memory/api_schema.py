@@ -101,6 +101,11 @@ class _MemoryItemOut(serializers.Serializer):
 
 class ObservationOut(_MemoryItemOut):
     sourceMessageIds = serializers.ListField(child=serializers.UUIDField())
+    deletedSourceMessageIds = serializers.ListField(
+        child=serializers.UUIDField(),
+        help_text="The sources retention or an erasure has deleted since: no message "
+        "answers to these ids any more. The observation stays until it is deleted itself.",
+    )
     ticketId = serializers.CharField(allow_null=True)
     reflectionId = serializers.UUIDField(allow_null=True)
 

@@ -37,6 +37,7 @@ from memory.models import (
 )
 from memory.selectors import (
     active_reflections,
+    deleted_source_ids,
     pin_list,
     served_observations,
     unobserved_messages,
@@ -260,11 +261,15 @@ def _render(
         if fmt == "messages":
             payload = {"messages": _render_messages(tiers)}
         else:
+            deleted = deleted_source_ids(conversation=conversation, observations=tiers.observations)
             payload = {
                 "conversationId": str(conversation.id),
                 "pins": [pin_to_wire(pin) for pin in tiers.pins],
                 "reflections": [reflection_to_wire(r, today=today) for r in tiers.reflections],
-                "observations": [observation_to_wire(o, today=today) for o in tiers.observations],
+                "observations": [
+                    observation_to_wire(o, today=today, deleted_sources=deleted)
+                    for o in tiers.observations
+                ],
                 "recentMessages": [message_to_wire(m) for m in tiers.recent],
             }
         payload.update(budget)

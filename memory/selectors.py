@@ -23,6 +23,10 @@ from memory.models import (
     Workspace,
 )
 
+# Ids per IN (...) when looking up which sources are still stored: well under SQLite's
+# limit on bound parameters.
+SOURCE_LOOKUP_CHUNK = 500
+
 
 def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversation:
     pk = parse_uuid(conversation_id, field="conversation_id")
@@ -58,6 +62,33 @@ def message_counts(*, conversation_ids: list[Any]) -> dict[Any, int]:
         .values_list("conversation_id", "count")
     )
     return dict(rows)
+
+
+def deleted_source_ids(
+    *, conversation: Conversation, observations: Iterable[Observation]
+) -> frozenset[str]:
+    """The ids among these observations' sources that name no stored message any more:
+    retention and erasure delete messages and keep the observations made from them.
+
+    Messages are numbered 1..last_seq without gaps until something deletes one, so a
+    conversation that still holds all of them answers with one indexed count."""
+    wanted = {str(i) for observation in observations for i in observation.source_message_ids}
+    if not wanted:
+        return frozenset()
+    held = message_counts(conversation_ids=[conversation.pk]).get(conversation.pk, 0)
+    if held >= conversation.last_seq:
+        return frozenset()
+    ids = sorted(wanted)
+    stored: set[str] = set()
+    for start in range(0, len(ids), SOURCE_LOOKUP_CHUNK):
+        chunk = ids[start : start + SOURCE_LOOKUP_CHUNK]
+        stored.update(
+            str(pk)
+            for pk in Message.objects.filter(conversation=conversation, pk__in=chunk).values_list(
+                "pk", flat=True
+            )
+        )
+    return frozenset(wanted - stored)
 
 
 def message_list_newest_first(*, conversation: Conversation, limit: int) -> list[Message]:

@@ -9,6 +9,7 @@ against it.
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from datetime import date, datetime
 from typing import Any
 
@@ -168,9 +169,17 @@ def _memory_common(item: Observation | Reflection, *, today: date) -> dict[str, 
     }
 
 
-def observation_to_wire(observation: Observation, *, today: date) -> dict[str, Any]:
+def observation_to_wire(
+    observation: Observation, *, today: date, deleted_sources: AbstractSet[str] = frozenset()
+) -> dict[str, Any]:
+    """``deleted_sources``: message ids retention or erasure deleted (see
+    ``deleted_source_ids``); the ones among this observation's sources are listed in
+    ``deletedSourceMessageIds`` so a client does not follow a link to nothing."""
     body = _memory_common(observation, today=today)
     body["sourceMessageIds"] = observation.source_message_ids
+    body["deletedSourceMessageIds"] = [
+        i for i in observation.source_message_ids if str(i) in deleted_sources
+    ]
     body["ticketId"] = observation.ticket_id or None
     body["reflectionId"] = str(observation.reflection_id) if observation.reflection_id else None
     return body

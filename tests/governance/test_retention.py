@@ -829,3 +829,32 @@ def test_message_counts_say_what_is_left_after_a_sweep(workspace, api):
     }
     assert listed == {str(emptied.pk): 0, str(halved.pk): 3}
     assert api.get(f"/v1/conversations/{halved.pk}").json()["messageCount"] == 3
+
+
+def test_observations_name_the_sources_a_sweep_deleted(workspace, api):
+    _default_policy(workspace, message_days=30, observation_days=None, reflection_days=None)
+    conversation = conversation_with_tiers(workspace, old=2, new=1, with_memory=False)
+    old, _, new = conversation.messages.order_by("seq")
+    note = ObservationFactory(
+        conversation=conversation,
+        source_message_ids=[str(old.pk), str(new.pk)],
+        window_start_seq=old.seq,
+        window_end_seq=new.seq,
+    )
+    path = f"/v1/conversations/{conversation.pk}"
+    assert (
+        api.get(f"{path}/observations").json()["observations"][0]["deletedSourceMessageIds"] == []
+    )
+
+    _sweep(workspace)
+
+    [listed] = api.get(f"{path}/observations").json()["observations"]
+    assert listed["sourceMessageIds"] == [str(old.pk), str(new.pk)]
+    assert listed["deletedSourceMessageIds"] == [str(old.pk)]
+    detail = api.get(f"{path}/observations/{note.pk}").json()
+    assert detail["deletedSourceMessageIds"] == [str(old.pk)]
+    [served] = api.get(f"{path}/context").json()["observations"]
+    assert served["deletedSourceMessageIds"] == [str(old.pk)]
+    stored = {m["id"] for m in api.get(f"{path}/messages").json()["messages"]}
+    assert str(old.pk) not in stored
+    assert str(new.pk) in stored
