@@ -4,11 +4,17 @@ and shape the answer; the services own every rule."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from django.http import HttpResponse
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -506,87 +512,11 @@ def _observations_to_wire(
     return [observation_to_wire(o, today=today, deleted_sources=deleted) for o in observations]
 
 
-def _observation_to_wire(conversation: Conversation, observation: Observation) -> dict[str, Any]:
-    [body] = _observations_to_wire(conversation, [observation])
-    return body
-
-
-class ObservationDetailApi(MemoryApi):
-    required_scopes: ClassVar[dict[str, str]] = {
-        "PATCH": ApiKey.Scope.CURATOR,
-        "DELETE": ApiKey.Scope.CURATOR,
-    }
-
-    @extend_schema(operation_id="observations_get", responses={200: out.ObservationOut, **ERRORS})
-    def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
-        conversation = self.conversation(conversation_id)
-        observation = selectors.observation_get(
-            conversation=conversation, observation_id=observation_id
-        )
-        [readable] = self.readable([observation])
-        return Response(_observation_to_wire(conversation, readable))
-
-    @extend_schema(
-        operation_id="observations_update",
-        request=MemoryUpdateIn,
-        responses={200: out.ObservationOut, **CURATOR_ERRORS},
-        description="Edit the text (`content`, or `text`), priority, event date or tags. "
-        "`reason` is required. Reflections built from the observation stop being served "
-        "at once (its current version is served in their place) and are re-derived.",
-    )
-    def patch(self, request: Request, conversation_id: str, observation_id: str) -> Response:
-        observation = selectors.observation_get(
-            conversation=self.conversation(conversation_id), observation_id=observation_id
-        )
-        data = validated(MemoryUpdateIn, request.data)
-        updated = services.observation_update(
-            observation=observation,
-            actor=self.actor(),
-            reason=data.get("reason") or "",
-            text=_edited_text(data),
-            priority=data.get("priority"),
-            referenced_at=data.get("referencedAt"),
-            tags=data.get("tags"),
-        )
-        return Response(_observation_to_wire(updated.conversation, updated))
-
-    @extend_schema(
-        operation_id="observations_delete",
-        parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
-        request=ReasonIn,
-        responses={204: None, **CURATOR_ERRORS},
-        description="Delete the observation; its last version stays in its history. "
-        "Reflections built from it stop being served at once and are re-derived from "
-        "their other sources.",
-    )
-    def delete(self, request: Request, conversation_id: str, observation_id: str) -> Response:
-        observation = selectors.observation_get(
-            conversation=self.conversation(conversation_id), observation_id=observation_id
-        )
-        reason = request_reason(request)
-        services.observation_delete(observation=observation, actor=self.actor(), reason=reason)
-        return Response(status=204)
-
-
-class ObservationHistoryApi(MemoryApi):
-    @extend_schema(
-        operation_id="observations_history",
-        responses={200: out.ObservationHistoryOut, **ERRORS},
-        description="Earlier versions, oldest first, each with the reason it changed and a "
-        "unified diff to the version after it.",
-    )
-    def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
-        observation = selectors.observation_get(
-            conversation=self.conversation(conversation_id), observation_id=observation_id
-        )
-        return Response(
-            {
-                "current": _observation_to_wire(observation.conversation, observation),
-                "versions": _versions_to_wire(
-                    selectors.observation_history(observation=observation)
-                ),
-            }
-        )
+def _reflections_to_wire(
+    conversation: Conversation, reflections: Iterable[Reflection]
+) -> list[dict[str, Any]]:
+    today = timezone.now().date()
+    return [reflection_to_wire(r, today=today) for r in reflections]
 
 
 def _versions_to_wire(changes: list[selectors.MemoryChange]) -> list[dict[str, Any]]:
@@ -610,28 +540,167 @@ class MemoryRevertIn(serializers.Serializer):
     reason = text_field(required=False, allow_blank=True)
 
 
-class ObservationRevertApi(MemoryApi):
+@dataclass(frozen=True)
+class MemoryTier:
+    """What the observation and the reflection routes do differently: which row the id
+    names, which services correct it, and its wire shape. Everything else is shared."""
+
+    get: Callable[[Conversation, str], Any]
+    update: Callable[..., Any]
+    delete: Callable[..., None]
+    revert: Callable[..., Any]
+    history: Callable[[Any], list[selectors.MemoryChange]]
+    to_wire: Callable[[Conversation, list[Any]], list[dict[str, Any]]]
+
+
+OBSERVATIONS = MemoryTier(
+    get=lambda conversation, pk: selectors.observation_get(
+        conversation=conversation, observation_id=pk
+    ),
+    update=lambda item, **changes: services.observation_update(observation=item, **changes),
+    delete=lambda item, **why: services.observation_delete(observation=item, **why),
+    revert=lambda item, **to: services.observation_revert(observation=item, **to),
+    history=lambda item: selectors.observation_history(observation=item),
+    to_wire=_observations_to_wire,
+)
+REFLECTIONS = MemoryTier(
+    get=lambda conversation, pk: selectors.reflection_get(
+        conversation=conversation, reflection_id=pk
+    ),
+    update=lambda item, **changes: services.reflection_update(reflection=item, **changes),
+    delete=lambda item, **why: services.reflection_delete(reflection=item, **why),
+    revert=lambda item, **to: services.reflection_revert(reflection=item, **to),
+    history=lambda item: selectors.reflection_history(reflection=item),
+    to_wire=_reflections_to_wire,
+)
+
+
+class _MemoryItemApi(MemoryApi):
+    # One observation or reflection: {observation_id} or {reflection_id} in the route,
+    # whichever ``tier`` reads. (A comment: a docstring would become the schema's text.)
+    tier: ClassVar[MemoryTier]
+
+    def item(self, conversation_id: str, ids: dict[str, str]) -> Any:
+        [item_id] = ids.values()
+        return self.tier.get(self.conversation(conversation_id), item_id)
+
+    def item_to_wire(self, item: Observation | Reflection) -> dict[str, Any]:
+        [body] = self.tier.to_wire(item.conversation, [item])
+        return body
+
+
+class _MemoryDetailApi(_MemoryItemApi):
+    required_scopes: ClassVar[dict[str, str]] = {
+        "PATCH": ApiKey.Scope.CURATOR,
+        "DELETE": ApiKey.Scope.CURATOR,
+    }
+
+    def get(self, request: Request, conversation_id: str, **ids: str) -> Response:
+        [readable] = self.readable([self.item(conversation_id, ids)])
+        return Response(self.item_to_wire(readable))
+
+    def patch(self, request: Request, conversation_id: str, **ids: str) -> Response:
+        item = self.item(conversation_id, ids)
+        data = validated(MemoryUpdateIn, request.data)
+        updated = self.tier.update(
+            item,
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+            text=_edited_text(data),
+            priority=data.get("priority"),
+            referenced_at=data.get("referencedAt"),
+            tags=data.get("tags"),
+        )
+        return Response(self.item_to_wire(updated))
+
+    def delete(self, request: Request, conversation_id: str, **ids: str) -> Response:
+        item = self.item(conversation_id, ids)
+        self.tier.delete(item, actor=self.actor(), reason=request_reason(request))
+        return Response(status=204)
+
+
+class _MemoryHistoryApi(_MemoryItemApi):
+    def get(self, request: Request, conversation_id: str, **ids: str) -> Response:
+        item = self.item(conversation_id, ids)
+        return Response(
+            {
+                "current": self.item_to_wire(item),
+                "versions": _versions_to_wire(self.tier.history(item)),
+            }
+        )
+
+
+class _MemoryRevertApi(_MemoryItemApi):
     required_scope = ApiKey.Scope.CURATOR
 
-    @extend_schema(
+    def post(self, request: Request, conversation_id: str, **ids: str) -> Response:
+        item = self.item(conversation_id, ids)
+        data = validated(MemoryRevertIn, request.data)
+        reverted = self.tier.revert(
+            item, version=data["version"], actor=self.actor(), reason=data.get("reason") or ""
+        )
+        return Response(self.item_to_wire(reverted))
+
+
+EDIT_DESCRIPTION = "Edit the text (`content`, or `text`), priority, event date or tags. "
+HISTORY_DESCRIPTION = (
+    "Earlier versions, oldest first, each with the reason it changed and a unified diff to "
+    "the version after it."
+)
+REVERT_DESCRIPTION = (
+    "Restore an earlier version. `reason` is required; the revert is itself a new version "
+    "and is audited."
+)
+REASON_PARAMETER = OpenApiParameter("reason", str, description="Required (or in the body).")
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="observations_get", responses={200: out.ObservationOut, **ERRORS}
+    ),
+    patch=extend_schema(
+        operation_id="observations_update",
+        request=MemoryUpdateIn,
+        responses={200: out.ObservationOut, **CURATOR_ERRORS},
+        description=EDIT_DESCRIPTION
+        + "`reason` is required. Reflections built from the observation stop being served "
+        "at once (its current version is served in their place) and are re-derived.",
+    ),
+    delete=extend_schema(
+        operation_id="observations_delete",
+        parameters=[REASON_PARAMETER],
+        request=ReasonIn,
+        responses={204: None, **CURATOR_ERRORS},
+        description="Delete the observation; its last version stays in its history. "
+        "Reflections built from it stop being served at once and are re-derived from "
+        "their other sources.",
+    ),
+)
+class ObservationDetailApi(_MemoryDetailApi):
+    tier = OBSERVATIONS
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="observations_history",
+        responses={200: out.ObservationHistoryOut, **ERRORS},
+        description=HISTORY_DESCRIPTION,
+    )
+)
+class ObservationHistoryApi(_MemoryHistoryApi):
+    tier = OBSERVATIONS
+
+
+@extend_schema_view(
+    post=extend_schema(
         operation_id="observations_revert",
         request=MemoryRevertIn,
         responses={200: out.ObservationOut, **CURATOR_ERRORS},
-        description="Restore an earlier version. `reason` is required; the revert is "
-        "itself a new version and is audited.",
+        description=REVERT_DESCRIPTION,
     )
-    def post(self, request: Request, conversation_id: str, observation_id: str) -> Response:
-        observation = selectors.observation_get(
-            conversation=self.conversation(conversation_id), observation_id=observation_id
-        )
-        data = validated(MemoryRevertIn, request.data)
-        reverted = services.observation_revert(
-            observation=observation,
-            version=data["version"],
-            actor=self.actor(),
-            reason=data.get("reason") or "",
-        )
-        return Response(_observation_to_wire(reverted.conversation, reverted))
+)
+class ObservationRevertApi(_MemoryRevertApi):
+    tier = OBSERVATIONS
 
 
 class ReflectionListApi(MemoryApi):
@@ -645,13 +714,13 @@ class ReflectionListApi(MemoryApi):
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        today = timezone.now().date()
         reflections = selectors.reflection_list(
             conversation=conversation,
             status=query_params(StatusQuery, request).get("status") or None,
         )
-        readable = self.readable(reflections)
-        return Response({"reflections": [reflection_to_wire(r, today=today) for r in readable]})
+        return Response(
+            {"reflections": _reflections_to_wire(conversation, self.readable(reflections))}
+        )
 
 
 REFLECTION_CONFLICT = {
@@ -663,103 +732,51 @@ REFLECTION_CONFLICT = {
 }
 
 
-class ReflectionDetailApi(MemoryApi):
-    required_scopes: ClassVar[dict[str, str]] = {
-        "PATCH": ApiKey.Scope.CURATOR,
-        "DELETE": ApiKey.Scope.CURATOR,
-    }
-
-    @extend_schema(operation_id="reflections_get", responses={200: out.ReflectionOut, **ERRORS})
-    def get(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
-        reflection = selectors.reflection_get(
-            conversation=self.conversation(conversation_id), reflection_id=reflection_id
-        )
-        [readable] = self.readable([reflection])
-        return Response(reflection_to_wire(readable, today=timezone.now().date()))
-
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(operation_id="reflections_get", responses={200: out.ReflectionOut, **ERRORS}),
+    patch=extend_schema(
         operation_id="reflections_update",
         request=MemoryUpdateIn,
         responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **CURATOR_ERRORS},
-        description="Edit the text (`content`, or `text`), priority, event date or tags. "
-        "`reason` is required. The edit is served at once; a stale reflection that is "
+        description=EDIT_DESCRIPTION
+        + "`reason` is required. The edit is served at once; a stale reflection that is "
         "edited is active again, and stays as edited until one of its sources changes.",
-    )
-    def patch(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
-        reflection = selectors.reflection_get(
-            conversation=self.conversation(conversation_id), reflection_id=reflection_id
-        )
-        data = validated(MemoryUpdateIn, request.data)
-        updated = services.reflection_update(
-            reflection=reflection,
-            actor=self.actor(),
-            reason=data.get("reason") or "",
-            text=_edited_text(data),
-            priority=data.get("priority"),
-            referenced_at=data.get("referencedAt"),
-            tags=data.get("tags"),
-        )
-        return Response(reflection_to_wire(updated, today=timezone.now().date()))
-
-    @extend_schema(
+    ),
+    delete=extend_schema(
         operation_id="reflections_delete",
-        parameters=[OpenApiParameter("reason", str, description="Required (or in the body).")],
+        parameters=[REASON_PARAMETER],
         request=ReasonIn,
         responses={204: None, **CURATOR_ERRORS},
         description="Delete the reflection: what it says leaves the context at once. Its "
         "last version stays in its history. Its source observations stay stored and are "
         "not served in its place; the Reflector does not bring it back.",
-    )
-    def delete(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
-        reflection = selectors.reflection_get(
-            conversation=self.conversation(conversation_id), reflection_id=reflection_id
-        )
-        reason = request_reason(request)
-        services.reflection_delete(reflection=reflection, actor=self.actor(), reason=reason)
-        return Response(status=204)
+    ),
+)
+class ReflectionDetailApi(_MemoryDetailApi):
+    tier = REFLECTIONS
 
 
-class ReflectionHistoryApi(MemoryApi):
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         operation_id="reflections_history",
         responses={200: out.ReflectionHistoryOut, **ERRORS},
-        description="Earlier versions, oldest first, each with the reason it changed and a "
-        "unified diff to the version after it.",
+        description=HISTORY_DESCRIPTION,
     )
-    def get(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
-        reflection = selectors.reflection_get(
-            conversation=self.conversation(conversation_id), reflection_id=reflection_id
-        )
-        return Response(
-            {
-                "current": reflection_to_wire(reflection, today=timezone.now().date()),
-                "versions": _versions_to_wire(selectors.reflection_history(reflection=reflection)),
-            }
-        )
+)
+class ReflectionHistoryApi(_MemoryHistoryApi):
+    tier = REFLECTIONS
 
 
-class ReflectionRevertApi(MemoryApi):
-    required_scope = ApiKey.Scope.CURATOR
-
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         operation_id="reflections_revert",
         request=MemoryRevertIn,
         responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **CURATOR_ERRORS},
-        description="Restore an earlier version. `reason` is required; the revert is "
-        "itself a new version and is audited.",
+        description=REVERT_DESCRIPTION,
     )
-    def post(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
-        reflection = selectors.reflection_get(
-            conversation=self.conversation(conversation_id), reflection_id=reflection_id
-        )
-        data = validated(MemoryRevertIn, request.data)
-        reverted = services.reflection_revert(
-            reflection=reflection,
-            version=data["version"],
-            actor=self.actor(),
-            reason=data.get("reason") or "",
-        )
-        return Response(reflection_to_wire(reverted, today=timezone.now().date()))
+)
+class ReflectionRevertApi(_MemoryRevertApi):
+    tier = REFLECTIONS
 
 
 class PinListCreateApi(MemoryApi):
