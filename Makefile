@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export PORT
 
-.PHONY: run test install lint bench-ingest bench-context clean
+.PHONY: run dev test install lint bench-ingest bench-context clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,11 +18,20 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
+# The product as it ships: debug off, a secret generated once into var/secret_key,
+# static files collected and served by the web process. It listens on 127.0.0.1 over
+# plain HTTP, so its cookies cannot be Secure-only; behind TLS, leave those two unset.
 run: install
 	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py collectstatic --noinput -v 0
 	$(BIN)/python manage.py demo_setup --port $(PORT)
-	$(BIN)/honcho start -f Procfile
+	SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 $(BIN)/honcho start -f Procfile
+
+# For working on Memdesk: Django's debug pages and the autoreloading runserver.
+dev: install
+	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py demo_setup --port $(PORT)
+	DJANGO_DEBUG=1 $(BIN)/honcho start -f Procfile.dev
 
 # Lint, migrations in step with the models, types, system checks, then the suites.
 test: install

@@ -6,6 +6,7 @@ from django.urls import include, path
 from dashboard import views as dashboard_views
 from memory import views as memory_views
 
+handler400 = "core.errors.json_bad_request"
 handler404 = "core.errors.json_not_found"
 handler500 = "core.errors.json_server_error"
 handler403 = "dashboard.views.permission_denied"

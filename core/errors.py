@@ -137,6 +137,16 @@ def json_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     return page_not_found(request, exception or Http404())
 
 
+def json_bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """400 for requests Django refuses before a view runs (a host not allowed, a
+    malformed cookie): JSON under /v1/, the product's page elsewhere."""
+    if request.path.startswith("/v1/"):
+        return JsonResponse(error_body("bad_request", "The request could not be read."), status=400)
+    from django.views.defaults import bad_request
+
+    return bad_request(request, exception or Exception())
+
+
 def json_server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/v1/"):
         return JsonResponse(

@@ -25,6 +25,7 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
+    JsonResponse,
     StreamingHttpResponse,
 )
 from django.shortcuts import redirect, render
@@ -33,7 +34,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
 
-from core.errors import MemdeskError
+from core.errors import MemdeskError, error_body
 from dashboard import selectors
 from dashboard.access import (
     Access,
@@ -116,6 +117,9 @@ def workspace_switch(request: HttpRequest) -> HttpResponse:
 
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler403: say which role the action needs, and in which workspace."""
+    if request.path.startswith("/v1/"):
+        message = "This API key may not do this."
+        return JsonResponse(error_body("forbidden", message), status=403)
     context: dict[str, Any] = {"message": str(exception) if exception else ""}
     if isinstance(exception, RoleRequired):
         context.update(

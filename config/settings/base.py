@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from pathlib import Path
 
 import dj_database_url
@@ -53,27 +54,36 @@ def env_share(name: str, default: float) -> float:
     return value
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+# Off unless asked for: `make run` runs the product; `make dev` turns this on.
+DEBUG = env_bool("DJANGO_DEBUG", False)
 
 
-def _secret_key() -> str:
+def _secret_key() -> tuple[str, str]:
+    """The key and where it came from: the environment, or a key generated once per
+    installation and kept under var/ (0600, never in git). One host can live with the
+    file; several must share one key, so ``check --deploy`` says to set SECRET_KEY."""
     key = os.environ.get("SECRET_KEY", "")
     if key:
-        return key
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is required when DJANGO_DEBUG is off: set it to a long random string."
-        )
-    # Development convenience: one key per checkout, kept out of git under var/.
+        return key, "environment"
     key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        VAR_DIR.mkdir(parents=True, exist_ok=True)
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    try:  # O_EXCL: of processes starting together, exactly one writes the key
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(50))
+    key = key_file.read_text().strip()
+    if not key:  # another process has created the file and not yet written it
+        time.sleep(0.2)
+        key = key_file.read_text().strip()
+    if not key:
+        raise ImproperlyConfigured(f"{key_file} is empty: delete it, or set SECRET_KEY.")
+    return key, "file"
 
 
-SECRET_KEY = _secret_key()
+SECRET_KEY, MEMDESK_SECRET_KEY_SOURCE = _secret_key()
 
 ALLOWED_HOSTS = [
     h.strip()

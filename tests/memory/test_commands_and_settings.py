@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,11 +49,11 @@ def test_token_counts_match_cl100k_base():
     assert token_count("<|endoftext|>") > 1  # typed by a user: text, not a special token
 
 
-def _django_check(**env: str) -> subprocess.CompletedProcess[str]:
+def _django_check(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DJANGO_DEBUG"}}
     clean.update(env)
     return subprocess.run(
-        [sys.executable, "manage.py", "check"],
+        [sys.executable, "manage.py", "check", *args],
         cwd=ROOT,
         env=clean,
         capture_output=True,
@@ -61,10 +62,47 @@ def _django_check(**env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_production_mode_requires_a_secret_key():
-    result = _django_check(DJANGO_DEBUG="0", DJANGO_SETTINGS_MODULE="config.settings.base")
-    assert result.returncode != 0
-    assert "SECRET_KEY is required when DJANGO_DEBUG is off" in result.stderr
+def _settings(**env: str) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DJANGO_DEBUG"}}
+    clean.update(env, DJANGO_SETTINGS_MODULE="config.settings.base")
+    script = (
+        "import django, json; django.setup(); from django.conf import settings; "
+        "print(json.dumps({'debug': settings.DEBUG, 'key': settings.SECRET_KEY}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=clean, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_it_runs_as_a_product_with_a_secret_generated_once(tmp_path):
+    first = _settings(MEMDESK_VAR_DIR=str(tmp_path))
+    assert first["debug"] is False
+    key_file = tmp_path / "secret_key"
+    assert key_file.read_text().strip() == first["key"]
+    assert len(first["key"]) >= 50
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert _settings(MEMDESK_VAR_DIR=str(tmp_path))["key"] == first["key"]  # kept
+    assert _settings(MEMDESK_VAR_DIR=str(tmp_path), SECRET_KEY="from-env" * 8)["key"] == (
+        "from-env" * 8
+    )
+    assert _settings(MEMDESK_VAR_DIR=str(tmp_path), DJANGO_DEBUG="1")["debug"] is True
+
+
+def test_deploy_check_warns_when_the_secret_key_is_the_generated_one(tmp_path):
+    result = _django_check(
+        "--deploy", MEMDESK_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings.base"
+    )
+    assert "memdesk.W003" in result.stderr + result.stdout
+    assert "Set SECRET_KEY" in result.stderr + result.stdout
+    with_key = _django_check(
+        "--deploy",
+        MEMDESK_VAR_DIR=str(tmp_path),
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        SECRET_KEY="k" * 60,
+    )
+    assert "memdesk.W003" not in with_key.stderr + with_key.stdout
 
 
 @pytest.mark.parametrize(
