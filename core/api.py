@@ -4,6 +4,8 @@ and the acting identity."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import uuid
 from collections.abc import Callable
@@ -57,6 +59,69 @@ class StrictCharField(serializers.CharField):
 def text_field(**kwargs: Any) -> StrictCharField:
     """Text as sent: whitespace is content (a message may be indented code)."""
     return StrictCharField(trim_whitespace=False, **kwargs)
+
+
+# Metadata is the agent's own JSON; these bounds keep it storable in jsonb and SQLite's
+# text, readable back, and cheap to walk.
+METADATA_MAX_DEPTH = 32
+METADATA_MAX_BYTES = 64 * 1024
+
+
+class MetadataField(serializers.DictField):
+    """A JSON object of the client's own, checked all the way down: every key and string
+    storable (no lone surrogate, no NUL), every number finite, nested at most
+    ``METADATA_MAX_DEPTH`` deep and at most ``METADATA_MAX_BYTES`` as JSON. A value
+    either check refuses would be stored and then break every read of its row."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value = super().to_internal_value(data)
+        _check_json(value)
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > METADATA_MAX_BYTES:
+            raise serializers.ValidationError(
+                f"must be at most {METADATA_MAX_BYTES // 1024} KB as JSON; got {size} bytes."
+            )
+        return value
+
+
+def _check_json(value: Any) -> None:
+    """Walk ``value`` without recursion; raise a ValidationError naming the first path
+    that cannot be stored. The message never repeats the bad text itself."""
+    stack: list[tuple[str, Any, int]] = [("", value, 1)]
+    while stack:
+        path, item, depth = stack.pop()
+        if depth > METADATA_MAX_DEPTH:
+            raise serializers.ValidationError(
+                f"is nested more than {METADATA_MAX_DEPTH} levels deep (at {path or 'the top'})."
+            )
+        if isinstance(item, dict):
+            for key, child in item.items():
+                _check_text(str(key), f"{path}.{key}" if path else str(key), is_key=True)
+                stack.append((f"{path}.{key}" if path else str(key), child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", child, depth + 1) for i, child in enumerate(item))
+        elif isinstance(item, str):
+            _check_text(item, path)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise serializers.ValidationError(
+                f"{path or 'value'}: numbers must be finite; this one is out of range."
+            )
+
+
+def _check_text(text: str, path: str, *, is_key: bool = False) -> None:
+    where = f"the key {_printable_path(path)}" if is_key else _printable_path(path)
+    if "\x00" in text:
+        raise serializers.ValidationError(f"{where} holds NUL (U+0000), which cannot be stored.")
+    if _SURROGATE.search(text):
+        raise serializers.ValidationError(
+            f"{where} holds a lone surrogate (U+D800 to U+DFFF), which is not text."
+        )
+
+
+def _printable_path(path: str) -> str:
+    # The path is made of the client's keys: it goes back in the error body, so it must
+    # be encodable itself.
+    return _SURROGATE.sub("\ufffd", path.replace("\x00", "\\0")) or "value"
 
 
 def validated(

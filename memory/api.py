@@ -25,6 +25,7 @@ from core.api import (
     ERRORS,
     ApiView,
     ErrorOut,
+    MetadataField,
     ParsedField,
     ReasonIn,
     limit_field,
@@ -63,14 +64,14 @@ from memory.wire import (
 class ConversationCreateIn(serializers.Serializer):
     userId = text_field(required=False, allow_null=True, allow_blank=True, max_length=255)
     title = text_field(required=False, allow_blank=True, max_length=255)
-    metadata = serializers.DictField(required=False, allow_null=True)
+    metadata = MetadataField(required=False, allow_null=True)
 
 
 class MessageIn(serializers.Serializer):
     role = text_field()
     content = text_field(allow_blank=True)
     createdAt = serializers.DateTimeField(required=False, allow_null=True)
-    metadata = serializers.DictField(required=False, allow_null=True)
+    metadata = MetadataField(required=False, allow_null=True)
     toolName = text_field(required=False, allow_blank=True, max_length=200)
     toolCallId = text_field(required=False, allow_blank=True, max_length=200)
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
 
-from django.core.cache import cache
 from django.utils import timezone
 
+from core.cache import cache_get, cache_set
 from core.errors import MemdeskError
 from memory.engines.base import MEMORY_BLOCK_HEADER
 from memory.models import (
@@ -297,10 +297,10 @@ def context_for_conversation(
         f"memdesk:ctx:{conversation.pk}:{conversation.last_seq}:{conversation.memory_version}"
         f":{fmt}:{max_tokens}:{today.isoformat()}:{names}"
     )
-    rendered: RenderedContext | None = cache.get(key)
+    rendered: RenderedContext | None = cache_get(key)
     if rendered is None:
         rendered = _render(
             conversation, fmt=fmt, max_tokens=max_tokens, today=today, reidentifier=reidentifier
         )
-        cache.set(key, rendered, CACHE_SECONDS)
+        cache_set(key, rendered, CACHE_SECONDS)
     return rendered

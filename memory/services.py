@@ -9,7 +9,7 @@ import secrets
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -240,6 +240,13 @@ def conversation_delete(
     return counts
 
 
+# When a message may say it was written: an imported history keeps its own dates, but a
+# date out of these bounds is a client's bug, and one far in the future would both sort
+# before every real message and overflow date arithmetic ("tomorrow" of 9999-12-31).
+EARLIEST_MESSAGE_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+MESSAGE_CLOCK_SKEW = timedelta(days=1)
+
+
 @dataclass(frozen=True)
 class MessageInput:
     role: str
@@ -267,6 +274,15 @@ def _validate_message(item: MessageInput, field_prefix: str) -> None:
             f"content is {len(item.content)} characters; the limit is "
             f"{settings.MEMDESK_MAX_MESSAGE_CHARS}.",
             field=f"{field_prefix}content",
+        )
+    if item.created_at is not None and not (
+        EARLIEST_MESSAGE_TIME <= item.created_at <= timezone.now() + MESSAGE_CLOCK_SKEW
+    ):
+        raise MemdeskError(
+            "invalid_created_at",
+            f"createdAt must be between {EARLIEST_MESSAGE_TIME.date().isoformat()} and "
+            f"{MESSAGE_CLOCK_SKEW.days} day from now; got {item.created_at.isoformat()}.",
+            field=f"{field_prefix}createdAt",
         )
 
 

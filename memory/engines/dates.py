@@ -201,12 +201,17 @@ def _resolve_match(match: re.Match[str], *, anchor: datetime, tense: str | None)
     if handler is None:
         return None
     anchor = _aware(anchor)
-    day_or_moment = handler(match, anchor, tense)
-    if day_or_moment is None:
+    try:
+        day_or_moment = handler(match, anchor, tense)
+        if day_or_moment is None:
+            return None
+        if isinstance(day_or_moment, datetime):
+            return day_or_moment
+        return _midnight(day_or_moment, _zone(anchor))
+    except OverflowError:
+        # "tomorrow" said on 9999-12-31, "in 5000 years": a date the calendar cannot
+        # hold is no date at all, not a reason to fail the whole run.
         return None
-    if isinstance(day_or_moment, datetime):
-        return day_or_moment
-    return _midnight(day_or_moment, _zone(anchor))
 
 
 def _amount(text: str) -> int | None:
