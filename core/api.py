@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
@@ -22,6 +21,7 @@ from core.actors import Actor, ActorType
 from core.auth import RequiresScope
 from core.errors import MemdeskError
 from core.paging import PAGE_LIMIT_DEFAULT, parse_limit
+from core.request_ids import request_id_of
 from memory.models import ApiKey, Workspace
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -255,7 +255,7 @@ class ApiView(APIView):
             id=str(self.api_key.pk),
             role=self.api_key.scope,
             name=self.api_key.name or self.api_key.prefix,
-            request_id=request.headers.get("X-Request-Id", "")[:100] or uuid.uuid4().hex,
+            request_id=request_id_of(request),
             ip_address=request.META.get("REMOTE_ADDR"),
         )
 

@@ -11,10 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
+from django.template import loader
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
+
+from core.request_ids import request_id_of
 
 
 class MemdeskError(Exception):
@@ -148,11 +151,13 @@ def json_bad_request(request: HttpRequest, exception: Exception | None = None) -
 
 
 def json_server_error(request: HttpRequest) -> HttpResponse:
+    """500: the request's id, which every log line of the failure carries, in the JSON
+    body under /v1/ and on the product's page elsewhere."""
+    request_id = request_id_of(request)
     if request.path.startswith("/v1/"):
-        return JsonResponse(
-            error_body("server_error", "The server failed; the request id is in the logs."),
-            status=500,
-        )
-    from django.views.defaults import server_error
-
-    return server_error(request)
+        message = f"The server failed; the logs have the details under request id {request_id}."
+        return JsonResponse(error_body("server_error", message, requestId=request_id), status=500)
+    # Rendered without the request's context processors: nothing here may need the
+    # database or the session, which may be what failed.
+    html = loader.get_template("500.html").render({"request_id": request_id})
+    return HttpResponseServerError(html)

@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest
 
 from core.actors import Actor
 from core.errors import MemdeskError
+from core.request_ids import request_id_of
 from dashboard import selectors
 from dashboard.models import Capability, Role, role_can, roles_with
 from governance.models import (
@@ -117,7 +118,7 @@ class Access:
             type=AuditEvent.ActorType.USER,
             id=str(self.user.pk),
             role=self.role,
-            request_id=request.headers.get("X-Request-Id", "")[:100] or uuid.uuid4().hex,
+            request_id=request_id_of(request),
             ip_address=request.META.get("REMOTE_ADDR") or None,
         )
 

@@ -35,11 +35,45 @@ def test_a_server_error_gets_the_products_500_page_and_json_under_v1():
     assert "Nothing you had already saved is lost" in html
     assert "a bug" not in html and "RuntimeError" not in html
 
+    assert page["X-Request-Id"] in html  # to quote to the administrator
+
     api = client.get("/v1/broken")
     assert api.status_code == 500
     assert api["Content-Type"] == "application/json"
-    assert api.json()["message"] == "The server failed; the request id is in the logs."
+    assert api.json()["requestId"] == api["X-Request-Id"]
+    assert api["X-Request-Id"] in api.json()["message"]
     assert "a bug" not in api.content.decode()
+
+
+@override_settings(ROOT_URLCONF="tests.dashboard.failing_urls")
+def test_the_request_id_finds_the_failure_in_the_logs(caplog):
+    client = Client(raise_request_exception=False)
+    with caplog.at_level("ERROR", logger="django.request"):
+        response = client.get("/v1/broken", HTTP_X_REQUEST_ID="agent-run-42")
+    assert response["X-Request-Id"] == "agent-run-42"
+    assert response.json()["requestId"] == "agent-run-42"
+    [failure] = [r for r in caplog.records if r.name == "django.request"]
+    assert failure.request_id == "agent-run-42"
+
+
+@pytest.mark.parametrize("sent", ["", "has spaces", "x" * 101, "new\nline"])
+def test_an_unusable_request_id_is_replaced_not_echoed(api, sent):
+    response = api.get("/v1/conversations", HTTP_X_REQUEST_ID=sent)
+    assert response.status_code == 200
+    assert response["X-Request-Id"] != sent
+    assert len(response["X-Request-Id"]) == 32
+
+
+def test_an_audit_event_records_the_request_id(api, workspace):
+    from governance.models import AuditEvent
+
+    response = api.post(
+        "/v1/conversations", {"userId": "u"}, format="json", HTTP_X_REQUEST_ID="req-7"
+    )
+    assert response.status_code == 201
+    assert response["X-Request-Id"] == "req-7"
+    event = AuditEvent.objects.filter(workspace=workspace).order_by("-sequence").first()
+    assert event is not None and event.request_id in {"req-7", ""}
 
 
 @override_settings(ALLOWED_HOSTS=["memdesk.example"])
