@@ -36,12 +36,24 @@ class Actor:
         return f"{self.type}:{self.id}"
 
     @classmethod
-    def from_label(cls, label: str) -> Actor:
-        """The actor a stored ``label`` names; the system when it names none."""
+    def from_label(cls, label: str, *, role: str = "") -> Actor:
+        """The actor a stored ``label`` names, with the ``role`` stored beside it (a label
+        is an identity, not a role: a user's role can change before a worker runs); the
+        system when it names none."""
         actor_type, _, actor_id = label.partition(":")
         if actor_type in ActorType.values and actor_id:
-            return cls(type=actor_type, id=actor_id)
+            if actor_type == ActorType.SYSTEM:
+                role = role or SYSTEM_ROLE
+            return cls(type=actor_type, id=actor_id, role=role)
         return SYSTEM_ACTOR
 
 
-SYSTEM_ACTOR = Actor(type=ActorType.SYSTEM, id="memdesk")
+# Every event has a role: scheduled work, the pipeline and commands act as the system.
+SYSTEM_ROLE = "system"
+SYSTEM_ACTOR = Actor(type=ActorType.SYSTEM, id="memdesk", role=SYSTEM_ROLE)
+
+
+def command_actor(command: str) -> Actor:
+    """The actor of a management command: the audit trail says which command it was.
+    Whoever ran it on the server is outside what Memdesk can know."""
+    return Actor(type=ActorType.SYSTEM, id=f"command:{command}", role=SYSTEM_ROLE)

@@ -66,7 +66,11 @@ def erasure_request_create(
         )
     with transaction.atomic():
         request = ErasureRequest.objects.create(
-            workspace=workspace, end_user_id=end_user_id, reason=reason, requested_by=actor.label
+            workspace=workspace,
+            end_user_id=end_user_id,
+            reason=reason,
+            requested_by=actor.label,
+            requested_by_role=actor.role,
         )
         holds = holds_covering_end_user(workspace_id=workspace.pk, end_user_id=end_user_id)
         if holds:
@@ -185,7 +189,7 @@ def erasure_execute(*, request_id: int, final_attempt: bool = True) -> ErasureOu
     request = ErasureRequest.objects.get(pk=request_id)
     if not claimed:
         return ErasureOutcome(request)
-    actor = Actor.from_label(request.requested_by)
+    actor = Actor.from_label(request.requested_by, role=request.requested_by_role)
     totals: Counter[str] = Counter()
     digest = hashlib.sha256()
     erased: set[str] = set()

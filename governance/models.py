@@ -387,6 +387,8 @@ class RescanRun(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     reason = models.TextField()
     requested_by = models.CharField(max_length=200)
+    # The requester's role when they asked: the worker's events carry it.
+    requested_by_role = models.CharField(max_length=50, blank=True, default="")
     # {"messages": {"total": n, "scanned": n, "findings": n, "skipped": n}, ...}
     counts = models.JSONField(default=dict, blank=True)
     total = models.PositiveBigIntegerField(default=0)  # objects to scan, every tier
@@ -458,6 +460,8 @@ class RetentionSweep(models.Model):
     total = models.PositiveBigIntegerField(default=0)  # rows due when the sweep started
     done = models.PositiveBigIntegerField(default=0)  # rows deleted so far
     triggered_by = models.CharField(max_length=200, blank=True, default="")
+    # The requester's role when they asked: the worker's events carry it.
+    triggered_by_role = models.CharField(max_length=50, blank=True, default="")
     error = models.CharField(max_length=500, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -528,6 +532,8 @@ class ErasureRequest(models.Model):
     end_user_id = models.CharField(max_length=255)
     reason = models.TextField()
     requested_by = models.CharField(max_length=200)
+    # The requester's role when they asked: the worker's events carry it.
+    requested_by_role = models.CharField(max_length=50, blank=True, default="")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     counts = models.JSONField(default=dict, blank=True)
     error = models.CharField(max_length=500, blank=True, default="")

@@ -316,6 +316,7 @@ def redaction_rescan(
     batch_size: int = 200,
     n_process: int = redaction.N_PROCESS,
     progress: RescanProgress | None = None,
+    actor: Actor = SYSTEM_ACTOR,
 ) -> dict[str, dict[str, int]]:
     """Scan a workspace's stored memory again under its current policy, in batches of
     ``batch_size`` (each batch one transaction), e.g. after the policy or the engine
@@ -348,6 +349,7 @@ def redaction_rescan(
                     policy=policy,
                     messages=batch,  # type: ignore[arg-type]  # the messages tier
                     force=True,
+                    actor=actor,
                     batch_size=engine_batch,
                     n_process=n_process,
                 )
@@ -362,6 +364,7 @@ def redaction_rescan(
                         target_type=target_type,
                         targets=batch,
                         policy=policy,
+                        actor=actor,
                         batch_size=engine_batch,
                         n_process=n_process,
                     )
@@ -369,7 +372,12 @@ def redaction_rescan(
                     # One edited object rolls its batch back; one at a time, the others go in.
                     for target in batch:
                         try:
-                            redact_targets(target_type=target_type, targets=[target], policy=policy)
+                            redact_targets(
+                                target_type=target_type,
+                                targets=[target],
+                                policy=policy,
+                                actor=actor,
+                            )
                         except RedactionConflict:
                             counts["skipped"] += 1
                 counts["findings"] += (
@@ -420,6 +428,7 @@ def rescan_run_request(
             tiers=chosen,
             reason=reason,
             requested_by=actor.label[:200],
+            requested_by_role=actor.role,
             counts={
                 tier: {"total": 0, "scanned": 0, "findings": 0, "skipped": 0} for tier in chosen
             },
@@ -482,10 +491,13 @@ def rescan_run_execute(
         if progress:
             progress(tier, tier_counts, total)
 
+    # The run's events carry whoever asked for it, with the role they had then.
+    requester = Actor.from_label(run.requested_by, role=run.requested_by_role)
     status, error = RescanRun.Status.COMPLETED, ""
     try:
         redaction_rescan(
             workspace=run.workspace,
+            actor=requester,
             tiers=run.tiers,
             batch_size=batch_size,
             n_process=n_process,
@@ -513,7 +525,7 @@ def rescan_run_execute(
         )
         audit_record(
             workspace_id=run.workspace_id,
-            actor=SYSTEM_ACTOR,
+            actor=requester,
             action="redaction.rescan",
             target_type="rescan_run",
             target_id=str(run.pk),

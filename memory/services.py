@@ -58,7 +58,9 @@ REASON_REQUIRED = "A reason is required to change memory."
 # --- Workspaces and keys -------------------------------------------------------------
 
 
-def workspace_get_or_create(*, name: str) -> Workspace:
+def workspace_get_or_create(*, name: str, actor: Actor | None = None) -> Workspace:
+    """The workspace called ``name``, created if there is none. With an ``actor`` a
+    creation opens the workspace's audit trail with a ``workspace.create`` event."""
     try:
         validate_slug(name)
     except ValidationError:
@@ -67,7 +69,17 @@ def workspace_get_or_create(*, name: str) -> Workspace:
             f"A workspace name is letters, digits, '-' and '_' only; got {name!r}.",
             field="name",
         ) from None
-    workspace, _ = Workspace.objects.get_or_create(name=name)
+    with transaction.atomic():
+        workspace, created = Workspace.objects.get_or_create(name=name)
+        if created and actor is not None:
+            audit_record(
+                workspace_id=workspace.pk,
+                actor=actor,
+                action="workspace.create",
+                target_type="workspace",
+                target_id=str(workspace.pk),
+                after={"name": workspace.name},
+            )
     return workspace
 
 

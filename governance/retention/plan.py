@@ -196,6 +196,7 @@ def retention_dry_run(
             counts=due.counts,
             total=due.total,
             triggered_by=actor.label,
+            triggered_by_role=actor.role,
             created_at=started,
             started_at=started,
             finished_at=timezone.now(),
@@ -230,7 +231,10 @@ def retention_sweep_request(
                 status_code=409,
             )
         sweep = RetentionSweep.objects.create(
-            workspace=workspace, policy=policy, triggered_by=actor.label
+            workspace=workspace,
+            policy=policy,
+            triggered_by=actor.label,
+            triggered_by_role=actor.role,
         )
         audit_record(
             workspace_id=workspace.pk,

@@ -372,7 +372,7 @@ def retention_sweep(*, sweep_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> R
     sweep = RetentionSweep.objects.select_related("policy").get(pk=sweep_id)
     if not claimed:
         return sweep
-    actor = Actor.from_label(sweep.triggered_by)
+    actor = Actor.from_label(sweep.triggered_by, role=sweep.triggered_by_role)
     plan = RetentionPlan.for_workspace(
         workspace_id=sweep.workspace_id, now=started, policy=sweep.policy
     )
@@ -466,7 +466,9 @@ def retention_schedule(*, now: datetime | None = None) -> dict[str, int]:
             ).exists():
                 continue
             sweep = RetentionSweep.objects.create(
-                workspace_id=workspace_id, triggered_by=SYSTEM_ACTOR.label
+                workspace_id=workspace_id,
+                triggered_by=SYSTEM_ACTOR.label,
+                triggered_by_role=SYSTEM_ACTOR.role,
             )
             enqueue_on_commit("governance.tasks.retention_sweep_task", sweep.pk)
             counts["started"] += 1

@@ -153,6 +153,17 @@ def test_the_command_records_its_run(workspace, old_conversation, sent):
     call_command("rescan_redaction", "--workspace", "acme", "--reason", "upgrade", stdout=out)
 
     [run] = RescanRun.objects.all()
-    assert (run.status, run.reason, run.requested_by) == ("completed", "upgrade", "system:memdesk")
+    assert (run.status, run.reason, run.requested_by, run.requested_by_role) == (
+        "completed",
+        "upgrade",
+        "system:command:rescan_redaction",
+        "system",
+    )
+    # The run's events say which command asked for it, with the system's role.
+    assert set(
+        AuditEvent.objects.filter(action__startswith="redaction.rescan").values_list(
+            "actor_id", "actor_role"
+        )
+    ) == {("command:rescan_redaction", "system")}
     assert "messages: 3/3" in out.getvalue() and CARD not in out.getvalue()
     assert not sent  # run by the command itself, not queued for a worker

@@ -125,7 +125,11 @@ def test_one_audit_event_per_run_with_the_counts_and_none_when_nothing_is_left(w
     [event] = AuditEvent.objects.filter(action="grounding.backfill")
     again = _backfill()
 
-    assert (event.actor_type, event.actor_id) == ("system", "memdesk")
+    assert (event.actor_type, event.actor_id, event.actor_role) == (
+        "system",
+        "command:grounding_backfill",
+        "system",
+    )
     assert (event.target_type, event.target_id) == ("workspace", str(workspace.pk))
     assert event.after["observations"]["scored"] == observations
     assert event.after["reflections"]["scored"] == reflections

@@ -10,8 +10,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from core.actors import SYSTEM_ACTOR
+from core.actors import command_actor
 from dashboard.models import Membership, Role
+from dashboard.services import membership_grant
 from memory import pipeline
 from memory.demo import load_demo_data
 from memory.models import ApiKey, ObserverRun, PipelineRun, ReflectorRun, Workspace
@@ -64,7 +65,8 @@ class Command(BaseCommand):
         parser.add_argument("--port", default=os.environ.get("PORT", "8000"))
 
     def handle(self, *args: object, **options: object) -> None:
-        workspace = workspace_get_or_create(name=DEMO_WORKSPACE)
+        actor = command_actor("demo_setup")
+        workspace = workspace_get_or_create(name=DEMO_WORKSPACE, actor=actor)
 
         password = _kept_secret("admin_password", lambda: secrets.token_urlsafe(12))
         user_model = get_user_model()
@@ -73,9 +75,14 @@ class Command(BaseCommand):
             admin = user_model.objects.create_superuser("admin", "admin@localhost", password)
         # A superuser sees every workspace anyway; the membership makes the demo's role
         # explicit and keeps working if someone drops the superuser flag.
-        Membership.objects.get_or_create(
-            user=admin, workspace=workspace, defaults={"role": Role.ADMIN}
-        )
+        if not Membership.objects.filter(user=admin, workspace=workspace).exists():
+            membership_grant(
+                user=admin,
+                workspace=workspace,
+                role=Role.ADMIN,
+                actor=actor,
+                reason="demo setup: the demo's admin login",
+            )
 
         key_file = settings.VAR_DIR / "demo_api_key"
         raw_key = key_file.read_text().strip() if key_file.exists() else ""
@@ -85,7 +92,7 @@ class Command(BaseCommand):
                 key_hash=ApiKey.hash_raw_key(raw_key), revoked_at__isnull=True
             ).exists()
         ):
-            _, raw_key = api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, name=DEMO_KEY_NAME)
+            _, raw_key = api_key_create(workspace=workspace, actor=actor, name=DEMO_KEY_NAME)
             key_file.write_text(raw_key)
             key_file.chmod(0o600)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.actors import SYSTEM_ACTOR
+from core.actors import command_actor
 from core.errors import MemdeskError
 from governance.models import RescanRun
 from governance.review import RESCAN_TIERS, rescan_run_execute, rescan_run_request
@@ -61,7 +61,7 @@ class Command(BaseCommand):
                 # Recorded and audited like a run started in the dashboard, and run here.
                 run = rescan_run_request(
                     workspace=workspace,
-                    actor=SYSTEM_ACTOR,
+                    actor=command_actor("rescan_redaction"),
                     reason=options["reason"],
                     tiers=options["tier"],
                     enqueue=False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.actors import SYSTEM_ACTOR
+from core.actors import command_actor
 from core.errors import MemdeskError
 from memory.models import ApiKey
 from memory.services import api_key_create, workspace_get_or_create
@@ -33,13 +33,14 @@ class Command(BaseCommand):
                     f"--admin means --scope admin; it cannot be used with --scope {scope}."
                 )
             scope = ApiKey.Scope.ADMIN
+        actor = command_actor("create_api_key")
         try:
-            workspace = workspace_get_or_create(name=str(options["workspace"]))
+            workspace = workspace_get_or_create(name=str(options["workspace"]), actor=actor)
         except MemdeskError as exc:
             raise CommandError(exc.message) from None
         _, raw_key = api_key_create(
             workspace=workspace,
-            actor=SYSTEM_ACTOR,
+            actor=actor,
             name=str(options["name"]),
             scope=str(scope or ApiKey.Scope.AGENT),
         )

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.actors import SYSTEM_ACTOR
+from core.actors import command_actor
 from memory.models import Workspace
 from memory.services import grounding_backfill
 
@@ -31,7 +31,9 @@ class Command(BaseCommand):
                 raise CommandError(f"No workspace named {options['workspace']!r}.")
         for workspace in workspaces:
             report = grounding_backfill(
-                workspace=workspace, actor=SYSTEM_ACTOR, batch_size=options["batch_size"]
+                workspace=workspace,
+                actor=command_actor("grounding_backfill"),
+                batch_size=options["batch_size"],
             )
             self.stdout.write(f"workspace {workspace.name}")
             for tier, counts in report.items():
