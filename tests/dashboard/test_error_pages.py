@@ -64,16 +64,20 @@ def test_an_unusable_request_id_is_replaced_not_echoed(api, sent):
     assert len(response["X-Request-Id"]) == 32
 
 
-def test_an_audit_event_records_the_request_id(api, workspace):
+def test_an_audit_event_records_the_request_id(curator_api, workspace):
     from governance.models import AuditEvent
 
-    response = api.post(
-        "/v1/conversations", {"userId": "u"}, format="json", HTTP_X_REQUEST_ID="req-7"
+    conversation = curator_api.post("/v1/conversations", {"userId": "u"}, format="json").json()
+    response = curator_api.post(
+        f"/v1/conversations/{conversation['id']}/observations",
+        {"text": "Dana prefers e-mail.", "reason": "told on the phone"},
+        format="json",
+        HTTP_X_REQUEST_ID="req-7",
     )
     assert response.status_code == 201
     assert response["X-Request-Id"] == "req-7"
-    event = AuditEvent.objects.filter(workspace=workspace).order_by("-sequence").first()
-    assert event is not None and event.request_id in {"req-7", ""}
+    event = AuditEvent.objects.get(workspace=workspace, action="observation.create")
+    assert event.request_id == "req-7"
 
 
 @override_settings(ALLOWED_HOSTS=["memdesk.example"])
