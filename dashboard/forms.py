@@ -71,6 +71,7 @@ class ConversationFilterForm(forms.Form):
     hold = forms.BooleanField(label="On legal hold", required=False)
     grounding = forms.BooleanField(label="Notes to check against their sources", required=False)
     failed = forms.BooleanField(label="Latest pipeline run failed", required=False)
+    retrying = forms.BooleanField(label="Pipeline run retrying", required=False)
     sort = forms.ChoiceField(
         label="Sort by",
         required=False,
@@ -97,6 +98,7 @@ class ConversationFilterForm(forms.Form):
             on_hold=bool(data.get("hold")),
             weakly_grounded=bool(data.get("grounding")),
             pipeline_failed=bool(data.get("failed")),
+            pipeline_retrying=bool(data.get("retrying")),
             sort=data.get("sort") or DEFAULT_SORT,
         )
 

@@ -309,6 +309,7 @@ class ConversationFilters:
     on_hold: bool = False
     weakly_grounded: bool = False
     pipeline_failed: bool = False
+    pipeline_retrying: bool = False
     sort: str = DEFAULT_SORT
 
 
@@ -335,10 +336,18 @@ def conversation_search(
         qs = qs.filter(on_hold=True)
     if filters.weakly_grounded:
         qs = qs.filter(weakly_grounded=True)
-    if filters.pipeline_failed:
+    # Both filters on: a conversation whose latest run failed or is retrying.
+    attention = [
+        status
+        for status, wanted in (
+            (PipelineRun.Status.FAILED, filters.pipeline_failed),
+            (PipelineRun.Status.RETRYING, filters.pipeline_retrying),
+        )
+        if wanted
+    ]
+    if attention:
         qs = qs.filter(
-            Q(latest_observer_status=PipelineRun.Status.FAILED)
-            | Q(latest_reflector_status=PipelineRun.Status.FAILED)
+            Q(latest_observer_status__in=attention) | Q(latest_reflector_status__in=attention)
         )
     if filters.sort.lstrip("-") == "compression":
         qs = _with_compression(qs)

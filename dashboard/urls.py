@@ -38,6 +38,11 @@ urlpatterns = [
     path(conversation + "observe/", views.run_start, {"action": "observe"}, name="observe"),
     path(conversation + "reflect/", views.run_start, {"action": "reflect"}, name="reflect"),
     path(conversation + "runs/<str:kind>/<uuid:run_id>/", views.run_status, name="run_status"),
+    path(
+        conversation + "runs/<str:kind>/<uuid:run_id>/cancel/",
+        views.run_cancel,
+        name="run_cancel",
+    ),
     path("metrics/", views.metrics, name="metrics"),
     path("settings/api-keys/", views.api_keys, name="api_keys"),
     path("settings/api-keys/<int:api_key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),

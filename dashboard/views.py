@@ -157,6 +157,7 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
             filters.pii_found,
             filters.on_hold,
             filters.pipeline_failed,
+            filters.pipeline_retrying,
         )
     )
     context = {"form": form, "page": page, "filtered": filtered}
@@ -425,8 +426,15 @@ def _run_status_response(
     run: PipelineRun | None,
     *,
     polled: bool,
+    notice: str = "",
 ) -> HttpResponse:
-    context = {"conversation": conversation, "kind": kind, "run": run, "polled": polled}
+    context = {
+        "conversation": conversation,
+        "kind": kind,
+        "run": run,
+        "polled": polled,
+        "notice": notice,
+    }
     return render_page(request, "dashboard/conversation_detail.html#run_status", access, context)
 
 
@@ -459,6 +467,35 @@ def run_status(
     if not is_partial(request):
         return redirect(_conversation_url(conversation) + "#runs")
     return _run_status_response(request, access, conversation, kind, run, polled=True)
+
+
+@require_POST
+@login_required
+def run_cancel(
+    request: HttpRequest, conversation_id: uuid.UUID, kind: str, run_id: uuid.UUID
+) -> HttpResponse:
+    if kind not in RUN_KINDS.values():
+        raise Http404("No such kind of run.")
+    access, conversation = get_conversation_for_user(
+        request, conversation_id, Capability.RUN_PIPELINE
+    )
+    run = selectors.run_in(conversation=conversation, kind=kind, run_id=run_id)
+    if run is None:
+        raise Http404("No such run in this conversation.")
+    notice = ""
+    try:
+        run = pipeline.run_cancel(
+            run=run, actor=access.actor(request), reason="cancelled on the conversation page"
+        )
+    except MemdeskError as error:
+        # It finished before the click arrived: the card shows how, and says so.
+        run.refresh_from_db()
+        notice = error.message
+    if not is_partial(request):
+        return redirect(_conversation_url(conversation) + "#runs")
+    return _run_status_response(
+        request, access, conversation, kind, run, polled=True, notice=notice
+    )
 
 
 # --- editing memory ---------------------------------------------------------------------------

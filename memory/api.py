@@ -903,6 +903,32 @@ class RunDetailApi(MemoryApi):
         return Response(run_to_wire(pipeline.run_get(workspace=self.workspace, run_id=run_id)))
 
 
+class RunCancelApi(MemoryApi):
+    # An agent may cancel what it may start.
+    @extend_schema(
+        operation_id="runs_cancel",
+        request=ReasonIn,
+        parameters=[OpenApiParameter("reason", str, description="Optional (or in the body).")],
+        responses={
+            200: out.RunOut,
+            409: OpenApiResponse(
+                ErrorOut,
+                description="run_finished: the run has already succeeded, failed or been "
+                "cancelled.",
+            ),
+            **ERRORS,
+        },
+        description="Cancel a queued, retrying or running run; audited. A running run's "
+        "results are discarded. The conversation can be observed or reflected again at "
+        "once on demand; automatic triggers wait a few minutes.",
+    )
+    def post(self, request: Request, run_id: str) -> Response:
+        parse_uuid(run_id, field="runId")
+        run = pipeline.run_get(workspace=self.workspace, run_id=run_id)
+        run = pipeline.run_cancel(run=run, actor=self.actor(), reason=request_reason(request))
+        return Response(run_to_wire(run))
+
+
 class MetricsApi(MemoryApi):
     @extend_schema(
         operation_id="metrics_get",

@@ -234,7 +234,13 @@ class RunOut(serializers.Serializer):
     id = serializers.UUIDField()
     kind = serializers.ChoiceField(choices=["observer", "reflector"])
     conversationId = serializers.UUIDField()
-    status = serializers.ChoiceField(choices=["pending", "running", "succeeded", "failed"])
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "retrying", "succeeded", "failed", "cancelled"],
+        help_text="queued: waiting for a worker; running; retrying: an attempt failed with "
+        "a retryable error (error says how) and the next is at nextAttemptAt; then "
+        "succeeded, failed (after the last attempt, or at once for an error a retry "
+        "cannot fix) or cancelled.",
+    )
     trigger = serializers.ChoiceField(choices=["threshold", "manual", "sweeper", "correction"])
     engine = serializers.CharField(allow_null=True)
     model = serializers.CharField(allow_null=True)
@@ -244,8 +250,16 @@ class RunOut(serializers.Serializer):
     itemsIn = serializers.IntegerField()
     itemsOut = serializers.IntegerField()
     durationMs = serializers.IntegerField(allow_null=True)
-    attempts = serializers.IntegerField()
-    error = serializers.CharField(allow_null=True)
+    attempts = serializers.IntegerField(help_text="Attempts started so far.")
+    maxAttempts = serializers.IntegerField(help_text="Attempts before a run fails.")
+    nextAttemptAt = serializers.DateTimeField(
+        allow_null=True, help_text="When a retrying run is tried again."
+    )
+    error = serializers.CharField(
+        allow_null=True,
+        help_text="The last error in words (a status code, a timeout, a rule the output "
+        "broke), never the content.",
+    )
     createdAt = serializers.DateTimeField()
     startedAt = serializers.DateTimeField(allow_null=True)
     finishedAt = serializers.DateTimeField(allow_null=True)

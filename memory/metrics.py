@@ -45,8 +45,11 @@ def _run_summary(runs: QuerySet[Any]) -> dict[str, Any]:
     tokens = succeeded.aggregate(tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"))
     return {
         "total": sum(by_status.values()),
+        # Keyed by the stored status: "pending" counts the runs the API calls queued.
         "byStatus": {status: by_status.get(status, 0) for status in PipelineRun.Status.values},
         "failures": by_status.get(PipelineRun.Status.FAILED, 0),
+        "retrying": by_status.get(PipelineRun.Status.RETRYING, 0),
+        "cancelled": by_status.get(PipelineRun.Status.CANCELLED, 0),
         "tokensIn": tokens["tokens_in"] or 0,
         "tokensOut": tokens["tokens_out"] or 0,
         "compression": _ratio(tokens["tokens_in"] or 0, tokens["tokens_out"] or 0),

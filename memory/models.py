@@ -397,18 +397,24 @@ class IdempotencyRecord(models.Model):
 class PipelineRun(models.Model):
     """One run of the Observer or the Reflector over one conversation.
 
-    A run is created PENDING when it is due, claimed by one worker with a conditional
-    UPDATE that also takes a lease, and finished by the worker that holds the lease. A
-    worker that dies leaves a RUNNING row whose lease expires; the sweeper or the
-    redelivered task then claims it again, and the lease token makes sure only one
-    worker's results are ever stored.
+    A run is created PENDING (shown as "queued") when it is due, claimed by one worker
+    with a conditional UPDATE that also takes a lease, and finished by the worker that
+    holds the lease. A retryable error (a provider down, a timeout) makes it RETRYING
+    until its next attempt at ``next_attempt_at``; after the last attempt it is FAILED.
+    A person may cancel an open run. A worker that dies leaves a RUNNING row whose lease
+    expires; the sweeper or the redelivered task then claims it again, and the lease
+    token makes sure only one worker's results are ever stored.
     """
 
     class Status(models.TextChoices):
-        PENDING = "pending", "pending"
+        # Stored as "pending" since the first version; the API and the dashboard say
+        # "queued" (``state``).
+        PENDING = "pending", "queued"
         RUNNING = "running", "running"
+        RETRYING = "retrying", "retrying"
         SUCCEEDED = "succeeded", "succeeded"
         FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
 
     class Trigger(models.TextChoices):
         THRESHOLD = "threshold", "threshold crossed"
@@ -416,7 +422,9 @@ class PipelineRun(models.Model):
         SWEEPER = "sweeper", "periodic sweeper"
         CORRECTION = "correction", "a correction to reflected memory"
 
-    OPEN_STATUSES = (Status.PENDING, Status.RUNNING)
+    OPEN_STATUSES = (Status.PENDING, Status.RUNNING, Status.RETRYING)
+    # The first attempt and the task's retries (memory.tasks.MAX_RETRIES).
+    MAX_ATTEMPTS = 6
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
@@ -430,7 +438,10 @@ class PipelineRun(models.Model):
     items_out = models.PositiveIntegerField(default=0)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    # The last error in words (a status code, a timeout, a rule broken), never content.
     error = models.CharField(max_length=500, blank=True, default="")
+    # When a RETRYING run is tried again (the task's backoff countdown).
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -443,6 +454,11 @@ class PipelineRun(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status in self.OPEN_STATUSES
+
+    @property
+    def state(self) -> str:
+        """The status as the API and the dashboard name it: ``queued`` for PENDING."""
+        return "queued" if self.status == self.Status.PENDING else str(self.status)
 
 
 class ObserverRun(PipelineRun):
@@ -459,7 +475,7 @@ class ObserverRun(PipelineRun):
         constraints = [
             models.UniqueConstraint(
                 fields=["conversation"],
-                condition=models.Q(status__in=["pending", "running"]),
+                condition=models.Q(status__in=["pending", "running", "retrying"]),
                 name="one_open_observer_run_per_conversation",
             )
         ]
@@ -482,7 +498,7 @@ class ReflectorRun(PipelineRun):
         constraints = [
             models.UniqueConstraint(
                 fields=["conversation"],
-                condition=models.Q(status__in=["pending", "running"]),
+                condition=models.Q(status__in=["pending", "running", "retrying"]),
                 name="one_open_reflector_run_per_conversation",
             )
         ]

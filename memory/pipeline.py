@@ -5,8 +5,10 @@ Message writes never wait for any of this: they call ``observer_schedule_if_due`
 at most inserts a PENDING run and enqueues its task after the write commits. A worker
 claims the run with a conditional UPDATE that takes a lease (so two workers never run
 the same window), and stores the results in one transaction that also checks it still
-holds the lease (so a run taken over after a crash can never be stored twice). Engine
-failures leave memory exactly as it was; the messages stay unobserved and recent.
+holds the lease (so a run taken over after a crash, or cancelled, is never stored).
+Engine failures leave memory exactly as it was; the messages stay unobserved and
+recent. A retryable failure makes the run RETRYING until its next attempt; the last
+attempt's failure makes it FAILED.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
-from core.actors import SYSTEM_ACTOR
+from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
 from governance.audit import audit_record
@@ -64,10 +66,12 @@ logger = logging.getLogger(__name__)
 RunT = TypeVar("RunT", ObserverRun, ReflectorRun)
 # Earlier observations given to the Observer so that it does not repeat itself.
 PREVIOUS_OBSERVATIONS_TAIL = 20
-# After a failed run, automatic triggers wait this long before trying the same
-# conversation again, so a provider that returns garbage is not called on every write.
+# After a failed or cancelled run, automatic triggers wait this long before trying the
+# same conversation again, so a provider that returns garbage is not called on every
+# write, and a run a person stopped is not started again by the next message.
 FAILURE_COOLDOWN = timedelta(minutes=5)
-# The sweeper re-enqueues PENDING runs older than this (their task message may be lost).
+# The sweeper re-enqueues PENDING runs older than this, and RETRYING runs this long past
+# their next attempt (their task message may be lost).
 STALE_PENDING = timedelta(seconds=60)
 # The sweeper looks at conversations written in this window, at most this many a sweep.
 SWEEP_LOOKBACK = timedelta(days=7)
@@ -100,7 +104,7 @@ def _recently_failed(model: type[AnyRun], conversation: Conversation) -> bool:
     )
     return bool(
         latest
-        and latest[0] == PipelineRun.Status.FAILED
+        and latest[0] in (PipelineRun.Status.FAILED, PipelineRun.Status.CANCELLED)
         and latest[1]
         and timezone.now() - latest[1] < FAILURE_COOLDOWN
     )
@@ -151,9 +155,12 @@ def reflector_schedule(*, conversation: Conversation, trigger: str) -> Reflector
     correction = PipelineRun.Trigger.CORRECTION
     if run.trigger == correction and trigger != correction:
         # The open run would only re-derive stale reflections; this request also wants
-        # the active observations reflected. A run not yet claimed can still do both.
+        # the active observations reflected. A run not yet claimed (or waiting to be
+        # tried again: each attempt reads its inputs afresh) can still do both.
         upgraded = ReflectorRun.objects.filter(
-            pk=run.pk, status=PipelineRun.Status.PENDING, trigger=correction
+            pk=run.pk,
+            status__in=(PipelineRun.Status.PENDING, PipelineRun.Status.RETRYING),
+            trigger=correction,
         ).update(trigger=trigger)
         if upgraded:
             run.trigger = trigger
@@ -238,10 +245,11 @@ def engine_for_workspace(workspace: Workspace) -> Engine:
 
 
 def _claim(model: type[RunT], run_id: uuid.UUID | str) -> tuple[RunT, uuid.UUID] | None:
-    """Take the run if it is PENDING, or RUNNING with an expired lease (its worker died)."""
+    """Take the run if it is PENDING or RETRYING, or RUNNING with an expired lease (its
+    worker died)."""
     now = timezone.now()
     token = uuid.uuid4()
-    claimable = Q(status=PipelineRun.Status.PENDING) | Q(
+    claimable = Q(status__in=(PipelineRun.Status.PENDING, PipelineRun.Status.RETRYING)) | Q(
         status=PipelineRun.Status.RUNNING, lease_expires_at__lt=now
     )
     claimed = model.objects.filter(claimable, pk=run_id).update(
@@ -249,6 +257,7 @@ def _claim(model: type[RunT], run_id: uuid.UUID | str) -> tuple[RunT, uuid.UUID]
         lease_token=token,
         lease_expires_at=now + timedelta(seconds=settings.MEMDESK_RUN_LEASE_SECONDS),
         started_at=now,
+        next_attempt_at=None,
         attempts=F("attempts") + 1,
     )
     if not claimed:
@@ -260,8 +269,9 @@ def _claim(model: type[RunT], run_id: uuid.UUID | str) -> tuple[RunT, uuid.UUID]
 def _finish(
     model: type[RunT], run: RunT, token: uuid.UUID, *, started: float, **fields: Any
 ) -> None:
-    """Mark the run succeeded if we still hold its lease; raise LeaseLost otherwise.
-    Call inside the transaction that stores the results, before storing them."""
+    """Mark the run succeeded if we still hold its lease; raise LeaseLost otherwise (the
+    run was taken over or cancelled). Call inside the transaction that stores the
+    results, before storing them."""
     done = model.objects.filter(
         pk=run.pk, lease_token=token, status=PipelineRun.Status.RUNNING
     ).update(
@@ -278,13 +288,22 @@ def _finish(
 
 
 def _release_after_error(
-    model: type[RunT], run: RunT, token: uuid.UUID, error: EngineError, *, final: bool
+    model: type[RunT],
+    run: RunT,
+    token: uuid.UUID,
+    error: EngineError,
+    *,
+    final: bool,
+    retry_in: float,
 ) -> None:
-    """Give the run back (PENDING, to be retried) or fail it, keeping memory as it was."""
+    """Give the run back (RETRYING, tried again in ``retry_in`` seconds) or fail it,
+    keeping memory as it was. A run cancelled meanwhile stays cancelled."""
     retry = error.retryable and not final
-    model.objects.filter(pk=run.pk, lease_token=token).update(
-        status=PipelineRun.Status.PENDING if retry else PipelineRun.Status.FAILED,
-        finished_at=None if retry else timezone.now(),
+    now = timezone.now()
+    model.objects.filter(pk=run.pk, lease_token=token, status=PipelineRun.Status.RUNNING).update(
+        status=PipelineRun.Status.RETRYING if retry else PipelineRun.Status.FAILED,
+        finished_at=None if retry else now,
+        next_attempt_at=now + timedelta(seconds=retry_in) if retry else None,
         lease_token=None,
         lease_expires_at=None,
         # The engine's message names the failure (status code, timeout, rule broken),
@@ -309,7 +328,7 @@ def _engine_error(error: RedactionGateError) -> EngineError:
 @dataclass(frozen=True)
 class RunOutcome:
     run: AnyRun | None
-    retry: bool  # the run went back to PENDING after a retryable error
+    retry: bool  # the run is RETRYING after a retryable error
 
 
 def _execute(
@@ -318,20 +337,26 @@ def _execute(
     work: Callable[[RunT, uuid.UUID, float], None],
     *,
     final_attempt: bool,
+    retry_in: float,
 ) -> RunOutcome:
     claimed = _claim(model, run_id)
     if claimed is None:
         return RunOutcome(model.objects.filter(pk=run_id).first(), retry=False)
     run, token = claimed
     started = time.monotonic()
+    # The run's own count decides too: a run the sweeper re-sent starts a new task whose
+    # retries count from zero.
+    final = final_attempt or run.attempts >= PipelineRun.MAX_ATTEMPTS
     try:
         work(run, token, started)
     except EngineError as error:
-        _release_after_error(model, run, token, error, final=final_attempt)
+        _release_after_error(model, run, token, error, final=final, retry_in=retry_in)
         run.refresh_from_db()
-        return RunOutcome(run, retry=run.status == PipelineRun.Status.PENDING)
+        return RunOutcome(run, retry=run.status == PipelineRun.Status.RETRYING)
     except LeaseLost:
-        logger.warning("%s %s: lease lost, results discarded", model.__name__, run.pk)
+        logger.warning(
+            "%s %s: lease lost or run cancelled, results discarded", model.__name__, run.pk
+        )
     run.refresh_from_db()
     return RunOutcome(run, retry=False)
 
@@ -488,8 +513,12 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
         reflector_schedule_if_due(conversation=conversation)
 
 
-def observer_run_execute(*, run_id: uuid.UUID | str, final_attempt: bool = True) -> RunOutcome:
-    return _execute(ObserverRun, run_id, _observe, final_attempt=final_attempt)
+def observer_run_execute(
+    *, run_id: uuid.UUID | str, final_attempt: bool = True, retry_in: float = 0
+) -> RunOutcome:
+    """Claim and run the observer run; after a retryable error that is not the final
+    attempt, the run is RETRYING, to be tried again in ``retry_in`` seconds."""
+    return _execute(ObserverRun, run_id, _observe, final_attempt=final_attempt, retry_in=retry_in)
 
 
 # --- the Reflector ---------------------------------------------------------------------------
@@ -713,8 +742,12 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
         )
 
 
-def reflector_run_execute(*, run_id: uuid.UUID | str, final_attempt: bool = True) -> RunOutcome:
-    return _execute(ReflectorRun, run_id, _reflect, final_attempt=final_attempt)
+def reflector_run_execute(
+    *, run_id: uuid.UUID | str, final_attempt: bool = True, retry_in: float = 0
+) -> RunOutcome:
+    """Claim and run the reflector run; after a retryable error that is not the final
+    attempt, the run is RETRYING, to be tried again in ``retry_in`` seconds."""
+    return _execute(ReflectorRun, run_id, _reflect, final_attempt=final_attempt, retry_in=retry_in)
 
 
 # --- on demand and the sweeper -----------------------------------------------------------------
@@ -730,6 +763,46 @@ def run_get(*, workspace: Workspace, run_id: str) -> AnyRun:
         if run:
             return run
     raise MemdeskError("not_found", "No run with this id in this workspace.", status_code=404)
+
+
+def run_cancel(*, run: AnyRun, actor: Actor, reason: str = "") -> AnyRun:
+    """Cancel an open run (queued, retrying or running), audited. A running run's worker
+    finds its lease gone when it comes to store its results, and stores nothing. The
+    conversation's slot is free at once: a new run can be scheduled. Raises a 409 if the
+    run has finished."""
+    model = type(run)
+    with transaction.atomic():
+        # Locked, so a worker storing its results now either commits first (and the run
+        # is finished here) or finds the run cancelled.
+        current = model.objects.select_for_update().get(pk=run.pk)
+        if not current.is_open:
+            raise MemdeskError(
+                "run_finished",
+                f"The run has already {current.state}; only a queued, running or retrying "
+                "run can be cancelled.",
+                status_code=409,
+            )
+        now = timezone.now()
+        model.objects.filter(pk=run.pk).update(
+            status=PipelineRun.Status.CANCELLED,
+            finished_at=now,
+            next_attempt_at=None,
+            lease_token=None,
+            lease_expires_at=None,
+        )
+        audit_record(
+            workspace_id=run.conversation.workspace_id,
+            actor=actor,
+            action="run.cancel",
+            target_type="observer_run" if isinstance(run, ObserverRun) else "reflector_run",
+            target_id=str(run.pk),
+            before={"status": current.state, "attempts": current.attempts},
+            after={"status": PipelineRun.Status.CANCELLED},
+            reason=reason,
+        )
+    logger.info("%s %s cancelled", model.__name__, run.pk)
+    run.refresh_from_db()
+    return run
 
 
 def run_now(*, kind: str, conversation: Conversation, wait: bool) -> AnyRun:
@@ -766,6 +839,7 @@ def pipeline_sweep() -> dict[str, int]:
     ):
         lost = model.objects.filter(
             Q(status=PipelineRun.Status.PENDING, created_at__lt=now - STALE_PENDING)
+            | Q(status=PipelineRun.Status.RETRYING, next_attempt_at__lt=now - STALE_PENDING)
             | Q(status=PipelineRun.Status.RUNNING, lease_expires_at__lt=now)
         ).values_list("pk", flat=True)
         for run_id in lost:

@@ -9,30 +9,42 @@ from typing import Any
 
 from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.utils.time import get_exponential_backoff_interval
 
 from memory import pipeline
-from memory.models import AnyRun
+from memory.models import AnyRun, PipelineRun
 
 logger = logging.getLogger(__name__)
 
-MAX_RETRIES = 5
+MAX_RETRIES = PipelineRun.MAX_ATTEMPTS - 1
 
 
 class RunRetry(Exception):
-    """The service gave the run back (PENDING) after a retryable error; Celery retries."""
+    """The service made the run RETRYING after a retryable error; Celery retries."""
 
 
-# Retries wait 10 s, 20 s, 40 s, ... up to 600 s, with full jitter so that runs failed
-# by one provider outage do not all come back at once.
+# Retries wait up to 10 s, 20 s, 40 s, ... up to 600 s, with full jitter so that runs
+# failed by one provider outage do not all come back at once. The countdown is drawn
+# before the attempt (as Celery's autoretry would draw it after), so that the run can
+# say when its next attempt is.
 RUN_TASK_OPTIONS: dict[str, Any] = {
     "bind": True,
     "acks_late": True,
     "max_retries": MAX_RETRIES,
-    "autoretry_for": (RunRetry,),
     "retry_backoff": 10,
     "retry_backoff_max": 600,
     "retry_jitter": True,
 }
+
+
+def _retry_countdown(task: Task) -> int:
+    countdown: int = get_exponential_backoff_interval(
+        factor=int(task.retry_backoff),
+        retries=task.request.retries,
+        maximum=task.retry_backoff_max,
+        full_jitter=task.retry_jitter,
+    )
+    return countdown
 
 
 def _soft_time_limit(task: Task) -> float | None:
@@ -47,8 +59,11 @@ def _run(
     execute: Callable[..., pipeline.RunOutcome],
     fail_interrupted: Callable[..., AnyRun | None],
 ) -> str | None:
+    countdown = _retry_countdown(task)
     try:
-        outcome = execute(run_id=run_id, final_attempt=task.request.retries >= MAX_RETRIES)
+        outcome = execute(
+            run_id=run_id, final_attempt=task.request.retries >= MAX_RETRIES, retry_in=countdown
+        )
     except SoftTimeLimitExceeded:
         limit = _soft_time_limit(task)
         reason = "the run exceeded its time limit"
@@ -57,7 +72,7 @@ def _run(
         )
         return run.status if run else None
     if outcome.retry:
-        raise RunRetry(run_id)
+        raise task.retry(exc=RunRetry(run_id), countdown=countdown)
     return outcome.run.status if outcome.run else None
 
 

@@ -30,6 +30,7 @@ urlpatterns = [
     path(f"{conversation}/observe", api.ObserveNowApi.as_view()),
     path(f"{conversation}/reflect", api.ReflectNowApi.as_view()),
     path("runs/<str:run_id>", api.RunDetailApi.as_view()),
+    path("runs/<str:run_id>/cancel", api.RunCancelApi.as_view()),
     path("metrics", api.MetricsApi.as_view()),
     path("workspace/settings", api.WorkspaceSettingsApi.as_view()),
     path(

@@ -34,3 +34,9 @@ def ratio(value: float | None) -> str:
 @register.filter
 def seconds_since(value: datetime | None) -> int | None:
     return int((timezone.now() - value).total_seconds()) if value else None
+
+
+@register.filter
+def seconds_until(value: datetime | None) -> int | None:
+    """Whole seconds from now to ``value``, 0 once it has passed."""
+    return max(int((value - timezone.now()).total_seconds()), 0) if value else None

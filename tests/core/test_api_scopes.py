@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory.models import ApiKey, Conversation, Observation, Reflection, Workspace
+from memory.pipeline import observer_schedule
 from memory.services import api_key_create, conversation_create
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
@@ -29,6 +30,7 @@ ROUTES = [
     ("post", f"{C}/search", {"query": "hello"}, "agent"),
     ("post", f"{C}/observe", None, "agent"),
     ("post", f"{C}/reflect", None, "agent"),
+    ("post", "/v1/runs/{run}/cancel", None, "agent"),
     ("get", f"{C}/observations", None, "agent"),
     ("get", f"{C}/observations/{{o}}/history", None, "agent"),
     ("get", f"{C}/reflections", None, "agent"),
@@ -67,7 +69,8 @@ def test_each_scope_reaches_its_routes_and_no_others(
     conversation = conversation_create(workspace=workspace)
     observation = ObservationFactory(conversation=conversation, text="Prefers email.")
     reflection = ReflectionFactory(conversation=conversation)
-    path = template.format(c=conversation.pk, o=observation.pk, r=reflection.pk)
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    path = template.format(c=conversation.pk, o=observation.pk, r=reflection.pk, run=run.pk)
     client = make_client(workspace, scope=scope)
     events_before = AuditEvent.objects.count()
 

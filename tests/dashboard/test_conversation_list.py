@@ -146,3 +146,29 @@ def test_empty_states_say_what_to_do(login, workspace):
     conversation_create(workspace=workspace, title="One")
     filtered = client.get("/conversations/?q=nothing-like-this").content.decode()
     assert "No conversation matches these filters" in filtered
+
+
+def test_filters_conversations_whose_pipeline_run_is_retrying(login, workspace, conversation):
+    retrying = conversation_create(workspace=workspace, user_id="r", title="Retrying")
+    ObserverRun.objects.create(
+        conversation=retrying,
+        trigger="threshold",
+        status="retrying",
+        attempts=1,
+        error="provider returned 503",
+        next_attempt_at=timezone.now(),
+    )
+    failing = conversation_create(workspace=workspace, user_id="f", title="Failing")
+    ObserverRun.objects.create(
+        conversation=failing, trigger="manual", status="failed", error="provider down"
+    )
+    client = login("viewer")
+
+    found = client.get("/conversations/?retrying=on")
+    assert _titles(found) == ["Retrying"]
+    assert b"run retrying" in found.content
+    assert _titles(client.get("/conversations/?failed=on")) == ["Failing"]
+    assert sorted(_titles(client.get("/conversations/?failed=on&retrying=on"))) == [
+        "Failing",
+        "Retrying",
+    ]

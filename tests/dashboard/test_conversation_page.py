@@ -301,3 +301,127 @@ def test_sources_deleted_by_retention_say_so_instead_of_linking_to_nothing(login
     assert (
         f'href="/conversations/{conversation.pk}/?highlight={kept.pk}#m-3">Sources #3–4</a>' in html
     )
+
+
+# --- the run card: retrying, failed, cancelled, and Cancel -----------------------------------
+
+
+def _retrying_run(conversation) -> ObserverRun:
+    return ObserverRun.objects.create(
+        conversation=conversation,
+        trigger="threshold",
+        status="retrying",
+        attempts=2,
+        error="provider returned 503",
+        next_attempt_at=timezone.now() + timedelta(seconds=30),
+    )
+
+
+def _card(html: str, kind: str = "observer") -> str:
+    """The run card of ``kind``: from its div to the next card or the end of the runs."""
+    card = html[html.index(f'<div id="run-{kind}"') :]
+    ends = [i for i in (card.find('<div id="run-', 1), card.find("</section>")) if i > 0]
+    return card[: min(ends)] if ends else card
+
+
+def test_a_retrying_run_shows_its_attempt_error_and_next_try_and_keeps_polling(login, workspace):
+    conversation = conversation_create(workspace=workspace, title="Provider down")
+    run = _retrying_run(conversation)
+
+    html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
+
+    card = _card(html)
+    assert "retrying: attempt 2 of 6 failed: provider returned 503; next try in " in card
+    poll_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/"
+    assert f'hx-get="{poll_url}" hx-trigger="every 1s"' in card
+    assert ">Cancel</button>" not in card  # a viewer may not run the pipeline
+
+
+def test_a_failed_and_a_cancelled_run_say_so_and_stop_polling(login, workspace):
+    conversation = conversation_create(workspace=workspace, title="Gave up")
+    ObserverRun.objects.create(
+        conversation=conversation,
+        trigger="threshold",
+        status="failed",
+        attempts=6,
+        error="circuit open: the provider failed repeatedly",
+        finished_at=timezone.now(),
+    )
+    from memory.models import ReflectorRun
+
+    ReflectorRun.objects.create(
+        conversation=conversation, trigger="manual", status="cancelled", finished_at=timezone.now()
+    )
+
+    html = login("reviewer").get(f"/conversations/{conversation.pk}/").content.decode()
+
+    observer, reflector = _card(html, "observer"), _card(html, "reflector")
+    assert "failed" in observer and "after 6 attempts: circuit open" in observer
+    assert "cancelled" in reflector
+    assert "every 1s" not in observer + reflector and ">Cancel</button>" not in observer + reflector
+
+
+def test_a_reviewer_cancels_a_retrying_run_from_its_card(login, workspace):
+    from governance.models import AuditEvent
+
+    conversation = conversation_create(workspace=workspace, title="Provider down")
+    run = _retrying_run(conversation)
+    client = login("reviewer")
+    cancel_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/cancel/"
+    page = client.get(f"/conversations/{conversation.pk}/").content.decode()
+    assert f'hx-post="{cancel_url}"' in _card(page) and ">Cancel</button>" in _card(page)
+
+    response = client.post(cancel_url, HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200
+    card = response.content.decode()
+    assert "cancelled" in card and "last error: provider returned 503" in card
+    assert "every 1s" not in card and ">Cancel</button>" not in card
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    event = AuditEvent.objects.get(action="run.cancel", target_id=str(run.pk))
+    assert (event.actor_type, event.actor_role) == ("user", "reviewer")
+    # The slot is free: Observe now queues a new run.
+    client.post(f"/conversations/{conversation.pk}/observe/", HTTP_HX_REQUEST="true")
+    assert ObserverRun.objects.filter(conversation=conversation, status="pending").count() == 1
+
+
+def test_cancelling_a_run_that_has_finished_says_so(login, conversation):
+    run = ObserverRun.objects.get(conversation=conversation)
+    cancel_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/cancel/"
+
+    card = login("admin").post(cancel_url, HTTP_HX_REQUEST="true").content.decode()
+
+    assert "The run has already succeeded" in card and "✓" in card
+    assert ObserverRun.objects.get(pk=run.pk).status == "succeeded"
+
+
+def test_cancel_without_htmx_redirects_back_to_the_runs(login, workspace):
+    conversation = conversation_create(workspace=workspace, title="Provider down")
+    run = _retrying_run(conversation)
+
+    response = login("admin").post(
+        f"/conversations/{conversation.pk}/runs/observer/{run.pk}/cancel/"
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/conversations/{conversation.pk}/#runs"
+    assert ObserverRun.objects.get(pk=run.pk).status == "cancelled"
+
+
+def test_who_may_not_run_the_pipeline_may_not_cancel_and_others_runs_are_not_found(
+    login, csrf_client, workspace, foreign
+):
+    conversation = conversation_create(workspace=workspace, title="Provider down")
+    run = _retrying_run(conversation)
+    cancel_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/cancel/"
+
+    assert login("viewer").post(cancel_url).status_code == 403
+    assert csrf_client("reviewer").post(cancel_url).status_code == 403  # no CSRF token
+    theirs = _retrying_run(foreign)
+    foreign_url = f"/conversations/{foreign.pk}/runs/observer/{theirs.pk}/cancel/"
+    assert login("admin").post(foreign_url).status_code == 404
+    # Another conversation's run through this conversation's address.
+    mixed = f"/conversations/{conversation.pk}/runs/observer/{theirs.pk}/cancel/"
+    assert login("admin").post(mixed).status_code == 404
+    assert ObserverRun.objects.filter(status="retrying").count() == 2

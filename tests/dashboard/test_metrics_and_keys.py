@@ -9,8 +9,8 @@ import pytest
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory.models import ApiKey
-from memory.services import api_key_create
+from memory.models import ApiKey, ObserverRun, ReflectorRun
+from memory.services import MessageInput, api_key_create, conversation_create, messages_append
 from tests.dashboard.factories import ROLES
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -49,6 +49,26 @@ def test_every_role_sees_the_workspace_metrics(login, role, reflected, conversat
         assert f'<canvas id="chart-{chart}"' in html
     assert "vendor/chartjs/chart.umd.min.js" in html  # served from static/, no CDN
     assert "cdn" not in html.lower()
+
+
+def test_the_metrics_page_counts_failed_retrying_and_cancelled_runs(login, workspace):
+    conversation = conversation_create(workspace=workspace, title="Provider down")
+    messages_append(conversation=conversation, items=[MessageInput(role="user", content="Hi")])
+    for status in ("failed", "cancelled", "failed"):
+        ObserverRun.objects.create(
+            conversation=conversation, trigger="threshold", status=status, error="provider 503"
+        )
+    ObserverRun.objects.create(
+        conversation=conversation, trigger="threshold", status="retrying", attempts=1
+    )
+    ReflectorRun.objects.create(conversation=conversation, trigger="manual", status="retrying")
+
+    html = login("viewer").get("/metrics/").content.decode()
+
+    observer = _metrics(html)["observer"]
+    assert (observer["failures"], observer["retrying"], observer["cancelled"]) == (2, 1, 1)
+    assert "2 failed · 1 retrying" in html
+    assert "0 failed · 1 retrying" in html  # the Reflector
 
 
 def test_metrics_of_one_conversation(login, reflected, conversation):

@@ -258,7 +258,7 @@ def test_reflection_waits_for_reviews_when_the_policy_says_so(workspace, convers
 
     run = _reflect(conversation, final=False)
 
-    assert run.status == "pending"  # back in the queue: the worker retries it later
+    assert run.status == "retrying"  # the worker tries it again later
     assert "pending review" in run.error
     assert not Reflection.objects.exists()
     assert Observation.objects.filter(status="active").count() == 2

@@ -13,13 +13,14 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 from django.http import HttpResponse
 from django.urls import URLResolver
+from django.utils import timezone
 from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
@@ -38,6 +39,7 @@ from memory.models import (
     PipelineRun,
     Reflection,
     ReflectionVersion,
+    ReflectorRun,
 )
 from memory.services import observation_update, reflection_update
 from tests.memory.factories import ReflectionFactory
@@ -219,6 +221,8 @@ class World:
     their_message: Message
     context_etag: str
     run: PipelineRun
+    retrying_run: PipelineRun
+    finished_run: PipelineRun
     their_run: PipelineRun
     clients: dict[str, APIClient]
 
@@ -255,6 +259,8 @@ class World:
     def run_id(self, which: str) -> str:
         return {
             "mine": str(self.run.id),
+            "retrying": str(self.retrying_run.id),
+            "finished": str(self.finished_run.id),
             "theirs": str(self.their_run.id),
             "unknown": str(uuid.uuid4()),
             "malformed": "run-1",
@@ -331,6 +337,7 @@ REFLECT = f"{CONVERSATION}/reflect"
 PINS = f"{CONVERSATION}/pins"
 PIN = f"{PINS}/{{pin_id}}"
 RUN = "/v1/runs/{run_id}"
+RUN_CANCEL = f"{RUN}/cancel"
 METRICS = "/v1/metrics"
 SETTINGS = "/v1/workspace/settings"
 
@@ -782,10 +789,19 @@ CASES: list[Case] = [
     *_not_found("post", REFLECT),
     *_unauthenticated("post", REFLECT),
     Case("get", RUN, 200),
+    Case("get", RUN, 200, run="retrying", label="retrying"),
+    Case("get", RUN, 200, run="finished", label="finished"),
     Case("get", RUN, 400, "invalid_id", "runId", run="malformed"),
     Case("get", RUN, 404, "not_found", run="unknown"),
     Case("get", RUN, 404, "not_found", run="theirs", label="theirs"),
     *_unauthenticated("get", RUN),
+    Case("post", RUN_CANCEL, 200, label="queued"),
+    Case("post", RUN_CANCEL, 200, run="retrying", body={"reason": "provider down"}),
+    Case("post", RUN_CANCEL, 409, "run_finished", run="finished"),
+    Case("post", RUN_CANCEL, 400, "invalid_id", "runId", run="malformed"),
+    Case("post", RUN_CANCEL, 404, "not_found", run="unknown"),
+    Case("post", RUN_CANCEL, 404, "not_found", run="theirs", label="theirs"),
+    *_unauthenticated("post", RUN_CANCEL),
     Case("get", METRICS, 200, label="workspace"),
     Case(
         "get",
@@ -942,6 +958,22 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
     conversation.refresh_from_db()
     run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
     their_run = pipeline.observer_schedule(conversation=theirs, trigger="manual")
+    retrying_run = ReflectorRun.objects.create(
+        conversation=conversation,
+        trigger="threshold",
+        status="retrying",
+        attempts=1,
+        error="provider returned 503",
+        next_attempt_at=timezone.now() + timedelta(seconds=20),
+    )
+    finished_run = ReflectorRun.objects.create(
+        conversation=conversation,
+        trigger="manual",
+        status="failed",
+        attempts=6,
+        error="circuit open: the provider failed repeatedly",
+        finished_at=timezone.now(),
+    )
 
     wrong_key = APIClient()
     wrong_key.credentials(HTTP_AUTHORIZATION="Bearer md_this-key-was-never-issued")
@@ -956,6 +988,8 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
         their_message=their_message,
         context_etag=context_for_conversation(conversation=conversation).etag,
         run=run,
+        retrying_run=retrying_run,
+        finished_run=finished_run,
         their_run=their_run,
         clients={
             # Response shapes, whatever the scope: a curator key reaches every memory

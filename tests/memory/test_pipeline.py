@@ -249,8 +249,10 @@ def test_a_retryable_failure_gives_the_run_back_for_a_retry(conversation, monkey
         lambda w: _FailingEngine(EngineError("timeout", retryable=True)),
     )
     run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=False)
-    assert outcome.retry and outcome.run.status == "pending"
+    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=30)
+    assert outcome.retry and outcome.run.status == "retrying"
+    assert (outcome.run.attempts, outcome.run.error) == (1, "timeout")
+    assert outcome.run.next_attempt_at > timezone.now()
     outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=True)
     assert not outcome.retry and outcome.run.status == "failed"
     assert outcome.run.attempts == 2
@@ -341,7 +343,7 @@ def test_observe_now_over_the_api_waits_and_returns_the_run(api, other_api, conv
 def test_observe_without_wait_queues_a_run(api, conversation):
     response = api.post(f"/v1/conversations/{conversation.pk}/observe")
     assert response.status_code == 202
-    assert response.json()["status"] == "pending"
+    assert response.json()["status"] == "queued"  # stored as pending
     again = api.post(f"/v1/conversations/{conversation.pk}/observe")
     assert again.json()["id"] == response.json()["id"]  # one open run per conversation
 
