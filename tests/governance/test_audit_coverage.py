@@ -30,7 +30,7 @@ from governance.holds import legal_hold_place
 from governance.models import AuditEvent, RedactionFinding
 from governance.retention.policies import retention_policy_create
 from memory import pipeline
-from memory.models import ApiKey, Message, Observation, Reflection, Workspace
+from memory.models import ApiKey, Message, Observation, PipelineRun, Reflection, Workspace
 from memory.services import (
     MessageInput,
     api_key_create,
@@ -123,6 +123,12 @@ class World:
     @property
     def c(self) -> str:
         return str(self.conversation.pk)
+
+    @cached_property
+    def queued_run(self) -> Any:
+        return pipeline.observer_schedule(
+            conversation=self.conversation, trigger=PipelineRun.Trigger.MANUAL
+        )
 
     @cached_property
     def observation(self) -> Observation:
@@ -595,6 +601,16 @@ AUDITED: dict[str, Door] = {
             "/compliance/redaction/",
             "/compliance/redaction/save/",
             score_threshold="0.61",
+        ),
+    ),
+    "POST v1/runs/<str:run_id>/cancel": Door(
+        "run.cancel",
+        lambda w: _json(w.api, "post", f"/v1/runs/{w.queued_run.pk}/cancel", {"reason": REASON}),
+    ),
+    f"POST {PAGE}runs/<str:kind>/<uuid:run_id>/cancel/": Door(
+        "run.cancel",
+        lambda w: w.admin.post(
+            f"/conversations/{w.c}/runs/observer/{w.queued_run.pk}/cancel/", {"reason": REASON}
         ),
     ),
     "POST compliance/redaction/rescan/start/": Door(
