@@ -98,6 +98,10 @@ class Access:
         return self.can(Capability.MANAGE_API_KEYS)
 
     @property
+    def can_manage_members(self) -> bool:
+        return self.can(Capability.MANAGE_MEMBERS)
+
+    @property
     def can_manage_settings(self) -> bool:
         return self.can(Capability.MANAGE_SETTINGS)
 

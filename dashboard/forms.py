@@ -14,6 +14,7 @@ from django.forms.boundfield import BoundWidget
 from django.utils import timezone
 
 from core.errors import MemdeskError
+from dashboard.models import Role
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
 from governance.models import RedactionPolicy
 from governance.redaction_policy import POLICY_FIELDS
@@ -403,3 +404,28 @@ class RedactionPreviewForm(forms.Form):
         strip=False,
         widget=forms.Textarea(attrs={"rows": 4, "placeholder": "Type or paste a message"}),
     )
+
+
+ROLE_HELP = (
+    "viewer: reads conversations and memory. reviewer: also corrects memory, runs the "
+    "Observer and Reflector, and works the review queue. compliance officer: also "
+    "policies, holds, erasure and the audit log. admin: everything, keys, settings and "
+    "roles included."
+)
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(
+        label="Username",
+        max_length=150,
+        help_text="Their login. An account that does not exist yet is created, with a "
+        "password shown to you once.",
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+    role = forms.ChoiceField(label="Role", choices=Role.choices, help_text=ROLE_HELP)
+    reason = reason_field(required_message="Give a reason: every change of roles needs one.")
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(label="Role", choices=Role.choices)
+    reason = reason_field(required_message="Give a reason: every change of roles needs one.")

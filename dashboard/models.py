@@ -30,6 +30,8 @@ class Capability(StrEnum):
     REVEAL_PII = "reveal_pii"
     MANAGE_API_KEYS = "manage_api_keys"
     MANAGE_SETTINGS = "manage_settings"
+    # Who may do what: granting, changing and taking away roles.
+    MANAGE_MEMBERS = "manage_members"
 
     @property
     def label(self) -> str:
@@ -46,6 +48,7 @@ CAPABILITY_LABELS = {
     Capability.REVEAL_PII: "reveal personal data in messages",
     Capability.MANAGE_API_KEYS: "manage API keys",
     Capability.MANAGE_SETTINGS: "change memory settings",
+    Capability.MANAGE_MEMBERS: "give people roles",
 }
 
 # The only place roles become permissions. Views ask for a capability, never a role.
@@ -75,6 +78,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
             Capability.REVEAL_PII,
             Capability.MANAGE_API_KEYS,
             Capability.MANAGE_SETTINGS,
+            Capability.MANAGE_MEMBERS,
         }
     ),
 }

@@ -4,9 +4,13 @@ a command)."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core.actors import Actor
@@ -65,6 +69,72 @@ def membership_grant(
     return membership
 
 
+def _keep_an_admin(membership: Membership) -> None:
+    """Refuse to take the admin role from a workspace's last admin: nobody could give
+    roles there any more (superusers aside, who need no role)."""
+    if membership.role != Role.ADMIN:
+        return
+    others = (
+        Membership.objects.select_for_update()
+        .filter(workspace_id=membership.workspace_id, role=Role.ADMIN)
+        .exclude(pk=membership.pk)
+    )
+    if not others.exists():
+        raise MemdeskError(
+            "last_admin",
+            "This is the workspace's only admin: make someone else admin first, or nobody "
+            "could give roles here any more.",
+            field="role",
+            status_code=409,
+        )
+
+
+def member_add(
+    *,
+    workspace: Workspace,
+    username: str,
+    role: str,
+    actor: Actor,
+    reason: str,
+    password: str | None = None,
+) -> tuple[Membership, bool, str | None]:
+    """Give the account ``username`` a role, creating the account if there is none
+    (with ``password``, or a generated one). Returns the membership, whether the account
+    was created, and the generated password, to be shown once."""
+    username = username.strip()
+    if not username:
+        raise MemdeskError("invalid_username", "Give the person's username.", field="username")
+    reason = require_reason(reason, message=REASON_REQUIRED)
+    _check_role(role)
+    User = get_user_model()
+    with transaction.atomic():
+        user = User.objects.filter(username=username).first()
+        created, generated = user is None, None
+        if user is None:
+            user = User(username=username)
+            try:
+                User._meta.get_field("username").run_validators(username)
+            except ValidationError as exc:
+                raise MemdeskError(
+                    "invalid_username", " ".join(exc.messages), field="username"
+                ) from None
+            if password is None:
+                generated = password = secrets.token_urlsafe(12)
+        if password is not None:
+            try:
+                validate_password(password, user)
+            except ValidationError as exc:
+                raise MemdeskError(
+                    "invalid_password", " ".join(exc.messages), field="password"
+                ) from None
+            user.set_password(password)
+            user.save()
+        membership = membership_grant(
+            user=user, workspace=workspace, role=role, actor=actor, reason=reason
+        )
+    return membership, created, generated
+
+
 def membership_role_change(
     *, membership: Membership, role: str, actor: Actor, reason: str
 ) -> Membership:
@@ -75,6 +145,8 @@ def membership_role_change(
         locked = Membership.objects.select_for_update().get(pk=membership.pk)
         if locked.role == role:
             return locked
+        if role != Role.ADMIN:
+            _keep_an_admin(locked)
         before = membership_snapshot(locked)
         locked.role = role
         locked.save(update_fields=["role"])
@@ -95,6 +167,7 @@ def membership_revoke(*, membership: Membership, actor: Actor, reason: str) -> N
     """Take a user's role in a workspace away."""
     reason = require_reason(reason, message=REASON_REQUIRED)
     with transaction.atomic():
+        _keep_an_admin(membership)
         audit_record(
             workspace_id=membership.workspace_id,
             actor=actor,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from dashboard import views
+from dashboard import member_views, views
 
 app_name = "dashboard"
 
@@ -47,6 +47,15 @@ urlpatterns = [
     path("settings/api-keys/", views.api_keys, name="api_keys"),
     path("settings/api-keys/<int:api_key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
     path("settings/memory/", views.memory_settings, name="memory_settings"),
+    path("settings/members/", member_views.members, name="members"),
+    path(
+        "settings/members/<int:membership_id>/role/", member_views.member_role, name="member_role"
+    ),
+    path(
+        "settings/members/<int:membership_id>/remove/",
+        member_views.member_remove,
+        name="member_remove",
+    ),
     path("workspace/", views.workspace_switch, name="workspace_switch"),
     path("compliance/", include("dashboard.compliance_urls")),
 ]

@@ -125,6 +125,10 @@ class World:
         return str(self.conversation.pk)
 
     @cached_property
+    def viewer_membership(self) -> Membership:
+        return MembershipFactory(workspace=self.workspace, role="viewer")
+
+    @cached_property
     def queued_run(self) -> Any:
         return pipeline.observer_schedule(
             conversation=self.conversation, trigger=PipelineRun.Trigger.MANUAL
@@ -611,6 +615,29 @@ AUDITED: dict[str, Door] = {
         "run.cancel",
         lambda w: w.admin.post(
             f"/conversations/{w.c}/runs/observer/{w.queued_run.pk}/cancel/", {"reason": REASON}
+        ),
+    ),
+    "POST settings/members/": Door(
+        "membership.grant",
+        lambda w: w.admin.post(
+            "/settings/members/", {"username": "new-person", "role": "viewer", "reason": REASON}
+        ),
+    ),
+    "POST settings/members/<int:membership_id>/role/": Door(
+        "membership.change",
+        lambda w: w.admin.post(
+            f"/settings/members/{w.viewer_membership.pk}/role/",
+            {
+                f"m{w.viewer_membership.pk}-role": "reviewer",
+                f"m{w.viewer_membership.pk}-reason": REASON,
+            },
+        ),
+    ),
+    "POST settings/members/<int:membership_id>/remove/": Door(
+        "membership.revoke",
+        lambda w: w.admin.post(
+            f"/settings/members/{w.viewer_membership.pk}/remove/",
+            {f"r{w.viewer_membership.pk}-reason": REASON},
         ),
     ),
     "POST compliance/redaction/rescan/start/": Door(
