@@ -29,6 +29,7 @@ from django.http import (
 )
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve, reverse
+from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
@@ -423,19 +424,49 @@ def _transcript_lines(conversation: Conversation) -> Iterator[str]:
         yield f"#{seq}  {created_at:%Y-%m-%d %H:%M:%S}  {speaker}{note}\n{content}\n\n"
 
 
+TRANSCRIPT_STYLE = (
+    "body{font:14px/1.45 system-ui,sans-serif;margin:1rem auto;max-width:70rem;padding:0 1rem}"
+    "pre{font:13px/1.45 ui-monospace,monospace;white-space:pre-wrap;overflow-wrap:anywhere}"
+    "h1{font-size:1.2rem;overflow-wrap:anywhere}"
+)
+
+
+def _transcript_page(conversation: Conversation, lines: Iterator[str]) -> Iterator[str]:
+    title = escape(conversation.title or "untitled conversation")
+    yield (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Transcript · {title} · Memdesk</title><style>{TRANSCRIPT_STYLE}</style>"
+        f"</head><body><h1>Transcript: {title}</h1>"
+        f'<p><a href="?format=text">Plain text</a> · '
+        f'<a href="{reverse("dashboard:conversation_detail", args=[conversation.pk])}">'
+        f"Back to the conversation</a></p><pre>"
+    )
+    for line in lines:
+        yield escape(line)
+    yield "</pre></body></html>"
+
+
 @require_GET
 @login_required
 def conversation_transcript(
     request: HttpRequest, conversation_id: uuid.UUID
 ) -> StreamingHttpResponse:
-    """The raw transcript as plain text, streamed: the fast path for urgent review (no
-    models, no templates, and plain text cannot run anything a message contains). The
-    values the scan found are masked for every role; compliance and admin reveal them
-    per message on the conversation page, where each reveal is audited."""
+    """The raw transcript, streamed: the fast path for urgent review (no models, no
+    templates). A titled page whose long lines wrap, every character escaped and no
+    script allowed to run; ``?format=text`` is the same as plain text. The values the
+    scan found are masked for every role; compliance and admin reveal them per message
+    on the conversation page, where each reveal is audited."""
     _, conversation = get_conversation_for_user(request, conversation_id)
-    response = StreamingHttpResponse(
-        _transcript_lines(conversation), content_type="text/plain; charset=utf-8"
-    )
+    lines = _transcript_lines(conversation)
+    if request.GET.get("format") == "text":
+        response = StreamingHttpResponse(lines, content_type="text/plain; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(
+            _transcript_page(conversation, lines), content_type="text/html; charset=utf-8"
+        )
+        # Escaped, and even so: nothing in a message may load or run anything here.
+        response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     response["Cache-Control"] = "private, no-store"
     return response
 
@@ -1019,9 +1050,7 @@ def memory_search(request: HttpRequest) -> HttpResponse:
             }
             for key, label in selectors.SEARCH_KINDS.items()
         ]
-        context.update(
-            kind=kind, noun=kind[:-1], results=results, page=page, hits=hits, tabs=tabs
-        )
+        context.update(kind=kind, noun=kind[:-1], results=results, page=page, hits=hits, tabs=tabs)
     template = "dashboard/search.html"
     if is_partial(request):
         return render_page(request, f"{template}#results", access, context)

@@ -58,9 +58,7 @@ def test_observations_show_marker_dates_relative_date_and_tokens(login, conversa
     item = html[html.index(f'id="obs-{observation.pk}"') :]
     item = item[: item.index("</li>")]
     # The marker is drawn, and its word is next to it: readable without colour.
-    assert (
-        '<span class="marker marker-high" aria-hidden="true"></span>high</span>' in item
-    )
+    assert '<span class="marker marker-high" aria-hidden="true"></span>high</span>' in item
     assert f'Said <time datetime="{observation.observed_at.isoformat()}' in item
     assert f"written {observation.written_at:%Y-%m-%d %H:%M} UTC" in item
     assert "Event <time" in item and "in 4 days" in item
@@ -185,7 +183,7 @@ def test_empty_columns_say_what_happens_next(login, workspace):
 
 @pytest.mark.parametrize("role", ROLES)
 def test_the_raw_transcript_is_plain_text_for_every_role(login, role, conversation):
-    response = login(role).get(f"/conversations/{conversation.pk}/transcript")
+    response = login(role).get(f"/conversations/{conversation.pk}/transcript?format=text")
     assert response.status_code == 200
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     text = b"".join(response.streaming_content).decode()
@@ -213,8 +211,23 @@ def test_the_transcript_reads_few_queries_and_escapes_nothing(
     # 7: the page's 5, and the findings and scans that mask each chunk of 2,000 messages.
     with django_assert_max_num_queries(7):
         response = client.get(f"/conversations/{conversation.pk}/transcript")
-        text = b"".join(response.streaming_content).decode()
+        page = b"".join(response.streaming_content).decode()
+    assert page.count("&lt;script&gt;") == 500 and "<script>" not in page
+    assert "<title>Transcript · &lt;b&gt;x&lt;/b&gt; · Memdesk</title>" in page
+    assert "default-src 'none'" in response["Content-Security-Policy"]
+    text_response = client.get(f"/conversations/{conversation.pk}/transcript?format=text")
+    text = b"".join(text_response.streaming_content).decode()
     assert text.count("<script>") == 500  # plain text: shown as written, never run
+
+
+def test_the_transcript_page_has_a_title_and_wraps_wide_lines(login, conversation):
+    response = login("viewer").get(f"/conversations/{conversation.pk}/transcript")
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    page = b"".join(response.streaming_content).decode()
+    assert "<title>Transcript · Broken headphones · Memdesk</title>" in page
+    assert "<h1>Transcript: Broken headphones</h1>" in page
+    assert "white-space:pre-wrap" in page and "overflow-wrap:anywhere" in page
+    assert "#3  " in page and "I&#x27;ll drop the parcel off next Tuesday." in page
 
 
 # --- observe and reflect now ----------------------------------------------------------------------
