@@ -345,9 +345,10 @@ def conversation_search(
     if filters.end_user:
         qs = qs.filter(user_id=filters.end_user)
     if filters.active_from:
-        qs = qs.filter(last_activity__date__gte=filters.active_from)
+        # (a dict: django-stubs types a __date lookup on an annotation as a datetime)
+        qs = qs.filter(**{"last_activity__date__gte": filters.active_from})
     if filters.active_to:
-        qs = qs.filter(last_activity__date__lte=filters.active_to)
+        qs = qs.filter(**{"last_activity__date__lte": filters.active_to})
     if filters.pii_found:
         qs = qs.filter(pii_found=True)
     if filters.on_hold:
@@ -933,7 +934,9 @@ def _snippet(text: str, query: str) -> tuple[str, str, str]:
 class SearchResults:
     counts: dict[str, int]
     capped: bool  # more messages matched than were read
-    hits: dict[str, Sequence[Any]]  # by kind: SearchHit for messages, rows otherwise
+    hits: dict[
+        str, Sequence[Any] | QuerySet[Any]
+    ]  # by kind: SearchHit for messages, rows otherwise
 
     def first_kind_found(self) -> str:
         return next((kind for kind, n in self.counts.items() if n), "messages")
@@ -1036,7 +1039,7 @@ class EndUserMemory:
     conversations: list[Conversation]
     observations: list[Observation]
     reflections: list[Reflection]
-    pins: list[Pin]
+    pins: Sequence[Pin]
 
 
 def end_user_memory(*, workspace: Workspace, end_user: str) -> EndUserMemory:
