@@ -80,6 +80,7 @@ from memory.models import (
 
 CONVERSATIONS_PER_PAGE = 25
 SEARCH_RESULTS_PER_PAGE = 25
+UNOBSERVED_LISTED = 300  # links on the context page; the count says how many in all
 PRIORITIES = [(p.value, PRIORITY_MARKERS[p]) for p in Priority]
 RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
 ADD_FORM_ID = "add_%s"
@@ -383,6 +384,7 @@ def conversation_context(request: HttpRequest, conversation_id: uuid.UUID) -> Ht
     context = {
         "conversation": conversation,
         "served": served,
+        "unobserved_shown": unobserved[:UNOBSERVED_LISTED],
         "max_tokens": max_tokens,
         "raw_budget": raw_budget,
         "budget_error": error,

@@ -70,3 +70,23 @@ def test_search_finds_memory_and_leads_to_the_item_and_its_end_user(
     assert page.get_by_role("heading", name="End user tomas@example").is_visible()
     assert page.get_by_role("table").get_by_role("link", name="Refund").is_visible()
     screenshot(page, "d3-end-user")
+
+
+def test_the_keyboard_reaches_every_column_and_selects_memory(open_page, member, workspace):
+    conversation = conversation_create(workspace=workspace, user_id="dana", title="Keys")
+    chat(conversation)
+    observe(conversation)
+    page = open_page()
+    sign_in(page, member("viewer"))
+    page.goto(f"/conversations/{conversation.pk}/")
+    page.keyboard.press("2")
+    focused = page.evaluate("document.activeElement.className")
+    assert "memory-item obs" in focused
+    page.keyboard.press("k")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".memory-item.obs.is-selected")
+    page.wait_for_selector(".msg.is-highlighted")
+    page.keyboard.press("1")
+    assert "msg" in page.evaluate("document.activeElement.className")
+    page.get_by_role("link", name="Reflections", exact=True).click()
+    assert page.evaluate("document.activeElement.id") == "reflections-heading"
