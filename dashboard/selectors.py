@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -34,12 +35,16 @@ from django.db.models.functions import Cast, Coalesce, Greatest, NullIf, TruncDa
 from django.utils import timezone
 
 from dashboard.models import Membership, Role
-from governance.models import LegalHold, MessageScan, RedactionFinding
+from governance.gates import reidentifier_for_api
+from governance.models import AuditEvent, LegalHold, MessageScan, RedactionFinding
+from governance.pseudonyms import LABEL
 from governance.scan import MASKED_STATUSES, content_digest
+from memory.context import ContextBudget, Reidentifies, context_budget, context_for_conversation
 from memory.metrics import SERIES_DAYS, pipeline_metrics, served_token_count
 from memory.models import (
     ApiKey,
     Conversation,
+    MemorySource,
     Message,
     Observation,
     ObserverRun,
@@ -49,6 +54,7 @@ from memory.models import (
     ReflectorRun,
     Workspace,
 )
+from memory.selectors import covered_intervals, unobserved_messages
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -122,7 +128,15 @@ def _latest_status(model: type[ObserverRun] | type[ReflectorRun]) -> Subquery:
     )
 
 
+def _last_activity() -> Coalesce:
+    # The newest message's own time (an imported conversation keeps its timestamps), not
+    # when the row last changed: a correction or a run is not activity of the end user.
+    newest = Message.objects.filter(conversation=OuterRef("pk")).order_by("-seq")
+    return Coalesce(Subquery(newest.values("created_at")[:1]), F("created_at"))
+
+
 class ConversationFlags(TypedDict):
+    last_activity: datetime
     pii_found: bool
     on_hold: bool
     weakly_grounded: bool
@@ -150,6 +164,7 @@ def _flags(
         conversation=OuterRef("pk"), status=Reflection.Status.ACTIVE, grounding__lt=threshold
     )
     return queryset.annotate(
+        last_activity=_last_activity(),
         pii_found=Exists(findings),
         on_hold=Exists(holds),
         weakly_grounded=Exists(weak_observations) | Exists(weak_reflections),
@@ -174,9 +189,13 @@ def with_tier_stats(
     observed_runs = ObserverRun.objects.filter(
         conversation=OuterRef("pk"), status=PipelineRun.Status.SUCCEEDED
     )
+    reflected_observations = Observation.objects.filter(
+        conversation=OuterRef("pk"), status=Observation.Status.REFLECTED
+    )
     pins = Pin.objects.filter(conversation=OuterRef("pk"))
     return _flags(queryset).annotate(
         message_count=_count_of(messages),
+        reflected_count=_count_of(reflected_observations),
         message_tokens=_sum_of(messages, "token_count"),
         pin_count=_count_of(pins),
         pin_tokens=_sum_of(pins, "token_count"),
@@ -286,8 +305,8 @@ def tier_stats(*, conversation: Conversation) -> TierStats:
 
 
 SORTS: dict[str, tuple[str, Any]] = {
-    "-updated": ("Last activity, newest first", F("updated_at").desc()),
-    "updated": ("Last activity, oldest first", F("updated_at").asc()),
+    "-updated": ("Last activity, newest first", F("last_activity").desc()),
+    "updated": ("Last activity, oldest first", F("last_activity").asc()),
     "-created": ("Started, newest first", F("created_at").desc()),
     "created": ("Started, oldest first", F("created_at").asc()),
     "-messages": ("Most messages", F("message_count").desc()),
@@ -327,9 +346,10 @@ def conversation_search(
     if filters.end_user:
         qs = qs.filter(user_id=filters.end_user)
     if filters.active_from:
-        qs = qs.filter(updated_at__date__gte=filters.active_from)
+        # (a dict: django-stubs types a __date lookup on an annotation as a datetime)
+        qs = qs.filter(**{"last_activity__date__gte": filters.active_from})
     if filters.active_to:
-        qs = qs.filter(updated_at__date__lte=filters.active_to)
+        qs = qs.filter(**{"last_activity__date__lte": filters.active_to})
     if filters.pii_found:
         qs = qs.filter(pii_found=True)
     if filters.on_hold:
@@ -471,12 +491,20 @@ def _with_sources_stored(observations: QuerySet[Observation]) -> QuerySet[Observ
 
 
 def observation_page(
-    *, conversation: Conversation, offset: int = 0, limit: int = OBSERVATION_PAGE
+    *,
+    conversation: Conversation,
+    offset: int = 0,
+    limit: int = OBSERVATION_PAGE,
+    priority: str = "",
 ) -> ObservationPage:
-    """Every observation (active and reflected), newest ``limit`` first skipped by
-    ``offset``, returned oldest first to read like the messages beside them."""
+    """Every observation (active and reflected), or those of one ``priority``, newest
+    ``limit`` first skipped by ``offset``, returned oldest first to read like the
+    messages beside them."""
+    observations = Observation.objects.filter(conversation=conversation)
+    if priority:
+        observations = observations.filter(priority=priority)
     newest_first = list(
-        _with_sources_stored(Observation.objects.filter(conversation=conversation)).order_by(
+        _with_sources_stored(observations).order_by(
             F("observed_at").desc(),
             F("window_start_seq").desc(nulls_last=True),
             F("created_at").desc(),
@@ -503,6 +531,55 @@ def reflection_sources(*, conversation: Conversation, reflection: Reflection) ->
         reflection=reflection,
         highlighted={str(o.pk) for o in observations},
     )
+
+
+def observation_counts(*, conversation: Conversation) -> dict[str, int]:
+    """How many observations are active (served) and reflected (condensed into a
+    reflection), and how many of each priority, for the column's heading and filter."""
+    counts: dict[str, int] = defaultdict(int)
+    rows = (
+        Observation.objects.filter(conversation=conversation)
+        .order_by()
+        .values_list("status", "priority")
+        .annotate(n=Count("pk"))
+    )
+    for status, priority, n in rows:
+        counts[status] += n
+        counts[priority] += n
+    return counts
+
+
+def unobserved_ids(*, conversation: Conversation) -> set[uuid.UUID]:
+    """The messages no Observer run or observation covers yet (served verbatim)."""
+    return set(unobserved_messages(conversation=conversation).values_list("pk", flat=True))
+
+
+def mark_unobserved(*, conversation: Conversation, messages: Sequence[Message]) -> None:
+    """Flag ``unobserved`` on messages no observation covers yet, for the template."""
+    intervals = covered_intervals(conversation=conversation)
+    for message in messages:
+        message.unobserved = not any(  # type: ignore[attr-defined]  # for the template
+            start <= message.seq <= end for start, end in intervals
+        )
+
+
+def manual_authors(*, workspace: Workspace, observations: Sequence[Observation]) -> None:
+    """Give each observation a person wrote ``author``: the username the audit trail
+    records for its creation (the observation itself stores only that a person did)."""
+    manual = {str(o.pk) for o in observations if o.source == MemorySource.MANUAL}
+    authors: dict[str, str] = {}
+    if manual:
+        rows = AuditEvent.objects.filter(
+            workspace=workspace,
+            action="observation.create",
+            target_type="observation",
+            target_id__in=manual,
+        ).values_list("target_id", "actor_type", "actor_id")
+        labels = {target: f"{actor_type}:{actor_id}" for target, actor_type, actor_id in rows}
+        names = user_labels(set(labels.values()))
+        authors = {target: names[label] for target, label in labels.items()}
+    for observation in observations:
+        observation.author = authors.get(str(observation.pk), "")  # type: ignore[attr-defined]  # for the template
 
 
 def reflection_list(
@@ -729,6 +806,277 @@ def transcript_rows(
             text = masked_text(mask_parts(content, spans.get(pk, [])))
             pending = digests.get(pk) != content_digest(content)
             yield seq, role, created_at, tool_name, text, pending
+
+
+# --- what the agent is served ------------------------------------------------------------------
+
+
+class _RecordingReidentifier:
+    """Wraps the API's reidentifier and remembers which value replaced which pseudonym,
+    so a page can put the pseudonyms back: people see memory as the conversation page
+    shows it, not with the values only agents are given."""
+
+    def __init__(self, inner: Reidentifies) -> None:
+        self.inner = inner
+        self.cache_key = inner.cache_key
+        self.values: dict[str, str] = {}
+
+    def prepare(self, texts: Iterable[str]) -> None:
+        self.inner.prepare(texts)
+
+    def text(self, text: str) -> str:
+        after = self.inner.text(text)
+        if after != text:
+            for match in LABEL.finditer(text):
+                value = self.inner.text(match.group(0))
+                if value != match.group(0):
+                    self.values[value] = match.group(0)
+        return after
+
+
+@dataclass(frozen=True)
+class ServedContext:
+    """The context ``GET /v1/conversations/{id}/context`` returns, as text and as chat
+    messages, with the values a person may not read here masked (``masked_values``)."""
+
+    text: str
+    chat: list[dict[str, Any]]
+    budget: ContextBudget
+    masked_values: int
+    reidentified: bool
+
+
+def _mask_values(text: str, replacements: list[tuple[str, str]]) -> str:
+    for value, label in replacements:
+        text = text.replace(value, label)
+    return text
+
+
+def served_context(*, conversation: Conversation, max_tokens: int | None) -> ServedContext:
+    """Exactly what the agent API serves for this conversation (the same selector, the
+    same reidentifier choice, the same budget), then masked as the conversation page
+    masks: the values the scan found in messages (for every role), and the values a
+    re-identifying workspace gives agents back as their pseudonyms."""
+    reidentifier = reidentifier_for_api(workspace_id=conversation.workspace_id)
+    recorder = _RecordingReidentifier(reidentifier) if reidentifier is not None else None
+    budget = context_budget(conversation=conversation, max_tokens=max_tokens, reidentifier=recorder)
+    text = context_for_conversation(
+        conversation=conversation, fmt="text", max_tokens=max_tokens, reidentifier=reidentifier
+    ).body.decode()
+    chat = json.loads(
+        context_for_conversation(
+            conversation=conversation,
+            fmt="messages",
+            max_tokens=max_tokens,
+            reidentifier=reidentifier,
+        ).body
+    )["messages"]
+    pin_message_ids = set(
+        Pin.objects.filter(conversation=conversation).values_list("message_id", flat=True)
+    )
+    message_ids = {*budget.recent_message_ids, *pin_message_ids}
+    contents = dict(Message.objects.filter(pk__in=message_ids).values_list("pk", "content"))
+    found: dict[str, str] = {}
+    for message_id, spans in _masked_spans(message_ids).items():
+        content = contents.get(message_id, "")
+        for start, end, entity_type, _ in spans:
+            if content[start:end].strip():
+                found[content[start:end]] = f"<{entity_type}>"
+    if recorder is not None:
+        found.update({value: label for value, label in recorder.values.items() if value})
+    # Longest first: a value inside another is not masked half.
+    replacements = sorted(found.items(), key=lambda pair: -len(pair[0]))
+    for turn in chat:
+        if isinstance(turn.get("content"), str):
+            turn["content"] = _mask_values(turn["content"], replacements)
+    return ServedContext(
+        text=_mask_values(text, replacements),
+        chat=chat,
+        budget=budget,
+        masked_values=len(replacements),
+        reidentified=reidentifier is not None,
+    )
+
+
+# --- search across conversations ----------------------------------------------------------------
+
+SEARCH_KINDS = {
+    "messages": "Messages",
+    "observations": "Observations",
+    "reflections": "Reflections",
+}
+# Messages are matched on what a person sees of them (masked): the database finds these
+# many candidates by their stored text, the masked text decides.
+SEARCH_MESSAGE_CANDIDATES = 500
+SNIPPET_CONTEXT = 90
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    kind: str  # "message", "observation", "reflection"
+    conversation: Conversation
+    item_id: uuid.UUID
+    anchor: str  # the item's element id on the conversation page
+    query: str  # what the conversation page needs to show the item ("at=12")
+    before: str
+    match: str
+    after: str
+    when: datetime
+    seq: int | None = None
+    role: str = ""
+    priority: str = ""
+    status: str = ""
+
+
+def _snippet(text: str, query: str) -> tuple[str, str, str]:
+    at = text.lower().find(query.lower())
+    if at < 0:
+        return text[: SNIPPET_CONTEXT * 2], "", ""
+    start = max(at - SNIPPET_CONTEXT, 0)
+    end = at + len(query)
+    before = ("…" if start else "") + text[start:at]
+    after = text[end : end + SNIPPET_CONTEXT] + ("…" if end + SNIPPET_CONTEXT < len(text) else "")
+    return before, text[at:end], after
+
+
+@dataclass
+class SearchResults:
+    counts: dict[str, int]
+    capped: bool  # more messages matched than were read
+    hits: dict[
+        str, Sequence[Any] | QuerySet[Any]
+    ]  # by kind: SearchHit for messages, rows otherwise
+
+    def first_kind_found(self) -> str:
+        return next((kind for kind, n in self.counts.items() if n), "messages")
+
+
+def _message_hits(workspace: Workspace, query: str, end_user: str) -> tuple[list[SearchHit], bool]:
+    candidates = Message.objects.filter(
+        conversation__workspace=workspace, content__icontains=query
+    ).select_related("conversation")
+    if end_user:
+        candidates = candidates.filter(conversation__user_id=end_user)
+    rows = list(
+        candidates.defer("metadata").order_by("-created_at", "-seq")[
+            : SEARCH_MESSAGE_CANDIDATES + 1
+        ]
+    )
+    capped = len(rows) > SEARCH_MESSAGE_CANDIDATES
+    rows = rows[:SEARCH_MESSAGE_CANDIDATES]
+    mask_messages(messages=rows)
+    hits = []
+    for message in rows:
+        shown = message.masked_text  # type: ignore[attr-defined]  # set by mask_messages
+        if query.lower() not in shown.lower():
+            continue  # it matched only inside a masked value
+        before, match, after = _snippet(shown, query)
+        hits.append(
+            SearchHit(
+                "message",
+                message.conversation,
+                message.pk,
+                before=before,
+                match=match,
+                after=after,
+                anchor=f"m-{message.seq}",
+                query=f"at={message.seq}",
+                when=message.created_at,
+                seq=message.seq,
+                role=message.role,
+            )
+        )
+    return hits, capped
+
+
+def _memory_hits(
+    model: type[Observation] | type[Reflection], workspace: Workspace, query: str, end_user: str
+) -> QuerySet[Any]:
+    rows = model.objects.filter(conversation__workspace=workspace, text__icontains=query)
+    if end_user:
+        rows = rows.filter(conversation__user_id=end_user)
+    return rows.select_related("conversation").order_by("-observed_at", "-created_at", "-id")
+
+
+def memory_hit(item: Observation | Reflection, query: str) -> SearchHit:
+    if isinstance(item, Observation):
+        kind, anchor, link = "observation", f"obs-{item.pk}", f"highlight={item.pk}"
+    else:
+        kind, anchor, link = "reflection", f"refl-{item.pk}", f"reflection={item.pk}"
+    before, match, after = _snippet(item.text, query)
+    return SearchHit(
+        kind,
+        item.conversation,
+        item.pk,
+        anchor=anchor,
+        query=link,
+        when=item.observed_at,
+        priority=item.priority,
+        status=item.status,
+        before=before,
+        match=match,
+        after=after,
+    )
+
+
+def memory_search(*, workspace: Workspace, query: str, end_user: str = "") -> SearchResults:
+    """Messages, observations and reflections of one workspace whose text holds
+    ``query`` (case-insensitive, on every database: people search for exact words and
+    ids, and a substring answers that the same on SQLite and PostgreSQL), newest first.
+    The observation and reflection hits are lazy querysets, for a paginator."""
+    messages, capped = _message_hits(workspace, query, end_user)
+    observations = _memory_hits(Observation, workspace, query, end_user)
+    reflections = _memory_hits(Reflection, workspace, query, end_user)
+    return SearchResults(
+        counts={
+            "messages": len(messages),
+            "observations": observations.count(),
+            "reflections": reflections.count(),
+        },
+        capped=capped,
+        hits={"messages": messages, "observations": observations, "reflections": reflections},
+    )
+
+
+# --- end users ------------------------------------------------------------------------------------
+
+END_USER_MEMORY_LIMIT = 100
+
+
+@dataclass
+class EndUserMemory:
+    conversations: list[Conversation]
+    observations: list[Observation]
+    reflections: list[Reflection]
+    pins: Sequence[Pin]
+
+
+def end_user_memory(*, workspace: Workspace, end_user: str) -> EndUserMemory:
+    """One end user's conversations in a workspace (with their figures) and the memory
+    served from them: active observations and reflections, newest first, and pins."""
+    conversations = list(
+        conversation_search(workspace=workspace, filters=ConversationFilters(end_user=end_user))
+    )
+    add_figures(conversations)
+    scope = {"conversation__workspace": workspace, "conversation__user_id": end_user}
+    observations = list(
+        Observation.objects.filter(status=Observation.Status.ACTIVE, **scope)
+        .select_related("conversation")
+        .order_by("-observed_at", "-created_at")[:END_USER_MEMORY_LIMIT]
+    )
+    reflections = list(
+        Reflection.objects.filter(status=Reflection.Status.ACTIVE, **scope)
+        .select_related("conversation")
+        .order_by("-observed_at", "-created_at")[:END_USER_MEMORY_LIMIT]
+    )
+    pins = list(
+        Pin.objects.filter(**scope)
+        .annotate(message_seq=F("message__seq"))
+        .select_related("conversation")
+        .order_by("-created_at")[:END_USER_MEMORY_LIMIT]
+    )
+    mask_pins(pins=pins)
+    return EndUserMemory(conversations, observations, reflections, pins)
 
 
 # --- metrics -------------------------------------------------------------------------------------

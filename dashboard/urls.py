@@ -15,6 +15,7 @@ REFLECTION = {"kind": "reflection"}
 urlpatterns = [
     path("conversations/", views.conversation_list, name="conversation_list"),
     path(conversation, views.conversation_detail, name="conversation_detail"),
+    path(conversation + "context/", views.conversation_context, name="conversation_context"),
     path(conversation + "transcript", views.conversation_transcript, name="transcript"),
     path(conversation + "messages/", views.message_list, name="message_list"),
     path(
@@ -43,6 +44,9 @@ urlpatterns = [
         views.run_cancel,
         name="run_cancel",
     ),
+    path("search/", views.memory_search, name="search"),
+    path("users/", views.end_user, name="end_user_lookup"),
+    path("users/<path:end_user_id>/", views.end_user, name="end_user"),
     path("metrics/", views.metrics, name="metrics"),
     path("settings/api-keys/", views.api_keys, name="api_keys"),
     path("settings/api-keys/<int:api_key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),

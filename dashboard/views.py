@@ -30,6 +30,7 @@ from django.http import (
 )
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve, reverse
+from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
@@ -66,11 +67,30 @@ from memory import pipeline
 from memory import selectors as memory_selectors
 from memory import services as memory_services
 from memory import views as memory_views
-from memory.models import Conversation, Message, Observation, Pin, PipelineRun, Reflection
+from memory.context import parse_max_tokens
+from memory.models import (
+    PRIORITY_MARKERS,
+    Conversation,
+    Message,
+    Observation,
+    Pin,
+    PipelineRun,
+    Priority,
+    Reflection,
+)
 
 CONVERSATIONS_PER_PAGE = 25
+SEARCH_RESULTS_PER_PAGE = 25
+UNOBSERVED_LISTED = 300  # links on the context page; the count says how many in all
+PRIORITIES = [(p.value, PRIORITY_MARKERS[p]) for p in Priority]
 RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
 ADD_FORM_ID = "add_%s"
+
+
+def priority_param(request: HttpRequest) -> str:
+    """The priority the observations column is filtered to ("" for all)."""
+    priority = request.GET.get("priority", "")
+    return priority if priority in Priority.values else ""
 
 
 def _conversation_url(conversation: Conversation, **params: object) -> str:
@@ -205,17 +225,19 @@ def _message_window(
         selected = selectors.observation_in(conversation=conversation, observation_id=highlight_id)
         if selected is not None and at is None:
             at = selected.window_start_seq
-    window = _masked(selectors.message_window(conversation=conversation, at=at))
+    window = _masked(selectors.message_window(conversation=conversation, at=at), conversation)
     if selected is not None:
         window.highlighted = {str(i) for i in selected.source_message_ids}
     _mark(window.messages, window.highlighted)
     return window, selected
 
 
-def _masked(window: selectors.MessageWindow) -> selectors.MessageWindow:
+def _masked(window: selectors.MessageWindow, conversation: Conversation) -> selectors.MessageWindow:
     # Every list of messages a page shows goes through here: the values the scan found
-    # are masked (the template shows only ``parts``), whoever is reading.
+    # are masked (the template shows only ``parts``), whoever is reading; the messages
+    # served verbatim because no observation covers them yet are flagged.
     selectors.mask_messages(messages=window.messages)
+    selectors.mark_unobserved(conversation=conversation, messages=window.messages)
     return window
 
 
@@ -235,9 +257,12 @@ def _observation_page(
         obs_page = selectors.reflection_sources(conversation=conversation, reflection=reflection)
     else:
         obs_page = selectors.observation_page(
-            conversation=conversation, offset=int_param(request, "offset") or 0
+            conversation=conversation,
+            offset=int_param(request, "offset") or 0,
+            priority=priority_param(request),
         )
     _mark(obs_page.observations, obs_page.highlighted)
+    selectors.manual_authors(workspace=conversation.workspace, observations=obs_page.observations)
     if stale_shown is not False:
         _mark_served_in_place(conversation, obs_page.observations)
     return obs_page
@@ -262,6 +287,8 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         if shown is None:
             pinned = selected
         (shown or selected).is_selected = True  # type: ignore[attr-defined]  # for the template
+        if shown is None:
+            selectors.manual_authors(workspace=conversation.workspace, observations=[selected])
     context = {
         "conversation": conversation,
         "stats": selectors.tier_stats(conversation=conversation),
@@ -273,6 +300,9 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         "pins": _masked_pins(conversation),
         "runs": selectors.latest_runs(conversation=conversation),
         "add_form": ObservationCreateForm(auto_id=ADD_FORM_ID),
+        "observation_counts": selectors.observation_counts(conversation=conversation),
+        "priorities": PRIORITIES,
+        "priority": priority_param(request),
     }
     template = "dashboard/conversation_detail.html"
     if is_partial(request):
@@ -299,12 +329,12 @@ def message_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRespon
     context: dict[str, Any] = {"conversation": conversation}
     if before is not None:
         context["window"] = _masked(
-            selectors.message_window(conversation=conversation, before=before)
+            selectors.message_window(conversation=conversation, before=before), conversation
         )
         return render_page(request, f"{template}#messages_older", access, context)
     if after is not None:
         context["window"] = _masked(
-            selectors.message_window(conversation=conversation, after=after)
+            selectors.message_window(conversation=conversation, after=after), conversation
         )
         return render_page(request, f"{template}#messages_newer", access, context)
     context["window"], context["selected"] = _message_window(request, conversation)
@@ -319,15 +349,68 @@ def observation_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
     access, conversation = get_conversation_for_user(request, conversation_id)
     if not is_partial(request):
         return redirect(
-            _conversation_url(conversation, reflection=request.GET.get("reflection"))
+            _conversation_url(
+                conversation,
+                reflection=request.GET.get("reflection"),
+                priority=priority_param(request),
+            )
             + "#observations"
         )
     obs_page = _observation_page(request, conversation)
-    context = {"conversation": conversation, "obs_page": obs_page}
+    context = {
+        "conversation": conversation,
+        "obs_page": obs_page,
+        "priority": priority_param(request),
+    }
     template = "dashboard/conversation_detail.html"
     if obs_page.offset and obs_page.reflection is None:
         return render_page(request, f"{template}#observations_older", access, context)
     return render_page(request, f"{template}#observation_list", access, context)
+
+
+@require_GET
+@login_required
+def conversation_context(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """What the agent is served: the context ``GET /v1/conversations/{id}/context``
+    returns (the same selector and choices), masked as the conversation page masks."""
+    access, conversation = get_conversation_for_user(request, conversation_id)
+    raw_budget = request.GET.get("max_tokens", "").strip()
+    error = ""
+    try:
+        max_tokens = parse_max_tokens(raw_budget)
+    except MemdeskError as failure:
+        error, max_tokens = failure.message, None
+    served = selectors.served_context(conversation=conversation, max_tokens=max_tokens)
+    unobserved = list(
+        memory_selectors.unobserved_messages(conversation=conversation).values_list(
+            "seq", "token_count"
+        )
+    )
+    context = {
+        "conversation": conversation,
+        "served": served,
+        "unobserved_shown": unobserved[:UNOBSERVED_LISTED],
+        "max_tokens": max_tokens,
+        "raw_budget": raw_budget,
+        "budget_error": error,
+        "pins": _masked_pins(conversation),
+        "unobserved": unobserved,
+        "unobserved_tokens": sum(tokens for _, tokens in unobserved),
+        "served_seqs": set(
+            Message.objects.filter(pk__in=served.budget.recent_message_ids).values_list(
+                "seq", flat=True
+            )
+        ),
+    }
+    response = render_page(
+        request,
+        "dashboard/conversation_context.html",
+        access,
+        context,
+        status=INVALID if error else 200,
+    )
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 TRANSCRIPT_NOT_SCANNED = "  [not scanned for personal data yet: nothing in it is masked]"
@@ -348,19 +431,49 @@ def _transcript_lines(conversation: Conversation) -> Iterator[str]:
         yield f"#{seq}  {created_at:%Y-%m-%d %H:%M:%S}  {speaker}{note}\n{content}\n\n"
 
 
+TRANSCRIPT_STYLE = (
+    "body{font:14px/1.45 system-ui,sans-serif;margin:1rem auto;max-width:70rem;padding:0 1rem}"
+    "pre{font:13px/1.45 ui-monospace,monospace;white-space:pre-wrap;overflow-wrap:anywhere}"
+    "h1{font-size:1.2rem;overflow-wrap:anywhere}"
+)
+
+
+def _transcript_page(conversation: Conversation, lines: Iterator[str]) -> Iterator[str]:
+    title = escape(conversation.title or "untitled conversation")
+    yield (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Transcript · {title} · Memdesk</title><style>{TRANSCRIPT_STYLE}</style>"
+        f"</head><body><h1>Transcript: {title}</h1>"
+        f'<p><a href="?format=text">Plain text</a> · '
+        f'<a href="{reverse("dashboard:conversation_detail", args=[conversation.pk])}">'
+        f"Back to the conversation</a></p><pre>"
+    )
+    for line in lines:
+        yield escape(line)
+    yield "</pre></body></html>"
+
+
 @require_GET
 @login_required
 def conversation_transcript(
     request: HttpRequest, conversation_id: uuid.UUID
 ) -> StreamingHttpResponse:
-    """The raw transcript as plain text, streamed: the fast path for urgent review (no
-    models, no templates, and plain text cannot run anything a message contains). The
-    values the scan found are masked for every role; compliance and admin reveal them
-    per message on the conversation page, where each reveal is audited."""
+    """The raw transcript, streamed: the fast path for urgent review (no models, no
+    templates). A titled page whose long lines wrap, every character escaped and no
+    script allowed to run; ``?format=text`` is the same as plain text. The values the
+    scan found are masked for every role; compliance and admin reveal them per message
+    on the conversation page, where each reveal is audited."""
     _, conversation = get_conversation_for_user(request, conversation_id)
-    response = StreamingHttpResponse(
-        _transcript_lines(conversation), content_type="text/plain; charset=utf-8"
-    )
+    lines = _transcript_lines(conversation)
+    if request.GET.get("format") == "text":
+        response = StreamingHttpResponse(lines, content_type="text/plain; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(
+            _transcript_page(conversation, lines), content_type="text/html; charset=utf-8"
+        )
+        # Escaped, and even so: nothing in a message may load or run anything here.
+        response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     response["Cache-Control"] = "private, no-store"
     return response
 
@@ -575,6 +688,7 @@ def _memory_item(
 ) -> HttpResponse:
     if isinstance(item, Observation):
         _mark_served_in_place(conversation, [item])
+        selectors.manual_authors(workspace=conversation.workspace, observations=[item])
     context = {"conversation": conversation, kind.name: item, "item": item, "kind": kind, **extra}
     response = render_page(
         request, f"dashboard/conversation_detail.html#{kind.name}_item", access, context
@@ -630,6 +744,7 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
             if not is_partial(request):
                 return redirect(_conversation_url(conversation) + f"#obs-{observation.pk}")
             observation.is_new = True  # type: ignore[attr-defined]  # for the template
+            observation.author = request.user.get_username()  # type: ignore[attr-defined]  # for the template
             context = {
                 "conversation": conversation,
                 "form": ObservationCreateForm(auto_id=ADD_FORM_ID),
@@ -934,6 +1049,73 @@ def memory_revert(
         panel=memory_kind.panel(item),
         partial="history",
     )
+
+
+# --- search and end users ----------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def memory_search(request: HttpRequest) -> HttpResponse:
+    """Messages, observations and reflections of the current workspace holding ``q``,
+    one ``kind`` at a time (the first kind with hits unless asked), paged; each links to
+    the item on its conversation page."""
+    access = access_for(request, Capability.VIEW_MEMORY)
+    query = request.GET.get("q", "").strip()[:200]
+    end_user = request.GET.get("user", "").strip()
+    kind = request.GET.get("kind", "")
+    context: dict[str, Any] = {
+        "q": query,
+        "end_user": end_user,
+        "kinds": selectors.SEARCH_KINDS,
+        "kind": kind,
+    }
+    if query:
+        results = selectors.memory_search(
+            workspace=access.workspace, query=query, end_user=end_user
+        )
+        if kind not in selectors.SEARCH_KINDS:
+            kind = results.first_kind_found()
+        page = Paginator(results.hits[kind], SEARCH_RESULTS_PER_PAGE).get_page(
+            request.GET.get("page")
+        )
+        hits = [
+            hit if isinstance(hit, selectors.SearchHit) else selectors.memory_hit(hit, query)
+            for hit in page
+        ]
+        tabs = [
+            {
+                "key": key,
+                "label": label,
+                "count": results.counts[key],
+                "capped": key == "messages" and results.capped,
+                "current": key == kind,
+            }
+            for key, label in selectors.SEARCH_KINDS.items()
+        ]
+        context.update(kind=kind, noun=kind[:-1], results=results, page=page, hits=hits, tabs=tabs)
+    template = "dashboard/search.html"
+    if is_partial(request):
+        return render_page(request, f"{template}#results", access, context)
+    return render_page(request, template, access, context)
+
+
+@require_GET
+@login_required
+def end_user(request: HttpRequest, end_user_id: str = "") -> HttpResponse:
+    """One end user: their conversations in this workspace and the memory served from
+    them. ``?user=`` (the form) redirects to the user's own address."""
+    access = access_for(request, Capability.VIEW_MEMORY)
+    if not end_user_id:
+        wanted = request.GET.get("user", "").strip()
+        if not wanted:
+            return redirect("dashboard:conversation_list")
+        return redirect("dashboard:end_user", end_user_id=wanted)
+    memory = selectors.end_user_memory(workspace=access.workspace, end_user=end_user_id)
+    if not memory.conversations:
+        raise Http404("No conversation of this end user in this workspace.")
+    context = {"end_user": end_user_id, "memory": memory}
+    return render_page(request, "dashboard/end_user.html", access, context)
 
 
 # --- metrics ----------------------------------------------------------------------------------

@@ -228,14 +228,9 @@ def reidentify_items(
             item.token_count = token_count(after)
 
 
-def _render(
-    conversation: Conversation,
-    *,
-    fmt: str,
-    max_tokens: int | None,
-    today: date,
-    reidentifier: Reidentifies | None = None,
-) -> RenderedContext:
+def _served_tiers(
+    conversation: Conversation, *, today: date, reidentifier: Reidentifies | None
+) -> _Tiers:
     tiers = _Tiers(
         pins=list(pin_list(conversation=conversation)),
         reflections=list(active_reflections(conversation=conversation)),
@@ -248,6 +243,18 @@ def _render(
         reidentify_items(
             reidentifier, [*tiers.pins, *tiers.reflections, *tiers.observations, *tiers.recent]
         )
+    return tiers
+
+
+def _render(
+    conversation: Conversation,
+    *,
+    fmt: str,
+    max_tokens: int | None,
+    today: date,
+    reidentifier: Reidentifies | None = None,
+) -> RenderedContext:
+    tiers = _served_tiers(conversation, today=today, reidentifier=reidentifier)
     budget: dict[str, Any] = {}
     if max_tokens is not None:
         used = _fit_to_budget(tiers, max_tokens)
@@ -304,3 +311,69 @@ def context_for_conversation(
         )
         cache_set(key, rendered, CACHE_SECONDS)
     return rendered
+
+
+@dataclass(frozen=True)
+class TierCost:
+    """One tier of a served context: how many items, and the tokens they cost against a
+    budget (as ``max_tokens`` counts them: a message's role and separators, a memory
+    line's date and marker, the newline between lines)."""
+
+    name: str
+    count: int
+    tokens: int
+    dropped: int = 0  # items ``max_tokens`` left out
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    tiers: list[TierCost]
+    max_tokens: int | None
+    token_count: int  # the whole context, after fitting the budget
+    recent_message_ids: list[Any]  # the unobserved messages served, after fitting
+
+    @property
+    def over_budget(self) -> bool:
+        return self.max_tokens is not None and self.token_count > self.max_tokens
+
+
+def context_budget(
+    *,
+    conversation: Conversation,
+    max_tokens: int | None = None,
+    reidentifier: Reidentifies | None = None,
+) -> ContextBudget:
+    """What each tier of ``context_for_conversation`` (same arguments) costs: the same
+    tiers, costed and fitted by the same functions, for pages that show the budget."""
+    today = timezone.now().date()
+    tiers = _served_tiers(conversation, today=today, reidentifier=reidentifier)
+    if max_tokens is not None:
+        _fit_to_budget(tiers, max_tokens)
+    dropped = tiers.dropped or {}
+    costs = [
+        TierCost("Pinned", len(tiers.pins), sum(pin.token_count + 1 for pin in tiers.pins)),
+        TierCost(
+            "Reflections",
+            len(tiers.reflections),
+            sum(_memory_cost(r, today) for r in tiers.reflections),
+            dropped.get("reflections", 0),
+        ),
+        TierCost(
+            "Observations",
+            len(tiers.observations),
+            sum(_memory_cost(o, today) for o in tiers.observations),
+            dropped.get("observations", 0),
+        ),
+        TierCost(
+            "Recent messages",
+            len(tiers.recent),
+            sum(_message_cost(m) for m in tiers.recent),
+            dropped.get("recentMessages", 0),
+        ),
+    ]
+    return ContextBudget(
+        tiers=costs,
+        max_tokens=max_tokens,
+        token_count=sum(cost.tokens for cost in costs),
+        recent_message_ids=[m.pk for m in tiers.recent],
+    )

@@ -40,3 +40,22 @@ def seconds_since(value: datetime | None) -> int | None:
 def seconds_until(value: datetime | None) -> int | None:
     """Whole seconds from now to ``value``, 0 once it has passed."""
     return max(int((value - timezone.now()).total_seconds()), 0) if value else None
+
+
+@register.filter
+def truncate_at_word(value: str | None, length: int) -> str:
+    """``value`` cut to at most ``length`` characters at the end of a word, with an
+    ellipsis; a single word longer than that is cut where it must be."""
+    text = " ".join((value or "").split())
+    if len(text) <= length:
+        return text
+    cut = text[: length - 1]
+    if text[length - 1] != " " and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:.-–") + "…"
+
+
+@register.filter
+def get_count(counts: dict[str, int] | None, key: str) -> int:
+    """``counts[key]``, 0 when absent (template lookups cannot take a variable key)."""
+    return (counts or {}).get(key, 0)

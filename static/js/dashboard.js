@@ -115,6 +115,68 @@
     if (focusable) focusable.focus();
   });
 
+  // --- keyboard ---------------------------------------------------------------------------------
+  // Items are focusable (tabindex=0). Enter on an observation or reflection selects it as
+  // a click would; 1/2/3 jump between the columns, j/k (or the arrows) move within one.
+  var COLUMNS = { "1": "message-list", "2": "observation-list", "3": "reflection-list" };
+  var ITEMS = ".msg, .memory-item.obs, .memory-item.refl";
+
+  function typing(target) {
+    return target.closest("input, textarea, select, [contenteditable], .item-panel, details[open] form");
+  }
+
+  function focusColumn(listId) {
+    var list = document.getElementById(listId);
+    if (!list) return;
+    var item = list.querySelector(".is-selected, .is-highlighted") || list.querySelector(ITEMS);
+    if (item) {
+      item.focus();
+      item.scrollIntoView({ block: "nearest" });
+    } else {
+      list.closest(".column").querySelector("h2").setAttribute("tabindex", "-1");
+      list.closest(".column").querySelector("h2").focus();
+    }
+  }
+
+  function step(item, forward) {
+    var items = Array.prototype.filter.call(item.parentElement.children, function (el) {
+      return el.matches(ITEMS);
+    });
+    var next = items[items.indexOf(item) + (forward ? 1 : -1)];
+    if (next) {
+      next.focus();
+      next.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
+    if (COLUMNS[event.key] && document.getElementById("columns")) {
+      event.preventDefault();
+      focusColumn(COLUMNS[event.key]);
+      return;
+    }
+    var item = event.target.closest && event.target.closest(ITEMS);
+    if (!item || item !== event.target) return;
+    if (event.key === "j" || event.key === "ArrowDown") {
+      event.preventDefault();
+      step(item, true);
+    } else if (event.key === "k" || event.key === "ArrowUp") {
+      event.preventDefault();
+      step(item, false);
+    } else if ((event.key === "Enter" || event.key === " ") && !item.classList.contains("msg")) {
+      event.preventDefault();
+      if (!item.classList.contains("deleted")) select(item);
+    }
+  });
+
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("[data-column-link]");
+    if (!link) return;
+    event.preventDefault();
+    focusColumn({ messages: "message-list", observations: "observation-list", reflections: "reflection-list" }[link.dataset.columnLink]);
+  });
+
   // --- small conveniences -----------------------------------------------------------------------
   document.addEventListener("focusin", function (event) {
     if (event.target.matches("[data-select-on-focus]")) event.target.select();

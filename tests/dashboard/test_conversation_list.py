@@ -50,7 +50,9 @@ def test_search_matches_title_end_user_id_and_message_text(login, workspace, con
 
 def test_filters_by_end_user_and_date_range(login, workspace):
     old = conversation_create(workspace=workspace, user_id="ann", title="Old")
-    Conversation.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(days=40))
+    # No messages: its last activity is when it started.
+    long_ago = timezone.now() - timedelta(days=40)
+    Conversation.objects.filter(pk=old.pk).update(created_at=long_ago, updated_at=long_ago)
     conversation_create(workspace=workspace, user_id="bob", title="New")
     client = login("viewer")
     assert _titles(client.get("/conversations/?user=ann")) == ["Old"]

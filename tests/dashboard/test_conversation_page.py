@@ -57,7 +57,8 @@ def test_observations_show_marker_dates_relative_date_and_tokens(login, conversa
     html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
     item = html[html.index(f'id="obs-{observation.pk}"') :]
     item = item[: item.index("</li>")]
-    assert 'class="marker marker-high" role="img" aria-label="high priority"' in item
+    # The marker is drawn, and its word is next to it: readable without colour.
+    assert '<span class="marker marker-high" aria-hidden="true"></span>high</span>' in item
     assert f'Said <time datetime="{observation.observed_at.isoformat()}' in item
     assert f"written {observation.written_at:%Y-%m-%d %H:%M} UTC" in item
     assert "Event <time" in item and "in 4 days" in item
@@ -159,8 +160,10 @@ def test_the_page_costs_the_same_queries_whatever_the_size(
 ):
     client = login("viewer")
     client.get("/conversations/")  # the session's workspace is saved on the first request
-    # 17: the page's 15, and the findings and scans that mask the listed messages.
-    with django_assert_max_num_queries(17) as small:
+    # 20: the page's 15, the findings and scans that mask the listed messages, the
+    # observed windows that flag the messages not observed yet, and the observation
+    # counts by status and priority.
+    with django_assert_max_num_queries(20) as small:
         client.get(f"/conversations/{conversation.pk}/")
     with django_assert_max_num_queries(len(small.captured_queries)):
         client.get(f"/conversations/{long_conversation.pk}/")
@@ -180,7 +183,7 @@ def test_empty_columns_say_what_happens_next(login, workspace):
 
 @pytest.mark.parametrize("role", ROLES)
 def test_the_raw_transcript_is_plain_text_for_every_role(login, role, conversation):
-    response = login(role).get(f"/conversations/{conversation.pk}/transcript")
+    response = login(role).get(f"/conversations/{conversation.pk}/transcript?format=text")
     assert response.status_code == 200
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     text = b"".join(response.streaming_content).decode()
@@ -208,8 +211,23 @@ def test_the_transcript_reads_few_queries_and_escapes_nothing(
     # 7: the page's 5, and the findings and scans that mask each chunk of 2,000 messages.
     with django_assert_max_num_queries(7):
         response = client.get(f"/conversations/{conversation.pk}/transcript")
-        text = b"".join(response.streaming_content).decode()
+        page = b"".join(response.streaming_content).decode()
+    assert page.count("&lt;script&gt;") == 500 and "<script>" not in page
+    assert "<title>Transcript · &lt;b&gt;x&lt;/b&gt; · Memdesk</title>" in page
+    assert "default-src 'none'" in response["Content-Security-Policy"]
+    text_response = client.get(f"/conversations/{conversation.pk}/transcript?format=text")
+    text = b"".join(text_response.streaming_content).decode()
     assert text.count("<script>") == 500  # plain text: shown as written, never run
+
+
+def test_the_transcript_page_has_a_title_and_wraps_wide_lines(login, conversation):
+    response = login("viewer").get(f"/conversations/{conversation.pk}/transcript")
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    page = b"".join(response.streaming_content).decode()
+    assert "<title>Transcript · Broken headphones · Memdesk</title>" in page
+    assert "<h1>Transcript: Broken headphones</h1>" in page
+    assert "white-space:pre-wrap" in page and "overflow-wrap:anywhere" in page
+    assert "#3  " in page and "I&#x27;ll drop the parcel off next Tuesday." in page
 
 
 # --- observe and reflect now ----------------------------------------------------------------------

@@ -45,7 +45,7 @@ def _finding(entity_type: str) -> RedactionFinding:
 
 
 def _transcript(client, conversation: Conversation) -> str:
-    response = client.get(f"/conversations/{conversation.pk}/transcript")
+    response = client.get(f"/conversations/{conversation.pk}/transcript?format=text")
     assert response.status_code == 200
     return b"".join(response.streaming_content).decode()
 
