@@ -507,6 +507,22 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             suggested_response=(output.suggested_response or "") if output else "",
         )
         Observation.objects.bulk_create(observations)
+        if observations:
+            # One event per run, naming what it wrote (ids, never text): memory a
+            # worker writes is in the audit trail like memory a person writes.
+            audit_record(
+                workspace_id=conversation.workspace_id,
+                actor=SYSTEM_ACTOR,
+                action="memory.observe",
+                target_type="observer_run",
+                target_id=str(run.pk),
+                after={
+                    "conversationId": str(conversation.pk),
+                    "observations": [str(o.pk) for o in observations],
+                    "window": [window[0].seq, window[-1].seq] if window else None,
+                    "trigger": run.trigger,
+                },
+            )
         Conversation.objects.filter(pk=conversation.pk).update(
             memory_version=F("memory_version") + 1
         )
@@ -737,6 +753,20 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
             pk__in=stale_sources - linked, reflection__in=[r.pk for r in inputs.stale]
         ).update(reflection=None)
         _supersede_stale(conversation, inputs, reflections)
+        if reflections:
+            audit_record(
+                workspace_id=conversation.workspace_id,
+                actor=SYSTEM_ACTOR,
+                action="memory.reflect",
+                target_type="reflector_run",
+                target_id=str(run.pk),
+                after={
+                    "conversationId": str(conversation.pk),
+                    "reflections": [str(r.pk) for r in reflections],
+                    "observationsReflected": len(input_ids),
+                    "trigger": run.trigger,
+                },
+            )
         Conversation.objects.filter(pk=conversation.pk).update(
             memory_version=F("memory_version") + 1
         )

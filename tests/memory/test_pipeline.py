@@ -489,3 +489,24 @@ def test_a_message_whose_metadata_names_its_speaker_is_noted_under_that_name(wor
     # not see, so the note does not carry it.
     set_policy(workspace, redact_before_observation=True)
     assert all("Jo" not in text for text in observed("b"))
+
+
+def test_memory_the_pipeline_writes_is_in_the_audit_trail(workspace):
+    from governance.models import AuditEvent
+    from tests.dashboard.factories import chat, observe, reflect
+
+    conversation = conversation_create(workspace=workspace, user_id="dana")
+    chat(conversation)
+    observe(conversation)
+    reflect(conversation)
+
+    observed = AuditEvent.objects.get(workspace=workspace, action="memory.observe")
+    written = {str(pk) for pk in conversation.observations.values_list("pk", flat=True)}
+    assert set(observed.after["observations"]) == written
+    assert (observed.actor_type, observed.actor_role) == ("system", "system")
+    assert observed.after["conversationId"] == str(conversation.pk)
+    reflected = AuditEvent.objects.get(workspace=workspace, action="memory.reflect")
+    assert set(reflected.after["reflections"]) == {
+        str(pk) for pk in conversation.reflections.values_list("pk", flat=True)
+    }
+    assert "Aero" not in str(observed.after) + str(reflected.after)  # ids, never text
