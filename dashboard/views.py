@@ -365,6 +365,9 @@ def observation_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
     template = "dashboard/conversation_detail.html"
     if obs_page.offset and obs_page.reflection is None:
         return render_page(request, f"{template}#observations_older", access, context)
+    # The list is reloaded after memory changed: the column's counts come along with it.
+    context["observation_counts"] = selectors.observation_counts(conversation=conversation)
+    context["counts_out_of_band"] = True
     return render_page(request, f"{template}#observation_list", access, context)
 
 
@@ -548,7 +551,13 @@ def _run_status_response(
         "polled": polled,
         "notice": notice,
     }
-    return render_page(request, "dashboard/conversation_detail.html#run_status", access, context)
+    response = render_page(
+        request, "dashboard/conversation_detail.html#run_status", access, context
+    )
+    if polled and run is not None and run.status == PipelineRun.Status.SUCCEEDED:
+        # The run the page was following has stored its memory: the columns reload.
+        trigger_client_event(response, RUN_FINISHED)
+    return response
 
 
 @require_POST
@@ -676,6 +685,8 @@ MEMORY_CHANGED = "memory-changed"
 # Sent when the reflections column, polling while one was stale, finds none: the
 # observations column reloads, its observations no longer served in their place.
 MEMORY_REDERIVED = "memory-rederived"
+# Sent when a run the page was polling has stored its memory: both columns reload.
+RUN_FINISHED = "run-finished"
 
 
 def _memory_item(
@@ -750,6 +761,8 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
                 "form": ObservationCreateForm(auto_id=ADD_FORM_ID),
                 "observation": observation,
                 "added": True,
+                "observation_counts": selectors.observation_counts(conversation=conversation),
+                "counts_out_of_band": True,
             }
             return render_page(request, f"{template}#form", access, context, status=201)
     context = {"conversation": conversation, "form": form}
@@ -824,6 +837,11 @@ def memory_delete(
                 "item": item,
                 "kind": memory_kind,
             }
+            if memory_kind.name == "observation":
+                context["observation_counts"] = selectors.observation_counts(
+                    conversation=conversation
+                )
+                context["counts_out_of_band"] = True
             response = render_page(request, f"{template}#deleted", access, context)
             if memory_kind.name == "observation":
                 trigger_client_event(response, MEMORY_CHANGED)

@@ -443,3 +443,30 @@ def test_who_may_not_run_the_pipeline_may_not_cancel_and_others_runs_are_not_fou
     mixed = f"/conversations/{conversation.pk}/runs/observer/{theirs.pk}/cancel/"
     assert login("admin").post(mixed).status_code == 404
     assert ObserverRun.objects.filter(status="retrying").count() == 2
+
+
+def test_a_finished_run_reloads_the_columns_and_their_counts(login, workspace):
+    from memory import pipeline
+    from memory.models import PipelineRun
+    from memory.services import conversation_create
+    from tests.dashboard.factories import chat
+
+    conversation = conversation_create(workspace=workspace, title="Live")
+    chat(conversation)
+    run = pipeline.observer_schedule(conversation=conversation, trigger=PipelineRun.Trigger.MANUAL)
+    client = login("reviewer")
+    status_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/"
+
+    queued = client.get(status_url, HTTP_HX_REQUEST="true")
+    assert "run-finished" not in queued.get("HX-Trigger", "")
+
+    pipeline.observer_run_execute(run_id=run.pk)
+    finished = client.get(status_url, HTTP_HX_REQUEST="true")
+    assert "run-finished" in finished["HX-Trigger"]
+
+    reloaded = client.get(f"/conversations/{conversation.pk}/observations/", HTTP_HX_REQUEST="true")
+    html = reloaded.content.decode()
+    active = conversation.observations.filter(status="active").count()
+    assert active > 0
+    assert 'id="observation-counts"' in html and 'hx-swap-oob="true"' in html
+    assert f"{active} active" in html

@@ -217,10 +217,17 @@ def test_observe_now_shows_the_runs_progress(open_page, member, workspace, scree
     page.wait_for_selector("#run-observer >> text=waiting for a worker")
     screenshot(page, "07-run-queued")
     run = ObserverRun.objects.get(conversation=conversation)
+    assert page.locator("#observation-list .memory-item").count() == 0
+    url = page.url
     pipeline.observer_run_execute(run_id=run.pk)  # the worker's part
     page.wait_for_selector("#run-observer >> text=Show the new memory")
-    page.get_by_role("link", name="Show the new memory").click()
+    # The columns update on their own, without a reload: the new observations and the
+    # column's counts.
     page.wait_for_selector("#observation-list .memory-item")
+    stored = Observation.objects.filter(conversation=conversation).count()
+    assert page.locator("#observation-list .memory-item").count() == stored
+    assert f"{stored} active" in page.locator("#observation-counts").inner_text()
+    assert page.url == url
 
 
 def test_the_metrics_charts_draw(open_page, member, workspace, screenshot):
