@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
-from governance.models import RedactionPolicy
+from governance.models import RedactionPolicy, RetentionPolicy
 from governance.redaction_policy import POLICY_FIELDS
+from governance.retention import MAX_DAYS
 from governance.review import RESCAN_TIERS
 from memory.engines.base import FIDELITIES
 from memory.models import ApiKey, Observation, Priority, Reflection, Workspace
@@ -243,6 +244,128 @@ class MemorySettingsForm(forms.Form):
 PREVIEW_MAX_CHARS = 5000
 # The policy service names fields as the API does (``scoreThreshold``,
 # ``operators.EMAIL``); the form uses the model's names.
+
+
+AUDIT_TARGET_TYPES = (
+    "conversation",
+    "message",
+    "observation",
+    "reflection",
+    "pin",
+    "redaction_finding",
+    "redaction_policy",
+    "retention_policy",
+    "retention_sweep",
+    "legal_hold",
+    "erasure_request",
+    "rescan_run",
+    "pseudonym",
+    "api_key",
+    "workspace",
+)
+
+
+class AuditFilterForm(forms.Form):
+    """The audit log's filters, read from the query string so a filtered view can be
+    bookmarked, shared and exported as it is."""
+
+    action = forms.CharField(
+        label="Action starts with",
+        required=False,
+        max_length=100,
+        widget=forms.TextInput(attrs={"placeholder": "e.g. observation. or erasure"}),
+    )
+    actor = forms.CharField(
+        label="Actor",
+        required=False,
+        max_length=200,
+        help_text="A user name, an API key's name, an id, or system.",
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+    since = forms.DateField(
+        label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        label="To (inclusive)", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    conversation = forms.UUIDField(
+        label="Conversation id",
+        required=False,
+        error_messages={"invalid": "Paste a conversation id (a UUID) from the conversation page."},
+    )
+    target_type = forms.CharField(
+        label="Target type",
+        required=False,
+        max_length=50,
+        widget=forms.TextInput(attrs={"list": "audit-target-types", "autocomplete": "off"}),
+    )
+    target_id = forms.CharField(label="Target id", required=False, max_length=200)
+
+    target_types = AUDIT_TARGET_TYPES
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        start, end = data.get("since"), data.get("until")
+        if start and end and start > end:
+            self.add_error("until", "The end date is before the start date.")
+        return data
+
+    def values(self) -> dict[str, Any]:
+        """The valid filters, each stripped; an invalid one is left out (and shown)."""
+        if not self.is_bound:
+            return {}
+        self.is_valid()
+        data = {k: v for k, v in self.cleaned_data.items() if k not in self.errors}
+        return {
+            name: value.strip() if isinstance(value, str) else value
+            for name, value in data.items()
+            if value not in (None, "") and not (isinstance(value, str) and not value.strip())
+        }
+
+
+def _days_field(label: str) -> forms.IntegerField:
+    return forms.IntegerField(
+        label=label,
+        required=False,
+        min_value=1,
+        max_value=MAX_DAYS,
+        help_text="Empty: keep forever.",
+        error_messages={
+            "min_value": "Keep it at least 1 day, or leave it empty to keep it forever.",
+            "max_value": f"At most {MAX_DAYS} days (100 years); leave it empty to keep it forever.",
+            "invalid": "Write a whole number of days.",
+        },
+    )
+
+
+class RetentionPolicyForm(forms.Form):
+    name = forms.CharField(label="Name", max_length=100)
+    conversation_tag = forms.CharField(
+        label="Conversation tag",
+        required=False,
+        max_length=100,
+        help_text="Only conversations with this tag. Empty: the default policy, for every "
+        "conversation no tag policy governs.",
+    )
+    message_days = _days_field("Keep messages (days)")
+    observation_days = _days_field("Keep observations (days)")
+    reflection_days = _days_field("Keep reflections (days)")
+    enabled = forms.BooleanField(label="Enabled (sweeps apply it)", required=False, initial=True)
+    reason = reason_field(
+        required_message="Give a reason: every change to a retention policy is audited with one."
+    )
+
+    # The service names its fields as the model does; the same names are used here.
+    FIELDS = ("name", "conversation_tag", "message_days", "observation_days", "reflection_days")
+
+    @classmethod
+    def of(cls, policy: RetentionPolicy) -> RetentionPolicyForm:
+        initial = {name: getattr(policy, name) for name in (*cls.FIELDS, "enabled")}
+        return cls(initial=initial)
+
+    def values(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in (*self.FIELDS, "enabled")}
 
 
 class HoldPlaceForm(forms.Form):
