@@ -35,6 +35,16 @@ urlpatterns = [
         name="compliance_pseudonym_reveal",
     ),
     path("retention/", retention_views.retention_page, name="compliance_retention"),
+    path(
+        "retention/policies/new/",
+        retention_views.retention_policy_new,
+        name="compliance_retention_policy_new",
+    ),
+    path(
+        "retention/policies/<int:policy_id>/",
+        retention_views.retention_policy_edit,
+        name="compliance_retention_policy",
+    ),
     path("retention/dry-run/", retention_views.retention_dry_run, name="compliance_dry_run"),
     path("retention/run/", retention_views.retention_run, name="compliance_retention_run"),
     path(
