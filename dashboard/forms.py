@@ -368,6 +368,49 @@ class RetentionPolicyForm(forms.Form):
         return {name: self.cleaned_data[name] for name in (*self.FIELDS, "enabled")}
 
 
+class ReviewFilterForm(forms.Form):
+    entity_type = forms.ChoiceField(label="Entity type", required=False)
+    min_score = forms.FloatField(
+        label="Score from",
+        required=False,
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.05"}),
+    )
+    max_score = forms.FloatField(
+        label="Score below",
+        required=False,
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.05"}),
+    )
+
+    def __init__(self, *args: Any, counts: dict[str, int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["entity_type"].choices = [  # type: ignore[attr-defined]  # a ChoiceField
+            ("", "every type"),
+            *[(entity, f"{entity} ({n})") for entity, n in counts.items()],
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        low, high = self.cleaned_data.get("min_score"), self.cleaned_data.get("max_score")
+        if low is not None and high is not None and low >= high:
+            self.add_error("max_score", "Must be above “Score from”.")
+        return self.cleaned_data
+
+    def values(self) -> dict[str, Any]:
+        """The valid filters; an invalid one is left out (and shown next to its field)."""
+        if not self.is_bound:
+            return {}
+        self.is_valid()
+        return {
+            name: value
+            for name, value in self.cleaned_data.items()
+            if name not in self.errors and value not in (None, "")
+        }
+
+
 class HoldPlaceForm(forms.Form):
     conversation = forms.UUIDField(
         label="Conversation id",

@@ -539,8 +539,12 @@ def redaction_finding_list(
     conversation_id: uuid.UUID | str | None,
     limit: int,
     cursor: str | None,
+    entity_type: str = "",
+    min_score: float | None = None,
+    max_score: float | None = None,
 ) -> tuple[list[RedactionFinding], str | None]:
-    """Newest first, keyset-paged on id; ``cursor`` is the previous page's next_cursor."""
+    """Newest first, keyset-paged on id; ``cursor`` is the previous page's next_cursor.
+    ``min_score`` is inclusive, ``max_score`` exclusive, as the review band is."""
     findings = RedactionFinding.objects.filter(workspace_id=workspace_id).select_related(
         "pseudonym"
     )
@@ -555,6 +559,12 @@ def redaction_finding_list(
         findings = findings.filter(status=status)
     if conversation_id:
         findings = findings.filter(conversation_id=conversation_id)
+    if entity_type:
+        findings = findings.filter(entity_type=entity_type)
+    if min_score is not None:
+        findings = findings.filter(score__gte=min_score)
+    if max_score is not None:
+        findings = findings.filter(score__lt=max_score)
     page = keyset_page(findings, keys=("id",), limit=limit, cursor=cursor)
     return page.items, page.next_cursor
 
