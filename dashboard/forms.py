@@ -16,7 +16,12 @@ from django.utils import timezone
 from core.errors import MemdeskError
 from dashboard.selectors import DEFAULT_SORT, SORTS, ConversationFilters
 from governance.models import RedactionPolicy, RetentionPolicy
-from governance.redaction_policy import POLICY_FIELDS
+from governance.redaction import DENY_LIST_ENTITY, OPERATORS, SUPPORTED_ENTITIES
+from governance.redaction_policy import (
+    POLICY_FIELDS,
+    POLICY_LIST_LIMIT,
+    POLICY_VALUE_MAX_CHARS,
+)
 from governance.retention import MAX_DAYS
 from governance.review import RESCAN_TIERS
 from memory.engines.base import FIDELITIES
@@ -457,22 +462,50 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+# What the policy service calls a field on the wire, in the words of the form: a refusal
+# the form did not catch first is shown as the person reads the page.
+POLICY_WIRE_LABELS = {
+    "scoreThreshold": "Score threshold",
+    "defaultOperator": "Default operator",
+    "allowList": "Allow list",
+    "denyList": "Deny list",
+    "reviewMinScore": "Review from score",
+    "reviewMaxScore": "Review below score",
+    "entities": "Entity types",
+    "operators": "Per-entity operators",
+}
+
+
 class RedactionPolicyForm(forms.Form):
-    entities = forms.CharField(
+    entities = forms.MultipleChoiceField(
         label="Entity types",
         required=False,
-        widget=forms.TextInput(attrs={"autocomplete": "off"}),
-        help_text="Comma separated, e.g. EMAIL_ADDRESS, PHONE_NUMBER. Empty: the default set.",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The types the detectors look for. None ticked: the default set.",
     )
-    score_threshold = forms.FloatField(label="Score threshold", min_value=0, max_value=1)
+    score_threshold = forms.FloatField(
+        label="Score threshold",
+        min_value=0,
+        max_value=1,
+        error_messages={
+            "min_value": "Must be between 0 and 1.",
+            "max_value": "Must be between 0 and 1.",
+            "invalid": "Write a number between 0 and 1, e.g. 0.5.",
+            "required": "Give a score threshold between 0 and 1.",
+        },
+    )
     default_operator = forms.ChoiceField(
-        label="Default operator", choices=RedactionPolicy.Operator.choices
+        label="Default operator",
+        choices=RedactionPolicy.Operator.choices,
+        error_messages={"invalid_choice": "Choose one of the operators in the list."},
     )
     operators = forms.CharField(
         label="Per-entity operators",
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="One ENTITY=operator a line, e.g. EMAIL_ADDRESS=mask.",
+        help_text="One ENTITY=operator a line, e.g. EMAIL_ADDRESS=mask. Operators: "
+        + ", ".join(OPERATORS)
+        + ".",
     )
     allow_list = forms.CharField(
         label="Allow list",
@@ -486,12 +519,26 @@ class RedactionPolicyForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Values always redacted, one a line.",
     )
-    review_min_score = forms.FloatField(label="Review from score", min_value=0, max_value=1)
+    review_min_score = forms.FloatField(
+        label="Review from score",
+        min_value=0,
+        max_value=1,
+        error_messages={
+            "min_value": "Must be between 0 and 1.",
+            "max_value": "Must be between 0 and 1.",
+            "invalid": "Write a number between 0 and 1.",
+        },
+    )
     review_max_score = forms.FloatField(
         label="Review below score",
         min_value=0,
         max_value=1,
         help_text="Findings scoring in this band wait for a person in the review queue.",
+        error_messages={
+            "min_value": "Must be between 0 and 1.",
+            "max_value": "Must be between 0 and 1.",
+            "invalid": "Write a number between 0 and 1.",
+        },
     )
     redact_at_ingest = forms.BooleanField(
         label="Redact at ingest (messages are stored with their personal data replaced)",
@@ -512,37 +559,113 @@ class RedactionPolicyForm(forms.Form):
         help_text="API keys read memory with pseudonyms replaced by the values they stand "
         "for. Off, they read the pseudonyms.",
     )
+    reason = reason_field(
+        required_message="Give a reason: every change to the redaction policy is audited with one."
+    )
+
+    # Fields the policy service takes (the reason goes to the audit trail).
+    POLICY_NAMES = (
+        "entities",
+        "score_threshold",
+        "default_operator",
+        "operators",
+        "allow_list",
+        "deny_list",
+        "review_min_score",
+        "review_max_score",
+        "redact_at_ingest",
+        "redact_before_observation",
+        "reflection_waits_for_review",
+        "keep_originals",
+        "agents_see_reidentified",
+    )
+
+    def __init__(self, *args: Any, policy: RedactionPolicy | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        custom = {c["entity"] for c in (policy.custom_recognizers if policy else [])}
+        chosen = set(policy.entities) if policy else set()
+        self.known_entities = SUPPORTED_ENTITIES | custom | {DENY_LIST_ENTITY}
+        self.fields["entities"].choices = [  # type: ignore[attr-defined]  # a ChoiceField
+            (entity, entity) for entity in sorted(SUPPORTED_ENTITIES | custom | chosen)
+        ]
 
     @classmethod
     def of(cls, policy: RedactionPolicy) -> RedactionPolicyForm:
         initial = {name: getattr(policy, name) for name in POLICY_FIELDS}
-        initial["entities"] = ", ".join(policy.entities)
+        initial["entities"] = list(policy.entities)
         initial["operators"] = "\n".join(f"{e}={op}" for e, op in policy.operators.items())
         initial["allow_list"] = "\n".join(policy.allow_list)
         initial["deny_list"] = "\n".join(policy.deny_list)
-        return cls(initial=initial)
-
-    def clean_entities(self) -> list[str]:
-        return [e.strip() for e in self.cleaned_data["entities"].split(",") if e.strip()]
+        return cls(initial=initial, policy=policy)
 
     def clean_operators(self) -> dict[str, str]:
-        operators = {}
+        operators, problems = {}, []
         for line in _lines(self.cleaned_data["operators"]):
-            entity, sep, operator = line.partition("=")
-            if not sep or not entity.strip() or not operator.strip():
-                raise forms.ValidationError(f"Write ENTITY=operator; got {line!r}.")
-            operators[entity.strip()] = operator.strip()
+            entity, sep, operator = (part.strip() for part in line.partition("="))
+            if not sep or not entity or not operator:
+                problems.append(f"Write ENTITY=operator, e.g. EMAIL_ADDRESS=mask; got “{line}”.")
+            elif entity not in self.known_entities:
+                problems.append(f"{entity} is not an entity type this engine detects.")
+            elif operator not in OPERATORS:
+                problems.append(
+                    f"{operator} is not an operator; use one of {', '.join(OPERATORS)}."
+                )
+            else:
+                operators[entity] = operator
+        if problems:
+            raise forms.ValidationError(problems)
         return operators
 
     def clean_allow_list(self) -> list[str]:
-        return _lines(self.cleaned_data["allow_list"])
+        return _checked_lines(self.cleaned_data["allow_list"])
 
     def clean_deny_list(self) -> list[str]:
-        return _lines(self.cleaned_data["deny_list"])
+        return _checked_lines(self.cleaned_data["deny_list"])
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        low = self.cleaned_data.get("review_min_score")
+        high = self.cleaned_data.get("review_max_score")
+        if low is not None and high is not None and low > high:
+            self.add_error("review_min_score", "Must not be above “Review below score”.")
+        return self.cleaned_data
+
+    def policy_values(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in self.POLICY_NAMES}
 
     def add_service_error(self, error: MemdeskError) -> None:
-        """Show the policy service's refusal next to the field it names."""
-        add_service_error(self, error)
+        """Show the policy service's refusal next to the field it names, in the form's
+        words."""
+        message = error.message
+        for wire, label in POLICY_WIRE_LABELS.items():
+            message = message.replace(f"{wire}:", f"{label}:").replace(wire, f"“{label}”")
+        add_service_error(
+            self,
+            MemdeskError(error.code, message, field=error.field, status_code=error.status_code),
+        )
+
+    def error_summary(self) -> list[tuple[str, str, str]]:
+        """Every error of the form as (field id, label, message), in the form's order."""
+        summary = [
+            (self[name].id_for_label, field.label or name, str(message))
+            for name, field in self.fields.items()
+            for message in self.errors.get(name, [])
+        ]
+        summary += [("", "", str(message)) for message in self.non_field_errors()]
+        return summary
+
+
+def _checked_lines(text: str) -> list[str]:
+    lines = _lines(text)
+    if len(lines) > POLICY_LIST_LIMIT:
+        raise forms.ValidationError(f"At most {POLICY_LIST_LIMIT} lines; this has {len(lines)}.")
+    too_long = [n for n, line in enumerate(lines, 1) if len(line) > POLICY_VALUE_MAX_CHARS]
+    if too_long:
+        raise forms.ValidationError(
+            f"Each line must be at most {POLICY_VALUE_MAX_CHARS} characters; line "
+            f"{too_long[0]} is longer."
+        )
+    return lines
 
 
 class PseudonymRevealForm(forms.Form):

@@ -30,8 +30,8 @@ from dashboard.forms import (
 )
 from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
-from governance.models import RedactionFinding, RescanRun
-from governance.redaction_policy import redaction_policy_update
+from governance.models import RedactionFinding, RedactionPolicy, RescanRun
+from governance.redaction_policy import redaction_policy_draft, redaction_policy_update
 from governance.review import (
     redaction_finding_approve,
     redaction_finding_dismiss,
@@ -231,15 +231,46 @@ def review_bulk(request: HttpRequest) -> HttpResponse:
 # --- redaction policy -------------------------------------------------------------------------
 
 
-def _preview_context(access: Access, text: str) -> dict[str, Any]:
+def _preview(access: Access, text: str, policy: RedactionPolicy | None) -> dict[str, Any] | None:
     if not text.strip():
-        return {"preview": None, "preview_text": text}
-    preview = redaction_preview(workspace_id=access.workspace.pk, text=text)
+        return None
+    preview = redaction_preview(workspace_id=access.workspace.pk, text=text, policy=policy)
     findings = [
         {"finding": finding, "value": text[finding.start : finding.end]}
         for finding in preview.findings
     ]
-    return {"preview": preview, "preview_findings": findings, "preview_text": text}
+    return {"result": preview, "findings": findings}
+
+
+def _draft(access: Access, form: RedactionPolicyForm) -> tuple[RedactionPolicy | None, bool]:
+    """The unsaved policy the form describes, and whether the form is valid enough to
+    preview it (a bound form with errors previews nothing)."""
+    if not form.is_bound:
+        return None, True
+    # The reason is for saving; a draft previews without one.
+    valid = all(name == "reason" for name in form.errors)
+    if not valid:
+        return None, False
+    try:
+        draft = redaction_policy_draft(
+            workspace_id=access.workspace.pk, values=form.policy_values()
+        )
+    except MemdeskError as error:
+        form.add_service_error(error)
+        return None, False
+    return draft, True
+
+
+def _preview_context(access: Access, text: str, form: RedactionPolicyForm | None) -> dict[str, Any]:
+    """The text under the saved policy and, when the form holds unsaved changes, under
+    the draft beside it."""
+    context: dict[str, Any] = {"preview_text": text, "saved_preview": _preview(access, text, None)}
+    if form is not None and form.is_bound:
+        draft, valid = _draft(access, form)
+        context["draft_invalid"] = not valid
+        if draft is not None:
+            context["draft_preview"] = _preview(access, text, draft)
+    return context
 
 
 def _redaction_response(
@@ -249,17 +280,25 @@ def _redaction_response(
     *,
     preview_text: str = "",
     status: int = 200,
+    rescan_offer: bool = False,
 ) -> HttpResponse:
     template = "dashboard/compliance/redaction.html"
     if is_partial(request):
         template += "#policy"
+    policy = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
     context = {
         "form": form,
-        "policy": redaction_policy_or_defaults(workspace_id=access.workspace.pk),
-        "preview_form": RedactionPreviewForm(initial={"text": preview_text}),
-        **_preview_context(access, preview_text),
+        "policy": policy,
+        "rescan_offer": rescan_offer and policy.version > 1,
+        "rescan_form": RescanForm(
+            initial={"reason": f"Redaction policy changed to version {policy.version}"}
+        ),
+        **_preview_context(access, preview_text, form if form.is_bound else None),
     }
-    return render_page(request, template, access, context, status=status)
+    response = render_page(request, template, access, context, status=status)
+    if preview_text:
+        response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @require_GET
@@ -267,49 +306,70 @@ def _redaction_response(
 def redaction_policy_page(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
     policy = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
-    return _redaction_response(request, access, RedactionPolicyForm.of(policy))
+    return _redaction_response(
+        request,
+        access,
+        RedactionPolicyForm.of(policy),
+        rescan_offer=request.GET.get("saved") == str(policy.version),
+    )
 
 
 @require_POST
 @login_required
 def redaction_policy_save(request: HttpRequest) -> HttpResponse:
-    """Save the whole form through ``redaction_policy_update`` (validated, audited, the
-    version bumped; a save that changes nothing is neither)."""
+    """Save the whole form through ``redaction_policy_update`` (validated, audited with
+    the reason, the version bumped; a save that changes nothing is neither). Then offer
+    to re-scan what is stored under the new version."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    form = RedactionPolicyForm(request.POST)
+    stored = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
+    form = RedactionPolicyForm(request.POST, policy=stored)
     if form.is_valid():
-        values = {name: form.cleaned_data[name] for name in form.fields}
         try:
-            before = redaction_policy_or_defaults(workspace_id=access.workspace.pk).version
             policy = redaction_policy_update(
-                workspace_id=access.workspace.pk, actor=access.actor(request), values=values
+                workspace_id=access.workspace.pk,
+                actor=access.actor(request),
+                values=form.policy_values(),
+                reason=form.cleaned_data["reason"],
             )
         except MemdeskError as error:
             form.add_service_error(error)
         else:
-            if policy.version == before:
-                messages.info(request, "Nothing changed.")
-            else:
+            changed = policy.version != stored.version
+            if changed:
                 messages.success(request, f"Redaction policy saved: version {policy.version}.")
+            else:
+                messages.info(request, "Nothing changed.")
             if not is_partial(request):
-                return redirect("dashboard:compliance_redaction")
-            return _redaction_response(request, access, RedactionPolicyForm.of(policy))
-    return _redaction_response(request, access, form, status=INVALID)
+                url = reverse("dashboard:compliance_redaction")
+                return redirect(f"{url}?saved={policy.version}" if changed else url)
+            return _redaction_response(
+                request, access, RedactionPolicyForm.of(policy), rescan_offer=changed
+            )
+    return _redaction_response(
+        request, access, form, preview_text=_preview_text(request), status=INVALID
+    )
+
+
+def _preview_text(request: HttpRequest) -> str:
+    form = RedactionPreviewForm(request.POST)
+    return form.cleaned_data["text"] if form.is_valid() else ""
 
 
 @require_POST
 @login_required
 def redaction_policy_preview(request: HttpRequest) -> HttpResponse:
-    """What the stored policy finds in a text and what it leaves; nothing is stored."""
+    """What the saved policy finds in a text and, when the policy form came with it,
+    what the unsaved draft finds; nothing is stored."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    form = RedactionPreviewForm(request.POST)
-    text = form.cleaned_data["text"] if form.is_valid() else ""
+    text = _preview_text(request)
+    stored = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
+    has_draft = "score_threshold" in request.POST
+    form = RedactionPolicyForm(request.POST, policy=stored) if has_draft else None
     if not is_partial(request):
-        policy = redaction_policy_or_defaults(workspace_id=access.workspace.pk)
         return _redaction_response(
-            request, access, RedactionPolicyForm.of(policy), preview_text=text
+            request, access, form or RedactionPolicyForm.of(stored), preview_text=text
         )
-    context = {"preview_form": form, **_preview_context(access, text)}
+    context = {"policy": stored, **_preview_context(access, text, form)}
     response = render_page(request, "dashboard/compliance/redaction.html#preview", access, context)
     response["Cache-Control"] = "private, no-store"
     return response

@@ -483,12 +483,16 @@ def redaction_policy_or_defaults(*, workspace_id: uuid.UUID) -> RedactionPolicy:
     )
 
 
-def redaction_preview(*, workspace_id: uuid.UUID, text: str) -> RedactionPreview:
+def redaction_preview(
+    *, workspace_id: uuid.UUID, text: str, policy: RedactionPolicy | None = None
+) -> RedactionPreview:
     """What the workspace's policy finds in ``text`` and what the Reflector would read of
     it, with the pseudonyms it would write: the stored ones for values already known,
     the next free numbers for new ones. Nothing is stored or numbered. Offsets refer to
-    ``text`` as given."""
-    policy = redaction_policy_or_defaults(workspace_id=workspace_id)
+    ``text`` as given. ``policy`` is an unsaved draft to preview instead of the stored
+    one (see ``redaction_policy_draft``)."""
+    if policy is None:
+        policy = redaction_policy_or_defaults(workspace_id=workspace_id)
     spec = redaction.PolicySpec.of(policy)
     [detections] = redaction.engine().detect([text], spec=spec)
     pseudonyms = WorkspacePseudonyms(workspace_id, allocate=False)
