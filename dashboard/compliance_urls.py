@@ -54,6 +54,13 @@ urlpatterns = [
     ),
     path("erasure/", retention_views.erasure_page, name="compliance_erasure"),
     path("erasure/request/", retention_views.erasure_create, name="compliance_erasure_create"),
+    path("erasure/requests/", retention_views.erasure_list, name="compliance_erasure_list"),
+    path(
+        "erasure/<int:request_id>/receipt.json",
+        retention_views.erasure_receipt,
+        name="compliance_erasure_receipt",
+    ),
+    path("end-users/check/", retention_views.end_user_check, name="compliance_end_user_check"),
     path(
         "erasure/<int:request_id>/",
         retention_views.erasure_detail,

@@ -421,6 +421,7 @@ class HoldPlaceForm(forms.Form):
         label="Conversation id",
         required=False,
         help_text="Hold one conversation…",
+        error_messages={"invalid": "Paste a conversation id (a UUID) from the conversation page."},
     )
     end_user = forms.CharField(
         label="End user id",
@@ -428,9 +429,28 @@ class HoldPlaceForm(forms.Form):
         max_length=255,
         help_text="…or every conversation of one end user, present and future.",
     )
+    confirm_unknown = forms.BooleanField(
+        label="Hold this end user id anyway: it covers the conversations created under it later",
+        required=False,
+    )
     reason = forms.CharField(
         label="Reason", max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
     )
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        if (
+            not data.get("conversation")
+            and not (data.get("end_user") or "").strip()
+            and "conversation" not in self.errors
+        ):
+            self.add_error(None, "Give a conversation id or an end user id to hold.")
+        if data.get("conversation") and (data.get("end_user") or "").strip():
+            self.add_error(
+                "end_user", "Hold one thing at a time: clear the conversation id or this field."
+            )
+        return data
 
 
 class ErasureRequestForm(forms.Form):
@@ -438,9 +458,17 @@ class ErasureRequestForm(forms.Form):
         label="End user id",
         max_length=255,
         help_text="Every conversation of this end user is deleted, with all its memory.",
+        error_messages={"required": "Give the end user id to erase."},
+    )
+    confirm_unknown = forms.BooleanField(
+        label="Record the request anyway (nothing is stored under this id now)",
+        required=False,
     )
     reason = forms.CharField(
-        label="Reason", max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+        label="Reason",
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Give a reason: every erasure is audited with one."},
     )
 
 

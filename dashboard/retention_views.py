@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -23,7 +23,13 @@ from dashboard.access import (
     get_retention_policy_for_user,
     get_sweep_for_user,
 )
-from dashboard.compliance_selectors import conversation_titles
+from dashboard.compliance_selectors import (
+    EndUserCoverage,
+    conversation_titles,
+    end_user_coverage,
+    erasure_receipt_event,
+    open_erasures,
+)
 from dashboard.forms import (
     ErasureRequestForm,
     HoldPlaceForm,
@@ -70,7 +76,12 @@ def _holds_response(
 @login_required
 def holds(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    form = HoldPlaceForm(initial={"conversation": request.GET.get("conversation", "")})
+    form = HoldPlaceForm(
+        initial={
+            "conversation": request.GET.get("conversation", "")[:36],
+            "end_user": request.GET.get("user", "")[:255],
+        }
+    )
     return _holds_response(request, access, form)
 
 
@@ -88,6 +99,11 @@ def hold_place(request: HttpRequest) -> HttpResponse:
             )
             if conversation is None:
                 form.add_error("conversation", "No conversation with this id in this workspace.")
+        end_user_id = form.cleaned_data["end_user"].strip()
+        if form.is_valid() and end_user_id and not form.cleaned_data["confirm_unknown"]:
+            coverage = end_user_coverage(workspace=access.workspace, end_user_id=end_user_id)
+            if not coverage.known:
+                form.add_error("end_user", _unknown_user_message(coverage))
         if form.is_valid():
             try:
                 hold = legal_hold_place(
@@ -321,27 +337,57 @@ def _erasure_response(
     template = "dashboard/compliance/erasure.html"
     if is_partial(request):
         template += "#erasure"
-    context = {
-        "form": form,
-        "erasures": erasure_request_list(workspace=access.workspace, limit=RECENT_ERASURES),
-    }
+    context = {"form": form, **_erasure_list_context(access)}
     return render_page(request, template, access, context, status=status)
+
+
+def _erasure_list_context(access: Access) -> dict[str, Any]:
+    return {
+        "erasures": erasure_request_list(workspace=access.workspace, limit=RECENT_ERASURES),
+        "erasures_open": open_erasures(workspace=access.workspace),
+        "poll_seconds": ERASURE_POLL_SECONDS,
+    }
 
 
 @require_GET
 @login_required
 def erasure_page(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    return _erasure_response(request, access, ErasureRequestForm())
+    form = ErasureRequestForm(initial={"end_user": request.GET.get("user", "")[:255]})
+    return _erasure_response(request, access, form)
+
+
+@require_GET
+@login_required
+def erasure_list(request: HttpRequest) -> HttpResponse:
+    """The requests table alone: the page polls it while a request is open, so a
+    finished erasure shows without a reload."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    if not is_partial(request):
+        return redirect("dashboard:compliance_erasure")
+    return render_page(
+        request,
+        "dashboard/compliance/erasure.html#requests",
+        access,
+        _erasure_list_context(access),
+    )
 
 
 @require_POST
 @login_required
 def erasure_create(request: HttpRequest) -> HttpResponse:
     """Record an erasure request; the service queues it, or records it as refused when a
-    legal hold covers the end user (the refusal is shown next to the form)."""
+    legal hold covers the end user (the refusal is shown next to the form). An id no
+    conversation carries is most likely mistyped: the form says so, and records the
+    request only when told to."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
     form = ErasureRequestForm(request.POST)
+    if form.is_valid() and not form.cleaned_data["confirm_unknown"]:
+        coverage = end_user_coverage(
+            workspace=access.workspace, end_user_id=form.cleaned_data["end_user"]
+        )
+        if not coverage.known:
+            form.add_error("end_user", _unknown_user_message(coverage))
     if form.is_valid():
         try:
             erasure = erasure_request_create(
@@ -363,6 +409,36 @@ def erasure_create(request: HttpRequest) -> HttpResponse:
     return _erasure_response(request, access, form, status=INVALID)
 
 
+def _unknown_user_message(coverage: EndUserCoverage) -> str:
+    message = (
+        f"No conversation in this workspace has the end user id “{coverage.end_user_id}”: "
+        "check the spelling."
+    )
+    if coverage.similar:
+        message += " Did you mean " + " or ".join(f"“{s}”" for s in coverage.similar) + "?"
+    return message
+
+
+@require_GET
+@login_required
+def end_user_check(request: HttpRequest) -> HttpResponse:
+    """What an end user id covers, checked as it is typed into the hold and erasure
+    forms: how many conversations carry it, or a warning that none does."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    end_user_id = request.GET.get("end_user", "").strip()[:255]
+    coverage = (
+        end_user_coverage(workspace=access.workspace, end_user_id=end_user_id)
+        if end_user_id
+        else None
+    )
+    context = {
+        "coverage": coverage,
+        "unknown_message": _unknown_user_message(coverage) if coverage else "",
+        "check_id": request.GET.get("target", "end-user-check")[:40],
+    }
+    return render_page(request, "dashboard/compliance/_end_user_check.html", access, context)
+
+
 @require_GET
 @login_required
 def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
@@ -371,6 +447,7 @@ def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
     open_statuses = (ErasureRequest.Status.PENDING, ErasureRequest.Status.RUNNING)
     context = {
         "erasure": erasure,
+        "receipt": erasure_receipt_event(erasure=erasure),
         "polling": erasure.status in open_statuses,
         "poll_seconds": ERASURE_POLL_SECONDS,
     }
@@ -378,3 +455,44 @@ def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
     if is_partial(request):
         template += "#erasure_status"
     return render_page(request, template, access, context)
+
+
+@require_GET
+@login_required
+def erasure_receipt(request: HttpRequest, request_id: int) -> HttpResponse:
+    """The erasure's receipt as a JSON file: the request, what was deleted, the hash of
+    the deleted ids and the audit event that closed it (with its chain hash)."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    erasure = get_erasure_request_for_user(access, request_id)
+    event = erasure_receipt_event(erasure=erasure)
+    after = (event.after or {}) if event else {}
+    receipt = {
+        "erasureRequestId": erasure.pk,
+        "workspaceId": str(access.workspace.pk),
+        "endUserId": erasure.end_user_id,
+        "status": erasure.status,
+        "reason": erasure.reason,
+        "requestedBy": erasure.requested_by,
+        "requestedAt": erasure.created_at,
+        "completedAt": erasure.completed_at,
+        "counts": erasure.counts,
+        "error": erasure.error,
+        "idsSha256": after.get("idsSha256"),
+        "hashOf": after.get("hashOf"),
+        "auditEvent": (
+            {
+                "id": event.pk,
+                "sequence": event.sequence,
+                "action": event.action,
+                "hash": event.hash,
+                "prevHash": event.prev_hash,
+                "createdAt": event.created_at,
+            }
+            if event
+            else None
+        ),
+    }
+    response = JsonResponse(receipt, json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="erasure-receipt-{erasure.pk}.json"'
+    response["Cache-Control"] = "private, no-store"
+    return response

@@ -146,4 +146,17 @@
   document.addEventListener("DOMContentLoaded", function () {
     settleColumns(document);
   });
+
+  // Print buttons (an erasure receipt) need script; without it they stay hidden and the
+  // browser's own Print command uses the same print stylesheet.
+  document.addEventListener("htmx:load", function (event) {
+    event.detail.elt.querySelectorAll("[data-print]").forEach(function (button) {
+      button.hidden = false;
+    });
+  });
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("[data-print]")) {
+      window.print();
+    }
+  });
 })();

@@ -360,9 +360,9 @@ def test_a_hold_on_an_end_user_without_js_redirects_to_the_list(login, quiet):
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"conversation": "", "end_user": "", "reason": "x"}, "exactly one thing"),
+        ({"conversation": "", "end_user": "", "reason": "x"}, "Give a conversation id or an end"),
         ({"end_user": "dana", "reason": ""}, "This field is required."),
-        ({"conversation": "not-a-uuid", "reason": "x"}, "Enter a valid UUID."),
+        ({"conversation": "not-a-uuid", "reason": "x"}, "Paste a conversation id (a UUID)"),
     ],
 )
 def test_a_bad_hold_is_refused_with_the_reason(login, quiet, data, message):
