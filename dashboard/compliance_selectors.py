@@ -9,9 +9,10 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
 from governance.models import (
@@ -36,7 +37,14 @@ _LIST_PAGES = {
     "legal_hold": "dashboard:compliance_holds",
     "api_key": "dashboard:api_keys",
 }
-_ITEMS = {"observation": Observation, "reflection": Reflection}
+_IN_CONVERSATION: dict[str, type[Message | RedactionFinding]] = {
+    "message": Message,
+    "redaction_finding": RedactionFinding,
+}
+_ITEMS: dict[str, type[Observation | Reflection]] = {
+    "observation": Observation,
+    "reflection": Reflection,
+}
 
 
 def _uuids(raw_ids: set[str]) -> list[uuid.UUID]:
@@ -61,16 +69,19 @@ def _conversations_of(
     raw_ids: set[str],
     workspace: Workspace,
 ) -> dict[str, uuid.UUID]:
-    rows: dict[str, uuid.UUID] = {}
+    """Target id → the id of the conversation it is in, for the rows that still exist."""
+    found: QuerySet[Any]
     if model is RedactionFinding:
-        ids: list[object] = [int(raw) for raw in raw_ids if raw.isdigit()]
-        found = RedactionFinding.objects.filter(pk__in=ids, workspace=workspace)
+        numbers = [int(raw) for raw in raw_ids if raw.isdigit()]
+        found = RedactionFinding.objects.filter(pk__in=numbers, workspace=workspace)
     else:
-        ids = list(_uuids(raw_ids))
-        found = model._default_manager.filter(pk__in=ids, conversation__workspace=workspace)
-    for pk, conversation_id in found.values_list("pk", "conversation_id"):
-        rows[str(pk)] = conversation_id
-    return rows
+        found = model._default_manager.filter(
+            pk__in=_uuids(raw_ids), conversation__workspace=workspace
+        )
+    return {
+        str(pk): conversation_id
+        for pk, conversation_id in found.values_list("pk", "conversation_id")
+    }
 
 
 def audit_target_urls(
@@ -82,28 +93,28 @@ def audit_target_urls(
     by_type = _ids_by_type(events)
     urls: dict[tuple[str, str], str] = {}
     if "conversation" in by_type:
-        ids = _uuids(by_type["conversation"])
-        for pk in Conversation.objects.filter(pk__in=ids, workspace=workspace).values_list(
-            "pk", flat=True
-        ):
-            urls[("conversation", str(pk))] = reverse("dashboard:conversation_detail", args=[pk])
-    for kind, model in _ITEMS.items():
-        for pk, conversation_id in _conversations_of(
-            model, by_type.get(kind, set()), workspace
-        ).items():
+        conversations = Conversation.objects.filter(
+            pk__in=_uuids(by_type["conversation"]), workspace=workspace
+        )
+        for conversation_pk in conversations.values_list("pk", flat=True):
+            urls[("conversation", str(conversation_pk))] = reverse(
+                "dashboard:conversation_detail", args=[conversation_pk]
+            )
+    for kind, item_model in _ITEMS.items():
+        items = _conversations_of(item_model, by_type.get(kind, set()), workspace)
+        for pk, conversation_id in items.items():
             urls[(kind, pk)] = reverse(f"dashboard:{kind}_history", args=[conversation_id, pk])
-    for kind, model in (("message", Message), ("redaction_finding", RedactionFinding)):
-        for pk, conversation_id in _conversations_of(
-            model, by_type.get(kind, set()), workspace
-        ).items():
+    for kind, row_model in _IN_CONVERSATION.items():
+        rows = _conversations_of(row_model, by_type.get(kind, set()), workspace)
+        for pk, conversation_id in rows.items():
             urls[(kind, pk)] = reverse("dashboard:conversation_detail", args=[conversation_id])
     if "legal_hold" in by_type:
         held = LegalHold.objects.filter(
             workspace=workspace, pk__in=[int(i) for i in by_type["legal_hold"] if i.isdigit()]
         ).values_list("pk", flat=True)
         page = reverse(_LIST_PAGES["legal_hold"])
-        for pk in held:
-            urls[("legal_hold", str(pk))] = f"{page}#hold-{pk}"
+        for hold_pk in held:
+            urls[("legal_hold", str(hold_pk))] = f"{page}#hold-{hold_pk}"
     for kind, name in _ROW_PAGES.items():
         for raw in by_type.get(kind, set()):
             if raw.isdigit():

@@ -675,7 +675,7 @@ class RedactionPolicyForm(forms.Form):
     def error_summary(self) -> list[tuple[str, str, str]]:
         """Every error of the form as (field id, label, message), in the form's order."""
         summary = [
-            (self[name].id_for_label, field.label or name, str(message))
+            (self[name].id_for_label, str(field.label or name), str(message))
             for name, field in self.fields.items()
             for message in self.errors.get(name, [])
         ]
