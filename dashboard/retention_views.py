@@ -448,6 +448,9 @@ def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
     context = {
         "erasure": erasure,
         "receipt": erasure_receipt_event(erasure=erasure),
+        "requested_by": dashboard_selectors.user_labels({erasure.requested_by})[
+            erasure.requested_by
+        ],
         "polling": erasure.status in open_statuses,
         "poll_seconds": ERASURE_POLL_SECONDS,
     }

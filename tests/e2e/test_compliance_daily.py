@@ -108,7 +108,7 @@ def test_an_erasure_checks_the_id_as_typed_updates_the_list_and_gives_a_receipt(
     page.get_by_role("link", name=str(erasure.pk), exact=True).click()
     event = AuditEvent.objects.get(action="erasure.complete")
     assert page.locator("#receipt-ids-hash").inner_text() == event.after["idsSha256"]
-    assert page.locator("#print-receipt").is_visible()
+    page.locator("#print-receipt").wait_for(state="visible")
     with page.expect_download() as download:
         page.get_by_role("button", name="Download receipt (JSON)").click()
     receipt = json.loads(download.value.path().read_text())
