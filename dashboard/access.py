@@ -24,6 +24,7 @@ from governance.models import (
     LegalHold,
     RedactionFinding,
     RescanRun,
+    RetentionPolicy,
     RetentionSweep,
 )
 from governance.selectors import (
@@ -31,6 +32,7 @@ from governance.selectors import (
     legal_hold_get,
     redaction_finding_get,
     rescan_run_get,
+    retention_policy_get,
     retention_sweep_get,
 )
 from memory.models import ApiKey, Conversation, Observation, Pin, Reflection, Workspace
@@ -308,4 +310,11 @@ def get_erasure_request_for_user(access: Access, request_id: object) -> ErasureR
 def get_rescan_for_user(access: Access, run_id: object) -> RescanRun:
     return _governance_row(
         lambda: rescan_run_get(workspace=access.workspace, run_id=run_id), "re-scan"
+    )
+
+
+def get_retention_policy_for_user(access: Access, policy_id: object) -> RetentionPolicy:
+    return _governance_row(
+        lambda: retention_policy_get(workspace=access.workspace, policy_id=policy_id),
+        "retention policy",
     )

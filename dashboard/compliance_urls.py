@@ -35,6 +35,16 @@ urlpatterns = [
         name="compliance_pseudonym_reveal",
     ),
     path("retention/", retention_views.retention_page, name="compliance_retention"),
+    path(
+        "retention/policies/new/",
+        retention_views.retention_policy_new,
+        name="compliance_retention_policy_new",
+    ),
+    path(
+        "retention/policies/<int:policy_id>/",
+        retention_views.retention_policy_edit,
+        name="compliance_retention_policy",
+    ),
     path("retention/dry-run/", retention_views.retention_dry_run, name="compliance_dry_run"),
     path("retention/run/", retention_views.retention_run, name="compliance_retention_run"),
     path(
@@ -44,6 +54,13 @@ urlpatterns = [
     ),
     path("erasure/", retention_views.erasure_page, name="compliance_erasure"),
     path("erasure/request/", retention_views.erasure_create, name="compliance_erasure_create"),
+    path("erasure/requests/", retention_views.erasure_list, name="compliance_erasure_list"),
+    path(
+        "erasure/<int:request_id>/receipt.json",
+        retention_views.erasure_receipt,
+        name="compliance_erasure_receipt",
+    ),
+    path("end-users/check/", retention_views.end_user_check, name="compliance_end_user_check"),
     path(
         "erasure/<int:request_id>/",
         retention_views.erasure_detail,

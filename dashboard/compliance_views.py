@@ -15,18 +15,28 @@ from __future__ import annotations
 import difflib
 import json
 import uuid
+from datetime import date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.errors import MemdeskError
+from dashboard import selectors as dashboard_selectors
 from dashboard.access import Access, access_for
-from dashboard.forms import PseudonymRevealForm
+from dashboard.compliance_selectors import (
+    audit_actor_names,
+    audit_actor_q,
+    audit_originals,
+    audit_target_urls,
+)
+from dashboard.forms import AuditFilterForm, PseudonymRevealForm
 from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, render_page
 from governance.models import REDACTION_TARGETS, AuditEvent
@@ -34,6 +44,7 @@ from governance.pseudonyms import PseudonymReveal, pseudonym_reveal
 from governance.review import restricted_original_read
 from governance.selectors import (
     audit_chain_verify,
+    audit_conversation_q,
     audit_event_list,
     audit_export_lines,
     pseudonym_list,
@@ -41,20 +52,47 @@ from governance.selectors import (
 
 AUDIT_EVENTS_PER_PAGE = 50
 PSEUDONYMS_PER_PAGE = 50
-FILTER_MAX_LENGTH = 100
 
 
 # --- audit log --------------------------------------------------------------------------------
 
 
-def _audit_filters(request: HttpRequest) -> dict[str, str]:
-    """The filters a request asks for, as ``audit_event_list`` lookups."""
-    filters = {}
-    for param, lookup in (("action", "action"), ("target_type", "target_type")):
-        value = request.GET.get(param, "").strip()[:FILTER_MAX_LENGTH]
-        if value:
-            filters[lookup] = value
-    return filters
+def _audit_query(
+    access: Access, form: AuditFilterForm
+) -> tuple[dict[str, object], Q | None, dict[str, str]]:
+    """The form's valid filters as ``audit_event_list`` lookups, the condition lookups
+    cannot say, and the query string that repeats them (for paging and the export)."""
+    values = form.values()
+    filters: dict[str, object] = {}
+    where: Q | None = None
+    if "action" in values:
+        filters["action__startswith"] = values["action"]
+    if "target_type" in values:
+        filters["target_type"] = values["target_type"]
+    if "target_id" in values:
+        filters["target_id"] = values["target_id"]
+    if "since" in values:
+        filters["created_at__gte"] = _day_start(values["since"])
+    if "until" in values:
+        filters["created_at__lt"] = _day_start(values["until"] + timedelta(days=1))
+    if "actor" in values:
+        where = audit_actor_q(workspace=access.workspace, actor=values["actor"])
+    if "conversation" in values:
+        conversation = dashboard_selectors.conversation_in(
+            workspace_ids=[access.workspace.pk], conversation_id=values["conversation"]
+        )
+        if conversation is None:
+            form.add_error("conversation", "No conversation with this id in this workspace.")
+            filters["pk__in"] = []
+        else:
+            about = audit_conversation_q(conversation=conversation)
+            where = about if where is None else where & about
+    query = {name: str(value) for name, value in values.items() if name in form.fields}
+    return filters, where, query
+
+
+def _day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
 
 
 def _pretty(value: dict[str, Any] | None) -> list[str]:
@@ -98,12 +136,14 @@ def _reveal_url(event: AuditEvent) -> str:
 @login_required
 def audit_log(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    filters = _audit_filters(request)
+    form = AuditFilterForm(request.GET)
+    filters, where, query = _audit_query(access, form)
     cursor = request.GET.get("cursor") or None
     try:
         events, next_cursor = audit_event_list(
             workspace=access.workspace,
-            filters=dict(filters),
+            filters=filters,
+            where=where,
             cursor=cursor,
             limit=AUDIT_EVENTS_PER_PAGE,
         )
@@ -112,20 +152,26 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         cursor = None
         events, next_cursor = audit_event_list(
             workspace=access.workspace,
-            filters=dict(filters),
+            filters=filters,
+            where=where,
             cursor=None,
             limit=AUDIT_EVENTS_PER_PAGE,
         )
-    can_reveal = access.can(Capability.VIEW_RESTRICTED)
+    urls = audit_target_urls(workspace=access.workspace, events=events)
+    originals = (
+        audit_originals(workspace=access.workspace, events=events)
+        if access.can(Capability.VIEW_RESTRICTED)
+        else set()
+    )
+    actors = audit_actor_names(workspace=access.workspace, events=events)
     for event in events:
+        key = (event.target_type, event.target_id)
         event.diff_lines = _diff_lines(event)  # type: ignore[attr-defined]  # for the template
-        event.reveal_url = _reveal_url(event) if can_reveal else ""  # type: ignore[attr-defined]  # for the template
-    query = {
-        "action": request.GET.get("action", ""),
-        "target_type": request.GET.get("target_type", ""),
-    }
-    query = {k: v.strip() for k, v in query.items() if v.strip()}
+        event.target_url = urls.get(key, "")  # type: ignore[attr-defined]  # for the template
+        event.reveal_url = _reveal_url(event) if key in originals else ""  # type: ignore[attr-defined]  # for the template
+        event.actor_name = actors.get(f"{event.actor_type}:{event.actor_id}", "")  # type: ignore[attr-defined]  # for the template
     context: dict[str, Any] = {
+        "form": form,
         "events": events,
         "query": query,
         "next_query": urlencode({**query, "cursor": next_cursor}) if next_cursor else "",
@@ -134,6 +180,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     }
     template = "dashboard/compliance/audit_log.html"
     if is_partial(request):
+        context["is_partial_update"] = True  # the form is not redrawn: errors go above
         return render_page(request, f"{template}#events", access, context)
     context["chain"] = audit_chain_verify(workspace_id=access.workspace.pk)
     return render_page(request, template, access, context)
@@ -142,10 +189,11 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 def audit_log_export(request: HttpRequest) -> StreamingHttpResponse:
-    """The filtered log as JSON Lines, oldest first, streamed."""
+    """The log as JSON Lines, oldest first, streamed: the same filters as the page."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    filters, where, _ = _audit_query(access, AuditFilterForm(request.GET))
     response = StreamingHttpResponse(
-        audit_export_lines(workspace=access.workspace, filters=_audit_filters(request)),
+        audit_export_lines(workspace=access.workspace, filters=filters, where=where),
         content_type="application/x-ndjson",
     )
     response["Content-Disposition"] = f'attachment; filename="audit-{access.workspace.pk}.jsonl"'

@@ -4,13 +4,14 @@ queued run and its progress) and end-user erasure requests. All need
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.errors import MemdeskError
 from dashboard import selectors as dashboard_selectors
@@ -19,15 +20,28 @@ from dashboard.access import (
     access_for,
     get_erasure_request_for_user,
     get_hold_for_user,
+    get_retention_policy_for_user,
     get_sweep_for_user,
 )
-from dashboard.forms import ErasureRequestForm, HoldPlaceForm, add_service_error
+from dashboard.compliance_selectors import (
+    EndUserCoverage,
+    conversation_titles,
+    end_user_coverage,
+    erasure_receipt_event,
+    open_erasures,
+)
+from dashboard.forms import (
+    ErasureRequestForm,
+    HoldPlaceForm,
+    RetentionPolicyForm,
+    add_service_error,
+)
 from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
 from governance import retention
 from governance.erasure import erasure_request_create
 from governance.holds import legal_hold_place, legal_hold_release
-from governance.models import ErasureRequest, RetentionSweep
+from governance.models import ErasureRequest, RetentionPolicy, RetentionSweep
 from governance.selectors import (
     erasure_request_list,
     legal_hold_list,
@@ -39,6 +53,7 @@ RECENT_SWEEPS = 10
 SWEEP_POLL_SECONDS = 2
 RECENT_ERASURES = 50
 ERASURE_POLL_SECONDS = 2
+DRY_RUN_CONVERSATIONS = 200
 
 
 # --- legal holds ------------------------------------------------------------------------------
@@ -61,7 +76,12 @@ def _holds_response(
 @login_required
 def holds(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    form = HoldPlaceForm(initial={"conversation": request.GET.get("conversation", "")})
+    form = HoldPlaceForm(
+        initial={
+            "conversation": request.GET.get("conversation", "")[:36],
+            "end_user": request.GET.get("user", "")[:255],
+        }
+    )
     return _holds_response(request, access, form)
 
 
@@ -79,6 +99,11 @@ def hold_place(request: HttpRequest) -> HttpResponse:
             )
             if conversation is None:
                 form.add_error("conversation", "No conversation with this id in this workspace.")
+        end_user_id = form.cleaned_data["end_user"].strip()
+        if form.is_valid() and end_user_id and not form.cleaned_data["confirm_unknown"]:
+            coverage = end_user_coverage(workspace=access.workspace, end_user_id=end_user_id)
+            if not coverage.known:
+                form.add_error("end_user", _unknown_user_message(coverage))
         if form.is_valid():
             try:
                 hold = legal_hold_place(
@@ -150,6 +175,70 @@ def retention_page(request: HttpRequest) -> HttpResponse:
     return render_page(request, template, access, _retention_context(access))
 
 
+def _policy_form_response(
+    request: HttpRequest,
+    access: Access,
+    form: RetentionPolicyForm,
+    policy: RetentionPolicy | None,
+    *,
+    status: int = 200,
+) -> HttpResponse:
+    context = {"form": form, "policy": policy}
+    return render_page(
+        request, "dashboard/compliance/retention_policy.html", access, context, status=status
+    )
+
+
+def _policy_save(
+    request: HttpRequest, access: Access, form: RetentionPolicyForm, policy: RetentionPolicy | None
+) -> RetentionPolicy | None:
+    """Create or update through the retention services (validated, audited with the
+    reason); a refusal is shown next to the field it names."""
+    if not form.is_valid():
+        return None
+    actor, reason = access.actor(request), form.cleaned_data["reason"]
+    try:
+        if policy is None:
+            return retention.retention_policy_create(
+                workspace=access.workspace, actor=actor, reason=reason, **form.values()
+            )
+        return retention.retention_policy_update(
+            policy=policy, actor=actor, reason=reason, **form.values()
+        )
+    except MemdeskError as error:
+        add_service_error(form, error)
+        return None
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def retention_policy_new(request: HttpRequest) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    if request.method == "GET":
+        return _policy_form_response(request, access, RetentionPolicyForm(), None)
+    form = RetentionPolicyForm(request.POST)
+    saved = _policy_save(request, access, form, None)
+    if saved is None:
+        return _policy_form_response(request, access, form, None, status=INVALID)
+    messages.success(request, f"Retention policy {saved.name!r} created.")
+    return redirect("dashboard:compliance_retention")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def retention_policy_edit(request: HttpRequest, policy_id: int) -> HttpResponse:
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    policy = get_retention_policy_for_user(access, policy_id)
+    if request.method == "GET":
+        return _policy_form_response(request, access, RetentionPolicyForm.of(policy), policy)
+    form = RetentionPolicyForm(request.POST)
+    saved = _policy_save(request, access, form, policy)
+    if saved is None:
+        return _policy_form_response(request, access, form, policy, status=INVALID)
+    messages.success(request, f"Retention policy {saved.name!r} saved.")
+    return redirect("dashboard:compliance_retention")
+
+
 @require_POST
 @login_required
 def retention_dry_run(request: HttpRequest) -> HttpResponse:
@@ -187,15 +276,48 @@ def _sweep_response(
     request: HttpRequest, access: Access, sweep: RetentionSweep, *, status: int = 200
 ) -> HttpResponse:
     open_statuses = (RetentionSweep.Status.PENDING, RetentionSweep.Status.RUNNING)
-    context = {
+    context: dict[str, Any] = {
         "sweep": sweep,
         "polling": sweep.status in open_statuses,
         "poll_seconds": SWEEP_POLL_SECONDS,
     }
+    if sweep.dry_run:
+        context.update(_dry_run_conversations(access, sweep))
     template = "dashboard/compliance/sweep.html"
     if is_partial(request):
         template += "#sweep_status"
     return render_page(request, template, access, context, status=status)
+
+
+def _dry_run_conversations(access: Access, sweep: RetentionSweep) -> dict[str, Any]:
+    """The conversations the dry run's sweep would touch, worked out again for the
+    moment it ran (same cutoffs; rows deleted since are no longer counted)."""
+    try:
+        due = retention.retention_due_preview(
+            workspace=access.workspace, now=sweep.created_at, policy=sweep.policy
+        )
+    except MemdeskError:
+        return {}
+    ids = {uuid.UUID(pk) for pk in due.by_conversation} | {
+        uuid.UUID(pk) for pk in due.held_conversations
+    }
+    titles = conversation_titles(workspace=access.workspace, ids=ids)
+    rows = sorted(
+        (
+            (titles[uuid.UUID(pk)], counts)
+            for pk, counts in due.by_conversation.items()
+            if uuid.UUID(pk) in titles
+        ),
+        key=lambda row: -sum(row[1].values()),
+    )
+    held = [titles[uuid.UUID(pk)] for pk in due.held_conversations if uuid.UUID(pk) in titles]
+    return {
+        "due_conversations": rows[:DRY_RUN_CONVERSATIONS],
+        "due_conversation_count": len(rows),
+        "held_conversations": held[:DRY_RUN_CONVERSATIONS],
+        "held_conversation_count": len(held),
+        "due_listed": True,
+    }
 
 
 @require_GET
@@ -215,27 +337,57 @@ def _erasure_response(
     template = "dashboard/compliance/erasure.html"
     if is_partial(request):
         template += "#erasure"
-    context = {
-        "form": form,
-        "erasures": erasure_request_list(workspace=access.workspace, limit=RECENT_ERASURES),
-    }
+    context = {"form": form, **_erasure_list_context(access)}
     return render_page(request, template, access, context, status=status)
+
+
+def _erasure_list_context(access: Access) -> dict[str, Any]:
+    return {
+        "erasures": erasure_request_list(workspace=access.workspace, limit=RECENT_ERASURES),
+        "erasures_open": open_erasures(workspace=access.workspace),
+        "poll_seconds": ERASURE_POLL_SECONDS,
+    }
 
 
 @require_GET
 @login_required
 def erasure_page(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    return _erasure_response(request, access, ErasureRequestForm())
+    form = ErasureRequestForm(initial={"end_user": request.GET.get("user", "")[:255]})
+    return _erasure_response(request, access, form)
+
+
+@require_GET
+@login_required
+def erasure_list(request: HttpRequest) -> HttpResponse:
+    """The requests table alone: the page polls it while a request is open, so a
+    finished erasure shows without a reload."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    if not is_partial(request):
+        return redirect("dashboard:compliance_erasure")
+    return render_page(
+        request,
+        "dashboard/compliance/erasure.html#requests",
+        access,
+        _erasure_list_context(access),
+    )
 
 
 @require_POST
 @login_required
 def erasure_create(request: HttpRequest) -> HttpResponse:
     """Record an erasure request; the service queues it, or records it as refused when a
-    legal hold covers the end user (the refusal is shown next to the form)."""
+    legal hold covers the end user (the refusal is shown next to the form). An id no
+    conversation carries is most likely mistyped: the form says so, and records the
+    request only when told to."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
     form = ErasureRequestForm(request.POST)
+    if form.is_valid() and not form.cleaned_data["confirm_unknown"]:
+        coverage = end_user_coverage(
+            workspace=access.workspace, end_user_id=form.cleaned_data["end_user"]
+        )
+        if not coverage.known:
+            form.add_error("end_user", _unknown_user_message(coverage))
     if form.is_valid():
         try:
             erasure = erasure_request_create(
@@ -257,6 +409,36 @@ def erasure_create(request: HttpRequest) -> HttpResponse:
     return _erasure_response(request, access, form, status=INVALID)
 
 
+def _unknown_user_message(coverage: EndUserCoverage) -> str:
+    message = (
+        f"No conversation in this workspace has the end user id “{coverage.end_user_id}”: "
+        "check the spelling."
+    )
+    if coverage.similar:
+        message += " Did you mean " + " or ".join(f"“{s}”" for s in coverage.similar) + "?"
+    return message
+
+
+@require_GET
+@login_required
+def end_user_check(request: HttpRequest) -> HttpResponse:
+    """What an end user id covers, checked as it is typed into the hold and erasure
+    forms: how many conversations carry it, or a warning that none does."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    end_user_id = request.GET.get("end_user", "").strip()[:255]
+    coverage = (
+        end_user_coverage(workspace=access.workspace, end_user_id=end_user_id)
+        if end_user_id
+        else None
+    )
+    context = {
+        "coverage": coverage,
+        "unknown_message": _unknown_user_message(coverage) if coverage else "",
+        "check_id": request.GET.get("target", "end-user-check")[:40],
+    }
+    return render_page(request, "dashboard/compliance/_end_user_check.html", access, context)
+
+
 @require_GET
 @login_required
 def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
@@ -265,6 +447,10 @@ def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
     open_statuses = (ErasureRequest.Status.PENDING, ErasureRequest.Status.RUNNING)
     context = {
         "erasure": erasure,
+        "receipt": erasure_receipt_event(erasure=erasure),
+        "requested_by": dashboard_selectors.user_labels({erasure.requested_by})[
+            erasure.requested_by
+        ],
         "polling": erasure.status in open_statuses,
         "poll_seconds": ERASURE_POLL_SECONDS,
     }
@@ -272,3 +458,44 @@ def erasure_detail(request: HttpRequest, request_id: int) -> HttpResponse:
     if is_partial(request):
         template += "#erasure_status"
     return render_page(request, template, access, context)
+
+
+@require_GET
+@login_required
+def erasure_receipt(request: HttpRequest, request_id: int) -> HttpResponse:
+    """The erasure's receipt as a JSON file: the request, what was deleted, the hash of
+    the deleted ids and the audit event that closed it (with its chain hash)."""
+    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    erasure = get_erasure_request_for_user(access, request_id)
+    event = erasure_receipt_event(erasure=erasure)
+    after = (event.after or {}) if event else {}
+    receipt = {
+        "erasureRequestId": erasure.pk,
+        "workspaceId": str(access.workspace.pk),
+        "endUserId": erasure.end_user_id,
+        "status": erasure.status,
+        "reason": erasure.reason,
+        "requestedBy": erasure.requested_by,
+        "requestedAt": erasure.created_at,
+        "completedAt": erasure.completed_at,
+        "counts": erasure.counts,
+        "error": erasure.error,
+        "idsSha256": after.get("idsSha256"),
+        "hashOf": after.get("hashOf"),
+        "auditEvent": (
+            {
+                "id": event.pk,
+                "sequence": event.sequence,
+                "action": event.action,
+                "hash": event.hash,
+                "prevHash": event.prev_hash,
+                "createdAt": event.created_at,
+            }
+            if event
+            else None
+        ),
+    }
+    response = JsonResponse(receipt, json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="erasure-receipt-{erasure.pk}.json"'
+    response["Cache-Control"] = "private, no-store"
+    return response

@@ -152,8 +152,26 @@ def _validated_policy_fields(values: dict[str, Any], current: RedactionPolicy) -
     return cleaned
 
 
+def redaction_policy_draft(*, workspace_id: uuid.UUID, values: dict[str, Any]) -> RedactionPolicy:
+    """The stored policy (or the defaults) with ``values`` applied, validated as a save
+    would be, but not saved: what a preview of unsaved changes runs under."""
+    current = RedactionPolicy.objects.filter(workspace_id=workspace_id).first()
+    draft = current or RedactionPolicy(workspace_id=workspace_id)
+    cleaned = _validated_policy_fields(values, draft)
+    if current is not None:
+        draft = RedactionPolicy.objects.get(pk=current.pk)  # a copy: the caller may hold one
+    for name, value in cleaned.items():
+        setattr(draft, name, value)
+    return draft
+
+
 def redaction_policy_update(
-    *, workspace_id: uuid.UUID, actor: Actor, values: dict[str, Any], replace: bool = False
+    *,
+    workspace_id: uuid.UUID,
+    actor: Actor,
+    values: dict[str, Any],
+    replace: bool = False,
+    reason: str = "",
 ) -> RedactionPolicy:
     """Change the workspace's policy (``values`` keyed by model field name). With
     ``replace`` every field not given returns to its default (PUT); otherwise only the
@@ -187,5 +205,6 @@ def redaction_policy_update(
             target_id=str(policy.pk),
             before=before,
             after=redaction_policy_snapshot(policy),
+            reason=reason,
         )
     return policy

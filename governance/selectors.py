@@ -273,27 +273,52 @@ def audit_chain_verify(
     )
 
 
+def _audit_events(
+    workspace: Workspace, filters: Mapping[str, object], where: Q | None
+) -> QuerySet[AuditEvent]:
+    events = AuditEvent.objects.filter(workspace=workspace, **filters)
+    return events.filter(where) if where is not None else events
+
+
+def audit_conversation_q(*, conversation: Conversation) -> Q:
+    """The events about one conversation: on the conversation itself, on the messages,
+    observations and reflections it holds now, and on anything whose recorded state names
+    it (a hold, a scan). Items deleted before the search are found through the events
+    that name the conversation only."""
+    ids = [str(conversation.pk)]
+    for related in ("messages", "observations", "reflections"):
+        ids += [str(pk) for pk in getattr(conversation, related).values_list("pk", flat=True)]
+    cid = str(conversation.pk)
+    return (
+        Q(target_id__in=ids)
+        | Q(after__conversationId=cid)
+        | Q(before__conversationId=cid)
+        | Q(after__conversation_id=cid)
+    )
+
+
 def audit_event_list(
     *,
     workspace: Workspace,
     filters: Mapping[str, object],
     cursor: str | None,
     limit: int,
+    where: Q | None = None,
 ) -> tuple[list[AuditEvent], str | None]:
-    """Newest first, keyset-paged on the chain sequence."""
-    events = AuditEvent.objects.filter(workspace=workspace, **filters)
+    """Newest first, keyset-paged on the chain sequence. ``filters`` are model lookups;
+    ``where`` adds what lookups cannot say (a conversation's events, any of an actor's
+    ids)."""
+    events = _audit_events(workspace, filters, where)
     page = keyset_page(events, keys=("sequence",), limit=limit, cursor=cursor)
     return page.items, page.next_cursor
 
 
-def audit_export_lines(*, workspace: Workspace, filters: Mapping[str, object]) -> Iterator[str]:
-    """The workspace's events matching ``filters`` (model lookups) as JSON Lines, in
-    chain order, streamed from the database in chunks."""
-    events = (
-        AuditEvent.objects.filter(workspace=workspace, **filters)
-        .order_by("sequence")
-        .iterator(chunk_size=1000)
-    )
+def audit_export_lines(
+    *, workspace: Workspace, filters: Mapping[str, object], where: Q | None = None
+) -> Iterator[str]:
+    """The workspace's events matching ``filters`` (model lookups) and ``where`` as JSON
+    Lines, in chain order, streamed from the database in chunks."""
+    events = _audit_events(workspace, filters, where).order_by("sequence").iterator(chunk_size=1000)
     for event in events:
         yield json.dumps(event.as_dict(), cls=DjangoJSONEncoder) + "\n"
 
@@ -458,12 +483,16 @@ def redaction_policy_or_defaults(*, workspace_id: uuid.UUID) -> RedactionPolicy:
     )
 
 
-def redaction_preview(*, workspace_id: uuid.UUID, text: str) -> RedactionPreview:
+def redaction_preview(
+    *, workspace_id: uuid.UUID, text: str, policy: RedactionPolicy | None = None
+) -> RedactionPreview:
     """What the workspace's policy finds in ``text`` and what the Reflector would read of
     it, with the pseudonyms it would write: the stored ones for values already known,
     the next free numbers for new ones. Nothing is stored or numbered. Offsets refer to
-    ``text`` as given."""
-    policy = redaction_policy_or_defaults(workspace_id=workspace_id)
+    ``text`` as given. ``policy`` is an unsaved draft to preview instead of the stored
+    one (see ``redaction_policy_draft``)."""
+    if policy is None:
+        policy = redaction_policy_or_defaults(workspace_id=workspace_id)
     spec = redaction.PolicySpec.of(policy)
     [detections] = redaction.engine().detect([text], spec=spec)
     pseudonyms = WorkspacePseudonyms(workspace_id, allocate=False)
@@ -514,8 +543,12 @@ def redaction_finding_list(
     conversation_id: uuid.UUID | str | None,
     limit: int,
     cursor: str | None,
+    entity_type: str = "",
+    min_score: float | None = None,
+    max_score: float | None = None,
 ) -> tuple[list[RedactionFinding], str | None]:
-    """Newest first, keyset-paged on id; ``cursor`` is the previous page's next_cursor."""
+    """Newest first, keyset-paged on id; ``cursor`` is the previous page's next_cursor.
+    ``min_score`` is inclusive, ``max_score`` exclusive, as the review band is."""
     findings = RedactionFinding.objects.filter(workspace_id=workspace_id).select_related(
         "pseudonym"
     )
@@ -530,6 +563,12 @@ def redaction_finding_list(
         findings = findings.filter(status=status)
     if conversation_id:
         findings = findings.filter(conversation_id=conversation_id)
+    if entity_type:
+        findings = findings.filter(entity_type=entity_type)
+    if min_score is not None:
+        findings = findings.filter(score__gte=min_score)
+    if max_score is not None:
+        findings = findings.filter(score__lt=max_score)
     page = keyset_page(findings, keys=("id",), limit=limit, cursor=cursor)
     return page.items, page.next_cursor
 

@@ -27,7 +27,11 @@ stays valid and seq numbers continue; erasure or a delete removes them.
 """
 
 from governance.retention.common import DEFAULT_BATCH_SIZE, MAX_DAYS, TIERS, Tier
-from governance.retention.plan import retention_dry_run, retention_sweep_request
+from governance.retention.plan import (
+    retention_dry_run,
+    retention_due_preview,
+    retention_sweep_request,
+)
 from governance.retention.policies import (
     UNSET,
     retention_policy_create,
@@ -43,6 +47,7 @@ __all__ = [
     "UNSET",
     "Tier",
     "retention_dry_run",
+    "retention_due_preview",
     "retention_policy_create",
     "retention_policy_delete",
     "retention_policy_update",

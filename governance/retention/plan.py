@@ -126,15 +126,23 @@ def is_held(conversation_id: Any, user_id: str, holds: tuple[set[str], set[str]]
 class DueCounts:
     counts: dict[str, int] = field(default_factory=zero_counts)
     by_policy: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Filled only when asked for (a dry run's list): rows due per conversation, and the
+    # conversations that would lose rows but a legal hold keeps.
+    by_conversation: dict[str, dict[str, int]] = field(default_factory=dict)
+    held_conversations: set[str] = field(default_factory=set)
 
     @property
     def total(self) -> int:
         return sum(self.counts.values())
 
 
-def count_due(plan: RetentionPlan, holds: tuple[set[str], set[str]]) -> DueCounts:
+def count_due(
+    plan: RetentionPlan, holds: tuple[set[str], set[str]], *, per_conversation: bool = False
+) -> DueCounts:
     """Rows due per tier, in one grouped scan per tier: each conversation's rows are
-    counted below every cutoff a policy could give it, and its own rule picks one."""
+    counted below every cutoff a policy could give it, and its own rule picks one. With
+    ``per_conversation``, also which conversations those rows are in, and which ones a
+    hold keeps."""
     due = DueCounts()
     for tier in TIERS:
         days_list = plan.possible_days(tier)
@@ -155,17 +163,34 @@ def count_due(plan: RetentionPlan, holds: tuple[set[str], set[str]]) -> DueCount
             .values_list("pk", "user_id", "tags", *annotations)
         )
         for pk, user_id, tags, *counts in rows.iterator(chunk_size=2000):
-            if is_held(pk, user_id, holds):
+            held = is_held(pk, user_id, holds)
+            if held and not per_conversation:
                 continue
             rule = plan.rules_for(tags)[tier.kind]
             if rule is None:
                 continue
             n = counts[days_list.index(rule.days)]
-            if n:
-                due.counts[tier.kind] += n
-                per_policy = due.by_policy.setdefault(str(rule.policy_id), zero_counts())
-                per_policy[tier.kind] += n
+            if not n:
+                continue
+            if held:
+                due.held_conversations.add(str(pk))
+                continue
+            due.counts[tier.kind] += n
+            per_policy = due.by_policy.setdefault(str(rule.policy_id), zero_counts())
+            per_policy[tier.kind] += n
+            if per_conversation:
+                due.by_conversation.setdefault(str(pk), zero_counts())[tier.kind] += n
     return due
+
+
+def retention_due_preview(
+    *, workspace: Workspace, now: datetime, policy: RetentionPolicy | None = None
+) -> DueCounts:
+    """What a sweep started at ``now`` would delete, conversation by conversation, and
+    which conversations a legal hold keeps out of it. A read: nothing is recorded."""
+    check_policy_workspace(workspace, policy)
+    plan = RetentionPlan.for_workspace(workspace_id=workspace.pk, now=now, policy=policy)
+    return count_due(plan, active_hold_sets(workspace_id=workspace.pk), per_conversation=True)
 
 
 # --- the dry run and the sweep request ---------------------------------------------------------

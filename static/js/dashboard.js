@@ -208,4 +208,23 @@
   document.addEventListener("DOMContentLoaded", function () {
     settleColumns(document);
   });
+
+  // Print buttons (an erasure receipt) need script; without it they stay hidden and the
+  // browser's own Print command uses the same print stylesheet.
+  function showPrintButtons(root) {
+    root.querySelectorAll("[data-print]").forEach(function (button) {
+      button.hidden = false;
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    showPrintButtons(document);
+  });
+  document.addEventListener("htmx:load", function (event) {
+    showPrintButtons(event.detail.elt);
+  });
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("[data-print]")) {
+      window.print();
+    }
+  });
 })();

@@ -233,7 +233,7 @@ def test_approving_redacts_the_value_and_writes_an_audit_event(login, quiet):
 def test_dismissing_keeps_the_value_and_without_js_redirects_back(login, quiet):
     [finding] = _pending(quiet)
     client = login("admin")
-    response = client.post(f"/compliance/review/{finding.pk}/dismiss/")
+    response = client.post(f"/compliance/review/{finding.pk}/dismiss/", {"reason": "not PII"})
     assert response.status_code == 302 and response["Location"] == "/compliance/review/"
     finding.refresh_from_db()
     assert finding.status == "dismissed"
@@ -247,8 +247,8 @@ def test_dismissing_keeps_the_value_and_without_js_redirects_back(login, quiet):
 def test_deciding_twice_is_refused_with_the_reason(login, quiet):
     [finding] = _pending(quiet)
     client = login("compliance")
-    client.post(f"/compliance/review/{finding.pk}/approve/", **HX)
-    again = client.post(f"/compliance/review/{finding.pk}/dismiss/", **HX)
+    client.post(f"/compliance/review/{finding.pk}/approve/", {"reason": "a phone"}, **HX)
+    again = client.post(f"/compliance/review/{finding.pk}/dismiss/", {"reason": "no"}, **HX)
     assert again.status_code == 422
     assert "already decided" in again.content.decode()
     assert RedactionFinding.objects.get(pk=finding.pk).status == "approved"
@@ -263,7 +263,7 @@ def test_bulk_approve_decides_every_checked_finding(login, quiet):
     )
     assert response.status_code == 200
     html = response.content.decode()
-    assert "2 findings approved." in html and f'id="finding-{third.pk}"' in html
+    assert "2 of 2 findings approved." in html and f'id="finding-{third.pk}"' in html
     statuses = dict(RedactionFinding.objects.values_list("pk", "status"))
     assert (statuses[first.pk], statuses[second.pk], statuses[third.pk]) == (
         "approved",
@@ -279,7 +279,8 @@ def test_bulk_dismiss_without_js_and_with_nothing_ticked(login, quiet):
     response = client.post("/compliance/review/bulk/", {"decision": "dismiss"})
     assert response.status_code == 302
     assert "Tick at least one finding first." in client.get("/compliance/review/").content.decode()
-    client.post("/compliance/review/bulk/", {"decision": "dismiss", "finding": [finding.pk]})
+    bulk = {"decision": "dismiss", "finding": [finding.pk], "reason": "a test number"}
+    client.post("/compliance/review/bulk/", bulk)
     assert RedactionFinding.objects.get(pk=finding.pk).status == "dismissed"
     assert client.post("/compliance/review/bulk/", {"decision": "burn"}).status_code == 404
 
@@ -290,7 +291,8 @@ def test_another_workspaces_finding_is_not_found(login, foreign, other_workspace
     client = login("compliance")
     assert client.post(f"/compliance/review/{finding.pk}/approve/").status_code == 404
     assert client.post(f"/compliance/review/{finding.pk}/burn/").status_code == 404
-    client.post("/compliance/review/bulk/", {"decision": "approve", "finding": [finding.pk]})
+    bulk = {"decision": "approve", "finding": [finding.pk], "reason": "x"}
+    client.post("/compliance/review/bulk/", bulk)
     assert RedactionFinding.objects.get(pk=finding.pk).status == "pending_review"
     assert f'id="finding-{finding.pk}"' not in client.get("/compliance/review/").content.decode()
 
@@ -304,7 +306,9 @@ def test_every_review_post_needs_the_csrf_token(csrf_client, quiet):
     assert RedactionFinding.objects.get(pk=finding.pk).status == "pending_review"
     page = client.get("/compliance/review/")
     token = page.cookies["csrftoken"].value
-    response = client.post(f"/compliance/review/{finding.pk}/approve/", HTTP_X_CSRFTOKEN=token)
+    response = client.post(
+        f"/compliance/review/{finding.pk}/approve/", {"reason": "a phone"}, HTTP_X_CSRFTOKEN=token
+    )
     assert response.status_code == 302
     assert RedactionFinding.objects.get(pk=finding.pk).status == "approved"
 
@@ -356,9 +360,9 @@ def test_a_hold_on_an_end_user_without_js_redirects_to_the_list(login, quiet):
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"conversation": "", "end_user": "", "reason": "x"}, "exactly one thing"),
+        ({"conversation": "", "end_user": "", "reason": "x"}, "Give a conversation id or an end"),
         ({"end_user": "dana", "reason": ""}, "This field is required."),
-        ({"conversation": "not-a-uuid", "reason": "x"}, "Enter a valid UUID."),
+        ({"conversation": "not-a-uuid", "reason": "x"}, "Paste a conversation id (a UUID)"),
     ],
 )
 def test_a_bad_hold_is_refused_with_the_reason(login, quiet, data, message):

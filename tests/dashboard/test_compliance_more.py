@@ -98,18 +98,18 @@ def test_a_legal_hold_refuses_erasure_with_the_reason_next_to_the_form(login, wo
 
 
 @pytest.mark.parametrize(
-    ("data", "field_error"),
+    ("data", "field_error", "message"),
     [
-        ({"end_user": "", "reason": "gdpr"}, "end_user"),
-        ({"end_user": "dana", "reason": ""}, "reason"),
-        ({"end_user": "   ", "reason": "gdpr"}, "end_user"),
+        ({"end_user": "", "reason": "gdpr"}, "end_user", "Give the end user id to erase."),
+        ({"end_user": "dana", "reason": ""}, "reason", "Give a reason: every erasure"),
+        ({"end_user": "   ", "reason": "gdpr"}, "end_user", "Give the end user id to erase."),
     ],
 )
-def test_a_bad_request_is_refused_next_to_its_field(login, dana, data, field_error):
+def test_a_bad_request_is_refused_next_to_its_field(login, dana, data, field_error, message):
     response = login("compliance").post("/compliance/erasure/request/", data, **HX)
     assert response.status_code == 422
     html = response.content.decode()
-    assert "This field is required." in html
+    assert message in html
     assert f'id="id_{field_error}"' in html
     assert not ErasureRequest.objects.exists()
 
@@ -161,7 +161,7 @@ EMAIL = "dana.pierce@example.com"
 
 def _policy_post(**changes: object) -> dict[str, object]:
     data: dict[str, object] = {
-        "entities": "EMAIL_ADDRESS, PHONE_NUMBER",
+        "entities": ["EMAIL_ADDRESS", "PHONE_NUMBER"],
         "score_threshold": "0.5",
         "default_operator": "replace",
         "operators": "EMAIL_ADDRESS=mask",
@@ -170,6 +170,7 @@ def _policy_post(**changes: object) -> dict[str, object]:
         "review_min_score": "0.4",
         "review_max_score": "0.7",
         "keep_originals": "on",
+        "reason": "DPIA 2026-04: mask e-mail addresses",
     }
     data.update(changes)
     return {k: v for k, v in data.items() if v is not None}
@@ -193,7 +194,8 @@ def test_viewers_and_reviewers_cannot_see_or_change_the_policy(login, role, work
 def test_the_editor_shows_the_policy_without_creating_it(login, role, workspace):
     html = login(role).get("/compliance/redaction/").content.decode()
     assert "version 1" in html and 'name="score_threshold" value="0.5"' in html
-    assert 'hx-trigger="keyup changed delay:400ms"' in html
+    assert "keyup changed delay:400ms from:#preview-input" in html
+    assert 'type="checkbox" name="entities" value="EMAIL_ADDRESS"' in html
     assert 'aria-current="page">Redaction policy' in html
     assert not RedactionPolicy.objects.exists()  # reads never create it
 
@@ -214,6 +216,7 @@ def test_saving_the_policy_bumps_the_version_and_is_audited(login, workspace):
     assert policy.keep_originals and not policy.redact_at_ingest
     event = AuditEvent.objects.get(action="redaction_policy.update")
     assert event.actor_role == "compliance" and event.after["version"] == 2
+    assert event.reason == "DPIA 2026-04: mask e-mail addresses"
     assert "Project Falcon" not in str(event.after)  # lists are kept as digests
     # Saving the same again changes nothing: no new version, no new event.
     again = client.post("/compliance/redaction/save/", _policy_post(), **HX).content.decode()
@@ -224,7 +227,7 @@ def test_saving_the_policy_bumps_the_version_and_is_audited(login, workspace):
 def test_saving_without_js_redirects_back_with_the_message(login, workspace):
     client = login("admin")
     response = client.post("/compliance/redaction/save/", _policy_post(redact_at_ingest="on"))
-    assert response["Location"] == "/compliance/redaction/"
+    assert response["Location"] == "/compliance/redaction/?saved=2"
     html = client.get("/compliance/redaction/").content.decode()
     assert "Redaction policy saved: version 2." in html
     assert RedactionPolicy.objects.get(workspace=workspace).redact_at_ingest
@@ -233,13 +236,14 @@ def test_saving_without_js_redirects_back_with_the_message(login, workspace):
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
-        ({"score_threshold": "1.5"}, "score_threshold", "less than or equal to 1"),
-        ({"entities": "SHOE_SIZE"}, "entities", "SHOE_SIZE is not a type this engine detects"),
-        ({"entities": "lower"}, "entities", "UPPER_CASE"),
-        ({"operators": "EMAIL_ADDRESS=shout"}, "operators", "must be one of"),
+        ({"score_threshold": "1.5"}, "score_threshold", "Must be between 0 and 1."),
+        ({"entities": ["SHOE_SIZE"]}, "entities", "Select a valid choice"),
+        ({"operators": "EMAIL_ADDRESS=shout"}, "operators", "shout is not an operator"),
+        ({"operators": "SHOE_SIZE=mask"}, "operators", "SHOE_SIZE is not an entity type"),
         ({"operators": "EMAIL_ADDRESS"}, "operators", "Write ENTITY=operator"),
-        ({"review_min_score": "0.8"}, "review_min_score", "must not be above"),
-        ({"default_operator": "burn"}, "default_operator", "Select a valid choice"),
+        ({"review_min_score": "0.8"}, "review_min_score", "Must not be above “Review below"),
+        ({"default_operator": "burn"}, "default_operator", "Choose one of the operators"),
+        ({"reason": ""}, "reason", "Give a reason"),
     ],
 )
 def test_a_bad_policy_is_refused_next_to_its_field(login, workspace, changes, field, message):
@@ -251,7 +255,9 @@ def test_a_bad_policy_is_refused_next_to_its_field(login, workspace, changes, fi
     # The error follows the field's input (see _field.html) and comes before the next one.
     field_at = html.index(f'name="{field}"')
     assert message in html[field_at:]
-    assert html.index(message, field_at) < html.index("</fieldset>", field_at)
+    end = "</fieldset>" if field != "reason" else 'id="save-policy"'
+    assert html.index(message, field_at) < html.index(end, field_at)
+    assert 'id="form-error-summary"' in html
     assert not AuditEvent.objects.filter(action="redaction_policy.update").exists()
 
 
@@ -264,6 +270,7 @@ def test_the_preview_shows_the_redacted_text_and_findings(login, workspace):
     assert response.status_code == 200
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="preview-result"') and "<html" not in html
+    assert 'id="preview-draft"' in html and "Change the policy to compare." in html
     assert "EMAIL_ADDRESS" in html and "DENY_LIST" in html
     preview = html[html.index('<pre id="preview-text">') : html.index("</pre>")]
     assert EMAIL not in preview and "Project Falcon" not in preview

@@ -152,6 +152,7 @@ def test_the_policy_editor_sets_what_agents_read(login, workspace):
         "review_min_score": "0.4",
         "review_max_score": "0.7",
         "agents_see_reidentified": "on",
+        "reason": "The support agent needs names back",
     }
 
     response = client.post("/compliance/redaction/save/", data, **HX)
@@ -160,6 +161,7 @@ def test_the_policy_editor_sets_what_agents_read(login, workspace):
     assert RedactionPolicy.objects.get(workspace=workspace).agents_see_reidentified
     event = AuditEvent.objects.get(action="redaction_policy.update")
     assert event.after["agentsSeeReidentified"] is True
+    assert event.reason == "The support agent needs names back"
 
 
 def test_the_preview_shows_the_pseudonym_a_value_would_become(login, pseudonymised):

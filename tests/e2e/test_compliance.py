@@ -81,12 +81,14 @@ def test_a_compliance_officer_approves_a_finding(open_page, member, workspace, s
     row = page.locator(f"#finding-{finding.pk}")
     assert row.locator("mark").inner_text() == PHONE
     screenshot(page, "c4-review-queue")
+    page.get_by_label("Reason for the decisions below").fill("a customer's phone number")
     row.get_by_role("button", name="Approve").click()
     page.wait_for_selector(f"#finding-{finding.pk} >> text=redacted after review")
     finding.refresh_from_db()
     assert finding.status == "approved"
     assert PHONE not in Observation.objects.get(pk=finding.target_id).text
-    assert AuditEvent.objects.filter(action="redaction_finding.approve").count() == 1
+    event = AuditEvent.objects.get(action="redaction_finding.approve")
+    assert event.reason == "a customer's phone number"
 
 
 def test_a_hold_placed_on_the_page_blocks_deletion_until_released(
