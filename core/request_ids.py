@@ -51,5 +51,11 @@ class RequestIdFilter(logging.Filter):
     """Adds ``request_id`` to every record ("-" outside a request: workers, commands)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = _current.get()
+        # Django logs a 4xx answer after the middleware has returned, with the request
+        # attached: its id comes from there.
+        request = getattr(record, "request", None)
+        if isinstance(request, HttpRequest):
+            record.request_id = request_id_of(request)
+        else:
+            record.request_id = _current.get()
         return True

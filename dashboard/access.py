@@ -104,6 +104,10 @@ class Access:
         return self.can(Capability.MANAGE_MEMBERS)
 
     @property
+    def can_review_findings(self) -> bool:
+        return self.can(Capability.REVIEW_FINDINGS)
+
+    @property
     def can_manage_settings(self) -> bool:
         return self.can(Capability.MANAGE_SETTINGS)
 

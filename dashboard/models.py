@@ -32,6 +32,8 @@ class Capability(StrEnum):
     MANAGE_SETTINGS = "manage_settings"
     # Who may do what: granting, changing and taking away roles.
     MANAGE_MEMBERS = "manage_members"
+    # Approving or dismissing what the redaction scan was unsure of.
+    REVIEW_FINDINGS = "review_findings"
 
     @property
     def label(self) -> str:
@@ -49,13 +51,19 @@ CAPABILITY_LABELS = {
     Capability.MANAGE_API_KEYS: "manage API keys",
     Capability.MANAGE_SETTINGS: "change memory settings",
     Capability.MANAGE_MEMBERS: "give people roles",
+    Capability.REVIEW_FINDINGS: "work the redaction review queue",
 }
 
 # The only place roles become permissions. Views ask for a capability, never a role.
 ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
     Role.VIEWER: frozenset({Capability.VIEW_MEMORY}),
     Role.REVIEWER: frozenset(
-        {Capability.VIEW_MEMORY, Capability.EDIT_MEMORY, Capability.RUN_PIPELINE}
+        {
+            Capability.VIEW_MEMORY,
+            Capability.EDIT_MEMORY,
+            Capability.RUN_PIPELINE,
+            Capability.REVIEW_FINDINGS,
+        }
     ),
     Role.COMPLIANCE: frozenset(
         {
@@ -63,6 +71,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
             Capability.EDIT_MEMORY,
             Capability.RUN_PIPELINE,
             Capability.MANAGE_COMPLIANCE,
+            Capability.REVIEW_FINDINGS,
             Capability.VIEW_RESTRICTED,
             Capability.REVEAL_PSEUDONYMS,
             Capability.REVEAL_PII,
@@ -74,6 +83,7 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
             Capability.EDIT_MEMORY,
             Capability.RUN_PIPELINE,
             Capability.MANAGE_COMPLIANCE,
+            Capability.REVIEW_FINDINGS,
             Capability.REVEAL_PSEUDONYMS,
             Capability.REVEAL_PII,
             Capability.MANAGE_API_KEYS,

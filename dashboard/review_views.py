@@ -1,8 +1,9 @@
 """The redaction pages of the dashboard: the review queue, where a person approves or
 dismisses what the detectors were unsure of, the workspace's redaction policy with a
-preview, and re-scans of the workspace's stored memory with their progress. All need
-``MANAGE_COMPLIANCE``: the queue shows suspected personal data in clear and decides
-whether it is redacted."""
+preview, and re-scans of the workspace's stored memory with their progress. The queue
+needs ``REVIEW_FINDINGS`` (reviewers, compliance officers, admins): it shows suspected
+personal data in clear to the people whose work is deciding whether it is redacted. The
+policy and re-scans need ``MANAGE_COMPLIANCE``."""
 
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ def _filter_params(request: HttpRequest) -> QueryDict:
 @require_GET
 @login_required
 def review_queue(request: HttpRequest) -> HttpResponse:
-    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    access = access_for(request, Capability.REVIEW_FINDINGS)
     try:
         context = _queue_context(access, request.GET, request.GET.get("cursor") or None)
     except MemdeskError:
@@ -156,7 +157,7 @@ def review_decide(request: HttpRequest, finding_id: int, decision: str) -> HttpR
     """Approve or dismiss one finding, with the reason the person typed (audited)."""
     if decision not in DECISIONS:
         raise Http404("No such decision.")
-    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    access = access_for(request, Capability.REVIEW_FINDINGS)
     finding = get_finding_for_user(access, finding_id)
     reason = posted_reason(request)
     error = ""
@@ -190,7 +191,7 @@ def review_decide(request: HttpRequest, finding_id: int, decision: str) -> HttpR
 def review_bulk(request: HttpRequest) -> HttpResponse:
     """Approve or dismiss the checked findings with one reason, each in its own
     transaction: one stale finding is reported and does not undo the others."""
-    access = access_for(request, Capability.MANAGE_COMPLIANCE)
+    access = access_for(request, Capability.REVIEW_FINDINGS)
     decision = request.POST.get("decision", "")
     if decision not in DECISIONS:
         raise Http404("No such decision.")

@@ -184,20 +184,40 @@ def quiet(workspace) -> Conversation:
     return conversation_create(workspace=workspace, user_id="dana", title="Call notes")
 
 
-@pytest.mark.parametrize("role", ["viewer", "reviewer"])
-def test_viewers_and_reviewers_cannot_open_or_decide_the_review_queue(login, role, quiet):
+def test_viewers_cannot_open_or_decide_the_review_queue(login, quiet):
     [finding] = _pending(quiet)
-    client = login(role)
+    client = login("viewer")
     for response in (
         client.get("/compliance/review/"),
         client.post(f"/compliance/review/{finding.pk}/approve/"),
         client.post("/compliance/review/bulk/", {"decision": "approve", "finding": finding.pk}),
     ):
         assert response.status_code == 403
-        assert '<strong class="required-role">compliance officer</strong>' in (
-            response.content.decode()
-        )
+        assert '<strong class="required-role">reviewer</strong>' in response.content.decode()
     assert RedactionFinding.objects.get(pk=finding.pk).status == "pending_review"
+
+
+def test_a_reviewer_works_the_review_queue_and_sees_nothing_else_of_compliance(
+    login, quiet, workspace
+):
+    [finding] = _pending(quiet)
+    client = login("reviewer")
+    nav = client.get("/conversations/").content.decode()
+    assert 'href="/compliance/review/"' in nav and 'href="/compliance/audit/"' not in nav
+    page = client.get("/compliance/review/").content.decode()
+    assert f'id="finding-{finding.pk}"' in page
+    assert 'href="/compliance/audit/"' not in page  # the compliance nav shows the queue only
+
+    decided = client.post(
+        f"/compliance/review/{finding.pk}/dismiss/", {"reason": "a support line, not theirs"}
+    )
+    assert decided.status_code == 302
+    assert RedactionFinding.objects.get(pk=finding.pk).status != "pending_review"
+    event = AuditEvent.objects.get(workspace=workspace, action="redaction_finding.dismiss")
+    assert event.actor_role == "reviewer"
+    assert event.reason == "a support line, not theirs"
+    for page in ("/compliance/audit/", "/compliance/redaction/", "/compliance/holds/"):
+        assert client.get(page).status_code == 403
 
 
 def test_the_queue_shows_the_text_with_the_finding_marked(login, quiet):

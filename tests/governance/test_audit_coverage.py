@@ -605,6 +605,30 @@ AUDITED: dict[str, Door] = {
             "/compliance/redaction/",
             "/compliance/redaction/save/",
             score_threshold="0.61",
+            reason=REASON,
+        ),
+    ),
+    "POST compliance/retention/policies/new/": Door(
+        "retention_policy.create",
+        lambda w: w.compliance.post(
+            "/compliance/retention/policies/new/",
+            {
+                "name": "support",
+                "conversation_tag": "support",
+                "message_days": "30",
+                "enabled": "on",
+                "reason": REASON,
+            },
+        ),
+    ),
+    "POST compliance/retention/policies/<int:policy_id>/": Door(
+        "retention_policy.update",
+        lambda w: submit_page_form(
+            w.compliance,
+            f"/compliance/retention/policies/{w.retention_policy.pk}/",
+            f"/compliance/retention/policies/{w.retention_policy.pk}/",
+            message_days="45",
+            reason=REASON,
         ),
     ),
     "POST v1/runs/<str:run_id>/cancel": Door(
