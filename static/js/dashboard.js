@@ -228,3 +228,16 @@
     }
   });
 })();
+
+// The header's menu on a phone: "Menu" unfolds and folds the links (CSS hides them only
+// when this script runs, so without it they stay shown).
+(function () {
+  document.documentElement.classList.add("js");
+  document.addEventListener("click", function (event) {
+    const toggle = event.target.closest(".menu-toggle");
+    if (!toggle) return;
+    const header = toggle.closest(".topbar");
+    const open = header.classList.toggle("is-open");
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+})();
