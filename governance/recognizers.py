@@ -702,6 +702,12 @@ def _known_name(value: str) -> bool:
     return any(word in first_names or word in surnames for word in value.split())
 
 
+# A programmer's name for a field ("order_id", "customerName" stays a possible name):
+# lower case words joined by underscores. No person is written so; tool output's JSON
+# keys are, and the tagger takes some of them for names.
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
 def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerResult]:
     """Lower (never raise) scores where the text says a value is something else:
     - a number whose nearest cue word before it is an order, ticket, case, invoice or
@@ -710,8 +716,8 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
       band: a person looks);
     - a UK NHS number with no NHS word near it: Presidio's checksum passes one number in
       eleven, so most ten-digit phone numbers would otherwise come out as NHS numbers;
-    - a person's name with a digit in it ("question4") or right after an order or product
-      word is a label, not a name."""
+    - a person's name with a digit in it ("question4"), right after an order or product
+      word, or written as a field name ("order_id") is a label, not a name."""
     kept: list[RecognizerResult] = []
     for result in results:
         kind = result.entity_type
@@ -739,8 +745,9 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
             or _ACRONYM.match(value)
             or any(ch.isdigit() for ch in value)
             or (before and before[-1] in _PRODUCT_WORDS)
+            or _IDENTIFIER.fullmatch(value)
         ):
-            continue  # "#TravelGoals", "RSVP", "question4", "order Jasper"
+            continue  # "#TravelGoals", "RSVP", "question4", "order Jasper", "order_id"
         kept.append(result)
     # A town the tagger found inside a street address, or a street named after a person
     # ("Nelson Mandela Drive"), is part of that address.
