@@ -31,3 +31,10 @@ if not os.environ.get("MEMDESK_AUDIT_CHECKPOINT_PATH"):
     MEMDESK_AUDIT_CHECKPOINT_PATH = (
         Path(tempfile.gettempdir()) / "memdesk-tests" / f"audit-checkpoints-{os.getpid()}.jsonl"
     )
+
+# Static files straight from static/, never a copy collected earlier under var/ (which
+# `make run` leaves behind and which would serve yesterday's CSS to the browser tests).
+STATIC_ROOT = Path(tempfile.gettempdir()) / "memdesk-tests" / "no-collected-static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

@@ -101,3 +101,14 @@ def test_the_review_and_audit_tables_stay_usable_on_a_phone(
     assert _sideways(phone) <= 0
     if RedactionFinding.objects.filter(status="pending_review").exists():
         assert phone.get_by_role("button", name="Approve").first.is_visible()
+
+
+def test_on_a_laptop_the_header_shows_its_links_in_one_row(open_page, member):
+    page = open_page()
+    sign_in(page, member("admin"))
+    assert not page.get_by_role("button", name="Menu").is_visible()
+    nav = page.get_by_role("navigation", name="Main")
+    brand = nav.get_by_role("link", name="Memdesk").bounding_box()
+    conversations = nav.get_by_role("link", name="Conversations").bounding_box()
+    assert brand and conversations
+    assert abs(brand["y"] - conversations["y"]) < 10  # one row
