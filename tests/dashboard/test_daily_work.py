@@ -224,6 +224,16 @@ def test_an_end_users_page_lists_their_conversations_and_memory(login, searchabl
     assert "Messages (1)" in scoped and "Only end user" in scoped
 
 
+def test_holds_and_erasure_start_from_an_end_users_page_for_compliance(login, searchable):
+    url = f"/users/{quote(searchable.user_id, safe='')}/"
+    compliance = _page(login("compliance"), url)
+    assert 'href="/compliance/holds/?user=ana/b%20c%3F"' in compliance
+    assert 'href="/compliance/erasure/?user=ana/b%20c%3F"' in compliance
+    prefilled = _page(login("compliance"), "/compliance/erasure/?user=ana/b%20c%3F")
+    assert 'value="ana/b c?"' in prefilled
+    assert "/compliance/erasure/?user=" not in _page(login("viewer"), url)
+
+
 def test_an_end_user_of_another_workspace_is_404(login, foreign):
     assert login("viewer").get("/users/eve/").status_code == 404
     assert login("viewer").get("/users/nobody/").status_code == 404
