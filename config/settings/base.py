@@ -271,8 +271,18 @@ if MEMDESK_ENGINE not in ("extractive", "openai"):
     )
 # Set to 0 to store messages without ever observing them (also a benchmark baseline).
 MEMDESK_PIPELINE_ENABLED = env_bool("MEMDESK_PIPELINE_ENABLED", True)
-# A claimed run whose worker has not finished within this many seconds may be taken over.
-MEMDESK_RUN_LEASE_SECONDS = env_int("MEMDESK_RUN_LEASE_SECONDS", 900, minimum=10)
+# --- Run leases --------------------------------------------------------------------------
+# A worker running a run renews its lease every MEMDESK_RUN_HEARTBEAT_SECONDS; a lease not
+# renewed for three beats means the worker died, and the sweeper (every minute) hands the
+# run to another. Three beats, so that one slow renewal (a busy database) loses nothing.
+MEMDESK_RUN_HEARTBEAT_SECONDS = env_int("MEMDESK_RUN_HEARTBEAT_SECONDS", 10, minimum=1)
+if MEMDESK_RUN_HEARTBEAT_SECONDS > 300:
+    raise ImproperlyConfigured(
+        f"MEMDESK_RUN_HEARTBEAT_SECONDS must be at most 300; got "
+        f"{MEMDESK_RUN_HEARTBEAT_SECONDS}. A dead worker's run waits three beats to be taken "
+        "over."
+    )
+MEMDESK_RUN_LEASE_SECONDS = 3 * MEMDESK_RUN_HEARTBEAT_SECONDS
 # How long ?wait=true on observe/reflect may take before answering with the open run.
 MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 120, minimum=1)
 
@@ -365,8 +375,8 @@ CELERY_TIMEZONE = "UTC"
 # PENDING in the database and the sweeper enqueues it again.
 CELERY_TASK_PUBLISH_RETRY = False
 # Past the soft limit a task gets SoftTimeLimitExceeded and fails its run with that reason;
-# past the hard limit the worker process is killed. The hard limit stays under the run
-# lease so that no second worker can take a run while the first one still writes.
+# past the hard limit the worker process is killed (its heartbeat with it, so the sweeper
+# takes the run over once the lease runs out).
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int(
     "CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME_LIMIT + 60, minimum=2
@@ -375,12 +385,6 @@ if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured(
         f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT} s) must be greater than "
         f"CELERY_TASK_SOFT_TIME_LIMIT ({CELERY_TASK_SOFT_TIME_LIMIT} s)."
-    )
-if CELERY_TASK_TIME_LIMIT >= MEMDESK_RUN_LEASE_SECONDS:
-    raise ImproperlyConfigured(
-        f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT} s) must be less than "
-        f"MEMDESK_RUN_LEASE_SECONDS ({MEMDESK_RUN_LEASE_SECONDS} s); lower the time limits "
-        "or raise the lease."
     )
 # A retention sweep deletes in batches and may run for hours on a large backlog: it has a
 # limit of its own, under the 6 hours after which the scheduler declares a RUNNING sweep
