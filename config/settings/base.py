@@ -401,6 +401,12 @@ if MEMDESK_RETENTION_SWEEP_TIME_LIMIT > 5 * 3600:
 MEMDESK_RESCAN_TIME_LIMIT = env_int("MEMDESK_RESCAN_TIME_LIMIT", 4 * 3600, minimum=60)
 CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker restart is waited out, never a reason to exit: the worker reconnects for as
+# long as it takes. Tasks running when the connection drops are cancelled, since their
+# messages (acks_late) come back; the run's lease decides who may store results.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BEAT_SCHEDULE = {
     "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
     # Hourly: starts a retention sweep per workspace with an enabled policy (none while
