@@ -117,6 +117,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost, so every log line of the request, errors included, carries its id.
     "core.request_ids.RequestIdMiddleware",
+    # A lost database connection answers 503, not 500 (its process_exception).
+    "core.errors.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
