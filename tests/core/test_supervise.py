@@ -59,6 +59,7 @@ def test_no_arguments_is_a_usage_error(tmp_path):
     assert "usage: python -m core.supervise -- COMMAND" in result.stderr
 
 
+@pytest.mark.once
 @pytest.mark.django_db(transaction=True)
 def test_a_killed_worker_is_restarted_and_takes_the_next_run(api, workspace, tmp_path):
     broker = Broker(tmp_path)

@@ -21,6 +21,7 @@ from tests.resilience.redis_server import RedisServer
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
+    pytest.mark.once,
     pytest.mark.skipif(not RedisServer.installed(), reason="needs redis-server on the PATH"),
 ]
 

@@ -15,7 +15,7 @@ from memory.services import conversation_create
 from tests.memory.celery_workers import Worker, wait_until
 from tests.memory.fake_openai import completion, slow
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.once]
 
 NOTE = "- [high] (2026-03-10) User wants a refund for order ORD-1 {refs: 1,2}"
 TURNS = [
