@@ -243,6 +243,11 @@ SPECTACULAR_SETTINGS = {
         "RedactionOperatorEnum": "governance.redaction.OPERATORS",
         "FidelityEnum": "memory.engines.base.FIDELITIES",
     },
+    # Ids as UUIDs or positive integers, limit bounds: core/openapi.py.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.openapi.tighten_schema",
+    ],
 }
 
 # --- Memory -----------------------------------------------------------------------------
