@@ -56,6 +56,24 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: DRF's BooleanField also takes "yes", "on", 1."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number only: DRF's FloatField also takes false as 0.0 and "0.5" as 0.5."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return float(super().to_internal_value(data))
+
+
 def text_field(**kwargs: Any) -> StrictCharField:
     """Text as sent: whitespace is content (a message may be indented code)."""
     return StrictCharField(trim_whitespace=False, **kwargs)

@@ -6,11 +6,13 @@ client puts ``error`` into the exception it raises, so the code is what an agent
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError, connections
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.template import loader
 from rest_framework import exceptions, status
@@ -18,6 +20,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from core.request_ids import request_id_of
+
+logger = logging.getLogger(__name__)
 
 
 class MemdeskError(Exception):
@@ -161,3 +165,42 @@ def json_server_error(request: HttpRequest) -> HttpResponse:
     # database or the session, which may be what failed.
     html = loader.get_template("500.html").render({"request_id": request_id})
     return HttpResponseServerError(html)
+
+
+# Seconds a client is asked to wait after a 503 before trying again.
+DATABASE_RETRY_AFTER = 5
+
+
+class DatabaseUnavailableMiddleware:
+    """A lost or refused database connection is an outage, not a bug: 503 with
+    ``{"error": "database_unavailable"}`` under /v1/ and the product's page elsewhere,
+    with Retry-After. The broken connection is closed here, so the next request opens a
+    fresh one (Django closes it at the end of a request too, but not under the test
+    client, and a request that never reaches the end must not leave it behind)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        # The exception's text can quote the statement and its parameters: only its type.
+        logger.warning("database unavailable: %s", type(exception).__name__)
+        for connection in connections.all(initialized_only=True):
+            if not connection.in_atomic_block:
+                connection.close_if_unusable_or_obsolete()
+        request_id = request_id_of(request)
+        response: HttpResponse
+        if request.path.startswith("/v1/"):
+            message = "The database is unavailable; try again in a few seconds."
+            response = JsonResponse(
+                error_body("database_unavailable", message, requestId=request_id), status=503
+            )
+        else:
+            html = loader.get_template("503.html").render({"request_id": request_id})
+            response = HttpResponse(html, status=503)
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER)
+        return response

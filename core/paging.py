@@ -30,7 +30,8 @@ def parse_limit(raw: str | int | None, *, default: int = PAGE_LIMIT_DEFAULT) -> 
     if raw is None or raw == "":
         return default
     try:
-        limit = int(raw)
+        # A JSON true is not 1, nor 2.5 two: only whole numbers, as numbers or text.
+        limit = int(raw) if not isinstance(raw, bool | float) else 0
     except (TypeError, ValueError):
         limit = 0
     if not 1 <= limit <= PAGE_LIMIT_MAX:

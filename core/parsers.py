@@ -8,7 +8,7 @@ import json
 import math
 from typing import IO, Any
 
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 from rest_framework.utils.json import strict_constant
 
@@ -28,7 +28,7 @@ class StrictJSONParser(JSONParser):
     ) -> Any:
         encoding = (parser_context or {}).get("encoding") or "utf-8"
         try:
-            return json.load(
+            body = json.load(
                 codecs.getreader(encoding)(stream),
                 parse_constant=strict_constant,
                 parse_float=_finite_float,
@@ -39,3 +39,8 @@ class StrictJSONParser(JSONParser):
             raise ParseError("JSON parse error - the body is nested too deeply") from None
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
+        # Every request body the API documents is an object; null or a bare list would
+        # otherwise read as "no fields given" to a view that defaults them.
+        if not isinstance(body, dict):
+            raise ValidationError({"non_field_errors": ["The request body must be a JSON object."]})
+        return body

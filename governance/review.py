@@ -412,7 +412,9 @@ def rescan_run_request(
     chosen = rescan_tiers(tiers)
     with transaction.atomic():
         # Serialises two requests for one workspace: both cannot see "none open".
-        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        # NO KEY UPDATE: a full lock would deadlock with audit events being written (their
+        # inserts take KEY SHARE on the workspace while holding the chain head).
+        Workspace.objects.select_for_update(no_key=True).filter(pk=workspace.pk).first()
         running = RescanRun.objects.filter(
             workspace=workspace, status__in=RescanRun.OPEN_STATUSES
         ).first()

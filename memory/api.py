@@ -177,7 +177,9 @@ class WaitQuery(serializers.Serializer):
 
 
 class MetricsQuery(serializers.Serializer):
-    conversationId = serializers.CharField(required=False, allow_blank=True)
+    error_codes = {"conversationId": "invalid_id"}
+
+    conversationId = serializers.UUIDField(required=False)
 
 
 def _message_input(data: dict[str, Any]) -> services.MessageInput:
@@ -937,7 +939,7 @@ class MetricsApi(MemoryApi):
     )
     def get(self, request: Request) -> Response:
         conversation_id = query_params(MetricsQuery, request).get("conversationId")
-        conversation = self.conversation(conversation_id) if conversation_id else None
+        conversation = self.conversation(str(conversation_id)) if conversation_id else None
         return Response(pipeline_metrics(workspace=self.workspace, conversation=conversation))
 
 

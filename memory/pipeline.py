@@ -14,6 +14,7 @@ attempt's failure makes it FAILED.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
@@ -255,7 +256,7 @@ def _claim(model: type[RunT], run_id: uuid.UUID | str) -> tuple[RunT, uuid.UUID]
     claimed = model.objects.filter(claimable, pk=run_id).update(
         status=PipelineRun.Status.RUNNING,
         lease_token=token,
-        lease_expires_at=now + timedelta(seconds=settings.MEMDESK_RUN_LEASE_SECONDS),
+        lease_expires_at=_lease_expiry(),
         started_at=now,
         next_attempt_at=None,
         attempts=F("attempts") + 1,
@@ -264,6 +265,43 @@ def _claim(model: type[RunT], run_id: uuid.UUID | str) -> tuple[RunT, uuid.UUID]
         return None
     run = model.objects.select_related("conversation__workspace").get(pk=run_id)
     return run, token
+
+
+def _lease_expiry() -> datetime:
+    return timezone.now() + timedelta(seconds=settings.MEMDESK_RUN_LEASE_SECONDS)
+
+
+class _Heartbeat(threading.Thread):
+    """Renews the run's lease every MEMDESK_RUN_HEARTBEAT_SECONDS while the engine works,
+    so a live run of any length keeps its claim and a dead worker's run is free after
+    three missed beats. It stops renewing once the lease is gone (taken over or
+    cancelled); the token check in ``_finish`` then discards the results."""
+
+    def __init__(self, model: type[AnyRun], run_id: uuid.UUID, token: uuid.UUID) -> None:
+        super().__init__(name=f"lease-heartbeat-{run_id}", daemon=True)
+        self.model, self.run_id, self.token = model, run_id, token
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(settings.MEMDESK_RUN_HEARTBEAT_SECONDS):
+                try:
+                    renewed = self.model.objects.filter(
+                        pk=self.run_id, lease_token=self.token, status=PipelineRun.Status.RUNNING
+                    ).update(lease_expires_at=_lease_expiry())
+                except DatabaseError:
+                    # The next beat tries again; three beats fit in one lease.
+                    logger.warning("%s %s: lease renewal failed", self.model.__name__, self.run_id)
+                    connection.close()
+                    continue
+                if not renewed:
+                    return
+        finally:
+            connection.close()  # this thread's own connection
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
 
 
 def _finish(
@@ -347,9 +385,12 @@ def _execute(
     # The run's own count decides too: a run the sweeper re-sent starts a new task whose
     # retries count from zero.
     final = final_attempt or run.attempts >= PipelineRun.MAX_ATTEMPTS
+    heartbeat = _Heartbeat(model, run.pk, token)
+    heartbeat.start()
     try:
         work(run, token, started)
     except EngineError as error:
+        heartbeat.stop()
         _release_after_error(model, run, token, error, final=final, retry_in=retry_in)
         run.refresh_from_db()
         return RunOutcome(run, retry=run.status == PipelineRun.Status.RETRYING)
@@ -357,13 +398,15 @@ def _execute(
         logger.warning(
             "%s %s: lease lost or run cancelled, results discarded", model.__name__, run.pk
         )
+    finally:
+        heartbeat.stop()
     run.refresh_from_db()
     return RunOutcome(run, retry=False)
 
 
 def _fail_interrupted(model: type[RunT], run_id: uuid.UUID | str, reason: str) -> RunT | None:
-    # The interruption rolled back the run's transaction, so memory is as it was. The task
-    # time limits stay under the lease, so the RUNNING run is still this worker's.
+    # The interruption rolled back the run's transaction, so memory is as it was. The
+    # heartbeat kept the lease until the interruption, so the RUNNING run is still ours.
     failed = model.objects.filter(pk=run_id, status=PipelineRun.Status.RUNNING).update(
         status=PipelineRun.Status.FAILED,
         finished_at=timezone.now(),

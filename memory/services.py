@@ -157,7 +157,9 @@ def workspace_settings_update(
             field="fidelity",
         )
     with transaction.atomic():
-        locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        # NO KEY UPDATE: the fidelity is no key, and a full lock would deadlock with audit
+        # events being written (their inserts take KEY SHARE on the workspace).
+        locked = Workspace.objects.select_for_update(no_key=True).get(pk=workspace.pk)
         if locked.fidelity == chosen:
             return locked
         before = workspace_settings_snapshot(locked)

@@ -18,6 +18,19 @@ from tests.dashboard.factories import MembershipFactory, UserFactory
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked ``once`` (slow, and about processes and services rather than the
+    database engine) run in the PostgreSQL run only, so CI does not pay for them twice."""
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        return
+    skip = pytest.mark.skip(reason="slow: runs once, in the PostgreSQL run (DATABASE_URL)")
+    for item in items:
+        if item.get_closest_marker("once"):
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def audit_checkpoint_path(settings, tmp_path, monkeypatch) -> Path:
     """Each test's audit checkpoints go to a file of its own, outside the checkout; a

@@ -117,6 +117,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost, so every log line of the request, errors included, carries its id.
     "core.request_ids.RequestIdMiddleware",
+    # A lost database connection answers 503, not 500 (its process_exception).
+    "core.errors.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -241,6 +243,11 @@ SPECTACULAR_SETTINGS = {
         "RedactionOperatorEnum": "governance.redaction.OPERATORS",
         "FidelityEnum": "memory.engines.base.FIDELITIES",
     },
+    # Ids as UUIDs or positive integers, limit bounds: core/openapi.py.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.openapi.tighten_schema",
+    ],
 }
 
 # --- Memory -----------------------------------------------------------------------------
@@ -271,8 +278,18 @@ if MEMDESK_ENGINE not in ("extractive", "openai"):
     )
 # Set to 0 to store messages without ever observing them (also a benchmark baseline).
 MEMDESK_PIPELINE_ENABLED = env_bool("MEMDESK_PIPELINE_ENABLED", True)
-# A claimed run whose worker has not finished within this many seconds may be taken over.
-MEMDESK_RUN_LEASE_SECONDS = env_int("MEMDESK_RUN_LEASE_SECONDS", 900, minimum=10)
+# --- Run leases --------------------------------------------------------------------------
+# A worker running a run renews its lease every MEMDESK_RUN_HEARTBEAT_SECONDS; a lease not
+# renewed for three beats means the worker died, and the sweeper (every minute) hands the
+# run to another. Three beats, so that one slow renewal (a busy database) loses nothing.
+MEMDESK_RUN_HEARTBEAT_SECONDS = env_int("MEMDESK_RUN_HEARTBEAT_SECONDS", 10, minimum=1)
+if MEMDESK_RUN_HEARTBEAT_SECONDS > 300:
+    raise ImproperlyConfigured(
+        f"MEMDESK_RUN_HEARTBEAT_SECONDS must be at most 300; got "
+        f"{MEMDESK_RUN_HEARTBEAT_SECONDS}. A dead worker's run waits three beats to be taken "
+        "over."
+    )
+MEMDESK_RUN_LEASE_SECONDS = 3 * MEMDESK_RUN_HEARTBEAT_SECONDS
 # How long ?wait=true on observe/reflect may take before answering with the open run.
 MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 120, minimum=1)
 
@@ -365,8 +382,8 @@ CELERY_TIMEZONE = "UTC"
 # PENDING in the database and the sweeper enqueues it again.
 CELERY_TASK_PUBLISH_RETRY = False
 # Past the soft limit a task gets SoftTimeLimitExceeded and fails its run with that reason;
-# past the hard limit the worker process is killed. The hard limit stays under the run
-# lease so that no second worker can take a run while the first one still writes.
+# past the hard limit the worker process is killed (its heartbeat with it, so the sweeper
+# takes the run over once the lease runs out).
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int(
     "CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME_LIMIT + 60, minimum=2
@@ -375,12 +392,6 @@ if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured(
         f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT} s) must be greater than "
         f"CELERY_TASK_SOFT_TIME_LIMIT ({CELERY_TASK_SOFT_TIME_LIMIT} s)."
-    )
-if CELERY_TASK_TIME_LIMIT >= MEMDESK_RUN_LEASE_SECONDS:
-    raise ImproperlyConfigured(
-        f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT} s) must be less than "
-        f"MEMDESK_RUN_LEASE_SECONDS ({MEMDESK_RUN_LEASE_SECONDS} s); lower the time limits "
-        "or raise the lease."
     )
 # A retention sweep deletes in batches and may run for hours on a large backlog: it has a
 # limit of its own, under the 6 hours after which the scheduler declares a RUNNING sweep
@@ -397,6 +408,12 @@ if MEMDESK_RETENTION_SWEEP_TIME_LIMIT > 5 * 3600:
 MEMDESK_RESCAN_TIME_LIMIT = env_int("MEMDESK_RESCAN_TIME_LIMIT", 4 * 3600, minimum=60)
 CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker restart is waited out, never a reason to exit: the worker reconnects for as
+# long as it takes. Tasks running when the connection drops are cancelled, since their
+# messages (acks_late) come back; the run's lease decides who may store results.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BEAT_SCHEDULE = {
     "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
     # Hourly: starts a retention sweep per workspace with an enabled policy (none while

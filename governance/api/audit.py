@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -18,8 +19,8 @@ FILTERS = [
     OpenApiParameter("targetId", str),
     OpenApiParameter("actorType", str, enum=["user", "api_key", "system"]),
     OpenApiParameter("actorId", str),
-    OpenApiParameter("since", str, description="ISO 8601; events at or after"),
-    OpenApiParameter("until", str, description="ISO 8601; events before"),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="ISO 8601; events at or after"),
+    OpenApiParameter("until", OpenApiTypes.DATETIME, description="ISO 8601; events before"),
 ]
 
 
@@ -29,7 +30,9 @@ class AuditFilterQuery(serializers.Serializer):
     action = serializers.CharField(required=False)
     targetType = serializers.CharField(required=False, source="target_type")
     targetId = serializers.CharField(required=False, source="target_id")
-    actorType = serializers.CharField(required=False, source="actor_type")
+    actorType = serializers.ChoiceField(
+        choices=["user", "api_key", "system"], required=False, source="actor_type"
+    )
     actorId = serializers.CharField(required=False, source="actor_id")
     since = serializers.DateTimeField(required=False, source="created_at__gte")
     until = serializers.DateTimeField(required=False, source="created_at__lt")

@@ -28,10 +28,16 @@ class LegalHoldPlaceIn(serializers.Serializer):
     reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
 
 
+class QueryBooleanField(serializers.BooleanField):
+    """true or false; absent means either. DRF would also read "null" and "" as absent."""
+
+    NULL_VALUES = {None}
+
+
 class LegalHoldListQuery(serializers.Serializer):
     error_codes = {"conversationId": "invalid_id"}
 
-    active = serializers.BooleanField(required=False, allow_null=True, default=None)
+    active = QueryBooleanField(required=False, allow_null=True, default=None)
     conversationId = serializers.UUIDField(required=False)
     userId = serializers.CharField(required=False)
     limit = limit_field()

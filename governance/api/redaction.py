@@ -16,6 +16,8 @@ from core.api import (
     ApiView,
     ComplianceApiView,
     ErrorOut,
+    StrictBooleanField,
+    StrictFloatField,
     limit_field,
     query_params,
     text_field,
@@ -55,15 +57,6 @@ CONTEXT_WORDS_LIMIT = 20
 CONTEXT_WORD_MAX_CHARS = 50
 
 
-class StrictBooleanField(serializers.BooleanField):
-    """JSON true or false only: DRF's BooleanField also takes "yes", "on", 1."""
-
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
-
-
 def _compiles(pattern: str) -> None:
     problem = redaction.validate_pattern(pattern)
     if problem:
@@ -78,12 +71,10 @@ class CustomRecognizerIn(serializers.Serializer):
         redaction.ENTITY_NAME,
         error_messages={"invalid": "an UPPER_CASE entity type such as ORDER_ID."},
     )
-    pattern = serializers.CharField(
-        max_length=CUSTOM_PATTERN_MAX_CHARS, trim_whitespace=False, validators=[_compiles]
-    )
-    score = serializers.FloatField(min_value=0, max_value=1, default=0.5)
+    pattern = text_field(max_length=CUSTOM_PATTERN_MAX_CHARS, validators=[_compiles])
+    score = StrictFloatField(min_value=0, max_value=1, default=0.5)
     context = serializers.ListField(  # type: ignore[assignment]  # a clash with Serializer.context in the stubs only
-        child=serializers.CharField(max_length=CONTEXT_WORD_MAX_CHARS),
+        child=text_field(max_length=CONTEXT_WORD_MAX_CHARS),
         max_length=CONTEXT_WORDS_LIMIT,
         default=list,
     )
@@ -100,7 +91,7 @@ class RedactionPolicyIn(serializers.Serializer):
     # Types and ranges are checked here; the rules the dashboard's form needs as well
     # (entity names, list entries, the review band) by redaction_policy_update.
     entities = serializers.ListField(child=serializers.CharField(), required=False)
-    scoreThreshold = serializers.FloatField(min_value=0, max_value=1, required=False)
+    scoreThreshold = StrictFloatField(min_value=0, max_value=1, required=False)
     operators = serializers.DictField(
         child=serializers.ChoiceField(choices=redaction.OPERATORS), required=False
     )
@@ -114,8 +105,8 @@ class RedactionPolicyIn(serializers.Serializer):
     customRecognizers = serializers.ListField(
         child=CustomRecognizerIn(), max_length=CUSTOM_RECOGNIZERS_LIMIT, required=False
     )
-    reviewMinScore = serializers.FloatField(min_value=0, max_value=1, required=False)
-    reviewMaxScore = serializers.FloatField(min_value=0, max_value=1, required=False)
+    reviewMinScore = StrictFloatField(min_value=0, max_value=1, required=False)
+    reviewMaxScore = StrictFloatField(min_value=0, max_value=1, required=False)
     redactAtIngest = StrictBooleanField(required=False)
     redactBeforeObservation = StrictBooleanField(required=False)
     reflectionWaitsForReview = StrictBooleanField(required=False)

@@ -12,6 +12,7 @@ from core.api import (
     ComplianceApiView,
     LimitQuery,
     ReasonIn,
+    StrictBooleanField,
     StrictCharField,
     query_params,
     request_reason,
@@ -54,7 +55,7 @@ class RetentionPolicyIn(serializers.Serializer):
     messageDays = _retention_days()
     observationDays = _retention_days()
     reflectionDays = _retention_days()
-    enabled = serializers.BooleanField(required=False)
+    enabled = StrictBooleanField(required=False)
     reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
 
 

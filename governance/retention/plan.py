@@ -241,8 +241,11 @@ def retention_sweep_request(
             status_code=409,
         )
     with transaction.atomic():
-        # The workspace row lock serialises requests: one open sweep per workspace.
-        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        # The workspace row lock serialises requests: one open sweep per workspace. NO KEY
+        # UPDATE, so that it does not wait on (nor block) the KEY SHARE lock every insert
+        # referencing the workspace takes: an audit event written under the chain head's
+        # lock would otherwise deadlock with this request's own audit event.
+        Workspace.objects.select_for_update(no_key=True).filter(pk=workspace.pk).first()
         open_sweep = RetentionSweep.objects.filter(
             workspace=workspace,
             dry_run=False,

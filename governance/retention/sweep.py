@@ -458,7 +458,8 @@ def retention_schedule(*, now: datetime | None = None) -> dict[str, int]:
     )
     for workspace_id in workspace_ids:
         with transaction.atomic():
-            Workspace.objects.select_for_update().filter(pk=workspace_id).first()
+            # NO KEY UPDATE: see retention_sweep_request.
+            Workspace.objects.select_for_update(no_key=True).filter(pk=workspace_id).first()
             if RetentionSweep.objects.filter(
                 workspace_id=workspace_id,
                 dry_run=False,

@@ -104,39 +104,46 @@ def publishing_to(
         switch(*saved)
 
 
+def worker_command(name: str, broker: Broker, env: dict[str, str]) -> tuple[list[str], dict]:
+    """The command line and environment of a test worker on the broker's queue."""
+    full_env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "DATABASE_URL": test_database_url(),
+        "CELERY_BROKER_URL": broker.url,
+        "MEMDESK_VAR_DIR": str(broker.var_dir),
+        "SECRET_KEY": "test-worker",
+        **env,
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--pool",
+        "solo",
+        "--loglevel",
+        "INFO",
+        "--hostname",
+        f"{name}@test",
+        "--queues",
+        broker.queue,
+        "--without-heartbeat",
+        "--without-mingle",
+        "--without-gossip",
+    ]
+    return command, full_env
+
+
 class Worker:
     def __init__(self, name: str, broker: Broker, env: dict[str, str]) -> None:
         self.log_path = broker.var_dir / f"worker-{name}.log"
-        full_env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "config.settings.base",
-            "DATABASE_URL": test_database_url(),
-            "CELERY_BROKER_URL": broker.url,
-            "MEMDESK_VAR_DIR": str(broker.var_dir),
-            "SECRET_KEY": "test-worker",
-            **env,
-        }
+        command, full_env = worker_command(name, broker, env)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "config",
-                    "worker",
-                    "--pool",
-                    "solo",
-                    "--loglevel",
-                    "INFO",
-                    "--hostname",
-                    f"{name}@test",
-                    "--queues",
-                    broker.queue,
-                    "--without-heartbeat",
-                    "--without-mingle",
-                    "--without-gossip",
-                ],
+                command,
                 cwd=ROOT,
                 env=full_env,
                 stdout=log,

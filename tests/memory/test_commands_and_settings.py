@@ -125,9 +125,10 @@ def test_deploy_check_warns_when_the_secret_key_is_the_generated_one(tmp_path):
             "CELERY_TASK_TIME_LIMIT (300 s) must be greater than",
         ),
         (
-            {"CELERY_TASK_TIME_LIMIT": "1000"},
-            "must be less than MEMDESK_RUN_LEASE_SECONDS (900 s)",
+            {"MEMDESK_RUN_HEARTBEAT_SECONDS": "0"},
+            "MEMDESK_RUN_HEARTBEAT_SECONDS must be at least 1",
         ),
+        ({"MEMDESK_RUN_HEARTBEAT_SECONDS": "900"}, "MEMDESK_RUN_HEARTBEAT_SECONDS must be at most"),
         (
             {"MEMDESK_RETENTION_SWEEP_TIME_LIMIT": "21600"},
             "MEMDESK_RETENTION_SWEEP_TIME_LIMIT (21600 s) must be at most 18000",

@@ -124,9 +124,7 @@ def test_a_worker_killed_mid_run_is_taken_over_with_nothing_lost_or_doubled(
     api, llm_workspace, fake_openai, broker, workers
 ):
     fake_openai.enqueue(slow(120, content=NOTE), completion(NOTE))
-    env = _worker_env(
-        MEMDESK_RUN_LEASE_SECONDS="10", CELERY_TASK_SOFT_TIME_LIMIT="8", CELERY_TASK_TIME_LIMIT="9"
-    )
+    env = _worker_env(MEMDESK_RUN_HEARTBEAT_SECONDS="1")
     workers.append(Worker("doomed", broker, env))
     conversation = conversation_create(workspace=llm_workspace)
     _post_turns(api, conversation.pk)

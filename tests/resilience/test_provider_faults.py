@@ -1,0 +1,67 @@
+"""The model provider down, slow and rate-limiting, with a real worker and a real HTTP
+provider: the run shows it is retrying and why (never stuck running), memory stays as it
+was meanwhile, and once the provider answers the run completes exactly once."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import Observation, ObserverRun
+from memory.services import conversation_create
+from tests.memory.celery_workers import Worker, wait_until
+from tests.memory.fake_openai import Behaviour, completion, rate_limited, server_error, slow
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.once]
+
+NOTE = "- [high] (2026-03-10) User wants a refund for order ORD-1 {refs: 1,2}"
+TURNS = [
+    {"role": "user", "content": "My order ORD-1 arrived broken, I want a refund."},
+    {"role": "user", "content": "Please hurry, I need the money before March 10."},
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "error_says"),
+    [
+        (server_error(503), "503"),
+        (slow(6, content=NOTE), "timed out"),
+        (rate_limited("1"), "429"),
+    ],
+    ids=["down", "slow", "rate-limiting"],
+)
+def test_a_provider_fault_shows_as_retrying_then_the_run_completes_once(
+    api, llm_workspace, fake_openai, broker, workers, fault: Behaviour, error_says: str
+):
+    fake_openai.default = fault  # until the run has shown it is retrying
+    env = {"MEMDESK_OPENAI_MAX_RETRIES": "0", "MEMDESK_OPENAI_TIMEOUT": "2"}
+    workers.append(Worker("w1", broker, env))
+    conversation = conversation_create(workspace=llm_workspace)
+    response = api.post(
+        f"/v1/conversations/{conversation.pk}/messages/bulk", {"messages": TURNS}, format="json"
+    )
+    assert response.status_code == 201
+    run = ObserverRun.objects.get(conversation=conversation)
+
+    retrying = wait_until(
+        lambda: ObserverRun.objects.filter(pk=run.pk, status="retrying").first(),
+        timeout=60,
+        what="the run to show it is retrying",
+        logs=workers,
+    )
+    assert error_says in retrying.error.lower() or error_says in retrying.error
+    assert retrying.next_attempt_at is not None
+    assert not Observation.objects.filter(conversation=conversation).exists()
+    # Through the API too: the run says what is going on.
+    shown = api.get(f"/v1/runs/{run.pk}")
+    assert shown.status_code == 200, shown.content
+    assert shown.json()["status"] in {"retrying", "running"}
+
+    fake_openai.default = completion(NOTE)
+    done = wait_until(
+        lambda: ObserverRun.objects.filter(pk=run.pk, status="succeeded").first(),
+        timeout=60,
+        what="the retried run to finish",
+        logs=workers,
+    )
+    assert done.attempts == fake_openai.request_count >= 2
+    assert Observation.objects.filter(conversation=conversation).count() == 1
