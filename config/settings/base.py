@@ -117,6 +117,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost, so every log line of the request, errors included, carries its id.
     "core.request_ids.RequestIdMiddleware",
+    "core.query_strings.RejectNulQueryMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
