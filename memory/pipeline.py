@@ -38,6 +38,7 @@ from governance.audit import audit_record
 from governance.gates import (
     RedactionGateError,
     redaction_for_observer,
+    redaction_for_run_summary,
     redaction_gate_for_reflection,
     redacts_before_observation,
 )
@@ -568,6 +569,15 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             now=now,
             fidelity=conversation.workspace.effective_fidelity,
         )
+    # What the engine said beside its notes is kept on the run: it goes through the
+    # redaction gate like the notes do.
+    current_task, suggested_response = redaction_for_run_summary(
+        conversation=conversation,
+        texts=[
+            (output.current_task or "") if output else "",
+            (output.suggested_response or "") if output else "",
+        ],
+    )
     drafts = output.observations if output else []
     observations = []
     for draft in drafts:
@@ -618,8 +628,8 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             items_out=len(observations),
             tokens_in=sum(m.token_count for m in observable),
             tokens_out=sum(o.token_count for o in observations),
-            current_task=(output.current_task or "") if output else "",
-            suggested_response=(output.suggested_response or "") if output else "",
+            current_task=current_task,
+            suggested_response=suggested_response,
         )
         Observation.objects.bulk_create(observations)
         if observations:
