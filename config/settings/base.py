@@ -354,7 +354,25 @@ MEMDESK_OPENAI_BREAKER_COOLDOWN = env_int("MEMDESK_OPENAI_BREAKER_COOLDOWN", 60,
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
+
+
+def broker_transport_options(broker_url: str, timeout: float) -> dict[str, object]:
+    """What bounds a publish to a broker that is down by ``timeout`` seconds, once.
+
+    kombu otherwise retries the connection for ``timeout`` seconds each time the
+    producer asks for its channel, twice per publish (6 s measured against a refused
+    port), and waits for an answer from a Redis that accepts connections but hangs
+    without any limit. One attempt each; the sweeper sends what was not sent."""
+    options: dict[str, object] = {"max_retries": 0}
+    if broker_url.startswith(("redis://", "rediss://")):
+        options.update(socket_connect_timeout=timeout, socket_timeout=timeout)
+    return options
+
+
+CELERY_BROKER_TRANSPORT_OPTIONS = broker_transport_options(
+    CELERY_BROKER_URL, CELERY_BROKER_CONNECTION_TIMEOUT
+)
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
     for _sub in ("queue", "processed", "control"):
@@ -405,7 +423,6 @@ if MEMDESK_RETENTION_SWEEP_TIME_LIMIT > 5 * 3600:
     )
 # A re-scan of a workspace (dashboard or rescan_redaction) reads every stored object once.
 MEMDESK_RESCAN_TIME_LIMIT = env_int("MEMDESK_RESCAN_TIME_LIMIT", 4 * 3600, minimum=60)
-CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
