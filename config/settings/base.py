@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "corsheaders",
     "django_htmx",
     "template_partials",
     "core",
@@ -119,6 +120,8 @@ MIDDLEWARE = [
     "core.request_ids.RequestIdMiddleware",
     "core.query_strings.RejectNulQueryMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Before CommonMiddleware, so that a preflight is answered before any redirect.
+    "corsheaders.middleware.CorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -218,6 +221,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     # `?format=` belongs to the context route (text, messages), not to DRF negotiation.
@@ -243,6 +247,10 @@ SPECTACULAR_SETTINGS = {
         "FidelityEnum": "memory.engines.base.FIDELITIES",
     },
 }
+
+# Requests each API key may make per clock minute, counted in the cache (CACHE_URL: a
+# shared Redis makes it one limit across web processes); 0 turns the limit off.
+MEMDESK_RATE_LIMIT_PER_MINUTE = env_int("MEMDESK_RATE_LIMIT_PER_MINUTE", 0)
 
 # --- Memory -----------------------------------------------------------------------------
 MEMDESK_OBSERVER_THRESHOLD = env_int("MEMDESK_OBSERVER_THRESHOLD", 30_000, minimum=1)
@@ -473,6 +481,34 @@ LOGGING = {
         "django.db.backends": {"level": "INFO"},
     },
 }
+
+# --- HTTPS, proxies and browsers ---------------------------------------------------------
+# Strict-Transport-Security for this many seconds (0: not sent). Set it once the site is
+# served over HTTPS only: browsers then refuse plain HTTP for that long.
+SECURE_HSTS_SECONDS = env_int("MEMDESK_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MEMDESK_HSTS_INCLUDE_SUBDOMAINS", False)
+# Behind a proxy that ends TLS and says so in X-Forwarded-Proto, requests it forwarded
+# over HTTPS count as secure (secure cookies, CSRF, redirects). Only behind such a
+# proxy: a client talking to gunicorn directly could claim HTTPS with the header.
+MEMDESK_BEHIND_TLS_PROXY = env_bool("MEMDESK_BEHIND_TLS_PROXY", False)
+if MEMDESK_BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Browsers on these origins may call the agent API (/v1/ only; the dashboard never).
+# Off unless set: agents normally call from servers, where CORS does not apply.
+CORS_ALLOWED_ORIGINS = [
+    o.strip().rstrip("/")
+    for o in os.environ.get("MEMDESK_CORS_ORIGINS", "").split(",")
+    if o.strip()
+]
+for _origin in CORS_ALLOWED_ORIGINS:
+    if not _origin.startswith(("https://", "http://")) or "/" in _origin.split("://", 1)[1]:
+        raise ImproperlyConfigured(
+            "MEMDESK_CORS_ORIGINS must be comma-separated origins such as "
+            f"https://app.example.com (scheme and host, no path); got {_origin!r}."
+        )
+CORS_URLS_REGEX = r"^/v1/.*$"
+CORS_ALLOW_HEADERS = ["authorization", "content-type", "x-request-id", "x-workspace-id"]
+CORS_EXPOSE_HEADERS = ["X-Request-Id", "Retry-After", "Location"]
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
