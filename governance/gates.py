@@ -4,6 +4,7 @@ raises ``RedactionGateError``; the caller decides what that means for its run.""
 
 from __future__ import annotations
 
+import importlib.util
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
@@ -457,6 +458,15 @@ def redaction_for_run_summary(*, conversation: Conversation, texts: Sequence[str
         typed = [replace(d, operator="replace") if d.operator == "pseudonym" else d for d in found]
         redacted.append(redaction.redact_text(text, typed, spec=spec).engine_text)
     return redacted
+
+
+def redaction_engine_status() -> str:
+    """ "loaded" when this process has loaded the PII engine, "loadable" when its spaCy
+    pipeline is installed (it loads on first use), "missing" when it is not: then every
+    redaction, and every run of a policy that redacts, fails."""
+    if redaction.engine_loaded():
+        return "loaded"
+    return "loadable" if importlib.util.find_spec(redaction.spacy_model_name()) else "missing"
 
 
 def message_scan_request(*, conversation: Conversation, messages: Sequence[Message]) -> None:

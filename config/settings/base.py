@@ -432,7 +432,16 @@ if MEMDESK_RETENTION_SWEEP_TIME_LIMIT > 5 * 3600:
 # A re-scan of a workspace (dashboard or rescan_redaction) reads every stored object once.
 MEMDESK_RESCAN_TIME_LIMIT = env_int("MEMDESK_RESCAN_TIME_LIMIT", 4 * 3600, minimum=60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# /readyz wants a worker heartbeat (core/tasks.py, sent by beat every minute) this recent.
+MEMDESK_READY_HEARTBEAT_SECONDS = env_int("MEMDESK_READY_HEARTBEAT_SECONDS", 180, minimum=90)
 CELERY_BEAT_SCHEDULE = {
+    # A worker that runs it records a heartbeat; one not run in time is dropped, so that
+    # heartbeats queued while every worker was down do not fake one when they come back.
+    "worker-heartbeat": {
+        "task": "core.tasks.worker_heartbeat",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
     "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
     # Hourly: starts a retention sweep per workspace with an enabled policy (none while
     # one is open), and re-sends sweeps and erasure requests whose task was lost.
