@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from core.readiness import worker_heartbeat_record
 from dashboard.models import Role
 from memory.models import Conversation
 from memory.services import conversation_create
@@ -64,6 +65,7 @@ def probed(workspace):
     conversation.pk = CONVERSATION_ID
     chat(conversation)
     observe(conversation)
+    worker_heartbeat_record(hostname="celery@probe")  # /readyz answers 200, not 503
     return workspace
 
 
