@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
@@ -471,6 +471,19 @@ def _execute(
         _requeue_after_wait(model, run, token)
     except SoftTimeLimitExceeded:
         raise  # the task fails the run with its time limit in words
+    except (OperationalError, InterfaceError) as error:
+        # The database went away mid-run (a restart, a dropped connection): a retry may
+        # well succeed, on a new connection. (Inside a transaction the connection is the
+        # transaction's owner's to close.)
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
+        transient = EngineError(
+            f"the database connection failed ({type(error).__name__}); the run will retry",
+            retryable=True,
+        )
+        _release_after_error(model, run, token, transient, final=final, retry_in=retry_in)
+        run.refresh_from_db()
+        return RunOutcome(run, retry=run.status == PipelineRun.Status.RETRYING)
     except Exception as error:
         _fail_unexpected(model, run, token, error)
     run.refresh_from_db()

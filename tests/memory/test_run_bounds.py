@@ -7,6 +7,7 @@ import logging
 import time
 
 import pytest
+from django.db import OperationalError
 from django.test import override_settings
 
 from memory import pipeline
@@ -34,6 +35,11 @@ def conversation(workspace) -> Conversation:
 class _Overflowing(ExtractiveEngine):
     def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         raise OverflowError(f"date value out of range in {messages[0].content}")
+
+
+class _DatabaseGone(ExtractiveEngine):
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
+        raise OperationalError("server closed the connection unexpectedly")
 
 
 class _Slow(ExtractiveEngine):
@@ -69,6 +75,17 @@ def test_observe_over_the_api_fails_visibly_on_an_unexpected_error(api, conversa
     response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
     assert response.status_code == 200
     assert response.json()["status"] == "failed"
+
+
+def test_a_lost_database_connection_is_retried_not_failed_for_good(conversation, monkeypatch):
+    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _DatabaseGone())
+    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+
+    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=10)
+
+    assert outcome.retry and outcome.run.status == "retrying"
+    assert "database connection failed (OperationalError)" in outcome.run.error
+    assert outcome.run.lease_token is None
 
 
 @override_settings(MEMDESK_RUN_WAIT_SECONDS=1)
