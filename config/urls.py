@@ -15,6 +15,7 @@ urlpatterns = [
     # Signed in: the conversation list; otherwise memory_views.home, the landing page.
     path("", dashboard_views.home, name="home"),
     path("healthz", memory_views.healthz, name="healthz"),
+    path("readyz", memory_views.readyz, name="readyz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memory.urls")),

@@ -43,6 +43,12 @@ def parse_limit(raw: str | int | None, *, default: int = PAGE_LIMIT_DEFAULT) -> 
     return limit
 
 
+def is_ascii_digits(raw: str) -> bool:
+    """True for "0".."9" only: ``str.isdigit()`` also accepts "²" and "¹", which
+    ``int()`` refuses, and ``int()`` accepts other scripts' digits, which no id uses."""
+    return raw.isascii() and raw.isdecimal()
+
+
 def parse_uuid(raw: object, *, field: str) -> uuid.UUID:
     try:
         return uuid.UUID(str(raw))

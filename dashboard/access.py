@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest
 
 from core.actors import Actor
 from core.errors import MemdeskError
+from core.paging import is_ascii_digits
 from core.request_ids import request_id_of
 from dashboard import selectors
 from dashboard.models import Capability, Role, role_can, roles_with
@@ -267,7 +268,7 @@ def get_api_key_for_user(access: Access, api_key_id: object) -> ApiKey:
     raw = str(api_key_id)
     api_key = (
         selectors.api_key_in(workspace=access.workspace, api_key_id=int(raw))
-        if raw.isdigit()
+        if is_ascii_digits(raw)
         else None
     )
     if api_key is None:

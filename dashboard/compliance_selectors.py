@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
+from core.paging import is_ascii_digits
 from governance.models import (
     AuditEvent,
     ErasureRequest,
@@ -72,7 +73,7 @@ def _conversations_of(
     """Target id → the id of the conversation it is in, for the rows that still exist."""
     found: QuerySet[Any]
     if model is RedactionFinding:
-        numbers = [int(raw) for raw in raw_ids if raw.isdigit()]
+        numbers = [int(raw) for raw in raw_ids if is_ascii_digits(raw)]
         found = RedactionFinding.objects.filter(pk__in=numbers, workspace=workspace)
     else:
         found = model._default_manager.filter(
@@ -110,14 +111,15 @@ def audit_target_urls(
             urls[(kind, pk)] = reverse("dashboard:conversation_detail", args=[conversation_id])
     if "legal_hold" in by_type:
         held = LegalHold.objects.filter(
-            workspace=workspace, pk__in=[int(i) for i in by_type["legal_hold"] if i.isdigit()]
+            workspace=workspace,
+            pk__in=[int(i) for i in by_type["legal_hold"] if is_ascii_digits(i)],
         ).values_list("pk", flat=True)
         page = reverse(_LIST_PAGES["legal_hold"])
         for hold_pk in held:
             urls[("legal_hold", str(hold_pk))] = f"{page}#hold-{hold_pk}"
     for kind, name in _ROW_PAGES.items():
         for raw in by_type.get(kind, set()):
-            if raw.isdigit():
+            if is_ascii_digits(raw):
                 urls[(kind, raw)] = reverse(name, args=[int(raw)])
     for kind in ("redaction_policy", "api_key"):
         for raw in by_type.get(kind, set()):
@@ -147,11 +149,11 @@ def audit_actor_names(*, workspace: Workspace, events: Sequence[AuditEvent]) -> 
     user_ids = {e.actor_id for e in events if e.actor_type == AuditEvent.ActorType.USER}
     key_ids = {e.actor_id for e in events if e.actor_type == AuditEvent.ActorType.API_KEY}
     names: dict[str, str] = {}
-    users = get_user_model().objects.filter(pk__in=[int(i) for i in user_ids if i.isdigit()])
+    users = get_user_model().objects.filter(pk__in=[int(i) for i in user_ids if is_ascii_digits(i)])
     for pk, username in users.values_list("pk", "username"):
         names[f"user:{pk}"] = username
     keys = ApiKey.objects.filter(
-        workspace=workspace, pk__in=[int(i) for i in key_ids if i.isdigit()]
+        workspace=workspace, pk__in=[int(i) for i in key_ids if is_ascii_digits(i)]
     )
     for pk, name in keys.values_list("pk", "name"):
         names[f"api_key:{pk}"] = name

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
+from core.paging import is_ascii_digits
 from dashboard.access import Access
 
 INVALID = 422  # a form with errors or a refused action; htmx swaps it in (see base.html)
@@ -48,9 +49,18 @@ def posted_reason(request: HttpRequest) -> str:
     return request.POST.get("reason", "").strip()[:REASON_MAX_LENGTH]
 
 
+# A sequence number or offset past what a 64-bit column holds is no row: SQLite and
+# PostgreSQL refuse to compare with it rather than find nothing.
+INT_PARAM_MAX = 2**63 - 1
+
+
 def int_param(request: HttpRequest, name: str) -> int | None:
+    """A whole number from the query string; None when it is missing or not one."""
     raw = request.GET.get(name, "")
-    return int(raw) if raw.isdigit() else None
+    if not is_ascii_digits(raw) or len(raw) > 19:
+        return None
+    value = int(raw)
+    return value if value <= INT_PARAM_MAX else None
 
 
 def uuid_param(request: HttpRequest, name: str) -> uuid.UUID | None:

@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import MemdeskError
+from core.paging import is_ascii_digits
 from dashboard.access import Access, access_for, get_finding_for_user, get_rescan_for_user
 from dashboard.compliance_selectors import conversation_titles, finding_counts
 from dashboard.forms import (
@@ -195,7 +196,7 @@ def review_bulk(request: HttpRequest) -> HttpResponse:
     decision = request.POST.get("decision", "")
     if decision not in DECISIONS:
         raise Http404("No such decision.")
-    ids = [raw for raw in request.POST.getlist("finding") if raw.isdigit()]
+    ids = [raw for raw in request.POST.getlist("finding") if is_ascii_digits(raw)]
     reason = posted_reason(request)
     decided, errors = 0, []
     if ids and reason:

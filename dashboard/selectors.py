@@ -34,6 +34,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Greatest, NullIf, TruncDate
 from django.utils import timezone
 
+from core.paging import is_ascii_digits
 from dashboard.models import Membership, Role
 from governance.gates import reidentifier_for_api
 from governance.models import AuditEvent, LegalHold, MessageScan, RedactionFinding
@@ -81,11 +82,11 @@ def workspaces_for_user(user: User) -> list[tuple[Workspace, str]]:
 def user_labels(labels: set[str]) -> dict[str, str]:
     """Audit labels ("user:12") to usernames, for history pages; others stay as they are."""
     ids = {label.split(":", 1)[1] for label in labels if label.startswith("user:")}
-    numeric = [int(i) for i in ids if i.isdigit()]
+    numeric = [int(i) for i in ids if is_ascii_digits(i)]
     names = dict(get_user_model().objects.filter(pk__in=numeric).values_list("pk", "username"))
     return {
         label: names.get(int(label[5:]), label)
-        if label.startswith("user:") and label[5:].isdigit()
+        if label.startswith("user:") and is_ascii_digits(label[5:])
         else label
         for label in labels
     }

@@ -36,6 +36,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from core.errors import MemdeskError, error_body
+from core.paging import is_ascii_digits
 from dashboard import selectors
 from dashboard.access import (
     Access,
@@ -487,7 +488,7 @@ def _finding_ids(raw: str) -> list[int] | None:
     if not raw.strip():
         return []
     pieces = [piece.strip() for piece in raw.split(",")]
-    if not all(piece.isdigit() for piece in pieces) or len(pieces) > 100:
+    if not all(is_ascii_digits(piece) for piece in pieces) or len(pieces) > 100:
         return None
     return [int(piece) for piece in pieces]
 
@@ -1033,7 +1034,7 @@ def memory_revert(
         request, conversation_id, item_id, Capability.EDIT_MEMORY
     )
     version = request.POST.get("version", "")
-    version = version if version.isdigit() else ""
+    version = version if is_ascii_digits(version) else ""
     form = RevertForm(request.POST, auto_id=_form_id(item, f"revert{version}"))
     if form.is_valid():
         try:

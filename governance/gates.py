@@ -4,10 +4,11 @@ raises ``RedactionGateError``; the caller decides what that means for its run.""
 
 from __future__ import annotations
 
+import importlib.util
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
@@ -438,6 +439,34 @@ def redaction_for_observer(*, conversation: Conversation, messages: Sequence[Mes
         raise RedactionGateError(
             "a message changed while it was being scanned; the run will retry", retryable=True
         ) from None
+
+
+def redaction_for_run_summary(*, conversation: Conversation, texts: Sequence[str]) -> list[str]:
+    """What an Observer run may keep of what its engine said beside the observations
+    (the current task, the suggested response). Read from redacted messages, it holds
+    nothing to redact. Read from messages as stored, its values are replaced by their
+    entity type (``<CREDIT_CARD>``), pending ones included: a run row is no redaction
+    target, so a value left in it would outlive the redaction of memory, and no
+    pseudonym is numbered for it."""
+    if not any(texts) or redacts_before_observation(conversation=conversation):
+        return list(texts)
+    policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
+    spec = redaction.PolicySpec.of(policy)
+    detections = redaction.engine().detect(list(texts), spec=spec)
+    redacted = []
+    for text, found in zip(texts, detections, strict=True):
+        typed = [replace(d, operator="replace") if d.operator == "pseudonym" else d for d in found]
+        redacted.append(redaction.redact_text(text, typed, spec=spec).engine_text)
+    return redacted
+
+
+def redaction_engine_status() -> str:
+    """ "loaded" when this process has loaded the PII engine, "loadable" when its spaCy
+    pipeline is installed (it loads on first use), "missing" when it is not: then every
+    redaction, and every run of a policy that redacts, fails."""
+    if redaction.engine_loaded():
+        return "loaded"
+    return "loadable" if importlib.util.find_spec(redaction.spacy_model_name()) else "missing"
 
 
 def message_scan_request(*, conversation: Conversation, messages: Sequence[Message]) -> None:

@@ -661,6 +661,10 @@ _engine: RedactionEngine | None = None
 _engine_lock = threading.Lock()
 
 
+def engine_loaded() -> bool:
+    return _engine is not None
+
+
 def engine() -> RedactionEngine:
     """The process's engine, loaded on first use (a second or two), never per request."""
     global _engine

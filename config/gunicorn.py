@@ -1,0 +1,55 @@
+"""gunicorn's settings for the web process: ``gunicorn config.wsgi -c config/gunicorn.py``
+(the Procfile, docs/deployment.md). Command-line options override these.
+
+The access log names the request by its method and path only, and by its request id:
+query strings carry people's e-mail addresses and names (``?userId=``, the dashboard's
+``?q=``), and so does the path of an end user's page, which is logged as
+``/users/…/``."""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import timedelta
+from typing import Any
+
+from gunicorn.glogging import Logger
+
+bind = os.environ.get("MEMDESK_WEB_BIND") or f"127.0.0.1:{os.environ.get('PORT', '8000')}"
+workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
+# A request still running after this many seconds is killed with its worker.
+# MEMDESK_RUN_WAIT_SECONDS (observe/reflect ?wait=true) must stay under it; the Django
+# settings refuse to start otherwise.
+timeout = int(os.environ.get("MEMDESK_WEB_TIMEOUT") or 30)
+graceful_timeout = timeout
+# Over 8 KB of request line is refused with a 414 before Django sees it.
+limit_request_line = 8190
+accesslog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
+access_log_format = '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms %({x-request-id}o)s'
+
+_PERSONAL_SEGMENT = re.compile(r"^(/users/)[^?]+?/?$")
+
+
+def path_for_log(path: str) -> str:
+    """The path as the access log shows it: an end user's id replaced by an ellipsis."""
+    return _PERSONAL_SEGMENT.sub(r"\1…/", path)
+
+
+class PathOnlyLogger(Logger):
+    """gunicorn's logger with the query string and referrer left out of every atom."""
+
+    def atoms(
+        self, resp: Any, req: Any, environ: dict[str, Any], request_time: timedelta
+    ) -> dict[str, Any]:
+        atoms: dict[str, Any] = super().atoms(resp, req, environ, request_time)
+        path = path_for_log(environ.get("PATH_INFO", ""))
+        atoms["U"] = path
+        atoms["q"] = "-"
+        atoms["f"] = "-"
+        atoms["r"] = f"{environ.get('REQUEST_METHOD')} {path} {environ.get('SERVER_PROTOCOL')}"
+        atoms.pop("{referer}i", None)
+        return atoms
+
+
+logger_class = PathOnlyLogger

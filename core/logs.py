@@ -1,0 +1,87 @@
+"""Log formatting: plain lines or one JSON object per line (``LOG_FORMAT``), both
+carrying the request id, and neither ever quoting a database row.
+
+Memdesk's own log calls name ids and counts, never content. A database error is the
+exception: PostgreSQL's message for a refused row quotes the row ("Failing row contains
+(...)", "Key (user_id)=(dana@example.com) already exists"), and a traceback prints that
+message. Tracebacks here keep every frame and the error's type and SQLSTATE, and leave
+the database's message out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from datetime import UTC, datetime
+from types import TracebackType
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
+
+# Where the drivers' and Django's database errors come from.
+_DATABASE_MODULES = ("django.db", "psycopg", "psycopg2", "sqlite3")
+
+
+def _is_database_error(error: BaseException) -> bool:
+    return type(error).__module__.startswith(_DATABASE_MODULES)
+
+
+def _described(error: BaseException) -> str:
+    name = f"{type(error).__module__}.{type(error).__qualname__}"
+    if not _is_database_error(error):
+        return f"{name}: {error}" if str(error) else name
+    code = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+    cause = error.__cause__
+    code = code or getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    suffix = f" SQLSTATE {code}" if code else ""
+    return f"{name}:{suffix} (the database's message is not logged: it may quote the row)"
+
+
+def content_free_traceback(error: BaseException) -> str:
+    """The traceback of ``error`` and the errors it was raised from, as Python prints
+    it, with database errors' messages left out."""
+    chain: list[tuple[BaseException, str]] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    link = ""
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append((current, link))
+        if current.__cause__ is not None:
+            current, link = current.__cause__, traceback._cause_message  # type: ignore[attr-defined]
+        elif current.__context__ is not None and not current.__suppress_context__:
+            current, link = current.__context__, traceback._context_message  # type: ignore[attr-defined]
+        else:
+            current = None
+    parts: list[str] = []
+    for index, (exc, _) in enumerate(reversed(chain)):
+        if index:
+            parts.append(list(reversed(chain))[index - 1][1])
+        parts.append("Traceback (most recent call last):\n")
+        parts.extend(traceback.format_tb(exc.__traceback__))
+        parts.append(_described(exc) + "\n")
+    return "".join(parts).rstrip("\n")
+
+
+class ContentFreeFormatter(logging.Formatter):
+    """Django's plain format, with tracebacks that leave database messages out."""
+
+    def formatException(self, ei: ExcInfo) -> str:  # type: ignore[override]  # noqa: N802
+        return content_free_traceback(ei[1])
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, request_id, message, and the
+    traceback (database messages left out) when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "request_id": getattr(record, "request_id", "-"),
+            "message": record.getMessage(),
+        }
+        if record.exc_info and record.exc_info[1] is not None:
+            entry["exception"] = content_free_traceback(record.exc_info[1])
+        return json.dumps(entry, ensure_ascii=False, default=str)

@@ -1,0 +1,67 @@
+"""What ``/readyz`` checks that every app shares: the database, the broker, and that a
+worker was alive lately. Each check answers in words and never raises."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from core.models import WorkerHeartbeat
+
+logger = logging.getLogger(__name__)
+
+# Brokers that live inside Memdesk's own processes: nothing to reach.
+EMBEDDED_BROKERS = ("filesystem://", "memory://")
+# Rows of workers not seen for this long are forgotten (container hostnames change).
+HEARTBEAT_KEPT = timedelta(days=1)
+
+
+def worker_heartbeat_record(*, hostname: str) -> None:
+    """Note that the worker ``hostname`` is alive now."""
+    now = timezone.now()
+    WorkerHeartbeat.objects.update_or_create(hostname=hostname[:255], defaults={"seen_at": now})
+    WorkerHeartbeat.objects.filter(seen_at__lt=now - HEARTBEAT_KEPT).delete()
+
+
+def database_check() -> dict[str, object]:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as error:  # noqa: BLE001 - readiness answers whatever the failure
+        logger.warning("readiness: database unavailable (%s)", type(error).__name__)
+        return {"status": "unavailable", "vendor": connection.vendor}
+    return {"status": "ok", "vendor": connection.vendor}
+
+
+def broker_check() -> dict[str, object]:
+    """One connection attempt, bounded by CELERY_BROKER_CONNECTION_TIMEOUT."""
+    if settings.CELERY_BROKER_URL.startswith(EMBEDDED_BROKERS):
+        return {"status": "ok", "embedded": True}
+    try:
+        with current_app.connection_for_write() as broker:
+            broker.ensure_connection(
+                max_retries=1, timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT
+            )
+    except Exception as error:  # noqa: BLE001 - any transport's failure
+        logger.warning("readiness: broker unavailable (%s)", type(error).__name__)
+        return {"status": "unavailable", "embedded": False}
+    return {"status": "ok", "embedded": False}
+
+
+def worker_check() -> dict[str, object]:
+    """A worker was seen within MEMDESK_READY_HEARTBEAT_SECONDS."""
+    try:
+        latest = WorkerHeartbeat.objects.order_by("-seen_at").first()
+    except Exception:  # noqa: BLE001 - the database check reports the cause
+        return {"status": "unknown"}
+    if latest is None:
+        return {"status": "unavailable", "lastSeenSecondsAgo": None}
+    ago = max(int((timezone.now() - latest.seen_at).total_seconds()), 0)
+    fresh = ago <= settings.MEMDESK_READY_HEARTBEAT_SECONDS
+    return {"status": "ok" if fresh else "unavailable", "lastSeenSecondsAgo": ago}

@@ -1,0 +1,99 @@
+"""``/readyz``: 200 only when the database answers, the broker takes connections, a
+worker was alive lately and the PII engine is loaded or installed; each check says why."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from celery import Celery
+from django.test import override_settings
+from django.utils import timezone
+
+from config.settings.base import broker_transport_options
+from core import readiness
+from core.models import WorkerHeartbeat
+from core.tasks import worker_heartbeat
+from governance import redaction
+
+DEAD_REDIS = "redis://127.0.0.1:1/0"
+
+
+@pytest.fixture
+def worker_alive(db):
+    worker_heartbeat.apply()
+
+
+def test_ready_when_everything_answers(client, worker_alive):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ready"
+    assert {name: check["status"] for name, check in body["checks"].items()} == {
+        "database": "ok",
+        "broker": "ok",
+        "worker": "ok",
+        "piiModel": "ok",
+    }
+    assert body["checks"]["piiModel"]["model"] in ("loaded", "loadable")
+    assert client.get("/healthz").status_code == 200  # liveness is another question
+
+
+def test_not_ready_before_any_worker_was_seen(client, db):
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["worker"] == {
+        "status": "unavailable",
+        "lastSeenSecondsAgo": None,
+    }
+
+
+def test_not_ready_when_the_last_heartbeat_is_old(client, worker_alive):
+    WorkerHeartbeat.objects.update(seen_at=timezone.now() - timedelta(minutes=10))
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    worker = response.json()["checks"]["worker"]
+    assert worker["status"] == "unavailable" and worker["lastSeenSecondsAgo"] >= 600
+
+
+@override_settings(CELERY_BROKER_URL=DEAD_REDIS)
+def test_not_ready_when_the_broker_is_down(client, worker_alive, monkeypatch):
+    app = Celery("memdesk-readyz", broker=DEAD_REDIS, set_as_current=False)
+    app.conf.broker_transport_options = broker_transport_options(DEAD_REDIS, 1)
+    app.conf.broker_connection_timeout = 1
+    monkeypatch.setattr(readiness, "current_app", app)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["broker"] == {"status": "unavailable", "embedded": False}
+    assert response.json()["checks"]["database"]["status"] == "ok"
+
+
+def test_not_ready_when_the_database_is_down(client, worker_alive, monkeypatch):
+    class Down:
+        vendor = "postgresql"
+
+        def cursor(self):
+            raise ConnectionError("server closed the connection")
+
+    monkeypatch.setattr(readiness, "connection", Down())
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["database"] == {
+        "status": "unavailable",
+        "vendor": "postgresql",
+    }
+
+
+@override_settings(MEMDESK_REDACTION_SPACY_MODEL="no_such_spacy_pipeline")
+def test_not_ready_when_the_pii_model_is_not_installed(client, worker_alive, monkeypatch):
+    monkeypatch.setattr(redaction, "_engine", None)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["piiModel"] == {"status": "unavailable", "model": "missing"}
+
+
+def test_a_heartbeat_replaces_the_workers_row_and_forgets_old_workers(db):
+    WorkerHeartbeat.objects.create(hostname="gone@old", seen_at=timezone.now() - timedelta(days=2))
+    readiness.worker_heartbeat_record(hostname="celery@a")
+    readiness.worker_heartbeat_record(hostname="celery@a")
+    assert list(WorkerHeartbeat.objects.values_list("hostname", flat=True)) == ["celery@a"]

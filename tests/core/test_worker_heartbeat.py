@@ -1,0 +1,46 @@
+"""A real Celery worker records its heartbeat when it starts and when it runs the
+heartbeat task, and /readyz then sees a worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from celery import current_app
+
+from core.models import WorkerHeartbeat
+from tests.memory.celery_workers import Broker, Worker, publishing_to, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def broker(tmp_path) -> Iterator[Broker]:
+    broker = Broker(tmp_path)
+    with publishing_to(broker.url, broker.transport_options, broker.queue):
+        yield broker
+
+
+def test_a_started_worker_is_seen_by_readyz(client, broker):
+    assert client.get("/readyz").status_code == 503  # no worker yet
+    worker = Worker("heart", broker, {})
+    try:
+        started = wait_until(
+            lambda: WorkerHeartbeat.objects.filter(hostname="heart@test").first(),
+            timeout=60,
+            what="the worker's heartbeat at start",
+            logs=[worker],
+        )
+        assert client.get("/readyz").status_code == 200
+
+        current_app.send_task("core.tasks.worker_heartbeat", queue=broker.queue)
+        wait_until(
+            lambda: WorkerHeartbeat.objects.filter(
+                hostname="heart@test", seen_at__gt=started.seen_at
+            ).exists(),
+            timeout=60,
+            what="the heartbeat task",
+            logs=[worker],
+        )
+    finally:
+        worker.stop()
