@@ -144,6 +144,13 @@ class WorkspaceSettingsIn(serializers.Serializer):
         help_text="compact, balanced or detailed; null (or empty) follows the server's "
         "default again.",
     )
+    contextMaxTokens = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=services.MAX_CONTEXT_MAX_TOKENS,
+        help_text="The token budget of a context read that names no max_tokens; null: none.",
+    )
     reason = text_field(
         required=False, allow_blank=True, help_text="Required: kept in the audit trail."
     )
@@ -963,9 +970,10 @@ class WorkspaceSettingsApi(ApiView):
         request=WorkspaceSettingsIn,
         responses={200: out.WorkspaceSettingsOut, **ADMIN_ERRORS},
         description="Choose the Observer's fidelity for this workspace, or null to follow "
-        "the server's default. Admin keys only; `reason` is required and the change is "
-        "audited (a change that changes nothing is not). The Observer's next runs use "
-        "it; memory already written stays as it is.",
+        "the server's default; and the default token budget of its served contexts "
+        "(contextMaxTokens), or null for none. Admin keys only; `reason` is required and "
+        "the change is audited (a change that changes nothing is not). The Observer's next "
+        "runs use the fidelity; memory already written stays as it is.",
     )
     def patch(self, request: Request) -> Response:
         data = validated(WorkspaceSettingsIn, request.data)
@@ -973,19 +981,22 @@ class WorkspaceSettingsApi(ApiView):
         if unknown:
             raise MemdeskError(
                 "invalid_request",
-                f"Unknown settings fields: {unknown}; only fidelity can be changed here.",
+                f"Unknown settings fields: {unknown}; only fidelity and contextMaxTokens "
+                "can be changed here.",
                 field=unknown[0],
             )
-        if "fidelity" not in data:
+        if "fidelity" not in data and "contextMaxTokens" not in data:
             raise MemdeskError(
                 "nothing_to_change",
-                "Send fidelity: compact, balanced, detailed, or null to follow the default.",
+                "Send fidelity: compact, balanced, detailed, or null to follow the default; "
+                "or contextMaxTokens: a token budget, or null for none.",
                 field="fidelity",
             )
         workspace = services.workspace_settings_update(
             workspace=self.workspace,
             actor=self.actor(),
-            fidelity=data["fidelity"],
+            fidelity=data.get("fidelity", services.UNCHANGED),
+            context_max_tokens=data.get("contextMaxTokens", services.UNCHANGED),
             reason=data.get("reason") or "",
         )
         return Response(workspace_settings_to_wire(workspace))

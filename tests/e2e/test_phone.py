@@ -82,9 +82,7 @@ def test_the_header_folds_into_a_menu_on_a_phone(phone, member, screenshot):
     phone.wait_for_url("**/metrics/")
 
 
-def test_the_review_and_audit_tables_stay_usable_on_a_phone(
-    phone, member, workspace, screenshot
-):
+def test_the_review_and_audit_tables_stay_usable_on_a_phone(phone, member, workspace, screenshot):
     conversation = conversation_create(workspace=workspace, user_id="dana", title="Call")
     chat(conversation)
     observe(conversation)  # an audit event to list
