@@ -220,7 +220,14 @@ class MemoryApi(ApiView):
     _reidentifier: Reidentifies | None
 
     def conversation(self, conversation_id: str) -> Conversation:
-        return selectors.conversation_get(workspace=self.workspace, conversation_id=conversation_id)
+        # One query for the conversation and the workspace (authentication comes from the
+        # cache without it), which then is the view's workspace too.
+        conversation = selectors.conversation_get_with_workspace(
+            workspace_id=self.api_key.workspace_id, conversation_id=conversation_id
+        )
+        if not ApiKey.workspace.is_cached(self.api_key):
+            self.api_key.workspace = conversation.workspace
+        return conversation
 
     def reidentifier(self) -> Reidentifies | None:
         if not hasattr(self, "_reidentifier"):

@@ -83,6 +83,11 @@ class ApiKey(models.Model):
     def hash_raw_key(raw_key: str) -> str:
         return hashlib.sha256(raw_key.encode()).hexdigest()
 
+    @staticmethod
+    def cache_key_of(key_hash: str) -> str:
+        """Where authentication keeps the key for a few seconds (``core.auth``)."""
+        return f"memdesk:apikey:{key_hash}"
+
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None

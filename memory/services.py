@@ -20,6 +20,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from core.actors import Actor, ActorType
+from core.cache import cache_delete
 from core.errors import MemdeskError
 from core.paging import parse_uuid
 from governance.audit import audit_record, require_reason
@@ -127,6 +128,11 @@ def api_key_revoke(*, api_key: ApiKey, actor: Actor) -> ApiKey:
                 target_id=str(api_key.pk),
                 before={"prefix": api_key.prefix},
             )
+            # Authentication keeps a key a few seconds: a revoked one must go at once.
+            # Again after the commit, in case a request cached the key in between.
+            cached = [ApiKey.cache_key_of(api_key.key_hash)]
+            cache_delete(cached)
+            transaction.on_commit(lambda: cache_delete(cached))
     api_key.refresh_from_db()
     return api_key
 
