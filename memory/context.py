@@ -43,6 +43,7 @@ from memory.models import (
 )
 from memory.selectors import (
     active_reflections,
+    covered_intervals,
     deleted_source_ids,
     pin_list,
     served_observations,
@@ -346,12 +347,28 @@ def _recent(conversation: Conversation, *, reidentifier: Reidentifies | None) ->
     return recent
 
 
-# The memory blocks a worker rendered or fetched last, by their cache key. The key names
-# every version the block depends on, so an entry is never stale, only unused; a read
-# under a busy writer then costs the tail's query and no round trip for the block.
-_LOCAL_BLOCKS: OrderedDict[str, _MemoryBlock] = OrderedDict()
-LOCAL_BLOCKS_KEPT = 32
+# The memory blocks and tails a worker rendered or fetched last, by their cache key. The
+# key names every version the entry depends on, so an entry is never stale, only
+# unused; a read under a busy writer then costs no round trip for the block.
+_LOCAL: OrderedDict[str, Any] = OrderedDict()
+LOCAL_ENTRIES_KEPT = 64
 _local_lock = threading.Lock()
+
+
+def _local_get(key: str) -> Any:
+    with _local_lock:
+        value = _LOCAL.get(key)
+        if value is not None:
+            _LOCAL.move_to_end(key)
+        return value
+
+
+def _local_put(key: str, value: Any) -> None:
+    with _local_lock:
+        _LOCAL[key] = value
+        _LOCAL.move_to_end(key)
+        while len(_LOCAL) > LOCAL_ENTRIES_KEPT:
+            _LOCAL.popitem(last=False)
 
 
 def _memory_block_cached(
@@ -367,21 +384,48 @@ def _memory_block_cached(
         f"memdesk:ctxmem:{conversation.pk}:{conversation.memory_version}"
         f":{kind}:{today.isoformat()}:{names}"
     )
-    with _local_lock:
-        block = _LOCAL_BLOCKS.get(key)
-        if block is not None:
-            _LOCAL_BLOCKS.move_to_end(key)
-            return block
-    block = cache_get(key)
+    block: _MemoryBlock | None = _local_get(key) or cache_get(key)
     if block is None:
         tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
         block = _memory_block(tiers, fmt=kind, conversation=conversation)
         cache_set(key, block, CACHE_SECONDS)
-    with _local_lock:
-        _LOCAL_BLOCKS[key] = block
-        while len(_LOCAL_BLOCKS) > LOCAL_BLOCKS_KEPT:
-            _LOCAL_BLOCKS.popitem(last=False)
+    _local_put(key, block)
     return block
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The recent messages up to ``through_seq``. Between two changes of memory (each
+    moves ``memory_version``: an Observer run, a redaction, a deletion) the tail only
+    grows at its end, so a newer one is this one plus the messages after it."""
+
+    through_seq: int
+    intervals: tuple[tuple[int, int], ...]  # the observed seq ranges, fixed until then
+    messages: tuple[Message, ...]
+
+
+def _recent_cached(
+    conversation: Conversation, *, names: str, reidentifier: Reidentifies | None
+) -> list[Message]:
+    """``_recent``, reading only the messages written since the cached tail."""
+    key = f"memdesk:ctxtail:{conversation.pk}:{conversation.memory_version}:{names}"
+    tail: _Tail | None = _local_get(key) or cache_get(key)
+    if tail is None:
+        tail = _Tail(0, tuple(covered_intervals(conversation=conversation)), ())
+    if tail.through_seq < conversation.last_seq:
+        # Every message up to last_seq committed with (or before) it: none can appear
+        # below it later, so the tail is complete through last_seq.
+        new = list(
+            unobserved_messages(conversation=conversation, intervals=list(tail.intervals)).filter(
+                seq__gt=tail.through_seq, seq__lte=conversation.last_seq
+            )
+        )
+        if reidentifier is not None:
+            reidentify_items(reidentifier, new)
+        tail = _Tail(conversation.last_seq, tail.intervals, tail.messages + tuple(new))
+        cache_set(key, tail, CACHE_SECONDS)
+    _local_put(key, tail)
+    return list(tail.messages)
 
 
 def _render(
@@ -452,7 +496,7 @@ def context_for_conversation(
         block = _memory_block_cached(
             conversation, fmt=fmt, today=today, names=names, reidentifier=reidentifier
         )
-        recent = _recent(conversation, reidentifier=reidentifier)
+        recent = _recent_cached(conversation, names=names, reidentifier=reidentifier)
         rendered = _render(conversation, block=block, recent=recent, fmt=fmt, max_tokens=max_tokens)
         cache_set(key, rendered, CACHE_SECONDS)
     return rendered

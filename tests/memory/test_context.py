@@ -256,3 +256,23 @@ def test_the_memory_block_is_rendered_again_when_memory_changes(curator_api, con
     )
 
     assert "User counted to six, slowly." in curator_api.get(path).content.decode()
+
+
+def test_a_read_after_a_message_write_reads_only_the_new_messages(api, conversation):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    path = f"/v1/conversations/{conversation}/context"
+    api.get(path)
+    api.post(
+        f"/v1/conversations/{conversation}/messages",
+        {"role": "user", "content": "message number 11"},
+        format="json",
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        body = api.get(path).json()
+
+    assert [m["seq"] for m in body["recentMessages"]] == list(range(1, 12))
+    [read] = [q["sql"] for q in queries.captured_queries if 'FROM "memory_message"' in q["sql"]]
+    assert '"memory_message"."seq" > 10' in read
