@@ -9,7 +9,8 @@ answers with identical bytes and ETag. The memory block (pins, reflections,
 observations, rendered and costed) is cached apart, by ``memory_version`` and the day
 only: messages are written far more often than memory changes, and a message write then
 renders only the tail, and leaves the memory sections' bytes (the prompt prefix a
-provider's prompt cache keys on) as they were.
+provider's prompt cache keys on) as they were. The tail itself is cached by
+``memory_version`` with the seq it runs through, and extended with the newer messages.
 
 A workspace whose redaction policy lets agents see re-identified memory is served its
 pseudonyms (``<PERSON_1>``) replaced by their values, before the budget is fitted. Those
