@@ -293,9 +293,12 @@ def _render_messages(fitted: _Fitted) -> list[dict[str, Any]]:
     return chat
 
 
-def _render_json(conversation: Conversation, fitted: _Fitted) -> str:
+def _render_json(conversation: Conversation, fitted: _Fitted, wires: dict[Any, str]) -> str:
     """``json.dumps`` of the payload, byte for byte, with the memory items' JSON taken from
-    the block rather than encoded again."""
+    the block and each message's from ``wires`` (filled here), rather than encoded again."""
+    recent = ",".join(
+        wires.get(m.pk) or wires.setdefault(m.pk, _dumps(message_to_wire(m))) for m in fitted.recent
+    )
     return (
         '{"conversationId":'
         + _dumps(str(conversation.id))
@@ -305,8 +308,9 @@ def _render_json(conversation: Conversation, fitted: _Fitted) -> str:
         + ",".join(item.rendered for item in fitted.reflections)
         + '],"observations":['
         + ",".join(item.rendered for item in fitted.observations)
-        + '],"recentMessages":'
-        + _dumps([message_to_wire(m) for m in fitted.recent])
+        + '],"recentMessages":['
+        + recent
+        + "]"
     )
 
 
@@ -403,16 +407,19 @@ class _Tail:
     through_seq: int
     intervals: tuple[tuple[int, int], ...]  # the observed seq ranges, fixed until then
     messages: tuple[Message, ...]
+    wires: dict[Any, str]  # each message's JSON, by id, as the json format needs it
 
 
 def _recent_cached(
     conversation: Conversation, *, names: str, reidentifier: Reidentifies | None
-) -> list[Message]:
-    """``_recent``, reading only the messages written since the cached tail."""
+) -> _Tail:
+    """``_recent``, reading only the messages written since this worker's tail. Kept in
+    the worker only: pickling hundreds of model instances for the shared cache cost more
+    (23 ms for 1,800 messages) than reading them again once per memory change."""
     key = f"memdesk:ctxtail:{conversation.pk}:{conversation.memory_version}:{names}"
-    tail: _Tail | None = _local_get(key) or cache_get(key)
+    tail: _Tail | None = _local_get(key)
     if tail is None:
-        tail = _Tail(0, tuple(covered_intervals(conversation=conversation)), ())
+        tail = _Tail(0, tuple(covered_intervals(conversation=conversation)), (), {})
     if tail.through_seq < conversation.last_seq:
         # Every message up to last_seq committed with (or before) it: none can appear
         # below it later, so the tail is complete through last_seq.
@@ -423,10 +430,9 @@ def _recent_cached(
         )
         if reidentifier is not None:
             reidentify_items(reidentifier, new)
-        tail = _Tail(conversation.last_seq, tail.intervals, tail.messages + tuple(new))
-        cache_set(key, tail, CACHE_SECONDS)
+        tail = _Tail(conversation.last_seq, tail.intervals, tail.messages + tuple(new), tail.wires)
     _local_put(key, tail)
-    return list(tail.messages)
+    return tail
 
 
 def _render(
@@ -434,6 +440,7 @@ def _render(
     *,
     block: _MemoryBlock,
     recent: list[Message],
+    wires: dict[Any, str],
     fmt: str,
     max_tokens: int | None,
 ) -> RenderedContext:
@@ -453,7 +460,7 @@ def _render(
         if fmt == "messages":
             text = _dumps({"messages": _render_messages(fitted), **budget})
         else:
-            text = _render_json(conversation, fitted)
+            text = _render_json(conversation, fitted, wires)
             text += "".join(f",{_dumps(name)}:{_dumps(value)}" for name, value in budget.items())
             text += "}"
         body = text.encode()
@@ -497,8 +504,15 @@ def context_for_conversation(
         block = _memory_block_cached(
             conversation, fmt=fmt, today=today, names=names, reidentifier=reidentifier
         )
-        recent = _recent_cached(conversation, names=names, reidentifier=reidentifier)
-        rendered = _render(conversation, block=block, recent=recent, fmt=fmt, max_tokens=max_tokens)
+        tail = _recent_cached(conversation, names=names, reidentifier=reidentifier)
+        rendered = _render(
+            conversation,
+            block=block,
+            recent=list(tail.messages),
+            wires=tail.wires,
+            fmt=fmt,
+            max_tokens=max_tokens,
+        )
         cache_set(key, rendered, CACHE_SECONDS)
     return rendered
 
