@@ -357,6 +357,7 @@ def _recent(conversation: Conversation, *, reidentifier: Reidentifies | None) ->
 # unused; a read under a busy writer then costs no round trip for the block.
 _LOCAL: OrderedDict[str, Any] = OrderedDict()
 LOCAL_ENTRIES_KEPT = 64
+LOCAL_TAIL_MAX_MESSAGES = 2000
 _local_lock = threading.Lock()
 
 
@@ -431,7 +432,10 @@ def _recent_cached(
         if reidentifier is not None:
             reidentify_items(reidentifier, new)
         tail = _Tail(conversation.last_seq, tail.intervals, tail.messages + tuple(new), tail.wires)
-    _local_put(key, tail)
+    # A tail no Observer run trims (the pipeline off, or far behind) would grow the
+    # worker without bound: past this many messages it is read again each time.
+    if len(tail.messages) <= LOCAL_TAIL_MAX_MESSAGES:
+        _local_put(key, tail)
     return tail
 
 
