@@ -4,6 +4,7 @@ worker runs it, beside a raw batched ``DELETE ... WHERE created_at < cutoff``.
     .venv/bin/python bench/retention.py                          # the recorded configuration
     .venv/bin/python bench/retention.py --batch-sizes 1000,2000,5000,10000,20000
     .venv/bin/python bench/retention.py --messages 100000        # a quick look
+    .venv/bin/python bench/retention.py --messages 200000 --bare # against one bare DELETE
 
 Targets (retention issue): the sweep deletes 1,000,000 expired messages in at most 60 s,
 with the worker's peak memory at most 300 MB.
@@ -22,6 +23,9 @@ every run starts from the same rows. A default policy keeps messages 30 days.
 - raw: psycopg in autocommit, ``DELETE FROM memory_message WHERE id IN (SELECT id FROM
   memory_message WHERE created_at < cutoff LIMIT n)`` until nothing is left: the floor
   for batched deletion without receipts, hold checks or per-conversation policies.
+- bare (``--bare``): one ``DELETE FROM memory_message WHERE created_at < cutoff`` in one
+  statement, the floor the production issue measures the sweep against (the ratio
+  printed is sweep seconds / bare seconds).
 
 Creates databases named bench_retention_<timestamp>[...] and drops them at the end.
 Prints ids and counts only.
@@ -227,6 +231,21 @@ def run_raw(template: str, batch_size: int) -> dict[str, object]:
         drop(name)
 
 
+def run_bare(template: str) -> dict[str, object]:
+    name = f"{template}_bare"
+    url = copy_of(template, name)
+    try:
+        harness.wait_for_quiet_machine()
+        with psycopg.connect(url, autocommit=True) as db:
+            cutoff = datetime.now(UTC) - timedelta(days=30)
+            started = time.perf_counter()
+            cursor = db.execute("DELETE FROM memory_message WHERE created_at < %s", [cutoff])
+            seconds = time.perf_counter() - started
+        return {"deleted": cursor.rowcount, "seconds": seconds}
+    finally:
+        drop(name)
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
         worker(int(sys.argv[2]), int(sys.argv[3]))
@@ -235,6 +254,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1_000_000, help="expired messages")
     parser.add_argument("--batch-sizes", default="5000", help="sweep batch sizes, comma-separated")
     parser.add_argument("--raw-batch-size", type=int, default=5000)
+    parser.add_argument(
+        "--bare", action="store_true", help="also time one unbatched DELETE of the same rows"
+    )
     args = parser.parse_args()
     harness.stop_on_sigterm()
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
@@ -284,6 +306,24 @@ def main() -> None:
                     "0",
                 ]
             )
+            if args.bare:
+                bare = run_bare(template)
+                assert bare["deleted"] == expired, bare
+                bare_seconds = float(bare["seconds"])  # type: ignore[arg-type]
+                rows.append(
+                    [
+                        "bare DELETE, one statement",
+                        f"{expired:,}",
+                        f"{bare_seconds:.2f}",
+                        f"{expired / bare_seconds:,.0f}",
+                        "-",
+                        f"{bare_seconds / TARGET_SECONDS:.2f}",
+                        "-",
+                        "0",
+                    ]
+                )
+                for row in rows[: len(batch_sizes)]:
+                    harness.say(f"{row[0]}: {float(row[2]) / bare_seconds:.1f}x the bare DELETE")
         finally:
             with psycopg.connect(harness.PG_ADMIN_URL, autocommit=True) as admin:
                 for (name,) in admin.execute(

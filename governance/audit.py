@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +117,19 @@ def _json_safe(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if value is None else json.loads(json.dumps(value, cls=DjangoJSONEncoder))
 
 
+@dataclass(frozen=True)
+class AuditChange:
+    """One change for ``audit_record_many``: what ``audit_record`` takes besides the
+    workspace and the actor."""
+
+    action: str
+    target_type: str
+    target_id: str
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    reason: str = ""
+
+
 def audit_record(
     *,
     workspace_id: Any,
@@ -130,6 +144,21 @@ def audit_record(
     """Append one event to the workspace's chain. Call it inside the transaction that
     makes the change: the change and its record commit or roll back together, and the
     checkpoint of the new head is written only once they have committed."""
+    change = AuditChange(action, target_type, target_id, before, after, reason)
+    [event] = audit_record_many(workspace_id=workspace_id, actor=actor, changes=[change])
+    return event
+
+
+def audit_record_many(
+    *, workspace_id: Any, actor: Actor, changes: Sequence[AuditChange]
+) -> list[AuditEvent]:
+    """Append one event per change to the workspace's chain, in order, as one extension
+    of it: the head locked once, the events inserted together with consecutive sequence
+    numbers, each chained to the one before, and the head moved once. For a run that
+    changes many rows (the redaction gate), where a lock and five queries per event were
+    a fifth of its time. The same transaction rules as ``audit_record``."""
+    if not changes:
+        return []
     ip_address = actor.ip_address
     if ip_address and ":" in ip_address:
         ip_address = clean_ipv6_address(ip_address)
@@ -140,40 +169,57 @@ def audit_record(
         )
         # The row lock serialises appends per workspace: one predecessor per event.
         head = AuditChainHead.objects.select_for_update().get(workspace_id=workspace_id)
-        event = AuditEvent(
-            workspace_id=workspace_id,
-            sequence=head.sequence + 1,
-            actor_type=actor.type,
-            actor_id=actor.id,
-            actor_role=actor.role,
-            action=action,
-            target_type=target_type,
-            target_id=target_id,
-            before=_json_safe(before),
-            after=_json_safe(after),
-            reason=reason,
-            request_id=actor.request_id,
-            ip_address=ip_address,
-            created_at=timezone.now(),
-            prev_hash=head.hash,
-            chain_version=AuditEvent.ChainVersion.HMAC_SHA256,
-            key_id=key.id,
-        )
-        event.hash = audit_event_hash(event, secret=key.secret)
-        event.save()
-        AuditChainHead.objects.filter(pk=head.pk).update(sequence=event.sequence, hash=event.hash)
-        # One line per committed event: a rolled-back savepoint drops its callback with
-        # it, so no checkpoint ever names an event that was not committed. Transactions
-        # almost always write one event; docs/benchmarks.md has what a line costs.
+        sequence, prev_hash = head.sequence, head.hash
+        created_at = timezone.now()
+        events = []
+        for change in changes:
+            sequence += 1
+            event = AuditEvent(
+                workspace_id=workspace_id,
+                sequence=sequence,
+                actor_type=actor.type,
+                actor_id=actor.id,
+                actor_role=actor.role,
+                action=change.action,
+                target_type=change.target_type,
+                target_id=change.target_id,
+                before=_json_safe(change.before),
+                after=_json_safe(change.after),
+                reason=change.reason,
+                request_id=actor.request_id,
+                ip_address=ip_address,
+                created_at=created_at,
+                prev_hash=prev_hash,
+                chain_version=AuditEvent.ChainVersion.HMAC_SHA256,
+                key_id=key.id,
+            )
+            event.hash = prev_hash = audit_event_hash(event, secret=key.secret)
+            events.append(event)
+        if len(events) == 1:
+            events[0].save()
+        else:
+            AuditEvent.objects.bulk_create(events)
+        last = events[-1]
+        if last.pk is None:  # a database that does not return ids from a bulk insert
+            last.pk = (
+                AuditEvent.objects.filter(workspace_id=workspace_id, sequence=last.sequence)
+                .values_list("pk", flat=True)
+                .get()
+            )
+        AuditChainHead.objects.filter(pk=head.pk).update(sequence=last.sequence, hash=last.hash)
+        # One line per committed extension, naming its last event (which covers the
+        # ones before it): a rolled-back savepoint drops its callback with it, so no
+        # checkpoint ever names an event that was not committed. docs/benchmarks.md has
+        # what a line costs.
         transaction.on_commit(
             lambda: _checkpoint_after_commit(
                 workspace_id=workspace_id,
-                sequence=event.sequence,
-                event_id=event.pk,
-                event_hash=event.hash,
+                sequence=last.sequence,
+                event_id=last.pk,
+                event_hash=last.hash,
             )
         )
-    return event
+    return events
 
 
 def audit_checkpoint_write(

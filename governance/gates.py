@@ -18,7 +18,7 @@ from django.utils import timezone
 from core.actors import SYSTEM_ACTOR, Actor
 from core.queue import enqueue_on_commit
 from governance import redaction, scan
-from governance.audit import audit_record
+from governance.audit import AuditChange, audit_record, audit_record_many
 from governance.models import (
     REDACTION_TARGETS,
     MessageScan,
@@ -305,6 +305,7 @@ def redact_targets(
             new_findings = []
             requoted: list[tuple[Any, str, str]] = []  # messages whose pins quote them again
             announced: set[int] = set()  # new pseudonyms already named in an event
+            changes: list[AuditChange] = []
             for target, text, result, earlier, used in plans:
                 kept = False
                 if result.changed:
@@ -331,20 +332,22 @@ def redact_targets(
                 numbered = {p.pk for p, _ in used} & pseudonyms.allocated - announced
                 announced |= numbered
                 if result.changed or result.findings or numbered:
-                    audit_record(
-                        workspace_id=policy.workspace_id,
-                        actor=actor,
-                        action=f"{target_type}.redact",
-                        target_type=target_type,
-                        target_id=str(target.pk),
-                        after={
-                            **finding_summary(result.findings),
-                            "textChanged": result.changed,
-                            "originalKept": kept,
-                            "policyVersion": policy.version,
-                            "newPseudonyms": len(numbered),
-                        },
+                    changes.append(
+                        AuditChange(
+                            action=f"{target_type}.redact",
+                            target_type=target_type,
+                            target_id=str(target.pk),
+                            after={
+                                **finding_summary(result.findings),
+                                "textChanged": result.changed,
+                                "originalKept": kept,
+                                "policyVersion": policy.version,
+                                "newPseudonyms": len(numbered),
+                            },
+                        )
                     )
+            # One event per redacted row, appended to the chain in one extension.
+            audit_record_many(workspace_id=policy.workspace_id, actor=actor, changes=changes)
             if target_type == RedactionFinding.TargetType.MESSAGE:
                 # Replaced by this pass's findings of the same values (applied or pending).
                 RedactionFinding.objects.filter(

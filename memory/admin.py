@@ -24,9 +24,10 @@ def _secret_fingerprint(value: str) -> str:
 @admin.register(Workspace)
 class WorkspaceAdmin(AuditedAdmin):
     list_display = ["name", "observer_threshold", "reflector_threshold", "fidelity", "created_at"]
-    # A fidelity change needs a reason and an audit event, which this form cannot give:
-    # it is shown here and changed on the dashboard (or over the API).
-    exclude = ["fidelity"]
+    # A fidelity or context budget change needs a reason and an audit event, which this
+    # form cannot give: the fidelity is shown here and changed on the dashboard (or over
+    # the API), the budget over the API.
+    exclude = ["fidelity", "context_max_tokens"]
     readonly_fields = ["fidelity_in_force"]
     # An LLM base URL typed without a scheme is an https one (Django 6's default too).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}

@@ -144,6 +144,13 @@ class WorkspaceSettingsIn(serializers.Serializer):
         help_text="compact, balanced or detailed; null (or empty) follows the server's "
         "default again.",
     )
+    contextMaxTokens = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=services.MAX_CONTEXT_MAX_TOKENS,
+        help_text="The token budget of a context read that names no max_tokens; null: none.",
+    )
     reason = text_field(
         required=False, allow_blank=True, help_text="Required: kept in the audit trail."
     )
@@ -215,7 +222,14 @@ class MemoryApi(ApiView):
     _reidentifier: Reidentifies | None
 
     def conversation(self, conversation_id: str) -> Conversation:
-        return selectors.conversation_get(workspace=self.workspace, conversation_id=conversation_id)
+        # One query for the conversation and the workspace (authentication comes from the
+        # cache without it), which then is the view's workspace too.
+        conversation = selectors.conversation_get_with_workspace(
+            workspace_id=self.api_key.workspace_id, conversation_id=conversation_id
+        )
+        if not ApiKey.workspace.is_cached(self.api_key):
+            self.api_key.workspace = conversation.workspace
+        return conversation
 
     def reidentifier(self) -> Reidentifies | None:
         if not hasattr(self, "_reidentifier"):
@@ -967,9 +981,10 @@ class WorkspaceSettingsApi(ApiView):
         request=WorkspaceSettingsIn,
         responses={200: out.WorkspaceSettingsOut, **ADMIN_ERRORS},
         description="Choose the Observer's fidelity for this workspace, or null to follow "
-        "the server's default. Admin keys only; `reason` is required and the change is "
-        "audited (a change that changes nothing is not). The Observer's next runs use "
-        "it; memory already written stays as it is.",
+        "the server's default; and the default token budget of its served contexts "
+        "(contextMaxTokens), or null for none. Admin keys only; `reason` is required and "
+        "the change is audited (a change that changes nothing is not). The Observer's next "
+        "runs use the fidelity; memory already written stays as it is.",
     )
     def patch(self, request: Request) -> Response:
         data = validated(WorkspaceSettingsIn, request.data)
@@ -977,19 +992,22 @@ class WorkspaceSettingsApi(ApiView):
         if unknown:
             raise MemdeskError(
                 "invalid_request",
-                f"Unknown settings fields: {unknown}; only fidelity can be changed here.",
+                f"Unknown settings fields: {unknown}; only fidelity and contextMaxTokens "
+                "can be changed here.",
                 field=unknown[0],
             )
-        if "fidelity" not in data:
+        if "fidelity" not in data and "contextMaxTokens" not in data:
             raise MemdeskError(
                 "nothing_to_change",
-                "Send fidelity: compact, balanced, detailed, or null to follow the default.",
+                "Send fidelity: compact, balanced, detailed, or null to follow the default; "
+                "or contextMaxTokens: a token budget, or null for none.",
                 field="fidelity",
             )
         workspace = services.workspace_settings_update(
             workspace=self.workspace,
             actor=self.actor(),
-            fidelity=data["fidelity"],
+            fidelity=data.get("fidelity", services.UNCHANGED),
+            context_max_tokens=data.get("contextMaxTokens", services.UNCHANGED),
             reason=data.get("reason") or "",
         )
         return Response(workspace_settings_to_wire(workspace))

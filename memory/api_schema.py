@@ -312,3 +312,7 @@ class WorkspaceSettingsOut(serializers.Serializer):
         help_text="Active observation tokens that trigger the Reflector, in force now."
     )
     engine = serializers.CharField(help_text="The Observer and Reflector engine in force.")
+    contextMaxTokens = serializers.IntegerField(
+        allow_null=True,
+        help_text="The token budget of a context read that names no max_tokens; null: none.",
+    )

@@ -2,10 +2,15 @@
 
 Pinned quotes (verbatim, never trimmed), then reflections (most condensed), then active
 observations (and, in place of a stale reflection, its sources as they now stand), then
-the recent messages that no observation covers yet. The rendered bytes
-are cached under a key that changes with every write to the conversation (``last_seq``,
+the recent messages that no observation covers yet. The rendered bytes are cached under
+a key that changes with every write to the conversation (``last_seq``,
 ``memory_version``) and with the day (relative dates), so an unchanged conversation
-answers with identical bytes and ETag.
+answers with identical bytes and ETag. The memory block (pins, reflections,
+observations, rendered and costed) is cached apart, by ``memory_version`` and the day
+only: messages are written far more often than memory changes, and a message write then
+renders only the tail, and leaves the memory sections' bytes (the prompt prefix a
+provider's prompt cache keys on) as they were. The tail itself is cached by
+``memory_version`` with the seq it runs through, and extended with the newer messages.
 
 A workspace whose redaction policy lets agents see re-identified memory is served its
 pseudonyms (``<PERSON_1>``) replaced by their values, before the budget is fitted. Those
@@ -17,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -37,6 +44,7 @@ from memory.models import (
 )
 from memory.selectors import (
     active_reflections,
+    covered_intervals,
     deleted_source_ids,
     pin_list,
     served_observations,
@@ -104,84 +112,157 @@ class _Tiers:
     reflections: list[Reflection]
     observations: list[Observation]
     recent: list[Message]
-    dropped: dict[str, int]
     today: date  # for the relative dates in memory lines
 
 
-def _fit_to_budget(tiers: _Tiers, max_tokens: int) -> int:
+@dataclass(frozen=True)
+class _MemoryItem:
+    cost: int  # tokens against a budget
+    rendered: str  # the memory line (text, messages) or the wire object as JSON (json)
+
+
+@dataclass(frozen=True)
+class _MemoryBlock:
+    """Pins, reflections and observations, each rendered once and costed: everything of a
+    context that changes only with ``memory_version`` (and the day, and the pseudonyms
+    forgotten). A message write appends to the tail and leaves this block, and so the
+    bytes of the memory sections, as they were."""
+
+    pins: tuple[_MemoryItem, ...]
+    reflections: tuple[_MemoryItem, ...]
+    observations: tuple[_MemoryItem, ...]
+    # Indexes into ``observations``, the first to drop first: the lowest priority, and
+    # among equals the oldest.
+    drop_order: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """Which items of a block and a tail a budget keeps."""
+
+    pins: tuple[_MemoryItem, ...]
+    reflections: tuple[_MemoryItem, ...]
+    observations: tuple[_MemoryItem, ...]
+    recent: list[Message]
+    token_count: int
+    dropped: dict[str, int]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _memory_block(tiers: _Tiers, *, fmt: str, conversation: Conversation) -> _MemoryBlock:
+    today = tiers.today
+    as_json = fmt == "json"
+    deleted: frozenset[str] = frozenset()
+    if as_json:
+        deleted = deleted_source_ids(conversation=conversation, observations=tiers.observations)
+    pins = tuple(
+        _MemoryItem(pin.token_count + 1, _dumps(pin_to_wire(pin)) if as_json else pin.text)
+        for pin in tiers.pins
+    )
+    reflections = tuple(
+        _MemoryItem(
+            _memory_cost(r, today),
+            _dumps(reflection_to_wire(r, today=today)) if as_json else memory_line(r, today=today),
+        )
+        for r in tiers.reflections
+    )
+    observations = tuple(
+        _MemoryItem(
+            _memory_cost(o, today),
+            _dumps(observation_to_wire(o, today=today, deleted_sources=deleted))
+            if as_json
+            else memory_line(o, today=today),
+        )
+        for o in tiers.observations
+    )
+    by_expendability = sorted(
+        range(len(tiers.observations)),
+        key=lambda i: (
+            -PRIORITY_KEEP_RANK[tiers.observations[i].priority],
+            tiers.observations[i].observed_at,
+            tiers.observations[i].window_start_seq or 0,
+        ),
+    )
+    return _MemoryBlock(pins, reflections, observations, tuple(by_expendability))
+
+
+def _fit(block: _MemoryBlock, recent: list[Message], max_tokens: int | None) -> _Fitted:
     """Drop whole items until the context fits: the oldest recent messages first, then the
     lowest-priority (and, among equals, oldest) observations, then the oldest reflections.
     Pins are counted first and never dropped: a budget smaller than the pins leaves only
-    the pins, and the returned total says by how much it is exceeded."""
-    message_costs = [_message_cost(m) for m in tiers.recent]
-    observation_costs = {o.pk: _memory_cost(o, tiers.today) for o in tiers.observations}
-    reflection_costs = [_memory_cost(r, tiers.today) for r in tiers.reflections]
-    pin_costs = [pin.token_count + 1 for pin in tiers.pins]  # + the newline between lines
+    the pins, and ``token_count`` says by how much it is exceeded."""
+    message_costs = [_message_cost(m) for m in recent]
     total = (
-        sum(pin_costs)
+        sum(item.cost for item in block.pins)
         + sum(message_costs)
-        + sum(observation_costs.values())
-        + sum(reflection_costs)
+        + sum(item.cost for item in block.observations)
+        + sum(item.cost for item in block.reflections)
     )
+    if max_tokens is None:
+        return _Fitted(block.pins, block.reflections, block.observations, recent, total, {})
 
     drop_messages = 0
-    while total > max_tokens and drop_messages < len(tiers.recent):
+    while total > max_tokens and drop_messages < len(recent):
         total -= message_costs[drop_messages]
         drop_messages += 1
 
-    by_expendability = sorted(
-        tiers.observations,
-        key=lambda o: (-PRIORITY_KEEP_RANK[o.priority], o.observed_at, o.window_start_seq or 0),
-    )
-    dropped_observations: set[Any] = set()
-    for observation in by_expendability:
+    dropped_observations: set[int] = set()
+    for index in block.drop_order:
         if total <= max_tokens:
             break
-        total -= observation_costs[observation.pk]
-        dropped_observations.add(observation.pk)
+        total -= block.observations[index].cost
+        dropped_observations.add(index)
 
     drop_reflections = 0
-    while total > max_tokens and drop_reflections < len(tiers.reflections):
-        total -= reflection_costs[drop_reflections]
+    while total > max_tokens and drop_reflections < len(block.reflections):
+        total -= block.reflections[drop_reflections].cost
         drop_reflections += 1
 
-    tiers.recent = tiers.recent[drop_messages:]
-    tiers.observations = [o for o in tiers.observations if o.pk not in dropped_observations]
-    tiers.reflections = tiers.reflections[drop_reflections:]
-    tiers.dropped = {
-        "recentMessages": drop_messages,
-        "observations": len(dropped_observations),
-        "reflections": drop_reflections,
-    }
-    return total
+    return _Fitted(
+        pins=block.pins,
+        reflections=block.reflections[drop_reflections:],
+        observations=tuple(
+            item for i, item in enumerate(block.observations) if i not in dropped_observations
+        ),
+        recent=recent[drop_messages:],
+        token_count=total,
+        dropped={
+            "recentMessages": drop_messages,
+            "observations": len(dropped_observations),
+            "reflections": drop_reflections,
+        },
+    )
 
 
-def _memory_sections(tiers: _Tiers) -> list[str]:
+def _memory_sections(fitted: _Fitted) -> list[str]:
     sections = []
-    if tiers.pins:
+    if fitted.pins:
         # Only when there are pins: without them the block stays byte for byte the one
         # the neo4j-agent-memory client builds.
-        sections.append("## Pinned\n" + "\n".join(pin.text for pin in tiers.pins))
-    if tiers.reflections:
-        lines = (memory_line(r, today=tiers.today) for r in tiers.reflections)
+        sections.append("## Pinned\n" + "\n".join(item.rendered for item in fitted.pins))
+    if fitted.reflections:
+        lines = (item.rendered for item in fitted.reflections)
         sections.append("## Reflections\n" + "\n".join(lines))
-    if tiers.observations:
-        lines = (memory_line(o, today=tiers.today) for o in tiers.observations)
+    if fitted.observations:
+        lines = (item.rendered for item in fitted.observations)
         sections.append("## Observations\n" + "\n".join(lines))
     return sections
 
 
-def _render_text(tiers: _Tiers) -> str:
+def _render_text(fitted: _Fitted) -> str:
     """The block the neo4j-agent-memory client builds from the JSON context, byte for byte."""
-    parts = _memory_sections(tiers)
-    if tiers.recent:
+    parts = _memory_sections(fitted)
+    if fitted.recent:
         parts.append(
-            "## Recent Messages\n" + "\n".join(f"[{m.role}] {m.content}" for m in tiers.recent)
+            "## Recent Messages\n" + "\n".join(f"[{m.role}] {m.content}" for m in fitted.recent)
         )
     return "\n\n".join(parts)
 
 
-def _render_messages(tiers: _Tiers) -> list[dict[str, Any]]:
+def _render_messages(fitted: _Fitted) -> list[dict[str, Any]]:
     """An OpenAI chat ``messages`` array: the memory as one system message, then the turns.
 
     OpenAI accepts a ``tool`` message only as the answer to a ``tool_calls`` entry of an
@@ -190,13 +271,13 @@ def _render_messages(tiers: _Tiers) -> list[dict[str, Any]]:
     trimmed away) becomes a user message that names the tool, so the array stays valid.
     """
     chat: list[dict[str, Any]] = []
-    memory_parts = _memory_sections(tiers)
+    memory_parts = _memory_sections(fitted)
     if memory_parts:
         chat.append(
             {"role": "system", "content": MEMORY_BLOCK_HEADER + "\n\n" + "\n\n".join(memory_parts)}
         )
     open_calls: set[str] = set()
-    for message in tiers.recent:
+    for message in fitted.recent:
         turn: dict[str, Any] = {"role": message.role, "content": message.content}
         tool_calls = (message.metadata or {}).get("toolCalls")
         if message.role == Message.Role.ASSISTANT and isinstance(tool_calls, list) and tool_calls:
@@ -210,6 +291,27 @@ def _render_messages(tiers: _Tiers) -> list[dict[str, Any]]:
                 turn = {"role": "user", "content": f"[{label} result] {message.content}"}
         chat.append(turn)
     return chat
+
+
+def _render_json(conversation: Conversation, fitted: _Fitted, wires: dict[Any, str]) -> str:
+    """``json.dumps`` of the payload, byte for byte, with the memory items' JSON taken from
+    the block and each message's from ``wires`` (filled here), rather than encoded again."""
+    recent = ",".join(
+        wires.get(m.pk) or wires.setdefault(m.pk, _dumps(message_to_wire(m))) for m in fitted.recent
+    )
+    return (
+        '{"conversationId":'
+        + _dumps(str(conversation.id))
+        + ',"pins":['
+        + ",".join(item.rendered for item in fitted.pins)
+        + '],"reflections":['
+        + ",".join(item.rendered for item in fitted.reflections)
+        + '],"observations":['
+        + ",".join(item.rendered for item in fitted.observations)
+        + '],"recentMessages":['
+        + recent
+        + "]"
+    )
 
 
 def reidentify_items(
@@ -228,62 +330,154 @@ def reidentify_items(
             item.token_count = token_count(after)
 
 
-def _served_tiers(
+def _memory_tiers(
     conversation: Conversation, *, today: date, reidentifier: Reidentifies | None
 ) -> _Tiers:
     tiers = _Tiers(
         pins=list(pin_list(conversation=conversation)),
         reflections=list(active_reflections(conversation=conversation)),
         observations=list(served_observations(conversation=conversation)),
-        recent=list(unobserved_messages(conversation=conversation)),
-        dropped={},
+        recent=[],
         today=today,
     )
     if reidentifier is not None:
-        reidentify_items(
-            reidentifier, [*tiers.pins, *tiers.reflections, *tiers.observations, *tiers.recent]
-        )
+        reidentify_items(reidentifier, [*tiers.pins, *tiers.reflections, *tiers.observations])
     return tiers
+
+
+def _recent(conversation: Conversation, *, reidentifier: Reidentifies | None) -> list[Message]:
+    recent = list(unobserved_messages(conversation=conversation))
+    if reidentifier is not None:
+        reidentify_items(reidentifier, recent)
+    return recent
+
+
+# The memory blocks and tails a worker rendered or fetched last, by their cache key. The
+# key names every version the entry depends on, so an entry is never stale, only
+# unused; a read under a busy writer then costs no round trip for the block.
+_LOCAL: OrderedDict[str, Any] = OrderedDict()
+LOCAL_ENTRIES_KEPT = 64
+LOCAL_TAIL_MAX_MESSAGES = 2000
+_local_lock = threading.Lock()
+
+
+def _local_get(key: str) -> Any:
+    with _local_lock:
+        value = _LOCAL.get(key)
+        if value is not None:
+            _LOCAL.move_to_end(key)
+        return value
+
+
+def _local_put(key: str, value: Any) -> None:
+    with _local_lock:
+        _LOCAL[key] = value
+        _LOCAL.move_to_end(key)
+        while len(_LOCAL) > LOCAL_ENTRIES_KEPT:
+            _LOCAL.popitem(last=False)
+
+
+def _memory_block_cached(
+    conversation: Conversation,
+    *,
+    fmt: str,
+    today: date,
+    names: str,
+    reidentifier: Reidentifies | None,
+) -> _MemoryBlock:
+    kind = "json" if fmt == "json" else "lines"  # text and messages share their lines
+    key = (
+        f"memdesk:ctxmem:{conversation.pk}:{conversation.memory_version}"
+        f":{kind}:{today.isoformat()}:{names}"
+    )
+    block: _MemoryBlock | None = _local_get(key) or cache_get(key)
+    if block is None:
+        tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
+        block = _memory_block(tiers, fmt=kind, conversation=conversation)
+        cache_set(key, block, CACHE_SECONDS)
+    _local_put(key, block)
+    return block
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The recent messages up to ``through_seq``. Between two changes of memory (each
+    moves ``memory_version``: an Observer run, a redaction, a deletion) the tail only
+    grows at its end, so a newer one is this one plus the messages after it."""
+
+    through_seq: int
+    intervals: tuple[tuple[int, int], ...]  # the observed seq ranges, fixed until then
+    messages: tuple[Message, ...]
+    wires: dict[Any, str]  # each message's JSON, by id, as the json format needs it
+
+
+def _recent_cached(
+    conversation: Conversation, *, names: str, reidentifier: Reidentifies | None
+) -> _Tail:
+    """``_recent``, reading only the messages written since this worker's tail. Kept in
+    the worker only: pickling hundreds of model instances for the shared cache cost more
+    (23 ms for 1,800 messages) than reading them again once per memory change."""
+    key = f"memdesk:ctxtail:{conversation.pk}:{conversation.memory_version}:{names}"
+    tail: _Tail | None = _local_get(key)
+    if tail is None:
+        tail = _Tail(0, tuple(covered_intervals(conversation=conversation)), (), {})
+    if tail.through_seq < conversation.last_seq:
+        # Every message up to last_seq committed with (or before) it: none can appear
+        # below it later, so the tail is complete through last_seq.
+        new = list(
+            unobserved_messages(conversation=conversation, intervals=list(tail.intervals)).filter(
+                seq__gt=tail.through_seq, seq__lte=conversation.last_seq
+            )
+        )
+        if reidentifier is not None:
+            reidentify_items(reidentifier, new)
+        tail = _Tail(conversation.last_seq, tail.intervals, tail.messages + tuple(new), tail.wires)
+    # A tail no Observer run trims (the pipeline off, or far behind) would grow the
+    # worker without bound: past this many messages it is read again each time.
+    if len(tail.messages) <= LOCAL_TAIL_MAX_MESSAGES:
+        _local_put(key, tail)
+    return tail
 
 
 def _render(
     conversation: Conversation,
     *,
+    block: _MemoryBlock,
+    recent: list[Message],
+    wires: dict[Any, str],
     fmt: str,
     max_tokens: int | None,
-    today: date,
-    reidentifier: Reidentifies | None = None,
 ) -> RenderedContext:
-    tiers = _served_tiers(conversation, today=today, reidentifier=reidentifier)
+    fitted = _fit(block, recent, max_tokens)
     budget: dict[str, Any] = {}
     if max_tokens is not None:
-        used = _fit_to_budget(tiers, max_tokens)
-        budget = {"maxTokens": max_tokens, "tokenCount": used, "trimmed": tiers.dropped}
+        budget = {
+            "maxTokens": max_tokens,
+            "tokenCount": fitted.token_count,
+            "trimmed": fitted.dropped,
+        }
 
     if fmt == "text":
-        body = _render_text(tiers).encode()
+        body = _render_text(fitted).encode()
         content_type = "text/plain; charset=utf-8"
     else:
-        payload: dict[str, Any]
         if fmt == "messages":
-            payload = {"messages": _render_messages(tiers)}
+            text = _dumps({"messages": _render_messages(fitted), **budget})
         else:
-            deleted = deleted_source_ids(conversation=conversation, observations=tiers.observations)
-            payload = {
-                "conversationId": str(conversation.id),
-                "pins": [pin_to_wire(pin) for pin in tiers.pins],
-                "reflections": [reflection_to_wire(r, today=today) for r in tiers.reflections],
-                "observations": [
-                    observation_to_wire(o, today=today, deleted_sources=deleted)
-                    for o in tiers.observations
-                ],
-                "recentMessages": [message_to_wire(m) for m in tiers.recent],
-            }
-        payload.update(budget)
-        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+            text = _render_json(conversation, fitted, wires)
+            text += "".join(f",{_dumps(name)}:{_dumps(value)}" for name, value in budget.items())
+            text += "}"
+        body = text.encode()
         content_type = "application/json"
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     return RenderedContext(body=body, content_type=content_type, etag=etag)
+
+
+def effective_max_tokens(conversation: Conversation, max_tokens: int | None) -> int | None:
+    """The request's budget, or else the workspace's default (``None``: no budget)."""
+    if max_tokens is not None:
+        return max_tokens
+    return conversation.workspace.context_max_tokens
 
 
 def context_for_conversation(
@@ -293,11 +487,16 @@ def context_for_conversation(
     max_tokens: int | None = None,
     reidentifier: Reidentifies | None = None,
 ) -> RenderedContext:
-    """The rendered context; with ``reidentifier``, pseudonyms replaced by their values."""
+    """The rendered context; with ``reidentifier``, pseudonyms replaced by their values.
+    Without ``max_tokens``, the workspace's default budget applies (if it has one).
+
+    The whole body is cached by every version it depends on; the memory block apart from
+    it by the versions memory depends on, so a message write re-renders only the tail."""
     if fmt not in FORMATS:
         raise MemdeskError(
             "invalid_format", f"format must be one of {', '.join(FORMATS)}.", field="format"
         )
+    max_tokens = effective_max_tokens(conversation, max_tokens)
     today = timezone.now().date()
     names = reidentifier.cache_key if reidentifier is not None else "pseudonyms"
     key = (
@@ -306,8 +505,17 @@ def context_for_conversation(
     )
     rendered: RenderedContext | None = cache_get(key)
     if rendered is None:
+        block = _memory_block_cached(
+            conversation, fmt=fmt, today=today, names=names, reidentifier=reidentifier
+        )
+        tail = _recent_cached(conversation, names=names, reidentifier=reidentifier)
         rendered = _render(
-            conversation, fmt=fmt, max_tokens=max_tokens, today=today, reidentifier=reidentifier
+            conversation,
+            block=block,
+            recent=list(tail.messages),
+            wires=tail.wires,
+            fmt=fmt,
+            max_tokens=max_tokens,
         )
         cache_set(key, rendered, CACHE_SECONDS)
     return rendered
@@ -344,30 +552,32 @@ def context_budget(
     reidentifier: Reidentifies | None = None,
 ) -> ContextBudget:
     """What each tier of ``context_for_conversation`` (same arguments) costs: the same
-    tiers, costed and fitted by the same functions, for pages that show the budget."""
+    tiers, costed and fitted by the same functions, for pages that show the budget.
+    Rendered afresh (not from the cache): ``reidentifier`` sees every text served."""
+    max_tokens = effective_max_tokens(conversation, max_tokens)
     today = timezone.now().date()
-    tiers = _served_tiers(conversation, today=today, reidentifier=reidentifier)
-    if max_tokens is not None:
-        _fit_to_budget(tiers, max_tokens)
-    dropped = tiers.dropped or {}
+    tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
+    block = _memory_block(tiers, fmt="lines", conversation=conversation)
+    fitted = _fit(block, _recent(conversation, reidentifier=reidentifier), max_tokens)
+    dropped = fitted.dropped
     costs = [
-        TierCost("Pinned", len(tiers.pins), sum(pin.token_count + 1 for pin in tiers.pins)),
+        TierCost("Pinned", len(fitted.pins), sum(item.cost for item in fitted.pins)),
         TierCost(
             "Reflections",
-            len(tiers.reflections),
-            sum(_memory_cost(r, today) for r in tiers.reflections),
+            len(fitted.reflections),
+            sum(item.cost for item in fitted.reflections),
             dropped.get("reflections", 0),
         ),
         TierCost(
             "Observations",
-            len(tiers.observations),
-            sum(_memory_cost(o, today) for o in tiers.observations),
+            len(fitted.observations),
+            sum(item.cost for item in fitted.observations),
             dropped.get("observations", 0),
         ),
         TierCost(
             "Recent messages",
-            len(tiers.recent),
-            sum(_message_cost(m) for m in tiers.recent),
+            len(fitted.recent),
+            sum(_message_cost(m) for m in fitted.recent),
             dropped.get("recentMessages", 0),
         ),
     ]
@@ -375,5 +585,5 @@ def context_budget(
         tiers=costs,
         max_tokens=max_tokens,
         token_count=sum(cost.tokens for cost in costs),
-        recent_message_ids=[m.pk for m in tiers.recent],
+        recent_message_ids=[m.pk for m in fitted.recent],
     )

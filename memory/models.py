@@ -27,6 +27,8 @@ class Workspace(models.Model):
     llm_base_url = models.URLField(blank=True, default="")
     llm_model = models.CharField(max_length=200, blank=True, default="")
     llm_api_key = models.CharField(max_length=500, blank=True, default="")
+    # The token budget of a served context when a request names none; null: no budget.
+    context_max_tokens = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -80,6 +82,11 @@ class ApiKey(models.Model):
     @staticmethod
     def hash_raw_key(raw_key: str) -> str:
         return hashlib.sha256(raw_key.encode()).hexdigest()
+
+    @staticmethod
+    def cache_key_of(key_hash: str) -> str:
+        """Where authentication keeps the key for a few seconds (``core.auth``)."""
+        return f"memdesk:apikey:{key_hash}"
 
     @property
     def is_active(self) -> bool:

@@ -41,6 +41,20 @@ def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversat
     return conversation
 
 
+def conversation_get_with_workspace(*, workspace_id: Any, conversation_id: str) -> Conversation:
+    """``conversation_get`` for a caller that has the workspace's id only: the workspace
+    comes in the same query."""
+    pk = parse_uuid(conversation_id, field="conversation_id")
+    try:
+        return Conversation.objects.select_related("workspace").get(
+            pk=pk, workspace_id=workspace_id
+        )
+    except Conversation.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No conversation with this id in this workspace.", status_code=404
+        ) from None
+
+
 def conversation_list(
     *, workspace: Workspace, user_id: str | None, limit: int, cursor: str | None
 ) -> tuple[list[Conversation], str | None]:

@@ -250,4 +250,5 @@ def workspace_settings_to_wire(workspace: Workspace) -> dict[str, Any]:
         "observerThreshold": workspace.effective_observer_threshold,
         "reflectorThreshold": workspace.effective_reflector_threshold,
         "engine": workspace.effective_engine,
+        "contextMaxTokens": workspace.context_max_tokens,
     }

@@ -171,25 +171,13 @@ def _lock_and_delete(tier: Tier, rows: list[Candidate]) -> list[str]:
     return locked
 
 
-def _pseudonyms_seen(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> set[int]:
-    """The pseudonyms whose values the deleted rows held: to forget if nothing else does."""
-    rows = PseudonymSighting.objects.filter(
-        among(PseudonymSighting, "conversation", conversation_ids), target_type=tier.line_kind
-    )
-    if not rows.exists():
-        return set()
-    seen = rows.filter(among(PseudonymSighting, "target_id", ids))
-    return set(seen.values_list("pseudonym_id", flat=True).distinct())
-
-
-def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> dict[str, int]:
-    """What hangs off the deleted rows by id rather than by a cascading foreign key: the
+def _related_tables(tier: Tier) -> list[tuple[str, type[Model], str, dict[str, str]]]:
+    """What hangs off a tier's rows by id rather than by a cascading foreign key: the
     redaction findings, the restricted originals (the unredacted text must not outlive
     its row), the scans of deleted messages, the pseudonym sightings (what holds a
     pseudonym's value), the earlier versions of deleted observations and reflections,
     and the pins that quote deleted messages (their foreign key is checked at commit, so
-    they must go in this transaction). Each table is first asked about the batch's few
-    conversations, which is cheap, and only searched by id if needed."""
+    they must go in this transaction)."""
     tables: list[tuple[str, type[Model], str, dict[str, str]]] = [
         ("redactionFindings", RedactionFinding, "target_id", {"target_type": tier.line_kind}),
         ("restrictedOriginals", RestrictedOriginal, "target_id", {"target_type": tier.line_kind}),
@@ -202,13 +190,42 @@ def _delete_related(tier: Tier, ids: list[Any], conversation_ids: list[Any]) -> 
     if tier.model is Message:
         tables.append(("pins", Pin, "message", {}))
         tables.append(("messageScans", MessageScan, "message_id", {}))
-    related = {}
-    for key, model, id_field, where in tables:
-        rows = model.objects.filter(  # type: ignore[attr-defined]  # type[Model]
+    return tables
+
+
+def _delete_related(
+    tier: Tier, ids: list[Any], conversation_ids: list[Any]
+) -> tuple[dict[str, int], set[int]]:
+    """Delete what hangs off the deleted rows (``_related_tables``), and return the
+    counts with the pseudonyms whose values the deleted rows held (to forget if nothing
+    else does). One query first asks every table about the batch's few conversations,
+    which is cheap; only the tables that answer yes are searched by id."""
+    tables = _related_tables(tier)
+    in_batch = {
+        key: model.objects.filter(  # type: ignore[attr-defined]  # type[Model]
             among(model, "conversation", conversation_ids), **where
         )
-        related[key] = rows.filter(among(model, id_field, ids)).delete()[0] if rows.exists() else 0
-    return related
+        for key, model, _, where in tables
+    }
+    # Each query compiled on its own and asked as one EXISTS apiece, in one round trip.
+    # (An ORM Exists annotation would alias the tables, which ``among`` cannot follow.)
+    compiled = [rows.values("pk").query.sql_with_params() for rows in in_batch.values()]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT " + ", ".join(f"EXISTS({query})" for query, _ in compiled),
+            [param for _, params in compiled for param in params],
+        )
+        answers = cursor.fetchone()
+    probe = {key: bool(answer) for key, answer in zip(in_batch, answers, strict=True)}
+    pseudonyms: set[int] = set()
+    if probe["pseudonymSightings"]:
+        seen = in_batch["pseudonymSightings"].filter(among(PseudonymSighting, "target_id", ids))
+        pseudonyms = set(seen.values_list("pseudonym_id", flat=True).distinct())
+    related = {}
+    for key, model, id_field, _ in tables:
+        rows = in_batch[key]
+        related[key] = rows.filter(among(model, id_field, ids)).delete()[0] if probe[key] else 0
+    return related, pseudonyms
 
 
 def _delete_batch(
@@ -241,8 +258,7 @@ def _delete_batch(
         if not ids:
             return None
         touched = {conversation_of[pk] for pk in ids}
-        pseudonyms = _pseudonyms_seen(tier, ids, list(touched))
-        related = _delete_related(tier, ids, list(touched))
+        related, pseudonyms = _delete_related(tier, ids, sorted(touched))
         # Values no remaining message holds: their pseudonyms in memory become anonymous.
         related["pseudonymsForgotten"] = pseudonyms_forget_unheld(
             workspace_id=plan.workspace_id,

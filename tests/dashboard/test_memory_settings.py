@@ -59,8 +59,16 @@ def test_an_admin_saves_a_level_with_a_reason_and_it_is_audited(login, workspace
         str(client.user.pk),
         "admin",
     )
-    assert event.before == {"fidelity": None, "effectiveFidelity": "balanced"}
-    assert event.after == {"fidelity": "detailed", "effectiveFidelity": "detailed"}
+    assert event.before == {
+        "fidelity": None,
+        "effectiveFidelity": "balanced",
+        "contextMaxTokens": None,
+    }
+    assert event.after == {
+        "fidelity": "detailed",
+        "effectiveFidelity": "detailed",
+        "contextMaxTokens": None,
+    }
     assert event.reason == "quote our answers"
     page = client.get(URL).content.decode()
     assert '<span class="stat-value" id="fidelity-in-force">detailed</span>' in page
@@ -76,7 +84,11 @@ def test_following_the_default_again_clears_the_workspaces_level(login, workspac
 
     assert _stored_fidelity(workspace) == ""
     event = AuditEvent.objects.get(action="workspace.settings.update")
-    assert event.after == {"fidelity": None, "effectiveFidelity": "balanced"}
+    assert event.after == {
+        "fidelity": None,
+        "effectiveFidelity": "balanced",
+        "contextMaxTokens": None,
+    }
 
 
 def test_saving_with_htmx_returns_the_settings_section(login, workspace):
@@ -162,3 +174,16 @@ def test_a_save_needs_the_csrf_token(csrf_client, workspace):
 
     assert response.status_code == 403
     assert _stored_fidelity(workspace) == ""
+
+
+def test_the_page_shows_the_default_context_budget(login, workspace):
+    assert (
+        '<span class="stat-value" id="context-budget">none</span>'
+        in login("viewer").get(URL).content.decode()
+    )
+
+    workspace.context_max_tokens = 12000
+    workspace.save()
+
+    html = login("viewer").get(URL).content.decode()
+    assert '<span class="stat-value" id="context-budget">12,000</span>' in html

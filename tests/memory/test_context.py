@@ -203,3 +203,76 @@ def test_any_change_to_memory_changes_the_context_and_etag(curator_api, conversa
     assert after.content != before.content
     assert after["ETag"] != before["ETag"]
     assert api.get(path, HTTP_IF_NONE_MATCH=before["ETag"]).status_code == 200
+
+
+@pytest.mark.parametrize("budget", ["", "&max_tokens=100000"])
+def test_a_message_write_leaves_the_memory_sections_byte_identical(api, conversation, budget):
+    # Prompt caches key on an exact prefix: the memory block must not move when an agent
+    # writes a message, only the recent messages after it.
+    _observe(conversation, 1, 6, text="User counted to six.", priority="high")
+    ReflectionFactory(conversation_id=conversation, text="User likes numbers.")
+    path = f"/v1/conversations/{conversation}/context"
+    text_before = api.get(f"{path}?format=text{budget}").content.decode()
+    chat_before = api.get(f"{path}?format=messages{budget}").json()["messages"]
+    json_before = api.get(f"{path}?format=json{budget}").json()
+
+    api.post(
+        f"/v1/conversations/{conversation}/messages",
+        {"role": "user", "content": "message number 11"},
+        format="json",
+    )
+
+    text_after = api.get(f"{path}?format=text{budget}").content.decode()
+    memory_before, _, tail_before = text_before.partition("\n\n## Recent Messages\n")
+    memory_after, _, tail_after = text_after.partition("\n\n## Recent Messages\n")
+    assert memory_after == memory_before
+    assert tail_after == tail_before + "\n[user] message number 11"
+
+    chat_after = api.get(f"{path}?format=messages{budget}").json()["messages"]
+    assert chat_after[0] == chat_before[0]
+    assert chat_after[1:] == [*chat_before[1:], {"role": "user", "content": "message number 11"}]
+
+    json_after = api.get(f"{path}?format=json{budget}").json()
+    for tier in ("pins", "reflections", "observations"):
+        assert json_after[tier] == json_before[tier]
+    assert [m["seq"] for m in json_after["recentMessages"]] == [7, 8, 9, 10, 11]
+
+
+def test_the_memory_block_is_rendered_again_when_memory_changes(curator_api, conversation):
+    observation = _observe(conversation, 1, 6, text="User counted to six.")
+    path = f"/v1/conversations/{conversation}/context?format=text"
+    curator_api.get(path)
+    curator_api.post(
+        f"/v1/conversations/{conversation}/messages",
+        {"role": "user", "content": "message number 11"},
+        format="json",
+    )
+    assert "User counted to six." in curator_api.get(path).content.decode()
+
+    curator_api.patch(
+        f"/v1/conversations/{conversation}/observations/{observation.pk}",
+        {"text": "User counted to six, slowly.", "reason": "detail"},
+        format="json",
+    )
+
+    assert "User counted to six, slowly." in curator_api.get(path).content.decode()
+
+
+def test_a_read_after_a_message_write_reads_only_the_new_messages(api, conversation):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    path = f"/v1/conversations/{conversation}/context"
+    api.get(path)
+    api.post(
+        f"/v1/conversations/{conversation}/messages",
+        {"role": "user", "content": "message number 11"},
+        format="json",
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        body = api.get(path).json()
+
+    assert [m["seq"] for m in body["recentMessages"]] == list(range(1, 12))
+    [read] = [q["sql"] for q in queries.captured_queries if 'FROM "memory_message"' in q["sql"]]
+    assert '"memory_message"."seq" > 10' in read

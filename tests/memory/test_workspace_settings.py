@@ -41,6 +41,7 @@ def test_any_key_reads_the_settings_in_force(api, workspace):
         "observerThreshold": 30_000,
         "reflectorThreshold": 40_000,
         "engine": "extractive",
+        "contextMaxTokens": None,
     }
 
 
@@ -91,8 +92,16 @@ def test_an_admin_key_changes_the_fidelity_with_a_reason_and_it_is_audited(admin
     assert _stored_fidelity(workspace) == "detailed"
     event = AuditEvent.objects.get(action="workspace.settings.update")
     assert (event.target_type, event.target_id) == ("workspace", str(workspace.pk))
-    assert event.before == {"fidelity": None, "effectiveFidelity": "balanced"}
-    assert event.after == {"fidelity": "detailed", "effectiveFidelity": "detailed"}
+    assert event.before == {
+        "fidelity": None,
+        "effectiveFidelity": "balanced",
+        "contextMaxTokens": None,
+    }
+    assert event.after == {
+        "fidelity": "detailed",
+        "effectiveFidelity": "detailed",
+        "contextMaxTokens": None,
+    }
     assert event.reason == "agents must quote our answers"
     assert (event.actor_type, event.actor_role) == ("api_key", "admin")
 
@@ -113,8 +122,16 @@ def test_null_or_empty_returns_to_the_default(admin, workspace, back_to_default)
     )
     assert _stored_fidelity(workspace) == ""
     event = AuditEvent.objects.get(action="workspace.settings.update")
-    assert event.before == {"fidelity": "compact", "effectiveFidelity": "compact"}
-    assert event.after == {"fidelity": None, "effectiveFidelity": "balanced"}
+    assert event.before == {
+        "fidelity": "compact",
+        "effectiveFidelity": "compact",
+        "contextMaxTokens": None,
+    }
+    assert event.after == {
+        "fidelity": None,
+        "effectiveFidelity": "balanced",
+        "contextMaxTokens": None,
+    }
 
 
 @pytest.mark.parametrize("reason", [None, "", "   "])
@@ -207,6 +224,60 @@ def test_the_service_is_the_one_door_for_people_and_keys(workspace):
 
     assert updated.effective_fidelity == "detailed"
     assert AuditEvent.objects.get(action="workspace.settings.update").actor_type == "system"
+
+
+# --- the default context budget ----------------------------------------------------------------
+
+
+def test_an_admin_key_sets_the_default_context_budget_with_a_reason_audited(admin, workspace):
+    response = admin.patch(
+        SETTINGS, {"contextMaxTokens": 8000, "reason": "keep prompts small"}, format="json"
+    )
+
+    assert response.status_code == 200
+    assert response.json()["contextMaxTokens"] == 8000
+    assert response.json()["fidelitySource"] == "default"  # the fidelity stays as it was
+    event = AuditEvent.objects.get(action="workspace.settings.update")
+    assert event.before["contextMaxTokens"] is None
+    assert event.after["contextMaxTokens"] == 8000
+    assert event.reason == "keep prompts small"
+
+    admin.patch(SETTINGS, {"contextMaxTokens": None, "reason": "no budget"}, format="json")
+    workspace.refresh_from_db()
+    assert workspace.context_max_tokens is None
+    assert AuditEvent.objects.filter(action="workspace.settings.update").count() == 2
+
+
+@pytest.mark.parametrize("value", [0, -5, "lots", True, 10**12])
+def test_it_refuses_a_budget_that_is_not_a_positive_whole_number(admin, workspace, value):
+    response = admin.patch(SETTINGS, {"contextMaxTokens": value, "reason": "x"}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["field"] == "contextMaxTokens"
+    workspace.refresh_from_db()
+    assert workspace.context_max_tokens is None
+
+
+def test_the_default_budget_fits_a_context_read_that_names_none(admin, api, workspace):
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages/bulk",
+        {"messages": [{"role": "user", "content": f"message number {n}"} for n in range(1, 11)]},
+        format="json",
+    )
+    path = f"/v1/conversations/{conversation_id}/context"
+    unbudgeted = api.get(path).json()
+    assert "maxTokens" not in unbudgeted and len(unbudgeted["recentMessages"]) == 10
+
+    admin.patch(SETTINGS, {"contextMaxTokens": 30, "reason": "small"}, format="json")
+
+    default = api.get(path).json()
+    assert default["maxTokens"] == 30
+    assert default["tokenCount"] <= 30 and default["trimmed"]["recentMessages"] > 0
+    assert (
+        api.get(f"{path}?max_tokens=100000").json()["recentMessages"]
+        == (unbudgeted["recentMessages"])
+    )
 
 
 # --- /admin/ ---------------------------------------------------------------------------------

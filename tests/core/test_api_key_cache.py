@@ -1,0 +1,102 @@
+"""API keys are authenticated from a short-lived cache: revoking through the service
+ends a key at once, a revocation that bypasses it within the cache's lifetime, and a
+cache outage changes nothing but speed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from core.actors import SYSTEM_ACTOR
+from memory.models import ApiKey
+from memory.services import api_key_revoke
+from tests.core.test_cache_outage import DEAD_REDIS
+
+SETTINGS = "/v1/workspace/settings"
+
+
+def _key(client) -> ApiKey:
+    return ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(client.raw_key))
+
+
+def test_a_key_revoked_through_the_service_is_refused_at_once(api):
+    assert api.get(SETTINGS).status_code == 200  # the key is in the cache now
+
+    api_key_revoke(api_key=_key(api), actor=SYSTEM_ACTOR)
+
+    response = api.get(SETTINGS)
+    assert response.status_code == 401
+    assert "revoked" in response.json()["message"]
+
+
+def test_a_revocation_that_bypasses_the_service_ends_when_the_cached_key_expires(api):
+    assert api.get(SETTINGS).status_code == 200
+    ApiKey.objects.filter(pk=_key(api).pk).update(revoked_at=timezone.now())
+
+    assert api.get(SETTINGS).status_code == 200  # served from the cache, for seconds
+    cache.delete(ApiKey.cache_key_of(_key(api).key_hash))  # as the entry expires
+
+    assert api.get(SETTINGS).status_code == 401
+
+
+def test_a_cached_key_costs_no_query_and_last_use_is_written_once_a_minute(api):
+    api.get(SETTINGS)
+    first_use = _key(api).last_used_at
+    assert first_use is not None
+
+    with CaptureQueriesContext(connection) as queries:
+        api.get(SETTINGS)
+    assert not [q for q in queries.captured_queries if "memory_apikey" in q["sql"]]
+    assert _key(api).last_used_at == first_use
+
+    a_minute_ago = first_use - timedelta(minutes=2)
+    ApiKey.objects.filter(pk=_key(api).pk).update(last_used_at=a_minute_ago)
+    cache.delete(ApiKey.cache_key_of(_key(api).key_hash))
+    api.get(SETTINGS)
+    assert _key(api).last_used_at > a_minute_ago
+
+
+def test_a_workspace_change_is_seen_at_once_though_the_key_is_cached(api, workspace):
+    assert api.get(SETTINGS).json()["contextMaxTokens"] is None
+    workspace.context_max_tokens = 4000
+    workspace.save()
+
+    assert api.get(SETTINGS).json()["contextMaxTokens"] == 4000
+
+
+def test_keys_authenticate_and_revoked_keys_are_refused_while_the_cache_is_down(
+    api, make_client, workspace, settings
+):
+    revoked = make_client(workspace)
+    api_key_revoke(api_key=_key(revoked), actor=SYSTEM_ACTOR)
+    settings.CACHES = DEAD_REDIS
+
+    assert api.get(SETTINGS).status_code == 200
+    assert revoked.get(SETTINGS).status_code == 401
+
+
+def test_a_wrong_x_workspace_id_is_refused_for_a_cached_key(api, workspace, other_workspace):
+    api.get(SETTINGS)
+
+    assert api.get(SETTINGS, HTTP_X_WORKSPACE_ID=workspace.name).status_code == 200
+    assert api.get(SETTINGS, HTTP_X_WORKSPACE_ID=str(workspace.pk)).status_code == 200
+    assert api.get(SETTINGS, HTTP_X_WORKSPACE_ID=other_workspace.name).status_code == 403
+    assert api.get(SETTINGS, HTTP_X_WORKSPACE_ID=str(other_workspace.pk)).status_code == 403
+
+
+def test_a_cached_context_read_is_two_queries(api):
+    # The conversation with its workspace, and the workspace's redaction policy (which
+    # says whether agents see re-identified memory); the key comes from the cache.
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    path = f"/v1/conversations/{conversation_id}/context"
+    api.get(path)
+
+    with CaptureQueriesContext(connection) as queries:
+        assert api.get(path).status_code == 200
+
+    tables = [q["sql"].split(" FROM ")[1].split()[0].strip('"') for q in queries.captured_queries]
+    assert tables == ["memory_conversation", "governance_redactionpolicy"]
