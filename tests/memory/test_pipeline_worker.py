@@ -4,7 +4,6 @@ OpenAI-compatible test server. Slow by nature: each test starts worker processes
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -14,7 +13,7 @@ from memory import pipeline
 from memory.models import Message, Observation, ObserverRun
 from memory.services import conversation_create
 from memory.tasks import observe_conversation
-from tests.memory.celery_workers import Broker, Worker, publishing_to, wait_until
+from tests.memory.celery_workers import Worker, publishing_to, wait_until
 from tests.memory.fake_openai import completion, slow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,30 +23,6 @@ TURNS = [
     {"role": "user", "content": "My order ORD-1 arrived broken, I want a refund."},
     {"role": "user", "content": "Please hurry, I need the money before March 10."},
 ]
-
-
-@pytest.fixture
-def broker(tmp_path) -> Iterator[Broker]:
-    broker = Broker(tmp_path)
-    with publishing_to(broker.url, broker.transport_options, broker.queue):
-        yield broker
-
-
-@pytest.fixture
-def workers(broker) -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for worker in started:
-        worker.stop()
-
-
-@pytest.fixture
-def llm_workspace(workspace, fake_openai):
-    workspace.engine = "openai"
-    workspace.llm_base_url = fake_openai.base_url
-    workspace.observer_threshold = 20
-    workspace.save()
-    return workspace
 
 
 def _worker_env(**extra: str) -> dict[str, str]:
