@@ -220,19 +220,41 @@ def get_conversation_for_user(
     return access, conversation
 
 
+ItemT = TypeVar("ItemT", Observation, Reflection, Pin)
+
+
+def _get_in_conversation(
+    request: HttpRequest,
+    conversation_id: object,
+    item_id: object,
+    capability: Capability,
+    *,
+    noun: str,
+    lookup: Callable[[Conversation, uuid.UUID], ItemT | None],
+) -> tuple[Access, Conversation, ItemT]:
+    """An item of a conversation the user may open, found by ``lookup`` (else 404)."""
+    access, conversation = get_conversation_for_user(request, conversation_id, capability)
+    message = f"No such {noun} in this conversation."
+    item = lookup(conversation, _uuid_or_404(item_id, message))
+    if item is None:
+        raise Http404(message)
+    return access, conversation, item
+
+
 def get_observation_for_user(
     request: HttpRequest,
     conversation_id: object,
     observation_id: object,
     capability: Capability = Capability.VIEW_MEMORY,
 ) -> tuple[Access, Conversation, Observation]:
-    access, conversation = get_conversation_for_user(request, conversation_id, capability)
-    message = "No such observation in this conversation."
-    wanted = _uuid_or_404(observation_id, message)
-    observation = selectors.observation_in(conversation=conversation, observation_id=wanted)
-    if observation is None:
-        raise Http404(message)
-    return access, conversation, observation
+    return _get_in_conversation(
+        request,
+        conversation_id,
+        observation_id,
+        capability,
+        noun="observation",
+        lookup=lambda c, pk: selectors.observation_in(conversation=c, observation_id=pk),
+    )
 
 
 def get_reflection_for_user(
@@ -241,13 +263,14 @@ def get_reflection_for_user(
     reflection_id: object,
     capability: Capability = Capability.VIEW_MEMORY,
 ) -> tuple[Access, Conversation, Reflection]:
-    access, conversation = get_conversation_for_user(request, conversation_id, capability)
-    message = "No such reflection in this conversation."
-    wanted = _uuid_or_404(reflection_id, message)
-    reflection = selectors.reflection_in(conversation=conversation, reflection_id=wanted)
-    if reflection is None:
-        raise Http404(message)
-    return access, conversation, reflection
+    return _get_in_conversation(
+        request,
+        conversation_id,
+        reflection_id,
+        capability,
+        noun="reflection",
+        lookup=lambda c, pk: selectors.reflection_in(conversation=c, reflection_id=pk),
+    )
 
 
 def get_pin_for_user(
@@ -256,12 +279,14 @@ def get_pin_for_user(
     pin_id: object,
     capability: Capability = Capability.VIEW_MEMORY,
 ) -> tuple[Access, Conversation, Pin]:
-    access, conversation = get_conversation_for_user(request, conversation_id, capability)
-    message = "No such pin in this conversation."
-    pin = selectors.pin_in(conversation=conversation, pin_id=_uuid_or_404(pin_id, message))
-    if pin is None:
-        raise Http404(message)
-    return access, conversation, pin
+    return _get_in_conversation(
+        request,
+        conversation_id,
+        pin_id,
+        capability,
+        noun="pin",
+        lookup=lambda c, pk: selectors.pin_in(conversation=c, pin_id=pk),
+    )
 
 
 def get_api_key_for_user(access: Access, api_key_id: object) -> ApiKey:

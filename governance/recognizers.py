@@ -115,7 +115,9 @@ class _Recognizer(EntityRecognizer):
         ]
 
     def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
-        raise NotImplementedError
+        """(start, end, score) of each value in ``text``: what each recognizer below
+        defines. The base class has no values of its own to find."""
+        raise NotImplementedError(f"{type(self).__name__} must define find()")
 
 
 # --- phone numbers ---------------------------------------------------------------------------
