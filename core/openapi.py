@@ -63,12 +63,22 @@ def _tighten_parameter(parameter: dict[str, Any]) -> None:
         parameter["schema"] = {"type": "integer", "minimum": 1}
 
 
+def _names_a_reason_required_schema(body: dict[str, Any]) -> bool:
+    refs = [
+        content.get("schema", {}).get("$ref", "") for content in body.get("content", {}).values()
+    ]
+    return any(ref.rsplit("/", 1)[-1] in REASON_REQUIRED for ref in refs)
+
+
 def tighten_schema(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"])."""
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             for parameter in operation.get("parameters", []):
                 _tighten_parameter(parameter)
+            body = operation.get("requestBody")
+            if body and _names_a_reason_required_schema(body):
+                body["required"] = True  # a request without a body has no reason
     schemas = result.get("components", {}).get("schemas", {})
     for name, component in schemas.items():
         properties = component.get("properties", {})
@@ -76,8 +86,8 @@ def tighten_schema(result: dict[str, Any], **_: Any) -> dict[str, Any]:
             properties["reason"] = {**properties["reason"], "pattern": r"\S"}
             component["required"] = sorted({*component.get("required", []), "reason"})
         if name == "PatchedWorkspaceSettingsInRequest":
-            # The one setting there is: a change that changes nothing is refused.
-            component["required"] = sorted({*component["required"], "fidelity"})
+            # A change that changes nothing is refused: one setting at least.
+            component["anyOf"] = [{"required": ["fidelity"]}, {"required": ["contextMaxTokens"]}]
             fidelities = schemas.get("FidelityEnum", {}).get("enum", [])
             component["properties"]["fidelity"]["enum"] = [*fidelities, "", None]
             component["additionalProperties"] = False  # unknown fields are refused

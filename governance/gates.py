@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Subquery
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
@@ -619,14 +619,39 @@ def redaction_at_ingest_record(
 # --- pseudonyms in what memory serves and deletes ----------------------------------------------
 
 
-def reidentifier_for_api(*, workspace_id: uuid.UUID) -> Reidentifier | None:
-    """What puts the values back into memory served to API keys, when the workspace's
-    policy lets agents see re-identified memory; None (one indexed query) otherwise."""
-    allowed = (
-        RedactionPolicy.objects.filter(workspace_id=workspace_id)
-        .values_list("agents_see_reidentified", flat=True)
-        .first()
+def agents_see_reidentified_of(workspace_id: Any) -> Subquery:
+    """Whether the policy of the workspace ``workspace_id`` (a value or an ``OuterRef``)
+    lets agents see re-identified memory, as an expression: a query for something of the
+    workspace (the API's conversation lookup) answers it without a query of its own."""
+    return Subquery(
+        RedactionPolicy.objects.filter(workspace_id=workspace_id).values("agents_see_reidentified")[
+            :1
+        ]
     )
+
+
+def agents_see_reidentified_sql(workspace_id_column: str) -> str:
+    """``agents_see_reidentified_of`` as SQL, for a statement written by hand."""
+    table = RedactionPolicy._meta.db_table
+    return (
+        f'SELECT p.agents_see_reidentified FROM "{table}" p '
+        f"WHERE p.workspace_id = {workspace_id_column}"
+    )
+
+
+def reidentifier_for_api(
+    *, workspace_id: uuid.UUID, allowed: bool | None = None
+) -> Reidentifier | None:
+    """What puts the values back into memory served to API keys, when the workspace's
+    policy lets agents see re-identified memory; None otherwise. ``allowed`` is that
+    answer when the caller has it already (``agents_see_reidentified_of``); without it,
+    one indexed query."""
+    if allowed is None:
+        allowed = (
+            RedactionPolicy.objects.filter(workspace_id=workspace_id)
+            .values_list("agents_see_reidentified", flat=True)
+            .first()
+        )
     return Reidentifier.for_workspace(workspace_id) if allowed else None
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
+from django.db.models import OuterRef
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import (
@@ -36,12 +37,17 @@ from core.api import (
 )
 from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
-from governance.gates import conversations_with_pii, reidentifier_for_api
+from governance.gates import (
+    agents_see_reidentified_of,
+    conversations_with_pii,
+    reidentifier_for_api,
+)
 from memory import api_schema as out
 from memory import pipeline, selectors, services
 from memory.context import (
     Reidentifies,
     context_for_conversation,
+    context_if_cached,
     parse_max_tokens,
     reidentify_items,
 )
@@ -220,20 +226,30 @@ class MemoryApi(ApiView):
     # workspace's redaction policy lets agents see re-identified memory).
 
     _reidentifier: Reidentifies | None
+    _reidentification_allowed: bool
 
     def conversation(self, conversation_id: str) -> Conversation:
-        # One query for the conversation and the workspace (authentication comes from the
-        # cache without it), which then is the view's workspace too.
+        # One query for the conversation, the workspace (authentication comes from the
+        # cache without it), which then is the view's workspace too, and whether its
+        # redaction policy lets agents see re-identified memory.
         conversation = selectors.conversation_get_with_workspace(
-            workspace_id=self.api_key.workspace_id, conversation_id=conversation_id
+            workspace_id=self.api_key.workspace_id,
+            conversation_id=conversation_id,
+            annotations={
+                "agents_see_reidentified": agents_see_reidentified_of(OuterRef("workspace_id"))
+            },
         )
         if not ApiKey.workspace.is_cached(self.api_key):
             self.api_key.workspace = conversation.workspace
+        self._reidentification_allowed = bool(cast(Any, conversation).agents_see_reidentified)
         return conversation
 
     def reidentifier(self) -> Reidentifies | None:
         if not hasattr(self, "_reidentifier"):
-            self._reidentifier = reidentifier_for_api(workspace_id=self.workspace.pk)
+            self._reidentifier = reidentifier_for_api(
+                workspace_id=self.workspace.pk,
+                allowed=getattr(self, "_reidentification_allowed", None),
+            )
         return self._reidentifier
 
     def readable(self, rows: Iterable[MemoryRowT]) -> list[MemoryRowT]:
@@ -463,12 +479,22 @@ class ContextGetApi(MemoryApi):
     )
     def get(self, request: Request, conversation_id: str) -> HttpResponse:
         query = query_params(ContextQuery, request)
-        conversation = self.conversation(conversation_id)
-        rendered = context_for_conversation(
-            conversation=conversation,
-            fmt=query.get("format") or "json",
+        fmt = query.get("format") or "json"
+        # Most reads find their body in a cache: the versions it depends on are enough to
+        # find it, and only a miss loads the conversation to render it.
+        versions = selectors.context_versions(
+            workspace_id=self.api_key.workspace_id, conversation_id=conversation_id
+        )
+        reidentifier = reidentifier_for_api(
+            workspace_id=self.api_key.workspace_id, allowed=versions.agents_see_reidentified
+        )
+        rendered = context_if_cached(
+            versions, fmt=fmt, max_tokens=query["max_tokens"], reidentifier=reidentifier
+        ) or context_for_conversation(
+            conversation=self.conversation(conversation_id),
+            fmt=fmt,
             max_tokens=query["max_tokens"],
-            reidentifier=self.reidentifier(),
+            reidentifier=reidentifier,
         )
         if request.headers.get("If-None-Match") == rendered.etag:
             response = HttpResponse(status=304)

@@ -43,6 +43,7 @@ from memory.models import (
     Reflection,
 )
 from memory.selectors import (
+    ContextVersions,
     active_reflections,
     covered_intervals,
     deleted_source_ids,
@@ -377,6 +378,36 @@ def _local_put(key: str, value: Any) -> None:
             _LOCAL.popitem(last=False)
 
 
+# Whole rendered bodies, by the same kind of key, bounded by their size: a read that
+# finds its body here costs no cache round trip (a large body read from Redis was most of
+# a cached read's time).
+_BODIES: OrderedDict[str, RenderedContext] = OrderedDict()
+LOCAL_BODY_BYTES_KEPT = 16 * 1024 * 1024
+_body_bytes = 0
+
+
+def _local_body_get(key: str) -> RenderedContext | None:
+    with _local_lock:
+        rendered = _BODIES.get(key)
+        if rendered is not None:
+            _BODIES.move_to_end(key)
+        return rendered
+
+
+def _local_body_put(key: str, rendered: RenderedContext) -> None:
+    global _body_bytes
+    if len(rendered.body) > LOCAL_BODY_BYTES_KEPT // 4:
+        return
+    with _local_lock:
+        if key in _BODIES:
+            return
+        _BODIES[key] = rendered
+        _body_bytes += len(rendered.body)
+        while _body_bytes > LOCAL_BODY_BYTES_KEPT:
+            _, dropped = _BODIES.popitem(last=False)
+            _body_bytes -= len(dropped.body)
+
+
 def _memory_block_cached(
     conversation: Conversation,
     *,
@@ -480,6 +511,57 @@ def effective_max_tokens(conversation: Conversation, max_tokens: int | None) -> 
     return conversation.workspace.context_max_tokens
 
 
+def _body_key(
+    *,
+    conversation_id: Any,
+    last_seq: int,
+    memory_version: int,
+    fmt: str,
+    max_tokens: int | None,
+    reidentifier: Reidentifies | None,
+) -> tuple[str, str, date]:
+    """The cache key of a whole body (with the reidentifier's name for its pseudonyms and
+    the day it is rendered for, which the parts' keys use too)."""
+    if fmt not in FORMATS:
+        raise MemdeskError(
+            "invalid_format", f"format must be one of {', '.join(FORMATS)}.", field="format"
+        )
+    today = timezone.now().date()
+    names = reidentifier.cache_key if reidentifier is not None else "pseudonyms"
+    key = (
+        f"memdesk:ctx:{conversation_id}:{last_seq}:{memory_version}"
+        f":{fmt}:{max_tokens}:{today.isoformat()}:{names}"
+    )
+    return key, names, today
+
+
+def _cached_body(key: str) -> RenderedContext | None:
+    rendered: RenderedContext | None = _local_body_get(key) or cache_get(key)
+    if rendered is not None:
+        _local_body_put(key, rendered)
+    return rendered
+
+
+def context_if_cached(
+    versions: ContextVersions,
+    *,
+    fmt: str = "json",
+    max_tokens: int | None = None,
+    reidentifier: Reidentifies | None = None,
+) -> RenderedContext | None:
+    """The body ``context_for_conversation`` would return, if a worker or the shared
+    cache holds it: found from the versions alone, without loading the conversation."""
+    key, _, _ = _body_key(
+        conversation_id=versions.conversation_id,
+        last_seq=versions.last_seq,
+        memory_version=versions.memory_version,
+        fmt=fmt,
+        max_tokens=max_tokens if max_tokens is not None else versions.context_max_tokens,
+        reidentifier=reidentifier,
+    )
+    return _cached_body(key)
+
+
 def context_for_conversation(
     *,
     conversation: Conversation,
@@ -492,18 +574,16 @@ def context_for_conversation(
 
     The whole body is cached by every version it depends on; the memory block apart from
     it by the versions memory depends on, so a message write re-renders only the tail."""
-    if fmt not in FORMATS:
-        raise MemdeskError(
-            "invalid_format", f"format must be one of {', '.join(FORMATS)}.", field="format"
-        )
     max_tokens = effective_max_tokens(conversation, max_tokens)
-    today = timezone.now().date()
-    names = reidentifier.cache_key if reidentifier is not None else "pseudonyms"
-    key = (
-        f"memdesk:ctx:{conversation.pk}:{conversation.last_seq}:{conversation.memory_version}"
-        f":{fmt}:{max_tokens}:{today.isoformat()}:{names}"
+    key, names, today = _body_key(
+        conversation_id=conversation.pk,
+        last_seq=conversation.last_seq,
+        memory_version=conversation.memory_version,
+        fmt=fmt,
+        max_tokens=max_tokens,
+        reidentifier=reidentifier,
     )
-    rendered: RenderedContext | None = cache_get(key)
+    rendered = _cached_body(key)
     if rendered is None:
         block = _memory_block_cached(
             conversation, fmt=fmt, today=today, names=names, reidentifier=reidentifier
@@ -518,6 +598,7 @@ def context_for_conversation(
             max_tokens=max_tokens,
         )
         cache_set(key, rendered, CACHE_SECONDS)
+        _local_body_put(key, rendered)
     return rendered
 
 

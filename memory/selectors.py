@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,6 +13,7 @@ from django.db.models import Count, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_uuid
+from governance.gates import agents_see_reidentified_sql
 from memory.models import (
     Conversation,
     Message,
@@ -28,31 +30,82 @@ from memory.models import (
 SOURCE_LOOKUP_CHUNK = 500
 
 
+def _conversation_not_found() -> MemdeskError:
+    return MemdeskError(
+        "not_found", "No conversation with this id in this workspace.", status_code=404
+    )
+
+
 def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversation:
     pk = parse_uuid(conversation_id, field="conversation_id")
     try:
         conversation = Conversation.objects.get(pk=pk, workspace=workspace)
     except Conversation.DoesNotExist:
-        raise MemdeskError(
-            "not_found", "No conversation with this id in this workspace.", status_code=404
-        ) from None
+        raise _conversation_not_found() from None
     # The caller already holds the workspace (it came with the API key): no second join.
     conversation.workspace = workspace
     return conversation
 
 
-def conversation_get_with_workspace(*, workspace_id: Any, conversation_id: str) -> Conversation:
+def conversation_get_with_workspace(
+    *, workspace_id: Any, conversation_id: str, annotations: Mapping[str, Any] | None = None
+) -> Conversation:
     """``conversation_get`` for a caller that has the workspace's id only: the workspace
-    comes in the same query."""
+    comes in the same query, and so do ``annotations`` (expressions the caller would
+    otherwise ask for in queries of their own)."""
     pk = parse_uuid(conversation_id, field="conversation_id")
     try:
-        return Conversation.objects.select_related("workspace").get(
-            pk=pk, workspace_id=workspace_id
+        return (
+            Conversation.objects.select_related("workspace")
+            .annotate(**(annotations or {}))
+            .get(pk=pk, workspace_id=workspace_id)
         )
     except Conversation.DoesNotExist:
-        raise MemdeskError(
-            "not_found", "No conversation with this id in this workspace.", status_code=404
-        ) from None
+        raise _conversation_not_found() from None
+
+
+@dataclass(frozen=True)
+class ContextVersions:
+    """What a served context depends on: enough to find it in a cache."""
+
+    conversation_id: uuid.UUID
+    last_seq: int
+    memory_version: int
+    context_max_tokens: int | None  # the workspace's default budget
+    agents_see_reidentified: bool  # what the workspace's redaction policy says
+
+
+def context_versions(*, workspace_id: Any, conversation_id: str) -> ContextVersions:
+    """``ContextVersions`` of a conversation in the workspace, in one query.
+
+    A cached context read does little else, and building it through the ORM (model
+    instances for the conversation and its workspace, the policy as a subquery) cost
+    1.3 ms against 0.2 ms for this statement; the other routes use
+    ``conversation_get_with_workspace``."""
+    pk = parse_uuid(conversation_id, field="conversation_id")
+    conversation_table = Conversation._meta.db_table
+    workspace_table = Workspace._meta.db_table
+    sql = (
+        f"SELECT c.last_seq, c.memory_version, w.context_max_tokens, "
+        f"({agents_see_reidentified_sql('c.workspace_id')}) "
+        f'FROM "{conversation_table}" c JOIN "{workspace_table}" w ON w.id = c.workspace_id '
+        f"WHERE c.id = %s AND c.workspace_id = %s"
+    )
+    uuid_field = Conversation._meta.pk
+    assert uuid_field is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql,
+            [
+                uuid_field.get_db_prep_value(pk, connection),
+                uuid_field.get_db_prep_value(workspace_id, connection),
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise _conversation_not_found()
+    last_seq, memory_version, context_max_tokens, reidentified = row
+    return ContextVersions(pk, last_seq, memory_version, context_max_tokens, bool(reidentified))
 
 
 def conversation_list(

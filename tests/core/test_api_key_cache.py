@@ -88,15 +88,35 @@ def test_a_wrong_x_workspace_id_is_refused_for_a_cached_key(api, workspace, othe
     assert api.get(SETTINGS, HTTP_X_WORKSPACE_ID=str(other_workspace.pk)).status_code == 403
 
 
-def test_a_cached_context_read_is_two_queries(api):
-    # The conversation with its workspace, and the workspace's redaction policy (which
-    # says whether agents see re-identified memory); the key comes from the cache.
+def test_a_cached_context_read_is_one_query(api):
+    # The versions the body depends on, with the workspace's default budget and whether
+    # its redaction policy lets agents see re-identified memory; the key comes from the
+    # cache, the body from the worker's own copy.
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     path = f"/v1/conversations/{conversation_id}/context"
-    api.get(path)
+    first = api.get(path)
 
     with CaptureQueriesContext(connection) as queries:
-        assert api.get(path).status_code == 200
+        again = api.get(path)
 
-    tables = [q["sql"].split(" FROM ")[1].split()[0].strip('"') for q in queries.captured_queries]
-    assert tables == ["memory_conversation", "governance_redactionpolicy"]
+    assert again.status_code == 200 and again.content == first.content
+    [sql] = [q["sql"] for q in queries.captured_queries]
+    assert "memory_conversation" in sql and "governance_redactionpolicy" in sql
+
+
+def test_a_cached_context_follows_the_workspace_budget_at_once(api, workspace):
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    api.post(
+        f"/v1/conversations/{conversation_id}/messages",
+        {"role": "user", "content": "word " * 400},
+        format="json",
+    )
+    path = f"/v1/conversations/{conversation_id}/context"
+    assert len(api.get(path).json()["recentMessages"]) == 1
+
+    workspace.context_max_tokens = 50
+    workspace.save()
+
+    body = api.get(path).json()
+    assert body["recentMessages"] == []
+    assert body["maxTokens"] == 50
