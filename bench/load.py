@@ -5,17 +5,19 @@ and a quiet cached context read at the same concurrency as the baselines.
 
     .venv/bin/python bench/load.py                         # 60 s, observer on, then off
     .venv/bin/python bench/load.py --seconds 600           # the issue's 10-minute run
-    .venv/bin/python bench/load.py --observer on --seconds 30
+    .venv/bin/python bench/load.py --observer on --seconds 30 --context-max-tokens 8000
 
 Targets (production issue), on a 2-core machine: >= 1,000 context reads/s and >= 2,000
 messages/s together, read p99 < 100 ms; a cached context read within 2x of /healthz
 throughput; no growth in worker memory.
 
-Method. A fresh database (migrated) gets one workspace and 16 conversations of 200
-messages each. 32 client processes, each on one keep-alive connection: ``--writers``
-post ``--bulk`` messages per request to a random conversation, together offering
-``--offered`` messages/s (paced; a writer that falls behind just sends back to back),
-and the rest GET ``/v1/conversations/{id}/context`` of a random one, back to back. The
+Method. A fresh database (migrated) gets one workspace and 16 conversations as the
+pipeline leaves them (``--seed-messages`` messages each, observed by 60 observations and
+5 reflections, the last 50 messages not observed yet), so the context has a memory block
+and a tail. The clients are wrk (``apt-get install wrk``; a C load generator, so that the
+clients' own CPU does not decide the figures on two cores): 32 keep-alive connections,
+``--writers`` of them posting ``--bulk`` messages per request to a random conversation
+back to back, the rest GETting ``/v1/conversations/{id}/context`` of a random one. The
 observer runs in the Celery worker (on) or not at all (``MEMDESK_PIPELINE_ENABLED=0``,
 off). RSS of the gunicorn and Celery processes is sampled every second.
 
@@ -28,20 +30,21 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import multiprocessing as mp
 import os
-import random
+import re
+import shutil
 import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import harness
 
 CONVERSATIONS = 16
-SEED_MESSAGES = 200
 CLIENTS = 32
 TARGET_READS = 1000.0
 TARGET_MESSAGES = 2000.0
@@ -70,113 +73,135 @@ WORDS = [
 ]
 
 
-# --- clients (separate processes) ----------------------------------------------------------------
+# --- seeding (runs inside Django, in a subprocess of its own) ----------------------------------
 
 
-def _text(rng: random.Random) -> str:
-    return "Customer says: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 24)))
+def seed_memory(messages: int) -> None:
+    """16 conversations as the pipeline leaves them; prints their ids."""
+    sys.path.insert(0, str(harness.ROOT))
+    import django
 
+    django.setup()
+    from seed import seed_long_conversation
 
-def client(
-    kind: str,
-    port: int,
-    headers: dict[str, str],
-    conversations: list[str],
-    seconds: float,
-    bulk: int,
-    pace: float,
-    ready: Any,
-    out: Any,
-) -> None:
-    """Requests of one kind until ``seconds`` pass; reports (route, latencies, errors,
-    messages written)."""
-    harness.client_process_signals()
-    rng = random.Random(os.getpid())
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    latencies: list[float] = []
-    errors = written = 0
-    ready.wait()
-    started = time.perf_counter()
-    next_at = started
-    while (now := time.perf_counter()) - started < seconds:
-        conversation = rng.choice(conversations)
-        try:
-            if kind == "write":
-                if pace and now < next_at:
-                    time.sleep(next_at - now)
-                next_at += pace
-                body = json.dumps(
-                    {"messages": [{"role": "user", "content": _text(rng)} for _ in range(bulk)]}
-                )
-                sent = time.perf_counter()
-                connection.request(
-                    "POST",
-                    f"/v1/conversations/{conversation}/messages/bulk",
-                    body=body,
-                    headers={**headers, "Content-Type": "application/json"},
-                )
-                expect = 201
-            else:
-                path = (
-                    "/healthz" if kind == "healthz" else f"/v1/conversations/{conversation}/context"
-                )
-                sent = time.perf_counter()
-                connection.request("GET", path, headers=headers)
-                expect = 200
-            response = connection.getresponse()
-            response.read()
-            latencies.append(time.perf_counter() - sent)
-            if response.status != expect:
-                errors += 1
-            elif kind == "write":
-                written += bulk
-        except (OSError, http.client.HTTPException):
-            errors += 1
-            connection.close()
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    out.put((kind, latencies, errors, written, time.perf_counter() - started))
+    from memory.models import Workspace
 
-
-def run_clients(
-    server: harness.Server,
-    headers: dict[str, str],
-    conversations: list[str],
-    kinds: list[str],
-    seconds: float,
-    bulk: int = 10,
-    offered: float = 0.0,
-) -> dict[str, dict[str, Any]]:
-    ctx = mp.get_context("fork")
-    ready, out = ctx.Event(), ctx.Queue()
-    writers = kinds.count("write")
-    # Seconds between one writer's requests so that all of them offer ``offered`` msg/s.
-    pace = (writers * bulk / offered) if offered and writers else 0.0
-    processes = [
-        ctx.Process(
-            target=client,
-            args=(kind, server.port, headers, conversations, seconds, bulk, pace, ready, out),
+    workspace = Workspace.objects.get(name="bench")
+    for n in range(CONVERSATIONS):
+        conversation = seed_long_conversation(
+            workspace,
+            title=f"load {n}",
+            user_id=f"user-{n}",
+            messages=messages,
+            observations=60,
+            reflections=5,
+            recent=50,
+            rng_seed=n,
         )
-        for kind in kinds
+        print(conversation.id)
+
+
+# --- clients: wrk ---------------------------------------------------------------------------------
+
+READ_LUA = """
+local ids = {IDS}
+wrk.headers["Authorization"] = "Bearer KEY"
+request = function()
+  return wrk.format("GET", "/v1/conversations/" .. ids[math.random(#ids)] .. PATH)
+end
+"""
+
+WRITE_LUA = """
+local ids = {IDS}
+local words = {WORDS}
+wrk.headers["Authorization"] = "Bearer KEY"
+wrk.headers["Content-Type"] = "application/json"
+local function text()
+  local parts = {"Customer says:"}
+  for i = 1, math.random(8, 24) do parts[#parts + 1] = words[math.random(#words)] end
+  return table.concat(parts, " ")
+end
+request = function()
+  local messages = {}
+  for i = 1, BULK do
+    messages[i] = '{"role":"user","content":"' .. text() .. '"}'
+  end
+  local body = '{"messages":[' .. table.concat(messages, ",") .. ']}'
+  local path = "/v1/conversations/" .. ids[math.random(#ids)] .. "/messages/bulk"
+  return wrk.format("POST", path, nil, body)
+end
+"""
+
+
+def _lua_list(values: list[str]) -> str:
+    return "{" + ",".join(json.dumps(v) for v in values) + "}"
+
+
+@dataclass
+class WrkResult:
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    errors: int  # non-2xx/3xx answers and socket errors
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+_UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
+
+
+def _duration_ms(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
+    return float(number) * _UNITS_MS[unit]
+
+
+def parse_wrk(output: str) -> WrkResult:
+    done = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", output)
+    if done is None:
+        raise RuntimeError("wrk printed no summary:\n" + output)
+    seconds = _duration_ms(done.group(2) + done.group(3)) / 1000
+    percentiles = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+(?:us|ms|s|m))", output, re.M))
+    errors = sum(int(n) for n in re.findall(r"Non-2xx or 3xx responses: (\d+)", output))
+    socket = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
+    )
+    if socket:
+        errors += sum(int(n) for n in socket.groups())
+    return WrkResult(
+        requests=int(done.group(1)),
+        seconds=seconds,
+        p50_ms=_duration_ms(percentiles["50"]) if "50" in percentiles else 0.0,
+        p99_ms=_duration_ms(percentiles["99"]) if "99" in percentiles else 0.0,
+        errors=errors,
+    )
+
+
+def wrk(
+    port: int, script: Path | None, connections: int, seconds: float, path: str = "/"
+) -> subprocess.Popen[str]:
+    command = [
+        "wrk",
+        "--threads",
+        "1",
+        "--connections",
+        str(connections),
+        "--duration",
+        f"{seconds:.0f}s",
+        "--timeout",
+        "30s",
+        "--latency",
     ]
-    for process in processes:
-        process.start()
-    time.sleep(0.5)
-    ready.set()
-    results = [out.get(timeout=seconds + 120) for _ in processes]
-    for process in processes:
-        process.join(timeout=30)
-    summary: dict[str, dict[str, Any]] = {}
-    for kind, latencies, errors, written, elapsed in results:
-        entry = summary.setdefault(
-            kind, {"latencies": [], "errors": 0, "written": 0, "elapsed": 0.0}
-        )
-        entry["latencies"] += latencies
-        entry["errors"] += errors
-        entry["written"] += written
-        entry["elapsed"] = max(entry["elapsed"], elapsed)
-    for entry in summary.values():
-        entry["latencies"].sort()
-    return summary
+    if script is not None:
+        command += ["--script", str(script)]
+    command.append(f"http://127.0.0.1:{port}{path}")
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def run_wrk(*processes: subprocess.Popen[str]) -> list[WrkResult]:
+    return [parse_wrk(process.communicate()[0]) for process in processes]
 
 
 # --- memory of the server processes --------------------------------------------------------------
@@ -265,31 +290,20 @@ def celery_worker(env: dict[str, str], concurrency: int) -> Any:
 # --- the bench -----------------------------------------------------------------------------------
 
 
-def seed(server: harness.Server, headers: dict[str, str]) -> list[str]:
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-    json_headers = {**headers, "Content-Type": "application/json"}
-    rng = random.Random(1)
-    conversations = []
-    for n in range(CONVERSATIONS):
-        connection.request(
-            "POST", "/v1/conversations", json.dumps({"userId": f"user-{n}"}), json_headers
-        )
-        conversation = json.loads(connection.getresponse().read())["id"]
-        for _ in range(SEED_MESSAGES // 100):
-            body = {"messages": [{"role": "user", "content": _text(rng)} for _ in range(100)]}
-            connection.request(
-                "POST",
-                f"/v1/conversations/{conversation}/messages/bulk",
-                json.dumps(body),
-                json_headers,
-            )
-            connection.getresponse().read()
-        conversations.append(conversation)
-    return conversations
+def seed(env: dict[str, str], messages: int) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--seed", "--seed-messages", str(messages)],
+        env=env,
+        cwd=harness.ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return result.stdout.split()
 
 
 def wait_for_empty_queue(broker_db: int, limit: float = 120.0) -> float:
-    """Seconds until the broker's queue is empty (the seed's scans done), at most ``limit``."""
+    """Seconds until the broker's queue is empty, at most ``limit``."""
     started = time.monotonic()
     while time.monotonic() - started < limit:
         result = subprocess.run(
@@ -302,8 +316,15 @@ def wait_for_empty_queue(broker_db: int, limit: float = 120.0) -> float:
     return time.monotonic() - started
 
 
-def _ms(values: list[float], fraction: float) -> str:
-    return f"{1000 * harness.percentile(values, fraction):.1f}" if values else "-"
+def _row(label: str, route: str, result: WrkResult, unit: str, per_request: int = 1) -> list[str]:
+    return [
+        label,
+        route,
+        f"{result.rate * per_request:,.0f} {unit}",
+        f"{result.p50_ms:.1f}",
+        f"{result.p99_ms:.1f}",
+        str(result.errors),
+    ]
 
 
 def phase(
@@ -316,89 +337,71 @@ def phase(
         CELERY_BROKER_URL=f"redis://127.0.0.1:6379/{args.redis_db + 1}",
         MEMDESK_PIPELINE_ENABLED="1" if observer else "0",
     )
-    subprocess.run(
-        ["redis-cli", "-n", str(args.redis_db), "FLUSHDB"], check=False, capture_output=True
-    )
-    subprocess.run(
-        ["redis-cli", "-n", str(args.redis_db + 1), "FLUSHDB"], check=False, capture_output=True
-    )
-    headers = {"Authorization": f"Bearer {raw_key}"}
+    for db in (args.redis_db, args.redis_db + 1):
+        subprocess.run(["redis-cli", "-n", str(db), "FLUSHDB"], check=False, capture_output=True)
     label = "on" if observer else "off"
+    conversations = seed(env, args.seed_messages)
+    harness.say(f"seeded     {len(conversations)} conversations x {args.seed_messages} messages")
+    ids = _lua_list(conversations)
+    scripts = {}
+    for name, template, extra in (
+        ("read", READ_LUA, {"PATH": json.dumps("/context")}),
+        ("write", WRITE_LUA, {"BULK": str(args.bulk), "{WORDS}": _lua_list(WORDS)}),
+    ):
+        text = template.replace("{IDS}", ids).replace("KEY", raw_key)
+        for placeholder, value in extra.items():
+            text = text.replace(placeholder, value)
+        scripts[name] = var_dir / f"{name}.lua"
+        scripts[name].write_text(text)
     rows: list[list[str]] = []
     with (
         harness.gunicorn(env, workers=args.web_workers) as server,
         celery_worker(env, args.worker_concurrency) as worker,
     ):
-        conversations = seed(server, headers)
-        harness.say(f"seeded     {CONVERSATIONS} conversations x {SEED_MESSAGES} messages")
-        drained = wait_for_empty_queue(args.redis_db + 1)
-        harness.say(f"drained    the worker's queue in {drained:.0f} s (scans of the seed)")
         # Baselines: /healthz, and the context of conversations no one writes to.
         harness.wait_for_quiet_machine()
-        base = run_clients(server, headers, conversations, ["healthz"] * CLIENTS, args.baseline)
-        quiet = run_clients(server, headers, conversations, ["read"] * CLIENTS, args.baseline)
-        healthz_rate = len(base["healthz"]["latencies"]) / base["healthz"]["elapsed"]
-        quiet_rate = len(quiet["read"]["latencies"]) / quiet["read"]["elapsed"]
-        for name, result, kind in (
-            ("/healthz", base, "healthz"),
-            ("context, quiet", quiet, "read"),
-        ):
-            entry = result[kind]
-            rate = len(entry["latencies"]) / entry["elapsed"]
-            rows.append(
-                [
-                    label,
-                    name,
-                    f"{rate:,.0f} req/s",
-                    _ms(entry["latencies"], 0.5),
-                    _ms(entry["latencies"], 0.99),
-                    str(entry["errors"]),
-                ]
-            )
+        [healthz] = run_wrk(wrk(server.port, None, CLIENTS, args.baseline, "/healthz"))
+        [quiet] = run_wrk(wrk(server.port, scripts["read"], CLIENTS, args.baseline))
+        rows.append(_row(label, "/healthz", healthz, "req/s"))
+        rows.append(_row(label, "context, quiet (cached)", quiet, "req/s"))
         harness.say(
-            f"baseline   /healthz {healthz_rate:,.0f}/s, quiet cached context {quiet_rate:,.0f}/s "
-            f"({healthz_rate / max(quiet_rate, 1e-9):.2f}x slower than /healthz)"
+            f"baseline   /healthz {healthz.rate:,.0f}/s, quiet cached context {quiet.rate:,.0f}/s"
+            f" ({healthz.rate / max(quiet.rate, 1e-9):.2f}x slower than /healthz)"
         )
-        kinds = ["write"] * args.writers + ["read"] * (CLIENTS - args.writers)
         with RssSampler(server.process.pid, worker.pid) as rss:
-            mixed = run_clients(
-                server, headers, conversations, kinds, args.seconds, args.bulk, args.offered
+            reads, writes = run_wrk(
+                wrk(server.port, scripts["read"], CLIENTS - args.writers, args.seconds),
+                wrk(server.port, scripts["write"], args.writers, args.seconds),
             )
-        reads, writes = mixed["read"], mixed["write"]
-        read_rate = len(reads["latencies"]) / reads["elapsed"]
-        message_rate = writes["written"] / writes["elapsed"]
         rows.append(
-            [
-                label,
-                f"mixed: context GET ({CLIENTS - args.writers} clients)",
-                f"{read_rate:,.0f} reads/s",
-                _ms(reads["latencies"], 0.5),
-                _ms(reads["latencies"], 0.99),
-                str(reads["errors"]),
-            ]
+            _row(label, f"mixed: context GET ({CLIENTS - args.writers} conns)", reads, "reads/s")
         )
         rows.append(
-            [
+            _row(
                 label,
-                f"mixed: bulk POST x{args.bulk} ({args.writers} clients)",
-                f"{message_rate:,.0f} msg/s",
-                _ms(writes["latencies"], 0.5),
-                _ms(writes["latencies"], 0.99),
-                str(writes["errors"]),
-            ]
+                f"mixed: bulk POST x{args.bulk} ({args.writers} conns)",
+                writes,
+                "msg/s",
+                args.bulk,
+            )
         )
         harness.say(
-            f"mixed      observer {label}: {read_rate:,.0f} reads/s (p99 "
-            f"{_ms(reads['latencies'], 0.99)} ms), {message_rate:,.0f} msg/s; "
+            f"mixed      observer {label}: {reads.rate:,.0f} reads/s (p99 {reads.p99_ms:.1f} ms), "
+            f"{writes.rate * args.bulk:,.0f} msg/s (p99 {writes.p99_ms:.1f} ms); "
             f"RSS web {rss.line('web')}, worker {rss.line('worker')}"
         )
         rows.append([label, "RSS gunicorn workers", rss.line("web"), "", "", ""])
         rows.append([label, "RSS celery worker", rss.line("worker"), "", "", ""])
-        # How big the context got, and what the pipeline did meanwhile.
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-        connection.request("GET", f"/v1/conversations/{conversations[0]}/context", headers=headers)
+        connection.request(
+            "GET",
+            f"/v1/conversations/{conversations[0]}/context",
+            headers={"Authorization": f"Bearer {raw_key}"},
+        )
         size = len(connection.getresponse().read())
         rows.append([label, "context body after the run", f"{size / 1024:,.0f} KB", "", "", ""])
+        drained = wait_for_empty_queue(args.redis_db + 1, limit=5.0)
+        harness.say(f"queue      {drained:.0f} s to drain after the run (at most 5 s waited)")
     return rows
 
 
@@ -407,9 +410,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="the mixed run")
     parser.add_argument("--baseline", type=float, default=10.0, help="each baseline run")
     parser.add_argument("--observer", choices=["on", "off", "both"], default="both")
-    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--writers", type=int, default=8, help="of the 32 connections")
     parser.add_argument("--bulk", type=int, default=10, help="messages per write")
-    parser.add_argument("--offered", type=float, default=2000.0, help="messages/s offered")
+    parser.add_argument("--seed-messages", type=int, default=2000, help="per conversation")
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--redis-db", type=int, default=12)
@@ -419,13 +422,20 @@ def main() -> int:
         default=0,
         help="the workspace's default context budget (0: none)",
     )
+    parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.seed:
+        seed_memory(args.seed_messages)
+        return 0
+    if shutil.which("wrk") is None:
+        harness.say("wrk is not installed: apt-get install wrk")
+        return 2
     harness.stop_on_sigterm()
     harness.say(harness.machine_line())
     harness.say(
-        f"load       {CLIENTS} clients: {args.writers} writers (x{args.bulk}, offering "
-        f"{args.offered:,.0f} msg/s), {CLIENTS - args.writers} context readers, "
-        f"{args.seconds:.0f} s"
+        f"load       {CLIENTS} connections: {args.writers} writers (x{args.bulk}), "
+        f"{CLIENTS - args.writers} context readers, {args.seconds:.0f} s"
+        + (f", default budget {args.context_max_tokens} tokens" if args.context_max_tokens else "")
     )
     rows: list[list[str]] = []
     for observer in {"on": [True], "off": [False], "both": [True, False]}[args.observer]:

@@ -28,13 +28,31 @@ def worker_heartbeat_record(*, hostname: str) -> None:
     WorkerHeartbeat.objects.filter(seen_at__lt=now - HEARTBEAT_KEPT).delete()
 
 
+# What the last probe of this process found missing: a probe every few seconds while
+# something is down logs once when it goes down and once when it is back.
+_last_unready: frozenset[str] = frozenset()
+
+
+def readiness_log(unready: frozenset[str]) -> None:
+    """Log a change of readiness, naming the checks that fail (each check logs its
+    error's type at INFO)."""
+    global _last_unready
+    if unready == _last_unready:
+        return
+    if unready:
+        logger.warning("readiness: not ready (%s)", ", ".join(sorted(unready)))
+    else:
+        logger.warning("readiness: ready again")
+    _last_unready = unready
+
+
 def database_check() -> dict[str, object]:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except Exception as error:  # noqa: BLE001 - readiness answers whatever the failure
-        logger.warning("readiness: database unavailable (%s)", type(error).__name__)
+        logger.info("readiness: database check failed (%s)", type(error).__name__)
         return {"status": "unavailable", "vendor": connection.vendor}
     return {"status": "ok", "vendor": connection.vendor}
 
@@ -49,7 +67,7 @@ def broker_check() -> dict[str, object]:
                 max_retries=1, timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT
             )
     except Exception as error:  # noqa: BLE001 - any transport's failure
-        logger.warning("readiness: broker unavailable (%s)", type(error).__name__)
+        logger.info("readiness: broker check failed (%s)", type(error).__name__)
         return {"status": "unavailable", "embedded": False}
     return {"status": "ok", "embedded": False}
 

@@ -45,11 +45,16 @@ def readyz(request: HttpRequest) -> JsonResponse:
         "worker": readiness.worker_check(),
         "piiModel": {"status": "ok" if pii != "missing" else "unavailable", "model": pii},
     }
-    ready = all(check["status"] == "ok" for check in checks.values())
-    return JsonResponse(
-        {"status": "ready" if ready else "not_ready", "checks": checks},
-        status=200 if ready else 503,
+    unready = frozenset(name for name, check in checks.items() if check["status"] != "ok")
+    readiness.readiness_log(unready)
+    response = JsonResponse(
+        {"status": "not_ready" if unready else "ready", "checks": checks},
+        status=503 if unready else 200,
     )
+    # An expected answer, logged above when it changes: not an ERROR line per probe from
+    # django.request.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
 
 
 @require_GET

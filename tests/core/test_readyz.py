@@ -3,6 +3,7 @@ worker was alive lately and the PII engine is loaded or installed; each check sa
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 import pytest
@@ -97,3 +98,20 @@ def test_a_heartbeat_replaces_the_workers_row_and_forgets_old_workers(db):
     readiness.worker_heartbeat_record(hostname="celery@a")
     readiness.worker_heartbeat_record(hostname="celery@a")
     assert list(WorkerHeartbeat.objects.values_list("hostname", flat=True)) == ["celery@a"]
+
+
+def test_a_probe_while_not_ready_logs_a_change_once_and_no_error(client, db, caplog, monkeypatch):
+    # No worker was ever seen: every probe answers 503, as a load balancer polls.
+    monkeypatch.setattr(readiness, "_last_unready", frozenset())
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            assert client.get("/readyz").status_code == 503
+
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in warnings] == ["readiness: not ready (worker)"]
+    assert not [r for r in caplog.records if r.name == "django.request"]
+
+    readiness.worker_heartbeat_record(hostname="celery@web-1")
+    with caplog.at_level(logging.INFO):
+        assert client.get("/readyz").status_code == 200
+    assert caplog.records[-1].getMessage() == "readiness: ready again"
