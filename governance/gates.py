@@ -16,7 +16,7 @@ from django.db.models import F, Subquery
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
-from core.queue import enqueue_on_commit
+from core.queue import enqueue_on_commit_unless_queued
 from governance import redaction, scan
 from governance.audit import AuditChange, audit_record, audit_record_many
 from governance.models import (
@@ -485,7 +485,15 @@ def message_scan_request(*, conversation: Conversation, messages: Sequence[Messa
         first_seq=min(m.seq for m in messages),
         last_seq=max(m.seq for m in messages),
     )
-    enqueue_on_commit(scan.SCAN_TASK, [request.pk])
+    # A scan task still waiting for a worker takes this request too (a task tops itself
+    # up with its workspace's waiting requests): under a stream of writes the worker gets
+    # one task per batch it can take, not one per write.
+    enqueue_on_commit_unless_queued(
+        scan.SCAN_TASK,
+        [request.pk],
+        str(conversation.workspace_id),
+        mark=scan.scan_queued_mark(conversation.workspace_id),
+    )
 
 
 @dataclass

@@ -35,7 +35,7 @@ from django.utils.crypto import salted_hmac
 
 from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
-from core.queue import enqueue_on_commit
+from core.queue import enqueue_on_commit, enqueue_on_commit_unless_queued, queued_mark_clear
 from governance import redaction
 from governance.audit import audit_record
 from governance.models import MessageScan, RedactionFinding, RedactionPolicy, ScanRequest
@@ -255,15 +255,26 @@ def _holds(request: ScanRequest, message: Message) -> bool:
     )
 
 
-def message_scan_requests(*, request_ids: Sequence[int]) -> ScanOutcome:
+def scan_queued_mark(workspace_id: uuid.UUID) -> str:
+    """The mark under which a workspace's scan task waits for a worker."""
+    return f"scan:{workspace_id}"
+
+
+def message_scan_requests(
+    *, request_ids: Sequence[int], workspace_id: uuid.UUID | None = None
+) -> ScanOutcome:
     """The task's service: scan the messages of the given scan requests, and of other
     requests of the same workspaces still waiting (oldest first, up to ``TASK_BATCH``
     messages in all), so that what arrives together is parsed as one batch; then delete
     the requests whose messages are all scanned. Idempotent: a request already done is
     gone, and a message already current is not read again."""
     requests = list(ScanRequest.objects.filter(pk__in=request_ids))
-    room = TASK_BATCH - sum(_size(r) for r in requests)
     workspaces = {r.workspace_id for r in requests}
+    # Before the waiting requests are read: one committed after this sends a new task.
+    # (The workspace the task was sent for, too: its requests may be done already.)
+    for marked in workspaces | ({workspace_id} if workspace_id else set()):
+        queued_mark_clear(scan_queued_mark(marked))
+    room = TASK_BATCH - sum(_size(r) for r in requests)
     if room > 0 and workspaces:
         waiting = (
             ScanRequest.objects.filter(workspace_id__in=workspaces)
@@ -299,6 +310,20 @@ def message_scan_requests(*, request_ids: Sequence[int]) -> ScanOutcome:
     skipped = [m for m in messages if m.pk in set(outcome.skipped)]
     done = [r.pk for r in requests if not any(_holds(r, m) for m in skipped)]
     ScanRequest.objects.filter(pk__in=done).delete()
+    # More than one batch was waiting: the rest gets a task now rather than from the
+    # sweeper, a minute later, if no other write sends one.
+    for waiting_in in workspaces:
+        rest = list(
+            ScanRequest.objects.filter(workspace_id=waiting_in)
+            .exclude(pk__in=[r.pk for r in requests])
+            .order_by("created_at", "pk")
+            .values_list("pk", flat=True)[:1]
+        )
+        if rest:
+            with transaction.atomic():
+                enqueue_on_commit_unless_queued(
+                    SCAN_TASK, rest, str(waiting_in), mark=scan_queued_mark(waiting_in)
+                )
     logger.info(
         "message scan: %s requests, %s scanned, %s already current, %s findings, %s skipped",
         len(done),

@@ -6,6 +6,7 @@ is already scanned."""
 from __future__ import annotations
 
 import logging
+import uuid
 
 from celery import Task, shared_task
 from django.conf import settings
@@ -86,8 +87,12 @@ def erasure_task(self: Task, request_id: int) -> str:
     retry_backoff_max=600,
     retry_jitter=True,
 )
-def message_scan_task(self: Task, request_ids: list[int]) -> dict[str, int]:
-    outcome = scan.message_scan_requests(request_ids=request_ids)
+def message_scan_task(
+    self: Task, request_ids: list[int], workspace_id: str | None = None
+) -> dict[str, int]:
+    outcome = scan.message_scan_requests(
+        request_ids=request_ids, workspace_id=uuid.UUID(workspace_id) if workspace_id else None
+    )
     if outcome.skipped:
         raise ScanRetry(len(outcome.skipped))
     return {

@@ -30,6 +30,7 @@ from governance.tasks import message_scan_task
 from memory import pipeline
 from memory.models import Conversation, Message, Observation, Reflection
 from memory.services import MessageInput, conversation_create, messages_append
+from tests.core.test_cache_outage import DEAD_REDIS
 from tests.governance.test_redaction_support import set_policy
 
 CARD = "4111 1111 1111 1111"
@@ -181,6 +182,75 @@ def test_one_task_scans_what_arrived_together(conversation, detect_calls):
     assert detect_calls == [3]
     assert {f.target_id for f in RedactionFinding.objects.all()} == {first.pk, third.pk}
     assert second.pk not in {f.target_id for f in RedactionFinding.objects.all()}
+
+
+def _sent_scans(sent: list[tuple[str, list]]) -> list[list]:
+    return [args for name, args in sent if name == scan.SCAN_TASK]
+
+
+def test_writes_while_a_scan_task_waits_send_no_more_tasks(
+    conversation, sent, detect_calls, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        first = _write(conversation, TEXT)[0]
+    with django_capture_on_commit_callbacks(execute=True):
+        _write(conversation, CLEAN)
+        _write(conversation, TEXT)
+
+    # One task, for the first write; the queued task takes the others when it starts.
+    [args] = _sent_scans(sent)
+    assert args == [
+        [ScanRequest.objects.get(first_seq=first.seq).pk],
+        str(conversation.workspace_id),
+    ]
+    assert message_scan_task.apply(args=args).get()["scanned"] == 3
+    assert detect_calls == [3] and not ScanRequest.objects.exists()
+
+    # Once a task started, the next write sends one of its own.
+    with django_capture_on_commit_callbacks(execute=True):
+        _write(conversation, CLEAN)
+    assert len(_sent_scans(sent)) == 2
+
+
+def test_a_task_whose_requests_were_done_already_lets_the_next_write_send(
+    conversation, sent, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        _write(conversation, TEXT)
+    [args] = _sent_scans(sent)
+    scan.message_scan_requests(request_ids=args[0])  # a sweeper's task did the work
+
+    assert message_scan_task.apply(args=args).get()["scanned"] == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        _write(conversation, CLEAN)
+    assert len(_sent_scans(sent)) == 2
+
+
+def test_more_than_a_batch_waiting_gets_a_follow_up_task(
+    conversation, sent, monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setattr(scan, "TASK_BATCH", 2)
+    with django_capture_on_commit_callbacks(execute=True):
+        _write(conversation, CLEAN, CLEAN)
+        _write(conversation, TEXT)
+    [args] = _sent_scans(sent)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert message_scan_task.apply(args=args).get()["scanned"] == 2
+
+    # The write that did not fit is not left to the sweeper, a minute later.
+    follow_up = _sent_scans(sent)[1]
+    assert follow_up == [[ScanRequest.objects.get().pk], str(conversation.workspace_id)]
+
+
+def test_with_the_cache_down_every_write_sends_its_scan_task(
+    conversation, sent, settings, django_capture_on_commit_callbacks
+):
+    settings.CACHES = DEAD_REDIS
+    with django_capture_on_commit_callbacks(execute=True):
+        _write(conversation, TEXT)
+        _write(conversation, CLEAN)
+    assert len(_sent_scans(sent)) == 2
 
 
 def test_a_message_rewritten_during_its_scan_is_scanned_again(conversation, monkeypatch):
