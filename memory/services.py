@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, models, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -363,6 +363,30 @@ def _messages_insert(messages: list[Message]) -> None:
             )
 
 
+def _seq_numbers_take(conversation: Conversation, count: int, *, now: datetime) -> int:
+    """Move the conversation's ``last_seq`` on by ``count`` and return it, in one
+    statement (``UPDATE ... RETURNING``, PostgreSQL and SQLite 3.35+), which takes the
+    row's lock until the transaction ends."""
+    db = connections[DEFAULT_DB_ALIAS]
+    sql = (
+        f"UPDATE {db.ops.quote_name(Conversation._meta.db_table)} "
+        f"SET last_seq = last_seq + %s, updated_at = %s WHERE id = %s RETURNING last_seq"
+    )
+    with db.cursor() as cursor:
+        cursor.execute(
+            sql,
+            [
+                count,
+                db.ops.adapt_datetimefield_value(now),
+                models.UUIDField().get_db_prep_value(conversation.pk, db),
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise MemdeskError("not_found", "No such conversation.", status_code=404)
+    return int(row[0])
+
+
 def messages_append(*, conversation: Conversation, items: Sequence[MessageInput]) -> list[Message]:
     """Append messages with consecutive seq numbers, all or none.
 
@@ -395,12 +419,7 @@ def messages_append(*, conversation: Conversation, items: Sequence[MessageInput]
             # here and given back if the write fails.
             contents = ingest.redact()
             counts = token_counts(contents)
-        updated = Conversation.objects.filter(pk=conversation.pk).update(
-            last_seq=F("last_seq") + len(items), updated_at=now
-        )
-        if not updated:
-            raise MemdeskError("not_found", "No such conversation.", status_code=404)
-        last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+        last_seq = _seq_numbers_take(conversation, len(items), now=now)
         first_seq = last_seq - len(items) + 1
         messages = [
             Message(
