@@ -532,18 +532,20 @@ class IngestRedaction:
 
 
 def redaction_at_ingest(
-    *, workspace_id: uuid.UUID, contents: Sequence[str]
+    *, workspace_id: uuid.UUID, contents: Sequence[str], redact: bool | None = None
 ) -> IngestRedaction | None:
     """Find what to redact in message contents before they are stored, when the policy
-    says so (None otherwise, after one indexed query and without loading the engine).
+    says so (None otherwise, without loading the engine, after one indexed query unless
+    the caller knows the policy's ``redact_at_ingest`` already: ``redact``).
     The caller stores ``redact()`` of the result, in its transaction. Findings pending
     review stay in the stored text until a person decides; engines never read them
     unmasked (the observation and reflection gates mask them)."""
-    redact = (
-        RedactionPolicy.objects.filter(workspace_id=workspace_id)
-        .values_list("redact_at_ingest", flat=True)
-        .first()
-    )
+    if redact is None:
+        redact = (
+            RedactionPolicy.objects.filter(workspace_id=workspace_id)
+            .values_list("redact_at_ingest", flat=True)
+            .first()
+        )
     if not redact:
         return None
     policy = RedactionPolicy.objects.get(workspace_id=workspace_id)
@@ -627,19 +629,22 @@ def redaction_at_ingest_record(
 # --- pseudonyms in what memory serves and deletes ----------------------------------------------
 
 
-def agents_see_reidentified_of(workspace_id: Any) -> Subquery:
-    """Whether the policy of the workspace ``workspace_id`` (a value or an ``OuterRef``)
-    lets agents see re-identified memory, as an expression: a query for something of the
-    workspace (the API's conversation lookup) answers it without a query of its own."""
-    return Subquery(
-        RedactionPolicy.objects.filter(workspace_id=workspace_id).values("agents_see_reidentified")[
-            :1
-        ]
-    )
+def policy_flags_of(workspace_id: Any) -> dict[str, Subquery]:
+    """The workspace's redaction policy flags that the API's requests ask about, as
+    expressions of the workspace ``workspace_id`` (a value or an ``OuterRef``): a query
+    for something of the workspace (the API's conversation lookup) answers them without
+    queries of their own. ``agents_see_reidentified``: agents are served values, not
+    pseudonyms; ``redact_at_ingest``: messages are redacted before they are stored."""
+    policy = RedactionPolicy.objects.filter(workspace_id=workspace_id)
+    return {
+        flag: Subquery(policy.values(flag)[:1])
+        for flag in ("agents_see_reidentified", "redact_at_ingest")
+    }
 
 
 def agents_see_reidentified_sql(workspace_id_column: str) -> str:
-    """``agents_see_reidentified_of`` as SQL, for a statement written by hand."""
+    """``policy_flags_of`` for ``agents_see_reidentified``, as SQL, for a statement
+    written by hand."""
     table = RedactionPolicy._meta.db_table
     return (
         f'SELECT p.agents_see_reidentified FROM "{table}" p '

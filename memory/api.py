@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, TypeVar
 
 from django.db.models import OuterRef
 from django.http import HttpResponse
@@ -38,8 +38,8 @@ from core.api import (
 from core.errors import MemdeskError
 from core.paging import parse_limit, parse_uuid
 from governance.gates import (
-    agents_see_reidentified_of,
     conversations_with_pii,
+    policy_flags_of,
     reidentifier_for_api,
 )
 from memory import api_schema as out
@@ -227,21 +227,22 @@ class MemoryApi(ApiView):
 
     _reidentifier: Reidentifies | None
     _reidentification_allowed: bool
+    _redact_at_ingest: bool
 
     def conversation(self, conversation_id: str) -> Conversation:
         # One query for the conversation, the workspace (authentication comes from the
-        # cache without it), which then is the view's workspace too, and whether its
-        # redaction policy lets agents see re-identified memory.
+        # cache without it), which then is the view's workspace too, and what its
+        # redaction policy says of re-identification and of redaction at ingest.
         conversation = selectors.conversation_get_with_workspace(
             workspace_id=self.api_key.workspace_id,
             conversation_id=conversation_id,
-            annotations={
-                "agents_see_reidentified": agents_see_reidentified_of(OuterRef("workspace_id"))
-            },
+            annotations=policy_flags_of(OuterRef("workspace_id")),
         )
         if not ApiKey.workspace.is_cached(self.api_key):
             self.api_key.workspace = conversation.workspace
-        self._reidentification_allowed = bool(cast(Any, conversation).agents_see_reidentified)
+        flags: Any = conversation
+        self._reidentification_allowed = bool(flags.agents_see_reidentified)
+        self._redact_at_ingest = bool(flags.redact_at_ingest)
         return conversation
 
     def reidentifier(self) -> Reidentifies | None:
@@ -402,7 +403,9 @@ class MessageListCreateApi(MemoryApi):
         item = _message_input(validated(MessageIn, request.data))
 
         def write() -> tuple[int, Any, Conversation]:
-            [message] = services.messages_append(conversation=conversation, items=[item])
+            [message] = services.messages_append(
+                conversation=conversation, items=[item], redact_at_ingest=self._redact_at_ingest
+            )
             return 201, message_to_wire(message), conversation
 
         return self.idempotent(request, write)
@@ -422,7 +425,9 @@ class MessageBulkCreateApi(MemoryApi):
         items = [_message_input(m) for m in data["messages"]]
 
         def write() -> tuple[int, Any, Conversation]:
-            messages = services.messages_append(conversation=conversation, items=items)
+            messages = services.messages_append(
+                conversation=conversation, items=items, redact_at_ingest=self._redact_at_ingest
+            )
             return 201, {"messages": [message_to_wire(m) for m in messages]}, conversation
 
         return self.idempotent(request, write)

@@ -387,8 +387,15 @@ def _seq_numbers_take(conversation: Conversation, count: int, *, now: datetime) 
     return int(row[0])
 
 
-def messages_append(*, conversation: Conversation, items: Sequence[MessageInput]) -> list[Message]:
-    """Append messages with consecutive seq numbers, all or none.
+def messages_append(
+    *,
+    conversation: Conversation,
+    items: Sequence[MessageInput],
+    redact_at_ingest: bool | None = None,
+) -> list[Message]:
+    """Append messages with consecutive seq numbers, all or none. ``redact_at_ingest``
+    is what the workspace's redaction policy says of it, when the caller read it with the
+    conversation (``policy_flags_of``); otherwise it is read here.
 
     The conditional UPDATE of ``last_seq`` takes the conversation's row lock (PostgreSQL)
     or the database write lock (SQLite, IMMEDIATE transactions) before seq numbers are
@@ -410,7 +417,9 @@ def messages_append(*, conversation: Conversation, items: Sequence[MessageInput]
     contents = [item.content for item in items]
     # Analysed before anything is stored when the policy redacts at ingest (None
     # otherwise, without loading the redaction engine: the write path stays fast).
-    ingest = redaction_at_ingest(workspace_id=conversation.workspace_id, contents=contents)
+    ingest = redaction_at_ingest(
+        workspace_id=conversation.workspace_id, contents=contents, redact=redact_at_ingest
+    )
     counts = token_counts(contents) if ingest is None else []
     now = timezone.now()
     with transaction.atomic():

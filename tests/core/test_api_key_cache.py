@@ -120,3 +120,23 @@ def test_a_cached_context_follows_the_workspace_budget_at_once(api, workspace):
     body = api.get(path).json()
     assert body["recentMessages"] == []
     assert body["maxTokens"] == 50
+
+
+def test_a_message_write_reads_the_policy_with_the_conversation(api):
+    # Whether to redact at ingest comes in the conversation's own query; the seq numbers
+    # are taken and read back in one statement.
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    path = f"/v1/conversations/{conversation_id}/messages/bulk"
+    api.post(path, {"messages": [{"role": "user", "content": "warm"}]}, format="json")
+
+    with CaptureQueriesContext(connection) as queries:
+        response = api.post(
+            path, {"messages": [{"role": "user", "content": "hello"}] * 3}, format="json"
+        )
+
+    assert response.status_code == 201
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert [s for s in sql if "governance_redactionpolicy" in s] == sql[:1]
+    [update] = [s for s in sql if "memory_conversation" in s and s.startswith("UPDATE")]
+    assert "RETURNING" in update
+    assert not [s for s in sql[1:] if s.startswith('SELECT "memory_conversation"."last_seq"')]
