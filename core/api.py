@@ -56,6 +56,15 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictRegexField(serializers.RegexField):
+    """A RegexField that refuses numbers and booleans instead of matching their text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
 class StrictBooleanField(serializers.BooleanField):
     """JSON true or false only: DRF's BooleanField also takes "yes", "on", 1."""
 

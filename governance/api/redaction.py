@@ -17,7 +17,9 @@ from core.api import (
     ComplianceApiView,
     ErrorOut,
     StrictBooleanField,
+    StrictCharField,
     StrictFloatField,
+    StrictRegexField,
     limit_field,
     query_params,
     text_field,
@@ -64,10 +66,10 @@ def _compiles(pattern: str) -> None:
 
 
 class CustomRecognizerIn(serializers.Serializer):
-    name = serializers.RegexField(
+    name = StrictRegexField(
         r"^[\w.-]{1,50}$", error_messages={"invalid": "1 to 50 letters, digits, '_', '.', '-'."}
     )
-    entity = serializers.RegexField(
+    entity = StrictRegexField(
         redaction.ENTITY_NAME,
         error_messages={"invalid": "an UPPER_CASE entity type such as ORDER_ID."},
     )
@@ -90,17 +92,17 @@ class CustomRecognizerIn(serializers.Serializer):
 class RedactionPolicyIn(serializers.Serializer):
     # Types and ranges are checked here; the rules the dashboard's form needs as well
     # (entity names, list entries, the review band) by redaction_policy_update.
-    entities = serializers.ListField(child=serializers.CharField(), required=False)
+    entities = serializers.ListField(child=StrictCharField(), required=False)
     scoreThreshold = StrictFloatField(min_value=0, max_value=1, required=False)
     operators = serializers.DictField(
         child=serializers.ChoiceField(choices=redaction.OPERATORS), required=False
     )
     defaultOperator = serializers.ChoiceField(choices=redaction.OPERATORS, required=False)
     allowList = serializers.ListField(
-        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+        child=StrictCharField(allow_blank=True, trim_whitespace=False), required=False
     )
     denyList = serializers.ListField(
-        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+        child=StrictCharField(allow_blank=True, trim_whitespace=False), required=False
     )
     customRecognizers = serializers.ListField(
         child=CustomRecognizerIn(), max_length=CUSTOM_RECOGNIZERS_LIMIT, required=False

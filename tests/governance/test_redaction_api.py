@@ -186,6 +186,13 @@ def test_a_change_that_changes_nothing_is_not_a_new_version(admin):
             {"customRecognizers": [{"name": "x", "entity": "lower", "pattern": "x"}]},
             "customRecognizers[0].entity",
         ),
+        # A number is not taken as its text.
+        (
+            {"customRecognizers": [{"name": 0, "entity": "X_ID", "pattern": "x"}]},
+            "customRecognizers[0].name",
+        ),
+        ({"entities": [7]}, "entities[0]"),
+        ({"denyList": [42]}, "denyList[0]"),
         ({"colour": "blue"}, "body"),
     ],
 )
