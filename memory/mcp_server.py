@@ -96,7 +96,7 @@ def _asgi_scope(request: Request) -> dict[str, Any]:
         "root_path": "",
         "headers": headers,
         "client": (request.META.get("REMOTE_ADDR") or "", 0),
-        "server": (request.get_host(), int(request.get_port())),
+        "server": (request.META.get("SERVER_NAME", ""), int(request.META.get("SERVER_PORT") or 0)),
     }
 
 

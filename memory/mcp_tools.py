@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from django.db import InterfaceError, OperationalError, close_old_connections
 from django.utils import timezone
@@ -66,20 +66,18 @@ class McpToolError(Exception):
 # --- who calls ---------------------------------------------------------------------------------
 
 
-class McpCaller:
-    """The API key a tool call acts with, and how its audit events name it."""
+class McpCaller(Protocol):
+    """Who calls the tools: the API key a call acts with, how its audit events name it,
+    and what must happen around each call."""
 
-    def api_key(self) -> ApiKey:
-        raise NotImplementedError
+    def api_key(self) -> ApiKey: ...
 
-    def actor(self, api_key: ApiKey) -> Actor:
-        raise NotImplementedError
+    def actor(self, api_key: ApiKey) -> Actor: ...
 
-    def around_call(self) -> None:
-        """What must happen before and after each call (nothing, by default)."""
+    def around_call(self) -> None: ...
 
 
-class HttpCaller(McpCaller):
+class HttpCaller:
     """A request to ``/mcp``: the key that DRF authenticated, the request's id and
     address, as the REST views record them."""
 
@@ -94,8 +92,12 @@ class HttpCaller(McpCaller):
     def actor(self, api_key: ApiKey) -> Actor:
         return _key_actor(api_key, request_id=self.request_id, ip_address=self.ip_address)
 
+    def around_call(self) -> None:
+        # Inside a request: Django manages the connection.
+        return None
 
-class StdioCaller(McpCaller):
+
+class StdioCaller:
     """``manage.py mcp_server``: one process for as long as the client runs, so the key
     is authenticated again on every call (a revoked key stops working within the cache's
     few seconds) and every call has a request id of its own."""

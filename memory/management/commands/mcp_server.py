@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 from rest_framework import exceptions
 
 from core.auth import api_key_authenticate
@@ -32,6 +33,12 @@ class Command(BaseCommand):
             api_key = api_key_authenticate(raw_key)
         except exceptions.AuthenticationFailed as error:
             raise CommandError(f"{KEY_VARIABLE}: {error.detail}") from None
+        except DatabaseError as error:
+            # Only the type: the database's message can quote a row.
+            raise CommandError(
+                f"Could not read the API keys ({type(error).__name__}): check DATABASE_URL "
+                "and run manage.py migrate."
+            ) from None
         self.stderr.write(
             f"Memdesk MCP server on stdio: key {api_key.prefix}… ({api_key.scope}), "
             f"workspace {api_key.workspace_id}."
