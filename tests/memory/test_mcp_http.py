@@ -89,19 +89,16 @@ def test_a_curator_key_sees_and_uses_the_curator_tools(workspace, mcp_url):
     )
 
 
-def test_refusals_are_the_rest_apis_sentences(workspace, other_workspace, mcp_url, live_server):
-    _, raw_key = _key(workspace)
-    conversation = services.conversation_create(workspace=workspace)
-    elsewhere = services.conversation_create(workspace=other_workspace)
-    c = str(conversation.pk)
-    rest = httpx.Client(
-        base_url=f"{live_server.url}/v1", headers={"Authorization": f"Bearer {raw_key}"}
-    )
-    cases = [
+def _refusal_cases(rest: httpx.Client, c: str, elsewhere: str) -> list[tuple[str, dict, Any]]:
+    """(tool, arguments, the REST API's answer to the same request)."""
+    bad_message = [{"role": "user"}]
+    too_many = [{"role": "user", "content": "x"}] * 101
+    no_such_message = "7a1f1f5e-0000-4000-8000-000000000000"
+    return [
         (
             "get_context",
-            {"conversationId": str(elsewhere.pk)},
-            rest.get(f"/conversations/{elsewhere.pk}/context"),
+            {"conversationId": elsewhere},
+            rest.get(f"/conversations/{elsewhere}/context"),
         ),
         (
             "get_context",
@@ -120,16 +117,13 @@ def test_refusals_are_the_rest_apis_sentences(workspace, other_workspace, mcp_ur
         ),
         (
             "add_messages",
-            {"conversationId": c, "messages": [{"role": "user"}]},
-            rest.post(f"/conversations/{c}/messages/bulk", json={"messages": [{"role": "user"}]}),
+            {"conversationId": c, "messages": bad_message},
+            rest.post(f"/conversations/{c}/messages/bulk", json={"messages": bad_message}),
         ),
         (
             "add_messages",
-            {"conversationId": c, "messages": [{"role": "user", "content": "x"}] * 101},
-            rest.post(
-                f"/conversations/{c}/messages/bulk",
-                json={"messages": [{"role": "user", "content": "x"}] * 101},
-            ),
+            {"conversationId": c, "messages": too_many},
+            rest.post(f"/conversations/{c}/messages/bulk", json={"messages": too_many}),
         ),
         (
             "search_memory",
@@ -138,13 +132,22 @@ def test_refusals_are_the_rest_apis_sentences(workspace, other_workspace, mcp_ur
         ),
         (
             "pin_fact",
-            {"conversationId": c, "messageId": "7a1f1f5e-0000-4000-8000-000000000000"},
-            rest.post(
-                f"/conversations/{c}/pins",
-                json={"messageId": "7a1f1f5e-0000-4000-8000-000000000000"},
-            ),
+            {"conversationId": c, "messageId": no_such_message},
+            rest.post(f"/conversations/{c}/pins", json={"messageId": no_such_message}),
         ),
     ]
+
+
+def test_refusals_are_the_rest_apis_sentences(workspace, other_workspace, mcp_url, live_server):
+    _, raw_key = _key(workspace)
+    conversation = services.conversation_create(workspace=workspace)
+    elsewhere = services.conversation_create(workspace=other_workspace)
+    # Closed before the MCP calls: a kept-alive connection would hold a server thread,
+    # and its database connection, past the test.
+    with httpx.Client(
+        base_url=f"{live_server.url}/v1", headers={"Authorization": f"Bearer {raw_key}"}
+    ) as rest:
+        cases = _refusal_cases(rest, str(conversation.pk), str(elsewhere.pk))
 
     async def session(client: ClientSession) -> list[tuple[bool, str]]:
         answers = []
