@@ -15,6 +15,7 @@ from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory import services
 from memory.models import ApiKey, Observation
+from tests.governance.test_redaction_support import set_policy
 from tests.memory.mcp_clients import (
     AGENT_TOOLS,
     agent_session,
@@ -37,6 +38,7 @@ INITIALIZE = {
     },
 }
 MCP_ACCEPT = "application/json, text/event-stream"
+EMAIL = "dana.pierce@example.com"
 
 
 def _key(workspace: Any, scope: str = "agent") -> tuple[ApiKey, str]:
@@ -243,3 +245,70 @@ def test_it_answers_one_json_response_per_post_and_no_stream(workspace, mcp_url)
     assert initialized.json()["result"]["serverInfo"]["name"] == "memdesk"
     assert [t["name"] for t in listed.json()["result"]["tools"]] == AGENT_TOOLS
     assert stream.status_code == 405
+
+
+def test_memory_reads_as_over_rest_with_pseudonyms_or_values(workspace, mcp_url, live_server):
+    """A workspace that pseudonymises at ingest: the tools read and search the
+    pseudonymised text, as REST does; once its agents may see values, both show them."""
+    set_policy(workspace, redact_at_ingest=True, keep_originals=False)
+    _, raw_key = _key(workspace)
+    conversation = services.conversation_create(workspace=workspace)
+    c = str(conversation.pk)
+
+    async def session(client: ClientSession) -> tuple[dict[str, Any], str, dict[str, Any]]:
+        added = structured(
+            await client.call_tool(
+                "add_messages",
+                {
+                    "conversationId": c,
+                    "messages": [{"role": "user", "content": f"Write to me at {EMAIL}."}],
+                },
+            )
+        )
+        text = text_of(await client.call_tool("get_context", {"conversationId": c}))
+        found = structured(
+            await client.call_tool("search_memory", {"conversationId": c, "query": "write"})
+        )
+        return added, text, found
+
+    added, text, found = over_http(mcp_url, raw_key, session)
+    with httpx.Client(
+        base_url=f"{live_server.url}/v1", headers={"Authorization": f"Bearer {raw_key}"}
+    ) as rest:
+        rest_text = rest.get(f"/conversations/{c}/context?format=text").text
+    assert EMAIL not in json.dumps(added) and EMAIL not in text and EMAIL not in json.dumps(found)
+    assert "<EMAIL_ADDRESS_1>" in added["messages"][0]["content"]
+    assert text == rest_text
+    assert [m["id"] for m in found["messages"]] == [added["messages"][0]["id"]]
+
+    # A workspace whose agents may read the values: the tools re-identify, as REST does.
+    set_policy(workspace, agents_see_reidentified=True)
+
+    async def read(client: ClientSession) -> str:
+        return text_of(await client.call_tool("get_context", {"conversationId": c}))
+
+    text = over_http(mcp_url, raw_key, read)
+    with httpx.Client(
+        base_url=f"{live_server.url}/v1", headers={"Authorization": f"Bearer {raw_key}"}
+    ) as rest:
+        rest_text = rest.get(f"/conversations/{c}/context?format=text").text
+    assert EMAIL in text
+    assert text == rest_text
+
+
+def test_a_workspace_header_for_another_workspace_is_refused(workspace, other_workspace, mcp_url):
+    _, raw_key = _key(workspace)
+    response = httpx.post(
+        mcp_url,
+        content=json.dumps(INITIALIZE),
+        headers={
+            "Authorization": f"Bearer {raw_key}",
+            "X-Workspace-Id": str(other_workspace.pk),
+            "Accept": MCP_ACCEPT,
+            "Content-Type": "application/json",
+        },
+    )
+    assert response.status_code == 403
+    assert response.json()["message"] == (
+        "X-Workspace-Id names a workspace this API key does not belong to."
+    )
