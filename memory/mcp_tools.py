@@ -353,13 +353,17 @@ def list_reflections(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     return {"reflections": _reflections_to_wire(conversation, call.readable(reflections))}
 
 
-def _quote_span(conversation: Conversation, message_id: uuid.UUID, quote: str) -> tuple[int, int]:
-    """Where ``quote`` stands in the message: a model copies words more reliably than it
-    counts characters."""
+def _quote_span(
+    conversation: Conversation, message_id: uuid.UUID, quote: str
+) -> tuple[int | None, int | None]:
+    """Where ``quote`` stands in the message (a model copies words more reliably than it
+    counts characters); no span when there is no such message, which ``pin_create``
+    then refuses as REST does."""
     message = conversation.messages.filter(pk=message_id).only("content").first()
-    content = message.content if message is not None else ""
-    start = content.find(quote)
-    if message is None or start < 0:
+    if message is None:
+        return None, None
+    start = message.content.find(quote)
+    if start < 0:
         raise McpToolError(
             "quote is not in that message word for word: copy it exactly, or leave it out "
             "to pin the whole message."
