@@ -5,6 +5,7 @@ from django.urls import include, path
 
 from dashboard import views as dashboard_views
 from memory import views as memory_views
+from memory.mcp_server import McpApi
 
 handler400 = "core.errors.json_bad_request"
 handler404 = "core.errors.json_not_found"
@@ -19,6 +20,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memory.urls")),
+    # The MCP server's streamable HTTP transport (memory/mcp_server.py).
+    path("mcp", McpApi.as_view(), name="mcp"),
     path("v1/", include("governance.urls")),
     path("v1/audit/", include("governance.audit_urls")),
     path("", include("dashboard.urls")),

@@ -199,7 +199,13 @@ def query_params(
     ``invalid_max_tokens``), or the one the serializer's ``error_codes`` gives it:
     clients match on those codes.
     """
-    serializer = serializer_class(data=request.query_params)
+    return query_values(serializer_class, request.query_params)
+
+
+def query_values(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """``query_params`` for values that come from elsewhere than a query string (the MCP
+    tools' arguments), refused with the same codes and sentences."""
+    serializer = serializer_class(data=data)
     if not serializer.is_valid():
         name, messages = next(iter(serializer.errors.items()))
         codes: dict[str, str] = getattr(serializer_class, "error_codes", {})

@@ -47,6 +47,22 @@ def _api_key_for(key_hash: str) -> ApiKey | None:
     return api_key
 
 
+def api_key_authenticate(raw_key: str) -> ApiKey:
+    """The active key ``raw_key`` is, its use recorded; AuthenticationFailed (401) naming
+    what is wrong otherwise. The REST API and the MCP server both authenticate here."""
+    api_key = _api_key_for(ApiKey.hash_raw_key(raw_key))
+    if api_key is None:
+        raise exceptions.AuthenticationFailed("Unknown API key.")
+    if not api_key.is_active:
+        raise exceptions.AuthenticationFailed("This API key was revoked.")
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_PRECISION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+        _cache_api_key(api_key)
+    return api_key
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -59,11 +75,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 "The Authorization header must be 'Bearer <key>'."
             )
-        api_key = _api_key_for(ApiKey.hash_raw_key(raw_key.strip()))
-        if api_key is None:
-            raise exceptions.AuthenticationFailed("Unknown API key.")
-        if not api_key.is_active:
-            raise exceptions.AuthenticationFailed("This API key was revoked.")
+        api_key = api_key_authenticate(raw_key.strip())
 
         requested = request.headers.get("X-Workspace-Id", "").strip()
         # The id needs no query; only a workspace named by its name loads the workspace.
@@ -76,11 +88,6 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
                 "X-Workspace-Id names a workspace this API key does not belong to."
             )
 
-        now = timezone.now()
-        if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_PRECISION:
-            ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
-            api_key.last_used_at = now
-            _cache_api_key(api_key)
         return api_key, api_key
 
     def authenticate_header(self, request: Any) -> str:

@@ -509,6 +509,8 @@ LOGGING = {
         # At DEBUG (with DJANGO_DEBUG on) Django logs every query with its parameters:
         # message contents and personal data. Never, whatever LOG_LEVEL says.
         "django.db.backends": {"level": "INFO"},
+        # The MCP SDK logs every request it handles at INFO; the access log has them.
+        "mcp": {"level": "WARNING"},
     },
 }
 

@@ -9,6 +9,7 @@ through the admin's own pages, each write an audit event."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,7 +30,7 @@ from dashboard.models import Membership
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent, RedactionFinding
 from governance.retention.policies import retention_policy_create
-from memory import pipeline
+from memory import mcp_tools, pipeline
 from memory.models import ApiKey, Message, Observation, PipelineRun, Reflection, Workspace
 from memory.services import (
     MessageInput,
@@ -300,6 +301,59 @@ def _json(client: APIClient, method: str, path: str, body: dict[str, Any] | None
     return getattr(client, method)(path, body or {}, format="json")
 
 
+def _mcp_tool(client: APIClient, tool: str, arguments: dict[str, Any]) -> HttpResponse:
+    """Call an MCP tool with one JSON-RPC request to /mcp; a tool error fails the test."""
+    response: HttpResponse = client.post(
+        "/mcp",
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            }
+        ),
+        content_type="application/json",
+        HTTP_ACCEPT="application/json, text/event-stream",
+    )
+    result = json.loads(response.content)["result"]
+    assert not result["isError"], result["content"]
+    return response
+
+
+# The MCP tools that write, the audit action each must write (the same as its REST route)
+# and whether the event comes from the worker its write queues. A tool that is not read
+# only must be here or in MCP_NOT_CHANGES.
+MCP_WRITES: dict[str, Door] = {
+    "add_messages": Door(
+        "message.scan",
+        lambda w: _mcp_tool(
+            w.api,
+            "add_messages",
+            {"conversationId": w.c, "messages": [{"role": "user", "content": "Hi"}]},
+        ),
+        eager=True,
+    ),
+    "pin_fact": Door(
+        "pin.create",
+        lambda w: _mcp_tool(
+            w.api,
+            "pin_fact",
+            {"conversationId": w.c, "messageId": str(w.message.pk), "reason": REASON},
+        ),
+    ),
+    "add_observation": Door(
+        "observation.create",
+        lambda w: _mcp_tool(
+            w.api,
+            "add_observation",
+            {"conversationId": w.c, "text": "User prefers email.", "reason": REASON},
+        ),
+    ),
+}
+MCP_NOT_CHANGES = {"create_conversation": "as POST v1/conversations"}
+
+
 AUDITED: dict[str, Door] = {
     # --- the agent API (/v1) ---
     f"DELETE v1/{CONVERSATION}": Door(
@@ -475,6 +529,9 @@ AUDITED: dict[str, Door] = {
     "POST v1/retention/sweeps": Door(
         "retention_sweep.request", lambda w: _json(w.api, "post", "/v1/retention/sweeps")
     ),
+    # The MCP server's HTTP transport: every tool that writes calls the service its REST
+    # route calls (MCP_WRITES tests each one); one of them stands for the route here.
+    "POST mcp": MCP_WRITES["pin_fact"],
     # --- the dashboard ---
     f"POST {PAGE}messages/<uuid:message_id>/reveal/": Door(
         "message.reveal",
@@ -732,9 +789,17 @@ def world(workspace, eager_tasks) -> World:
     return World(workspace, eager_tasks)
 
 
-@pytest.mark.parametrize("route", sorted(AUDITED))
-def test_each_write_route_writes_its_audit_event(world, route):
-    door = AUDITED[route]
+def test_every_mcp_tool_that_writes_is_classified():
+    writes = {tool.name for tool in mcp_tools.TOOLS if not tool.read_only}
+    assert writes == MCP_WRITES.keys() | MCP_NOT_CHANGES.keys()
+
+
+@pytest.mark.parametrize(
+    "door_name", [*(f"route {r}" for r in sorted(AUDITED)), *(f"mcp {t}" for t in MCP_WRITES)]
+)
+def test_each_write_route_writes_its_audit_event(world, door_name):
+    kind, _, name = door_name.partition(" ")
+    door = AUDITED[name] if kind == "route" else MCP_WRITES[name]
     seen = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
     if door.eager:
         with world.eager_tasks():
@@ -745,7 +810,7 @@ def test_each_write_route_writes_its_audit_event(world, route):
     assert response.status_code < 400, response.content[:500]
     new = AuditEvent.objects.filter(id__gt=seen)
     written = list(new.values_list("action", flat=True))
-    assert door.action in written, f"{route} answered {response.status_code}, wrote {written}"
+    assert door.action in written, f"{door_name} answered {response.status_code}, wrote {written}"
     # Every event says who asked, in which role.
     assert not new.filter(actor_role="").exists()
 
