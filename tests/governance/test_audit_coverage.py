@@ -387,6 +387,12 @@ AUDITED: dict[str, Door] = {
             w.api, "post", f"/v1/conversations/{w.c}/pins", {"messageId": str(w.message.pk)}
         ),
     ),
+    f"POST v1/{CONVERSATION}/escalations": Door(
+        "conversation.escalate",
+        lambda w: _json(
+            w.api, "post", f"/v1/conversations/{w.c}/escalations", {"reason": "Needs a person"}
+        ),
+    ),
     f"DELETE v1/{CONVERSATION}/pins/<str:pin_id>": Door(
         "pin.delete",
         lambda w: w.api.delete(f"/v1/conversations/{w.c}/pins/{w.pin.pk}?reason={REASON}"),
