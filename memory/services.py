@@ -1274,7 +1274,6 @@ def escalation_resolve(*, escalation: Escalation, actor: Actor, note: str) -> Es
             raise MemdeskError(
                 "already_resolved",
                 "This escalation is already resolved.",
-                field="note",
                 status_code=409,
             )
         before = _escalation_snapshot(escalation)

@@ -30,11 +30,20 @@ from governance.holds import legal_hold_place
 from governance.models import AuditEvent, RedactionFinding
 from governance.retention.policies import retention_policy_create
 from memory import pipeline
-from memory.models import ApiKey, Message, Observation, PipelineRun, Reflection, Workspace
+from memory.models import (
+    ApiKey,
+    Escalation,
+    Message,
+    Observation,
+    PipelineRun,
+    Reflection,
+    Workspace,
+)
 from memory.services import (
     MessageInput,
     api_key_create,
     conversation_create,
+    escalation_create,
     messages_append,
     pin_create,
 )
@@ -164,6 +173,12 @@ class World:
             message_id=self.message.pk,
             actor=SYSTEM_ACTOR,
             reason="quote",
+        )
+
+    @cached_property
+    def escalation(self) -> Escalation:
+        return escalation_create(
+            conversation=self.conversation, actor=SYSTEM_ACTOR, reason="Needs a person"
         )
 
     @cached_property
@@ -540,6 +555,15 @@ AUDITED: dict[str, Door] = {
         "pin.create",
         lambda w: w.admin.post(
             f"/conversations/{w.c}/messages/{w.message.pk}/pin/", {"reason": REASON}
+        ),
+    ),
+    "POST escalations/<uuid:escalation_id>/resolve/": Door(
+        "escalation.resolve",
+        lambda w: submit_page_form(
+            w.admin,
+            "/escalations/",
+            f"/escalations/{w.escalation.pk}/resolve/",
+            note="Called the customer",
         ),
     ),
     f"POST {PAGE}pins/<uuid:pin_id>/unpin/": Door(
