@@ -47,7 +47,8 @@ _MONTHS = (
     "December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
 )
 
-ID = re.compile(r"\b[A-Z][A-Z0-9]{1,9}[-_]\d{2,}\b|\b[A-Z]{2,5}\d{3,}\b|#\d{3,}\b")
+# Not a pseudonym label (<PERSON_12>): a message redacted at ingest holds those.
+ID = re.compile(r"(?<!<)\b[A-Z][A-Z0-9]{1,9}[-_]\d{2,}\b|\b[A-Z]{2,5}\d{3,}\b|#\d{3,}\b")
 AMOUNT_BEFORE = re.compile(rf"([€$£¥₹]|\b(?:{_CODES})\s?)({_NUMBER})")
 AMOUNT_AFTER = re.compile(rf"\b({_NUMBER})\s?(€|\b(?:{_CODES})\b)")
 WITH_UNIT = re.compile(rf"\b({_NUMBER})\s?({_UNITS})(?![A-Za-z])")

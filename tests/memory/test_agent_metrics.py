@@ -320,6 +320,8 @@ def test_the_extractor_finds_ids_amounts_quantities_dates_and_names():
     }
     # One normal form: the same amount however it is written.
     assert terms_in("It was EUR 42.00") == {"amount:EUR 42"}
+    # A pseudonym label is not an id, and a name that opens a sentence is not counted.
+    assert terms_in("Refund for <PERSON_12> approved.") == set()
 
 
 def test_recall_is_the_share_of_terms_memory_still_holds(api, curator_api):
