@@ -43,6 +43,15 @@ def cache_get(key: str, default: Any = None) -> Any:
         return default
 
 
+def cache_get_many(keys: Iterable[str]) -> dict[str, Any]:
+    """The keys found (one round trip); nothing when the cache is down."""
+    try:
+        return dict(cache.get_many(list(keys)))
+    except Exception as error:
+        _unavailable("get_many", error)
+        return {}
+
+
 def cache_set(key: str, value: Any, timeout: float | None) -> None:
     try:
         cache.set(key, value, timeout)

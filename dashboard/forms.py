@@ -27,6 +27,7 @@ from governance.retention import MAX_DAYS
 from governance.review import RESCAN_TIERS
 from memory.engines.base import FIDELITIES
 from memory.models import ApiKey, Observation, Priority, Reflection, Workspace
+from memory.services import ESCALATION_NOTE_MAX_CHARS
 
 REASON_HELP = "Why this change? It is kept with the history and in the audit trail."
 
@@ -171,6 +172,15 @@ class ReasonForm(forms.Form):
     """Delete: only the reason."""
 
     reason = reason_field()
+
+
+class EscalationResolveForm(forms.Form):
+    note = forms.CharField(
+        label="What was done",
+        max_length=ESCALATION_NOTE_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 2, "autocomplete": "off"}),
+        error_messages={"required": "Write a note saying what was done: it closes the case."},
+    )
 
 
 class PinForm(forms.Form):

@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from core.paging import is_ascii_digits
 from dashboard.models import Membership, Role
-from governance.gates import reidentifier_for_api
+from governance.gates import reidentifier_for_api, reidentifier_for_measurement
 from governance.models import AuditEvent, LegalHold, MessageScan, RedactionFinding
 from governance.pseudonyms import LABEL
 from governance.scan import MASKED_STATUSES, content_digest
@@ -55,6 +55,7 @@ from memory.models import (
     ReflectorRun,
     Workspace,
 )
+from memory.recall import Recall, recall_for_conversation
 from memory.selectors import covered_intervals, unobserved_messages
 
 if TYPE_CHECKING:
@@ -1119,6 +1120,15 @@ def metrics_for_charts(
             entry["durationAvgMs"] = round(row["avg"]) if row else None
             entry["durationMaxMs"] = row["slowest"] if row else None
     return metrics
+
+
+def conversation_recall(*, conversation: Conversation) -> Recall:
+    """The recall estimate as ``/v1/metrics`` gives it (memory's pseudonyms matched with
+    their values, in memory only)."""
+    return recall_for_conversation(
+        conversation=conversation,
+        reidentifier=reidentifier_for_measurement(workspace_id=conversation.workspace_id),
+    )
 
 
 # --- API keys -------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from dashboard import member_views, views
+from dashboard import escalation_views, member_views, views
 
 app_name = "dashboard"
 
@@ -48,6 +48,12 @@ urlpatterns = [
     path("users/", views.end_user, name="end_user_lookup"),
     path("users/<path:end_user_id>/", views.end_user, name="end_user"),
     path("metrics/", views.metrics, name="metrics"),
+    path("escalations/", escalation_views.escalation_list, name="escalation_list"),
+    path(
+        "escalations/<uuid:escalation_id>/resolve/",
+        escalation_views.escalation_resolve,
+        name="escalation_resolve",
+    ),
     path("settings/api-keys/", views.api_keys, name="api_keys"),
     path("settings/api-keys/<int:api_key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
     path("settings/memory/", views.memory_settings, name="memory_settings"),

@@ -82,6 +82,7 @@ from memory.models import (
 
 CONVERSATIONS_PER_PAGE = 25
 SEARCH_RESULTS_PER_PAGE = 25
+CONVERSATION_ESCALATIONS = 50  # the newest, on the conversation page
 UNOBSERVED_LISTED = 300  # links on the context page; the count says how many in all
 PRIORITIES = [(p.value, PRIORITY_MARKERS[p]) for p in Priority]
 RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
@@ -308,6 +309,9 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
     template = "dashboard/conversation_detail.html"
     if is_partial(request):
         return render_page(request, f"{template}#columns", access, context)
+    context["escalations"] = list(
+        memory_selectors.escalation_list(conversation=conversation)[:CONVERSATION_ESCALATIONS]
+    )
     return render_page(request, template, access, context)
 
 
@@ -400,6 +404,7 @@ def conversation_context(request: HttpRequest, conversation_id: uuid.UUID) -> Ht
         "pins": _masked_pins(conversation),
         "unobserved": unobserved,
         "unobserved_tokens": sum(tokens for _, tokens in unobserved),
+        "recall": selectors.conversation_recall(conversation=conversation),
         "served_seqs": set(
             Message.objects.filter(pk__in=served.budget.recent_message_ids).values_list(
                 "seq", flat=True

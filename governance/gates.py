@@ -668,6 +668,12 @@ def reidentifier_for_api(
     return Reidentifier.for_workspace(workspace_id) if allowed else None
 
 
+def reidentifier_for_measurement(*, workspace_id: uuid.UUID) -> Reidentifier:
+    """What puts the values back into memory texts that are compared with the messages
+    (the recall estimate) and never shown nor stored."""
+    return Reidentifier.for_workspace(workspace_id)
+
+
 def conversation_pseudonyms(*, conversation_id: uuid.UUID) -> set[int]:
     """The pseudonyms seen in a conversation: read before deleting it, then passed to
     ``pseudonyms_release``."""

@@ -51,10 +51,11 @@ from memory.context import (
     parse_max_tokens,
     reidentify_items,
 )
-from memory.metrics import pipeline_metrics
+from memory.metrics import context_read_record, pipeline_metrics
 from memory.models import AnyRun, ApiKey, Conversation, Message, Observation, Pin, Reflection
 from memory.wire import (
     conversation_to_wire,
+    escalation_to_wire,
     message_to_wire,
     observation_to_wire,
     pin_to_wire,
@@ -140,6 +141,15 @@ class PinCreateIn(serializers.Serializer):
     start = serializers.IntegerField(required=False, allow_null=True)
     end = serializers.IntegerField(required=False, allow_null=True)
     reason = text_field(required=False, allow_blank=True)
+
+
+class EscalationCreateIn(serializers.Serializer):
+    reason = text_field(
+        max_length=services.ESCALATION_REASON_MAX_CHARS,
+        help_text="Why a person should take over (at most 2,000 characters). May hold "
+        "personal data: it is never logged nor put in the audit trail.",
+    )
+    metadata = MetadataField(required=False, allow_null=True)
 
 
 class WorkspaceSettingsIn(serializers.Serializer):
@@ -501,7 +511,14 @@ class ContextGetApi(MemoryApi):
             max_tokens=query["max_tokens"],
             reidentifier=reidentifier,
         )
-        if request.headers.get("If-None-Match") == rendered.etag:
+        not_modified = request.headers.get("If-None-Match") == rendered.etag
+        context_read_record(
+            conversation_id=versions.conversation_id,
+            fmt=fmt,
+            memory_digest=rendered.memory_digest,
+            not_modified=not_modified,
+        )
+        if not_modified:
             response = HttpResponse(status=304)
         else:
             response = HttpResponse(rendered.body, content_type=rendered.content_type)
@@ -872,6 +889,37 @@ class PinDetailApi(MemoryApi):
         reason = request_reason(request)
         services.pin_delete(pin=pin, actor=self.actor(), reason=reason)
         return Response(status=204)
+
+
+class EscalationListCreateApi(MemoryApi):
+    @extend_schema(
+        operation_id="escalations_list",
+        responses={200: out.EscalationListOut, **ERRORS},
+        description="The conversation's escalations to a person, newest first, open and resolved.",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        escalations = selectors.escalation_list(conversation=self.conversation(conversation_id))
+        return Response({"escalations": [escalation_to_wire(e) for e in escalations]})
+
+    @extend_schema(
+        operation_id="escalations_create",
+        request=EscalationCreateIn,
+        responses={201: out.EscalationOut, **ERRORS},
+        description="Fall back to a human: the agent hands this conversation to a person, "
+        "saying why. The escalation appears in the dashboard's Escalations list until a "
+        "reviewer resolves it, and counts in the metrics' escalations per hour. Audited "
+        "(ids only: the reason is treated as message content).",
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        data = validated(EscalationCreateIn, request.data)
+        escalation = services.escalation_create(
+            conversation=conversation,
+            actor=self.actor(),
+            reason=data["reason"],
+            metadata=data.get("metadata"),
+        )
+        return Response(escalation_to_wire(escalation), status=201)
 
 
 class ExtractionStatusApi(MemoryApi):

@@ -145,6 +145,25 @@ class PinListOut(serializers.Serializer):
     pins = PinOut(many=True)
 
 
+class EscalationOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    conversationId = serializers.UUIDField()
+    reason = serializers.CharField()
+    metadata = serializers.DictField()
+    status = serializers.ChoiceField(choices=["open", "resolved"])
+    createdBy = serializers.CharField(help_text="'api_key:<id>' or 'user:<id>'.")
+    createdAt = serializers.DateTimeField()
+    resolvedBy = serializers.CharField(allow_null=True)
+    resolvedAt = serializers.DateTimeField(allow_null=True)
+    resolutionNote = serializers.CharField(
+        allow_null=True, help_text="What the person who resolved it wrote."
+    )
+
+
+class EscalationListOut(serializers.Serializer):
+    escalations = EscalationOut(many=True)
+
+
 class TrimmedOut(serializers.Serializer):
     recentMessages = serializers.IntegerField()
     observations = serializers.IntegerField()
@@ -270,6 +289,60 @@ class RunOut(serializers.Serializer):
     generation = serializers.IntegerField(required=False, allow_null=True)
 
 
+class TurnLatencyOut(serializers.Serializer):
+    turns = serializers.IntegerField(
+        help_text="User messages answered by an assistant message in the last `days` days."
+    )
+    averageSeconds = serializers.FloatField(
+        allow_null=True,
+        help_text="Average time from a user message to the next assistant message of the "
+        "same conversation, by the messages' createdAt (tool and system messages between "
+        "them skipped; of several user messages in a row, from the last).",
+    )
+    medianSeconds = serializers.FloatField(allow_null=True)
+    days = serializers.IntegerField()
+
+
+class ContextReadsOut(serializers.Serializer):
+    reads = serializers.IntegerField(help_text="Context reads counted (GET .../context).")
+    compared = serializers.IntegerField(
+        help_text="Reads that had a previous read of the same conversation and format."
+    )
+    stableMemoryBlock = serializers.IntegerField()
+    stability = serializers.FloatField(
+        allow_null=True,
+        help_text="Prompt-cache stability: the share of compared reads whose memory block "
+        "(pins, reflections, observations) was byte-identical to the previous read's.",
+    )
+    notModified = serializers.IntegerField(help_text="Reads answered 304 (If-None-Match).")
+    notModifiedShare = serializers.FloatField(allow_null=True)
+    bestEffort = serializers.BooleanField(
+        help_text="Always true: counted in the cache only, lost when it is flushed or down."
+    )
+
+
+class EscalationMetricsOut(serializers.Serializer):
+    open = serializers.IntegerField()
+    lastDays = serializers.IntegerField(help_text="Escalations in the last 30 days.")
+    perHour = serializers.FloatField(help_text="lastDays spread over its hours.")
+    hourly = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Escalations in each of the last 48 hours."
+    )
+
+
+class RecallOut(serializers.Serializer):
+    share = serializers.FloatField(
+        allow_null=True,
+        help_text="Recall estimate: the share of the ids, amounts, numbers, dates and names "
+        "said by the user and the assistant that memory (pins, reflections, observations) "
+        "still holds; for the workspace, the average over its most recent conversations.",
+    )
+    held = serializers.IntegerField(required=False)
+    terms = serializers.IntegerField(required=False)
+    conversations = serializers.IntegerField(required=False)
+    ofMostRecent = serializers.IntegerField(required=False)
+
+
 class MetricsOut(serializers.Serializer):
     scope = serializers.DictField()
     messages = serializers.IntegerField()
@@ -283,6 +356,10 @@ class MetricsOut(serializers.Serializer):
     )
     observer = serializers.DictField()
     reflector = serializers.DictField()
+    turnLatency = TurnLatencyOut()
+    contextReads = ContextReadsOut()
+    escalations = EscalationMetricsOut()
+    recall = RecallOut()
     series = serializers.DictField()
 
 

@@ -81,6 +81,10 @@ class RenderedContext:
     body: bytes
     content_type: str
     etag: str
+    # A digest of the memory sections served (pins, reflections, observations, as
+    # rendered and fitted): equal digests, byte-identical memory block. Empty in
+    # renders cached before it existed.
+    memory_digest: str = ""
 
 
 def parse_max_tokens(raw: str | None) -> int | None:
@@ -501,7 +505,15 @@ def _render(
         body = text.encode()
         content_type = "application/json"
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-    return RenderedContext(body=body, content_type=content_type, etag=etag)
+    memory = hashlib.blake2b(digest_size=16)
+    for section in (fitted.pins, fitted.reflections, fitted.observations):
+        for item in section:
+            memory.update(item.rendered.encode())
+            memory.update(b"\x1e")
+        memory.update(b"\x1d")
+    return RenderedContext(
+        body=body, content_type=content_type, etag=etag, memory_digest=memory.hexdigest()
+    )
 
 
 def effective_max_tokens(conversation: Conversation, max_tokens: int | None) -> int | None:

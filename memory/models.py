@@ -548,3 +548,39 @@ class Pin(models.Model):
 
     def __str__(self) -> str:
         return f"pin {self.id}"
+
+
+class Escalation(models.Model):
+    """An agent handing a conversation to a person (the fallback to a human): why, and,
+    once a reviewer has dealt with it, when, by whom and with what note.
+
+    The reason is the agent's own words about the conversation and may hold personal
+    data, so it is treated as message content: never logged, never in an audit event,
+    shown only to roles that may reveal personal data. It lives as long as its
+    conversation (deleted with it, and so by an end user's erasure)."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        RESOLVED = "resolved", "resolved"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="escalations"
+    )
+    reason = models.TextField()
+    metadata = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_by = models.CharField(max_length=200, blank=True, default="")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution_note = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["conversation", "-created_at"], name="esc_conv_created"),
+            models.Index(fields=["status", "-created_at"], name="esc_status_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"escalation {self.id}"

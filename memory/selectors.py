@@ -16,6 +16,7 @@ from core.paging import keyset_page, parse_uuid
 from governance.gates import agents_see_reidentified_sql
 from memory.models import (
     Conversation,
+    Escalation,
     Message,
     Observation,
     ObservationVersion,
@@ -459,4 +460,35 @@ def pin_get(*, conversation: Conversation, pin_id: str) -> Pin:
     except Pin.DoesNotExist:
         raise MemdeskError(
             "not_found", "No pin with this id in this conversation.", status_code=404
+        ) from None
+
+
+# --- escalations ---------------------------------------------------------------------------------
+
+
+def escalation_list(*, conversation: Conversation) -> QuerySet[Escalation]:
+    """Newest first."""
+    return Escalation.objects.filter(conversation=conversation).order_by("-created_at", "-id")
+
+
+def escalation_workspace_list(
+    *, workspace: Workspace, status: str | None = Escalation.Status.OPEN
+) -> QuerySet[Escalation]:
+    """The workspace's escalations (open ones by default), newest first, with their
+    conversation."""
+    escalations = Escalation.objects.filter(conversation__workspace=workspace)
+    if status:
+        escalations = escalations.filter(status=status)
+    return escalations.select_related("conversation").order_by("-created_at", "-id")
+
+
+def escalation_get(*, workspace: Workspace, escalation_id: object) -> Escalation:
+    pk = parse_uuid(str(escalation_id), field="escalation_id")
+    try:
+        return Escalation.objects.select_related("conversation").get(
+            pk=pk, conversation__workspace=workspace
+        )
+    except Escalation.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No escalation with this id in this workspace.", status_code=404
         ) from None

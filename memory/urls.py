@@ -26,6 +26,7 @@ urlpatterns = [
     path(f"{reflection}/revert", api.ReflectionRevertApi.as_view()),
     path(f"{conversation}/pins", api.PinListCreateApi.as_view()),
     path(f"{conversation}/pins/<str:pin_id>", api.PinDetailApi.as_view()),
+    path(f"{conversation}/escalations", api.EscalationListCreateApi.as_view()),
     path(f"{conversation}/extraction-status", api.ExtractionStatusApi.as_view()),
     path(f"{conversation}/observe", api.ObserveNowApi.as_view()),
     path(f"{conversation}/reflect", api.ReflectNowApi.as_view()),

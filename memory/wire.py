@@ -20,6 +20,7 @@ from memory.models import (
     PRIORITY_MARKERS,
     AnyRun,
     Conversation,
+    Escalation,
     Message,
     Observation,
     ObserverRun,
@@ -204,6 +205,21 @@ def pin_to_wire(pin: Pin) -> dict[str, Any]:
         "tokenCount": pin.token_count,
         "createdBy": pin.created_by,
         "createdAt": iso(pin.created_at),
+    }
+
+
+def escalation_to_wire(escalation: Escalation) -> dict[str, Any]:
+    return {
+        "id": str(escalation.id),
+        "conversationId": str(escalation.conversation_id),
+        "reason": escalation.reason,
+        "metadata": escalation.metadata,
+        "status": escalation.status,
+        "createdBy": escalation.created_by,
+        "createdAt": iso(escalation.created_at),
+        "resolvedBy": escalation.resolved_by or None,
+        "resolvedAt": iso(escalation.resolved_at) if escalation.resolved_at else None,
+        "resolutionNote": escalation.resolution_note or None,
     }
 
 

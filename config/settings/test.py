@@ -38,3 +38,5 @@ STATIC_ROOT = Path(tempfile.gettempdir()) / "memdesk-tests" / "no-collected-stat
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+# Every context read reaches the shared counts at once, so a test reads what it did.
+MEMDESK_CONTEXT_READS_FLUSH_SECONDS = 0

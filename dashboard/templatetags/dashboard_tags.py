@@ -32,6 +32,25 @@ def ratio(value: float | None) -> str:
 
 
 @register.filter
+def percent(value: float | None) -> str:
+    """A share (0..1) as '67%', or a dash when there is nothing to divide."""
+    return "–" if value is None else f"{value * 100:.0f}%"
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """A duration in seconds as '7 s', '1.2 s' or '3 min 5 s'."""
+    if value is None:
+        return "–"
+    if value < 10:
+        return f"{value:.1f} s".replace(".0 s", " s")
+    if value < 60:
+        return f"{value:.0f} s"
+    minutes, rest = divmod(round(value), 60)
+    return f"{minutes} min {rest} s" if minutes < 60 else f"{value / 3600:.1f} h"
+
+
+@register.filter
 def seconds_since(value: datetime | None) -> int | None:
     return int((timezone.now() - value).total_seconds()) if value else None
 

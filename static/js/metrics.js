@@ -147,6 +147,22 @@
       },
       options: { scales: { y: { beginAtZero: true } } },
     });
+    var hours = Object.keys(m.escalations.hourly);
+    draw("chart-escalations", {
+      type: "bar",
+      data: {
+        labels: hours.map(function (hour) { return hour.slice(5, 13).replace("T", " ") + "h"; }),
+        datasets: [{
+          label: "escalations",
+          data: hours.map(function (hour) { return m.escalations.hourly[hour]; }),
+          backgroundColor: COLORS.failures,
+        }],
+      },
+      options: {
+        plugins: { legend: { display: false } },
+        scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
+      },
+    });
     window.memdeskCharts = charts;
   }
 

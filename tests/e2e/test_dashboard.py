@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from core.actors import SYSTEM_ACTOR
 from memory import pipeline
 from memory.models import Observation, ObserverRun, Reflection, ReflectorRun
-from memory.services import conversation_create
+from memory.services import conversation_create, escalation_create
 from tests.dashboard.factories import chat, observe, reflect
 from tests.e2e.browser import sign_in
 
@@ -235,10 +236,11 @@ def test_the_metrics_charts_draw(open_page, member, workspace, screenshot):
     chat(conversation)
     observe(conversation)
     reflect(conversation)
+    escalation_create(conversation=conversation, actor=SYSTEM_ACTOR, reason="Wants a person")
     page = open_page()
     sign_in(page, member("viewer"))
     page.goto("/metrics/")
-    page.wait_for_function("window.memdeskCharts && window.memdeskCharts.length === 7")
+    page.wait_for_function("window.memdeskCharts && window.memdeskCharts.length === 8")
     painted = page.evaluate(
         """() => [...document.querySelectorAll('canvas')].map(canvas => {
             const context = canvas.getContext('2d');
@@ -248,11 +250,27 @@ def test_the_metrics_charts_draw(open_page, member, workspace, screenshot):
             return count;
         })"""
     )
-    assert len(painted) == 7 and all(pixels > 0 for pixels in painted)
+    assert len(painted) == 8 and all(pixels > 0 for pixels in painted)
     screenshot(page, "08-metrics")
     page.locator("#scope").select_option(str(conversation.pk))
     page.wait_for_selector("#charts >> text=One conversation")
-    page.wait_for_function("window.memdeskCharts && window.memdeskCharts.length === 7")
+    page.wait_for_function("window.memdeskCharts && window.memdeskCharts.length === 8")
+
+
+def test_a_reviewer_resolves_an_escalation_from_the_list(open_page, member, workspace):
+    conversation = conversation_create(workspace=workspace, title="Refund call")
+    escalation_create(conversation=conversation, actor=SYSTEM_ACTOR, reason="Asks for a manager")
+    page = open_page()
+    sign_in(page, member("reviewer"))
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Escalations").click()
+    assert page.get_by_text("Asks for a manager").is_visible()
+    page.get_by_label("What was done").fill("Called back, refund approved")
+    page.get_by_role("button", name="Resolve").click()
+    page.wait_for_selector("text=Escalation resolved.")
+    assert page.get_by_text("No open escalations.").is_visible()
+    page.get_by_role("link", name="Resolved").click()
+    page.get_by_role("link", name="Refund call").click()
+    assert "Called back, refund approved" in page.locator("#escalations").inner_text()
 
 
 def test_an_admin_creates_a_key_and_sees_it_once(open_page, member, screenshot):

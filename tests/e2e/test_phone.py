@@ -46,6 +46,7 @@ def test_no_page_scrolls_sideways_on_a_phone(phone, member, workspace, screensho
         "/search/?q=refund",
         f"/users/{conversation.user_id}/",
         "/metrics/",
+        "/escalations/",
         "/settings/api-keys/",
         "/settings/members/",
         "/settings/memory/",

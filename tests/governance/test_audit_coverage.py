@@ -31,11 +31,20 @@ from governance.holds import legal_hold_place
 from governance.models import AuditEvent, RedactionFinding
 from governance.retention.policies import retention_policy_create
 from memory import mcp_tools, pipeline
-from memory.models import ApiKey, Message, Observation, PipelineRun, Reflection, Workspace
+from memory.models import (
+    ApiKey,
+    Escalation,
+    Message,
+    Observation,
+    PipelineRun,
+    Reflection,
+    Workspace,
+)
 from memory.services import (
     MessageInput,
     api_key_create,
     conversation_create,
+    escalation_create,
     messages_append,
     pin_create,
 )
@@ -165,6 +174,12 @@ class World:
             message_id=self.message.pk,
             actor=SYSTEM_ACTOR,
             reason="quote",
+        )
+
+    @cached_property
+    def escalation(self) -> Escalation:
+        return escalation_create(
+            conversation=self.conversation, actor=SYSTEM_ACTOR, reason="Needs a person"
         )
 
     @cached_property
@@ -441,6 +456,12 @@ AUDITED: dict[str, Door] = {
             w.api, "post", f"/v1/conversations/{w.c}/pins", {"messageId": str(w.message.pk)}
         ),
     ),
+    f"POST v1/{CONVERSATION}/escalations": Door(
+        "conversation.escalate",
+        lambda w: _json(
+            w.api, "post", f"/v1/conversations/{w.c}/escalations", {"reason": "Needs a person"}
+        ),
+    ),
     f"DELETE v1/{CONVERSATION}/pins/<str:pin_id>": Door(
         "pin.delete",
         lambda w: w.api.delete(f"/v1/conversations/{w.c}/pins/{w.pin.pk}?reason={REASON}"),
@@ -591,6 +612,15 @@ AUDITED: dict[str, Door] = {
         "pin.create",
         lambda w: w.admin.post(
             f"/conversations/{w.c}/messages/{w.message.pk}/pin/", {"reason": REASON}
+        ),
+    ),
+    "POST escalations/<uuid:escalation_id>/resolve/": Door(
+        "escalation.resolve",
+        lambda w: submit_page_form(
+            w.admin,
+            "/escalations/",
+            f"/escalations/{w.escalation.pk}/resolve/",
+            note="Called the customer",
         ),
     ),
     f"POST {PAGE}pins/<uuid:pin_id>/unpin/": Door(

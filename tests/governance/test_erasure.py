@@ -18,11 +18,13 @@ from governance.models import (
 from governance.tasks import erasure_task
 from memory.models import (
     Conversation,
+    Escalation,
     IdempotencyRecord,
     ObservationVersion,
     ObserverRun,
     ReflectorRun,
 )
+from memory.services import conversation_create, escalation_create
 from tests.governance.test_retention_support import (
     ADMIN,
     conversation_with_tiers,
@@ -304,3 +306,19 @@ def test_an_erasure_cut_off_by_its_time_limit_is_retried_then_failed_with_the_re
     assert request.error.startswith("the erasure reached its time limit of 600 s")
     assert Conversation.objects.filter(user_id="hal").exists()
     assert len(events(workspace, "erasure.fail")) == 1
+
+
+def test_erasure_removes_the_end_users_escalations_and_counts_them(admin, workspace):
+    theirs = conversation_create(workspace=workspace, user_id="alice")
+    other = conversation_create(workspace=workspace, user_id="bob")
+    for conversation in (theirs, theirs, other):
+        escalation_create(conversation=conversation, actor=ADMIN, reason="Wants a person")
+    request_id = admin.post(
+        "/v1/erasure-requests", {"userId": "alice", "reason": "GDPR"}, format="json"
+    ).json()["id"]
+
+    assert erasure_task.apply(args=[request_id]).get() == "completed"
+
+    counts = admin.get(f"/v1/erasure-requests/{request_id}").json()["counts"]
+    assert counts["escalations"] == 2
+    assert list(Escalation.objects.values_list("conversation_id", flat=True)) == [other.pk]

@@ -336,6 +336,7 @@ OBSERVE = f"{CONVERSATION}/observe"
 REFLECT = f"{CONVERSATION}/reflect"
 PINS = f"{CONVERSATION}/pins"
 PIN = f"{PINS}/{{pin_id}}"
+ESCALATIONS = f"{CONVERSATION}/escalations"
 RUN = "/v1/runs/{run_id}"
 RUN_CANCEL = f"{RUN}/cancel"
 METRICS = "/v1/metrics"
@@ -777,6 +778,17 @@ CASES: list[Case] = [
     Case("delete", PIN, 404, "not_found", pin="unknown", query={"reason": "r"}, label="pin"),
     *_not_found("delete", PIN, query={"reason": "r"}),
     *_unauthenticated("delete", PIN),
+    # escalations
+    Case("post", ESCALATIONS, 201, body={"reason": "Wants a person", "metadata": {"a": 1}}),
+    Case("post", ESCALATIONS, 400, "invalid_request", "reason", body={}),
+    Case("post", ESCALATIONS, 400, "reason_required", "reason", body={"reason": " "}),
+    Case("post", ESCALATIONS, 400, "invalid_id", "conversationId", conversation="malformed"),
+    *_not_found("post", ESCALATIONS, body={"reason": "r"}),
+    *_unauthenticated("post", ESCALATIONS),
+    Case("get", ESCALATIONS, 200),
+    Case("get", ESCALATIONS, 400, "invalid_id", "conversationId", conversation="malformed"),
+    *_not_found("get", ESCALATIONS),
+    *_unauthenticated("get", ESCALATIONS),
     # the pipeline
     Case("post", OBSERVE, 202, label="queued"),
     Case("post", OBSERVE, 200, query={"wait": "true"}, label="finished"),
