@@ -46,6 +46,7 @@ from memory.context import (
     parse_max_tokens,
     reidentify_items,
 )
+from memory.metrics import context_read_record
 from memory.models import ApiKey, Conversation, Message, Observation, Pin, Reflection
 from memory.wire import conversation_to_wire, message_to_wire, observation_to_wire, pin_to_wire
 
@@ -316,11 +317,19 @@ def add_messages(call: ToolCall, data: dict[str, Any]) -> ToolResult:
 
 def get_context(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     conversation = call.conversation(data["conversationId"])
+    fmt = data.get("format") or "text"
     rendered = context_for_conversation(
         conversation=conversation,
-        fmt=data.get("format") or "text",
+        fmt=fmt,
         max_tokens=data.get("max_tokens"),
         reidentifier=call.reidentifier(),
+    )
+    # Counted with the REST API's reads in the prompt-cache stability.
+    context_read_record(
+        conversation_id=conversation.pk,
+        fmt=fmt,
+        memory_digest=rendered.memory_digest,
+        not_modified=False,
     )
     body = rendered.body.decode()
     if rendered.content_type.startswith("application/json"):

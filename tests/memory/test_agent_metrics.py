@@ -10,7 +10,9 @@ import pytest
 from django.utils import timezone
 
 from governance.models import AuditEvent
-from memory.models import Escalation
+from memory import mcp_tools
+from memory.mcp_tools import HttpCaller
+from memory.models import ApiKey, Escalation
 from memory.recall import terms_in
 from tests.core.test_cache_outage import DEAD_REDIS
 
@@ -203,6 +205,17 @@ def test_a_web_process_adds_its_reads_to_the_shared_counts_at_most_once_a_flush_
     api.get(context)
     reads = _metrics(api, conversation)["contextReads"]
     assert (reads["reads"], reads["compared"], reads["stableMemoryBlock"]) == (4, 3, 3)
+
+
+def test_context_read_through_mcp_counts_with_the_rest_reads(api, observed):
+    conversation, _ = observed
+    api.get(f"/v1/conversations/{conversation}/context?format=text")
+    api_key = ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(api.raw_key))
+    caller = HttpCaller(api_key=api_key, request_id="mcp-test", ip_address=None)
+    mcp_tools.run_tool(caller, "get_context", {"conversationId": conversation})
+
+    reads = _metrics(api, conversation)["contextReads"]
+    assert (reads["reads"], reads["compared"], reads["stableMemoryBlock"]) == (2, 1, 1)
 
 
 def test_the_workspace_sums_its_conversations_reads_and_not_another_workspace(
