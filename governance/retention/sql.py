@@ -280,8 +280,9 @@ def delete_unlocked_by_address(model: type[Model], rows: list[Candidate]) -> lis
 @dataclass
 class Window:
     """A range of physical row addresses, ``after`` < ctid < ``end``, one batch deletes
-    in. The batch reports back how many candidates it found there (at most the batch
-    size) and the address of the last, so the next window continues from it."""
+    in. The batch reports back how many candidates it found there and up to which
+    address it took them (``last``: ``end`` when it took the whole window, else the
+    address of the last of ``batch_size`` taken), so the next window continues there."""
 
     after: str
     end: str
@@ -289,28 +290,44 @@ class Window:
     found: int = 0
     last: str = ""
 
+    @property
+    def whole(self) -> bool:
+        return self.last == self.end
+
+
+def _page(tid: str) -> int:
+    return int(tid.strip("()").split(",")[0])
+
 
 def heap_windows(model: type[Model], batch_size: int) -> Iterator[Window]:
     """The windows of the table in physical order: the windows of ``scan_heap_order``
-    without reading the rows, which the batch selects, locks and deletes itself."""
+    without reading the rows, which the batch selects, locks and deletes itself. Each
+    window is sized from the density of candidates in the one before, to hold about
+    nine tenths of a batch: a window the batch takes whole needs no sort."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_relation_size(%s) / current_setting('block_size')::int",
             [model._meta.db_table],
         )
         pages = cursor.fetchone()[0]
-    pages_per_window = max(8, batch_size // 20)
+    pages_per_window = max(8, batch_size // 50)
     position, after = 0, "(0,0)"
     while position <= pages:
         end = position + pages_per_window
         window = Window(after=after, end=f"({end},0)", batch_size=batch_size)
         yield window
-        if window.found == batch_size:
-            after = window.last  # the window has more: continue inside it
+        if window.whole:
+            covered = end - _page(after)
+            position, after = end, window.end
         else:
-            position, after = end, f"({end},0)"
-            if window.found < batch_size // 2:
-                pages_per_window = min(pages_per_window * 2, MAX_WINDOW_PAGES)
+            covered = _page(window.last) - _page(after) + 1
+            after = window.last  # the window has more: continue inside it
+        if window.found:
+            wanted = int(0.9 * batch_size * max(covered, 1) / window.found)
+            pages_per_window = max(8, min(wanted, pages_per_window * 2, MAX_WINDOW_PAGES))
+        else:
+            pages_per_window = min(pages_per_window * 2, MAX_WINDOW_PAGES)
+        position = max(position, _page(after))
 
 
 def _not_held(conversation: str) -> str:
@@ -330,8 +347,13 @@ def lock_window(plan: RetentionPlan, tier: Tier, window: Window) -> list[tuple[s
     """One statement: find the window's candidates (older than the latest cutoff any
     policy gives this tier, in conversations of the workspace no hold covers now), lock
     their conversations in id order and move their memory_version (as
-    ``lock_conversations``); records the candidates' count and last address on
-    ``window``, returns (id, user_id, tags) of the locked conversations."""
+    ``lock_conversations``); records the candidates' count and how far they reach on
+    ``window``, returns (id, user_id, tags) of the locked conversations.
+
+    The window is taken whole when it holds at most ``batch_size`` candidates, which
+    needs no sort. When it holds more, that attempt is rolled back (its savepoint
+    releases the locks it took) and the first ``batch_size`` in address order are taken
+    instead."""
     quote = connection.ops.quote_name
     model = tier.model
     table = quote(model._meta.db_table)
@@ -343,23 +365,39 @@ def lock_window(plan: RetentionPlan, tier: Tier, window: Window) -> list[tuple[s
         # Only tagged conversations can have anything due: jsonb containment narrows it.
         where.append("(" + " OR ".join(["c.tags @> %s::jsonb"] * len(plan.tag_names)) + ")")
         params.extend(json.dumps([tag]) for tag in sorted(plan.tag_names))
-    with connection.cursor() as cursor:
-        cursor.execute(
+
+    def statement(order: str) -> str:
+        return (
             f"WITH candidates AS MATERIALIZED (SELECT m.ctid AS tid, m.conversation_id "
             f"FROM {table} AS m JOIN {conversations} AS c ON c.id = m.conversation_id "
             f"WHERE m.ctid > %s::tid AND m.ctid < %s::tid AND {' AND '.join(where)} "
-            "ORDER BY m.ctid LIMIT %s), "
+            f"{order} LIMIT %s), "
             f"locked AS (UPDATE {conversations} SET memory_version = memory_version + 1 "
             f"WHERE id IN (SELECT id FROM {conversations} WHERE id IN "
             "(SELECT conversation_id FROM candidates) ORDER BY id FOR NO KEY UPDATE) "
             "RETURNING id::text, user_id, tags) "
             "SELECT s.found, s.last::text, l.id, l.user_id, l.tags FROM "
             "(SELECT count(*) AS found, max(tid) AS last FROM candidates) AS s "
-            "LEFT JOIN locked AS l ON true",
-            [window.after, window.end, *params, window.batch_size],
+            "LEFT JOIN locked AS l ON true"
         )
+
+    with connection.cursor() as cursor:
+        cursor.execute("SAVEPOINT retention_window")
+        cursor.execute(statement(""), [window.after, window.end, *params, window.batch_size + 1])
         rows = cursor.fetchall()
-    window.found, window.last = rows[0][0], rows[0][1] or window.after
+        if rows[0][0] <= window.batch_size:
+            cursor.execute("RELEASE SAVEPOINT retention_window")
+            window.last = window.end
+        else:
+            cursor.execute("ROLLBACK TO SAVEPOINT retention_window")
+            cursor.execute("RELEASE SAVEPOINT retention_window")
+            cursor.execute(
+                statement("ORDER BY m.ctid"),
+                [window.after, window.end, *params, window.batch_size],
+            )
+            rows = cursor.fetchall()
+            window.last = rows[0][1] or window.end  # none: all gone since
+    window.found = rows[0][0]
     return [(pk, user_id, _tags(tags)) for _, _, pk, user_id, tags in rows if pk is not None]
 
 
@@ -417,7 +455,8 @@ def delete_window(
             f"JOIN {conversations} AS c ON c.id = r.conversation_id WHERE {_not_held('c')}), "
             f"doomed AS (SELECT m.ctid AS tid FROM {table} AS m "
             "JOIN allowed AS a ON a.conversation_id = m.conversation_id "
-            f"WHERE m.ctid > %s::tid AND m.ctid <= %s::tid AND m.{stamp} < a.cutoff "
+            f"WHERE m.ctid > %s::tid AND m.ctid {'<' if window.whole else '<='} %s::tid "
+            f"AND m.{stamp} < a.cutoff "
             "FOR UPDATE OF m SKIP LOCKED), "
             f"deleted AS (DELETE FROM {table} WHERE ctid = ANY(ARRAY(SELECT tid FROM doomed)) "
             f"RETURNING {pk} AS id, conversation_id), "
