@@ -35,6 +35,7 @@ from governance.retention.common import (
     BATCH_ATTEMPTS,
     DEFAULT_BATCH_SIZE,
     HASH_OF,
+    SET_BASED_BATCH_SIZE,
     STALE_PENDING,
     STALE_RUNNING,
     TIERS,
@@ -467,16 +468,17 @@ def _sweep_finish(
             )
 
 
-def retention_sweep(*, sweep_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> RetentionSweep:
+def retention_sweep(*, sweep_id: int, batch_size: int | None = None) -> RetentionSweep:
     """Run one queued sweep: delete every expired row of the workspace that no legal
     hold covers, tier by tier, ``batch_size`` rows per short transaction, each with its
-    receipt; then write the summary receipt.
+    receipt; then write the summary receipt. Without ``batch_size``, a set-based tier
+    takes ``SET_BASED_BATCH_SIZE`` rows per batch and the others ``DEFAULT_BATCH_SIZE``.
 
     Memory stays bounded by the batch: rows are read in windows, and the deleted ids
     wait for the summary's hash in a temporary table, not in the worker. Acts only if it
     claims the PENDING row, so a redelivered task does nothing.
     """
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise MemdeskError("invalid_batch_size", "batch_size must be at least 1.")
     started = timezone.now()
     claimed = RetentionSweep.objects.filter(
@@ -502,7 +504,10 @@ def retention_sweep(*, sweep_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> R
             for tier in TIERS:
                 if not plan.possible_days(tier):
                     continue
-                for rows in _scan(plan, tier, holds, batch_size):
+                size = batch_size or (
+                    SET_BASED_BATCH_SIZE if _set_based(tier) else DEFAULT_BATCH_SIZE
+                )
+                for rows in _scan(plan, tier, holds, size):
                     batch = _delete_batch_retrying(
                         plan=plan,
                         tier=tier,
