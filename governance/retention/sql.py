@@ -254,26 +254,6 @@ def lock_conversations(conversation_ids: list[str]) -> list[tuple[str, str, Any]
         return [(pk, user_id, _tags(tags)) for pk, user_id, tags in cursor.fetchall()]
 
 
-def delete_unlocked_by_address(model: type[Model], rows: list[Candidate]) -> list[str]:
-    """Delete the rows no other transaction holds, by physical address checked against
-    the id (an address is reused only after its row is gone): a TID scan whatever the
-    table's size. Matching thousands of ids instead made the planner scan the whole
-    table twice per batch. Returns the deleted ids sorted."""
-    quote = connection.ops.quote_name
-    table, pk = quote(model._meta.db_table), quote(model._meta.pk.column)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {table} "
-            f"WHERE ctid = ANY(%s::tid[]) AND {pk} = ANY(%s::uuid[]) "
-            f"FOR UPDATE SKIP LOCKED)) RETURNING {pk}::text",
-            [
-                "{" + ",".join(f'"{row[3]}"' for row in rows) + "}",
-                uuid_array(row[0] for row in rows),
-            ],
-        )
-        return sorted(found[0] for found in cursor.fetchall())
-
-
 # --- the set-based batch (PostgreSQL, tiers nothing cascades from) ------------------------------
 
 
@@ -437,7 +417,7 @@ def delete_window(
     the window's candidate range that are due under their conversation's cutoff
     (``cutoffs``), in conversations no legal hold covers (read now, under the lock, so
     a hold placed meanwhile is seen: placing one waits for the same lock), skipping rows
-    another transaction holds (as ``delete_unlocked_by_address``); log their lines, and
+    another transaction holds (left to the next sweep, never waited for); log their lines, and
     return their count per conversation and the hash of their sorted lines. The ids come
     back only ``with_ids``."""
     quote = connection.ops.quote_name

@@ -168,12 +168,7 @@ def _lock_and_delete(tier: Tier, rows: list[Candidate]) -> list[str]:
     SKIP LOCKED: a row another transaction is changing right now (an edit, a delete) is
     left to the next sweep instead of waited for, so a sweep cannot deadlock with it,
     and the rows locked here are exactly the rows deleted and hashed."""
-    model = tier.model
-    if connection.vendor == "postgresql" and not _cascades(tier):
-        # Nothing Django would cascade to references these rows (pins of a message are
-        # left to _delete_related), so its collector would have had nothing to do: one
-        # statement locks and deletes.
-        return sql.delete_unlocked_by_address(model, rows)
+    model = tier.model  # on PostgreSQL only a tier that cascades comes here (_set_based)
     ids = [row[0] for row in rows]
     locked = sorted(
         str(pk)
