@@ -401,10 +401,13 @@ def test_a_sweep_marked_abandoned_stops_at_its_next_batch(workspace, monkeypatch
     calls = []
 
     def abandon_after_first(**kwargs):
+        # After the first batch that deleted anything (on PostgreSQL a batch is a window
+        # of the table, and windows of pages left by earlier tests can be empty).
         batch = real(**kwargs)
-        if not calls:
+        if batch is not None and not calls:
             RetentionSweep.objects.filter(pk=kwargs["sweep"].pk).update(status="failed")
-        calls.append(batch)
+        if batch is not None:
+            calls.append(batch)
         return batch
 
     monkeypatch.setattr(sweep_module, "_delete_batch", abandon_after_first)
@@ -423,10 +426,13 @@ def test_a_sweep_cut_off_by_its_time_limit_keeps_its_receipts_and_says_why(works
     calls = []
 
     def time_runs_out_after_first(**kwargs):
+        # After the first batch that deleted anything (see the test above).
         if calls:
             raise SoftTimeLimitExceeded()
-        calls.append(real(**kwargs))
-        return calls[-1]
+        batch = real(**kwargs)
+        if batch is not None:
+            calls.append(batch)
+        return batch
 
     monkeypatch.setattr(sweep_module, "_delete_batch", time_runs_out_after_first)
     with override_settings(MEMDESK_RETENTION_SWEEP_TIME_LIMIT=120):
