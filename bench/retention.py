@@ -5,6 +5,8 @@ worker runs it, beside a raw batched ``DELETE ... WHERE created_at < cutoff``.
     .venv/bin/python bench/retention.py --batch-sizes 1000,2000,5000,10000,20000
     .venv/bin/python bench/retention.py --messages 100000        # a quick look
     .venv/bin/python bench/retention.py --messages 200000 --bare # against one bare DELETE
+    .venv/bin/python bench/retention.py --messages 200000 --batch-sizes 20000 --profile /tmp/p
+                                                                 # cProfile of the worker
 
 Targets (retention issue): the sweep deletes 1,000,000 expired messages in at most 60 s,
 with the worker's peak memory at most 300 MB.
@@ -56,17 +58,27 @@ RECENT_PER_CONVERSATION = 100
 # --- the worker side (a child process) ----------------------------------------------------------
 
 
-def worker(sweep_id: int, batch_size: int) -> None:
-    """Run one sweep as the Celery task does, and report time and peak memory as JSON."""
+def worker(sweep_id: int, batch_size: int, profile_to: str = "") -> None:
+    """Run one sweep as the Celery task does, and report time and peak memory as JSON;
+    with ``profile_to``, under cProfile, its stats written there (``python -m pstats``)."""
     sys.path.insert(0, str(harness.ROOT))
     import django
 
     django.setup()
     from governance.retention import retention_sweep
 
+    profiler = None
+    if profile_to:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     started = time.perf_counter()
     sweep = retention_sweep(sweep_id=sweep_id, batch_size=batch_size)
     seconds = time.perf_counter() - started
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile_to)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
     print(
         json.dumps(
@@ -177,15 +189,27 @@ def drop(name: str) -> None:
         )
 
 
-def run_sweep(template: str, var_dir: Path, batch_size: int) -> dict[str, object]:
+def settle() -> None:
+    """A checkpoint, then a quiet machine: each timed run starts with nothing of the
+    population or of an earlier run left to write, and pays for the first change of each
+    page since the checkpoint (a full page image in the WAL) like every other run.
+    Without it the sweep, run first, paid for the population's checkpoint."""
+    with psycopg.connect(harness.PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute("CHECKPOINT")
+    harness.wait_for_quiet_machine()
+
+
+def run_sweep(
+    template: str, var_dir: Path, batch_size: int, profile_to: str = ""
+) -> dict[str, object]:
     name = f"{template}_s{batch_size}"
     url = copy_of(template, name)
     try:
         env = harness.django_env(url, var_dir)
         sweep_id = queue_sweep(env)
-        harness.wait_for_quiet_machine()
+        settle()
         result = subprocess.run(
-            [str(harness.PYTHON), __file__, "worker", str(sweep_id), str(batch_size)],
+            [str(harness.PYTHON), __file__, "worker", str(sweep_id), str(batch_size), profile_to],
             cwd=harness.ROOT,
             env=env,
             check=True,
@@ -211,7 +235,7 @@ def run_raw(template: str, batch_size: int) -> dict[str, object]:
     name = f"{template}_raw{batch_size}"
     url = copy_of(template, name)
     try:
-        harness.wait_for_quiet_machine()
+        settle()
         deleted = 0
         with psycopg.connect(url, autocommit=True) as db:
             cutoff = datetime.now(UTC) - timedelta(days=30)
@@ -235,7 +259,7 @@ def run_bare(template: str) -> dict[str, object]:
     name = f"{template}_bare"
     url = copy_of(template, name)
     try:
-        harness.wait_for_quiet_machine()
+        settle()
         with psycopg.connect(url, autocommit=True) as db:
             cutoff = datetime.now(UTC) - timedelta(days=30)
             started = time.perf_counter()
@@ -248,7 +272,7 @@ def run_bare(template: str) -> dict[str, object]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
-        worker(int(sys.argv[2]), int(sys.argv[3]))
+        worker(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "")
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000, help="expired messages")
@@ -256,6 +280,12 @@ def main() -> None:
     parser.add_argument("--raw-batch-size", type=int, default=5000)
     parser.add_argument(
         "--bare", action="store_true", help="also time one unbatched DELETE of the same rows"
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        metavar="FILE",
+        help="run the sweep worker under cProfile and write its stats to FILE",
     )
     args = parser.parse_args()
     harness.stop_on_sigterm()
@@ -271,7 +301,7 @@ def main() -> None:
         rows = []
         try:
             for batch_size in batch_sizes:
-                outcome = run_sweep(template, var_dir, batch_size)
+                outcome = run_sweep(template, var_dir, batch_size, args.profile)
                 deleted = outcome["counts"]["messages"]  # type: ignore[index]
                 assert deleted == expired, outcome
                 assert outcome["expired_left"] == 0, outcome

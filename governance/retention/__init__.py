@@ -11,10 +11,16 @@ A legal hold, on a conversation or on an end user (every conversation with that
 ``user_id``, including ones created later), overrides every rule: a sweep skips what it
 covers, and deleting or erasing it is refused.
 
-Deletions run in short transactions over explicit id batches chosen by cutoff, never
-"everything in the conversation", so a message written while a sweep runs is never
-touched unless it had already expired. Each batch writes its receipt to the audit trail
-in the same transaction; a sweep that deleted anything ends with one summary receipt.
+Deletions run in short transactions over batches chosen by cutoff, never "everything
+in the conversation", so a message written while a sweep runs is never touched unless
+it had already expired. Each batch locks its conversations first (placing a hold takes
+the same lock) and reads the holds after that, so a hold placed meanwhile is honoured.
+On PostgreSQL a batch is a window of the table's physical row addresses, searched,
+checked against the holds and deleted by two statements (``sql.lock_window``,
+``sql.delete_window``); elsewhere, and for reflections (whose deletion unlinks
+observations), the rows are read and deleted by id. Each batch writes its receipt to the
+audit trail in the same transaction; a sweep that deleted anything ends with one summary
+receipt.
 The id hash of a receipt is SHA-256 over one line ``<kind>:<id>\\n`` per deleted row, the
 lines sorted (``HASH_OF``); an erasure's summary hashes ``<conversation>:<kind>:<id>``
 lines (``ERASURE_HASH_OF``), because it works conversation by conversation.

@@ -35,6 +35,7 @@ from governance.retention.common import (
     BATCH_ATTEMPTS,
     DEFAULT_BATCH_SIZE,
     HASH_OF,
+    SET_BASED_BATCH_SIZE,
     STALE_PENDING,
     STALE_RUNNING,
     TIERS,
@@ -80,19 +81,35 @@ class _SweepProgress:
 @dataclass(frozen=True)
 class _Batch:
     tier: Tier
-    lines: list[str]  # "<kind>:<id>" of every deleted row, sorted
+    deleted: int
     by_policy: Counter[str]
     related: dict[str, int]
 
 
+def _cascades(tier: Tier) -> bool:
+    """Whether deleting the tier's rows makes Django's collector change other rows
+    (deleting a reflection clears its observations' link)."""
+    return any(rel.on_delete is not DO_NOTHING for rel in tier.model._meta.related_objects)
+
+
+def _set_based(tier: Tier) -> bool:
+    """PostgreSQL, and nothing Django would cascade to (pins of a message are left to
+    _delete_related): each batch is two statements, ``sql.lock_window`` and
+    ``sql.delete_window``, and no row id travels through Python."""
+    return connection.vendor == "postgresql" and not _cascades(tier)
+
+
 def _scan(
     plan: RetentionPlan, tier: Tier, holds: tuple[set[str], set[str]], batch_size: int
-) -> Iterator[list[Candidate]]:
+) -> Iterator[list[Candidate]] | Iterator[sql.Window]:
     """Batches of rows that may be due: older than the latest cutoff any policy gives
     this tier, outside held conversations. Each conversation's own rule is applied
     afterwards, under its lock. With a single possible cutoff the SQL has applied it
     already, and the timestamps are not even read (parsing them cost a tenth of a
-    batch's time)."""
+    batch's time). Set-based (``_set_based``), windows of the table instead, which the
+    batch itself searches."""
+    if _set_based(tier):
+        return sql.heap_windows(tier.model, batch_size)
     if connection.vendor == "postgresql":
         return sql.scan_heap_order(plan, tier, holds, batch_size)
     return _scan_id_order(plan, tier, holds, batch_size)
@@ -151,13 +168,7 @@ def _lock_and_delete(tier: Tier, rows: list[Candidate]) -> list[str]:
     SKIP LOCKED: a row another transaction is changing right now (an edit, a delete) is
     left to the next sweep instead of waited for, so a sweep cannot deadlock with it,
     and the rows locked here are exactly the rows deleted and hashed."""
-    model = tier.model
-    cascades = any(rel.on_delete is not DO_NOTHING for rel in model._meta.related_objects)
-    if connection.vendor == "postgresql" and not cascades:
-        # Nothing Django would cascade to references these rows (pins of a message are
-        # left to _delete_related), so its collector would have had nothing to do: one
-        # statement locks and deletes.
-        return sql.delete_unlocked_by_address(model, rows)
+    model = tier.model  # on PostgreSQL only a tier that cascades comes here (_set_based)
     ids = [row[0] for row in rows]
     locked = sorted(
         str(pk)
@@ -193,13 +204,13 @@ def _related_tables(tier: Tier) -> list[tuple[str, type[Model], str, dict[str, s
     return tables
 
 
-def _delete_related(
-    tier: Tier, ids: list[Any], conversation_ids: list[Any]
-) -> tuple[dict[str, int], set[int]]:
-    """Delete what hangs off the deleted rows (``_related_tables``), and return the
-    counts with the pseudonyms whose values the deleted rows held (to forget if nothing
-    else does). One query first asks every table about the batch's few conversations,
-    which is cheap; only the tables that answer yes are searched by id."""
+_Related = dict[str, tuple[Any, bool]]  # key -> (rows in the batch's conversations, any?)
+
+
+def _related_probe(tier: Tier, conversation_ids: list[Any]) -> _Related:
+    """One query asks every table of ``_related_tables`` whether it has rows in the
+    batch's few conversations, which is cheap; only the tables that answer yes are
+    searched by id."""
     tables = _related_tables(tier)
     in_batch = {
         key: model.objects.filter(  # type: ignore[attr-defined]  # type[Model]
@@ -216,15 +227,25 @@ def _delete_related(
             [param for _, params in compiled for param in params],
         )
         answers = cursor.fetchone()
-    probe = {key: bool(answer) for key, answer in zip(in_batch, answers, strict=True)}
+    return {
+        key: (rows, bool(answer))
+        for (key, rows), answer in zip(in_batch.items(), answers, strict=True)
+    }
+
+
+def _delete_related(tier: Tier, ids: list[Any], probe: _Related) -> tuple[dict[str, int], set[int]]:
+    """Delete what hangs off the deleted rows (``_related_tables``) where ``probe``
+    found rows, and return the counts with the pseudonyms whose values the deleted rows
+    held (to forget if nothing else does)."""
     pseudonyms: set[int] = set()
-    if probe["pseudonymSightings"]:
-        seen = in_batch["pseudonymSightings"].filter(among(PseudonymSighting, "target_id", ids))
+    sightings, any_sightings = probe["pseudonymSightings"]
+    if any_sightings:
+        seen = sightings.filter(among(PseudonymSighting, "target_id", ids))
         pseudonyms = set(seen.values_list("pseudonym_id", flat=True).distinct())
     related = {}
-    for key, model, id_field, _ in tables:
-        rows = in_batch[key]
-        related[key] = rows.filter(among(model, id_field, ids)).delete()[0] if probe[key] else 0
+    for key, model, id_field, _ in _related_tables(tier):
+        rows, found = probe[key]
+        related[key] = rows.filter(among(model, id_field, ids)).delete()[0] if found else 0
     return related, pseudonyms
 
 
@@ -232,33 +253,22 @@ def _delete_batch(
     *,
     plan: RetentionPlan,
     tier: Tier,
-    rows: list[Candidate],
+    rows: list[Candidate] | sql.Window,
     sweep: RetentionSweep,
     progress: _SweepProgress,
     actor: Actor,
     log: sql.DeletedLog,
 ) -> _Batch | None:
-    conversation_of = {row[0]: row[1] for row in rows}
+    """One batch in one transaction: lock the conversations, re-check the holds under
+    that lock, delete what is due and what hangs off it, and write the receipt."""
     with transaction.atomic():
-        conversations = _lock_conversations(sorted(set(conversation_of.values())))
-        holds = active_hold_sets(workspace_id=plan.workspace_id)
-        rules: dict[str, TierRule] = {}
-        for conversation_id, user_id, tags in conversations:
-            rule = plan.rules_for(tags)[tier.kind]
-            if rule is not None and not is_held(conversation_id, user_id, holds):
-                rules[conversation_id] = rule
-        due = []
-        for row in rows:
-            rule = rules.get(row[1])
-            if rule is not None and (row[2] is None or row[2] < rule.cutoff):
-                due.append(row)
-        if not due:
+        if isinstance(rows, sql.Window):
+            deleted = _delete_window(plan, tier, rows, progress, log)
+        else:
+            deleted = _delete_rows(plan, tier, rows, progress, log)
+        if deleted is None:
             return None
-        ids = _lock_and_delete(tier, due)
-        if not ids:
-            return None
-        touched = {conversation_of[pk] for pk in ids}
-        related, pseudonyms = _delete_related(tier, ids, sorted(touched))
+        ids_sha256, by_conversation, rules, related, pseudonyms = deleted
         # Values no remaining message holds: their pseudonyms in memory become anonymous.
         related["pseudonymsForgotten"] = pseudonyms_forget_unheld(
             workspace_id=plan.workspace_id,
@@ -268,16 +278,17 @@ def _delete_batch(
             target_id=str(sweep.pk),
             reason="expired under retention",
         )
-        by_policy = Counter(str(rules[conversation_of[pk]].policy_id) for pk in ids)
+        by_policy: Counter[str] = Counter()
+        for conversation_id, n in by_conversation.items():
+            by_policy[str(rules[conversation_id].policy_id)] += n
+        total = sum(by_conversation.values())
         counts = dict(progress.counts)
-        counts[tier.kind] += len(ids)
+        counts[tier.kind] += total
         still_running = RetentionSweep.objects.filter(
             pk=sweep.pk, status=RetentionSweep.Status.RUNNING
-        ).update(done=F("done") + len(ids), counts=counts)
+        ).update(done=F("done") + total, counts=counts)
         if not still_running:
             raise _SweepStopped
-        lines = [f"{tier.line_kind}:{pk}" for pk in ids]
-        log.add(lines)
         audit_record(
             workspace_id=plan.workspace_id,
             actor=actor,
@@ -288,15 +299,97 @@ def _delete_batch(
                 "sweepId": sweep.pk,
                 "batch": progress.batches + 1,
                 "kind": tier.kind,
-                "counts": {tier.kind: len(ids), **related},
+                "counts": {tier.kind: total, **related},
                 "byPolicy": dict(by_policy),
-                "conversations": len(touched),
-                "idsSha256": line_hash(f"{line}\n" for line in lines),
+                "conversations": len(by_conversation),
+                "idsSha256": ids_sha256,
                 "hashOf": HASH_OF,
             },
             reason=f"expired under retention policy {', '.join(sorted(by_policy))}",
         )
-    return _Batch(tier, lines, by_policy, related)
+    return _Batch(tier, total, by_policy, related)
+
+
+# (ids hash, rows deleted per conversation, the rule of each, related counts, pseudonyms)
+_Deleted = tuple[str, dict[str, int], dict[str, TierRule], dict[str, int], set[int]]
+
+
+def _rules_of(
+    plan: RetentionPlan, tier: Tier, conversations: list[tuple[str, str, Any]]
+) -> dict[str, TierRule]:
+    rules: dict[str, TierRule] = {}
+    for conversation_id, _, tags in conversations:
+        rule = plan.rules_for(tags)[tier.kind]
+        if rule is not None:
+            rules[conversation_id] = rule
+    return rules
+
+
+def _delete_rows(
+    plan: RetentionPlan,
+    tier: Tier,
+    rows: list[Candidate],
+    progress: _SweepProgress,
+    log: sql.DeletedLog,
+) -> _Deleted | None:
+    """The batch of rows read by ``_scan``: the holds are read again after the lock,
+    each row checked against its conversation's rule, the due ones deleted by id."""
+    conversation_of = {row[0]: row[1] for row in rows}
+    conversations = _lock_conversations(sorted(set(conversation_of.values())))
+    holds = active_hold_sets(workspace_id=plan.workspace_id)
+    rules = _rules_of(plan, tier, [c for c in conversations if not is_held(c[0], c[1], holds)])
+    due = []
+    for row in rows:
+        rule = rules.get(row[1])
+        if rule is not None and (row[2] is None or row[2] < rule.cutoff):
+            due.append(row)
+    if not due:
+        return None
+    ids = _lock_and_delete(tier, due)
+    if not ids:
+        return None
+    by_conversation = Counter(conversation_of[pk] for pk in ids)
+    related, pseudonyms = _delete_related(tier, ids, _related_probe(tier, sorted(by_conversation)))
+    lines = [f"{tier.line_kind}:{pk}" for pk in ids]
+    log.add(progress.batches + 1, lines)
+    return (
+        line_hash(f"{line}\n" for line in lines),
+        dict(by_conversation),
+        rules,
+        related,
+        pseudonyms,
+    )
+
+
+def _delete_window(
+    plan: RetentionPlan,
+    tier: Tier,
+    window: sql.Window,
+    progress: _SweepProgress,
+    log: sql.DeletedLog,
+) -> _Deleted | None:
+    """The set-based batch: one statement finds the window's candidates and locks their
+    conversations; a second, under those locks, re-checks the holds, deletes the due
+    rows, logs them and hashes them. Ids reach Python only when rows hang off them."""
+    rules = _rules_of(plan, tier, sql.lock_window(plan, tier, window))
+    if not rules:
+        return None
+    probe = _related_probe(tier, sorted(rules))
+    deleted = sql.delete_window(
+        tier,
+        window,
+        {conversation_id: rule.cutoff for conversation_id, rule in rules.items()},
+        log,
+        progress.batches + 1,
+        with_ids=any(found for _, found in probe.values()),
+    )
+    if not deleted.by_conversation:
+        return None
+    if deleted.ids:
+        related, pseudonyms = _delete_related(tier, deleted.ids, probe)
+    else:
+        related, pseudonyms = {key: 0 for key in probe}, set()
+    return deleted.ids_sha256, deleted.by_conversation, rules, related, pseudonyms
 
 
 def _delete_batch_retrying(**kwargs: Any) -> _Batch | None:
@@ -317,7 +410,7 @@ def _delete_batch_retrying(**kwargs: Any) -> _Batch | None:
 def _record_batch(progress: _SweepProgress, batch: _Batch) -> None:
     # Only after the batch committed: a rolled-back batch leaves no trace in the totals.
     progress.batches += 1
-    progress.counts[batch.tier.kind] += len(batch.lines)
+    progress.counts[batch.tier.kind] += batch.deleted
     progress.related.update(batch.related)
     for policy_id, n in batch.by_policy.items():
         progress.by_policy.setdefault(policy_id, zero_counts())[batch.tier.kind] += n
@@ -370,16 +463,17 @@ def _sweep_finish(
             )
 
 
-def retention_sweep(*, sweep_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> RetentionSweep:
+def retention_sweep(*, sweep_id: int, batch_size: int | None = None) -> RetentionSweep:
     """Run one queued sweep: delete every expired row of the workspace that no legal
     hold covers, tier by tier, ``batch_size`` rows per short transaction, each with its
-    receipt; then write the summary receipt.
+    receipt; then write the summary receipt. Without ``batch_size``, a set-based tier
+    takes ``SET_BASED_BATCH_SIZE`` rows per batch and the others ``DEFAULT_BATCH_SIZE``.
 
     Memory stays bounded by the batch: rows are read in windows, and the deleted ids
     wait for the summary's hash in a temporary table, not in the worker. Acts only if it
     claims the PENDING row, so a redelivered task does nothing.
     """
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise MemdeskError("invalid_batch_size", "batch_size must be at least 1.")
     started = timezone.now()
     claimed = RetentionSweep.objects.filter(
@@ -397,12 +491,18 @@ def retention_sweep(*, sweep_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> R
     status, error = RetentionSweep.Status.COMPLETED, ""
     with sql.DeletedLog(sweep.pk) as log:
         try:
-            total = count_due(plan, holds).total
+            if connection.vendor == "postgresql":
+                total = sql.count_due_total(plan, holds)
+            else:
+                total = count_due(plan, holds).total
             RetentionSweep.objects.filter(pk=sweep.pk).update(total=total)
             for tier in TIERS:
                 if not plan.possible_days(tier):
                     continue
-                for rows in _scan(plan, tier, holds, batch_size):
+                size = batch_size or (
+                    SET_BASED_BATCH_SIZE if _set_based(tier) else DEFAULT_BATCH_SIZE
+                )
+                for rows in _scan(plan, tier, holds, size):
                     batch = _delete_batch_retrying(
                         plan=plan,
                         tier=tier,
