@@ -30,7 +30,7 @@ ORIGINAL_TARGET_TYPES = ["message", "observation", "reflection"]
 PSEUDONYM_LABEL_PATTERN = (
     r"^(<[A-Z][A-Z0-9_]{0,49}_[1-9][0-9]{0,9}>|[A-Z][A-Z0-9_]{0,49}_[1-9][0-9]{0,9})$"
 )
-UUID_QUERY_PARAMETERS = frozenset({"conversationId"})
+UUID_QUERY_PARAMETERS = frozenset({"conversationId", "conversation_id"})
 # Request bodies whose ``reason`` the service requires (``reason_required`` otherwise):
 # the serializers leave it optional so that a missing reason gets that code.
 REASON_REQUIRED = frozenset(
