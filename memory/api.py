@@ -1029,7 +1029,7 @@ class WorkspaceSettingsApi(ApiView):
 
 
 class ReasoningStepIn(serializers.Serializer):
-    conversationId = text_field(help_text="The conversation the step belongs to.")
+    conversationId = serializers.UUIDField(help_text="The conversation the step belongs to.")
     reasoning = text_field(
         required=False, allow_blank=True, allow_null=True, help_text="What the agent thought."
     )
@@ -1070,7 +1070,7 @@ class ToolCallIn(serializers.Serializer):
         required=False, allow_null=True, help_text="The same as output, for clients that send it."
     )
     status = serializers.ChoiceField(
-        choices=ToolCall.Status.choices, required=False, allow_null=True
+        choices=ToolCall.Status.values, required=False, allow_null=True
     )
     durationMs = serializers.IntegerField(
         required=False, allow_null=True, min_value=0, max_value=2_147_483_647
@@ -1112,7 +1112,7 @@ class ReasoningStepCreateApi(MemoryApi):
     )
     def post(self, request: Request) -> Response:
         data = validated(ReasoningStepIn, request.data)
-        conversation = self.conversation(data["conversationId"])
+        conversation = self.conversation(str(data["conversationId"]))
 
         def write() -> tuple[int, Any, Conversation]:
             step = services.reasoning_step_record(
@@ -1133,7 +1133,8 @@ class ReasoningStepCreateApi(MemoryApi):
             OpenApiParameter(
                 "conversation_id",
                 str,
-                description="The conversation (required; conversationId is read too).",
+                required=True,
+                description="The conversation (conversationId is read too).",
             ),
             OpenApiParameter("conversationId", str, description="The same as conversation_id."),
         ],

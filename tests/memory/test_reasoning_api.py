@@ -87,7 +87,8 @@ def test_a_step_is_refused_with_a_message_naming_what_is_wrong(api):
 
     bad_id = api.post(STEPS, {"conversationId": "nope", "reasoning": "x"}, format="json")
     assert bad_id.status_code == 400
-    assert "must be a UUID" in bad_id.json()["message"]
+    assert bad_id.json()["field"] == "conversationId"
+    assert "UUID" in bad_id.json()["message"]
 
     unknown = api.post(
         STEPS, {"conversationId": str(uuid.uuid4()), "reasoning": "x"}, format="json"
