@@ -506,21 +506,16 @@ def attach_reasoning(*, conversation: Conversation, window: MessageWindow) -> No
     loads one after another show each item once."""
     window.reasoning_tail = []
     messages = window.messages
+    before = 0
+    bounds = Q()
     if messages:
-        before = (
-            Message.objects.filter(conversation=conversation, seq__lt=messages[0].seq).aggregate(
-                seq=Max("seq")
-            )["seq"]
-            or 0
-        )
-        reaches_end = not Message.objects.filter(
-            conversation=conversation, seq__gt=messages[-1].seq
-        ).exists()
-        bounds = Q(after_seq__gte=before) & (
-            Q() if reaches_end else Q(after_seq__lt=messages[-1].seq)
-        )
-    else:
-        bounds = Q()
+        # The message before the window is seq - 1, without a query: seq numbers are
+        # consecutive, but for the oldest messages retention deleted, and it deletes
+        # the reasoning recorded before them with them (it is older still).
+        before = messages[0].seq - 1
+        bounds &= Q(after_seq__gte=before)
+        if messages[-1].seq < conversation.last_seq:
+            bounds &= Q(after_seq__lt=messages[-1].seq)
     steps = list(ReasoningStep.objects.filter(bounds, conversation=conversation))
     calls = list(ToolCall.objects.filter(bounds, conversation=conversation))
     if not steps and not calls:

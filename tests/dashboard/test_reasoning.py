@@ -118,3 +118,18 @@ def test_a_conversation_with_reasoning_and_no_messages_shows_it(login, workspace
 
     assert "No messages yet" in page
     assert "Thinking before anyone spoke" in page
+
+
+def test_newer_messages_loaded_later_bring_their_reasoning_once(login, workspace):
+    conversation = conversation_create(workspace=workspace)
+    _say(conversation, *(f"filler {n}" for n in range(60)))
+    _reason(conversation, "a late thought")
+    _say(conversation, "last question")
+    client = login("viewer")
+
+    newer = client.get(f"/conversations/{conversation.pk}/messages/?after=55", **HX)
+
+    html = newer.content.decode()
+    assert html.count("a late thought") == 1
+    assert html.index("filler 59") < html.index("a late thought") < html.index("last question")
+    assert "filler 54" not in html
