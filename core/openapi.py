@@ -63,6 +63,20 @@ def _tighten_parameter(parameter: dict[str, Any]) -> None:
         parameter["schema"] = {"type": "integer", "minimum": 1}
 
 
+def _require_bodies_with_required_fields(paths: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """A request body whose schema requires a field is itself required: drf-spectacular
+    leaves a PATCH body optional, and a request without one is refused."""
+    for path_item in paths.values():
+        for operation in path_item.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            if not body or body.get("required"):
+                continue
+            for media in body.get("content", {}).values():
+                name = media.get("schema", {}).get("$ref", "").rpartition("/")[2]
+                if schemas.get(name, {}).get("required"):
+                    body["required"] = True
+
+
 def tighten_schema(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"])."""
     for path_item in result.get("paths", {}).values():
@@ -86,4 +100,5 @@ def tighten_schema(result: dict[str, Any], **_: Any) -> dict[str, Any]:
             properties["limit"] = dict(LIMIT_SCHEMA)
             if description:
                 properties["limit"]["description"] = description
+    _require_bodies_with_required_fields(result.get("paths", {}), schemas)
     return result
