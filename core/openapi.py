@@ -30,7 +30,7 @@ ORIGINAL_TARGET_TYPES = ["message", "observation", "reflection"]
 PSEUDONYM_LABEL_PATTERN = (
     r"^(<[A-Z][A-Z0-9_]{0,49}_[1-9][0-9]{0,9}>|[A-Z][A-Z0-9_]{0,49}_[1-9][0-9]{0,9})$"
 )
-UUID_QUERY_PARAMETERS = frozenset({"conversationId"})
+UUID_QUERY_PARAMETERS = frozenset({"conversationId", "conversation_id"})
 # Request bodies whose ``reason`` the service requires (``reason_required`` otherwise):
 # the serializers leave it optional so that a missing reason gets that code.
 REASON_REQUIRED = frozenset(
@@ -63,11 +63,18 @@ def _tighten_parameter(parameter: dict[str, Any]) -> None:
         parameter["schema"] = {"type": "integer", "minimum": 1}
 
 
-def _names_a_reason_required_schema(body: dict[str, Any]) -> bool:
-    refs = [
-        content.get("schema", {}).get("$ref", "") for content in body.get("content", {}).values()
-    ]
-    return any(ref.rsplit("/", 1)[-1] in REASON_REQUIRED for ref in refs)
+def _require_bodies_with_required_fields(paths: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """A request body whose schema requires a field is itself required: drf-spectacular
+    leaves a PATCH body optional, and a request without one is refused."""
+    for path_item in paths.values():
+        for operation in path_item.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            if not body or body.get("required"):
+                continue
+            for media in body.get("content", {}).values():
+                name = media.get("schema", {}).get("$ref", "").rpartition("/")[2]
+                if schemas.get(name, {}).get("required"):
+                    body["required"] = True
 
 
 def tighten_schema(result: dict[str, Any], **_: Any) -> dict[str, Any]:
@@ -76,9 +83,6 @@ def tighten_schema(result: dict[str, Any], **_: Any) -> dict[str, Any]:
         for operation in path_item.values():
             for parameter in operation.get("parameters", []):
                 _tighten_parameter(parameter)
-            body = operation.get("requestBody")
-            if body and _names_a_reason_required_schema(body):
-                body["required"] = True  # a request without a body has no reason
     schemas = result.get("components", {}).get("schemas", {})
     for name, component in schemas.items():
         properties = component.get("properties", {})
@@ -96,4 +100,5 @@ def tighten_schema(result: dict[str, Any], **_: Any) -> dict[str, Any]:
             properties["limit"] = dict(LIMIT_SCHEMA)
             if description:
                 properties["limit"]["description"] = description
+    _require_bodies_with_required_fields(result.get("paths", {}), schemas)
     return result

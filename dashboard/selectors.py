@@ -36,7 +36,11 @@ from django.utils import timezone
 
 from core.paging import is_ascii_digits
 from dashboard.models import Membership, Role
-from governance.gates import reidentifier_for_api, reidentifier_for_measurement
+from governance.gates import (
+    reasoning_masked_for_display,
+    reidentifier_for_api,
+    reidentifier_for_measurement,
+)
 from governance.models import AuditEvent, LegalHold, MessageScan, RedactionFinding
 from governance.pseudonyms import LABEL
 from governance.scan import MASKED_STATUSES, content_digest
@@ -51,8 +55,10 @@ from memory.models import (
     ObserverRun,
     Pin,
     PipelineRun,
+    ReasoningStep,
     Reflection,
     ReflectorRun,
+    ToolCall,
     Workspace,
 )
 from memory.recall import Recall, recall_for_conversation
@@ -420,6 +426,9 @@ class MessageWindow:
     has_older: bool
     has_newer: bool
     highlighted: set[str] = field(default_factory=set)
+    # Reasoning steps and tool calls after the conversation's last message
+    # (``attach_reasoning``).
+    reasoning_tail: list[ReasoningItem] = field(default_factory=list)
 
     @property
     def first_seq(self) -> int | None:
@@ -433,6 +442,97 @@ class MessageWindow:
     def older_at(self) -> int:
         """Where a whole page of the messages before this window starts (for no-JS links)."""
         return max((self.first_seq or 1) - MESSAGE_PAGE, 1)
+
+
+@dataclass(frozen=True)
+class ReasoningItem:
+    """A reasoning step or a tool call as the messages column shows it, its texts masked
+    (``reasoning_masked_for_display``)."""
+
+    kind: str  # "step" or "tool_call"
+    id: uuid.UUID
+    created_at: datetime
+    after_seq: int
+    title: str  # "Step 3" or the tool's name
+    status: str  # a tool call's status; "" for a step
+    duration_ms: int | None
+    fields: list[tuple[str, str]]  # (label, masked text), empty texts left out
+
+
+def _reasoning_items(
+    conversation: Conversation, steps: Sequence[ReasoningStep], calls: Sequence[ToolCall]
+) -> list[ReasoningItem]:
+    texts: list[str] = []
+    for step in steps:
+        texts += [step.reasoning, step.action_taken, step.result]
+    for call in calls:
+        texts += [call.input, call.output, call.error]
+    masked = iter(reasoning_masked_for_display(workspace_id=conversation.workspace_id, texts=texts))
+
+    def labelled(*labels: str) -> list[tuple[str, str]]:
+        texts = [(label, next(masked)) for label in labels]
+        return [(label, text) for label, text in texts if text.strip()]
+
+    items = [
+        ReasoningItem(
+            kind="step",
+            id=step.pk,
+            created_at=step.created_at,
+            after_seq=step.after_seq,
+            title=f"Step {step.step_number}",
+            status="",
+            duration_ms=None,
+            fields=labelled("Thought", "Action", "Result"),
+        )
+        for step in steps
+    ]
+    items += [
+        ReasoningItem(
+            kind="tool_call",
+            id=call.pk,
+            created_at=call.created_at,
+            after_seq=call.after_seq,
+            title=call.tool_name,
+            status=call.status,
+            duration_ms=call.duration_ms,
+            fields=labelled("Input", "Output", "Error"),
+        )
+        for call in calls
+    ]
+    return sorted(items, key=lambda item: (item.after_seq, item.created_at, item.kind))
+
+
+def attach_reasoning(*, conversation: Conversation, window: MessageWindow) -> None:
+    """Place the conversation's reasoning steps and tool calls among the window's
+    messages, in time order: each before the first message after it
+    (``message.reasoning_before``), and those after the conversation's last message at
+    the end (``window.reasoning_tail``) when the window reaches it. A window shows the
+    items from the message before it up to its last message, so the windows a page
+    loads one after another show each item once."""
+    window.reasoning_tail = []
+    messages = window.messages
+    before = 0
+    bounds = Q()
+    if messages:
+        # The message before the window is seq - 1, without a query: seq numbers are
+        # consecutive, but for the oldest messages retention deleted, and it deletes
+        # the reasoning recorded before them with them (it is older still).
+        before = messages[0].seq - 1
+        bounds &= Q(after_seq__gte=before)
+        if messages[-1].seq < conversation.last_seq:
+            bounds &= Q(after_seq__lt=messages[-1].seq)
+    steps = list(ReasoningStep.objects.filter(bounds, conversation=conversation))
+    calls = list(ToolCall.objects.filter(bounds, conversation=conversation))
+    if not steps and not calls:
+        return
+    items = _reasoning_items(conversation, steps, calls)
+    for message in messages:
+        message.reasoning_before = [  # type: ignore[attr-defined]  # for the template
+            item for item in items if item.after_seq < message.seq and item.after_seq >= before
+        ]
+        before = message.seq
+    last = messages[-1].seq if messages else -1
+    window.reasoning_tail = [item for item in items if item.after_seq >= last]
 
 
 def _messages(conversation: Conversation) -> QuerySet[Message]:

@@ -240,6 +240,9 @@ def _masked(window: selectors.MessageWindow, conversation: Conversation) -> sele
     # served verbatim because no observation covers them yet are flagged.
     selectors.mask_messages(messages=window.messages)
     selectors.mark_unobserved(conversation=conversation, messages=window.messages)
+    # The agent's reasoning steps and tool calls, in time order with the messages and
+    # masked as they are.
+    selectors.attach_reasoning(conversation=conversation, window=window)
     return window
 
 

@@ -444,6 +444,24 @@ def redaction_for_observer(*, conversation: Conversation, messages: Sequence[Mes
         ) from None
 
 
+def _typed_redaction(*, workspace_id: uuid.UUID, texts: Sequence[str]) -> list[str]:
+    """``texts`` with what the workspace's policy finds replaced by its operators, the
+    pseudonym operator by the entity type (``<CREDIT_CARD>``), pending findings
+    included. For rows that are no redaction target (no findings, no sightings are
+    recorded for them): no pseudonym is numbered for a value they hold. Empty texts
+    do not load the engine."""
+    if not any(texts):
+        return list(texts)
+    policy = redaction_policy_get_or_create(workspace_id=workspace_id)
+    spec = redaction.PolicySpec.of(policy)
+    detections = redaction.engine().detect(list(texts), spec=spec)
+    redacted = []
+    for text, found in zip(texts, detections, strict=True):
+        typed = [replace(d, operator="replace") if d.operator == "pseudonym" else d for d in found]
+        redacted.append(redaction.redact_text(text, typed, spec=spec).engine_text)
+    return redacted
+
+
 def redaction_for_run_summary(*, conversation: Conversation, texts: Sequence[str]) -> list[str]:
     """What an Observer run may keep of what its engine said beside the observations
     (the current task, the suggested response). Read from redacted messages, it holds
@@ -453,14 +471,44 @@ def redaction_for_run_summary(*, conversation: Conversation, texts: Sequence[str
     pseudonym is numbered for it."""
     if not any(texts) or redacts_before_observation(conversation=conversation):
         return list(texts)
-    policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
-    spec = redaction.PolicySpec.of(policy)
-    detections = redaction.engine().detect(list(texts), spec=spec)
-    redacted = []
-    for text, found in zip(texts, detections, strict=True):
-        typed = [replace(d, operator="replace") if d.operator == "pseudonym" else d for d in found]
-        redacted.append(redaction.redact_text(text, typed, spec=spec).engine_text)
-    return redacted
+    return _typed_redaction(workspace_id=conversation.workspace_id, texts=texts)
+
+
+# --- reasoning steps and tool calls --------------------------------------------------------------
+
+
+def reasoning_redaction_at_ingest(
+    *, workspace_id: uuid.UUID, texts: Sequence[str]
+) -> list[str] | None:
+    """The texts of a reasoning step or tool call to store, when the policy redacts
+    messages at ingest: what it finds replaced by entity type (a tool's arguments and
+    output hold personal data as often as messages do). None (one indexed query,
+    without loading the engine) when it does not."""
+    redact = (
+        RedactionPolicy.objects.filter(workspace_id=workspace_id)
+        .values_list("redact_at_ingest", flat=True)
+        .first()
+    )
+    if not redact:
+        return None
+    return _typed_redaction(workspace_id=workspace_id, texts=texts)
+
+
+def redaction_for_observer_tool_output(
+    *, conversation: Conversation, texts: Sequence[str]
+) -> list[str]:
+    """What the Observer reads of tool calls' output: redacted when the policy redacts
+    messages before observation (the same gate as ``redaction_for_observer``), as
+    stored otherwise."""
+    if not redacts_before_observation(conversation=conversation):
+        return list(texts)
+    return _typed_redaction(workspace_id=conversation.workspace_id, texts=texts)
+
+
+def reasoning_masked_for_display(*, workspace_id: uuid.UUID, texts: Sequence[str]) -> list[str]:
+    """Reasoning texts as the dashboard shows them to anyone: each value the policy's
+    recognizers find masked as its entity type, as messages are masked on the page."""
+    return _typed_redaction(workspace_id=workspace_id, texts=texts)
 
 
 def redaction_engine_status() -> str:

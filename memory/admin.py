@@ -11,7 +11,16 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from governance.admin import AuditedAdmin, ReadOnlyAdmin
-from memory.models import ApiKey, Conversation, Message, Observation, Reflection, Workspace
+from memory.models import (
+    ApiKey,
+    Conversation,
+    Message,
+    Observation,
+    ReasoningStep,
+    Reflection,
+    ToolCall,
+    Workspace,
+)
 
 
 def _secret_fingerprint(value: str) -> str:
@@ -123,4 +132,19 @@ class ObservationAdmin(ReadOnlyAdmin):
 @admin.register(Reflection)
 class ReflectionAdmin(ReadOnlyAdmin):
     list_display = ["id", "conversation", "generation", "status", "observed_at"]
+    read_only_notice = MEMORY_NOTICE
+
+
+@admin.register(ReasoningStep)
+class ReasoningStepAdmin(ReadOnlyAdmin):
+    list_display = ["id", "conversation", "step_number", "after_seq", "created_at"]
+    list_select_related = ["conversation"]
+    # Steps go with their conversation, by retention or by erasure, with receipts.
+    read_only_notice = MEMORY_NOTICE
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(ReadOnlyAdmin):
+    list_display = ["id", "conversation", "tool_name", "status", "duration_ms", "created_at"]
+    list_select_related = ["conversation"]
     read_only_notice = MEMORY_NOTICE

@@ -3,6 +3,7 @@ and shape the answer; the services own every rule."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -52,16 +53,27 @@ from memory.context import (
     reidentify_items,
 )
 from memory.metrics import context_read_record, pipeline_metrics
-from memory.models import AnyRun, ApiKey, Conversation, Message, Observation, Pin, Reflection
+from memory.models import (
+    AnyRun,
+    ApiKey,
+    Conversation,
+    Message,
+    Observation,
+    Pin,
+    Reflection,
+    ToolCall,
+)
 from memory.wire import (
     conversation_to_wire,
     escalation_to_wire,
     message_to_wire,
     observation_to_wire,
     pin_to_wire,
+    reasoning_step_to_wire,
     reflection_to_wire,
     run_to_wire,
     text_from_content,
+    tool_call_to_wire,
     workspace_settings_to_wire,
 )
 
@@ -1090,3 +1102,192 @@ class WorkspaceSettingsApi(ApiView):
             reason=data.get("reason") or "",
         )
         return Response(workspace_settings_to_wire(workspace))
+
+
+# --- reasoning memory (NAMS: steps and tool calls) ----------------------------------------------
+
+
+class ReasoningStepIn(serializers.Serializer):
+    conversationId = serializers.UUIDField(help_text="The conversation the step belongs to.")
+    reasoning = text_field(
+        required=False, allow_blank=True, allow_null=True, help_text="What the agent thought."
+    )
+    actionTaken = text_field(
+        required=False, allow_blank=True, allow_null=True, help_text="What it did."
+    )
+    result = text_field(
+        required=False, allow_blank=True, allow_null=True, help_text="What came of it."
+    )
+    metadata = MetadataField(required=False, allow_null=True)
+
+
+class ToolCallIn(serializers.Serializer):
+    toolName = text_field(max_length=200)
+    stepId = serializers.UUIDField(
+        required=False,
+        allow_null=True,
+        help_text="The reasoning step the call belongs to; its conversation is the call's.",
+    )
+    conversationId = serializers.UUIDField(
+        required=False,
+        allow_null=True,
+        help_text="The conversation, when no stepId is sent (send one of the two).",
+    )
+    input = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="The arguments: text (the NAMS clients send JSON-encoded text) or JSON, "
+        "stored as JSON text.",
+    )
+    arguments = serializers.JSONField(
+        required=False, allow_null=True, help_text="The same as input, for clients that send it."
+    )
+    output = serializers.JSONField(
+        required=False, allow_null=True, help_text="The result: text or JSON, as input."
+    )
+    result = serializers.JSONField(
+        required=False, allow_null=True, help_text="The same as output, for clients that send it."
+    )
+    status = serializers.ChoiceField(
+        choices=ToolCall.Status.values, required=False, allow_null=True
+    )
+    durationMs = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=2_147_483_647
+    )
+    error = text_field(required=False, allow_blank=True, allow_null=True)
+    metadata = MetadataField(required=False, allow_null=True)
+
+
+class ReasoningStepListQuery(serializers.Serializer):
+    error_codes = {"conversation_id": "invalid_id", "conversationId": "invalid_id"}
+
+    conversation_id = serializers.UUIDField(required=False)
+    conversationId = serializers.UUIDField(required=False)
+
+
+def _as_text(value: Any) -> str:
+    """A tool's input or output as stored: text as sent, anything else as JSON text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _first_sent(data: dict[str, Any], *names: str) -> Any:
+    return next((data[name] for name in names if data.get(name) is not None), None)
+
+
+class ReasoningStepCreateApi(MemoryApi):
+    wire_fields: ClassVar[dict[str, str]] = {"action_taken": "actionTaken"}
+
+    @extend_schema(
+        operation_id="reasoning_steps_create",
+        request=ReasoningStepIn,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: out.ReasoningStepOut, 409: ErrorOut, **ERRORS},
+        description="Record one reasoning step of the agent in a conversation. At least one "
+        "of reasoning, actionTaken and result must hold text.",
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(ReasoningStepIn, request.data)
+        conversation = self.conversation(str(data["conversationId"]))
+
+        def write() -> tuple[int, Any, Conversation]:
+            step = services.reasoning_step_record(
+                conversation=conversation,
+                actor=self.actor(),
+                reasoning=data.get("reasoning") or "",
+                action_taken=data.get("actionTaken") or "",
+                result=data.get("result") or "",
+                metadata=data.get("metadata") or {},
+            )
+            return 201, reasoning_step_to_wire(step), conversation
+
+        return self.idempotent(request, write)
+
+    @extend_schema(
+        operation_id="reasoning_steps_list",
+        parameters=[
+            OpenApiParameter(
+                "conversation_id",
+                str,
+                required=True,
+                description="The conversation (conversationId is read too).",
+            ),
+            OpenApiParameter("conversationId", str, description="The same as conversation_id."),
+        ],
+        responses={200: out.ReasoningStepListOut, **ERRORS},
+        description="The conversation's reasoning steps, oldest first.",
+    )
+    def get(self, request: Request) -> Response:
+        query = query_params(ReasoningStepListQuery, request)
+        conversation_id = query.get("conversation_id") or query.get("conversationId")
+        if conversation_id is None:
+            raise MemdeskError(
+                "conversation_required",
+                "Name the conversation: ?conversation_id=<its id>.",
+                field="conversation_id",
+            )
+        conversation = self.conversation(str(conversation_id))
+        steps = selectors.reasoning_step_list(conversation=conversation)
+        return Response({"steps": [reasoning_step_to_wire(s) for s in steps]})
+
+
+class ToolCallCreateApi(MemoryApi):
+    wire_fields: ClassVar[dict[str, str]] = {"step_id": "stepId", "tool_name": "toolName"}
+
+    @extend_schema(
+        operation_id="tool_calls_create",
+        request=ToolCallIn,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: out.ToolCallOut, 409: ErrorOut, **ERRORS},
+        description="Record one tool call: under the reasoning step stepId names, or in the "
+        "conversation conversationId names. The Observer reads its output as tool output.",
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(ToolCallIn, request.data)
+        conversation = None
+        if data.get("conversationId") is not None:
+            conversation = self.conversation(str(data["conversationId"]))
+
+        def write() -> tuple[int, Any, Conversation]:
+            call = services.tool_call_record(
+                conversation=conversation,
+                workspace=self.workspace,
+                actor=self.actor(),
+                tool_name=data["toolName"],
+                step_id=data.get("stepId"),
+                input=_as_text(_first_sent(data, "input", "arguments")),
+                output=_as_text(_first_sent(data, "output", "result")),
+                status=data.get("status") or ToolCall.Status.SUCCESS,
+                duration_ms=data.get("durationMs"),
+                error=data.get("error") or "",
+                metadata=data.get("metadata") or {},
+            )
+            return 201, tool_call_to_wire(call), call.conversation
+
+        return self.idempotent(request, write)
+
+
+class ReasoningTraceApi(MemoryApi):
+    @extend_schema(
+        operation_id="reasoning_trace_get",
+        responses={200: out.ReasoningTraceOut, **ERRORS},
+        description="Every reasoning step and tool call of a conversation, oldest first.",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        return Response(
+            {
+                "conversationId": str(conversation.pk),
+                "steps": [
+                    reasoning_step_to_wire(s)
+                    for s in selectors.reasoning_step_list(conversation=conversation)
+                ],
+                "toolCalls": [
+                    tool_call_to_wire(c)
+                    for c in selectors.tool_call_list(conversation=conversation)
+                ],
+            }
+        )

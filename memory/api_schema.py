@@ -393,3 +393,46 @@ class WorkspaceSettingsOut(serializers.Serializer):
         allow_null=True,
         help_text="The token budget of a context read that names no max_tokens; null: none.",
     )
+
+
+class ReasoningStepOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    conversationId = serializers.UUIDField()
+    stepNumber = serializers.IntegerField(help_text="1 for the conversation's first step.")
+    reasoning = serializers.CharField(allow_blank=True)
+    actionTaken = serializers.CharField(allow_blank=True)
+    result = serializers.CharField(allow_null=True)
+    afterSeq = serializers.IntegerField(
+        help_text="The seq of the last message before the step (0: before any message)."
+    )
+    metadata = serializers.DictField()
+    createdAt = serializers.DateTimeField()
+
+
+class ReasoningStepListOut(serializers.Serializer):
+    steps = ReasoningStepOut(many=True)
+
+
+class ToolCallOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    conversationId = serializers.UUIDField()
+    stepId = serializers.UUIDField(allow_null=True)
+    toolName = serializers.CharField()
+    input = serializers.CharField(allow_blank=True, help_text="As sent: JSON text or plain text.")
+    output = serializers.CharField(allow_null=True, help_text="As sent: JSON text or plain text.")
+    status = serializers.ChoiceField(
+        choices=["pending", "success", "failure", "error", "timeout", "cancelled"]
+    )
+    durationMs = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField(allow_null=True)
+    afterSeq = serializers.IntegerField(
+        help_text="The seq of the last message before the call (0: before any message)."
+    )
+    metadata = serializers.DictField()
+    createdAt = serializers.DateTimeField()
+
+
+class ReasoningTraceOut(serializers.Serializer):
+    conversationId = serializers.UUIDField()
+    steps = ReasoningStepOut(many=True)
+    toolCalls = ToolCallOut(many=True)

@@ -584,3 +584,83 @@ class Escalation(models.Model):
 
     def __str__(self) -> str:
         return f"escalation {self.id}"
+
+
+class ReasoningStep(models.Model):
+    """One step of an agent's reasoning in a conversation, as NAMS records it: what it
+    thought (``reasoning``), what it did (``action_taken``) and what came of it
+    (``result``). ``after_seq`` is the conversation's ``last_seq`` when it was recorded:
+    the step comes after that message and before the next one."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="reasoning_steps"
+    )
+    step_number = models.PositiveIntegerField()
+    after_seq = models.PositiveIntegerField(default=0)
+    reasoning = models.TextField(blank=True, default="")
+    action_taken = models.TextField(blank=True, default="")
+    result = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["conversation", "after_seq", "created_at"], name="step_conv_seq"),
+            models.Index(fields=["created_at"], name="step_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"reasoning step {self.id}"
+
+
+class ToolCall(models.Model):
+    """One call of a tool by an agent: its name, input and output as the agent sent them
+    (JSON text or plain text), status and duration. It may hang off a reasoning step;
+    ``after_seq`` places it among the messages as for a step. The Observer reads it as
+    tool output together with the message that follows it."""
+
+    class Status(models.TextChoices):
+        # The statuses of the NAMS clients' ToolCallStatus.
+        PENDING = "pending", "pending"
+        SUCCESS = "success", "success"
+        FAILURE = "failure", "failure"
+        ERROR = "error", "error"
+        TIMEOUT = "timeout", "timeout"
+        CANCELLED = "cancelled", "cancelled"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="tool_calls"
+    )
+    # SET_NULL, not CASCADE: retention deletes steps and tool calls each by their own
+    # age, and a tool call recorded just after its step must not go with it unreceipted.
+    step = models.ForeignKey(
+        ReasoningStep, null=True, blank=True, on_delete=models.SET_NULL, related_name="tool_calls"
+    )
+    after_seq = models.PositiveIntegerField(default=0)
+    tool_name = models.CharField(max_length=200)
+    input = models.TextField(blank=True, default="")
+    output = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SUCCESS)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["conversation", "after_seq", "created_at"], name="toolcall_conv_seq"
+            ),
+            models.Index(fields=["created_at"], name="toolcall_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"tool call {self.id} ({self.tool_name})"
+
+    @property
+    def observed_output(self) -> str:
+        """What the Observer reads as the tool's output (with ``tool_name``, the engines
+        write it as ``Tool <name>: ...``): the output, else the error, else the status."""
+        return self.output or self.error or self.status

@@ -45,6 +45,7 @@ from governance.audit import audit_record
 from governance.gates import (
     RedactionGateError,
     redaction_for_observer,
+    redaction_for_observer_tool_output,
     redaction_for_run_summary,
     redaction_gate_for_reflection,
     redacts_before_observation,
@@ -68,6 +69,7 @@ from memory.models import (
     PipelineRun,
     Reflection,
     ReflectorRun,
+    ToolCall,
     Workspace,
 )
 from memory.references import references_in
@@ -587,6 +589,63 @@ def speaker_name(message: Message) -> str:
     return name if 0 < len(name) <= MAX_SPEAKER_NAME_CHARS else ""
 
 
+def _window_tool_calls(conversation: Conversation, window: list[Message]) -> list[ToolCall]:
+    """The tool calls the Observer reads with ``window``: those recorded after the
+    message before it and before its last message, each read with the message that
+    follows it. One recorded after the window's last message waits for the next window,
+    with the message (usually the assistant's answer) that will follow it."""
+    if not window:
+        return []
+    return list(
+        ToolCall.objects.filter(
+            conversation=conversation,
+            after_seq__gte=window[0].seq - 1,
+            after_seq__lt=window[-1].seq,
+        ).order_by("after_seq", "created_at", "id")
+    )
+
+
+def _with_tool_calls(
+    messages: list[SourceMessage], calls: list[ToolCall], outputs: list[str]
+) -> list[SourceMessage]:
+    """The engine's input: the messages with each tool call as a ``tool`` message (its
+    output, its tool's name, its own time) right after the message it followed, renumbered
+    in that order (the engines order their input by seq). Messages keep their ids, which
+    is all the run maps back."""
+    if not calls:
+        return messages
+    entries: list[tuple[tuple[int, int, int], SourceMessage]] = [
+        ((m.seq, 0, 0), m) for m in messages
+    ]
+    entries += [
+        (
+            (call.after_seq, 1, index),
+            SourceMessage(
+                id=str(call.pk),
+                seq=0,
+                role=Message.Role.TOOL,
+                content=output,
+                created_at=call.created_at,
+                tool_name=call.tool_name,
+            ),
+        )
+        for index, (call, output) in enumerate(zip(calls, outputs, strict=True))
+    ]
+    entries.sort(key=lambda entry: entry[0])
+    return [
+        SourceMessage(
+            id=m.id,
+            seq=number,
+            role=m.role,
+            content=m.content,
+            created_at=m.created_at,
+            tool_name=m.tool_name,
+            speaker=m.speaker,
+        )
+        for number, (_, m) in enumerate(entries, start=1)
+    ]
+
+
 def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     conversation = run.conversation
     # The window is fixed now: messages that arrive while the engine works have higher
@@ -605,6 +664,8 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     now = timezone.now()
     output = None
     said: dict[uuid.UUID, str] = {}  # what the engine read, which grounds its notes
+    calls: list[ToolCall] = []
+    tool_tokens = 0
     if observable:
         # Redacted when the policy says so (redaction_for_observer); as stored otherwise.
         try:
@@ -615,21 +676,38 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             m.pk: f"{content} {m.tool_name}"
             for m, content in zip(observable, contents, strict=True)
         }
+        # Tool calls recorded over the reasoning API are tool output to the Observer,
+        # through the same gate as the messages.
+        calls = _window_tool_calls(conversation, window)
+        outputs = redaction_for_observer_tool_output(
+            conversation=conversation, texts=[c.observed_output for c in calls]
+        )
+        for call, text in zip(calls, outputs, strict=True):
+            # A note made from a call is sourced to the message that follows it, and
+            # grounded in what the call said too.
+            follower = next(m for m in window if m.seq > call.after_seq)
+            by_id[str(call.pk)] = follower
+            said[follower.pk] = f"{said.get(follower.pk, '')} {text} {call.tool_name}"
+            tool_tokens += token_count(text)
         # A participant's name is personal data the redaction of contents does not see.
         named = not redacts_before_observation(conversation=conversation)
         output = engine.observe(
-            [
-                SourceMessage(
-                    id=str(m.pk),
-                    seq=m.seq,
-                    role=m.role,
-                    content=content,
-                    created_at=m.created_at,
-                    tool_name=m.tool_name,
-                    speaker=speaker_name(m) if named else "",
-                )
-                for m, content in zip(observable, contents, strict=True)
-            ],
+            _with_tool_calls(
+                [
+                    SourceMessage(
+                        id=str(m.pk),
+                        seq=m.seq,
+                        role=m.role,
+                        content=content,
+                        created_at=m.created_at,
+                        tool_name=m.tool_name,
+                        speaker=speaker_name(m) if named else "",
+                    )
+                    for m, content in zip(observable, contents, strict=True)
+                ],
+                calls,
+                outputs,
+            ),
             previous_observations=previous,
             now=now,
             fidelity=conversation.workspace.effective_fidelity,
@@ -647,7 +725,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     observations = []
     for draft in drafts:
         sources = sorted(
-            (by_id[i] for i in dict.fromkeys(draft.source_message_ids) if i in by_id),
+            {by_id[i].pk: by_id[i] for i in draft.source_message_ids if i in by_id}.values(),
             key=lambda m: m.seq,
         )
         if not sources or draft.priority not in PRIORITIES or not draft.text.strip():
@@ -689,9 +767,9 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             prompt_version=engine.prompt_version,
             window_start_seq=window[0].seq if window else None,
             window_end_seq=window[-1].seq if window else None,
-            items_in=len(observable),
+            items_in=len(observable) + len(calls),
             items_out=len(observations),
-            tokens_in=sum(m.token_count for m in observable),
+            tokens_in=sum(m.token_count for m in observable) + tool_tokens,
             tokens_out=sum(o.token_count for o in observations),
             current_task=current_task,
             suggested_response=suggested_response,

@@ -21,8 +21,10 @@ from memory.models import (
     Observation,
     ObservationVersion,
     Pin,
+    ReasoningStep,
     Reflection,
     ReflectionVersion,
+    ToolCall,
     Workspace,
 )
 
@@ -492,3 +494,15 @@ def escalation_get(*, workspace: Workspace, escalation_id: object) -> Escalation
         raise MemdeskError(
             "not_found", "No escalation with this id in this workspace.", status_code=404
         ) from None
+
+
+def reasoning_step_list(*, conversation: Conversation) -> QuerySet[ReasoningStep]:
+    """The conversation's reasoning steps, oldest first."""
+    return ReasoningStep.objects.filter(conversation=conversation).order_by("step_number", "id")
+
+
+def tool_call_list(*, conversation: Conversation) -> QuerySet[ToolCall]:
+    """The conversation's tool calls, oldest first."""
+    return ToolCall.objects.filter(conversation=conversation).order_by(
+        "after_seq", "created_at", "id"
+    )

@@ -32,6 +32,9 @@ urlpatterns = [
     path(f"{conversation}/reflect", api.ReflectNowApi.as_view()),
     path("runs/<str:run_id>", api.RunDetailApi.as_view()),
     path("runs/<str:run_id>/cancel", api.RunCancelApi.as_view()),
+    path("reasoning/steps", api.ReasoningStepCreateApi.as_view()),
+    path("reasoning/tool-calls", api.ToolCallCreateApi.as_view()),
+    path("reasoning/trace/<str:conversation_id>", api.ReasoningTraceApi.as_view()),
     path("metrics", api.MetricsApi.as_view()),
     path("workspace/settings", api.WorkspaceSettingsApi.as_view()),
     path(

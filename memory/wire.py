@@ -25,7 +25,9 @@ from memory.models import (
     Observation,
     ObserverRun,
     Pin,
+    ReasoningStep,
     Reflection,
+    ToolCall,
     Workspace,
 )
 
@@ -267,4 +269,35 @@ def workspace_settings_to_wire(workspace: Workspace) -> dict[str, Any]:
         "reflectorThreshold": workspace.effective_reflector_threshold,
         "engine": workspace.effective_engine,
         "contextMaxTokens": workspace.context_max_tokens,
+    }
+
+
+def reasoning_step_to_wire(step: ReasoningStep) -> dict[str, Any]:
+    return {
+        "id": str(step.id),
+        "conversationId": str(step.conversation_id),
+        "stepNumber": step.step_number,
+        "reasoning": step.reasoning,
+        "actionTaken": step.action_taken,
+        "result": step.result or None,
+        "afterSeq": step.after_seq,
+        "metadata": step.metadata,
+        "createdAt": iso(step.created_at),
+    }
+
+
+def tool_call_to_wire(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": str(call.id),
+        "conversationId": str(call.conversation_id),
+        "stepId": str(call.step_id) if call.step_id else None,
+        "toolName": call.tool_name,
+        "input": call.input,
+        "output": call.output or None,
+        "status": call.status,
+        "durationMs": call.duration_ms,
+        "error": call.error or None,
+        "afterSeq": call.after_seq,
+        "metadata": call.metadata,
+        "createdAt": iso(call.created_at),
     }

@@ -251,6 +251,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RedactionOperatorEnum": "governance.redaction.OPERATORS",
         "FidelityEnum": "memory.engines.base.FIDELITIES",
+        "ToolCallStatusEnum": "memory.models.ToolCall.Status",
     },
     # Ids as UUIDs or positive integers, limit bounds: core/openapi.py.
     "POSTPROCESSING_HOOKS": [

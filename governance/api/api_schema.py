@@ -195,6 +195,13 @@ class SweepCountsOut(serializers.Serializer):
     messages = serializers.IntegerField()
     observations = serializers.IntegerField()
     reflections = serializers.IntegerField()
+    # Absent from sweeps recorded before reasoning memory was kept.
+    reasoningSteps = serializers.IntegerField(
+        required=False, help_text="Reasoning steps (kept as long as messages)."
+    )
+    toolCalls = serializers.IntegerField(
+        required=False, help_text="Tool calls (kept as long as messages)."
+    )
 
 
 class SweepProgressOut(serializers.Serializer):

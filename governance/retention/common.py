@@ -13,7 +13,9 @@ from django.db.models import Model
 from memory.models import (
     Message,
     Observation,
+    ReasoningStep,
     Reflection,
+    ToolCall,
 )
 
 # Rows per batch (bench/retention.py, docs/benchmarks.md): each batch pays a commit (a WAL
@@ -38,7 +40,10 @@ STALE_PENDING = timedelta(minutes=10)
 BATCH_ATTEMPTS = 3
 MAX_WINDOW_PAGES = 1 << 20
 
-HASH_OF = "sha256 of sorted lines '<kind>:<id>\\n' (kind: message, observation, reflection)"
+HASH_OF = (
+    "sha256 of sorted lines '<kind>:<id>\\n' (kind: message, observation, reflection, "
+    "tool_call, reasoning_step)"
+)
 ERASURE_HASH_OF = "sha256 of sorted lines '<conversation id>:<kind>:<id>\\n'"
 
 
@@ -53,6 +58,8 @@ class Tier:
 
 
 TIERS = (
+    # In the order of their line kinds: an erasure streams each conversation's lines
+    # into its hash tier by tier, ids ascending, and they must arrive sorted.
     Tier("messages", "message", Message, "created_at", "message_days", "messages"),
     Tier(
         "observations",
@@ -62,7 +69,19 @@ TIERS = (
         "observation_days",
         "observations",
     ),
+    # An agent's reasoning steps and tool calls are the raw record of the conversation as
+    # its messages are, and are kept as long. Deleting a step only clears the link of
+    # its tool calls, which go by their own age.
+    Tier(
+        "reasoningSteps",
+        "reasoning_step",
+        ReasoningStep,
+        "created_at",
+        "message_days",
+        "reasoning_steps",
+    ),
     Tier("reflections", "reflection", Reflection, "created_at", "reflection_days", "reflections"),
+    Tier("toolCalls", "tool_call", ToolCall, "created_at", "message_days", "tool_calls"),
 )
 
 

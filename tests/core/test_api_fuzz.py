@@ -25,9 +25,13 @@ schema = schemathesis.openapi.from_wsgi("/v1/schema/", application)
 # repeat on each; the hostile-input tests cover it (tests/core/test_hostile_input.py).
 schema.config.generation.update(allow_x00=False)
 # Rules across fields that OpenAPI cannot state (a hold names a conversation or a user,
-# exactly one; reviewMinScore is at most reviewMaxScore), tested where each is made.
+# exactly one; reviewMinScore is at most reviewMaxScore; a reasoning step says something
+# in one of its three texts; a tool call names its step or its conversation), tested
+# where each is made.
 CROSS_FIELD_RULES = {
     "POST /v1/legal-holds",
+    "POST /v1/reasoning/steps",
+    "POST /v1/reasoning/tool-calls",
     "PUT /v1/redaction/policy",
     "PATCH /v1/redaction/policy",
 }

@@ -160,10 +160,11 @@ def test_the_page_costs_the_same_queries_whatever_the_size(
 ):
     client = login("viewer")
     client.get("/conversations/")  # the session's workspace is saved on the first request
-    # 21: the page's 15, the findings and scans that mask the listed messages, the
+    # 23: the page's 15, the findings and scans that mask the listed messages, the
     # observed windows that flag the messages not observed yet, the observation counts
-    # by status and priority, and the conversation's escalations.
-    with django_assert_max_num_queries(21) as small:
+    # by status and priority, the conversation's escalations, and the reasoning steps and
+    # tool calls between messages.
+    with django_assert_max_num_queries(23) as small:
         client.get(f"/conversations/{conversation.pk}/")
     with django_assert_max_num_queries(len(small.captured_queries)):
         client.get(f"/conversations/{long_conversation.pk}/")

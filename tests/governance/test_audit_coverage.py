@@ -466,6 +466,24 @@ AUDITED: dict[str, Door] = {
         "pin.delete",
         lambda w: w.api.delete(f"/v1/conversations/{w.c}/pins/{w.pin.pk}?reason={REASON}"),
     ),
+    "POST v1/reasoning/steps": Door(
+        "reasoning_step.create",
+        lambda w: _json(
+            w.api,
+            "post",
+            "/v1/reasoning/steps",
+            {"conversationId": w.c, "reasoning": "Check the order first"},
+        ),
+    ),
+    "POST v1/reasoning/tool-calls": Door(
+        "tool_call.create",
+        lambda w: _json(
+            w.api,
+            "post",
+            "/v1/reasoning/tool-calls",
+            {"conversationId": w.c, "toolName": "order_status", "output": "delivered"},
+        ),
+    ),
     "PATCH v1/workspace/settings": Door(
         "workspace.settings.update",
         lambda w: _json(

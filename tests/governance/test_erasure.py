@@ -124,6 +124,8 @@ def test_erasure_removes_every_tier_of_that_end_user_and_nothing_else(
         "messages": 0,
         "observations": 0,
         "reflections": 0,
+        "reasoningSteps": 0,
+        "toolCalls": 0,
         "runs": 0,
         "findings": 0,
         "originals": 0,

@@ -51,6 +51,9 @@ from tests.governance.test_retention_support import (
 )
 from tests.memory.factories import ObservationFactory
 
+# conversation_with_tiers records no reasoning: its tiers always count 0.
+NO_REASONING = {"reasoningSteps": 0, "toolCalls": 0}
+
 
 def _default_policy(workspace, **days):
     values = {"message_days": 30, "observation_days": 60, "reflection_days": 90, **days}
@@ -95,11 +98,11 @@ def test_a_sweep_deletes_backdated_rows_of_every_tier_and_keeps_recent_ones(work
     sweep = _sweep(workspace)
 
     after = tier_rows([conversation])
-    for kind in before:
+    for kind in ("messages", "observations", "reflections"):
         assert after[kind] == before[kind] - old[kind]
         assert len(after[kind]) == 2
     assert sweep.status == RetentionSweep.Status.COMPLETED
-    assert sweep.counts == {"messages": 3, "observations": 3, "reflections": 3}
+    assert sweep.counts == {"messages": 3, "observations": 3, "reflections": 3, **NO_REASONING}
     assert (sweep.done, sweep.total) == (9, 9)
     # The conversation stays, empty of expired rows; seq numbers carry on.
     assert Conversation.objects.get(pk=conversation.pk).last_seq == 5
@@ -112,7 +115,7 @@ def test_each_tier_expires_by_its_own_period_and_clock(workspace):
     sweep = _sweep(workspace)
 
     # Messages (20 days > 10) go; observations (20 < 50) stay; reflections are kept forever.
-    assert sweep.counts == {"messages": 2, "observations": 0, "reflections": 0}
+    assert sweep.counts == {"messages": 2, "observations": 0, "reflections": 0, **NO_REASONING}
     assert not conversation.messages.exists()
     assert conversation.observations.count() == 2
     assert conversation.reflections.count() == 2
@@ -153,11 +156,16 @@ def test_the_receipts_are_exact(workspace, monkeypatch):
     } == deleted_ids
     [summary] = events(workspace, "retention.sweep")
     assert summary.target_id == str(sweep.pk)
-    assert summary.after["counts"] == {"messages": 9, "observations": 9, "reflections": 9}
+    assert summary.after["counts"] == {
+        "messages": 9,
+        "observations": 9,
+        "reflections": 9,
+        **NO_REASONING,
+    }
     assert summary.after["idsSha256"] == ids_hash(deleted_ids)
     policy = RetentionPolicy.objects.get(workspace=workspace)
     assert summary.after["byPolicy"] == {
-        str(policy.pk): {"messages": 9, "observations": 9, "reflections": 9}
+        str(policy.pk): {"messages": 9, "observations": 9, "reflections": 9, **NO_REASONING}
     }
     assert summary.after["policies"][0]["messageDays"] == 30
     assert summary.actor_type == "system"
@@ -207,7 +215,12 @@ def test_the_dry_run_counts_what_the_sweep_then_deletes(workspace):
     assert preview.counts == sweep.counts == deleted
     # Plain: messages of 40 and 100 days, observations of 100 (> 60), reflections of 100
     # (> 90); short (5 days): all of its 10-day-old rows; legal outranks short; held: none.
-    assert deleted == {"messages": 2 + 2 + 2, "observations": 2 + 2, "reflections": 2 + 2}
+    assert deleted == {
+        "messages": 2 + 2 + 2,
+        "observations": 2 + 2,
+        "reflections": 2 + 2,
+        **NO_REASONING,
+    }
     assert preview.total == sweep.total == sweep.done == 14
     assert tier_rows([legal, held]) == kept
 
@@ -228,12 +241,13 @@ def test_without_a_default_policy_only_tagged_conversations_expire(workspace):
 
     sweep = _sweep(workspace)
 
-    assert sweep.counts == {"messages": 2, "observations": 2, "reflections": 2}
+    assert sweep.counts == {"messages": 2, "observations": 2, "reflections": 2, **NO_REASONING}
     assert tier_rows([untagged]) == before
     assert {kind: len(rows) for kind, rows in tier_rows([tagged]).items()} == {
         "messages": 1,
         "observations": 1,
         "reflections": 1,
+        **NO_REASONING,
     }
 
 
@@ -253,9 +267,14 @@ def test_a_policy_preview_counts_only_its_own_rows_even_while_disabled(workspace
     preview = retention_dry_run(workspace=workspace, actor=ADMIN, policy=short)
     everything = retention_dry_run(workspace=workspace, actor=ADMIN)
 
-    assert preview.counts == {"messages": 3, "observations": 0, "reflections": 0}
+    assert preview.counts == {"messages": 3, "observations": 0, "reflections": 0, **NO_REASONING}
     # While disabled, the tagged conversation still follows the default policy.
-    assert everything.counts == {"messages": 2 + 3, "observations": 0, "reflections": 0}
+    assert everything.counts == {
+        "messages": 2 + 3,
+        "observations": 0,
+        "reflections": 0,
+        **NO_REASONING,
+    }
     with pytest.raises(MemdeskError) as refused:
         retention_sweep_request(workspace=workspace, actor=ADMIN, policy=short)
     assert refused.value.code == "policy_disabled"
@@ -276,11 +295,12 @@ def test_held_conversations_and_held_end_users_are_kept(workspace):
     sweep = _sweep(workspace)
 
     assert tier_rows(kept) == before
-    assert sweep.counts == {"messages": 3, "observations": 3, "reflections": 3}
+    assert sweep.counts == {"messages": 3, "observations": 3, "reflections": 3, **NO_REASONING}
     assert {kind: len(rows) for kind, rows in tier_rows([free]).items()} == {
         "messages": 2,
         "observations": 2,
         "reflections": 2,
+        **NO_REASONING,
     }
 
 
@@ -304,7 +324,7 @@ def test_a_hold_placed_after_the_sweep_read_its_candidates_still_wins(workspace,
     sweep = _sweep(workspace)
 
     assert placed
-    assert sweep.counts == {"messages": 0, "observations": 0, "reflections": 0}
+    assert sweep.counts == {"messages": 0, "observations": 0, "reflections": 0, **NO_REASONING}
     assert conversation.messages.count() == 4
 
 
@@ -390,7 +410,7 @@ def test_a_sweep_with_nothing_due_writes_no_receipt(workspace):
     sweep = _sweep(workspace)
 
     assert sweep.status == RetentionSweep.Status.COMPLETED
-    assert sweep.counts == {"messages": 0, "observations": 0, "reflections": 0}
+    assert sweep.counts == {"messages": 0, "observations": 0, "reflections": 0, **NO_REASONING}
     assert not events(workspace, "retention.sweep")
 
 
@@ -623,7 +643,12 @@ def test_dry_run_then_run_now_then_follow_the_sweep(admin, workspace):
     preview = admin.post("/v1/retention/dry-run", {}, format="json")
     assert preview.status_code == 200
     assert preview.json()["dryRun"] is True
-    assert preview.json()["counts"] == {"messages": 3, "observations": 3, "reflections": 3}
+    assert preview.json()["counts"] == {
+        "messages": 3,
+        "observations": 3,
+        "reflections": 3,
+        **NO_REASONING,
+    }
     assert Message.objects.count() == 4  # a dry run deletes nothing
 
     started = admin.post("/v1/retention/sweeps", {}, format="json")

@@ -17,8 +17,10 @@ from memory.models import (
     Message,
     Observation,
     ObservationVersion,
+    ReasoningStep,
     Reflection,
     ReflectionVersion,
+    ToolCall,
     Workspace,
 )
 from memory.services import MessageInput, conversation_create, messages_append
@@ -83,11 +85,19 @@ def tier_rows(conversations: Iterable[Conversation]) -> dict[str, set[tuple[str,
             ("messages", Message),
             ("observations", Observation),
             ("reflections", Reflection),
+            ("reasoningSteps", ReasoningStep),
+            ("toolCalls", ToolCall),
         )
     }
 
 
-LINE_KIND = {"messages": "message", "observations": "observation", "reflections": "reflection"}
+LINE_KIND = {
+    "messages": "message",
+    "observations": "observation",
+    "reflections": "reflection",
+    "reasoningSteps": "reasoning_step",
+    "toolCalls": "tool_call",
+}
 
 
 def ids_hash(deleted: dict[str, Iterable[Any]]) -> str:

@@ -98,7 +98,13 @@ def test_delete_removes_every_tier_and_leaves_a_receipt(api):
     assert not Message.objects.filter(conversation_id=conversation_id).exists()
     assert not Observation.objects.filter(conversation_id=conversation_id).exists()
     receipt = AuditEvent.objects.get(action="conversation.delete", target_id=conversation_id)
-    assert receipt.before["counts"] == {"messages": 2, "observations": 1, "reflections": 0}
+    assert receipt.before["counts"] == {
+        "messages": 2,
+        "observations": 1,
+        "reflections": 0,
+        "reasoningSteps": 0,
+        "toolCalls": 0,
+    }
     # An agent key's delete is marked as the agent's, with what the agent said after it.
     assert receipt.reason == "deleted by agent: user asked"
     assert receipt.actor_type == "api_key"

@@ -303,7 +303,13 @@ def test_clear_session_deletes_the_conversation_and_audits_it(nams, workspace, r
     assert event.workspace == workspace
     assert event.actor_type == AuditEvent.ActorType.API_KEY
     assert event.actor_id == str(ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(raw_key)).pk)
-    assert event.before["counts"] == {"messages": 1, "observations": 1, "reflections": 0}
+    assert event.before["counts"] == {
+        "messages": 1,
+        "observations": 1,
+        "reflections": 0,
+        "reasoningSteps": 0,
+        "toolCalls": 0,
+    }
 
 
 # --- failures ---------------------------------------------------------------------------------

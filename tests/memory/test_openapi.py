@@ -341,6 +341,10 @@ RUN = "/v1/runs/{run_id}"
 RUN_CANCEL = f"{RUN}/cancel"
 METRICS = "/v1/metrics"
 SETTINGS = "/v1/workspace/settings"
+STEPS = "/v1/reasoning/steps"
+TOOL_CALLS = "/v1/reasoning/tool-calls"
+TRACE = "/v1/reasoning/trace/{conversation_id}"
+
 
 TOOL_RESULT = {
     "role": "tool",
@@ -839,6 +843,91 @@ CASES: list[Case] = [
         label="theirs",
     ),
     *_unauthenticated("get", METRICS),
+    # reasoning memory (NAMS): error bodies are checked against the schema; the codes and
+    # fields by tests/memory/test_reasoning_api.py
+    Case(
+        "post",
+        STEPS,
+        201,
+        body=lambda w: {
+            "conversationId": w.conversation_id("mine"),
+            "reasoning": "Look up the order",
+            "actionTaken": "order_status",
+            "result": "shipped",
+            "metadata": {"model": "m-1"},
+        },
+    ),
+    Case(
+        "post",
+        STEPS,
+        400,
+        body=lambda w: {"conversationId": w.conversation_id("mine"), "reasoning": " "},
+        label="empty step",
+    ),
+    Case("post", STEPS, 400, body={"reasoning": "x"}, label="no conversation"),
+    Case(
+        "post",
+        STEPS,
+        404,
+        body=lambda w: {"conversationId": w.conversation_id("theirs"), "reasoning": "x"},
+        label="theirs",
+    ),
+    *_unauthenticated("post", STEPS),
+    Case(
+        "get",
+        STEPS,
+        200,
+        query=lambda w: {"conversation_id": w.conversation_id("mine")},
+    ),
+    Case("get", STEPS, 400, query={"conversation_id": "conversation-42"}, label="malformed"),
+    Case(
+        "get",
+        STEPS,
+        404,
+        query=lambda w: {"conversation_id": w.conversation_id("theirs")},
+        label="theirs",
+    ),
+    *_unauthenticated("get", STEPS),
+    Case(
+        "post",
+        TOOL_CALLS,
+        201,
+        body=lambda w: {
+            "stepId": str(w.conversation.reasoning_steps.get().pk),
+            "toolName": "order_status",
+            "input": '{"order": "A-4417"}',
+            "output": '{"status": "shipped"}',
+            "status": "success",
+            "durationMs": 42,
+        },
+    ),
+    Case(
+        "post",
+        TOOL_CALLS,
+        201,
+        body=lambda w: {
+            "conversationId": w.conversation_id("mine"),
+            "toolName": "weather",
+            "arguments": {"city": "Lisbon"},
+            "result": {"forecast": "sunny"},
+            "status": "error",
+            "error": "quota",
+        },
+        label="no step",
+    ),
+    Case("post", TOOL_CALLS, 400, body={"toolName": "x"}, label="no conversation"),
+    Case(
+        "post",
+        TOOL_CALLS,
+        404,
+        body={"toolName": "x", "stepId": str(uuid.uuid4())},
+        label="unknown step",
+    ),
+    *_unauthenticated("post", TOOL_CALLS),
+    Case("get", TRACE, 200),
+    Case("get", TRACE, 400, conversation="malformed"),
+    *_not_found("get", TRACE),
+    *_unauthenticated("get", TRACE),
     Case("get", SETTINGS, 200),
     *_unauthenticated("get", SETTINGS),
     Case(
@@ -968,6 +1057,23 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
         == 201
     )
     conversation.refresh_from_db()
+    # Reasoning for the reads to return: a step with a tool call, and a call without one.
+    step = services.reasoning_step_record(
+        conversation=conversation, actor=SYSTEM_ACTOR, reasoning="Check the order"
+    )
+    services.tool_call_record(
+        conversation=None,
+        workspace=workspace,
+        actor=SYSTEM_ACTOR,
+        tool_name="order_status",
+        step_id=step.pk,
+        input='{"order": "A-4417"}',
+        output='{"status": "shipped"}',
+        duration_ms=12,
+    )
+    services.tool_call_record(
+        conversation=conversation, workspace=workspace, actor=SYSTEM_ACTOR, tool_name="ping"
+    )
     run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
     their_run = pipeline.observer_schedule(conversation=theirs, trigger="manual")
     retrying_run = ReflectorRun.objects.create(
