@@ -34,7 +34,10 @@ from memory.api import (
     ConversationListQuery,
     ObservationCreateIn,
     PinCreateIn,
+    ReasoningStepIn,
     SearchIn,
+    ToolCallIn,
+    _as_text,
     _message_input,
     _observations_to_wire,
     _reflections_to_wire,
@@ -48,7 +51,14 @@ from memory.context import (
 )
 from memory.metrics import context_read_record
 from memory.models import ApiKey, Conversation, Message, Observation, Pin, Reflection
-from memory.wire import conversation_to_wire, message_to_wire, observation_to_wire, pin_to_wire
+from memory.wire import (
+    conversation_to_wire,
+    message_to_wire,
+    observation_to_wire,
+    pin_to_wire,
+    reasoning_step_to_wire,
+    tool_call_to_wire,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -416,6 +426,36 @@ def add_observation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     return observation_to_wire(observation, today=timezone.now().date())
 
 
+def record_reasoning_step(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(str(data["conversationId"]))
+    step = services.reasoning_step_record(
+        conversation=conversation,
+        actor=call.actor,
+        reasoning=data.get("reasoning") or "",
+        action_taken=data.get("actionTaken") or "",
+        result=data.get("result") or "",
+        metadata=data.get("metadata") or {},
+    )
+    return reasoning_step_to_wire(step)
+
+
+def record_tool_call(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(str(data["conversationId"]))
+    recorded = services.tool_call_record(
+        conversation=conversation,
+        workspace=conversation.workspace,
+        actor=call.actor,
+        tool_name=data["toolName"],
+        step_id=data.get("stepId"),
+        input=_as_text(data.get("input")),
+        output=_as_text(data.get("output")),
+        status=data.get("status") or "success",
+        duration_ms=data.get("durationMs"),
+        error=data.get("error") or "",
+    )
+    return tool_call_to_wire(recorded)
+
+
 TOOLS: list[McpTool] = [
     McpTool(
         name="create_conversation",
@@ -603,6 +643,54 @@ TOOLS: list[McpTool] = [
         required=("conversationId", "messageId"),
         serializer=PinFactIn,
         run=pin_fact,
+    ),
+    McpTool(
+        name="record_reasoning_step",
+        title="Record a reasoning step",
+        description="Write down one step of your own reasoning in a conversation: what "
+        "you thought (reasoning), what you did (actionTaken) and what came of it (result); "
+        "at least one of them. People reviewing the conversation see the steps between "
+        "the messages; it is not served back in get_context. Returns the step with its "
+        "id (record_tool_call takes it as stepId).",
+        properties={
+            "conversationId": CONVERSATION_ID,
+            "reasoning": {"type": "string", "description": "What you thought."},
+            "actionTaken": {"type": "string", "description": "What you did."},
+            "result": {"type": "string", "description": "What came of it."},
+        },
+        required=("conversationId",),
+        serializer=ReasoningStepIn,
+        run=record_reasoning_step,
+    ),
+    McpTool(
+        name="record_tool_call",
+        title="Record a tool call",
+        description="Record a call you made to a tool (an order lookup, a refund, a "
+        "search): its name, input and output, status and duration. The Observer reads "
+        "the output as tool output, so facts it returned (an order's status, a tracking "
+        "number) can become observations in memory. Give stepId to file it under a "
+        "reasoning step. Returns the call.",
+        properties={
+            "conversationId": CONVERSATION_ID,
+            "toolName": {"type": "string", "minLength": 1, "maxLength": 200},
+            "stepId": {
+                "type": "string",
+                "format": "uuid",
+                "description": "The reasoning step it belongs to (record_reasoning_step).",
+            },
+            "input": {"description": "The arguments: text or JSON."},
+            "output": {"description": "What the tool returned: text or JSON."},
+            "status": {
+                "type": "string",
+                "enum": ["pending", "success", "failure", "error", "timeout", "cancelled"],
+                "default": "success",
+            },
+            "durationMs": {"type": "integer", "minimum": 0},
+            "error": {"type": "string", "description": "What went wrong, if it failed."},
+        },
+        required=("conversationId", "toolName"),
+        serializer=ToolCallIn,
+        run=record_tool_call,
     ),
     McpTool(
         name="add_observation",

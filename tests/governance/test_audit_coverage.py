@@ -365,6 +365,20 @@ MCP_WRITES: dict[str, Door] = {
             {"conversationId": w.c, "text": "User prefers email.", "reason": REASON},
         ),
     ),
+    "record_reasoning_step": Door(
+        "reasoning_step.create",
+        lambda w: _mcp_tool(
+            w.api, "record_reasoning_step", {"conversationId": w.c, "reasoning": "Look it up."}
+        ),
+    ),
+    "record_tool_call": Door(
+        "tool_call.create",
+        lambda w: _mcp_tool(
+            w.api,
+            "record_tool_call",
+            {"conversationId": w.c, "toolName": "lookup_order", "output": {"status": "sent"}},
+        ),
+    ),
 }
 MCP_NOT_CHANGES = {"create_conversation": "as POST v1/conversations"}
 

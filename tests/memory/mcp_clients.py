@@ -172,6 +172,8 @@ AGENT_TOOLS = [
     "list_observations",
     "list_reflections",
     "pin_fact",
+    "record_reasoning_step",
+    "record_tool_call",
 ]
 CURATOR_NEEDED = (
     "This route needs a curator API key or a higher scope "

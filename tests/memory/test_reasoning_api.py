@@ -10,7 +10,9 @@ import uuid
 from rest_framework.test import APIClient
 
 from governance.models import AuditEvent
-from memory.models import ReasoningStep, ToolCall
+from memory import mcp_tools
+from memory.mcp_tools import HttpCaller
+from memory.models import ApiKey, ReasoningStep, ToolCall
 
 STEPS = "/v1/reasoning/steps"
 TOOL_CALLS = "/v1/reasoning/tool-calls"
@@ -311,3 +313,37 @@ def test_deleting_the_conversation_deletes_its_reasoning_with_counts(api):
     receipt = AuditEvent.objects.get(action="conversation.delete")
     assert receipt.before["counts"]["reasoningSteps"] == 1
     assert receipt.before["counts"]["toolCalls"] == 1
+
+
+def test_an_mcp_client_records_a_step_and_its_tool_call_into_the_same_trace(api):
+    conversation_id = _conversation(api)
+    api_key = ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(api.raw_key))
+    caller = HttpCaller(api_key=api_key, request_id="mcp-test", ip_address=None)
+
+    step = mcp_tools.run_tool(
+        caller,
+        "record_reasoning_step",
+        {"conversationId": conversation_id, "reasoning": "The parcel may be lost."},
+    )
+    mcp_tools.run_tool(
+        caller,
+        "record_tool_call",
+        {
+            "conversationId": conversation_id,
+            "toolName": "lookup_order",
+            "stepId": step["id"],
+            "input": {"order": "ORD-123456"},
+            "output": "In transit, tracking 1Z999",
+            "durationMs": 120,
+        },
+    )
+
+    trace = api.get(f"/v1/reasoning/trace/{conversation_id}").json()
+    assert [s["id"] for s in trace["steps"]] == [step["id"]]
+    [call] = trace["toolCalls"]
+    assert (call["toolName"], call["stepId"], call["durationMs"]) == (
+        "lookup_order",
+        step["id"],
+        120,
+    )
+    assert json.loads(call["input"]) == {"order": "ORD-123456"}
