@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from dashboard import views as dashboard_views
+from memory import unsupported
 from memory import views as memory_views
 
 handler400 = "core.errors.json_bad_request"
@@ -21,5 +22,7 @@ urlpatterns = [
     path("v1/", include("memory.urls")),
     path("v1/", include("governance.urls")),
     path("v1/audit/", include("governance.audit_urls")),
+    # The NAMS clients' routes that Memdesk does not serve: 501 with what to use instead.
+    path("v1/", include(unsupported.urlpatterns())),
     path("", include("dashboard.urls")),
 ]

@@ -247,6 +247,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RedactionOperatorEnum": "governance.redaction.OPERATORS",
         "FidelityEnum": "memory.engines.base.FIDELITIES",
+        "NamsRoleEnum": "memory.wire.NAMS_ROLES",
     },
     # Ids as UUIDs or positive integers, limit bounds: core/openapi.py.
     "POSTPROCESSING_HOOKS": [

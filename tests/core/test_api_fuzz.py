@@ -27,6 +27,8 @@ schema.config.generation.update(allow_x00=False)
 # Rules across fields that OpenAPI cannot state (a hold names a conversation or a user,
 # exactly one; reviewMinScore is at most reviewMaxScore), tested where each is made.
 CROSS_FIELD_RULES = {
+    "GET /v1/conversations",  # userId and user_id, when both are sent, must agree
+    "PATCH /v1/workspace/settings",  # at least one of fidelity and contextMaxTokens
     "POST /v1/legal-holds",
     "PUT /v1/redaction/policy",
     "PATCH /v1/redaction/policy",

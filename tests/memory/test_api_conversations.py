@@ -81,7 +81,7 @@ def test_a_conversation_with_a_new_message_moves_to_the_top(api):
 def test_a_forged_cursor_is_a_400(api):
     response = api.get("/v1/conversations?cursor=garbage!!")
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_cursor"
+    assert response.json()["code"] == "invalid_cursor"
 
 
 def test_delete_removes_every_tier_and_leaves_a_receipt(api):

@@ -80,7 +80,7 @@ def test_observation_lines_carry_marker_dates_and_relative_date(api, conversatio
         f" the parcel. (event date {(now + timedelta(days=5)):%Y-%m-%d}, in 5 days)"
     )
     assert item["relativeDate"] == "in 5 days"
-    assert item["windowStart"]["seq"] == 1 and item["windowEnd"]["seq"] == 2
+    assert item["windowStartSeq"] == 1 and item["windowEndSeq"] == 2
     assert len(item["sourceMessageIds"]) == 2
 
 
