@@ -182,3 +182,17 @@ def test_history_of_an_unedited_observation_has_no_earlier_versions(api, convers
     assert response.status_code == 200
     assert response.json()["versions"] == []
     assert response.json()["current"]["version"] == 1
+
+
+def test_limit_keeps_the_newest_observations_in_list_order(api, conversation):
+    texts = [f"User said thing {n}." for n in range(1, 5)]
+    for text in texts:
+        api.post(f"/v1/conversations/{conversation}/observations", {"text": text}, format="json")
+
+    listed = api.get(f"/v1/conversations/{conversation}/observations", {"limit": 2}).json()
+    refused = api.get(f"/v1/conversations/{conversation}/observations", {"limit": 0})
+
+    assert [o["text"] for o in listed["observations"]] == texts[-2:]
+    assert all(o["createdAt"] for o in listed["observations"])
+    assert refused.status_code == 400
+    assert (refused.json()["code"], refused.json()["field"]) == ("invalid_limit", "limit")

@@ -279,3 +279,17 @@ def test_empty_content_is_refused_by_its_own_name(api, conversation, observation
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["field"]) == ("empty_text", "content")
     assert Observation.objects.get(pk=observation["id"]).version == 1
+
+
+def test_limit_keeps_the_newest_reflections_in_list_order(api, conversation):
+    made = [
+        ReflectionFactory(conversation_id=conversation, text=f"Gen {n}.", generation=n)
+        for n in range(1, 4)
+    ]
+
+    listed = api.get(f"/v1/conversations/{conversation}/reflections", {"limit": 2}).json()
+
+    assert [r["id"] for r in listed["reflections"]] == [str(r.pk) for r in made[1:]]
+    assert [r["createdAt"] for r in listed["reflections"]] == [
+        r.created_at.isoformat() for r in made[1:]
+    ]
