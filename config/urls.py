@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from dashboard import views as dashboard_views
+from memory import unsupported
 from memory import views as memory_views
 from memory.mcp_server import McpApi
 
@@ -24,5 +25,7 @@ urlpatterns = [
     path("mcp", McpApi.as_view(), name="mcp"),
     path("v1/", include("governance.urls")),
     path("v1/audit/", include("governance.audit_urls")),
+    # The NAMS clients' routes that Memdesk does not serve: 501 with what to use instead.
+    path("v1/", include(unsupported.urlpatterns())),
     path("", include("dashboard.urls")),
 ]

@@ -228,8 +228,14 @@ def request_reason(request: Request) -> str:
 
 
 class ErrorOut(serializers.Serializer):
-    error = serializers.CharField(help_text="A stable code, e.g. invalid_limit, not_found.")
-    message = serializers.CharField(help_text="What is wrong, in one sentence.")
+    error = serializers.CharField(
+        help_text="What is wrong, in one sentence: the NAMS clients put it in the exception "
+        "they raise."
+    )
+    code = serializers.CharField(
+        help_text="A stable machine code to match on, e.g. invalid_limit, not_found."
+    )
+    message = serializers.CharField(help_text="The same sentence as error.")
     field = serializers.CharField(required=False, help_text="The offending field, if one.")
     details = serializers.DictField(
         required=False, help_text="invalid_request only: every invalid field and its errors."
@@ -240,7 +246,7 @@ ERRORS = {
     400: OpenApiResponse(ErrorOut, description="Bad input; `field` names what is wrong."),
     401: OpenApiResponse(ErrorOut, description="Missing, unknown or revoked API key."),
     403: OpenApiResponse(ErrorOut, description="X-Workspace-Id is not the key's workspace."),
-    404: OpenApiResponse(ErrorOut, description="No such object in this workspace."),
+    404: OpenApiResponse(ErrorOut, description="Not found in this workspace."),
 }
 
 

@@ -1,7 +1,10 @@
 """One domain error for every service, and the API's JSON error bodies.
 
-Every API error is ``{"error": code, "message": sentence[, "field": name]}``. The NAMS
-client puts ``error`` into the exception it raises, so the code is what an agent sees.
+Every API error is ``{"error": sentence, "code": code, "message": sentence[, "field":
+name]}``. The NAMS clients (Python and TypeScript) put ``error`` into the exception they
+raise, so an agent sees the sentence ("Conversation not found in this workspace."); code
+is the stable machine word to match on, and message repeats the sentence for readers that
+took it from there.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def wire_field(field: str, renames: Mapping[str, str] | None = None) -> str:
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"error": code, "message": message}
+    body: dict[str, Any] = {"error": message, "code": code, "message": message}
     if field:
         body["field"] = field
     body.update(extra)
@@ -112,7 +115,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         field = wire_field(exc.field, renames) if exc.field else None
         return Response(error_body(exc.code, exc.message, field), status=exc.status_code)
     if isinstance(exc, Http404):
-        return Response(error_body("not_found", "No such object in this workspace."), status=404)
+        return Response(error_body("not_found", "Not found in this workspace."), status=404)
     if isinstance(exc, RequestDataTooBig):
         return Response(
             error_body("request_too_large", "The request body is larger than this server accepts."),
@@ -138,7 +141,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 def json_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """404 for unknown URLs: JSON under /v1/, so API clients never parse an HTML page."""
     if request.path.startswith("/v1/"):
-        return JsonResponse(error_body("not_found", "No such API route."), status=404)
+        message = f"Not found: no API route {request.method} {request.path}."
+        return JsonResponse(error_body("not_found", message), status=404)
     from django.views.defaults import page_not_found
 
     return page_not_found(request, exception or Http404())
@@ -173,7 +177,7 @@ DATABASE_RETRY_AFTER = 5
 
 class DatabaseUnavailableMiddleware:
     """A lost or refused database connection is an outage, not a bug: 503 with
-    ``{"error": "database_unavailable"}`` under /v1/ and the product's page elsewhere,
+    ``{"code": "database_unavailable"}`` under /v1/ and the product's page elsewhere,
     with Retry-After. The broken connection is closed here, so the next request opens a
     fresh one (Django closes it at the end of a request too, but not under the test
     client, and a request that never reaches the end must not leave it behind)."""

@@ -59,7 +59,7 @@ def legal_hold_place(
         )
     if conversation is not None and conversation.workspace_id != workspace.pk:
         raise MemdeskError(
-            "not_found", "No conversation with this id in this workspace.", status_code=404
+            "not_found", "Conversation not found in this workspace.", status_code=404
         )
     with transaction.atomic():
         # The same row locks a sweep batch and a delete take first: the hold is placed
@@ -72,7 +72,7 @@ def legal_hold_place(
         found = list(locked.order_by("pk").values_list("pk", flat=True))
         if conversation is not None and not found:
             raise MemdeskError(
-                "not_found", "No conversation with this id in this workspace.", status_code=404
+                "not_found", "Conversation not found in this workspace.", status_code=404
             )
         hold = LegalHold.objects.create(
             workspace=workspace,

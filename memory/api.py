@@ -187,7 +187,14 @@ class WorkspaceSettingsIn(serializers.Serializer):
 class ConversationListQuery(serializers.Serializer):
     limit = limit_field()
     userId = serializers.CharField(required=False, allow_blank=True)
+    # The TypeScript NAMS client sends the filter as user_id, the Python one as userId.
+    user_id = serializers.CharField(required=False, allow_blank=True)
     cursor = serializers.CharField(required=False, allow_blank=True)
+
+
+class MemoryListQuery(serializers.Serializer):
+    status = serializers.CharField(required=False, allow_blank=True)
+    limit = ParsedField(lambda raw: parse_limit(raw) if raw not in (None, "") else None)
 
 
 class MessageListQuery(serializers.Serializer):
@@ -197,10 +204,6 @@ class MessageListQuery(serializers.Serializer):
 class ContextQuery(serializers.Serializer):
     format = serializers.CharField(required=False, allow_blank=True)
     max_tokens = ParsedField(parse_max_tokens)
-
-
-class StatusQuery(serializers.Serializer):
-    status = serializers.CharField(required=False, allow_blank=True)
 
 
 class ExtractionStatusQuery(serializers.Serializer):
@@ -311,6 +314,7 @@ class ConversationListCreateApi(MemoryApi):
         operation_id="conversations_list",
         parameters=[
             OpenApiParameter("userId", str, description="Only this end user's conversations."),
+            OpenApiParameter("user_id", str, description="The same as userId."),
             OpenApiParameter("limit", int, description="1..200, default 50."),
             OpenApiParameter("cursor", str, description="next_cursor of the previous page."),
         ],
@@ -318,9 +322,16 @@ class ConversationListCreateApi(MemoryApi):
     )
     def get(self, request: Request) -> Response:
         query = query_params(ConversationListQuery, request)
+        user_id = query.get("userId") or query.get("user_id") or ""
+        if user_id != (query.get("user_id") or user_id):
+            raise MemdeskError(
+                "conflicting_fields",
+                "userId and user_id name the same filter and differ here: send one.",
+                field="userId",
+            )
         page, next_cursor = selectors.conversation_list(
             workspace=self.workspace,
-            user_id=query.get("userId") or None,
+            user_id=user_id or None,
             limit=query["limit"],
             cursor=query.get("cursor") or None,
         )
@@ -384,16 +395,27 @@ class ConversationDetailApi(MemoryApi):
         parameters=[OpenApiParameter("reason", str, description="Why; kept in the audit trail.")],
         request=ReasonIn,
         responses={
-            204: None,
+            204: OpenApiResponse(
+                description="Deleted; or nothing to delete (an id this workspace does not "
+                "hold, or one already deleted): the delete is idempotent."
+            ),
             409: OpenApiResponse(
                 ErrorOut, description="legal_hold: a legal hold covers it; says which."
             ),
-            **ERRORS,
+            **{status: response for status, response in ERRORS.items() if status != 404},
         },
     )
     def delete(self, request: Request, conversation_id: str) -> Response:
-        conversation = self.conversation(conversation_id)
         reason = request_reason(request)
+        try:
+            conversation = self.conversation(conversation_id)
+        except MemdeskError as error:
+            if error.code != "not_found":
+                raise
+            # Idempotent, as NAMS clients expect: a second delete, or one of an id this
+            # workspace never held (another workspace's included: it is not touched and
+            # answers the same), succeeds and changes nothing, so it is not audited.
+            return Response(status=204)
         services.conversation_delete(conversation=conversation, actor=self.actor(), reason=reason)
         return Response(status=204)
 
@@ -544,14 +566,20 @@ class ObservationListCreateApi(MemoryApi):
 
     @extend_schema(
         operation_id="observations_list",
-        parameters=[OpenApiParameter("status", str, enum=["active", "reflected"])],
+        parameters=[
+            OpenApiParameter("status", str, enum=["active", "reflected"]),
+            OpenApiParameter(
+                "limit", int, description="1..200: only the newest this many; default all."
+            ),
+        ],
         responses={200: out.ObservationListOut, **ERRORS},
+        description="Oldest first; with limit, the newest that many, still oldest first.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
+        query = query_params(MemoryListQuery, request)
         conversation = self.conversation(conversation_id)
         observations = selectors.observation_list(
-            conversation=conversation,
-            status=query_params(StatusQuery, request).get("status") or None,
+            conversation=conversation, status=query.get("status") or None, limit=query["limit"]
         )
         return Response(
             {"observations": _observations_to_wire(conversation, self.readable(observations))}
@@ -783,17 +811,23 @@ class ObservationRevertApi(_MemoryRevertApi):
 class ReflectionListApi(MemoryApi):
     @extend_schema(
         operation_id="reflections_list",
-        parameters=[OpenApiParameter("status", str, enum=["active", "stale", "superseded"])],
+        parameters=[
+            OpenApiParameter("status", str, enum=["active", "stale", "superseded"]),
+            OpenApiParameter(
+                "limit", int, description="1..200: only the newest this many; default all."
+            ),
+        ],
         responses={200: out.ReflectionListOut, **ERRORS},
         description="Every reflection, or those of one status: active (served), stale (a "
         "source was corrected: its sources are served in its place until the Reflector "
-        "re-derives it) or superseded (replaced by that re-derivation).",
+        "re-derives it) or superseded (replaced by that re-derivation). Oldest generation "
+        "first; with limit, the newest that many, in the same order.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
+        query = query_params(MemoryListQuery, request)
         conversation = self.conversation(conversation_id)
         reflections = selectors.reflection_list(
-            conversation=conversation,
-            status=query_params(StatusQuery, request).get("status") or None,
+            conversation=conversation, status=query.get("status") or None, limit=query["limit"]
         )
         return Response(
             {"reflections": _reflections_to_wire(conversation, self.readable(reflections))}
@@ -939,8 +973,12 @@ class ExtractionStatusApi(MemoryApi):
         operation_id="extraction_status",
         parameters=[OpenApiParameter("limit", int, description="Messages listed, 1..200.")],
         responses={200: out.ExtractionStatusOut, **ERRORS},
-        description="Per message: pending until an observation covers it, then completed. "
-        "summary counts every message of the conversation.",
+        description="Per message, newest first: stored (waiting for the Observer's "
+        "threshold or an observe request), processing (an Observer run under way will "
+        "cover it), completed (an observation covers it) or failed (the last run over it "
+        "failed). summary counts every message of the conversation. Only processing is "
+        "in flight, so a NAMS client's wait_for_extraction returns once the messages are "
+        "stored and no run over them is under way.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         query = query_params(ExtractionStatusQuery, request)

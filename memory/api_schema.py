@@ -12,6 +12,7 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 
 from memory.engines.base import FIDELITIES
+from memory.wire import NAMS_ROLES
 
 
 class ConversationOut(serializers.Serializer):
@@ -48,6 +49,17 @@ class MessageOut(serializers.Serializer):
     score = serializers.FloatField(required=False, allow_null=True)
 
 
+class RecentMessageOut(MessageOut):
+    role = serializers.ChoiceField(
+        choices=list(NAMS_ROLES),
+        help_text="The roles every NAMS client knows: a tool message is served as a user "
+        "turn whose content is labelled '[toolName result] '.",
+    )
+    originalRole = serializers.ChoiceField(
+        choices=["tool"], required=False, help_text="The stored role, when it was mapped."
+    )
+
+
 class MessageListOut(serializers.Serializer):
     messages = MessageOut(many=True)
 
@@ -55,11 +67,6 @@ class MessageListOut(serializers.Serializer):
 class SearchOut(serializers.Serializer):
     messages = MessageOut(many=True)
     searchType = serializers.CharField()
-
-
-class WindowOut(serializers.Serializer):
-    seq = serializers.IntegerField()
-    at = serializers.DateTimeField(allow_null=True)
 
 
 class _MemoryItemOut(serializers.Serializer):
@@ -86,8 +93,22 @@ class _MemoryItemOut(serializers.Serializer):
     groundingFlagged = serializers.BooleanField(
         help_text="Below MEMDESK_GROUNDING_THRESHOLD: check it against its sources."
     )
-    windowStart = WindowOut(allow_null=True)
-    windowEnd = WindowOut(allow_null=True)
+    windowStart = serializers.DateTimeField(
+        required=False,
+        help_text="When the first message behind it was said; absent when it was written "
+        "from no message.",
+    )
+    windowEnd = serializers.DateTimeField(
+        required=False,
+        help_text="When the last message behind it was said; absent when it was written "
+        "from no message.",
+    )
+    windowStartSeq = serializers.IntegerField(
+        allow_null=True, help_text="seq of the first message behind it."
+    )
+    windowEndSeq = serializers.IntegerField(
+        allow_null=True, help_text="seq of the last message behind it."
+    )
     # The metaclass moves declared fields off the class, so this wire field never
     # replaces Field.source at runtime; only the stubs see a clash.
     source = serializers.CharField()  # type: ignore[assignment]
@@ -97,6 +118,7 @@ class _MemoryItemOut(serializers.Serializer):
     topics = serializers.ListField(child=serializers.CharField())
     tokenCount = serializers.IntegerField()
     version = serializers.IntegerField()
+    createdAt = serializers.DateTimeField(help_text="When the row was stored.")
 
 
 class ObservationOut(_MemoryItemOut):
@@ -175,7 +197,7 @@ class ContextOut(serializers.Serializer):
     pins = PinOut(many=True, help_text="Served verbatim, first, never trimmed by max_tokens.")
     reflections = ReflectionOut(many=True)
     observations = ObservationOut(many=True)
-    recentMessages = MessageOut(many=True)
+    recentMessages = RecentMessageOut(many=True)
     maxTokens = serializers.IntegerField(required=False)
     tokenCount = serializers.IntegerField(required=False)
     trimmed = TrimmedOut(required=False)
@@ -220,12 +242,20 @@ CONTEXT_TEXT = OpenApiResponse(
 class ExtractionMessageOut(serializers.Serializer):
     messageId = serializers.UUIDField()
     seq = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=["pending", "completed", "failed"])
+    status = serializers.ChoiceField(
+        choices=["stored", "processing", "completed", "failed"],
+        help_text="stored: kept, waiting for the Observer's threshold or an observe request; "
+        "processing: an Observer run under way will cover it; completed: an observation "
+        "covers it; failed: the last run over it failed.",
+    )
 
 
 class ExtractionStatusOut(serializers.Serializer):
     messages = ExtractionMessageOut(many=True)
-    summary = serializers.DictField(child=serializers.IntegerField())
+    summary = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="How many messages of the conversation are in each status (all four keys).",
+    )
 
 
 class MemoryVersionOut(serializers.Serializer):

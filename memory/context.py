@@ -54,16 +54,20 @@ from memory.selectors import (
 from memory.tokens import token_count
 from memory.wire import (
     memory_line,
-    message_to_wire,
     observation_to_wire,
     pin_to_wire,
+    recent_message_to_wire,
     reflection_to_wire,
+    tool_result_text,
 )
 
 FORMATS = ("json", "text", "messages")
 # Tokens a chat message costs beyond its content (role and separators), as OpenAI counts.
 MESSAGE_OVERHEAD_TOKENS = 4
 CACHE_SECONDS = 3600
+# Part of every cache key here: a change to the rendered shapes bumps it, so a server
+# that is upgraded never serves a body cached in the shape before.
+RENDER_VERSION = 2
 
 
 class Reidentifies(Protocol):
@@ -292,8 +296,7 @@ def _render_messages(fitted: _Fitted) -> list[dict[str, Any]]:
             if message.tool_call_id and message.tool_call_id in open_calls:
                 turn["tool_call_id"] = message.tool_call_id
             else:
-                label = message.tool_name or "tool"
-                turn = {"role": "user", "content": f"[{label} result] {message.content}"}
+                turn = {"role": "user", "content": tool_result_text(message)}
         chat.append(turn)
     return chat
 
@@ -302,7 +305,8 @@ def _render_json(conversation: Conversation, fitted: _Fitted, wires: dict[Any, s
     """``json.dumps`` of the payload, byte for byte, with the memory items' JSON taken from
     the block and each message's from ``wires`` (filled here), rather than encoded again."""
     recent = ",".join(
-        wires.get(m.pk) or wires.setdefault(m.pk, _dumps(message_to_wire(m))) for m in fitted.recent
+        wires.get(m.pk) or wires.setdefault(m.pk, _dumps(recent_message_to_wire(m)))
+        for m in fitted.recent
     )
     return (
         '{"conversationId":'
@@ -422,7 +426,7 @@ def _memory_block_cached(
 ) -> _MemoryBlock:
     kind = "json" if fmt == "json" else "lines"  # text and messages share their lines
     key = (
-        f"memdesk:ctxmem:{conversation.pk}:{conversation.memory_version}"
+        f"memdesk:ctxmem:{RENDER_VERSION}:{conversation.pk}:{conversation.memory_version}"
         f":{kind}:{today.isoformat()}:{names}"
     )
     block: _MemoryBlock | None = _local_get(key) or cache_get(key)
@@ -452,7 +456,9 @@ def _recent_cached(
     """``_recent``, reading only the messages written since this worker's tail. Kept in
     the worker only: pickling hundreds of model instances for the shared cache cost more
     (23 ms for 1,800 messages) than reading them again once per memory change."""
-    key = f"memdesk:ctxtail:{conversation.pk}:{conversation.memory_version}:{names}"
+    key = (
+        f"memdesk:ctxtail:{RENDER_VERSION}:{conversation.pk}:{conversation.memory_version}:{names}"
+    )
     tail: _Tail | None = _local_get(key)
     if tail is None:
         tail = _Tail(0, tuple(covered_intervals(conversation=conversation)), (), {})
@@ -541,7 +547,7 @@ def _body_key(
     today = timezone.now().date()
     names = reidentifier.cache_key if reidentifier is not None else "pseudonyms"
     key = (
-        f"memdesk:ctx:{conversation_id}:{last_seq}:{memory_version}"
+        f"memdesk:ctx:{RENDER_VERSION}:{conversation_id}:{last_seq}:{memory_version}"
         f":{fmt}:{max_tokens}:{today.isoformat()}:{names}"
     )
     return key, names, today

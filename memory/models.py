@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.fields import ClientJSONField
 from memory.engines.base import FIDELITIES
 
 
@@ -107,7 +108,7 @@ class Conversation(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
     user_id = models.CharField(max_length=255, blank=True, default="")
     title = models.CharField(max_length=255, blank=True, default="")
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = ClientJSONField(default=dict, blank=True)
     # Labels that retention policies select on (e.g. "billing", "eu").
     tags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -157,7 +158,7 @@ class Message(models.Model):
     tool_call_id = models.CharField(max_length=200, blank=True, default="")
     token_count = models.PositiveIntegerField()
     created_at = models.DateTimeField(default=timezone.now)
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = ClientJSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [

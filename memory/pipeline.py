@@ -1084,7 +1084,7 @@ def run_get(*, workspace: Workspace, run_id: str) -> AnyRun:
         )
         if run:
             return run
-    raise MemdeskError("not_found", "No run with this id in this workspace.", status_code=404)
+    raise MemdeskError("not_found", "Run not found in this workspace.", status_code=404)
 
 
 def run_cancel(*, run: AnyRun, actor: Actor, reason: str = "") -> AnyRun:

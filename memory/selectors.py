@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
@@ -34,9 +34,7 @@ SOURCE_LOOKUP_CHUNK = 500
 
 
 def _conversation_not_found() -> MemdeskError:
-    return MemdeskError(
-        "not_found", "No conversation with this id in this workspace.", status_code=404
-    )
+    return MemdeskError("not_found", "Conversation not found in this workspace.", status_code=404)
 
 
 def conversation_get(*, workspace: Workspace, conversation_id: str) -> Conversation:
@@ -293,7 +291,20 @@ def served_observations(*, conversation: Conversation) -> QuerySet[Observation]:
     )
 
 
-def observation_list(*, conversation: Conversation, status: str | None) -> QuerySet[Observation]:
+MemoryT = TypeVar("MemoryT", Observation, Reflection)
+
+
+def _newest(rows: QuerySet[MemoryT], *, limit: int | None) -> list[MemoryT]:
+    """The last ``limit`` rows of an ordered queryset (all without one), in its order."""
+    if limit is None:
+        return list(rows)
+    return list(reversed(rows.reverse()[:limit]))
+
+
+def observation_list(
+    *, conversation: Conversation, status: str | None, limit: int | None = None
+) -> list[Observation]:
+    """Oldest first; with ``limit``, only the newest that many."""
     qs = Observation.objects.filter(conversation=conversation)
     if status:
         if status not in Observation.Status.values:
@@ -303,10 +314,13 @@ def observation_list(*, conversation: Conversation, status: str | None) -> Query
                 field="status",
             )
         qs = qs.filter(status=status)
-    return qs.order_by("observed_at", "window_start_seq", "created_at")
+    return _newest(qs.order_by("observed_at", "window_start_seq", "created_at"), limit=limit)
 
 
-def reflection_list(*, conversation: Conversation, status: str | None) -> QuerySet[Reflection]:
+def reflection_list(
+    *, conversation: Conversation, status: str | None, limit: int | None = None
+) -> list[Reflection]:
+    """Oldest generation first; with ``limit``, only the newest that many."""
     qs = Reflection.objects.filter(conversation=conversation)
     if status:
         if status not in Reflection.Status.values:
@@ -316,7 +330,7 @@ def reflection_list(*, conversation: Conversation, status: str | None) -> QueryS
                 field="status",
             )
         qs = qs.filter(status=status)
-    return qs.order_by("generation", "created_at")
+    return _newest(qs.order_by("generation", "created_at"), limit=limit)
 
 
 def observation_get(*, conversation: Conversation, observation_id: str) -> Observation:
@@ -327,7 +341,7 @@ def observation_get(*, conversation: Conversation, observation_id: str) -> Obser
         )
     except Observation.DoesNotExist:
         raise MemdeskError(
-            "not_found", "No observation with this id in this conversation.", status_code=404
+            "not_found", "Observation not found in this conversation.", status_code=404
         ) from None
 
 
@@ -339,7 +353,7 @@ def reflection_get(*, conversation: Conversation, reflection_id: str) -> Reflect
         )
     except Reflection.DoesNotExist:
         raise MemdeskError(
-            "not_found", "No reflection with this id in this conversation.", status_code=404
+            "not_found", "Reflection not found in this conversation.", status_code=404
         ) from None
 
 
@@ -350,46 +364,64 @@ class ExtractionStatus:
 
 
 def extraction_status(*, conversation: Conversation, limit: int) -> ExtractionStatus:
-    """Each message is ``completed`` once observed; ``failed`` while it is unobserved and
-    the latest Observer run over it failed (a later run may still pick it up); else
-    ``pending``."""
+    """Where each message stands with the Observer: ``completed`` once an observation
+    covers it; ``processing`` while an open Observer run will cover it (queued: every
+    unobserved message; claimed: those of its window); ``failed`` while it is unobserved
+    and the latest finished run over it failed (a later run may still pick it up); else
+    ``stored``: kept, and waiting until enough accumulates for the Observer's threshold
+    or an observe request.
+
+    Only ``processing`` is a state the NAMS clients wait out (their
+    ``wait_for_extraction`` polls until no message is pending, queued or processing), so
+    a client waits for a run under way, not for a threshold that may be far off."""
     from memory.models import ObserverRun
 
     intervals = covered_intervals(conversation=conversation)
-    latest = (
-        ObserverRun.objects.filter(conversation=conversation)
-        .exclude(status__in=ObserverRun.OPEN_STATUSES)
-        .order_by("-created_at")
-        .first()
-    )
+    runs = ObserverRun.objects.filter(conversation=conversation)
+    open_run = runs.filter(status__in=ObserverRun.OPEN_STATUSES).first()
+    latest = runs.exclude(status__in=ObserverRun.OPEN_STATUSES).order_by("-created_at").first()
     failed_since = (
         latest.created_at if latest and latest.status == ObserverRun.Status.FAILED else None
     )
+    # The seq up to which the open run covers unobserved messages (None: no open run).
+    processing_through: int | None = None
+    if open_run is not None:
+        processing_through = (
+            open_run.window_end_seq
+            if open_run.window_end_seq is not None
+            else conversation.last_seq
+        )
 
     def covered(seq: int) -> bool:
         return any(a <= seq <= b for a, b in intervals)
 
     unobserved = unobserved_messages(conversation=conversation, intervals=intervals)
-    failed_qs = unobserved.filter(created_at__lte=failed_since) if failed_since else None
-    failed_count = failed_qs.count() if failed_qs is not None else 0
+    processing_count, rest = 0, unobserved
+    if processing_through is not None:
+        processing_count = unobserved.filter(seq__lte=processing_through).count()
+        rest = unobserved.filter(seq__gt=processing_through)
+    failed_count = rest.filter(created_at__lte=failed_since).count() if failed_since else 0
+    stored_count = rest.count() - failed_count
     total = conversation.messages.count()
-    pending_count = unobserved.count() - failed_count
     newest = list(conversation.messages.order_by("-seq").values("id", "seq", "created_at")[:limit])
 
     def state(row: Mapping[str, Any]) -> str:
         if covered(row["seq"]):
             return "completed"
+        if processing_through is not None and row["seq"] <= processing_through:
+            return "processing"
         if failed_since and row["created_at"] <= failed_since:
             return "failed"
-        return "pending"
+        return "stored"
 
     return ExtractionStatus(
         messages=[
             {"messageId": str(row["id"]), "seq": row["seq"], "status": state(row)} for row in newest
         ],
         summary={
-            "pending": pending_count,
-            "completed": total - pending_count - failed_count,
+            "stored": stored_count,
+            "processing": processing_count,
+            "completed": total - stored_count - processing_count - failed_count,
             "failed": failed_count,
         },
     )
@@ -461,7 +493,7 @@ def pin_get(*, conversation: Conversation, pin_id: str) -> Pin:
         return Pin.objects.select_related("conversation").get(pk=pk, conversation=conversation)
     except Pin.DoesNotExist:
         raise MemdeskError(
-            "not_found", "No pin with this id in this conversation.", status_code=404
+            "not_found", "Pin not found in this conversation.", status_code=404
         ) from None
 
 

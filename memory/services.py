@@ -255,7 +255,9 @@ def conversation_delete(
     """Delete a conversation and every tier under it, leaving a receipt in the audit trail.
 
     An agent-scope key needs no reason, but its deletes are told apart from a person's in
-    the trail: the reason starts "deleted by agent" and the event names the key.
+    the trail: the reason starts "deleted by agent" and the event names the key. A
+    conversation that another request deleted meanwhile is left alone: nothing changes,
+    nothing is audited, and the counts are zero (a delete is idempotent).
     """
     if actor.is_human and not reason.strip():
         raise MemdeskError("reason_required", "Deleting memory needs a reason.", field="reason")
@@ -266,7 +268,8 @@ def conversation_delete(
     with transaction.atomic():
         # Locked first: placing a legal hold takes the same lock, so the check below
         # cannot miss a hold placed at the same moment. A hold overrides everything.
-        Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+        if Conversation.objects.select_for_update().filter(pk=conversation.pk).first() is None:
+            return {"messages": 0, "observations": 0, "reflections": 0}
         try:
             conversation_delete_check(conversation=conversation)
         except LegalHoldError as held:
@@ -389,7 +392,7 @@ def _seq_numbers_take(conversation: Conversation, count: int, *, now: datetime) 
         )
         row = cursor.fetchone()
     if row is None:
-        raise MemdeskError("not_found", "No such conversation.", status_code=404)
+        raise MemdeskError("not_found", "Conversation not found.", status_code=404)
     return int(row[0])
 
 
@@ -949,7 +952,7 @@ def _reflection_locked(reflection: Reflection, *, superseded_ok: bool = False) -
     )
     if locked is None:
         raise MemdeskError(
-            "not_found", "No reflection with this id in this conversation.", status_code=404
+            "not_found", "Reflection not found in this conversation.", status_code=404
         )
     if locked.status == Reflection.Status.SUPERSEDED and not superseded_ok:
         raise MemdeskError(
@@ -1221,9 +1224,7 @@ def pin_delete(*, pin: Pin, actor: Actor, reason: str) -> None:
     with transaction.atomic():
         locked = Pin.objects.select_for_update().filter(pk=pin.pk).first()
         if locked is None:
-            raise MemdeskError(
-                "not_found", "No pin with this id in this conversation.", status_code=404
-            )
+            raise MemdeskError("not_found", "Pin not found in this conversation.", status_code=404)
         audit_record(
             workspace_id=pin.conversation.workspace_id,
             actor=actor,
@@ -1347,7 +1348,7 @@ def _after_seq_locked(conversation: Conversation) -> int:
     once are ordered) and return the seq of its last message."""
     updated = Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
     if not updated:
-        raise MemdeskError("not_found", "No such conversation.", status_code=404)
+        raise MemdeskError("not_found", "Conversation not found.", status_code=404)
     return Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
 
 

@@ -99,6 +99,30 @@ def message_to_wire(message: Message, *, score: float | None = None) -> dict[str
     return body
 
 
+# The roles every NAMS client knows (the TypeScript MessageRole union).
+NAMS_ROLES = ("user", "assistant", "system")
+
+
+def tool_result_text(message: Message) -> str:
+    """A tool's output as a turn of a client that has no tool role: labelled, so a model
+    does not read it as something the user said."""
+    return f"[{message.tool_name or 'tool'} result] {message.content}"
+
+
+def recent_message_to_wire(message: Message) -> dict[str, Any]:
+    """A message of the context's ``recentMessages``, which clients put into a prompt
+    as it is. A tool message becomes a user turn labelled with its tool (as the
+    ``messages`` format serves an unanswered tool result; not a system turn, which would
+    lend a tool's output the authority of instructions); ``originalRole`` keeps
+    Memdesk's own role."""
+    body = message_to_wire(message)
+    if message.role not in NAMS_ROLES:
+        body["originalRole"] = message.role
+        body["role"] = "user"
+        body["content"] = tool_result_text(message)
+    return body
+
+
 def memory_line(item: Observation | Reflection, *, today: date) -> str:
     """One line of memory as it goes into a prompt: marker, when it was said (a
     reflection: the span of its sources) with how long ago, the text, and the date of the
@@ -141,12 +165,8 @@ def text_from_content(content: str) -> str:
     return _LINE_EVENT_DATE.sub("", content[head.end() :])
 
 
-def _window(seq: int | None, at: datetime | None) -> dict[str, Any] | None:
-    return None if seq is None else {"seq": seq, "at": iso(at)}
-
-
 def _memory_common(item: Observation | Reflection, *, today: date) -> dict[str, Any]:
-    return {
+    body: dict[str, Any] = {
         "id": str(item.id),
         "conversationId": str(item.conversation_id),
         "content": memory_line(item, today=today),
@@ -160,8 +180,8 @@ def _memory_common(item: Observation | Reflection, *, today: date) -> dict[str, 
         "grounding": item.grounding,
         "groundingFlagged": item.needs_grounding_review,
         "relativeDate": relative_date(item.referenced_at or item.observed_at, today=today),
-        "windowStart": _window(item.window_start_seq, item.window_start_at),
-        "windowEnd": _window(item.window_end_seq, item.window_end_at),
+        "windowStartSeq": item.window_start_seq,
+        "windowEndSeq": item.window_end_seq,
         "source": item.source,
         "engine": item.engine or None,
         "model": item.model_name or None,
@@ -169,7 +189,16 @@ def _memory_common(item: Observation | Reflection, *, today: date) -> dict[str, 
         "topics": item.topics,
         "tokenCount": item.token_count,
         "version": item.version,
+        "createdAt": iso(item.created_at),
     }
+    # When the messages behind it were said, as ISO strings (the NAMS clients' Observation
+    # type): absent, not null, for a note written by hand from no message, since the
+    # TypeScript client types them as optional strings.
+    if item.window_start_at is not None:
+        body["windowStart"] = iso(item.window_start_at)
+    if item.window_end_at is not None:
+        body["windowEnd"] = iso(item.window_end_at)
+    return body
 
 
 def observation_to_wire(

@@ -252,6 +252,8 @@ SPECTACULAR_SETTINGS = {
         "RedactionOperatorEnum": "governance.redaction.OPERATORS",
         "FidelityEnum": "memory.engines.base.FIDELITIES",
         "ToolCallStatusEnum": "memory.models.ToolCall.Status",
+        "NamsRoleEnum": "memory.wire.NAMS_ROLES",
+        "MessageRoleEnum": "memory.models.Message.Role",
     },
     # Ids as UUIDs or positive integers, limit bounds: core/openapi.py.
     "POSTPROCESSING_HOOKS": [

@@ -170,8 +170,9 @@ class ErasureRequestListOut(serializers.Serializer):
 
 
 class ErasureRefusedOut(serializers.Serializer):
-    error = serializers.CharField(help_text="legal_hold")
-    message = serializers.CharField(help_text="Which hold covers the end user.")
+    error = serializers.CharField(help_text="Which hold covers the end user, in a sentence.")
+    code = serializers.CharField(help_text="legal_hold")
+    message = serializers.CharField(help_text="The same sentence as error.")
     erasureRequestId = serializers.IntegerField(help_text="The request, recorded as refused.")
 
 

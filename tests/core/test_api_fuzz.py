@@ -29,6 +29,8 @@ schema.config.generation.update(allow_x00=False)
 # in one of its three texts; a tool call names its step or its conversation), tested
 # where each is made.
 CROSS_FIELD_RULES = {
+    "GET /v1/conversations",  # userId and user_id, when both are sent, must agree
+    "PATCH /v1/workspace/settings",  # at least one of fidelity and contextMaxTokens
     "POST /v1/legal-holds",
     "POST /v1/reasoning/steps",
     "POST /v1/reasoning/tool-calls",

@@ -81,7 +81,7 @@ def test_each_scope_reaches_its_routes_and_no_others(
         assert response.status_code < 500
     else:
         assert response.status_code == 403, response.content
-        assert response.json()["error"] == "forbidden"
+        assert response.json()["code"] == "forbidden"
         assert f"needs a {needed} API key" in response.json()["message"]
         assert f"--scope {needed}" in response.json()["message"]
         # Refused before anything changed.

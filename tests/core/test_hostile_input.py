@@ -47,7 +47,7 @@ def test_bad_message_metadata_is_refused_and_nothing_breaks(
 
     assert response.status_code == 400
     body = response.json()
-    assert body["error"] == error
+    assert body["code"] == error
     assert says in body["message"]
     assert Message.objects.filter(conversation_id=conversation_id).count() == 1
     assert api.get(path).status_code == 200
@@ -79,7 +79,7 @@ def test_a_message_time_out_of_bounds_is_refused(api, conversation_id, created_a
         format="json",
     )
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_created_at"
+    assert response.json()["code"] == "invalid_created_at"
     assert response.json()["field"] == "createdAt"
     assert not Message.objects.filter(conversation_id=conversation_id).exists()
 

@@ -13,6 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from core.readiness import worker_heartbeat_record
 from dashboard.models import Role
+from memory import unsupported
 from memory.models import Conversation
 from memory.services import conversation_create
 from tests.dashboard.factories import chat, observe
@@ -38,7 +39,9 @@ def _routes(resolver: URLResolver, prefix: str = "") -> Iterator[str]:
         route = prefix + str(entry.pattern)
         if isinstance(entry, URLResolver):
             yield from _routes(entry, route)
-        elif isinstance(entry, URLPattern):
+        elif isinstance(entry, URLPattern) and entry.name != unsupported.URL_NAME:
+            # (The NAMS routes Memdesk does not serve answer 501 to anything:
+            # tests/memory/test_nams_routes.py.)
             yield route
 
 
@@ -96,7 +99,7 @@ def test_a_nul_in_a_query_parameter_is_a_400_naming_the_parameter(api):
     response = api.get("/v1/conversations", {"userId": "dana\x00@example.com"})
     assert response.status_code == 400
     body = response.json()
-    assert body["error"] == "invalid_query"
+    assert body["code"] == "invalid_query"
     assert body["field"] == "userId"
     assert "dana" not in response.content.decode()
 

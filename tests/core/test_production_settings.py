@@ -140,7 +140,7 @@ def test_a_key_past_its_limit_gets_429_with_retry_after(api, other_api, empty_ca
     assert statuses == [200, 200, 200]
     refused = api.get("/v1/conversations")
     assert refused.status_code == 429
-    assert refused.json()["error"] == "rate_limited"
+    assert refused.json()["code"] == "rate_limited"
     assert 1 <= int(refused["Retry-After"]) <= 60
     assert other_api.get("/v1/conversations").status_code == 200  # counted per key
 

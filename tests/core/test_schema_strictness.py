@@ -49,20 +49,20 @@ def test_a_limit_that_is_not_a_whole_number_is_refused(api, limit):
         format="json",
     )
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_limit"
+    assert response.json()["code"] == "invalid_limit"
 
 
 def test_a_query_limit_of_true_is_refused(api):
     response = api.get("/v1/conversations?limit=true")
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_limit"
+    assert response.json()["code"] == "invalid_limit"
 
 
 @pytest.mark.parametrize("body", ["null", "[]", '"text"', "3"])
 def test_a_body_that_is_not_an_object_is_refused(api, body):
     response = api.generic("POST", "/v1/conversations", body, content_type="application/json")
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_request"
+    assert response.json()["code"] == "invalid_request"
     assert response.json()["message"] == "The request body must be a JSON object."
 
 
@@ -70,4 +70,4 @@ def test_metrics_refuse_a_malformed_conversation_id(api):
     for value in ["nope", "123"]:
         response = api.get(f"/v1/metrics?conversationId={value}")
         assert response.status_code == 400
-        assert response.json()["error"] == "invalid_id"
+        assert response.json()["code"] == "invalid_id"

@@ -21,7 +21,7 @@ def test_an_unknown_api_route_answers_json(method, api):
     response = getattr(api, method)("/v1/no/such/route")
     assert response.status_code == 404
     assert response["Content-Type"] == "application/json"
-    assert response.json()["error"]
+    assert response.json()["code"]
 
 
 @override_settings(ROOT_URLCONF="tests.dashboard.failing_urls")

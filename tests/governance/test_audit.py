@@ -148,7 +148,7 @@ def test_revert_restores_the_earlier_text_and_is_itself_audited(curator_api):
     refused = api.post(f"{path}/revert", {"version": 1}, format="json")
     assert refused.status_code == 400 and refused.json()["field"] == "reason"
     missing = api.post(f"{path}/revert", {"version": 9, "reason": "x"}, format="json")
-    assert missing.status_code == 400 and missing.json()["error"] == "unknown_version"
+    assert missing.status_code == 400 and missing.json()["code"] == "unknown_version"
 
     response = api.post(f"{path}/revert", {"version": 1, "reason": "it was email"}, format="json")
     assert response.status_code == 200

@@ -30,7 +30,7 @@ from dashboard.models import Membership
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent, RedactionFinding
 from governance.retention.policies import retention_policy_create
-from memory import mcp_tools, pipeline
+from memory import mcp_tools, pipeline, unsupported
 from memory.models import (
     ApiKey,
     Escalation,
@@ -823,6 +823,14 @@ NOT_CHANGES: dict[str, str] = {
         "completed dry-run sweep, for the history)"
     ),
     "POST compliance/retention/dry-run/": "as POST v1/retention/dry-run",
+    # The NAMS clients' routes Memdesk does not serve (entities, graph, Cypher,
+    # ontologies, key management, provenance): whatever the method, they answer 501
+    # not_supported and touch nothing (tests/memory/test_nams_routes.py).
+    **{
+        f"{method} v1/{route}": "answers 501 not_supported; changes nothing"
+        for route in unsupported.UNSUPPORTED_ROUTES
+        for method in WRITE_METHODS
+    },
 }
 
 

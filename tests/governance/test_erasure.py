@@ -167,7 +167,7 @@ def test_a_hold_on_the_end_user_refuses_the_request_with_409(admin, workspace):
 
     assert response.status_code == 409
     body = response.json()
-    assert body["error"] == "legal_hold"
+    assert body["code"] == "legal_hold"
     assert f"Legal hold {hold.pk}" in body["message"]
     recorded = admin.get(f"/v1/erasure-requests/{body['erasureRequestId']}").json()
     assert (recorded["status"], recorded["error"]) == ("refused", body["message"])
@@ -265,7 +265,7 @@ def test_an_end_user_with_no_memory_is_erased_with_zero_counts(admin):
 def test_bad_erasure_requests_are_400s(admin, body, error, field):
     response = admin.post("/v1/erasure-requests", body, format="json")
     assert response.status_code == 400, response.content
-    assert (response.json()["error"], response.json().get("field")) == (error, field)
+    assert (response.json()["code"], response.json().get("field")) == (error, field)
     assert not ErasureRequest.objects.exists()
 
 
@@ -281,7 +281,7 @@ def test_erasure_routes_are_for_admin_keys_and_this_workspace(
         api.get(f"/v1/erasure-requests/{theirs.pk}"),
     ):
         assert response.status_code == 403
-        assert response.json()["error"] == "forbidden"
+        assert response.json()["code"] == "forbidden"
     assert ErasureRequest.objects.count() == 1
     assert admin.get(f"/v1/erasure-requests/{theirs.pk}").status_code == 404
     malformed = admin.get("/v1/erasure-requests/abc")

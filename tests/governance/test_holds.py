@@ -38,7 +38,7 @@ def test_a_held_conversation_cannot_be_deleted_until_the_hold_is_released(api, a
 
     assert refused.status_code == 409
     body = refused.json()
-    assert body["error"] == "legal_hold"
+    assert body["code"] == "legal_hold"
     assert f"Legal hold {hold['id']}" in body["message"]
     assert f"on conversation {conversation.pk}" in body["message"]
     assert Message.objects.filter(conversation=conversation).count() == 5
@@ -132,7 +132,7 @@ def test_holds_are_listed_and_filtered(admin, workspace):
 def test_a_bad_hold_filter_is_refused_naming_it(admin, query, error, field):
     response = admin.get("/v1/legal-holds" + query)
     assert response.status_code == 400
-    assert (response.json()["error"], response.json()["field"]) == (error, field)
+    assert (response.json()["code"], response.json()["field"]) == (error, field)
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ def test_bad_hold_requests_are_refused_clearly(
     response = admin.post("/v1/legal-holds", body, format="json")
 
     assert response.status_code == status, response.content
-    assert response.json()["error"] == error
+    assert response.json()["code"] == error
     assert response.json().get("field") == field
     assert not LegalHold.objects.exists()
 
@@ -173,10 +173,10 @@ def test_release_needs_a_reason_and_happens_once(admin, workspace, other_workspa
     url = f"/v1/legal-holds/{hold['id']}/release"
 
     no_reason = admin.post(url, {}, format="json")
-    assert (no_reason.status_code, no_reason.json()["error"]) == (400, "reason_required")
+    assert (no_reason.status_code, no_reason.json()["code"]) == (400, "reason_required")
     assert admin.post(url, {"reason": "done"}, format="json").status_code == 200
     twice = admin.post(url, {"reason": "done"}, format="json")
-    assert (twice.status_code, twice.json()["error"]) == (409, "hold_already_released")
+    assert (twice.status_code, twice.json()["code"]) == (409, "hold_already_released")
     assert len(events(workspace, "legal_hold.release")) == 1
 
     theirs = legal_hold_place(
@@ -208,6 +208,6 @@ def test_agent_keys_cannot_see_place_or_release_holds(api, workspace, method, pa
         response = api.post(url, {"userId": "v", "reason": "r"}, format="json")
 
     assert response.status_code == 403
-    assert response.json()["error"] == "forbidden"
+    assert response.json()["code"] == "forbidden"
     assert LegalHold.objects.get().is_active
     assert LegalHold.objects.count() == 1

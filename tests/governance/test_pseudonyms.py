@@ -325,7 +325,7 @@ def test_a_reveal_without_a_reason_is_refused_and_not_audited(admin, workspace):
     response = admin.post("/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {}, format="json")
 
     assert response.status_code == 400
-    assert (response.json()["error"], response.json()["field"]) == ("reason_required", "reason")
+    assert (response.json()["code"], response.json()["field"]) == ("reason_required", "reason")
     assert EMAIL not in response.content.decode()
     assert not AuditEvent.objects.filter(action="redaction.pseudonym.reveal").exists()
 
@@ -367,7 +367,7 @@ def test_bad_labels_are_clear_errors(admin, workspace, label, status, error):
     response = admin.post(
         f"/v1/redaction/pseudonyms/{label}/reveal", {"reason": "audit"}, format="json"
     )
-    assert (response.status_code, response.json()["error"]) == (status, error)
+    assert (response.status_code, response.json()["code"]) == (status, error)
 
 
 def test_a_reveal_after_the_key_changed_says_so(admin, workspace, settings):
@@ -379,7 +379,7 @@ def test_a_reveal_after_the_key_changed_says_so(admin, workspace, settings):
     )
 
     assert response.status_code == 409
-    assert response.json()["error"] == "pseudonym_unreadable"
+    assert response.json()["code"] == "pseudonym_unreadable"
     assert "MEMDESK_PSEUDONYM_KEY" in response.json()["message"]
 
 

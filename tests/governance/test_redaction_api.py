@@ -104,7 +104,7 @@ def test_an_agent_key_cannot_change_the_policy(api, method):
     response = getattr(api, method)("/v1/redaction/policy", {"scoreThreshold": 0.9}, format="json")
 
     assert response.status_code == 403
-    assert response.json()["error"] == "forbidden"
+    assert response.json()["code"] == "forbidden"
     assert "needs a compliance API key" in response.json()["message"]
     assert not AuditEvent.objects.filter(action="redaction_policy.update").exists()
 
@@ -253,7 +253,7 @@ def test_approve_and_dismiss_over_the_api(admin, conversation):
     actions = set(AuditEvent.objects.values_list("action", flat=True))
     assert {"redaction_finding.approve", "redaction_finding.dismiss"} <= actions
     again = admin.post(f"/v1/redaction/findings/{first.pk}/approve", {}, format="json")
-    assert (again.status_code, again.json()["error"]) == (409, "finding_not_pending")
+    assert (again.status_code, again.json()["code"]) == (409, "finding_not_pending")
 
 
 def test_another_workspace_cannot_see_or_decide_a_finding(
@@ -326,7 +326,7 @@ def test_originals_are_scoped_to_the_workspace(make_client, other_workspace, red
 )
 def test_bad_original_requests(admin, path, status, error):
     response = admin.get(path)
-    assert (response.status_code, response.json()["error"]) == (status, error)
+    assert (response.status_code, response.json()["code"]) == (status, error)
 
 
 def test_a_destroyed_original_cannot_be_read(admin, api, workspace, conversation):

@@ -579,7 +579,7 @@ def test_agent_keys_are_refused_on_every_retention_route(api, workspace, method,
         response = getattr(api, method)(url, {**POLICY, "name": "x"}, format="json")
 
     assert response.status_code == 403
-    assert response.json()["error"] == "forbidden"
+    assert response.json()["code"] == "forbidden"
     assert RetentionPolicy.objects.get().name == "default"
     assert not events(workspace, "retention_policy.update")
 
@@ -601,7 +601,7 @@ def test_agent_keys_are_refused_on_every_retention_route(api, workspace, method,
 def test_bad_policy_input_is_a_400_naming_the_field(admin, body, error, field):
     response = admin.post("/v1/retention/policies", body, format="json")
     assert response.status_code == 400, response.content
-    assert (response.json()["error"], response.json()["field"]) == (error, field)
+    assert (response.json()["code"], response.json()["field"]) == (error, field)
     assert not RetentionPolicy.objects.exists()
 
 
@@ -611,8 +611,8 @@ def test_a_second_policy_for_the_same_tag_or_name_is_a_conflict(admin):
     same_name = admin.post(
         "/v1/retention/policies", {**POLICY, "conversationTag": "eu"}, format="json"
     )
-    assert (same_tag.status_code, same_tag.json()["error"]) == (409, "duplicate_policy_tag")
-    assert (same_name.status_code, same_name.json()["error"]) == (409, "duplicate_policy_name")
+    assert (same_tag.status_code, same_tag.json()["code"]) == (409, "duplicate_policy_tag")
+    assert (same_name.status_code, same_name.json()["code"]) == (409, "duplicate_policy_name")
 
 
 def test_policy_routes_answer_404_and_400_for_ids_they_do_not_know(
@@ -623,7 +623,7 @@ def test_policy_routes_answer_404_and_400_for_ids_they_do_not_know(
         f"/v1/retention/policies/{_default_policy(workspace).pk}", {}, format="json"
     )
     assert empty_patch.status_code == 400
-    assert empty_patch.json()["error"] == "nothing_to_change"
+    assert empty_patch.json()["code"] == "nothing_to_change"
     assert admin.get(f"/v1/retention/policies/{theirs.pk}").status_code == 404
     patched = admin.patch(f"/v1/retention/policies/{theirs.pk}", {"enabled": False}, format="json")
     assert patched.status_code == 404
@@ -660,7 +660,7 @@ def test_dry_run_then_run_now_then_follow_the_sweep(admin, workspace):
         {"done": 0, "total": 0},
     )
     again = admin.post("/v1/retention/sweeps", format="json")
-    assert (again.status_code, again.json()["error"]) == (409, "sweep_in_progress")
+    assert (again.status_code, again.json()["code"]) == (409, "sweep_in_progress")
 
     retention_sweep_task.apply(args=[body["id"]])  # what the worker does
 

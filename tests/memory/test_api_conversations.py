@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from core.actors import SYSTEM_ACTOR
+from governance.holds import legal_hold_place
 from governance.models import AuditEvent
 from memory.models import Conversation, Message, Observation
+from memory.services import MessageInput, conversation_create, messages_append
 from tests.memory.factories import ObservationFactory
 
 
@@ -81,7 +86,7 @@ def test_a_conversation_with_a_new_message_moves_to_the_top(api):
 def test_a_forged_cursor_is_a_400(api):
     response = api.get("/v1/conversations?cursor=garbage!!")
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_cursor"
+    assert response.json()["code"] == "invalid_cursor"
 
 
 def test_delete_removes_every_tier_and_leaves_a_receipt(api):
@@ -109,3 +114,58 @@ def test_delete_removes_every_tier_and_leaves_a_receipt(api):
     assert receipt.reason == "deleted by agent: user asked"
     assert receipt.actor_type == "api_key"
     assert api.get(f"/v1/conversations/{conversation_id}").status_code == 404
+
+
+def test_a_second_delete_succeeds_and_audits_nothing(api):
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    assert api.delete(f"/v1/conversations/{conversation_id}").status_code == 204
+    events = AuditEvent.objects.count()
+
+    again = api.delete(f"/v1/conversations/{conversation_id}")
+    never = api.delete(f"/v1/conversations/{uuid.uuid4()}")
+
+    assert (again.status_code, again.content) == (204, b"")
+    assert (never.status_code, never.content) == (204, b"")
+    assert AuditEvent.objects.count() == events
+
+
+def test_deleting_another_workspaces_conversation_answers_as_for_none_and_keeps_it(
+    api, other_workspace
+):
+    theirs = conversation_create(workspace=other_workspace, user_id="gina")
+    messages_append(conversation=theirs, items=[MessageInput(role="user", content="Mine.")])
+    events = AuditEvent.objects.count()
+
+    response = api.delete(f"/v1/conversations/{theirs.pk}?reason=probe")
+
+    assert response.status_code == 204
+    assert Message.objects.filter(conversation=theirs).count() == 1
+    assert AuditEvent.objects.count() == events
+
+
+def test_a_legal_hold_still_refuses_the_delete(api, workspace):
+    conversation_id = api.post("/v1/conversations", {"userId": "u-9"}, format="json").json()["id"]
+    legal_hold_place(workspace=workspace, actor=SYSTEM_ACTOR, reason="audit", end_user_id="u-9")
+
+    response = api.delete(f"/v1/conversations/{conversation_id}")
+
+    assert response.status_code == 409
+    assert response.json()["code"] == "legal_hold"
+    assert Conversation.objects.filter(pk=conversation_id).exists()
+
+
+def test_the_list_filters_by_user_id_as_the_typescript_client_sends_it(api):
+    mine = api.post("/v1/conversations", {"userId": "alice"}, format="json").json()["id"]
+    api.post("/v1/conversations", {"userId": "bob"}, format="json")
+
+    snake = api.get("/v1/conversations", {"user_id": "alice"}).json()["conversations"]
+    both = api.get("/v1/conversations", {"user_id": "alice", "userId": "alice"})
+    conflicting = api.get("/v1/conversations", {"user_id": "alice", "userId": "bob"})
+
+    assert [c["id"] for c in snake] == [mine]
+    assert [c["id"] for c in both.json()["conversations"]] == [mine]
+    assert conflicting.status_code == 400
+    assert (conflicting.json()["code"], conflicting.json()["field"]) == (
+        "conflicting_fields",
+        "userId",
+    )

@@ -68,7 +68,7 @@ def test_it_lists_messages_newest_first_and_honours_limit(api, conversation_id):
 def test_it_refuses_limit_outside_1_to_200(api, conversation_id, limit):
     response = api.get(f"/v1/conversations/{conversation_id}/messages?limit={limit}")
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_limit"
+    assert response.json()["code"] == "invalid_limit"
     assert response.json()["field"] == "limit"
 
 
@@ -92,7 +92,7 @@ def test_bulk_add_of_more_than_100_is_refused_and_writes_nothing(api, conversati
         {"messages": [{"role": "user", "content": "x"}] * 101},
     )
     assert response.status_code == 400
-    assert response.json()["error"] == "too_many_messages"
+    assert response.json()["code"] == "too_many_messages"
     assert not Message.objects.filter(conversation_id=conversation_id).exists()
 
 
@@ -147,7 +147,7 @@ def test_it_refuses_content_over_the_size_limit(api, conversation_id):
         api, f"/v1/conversations/{conversation_id}/messages", {"role": "user", "content": "x" * 51}
     )
     assert response.status_code == 400
-    assert response.json()["error"] == "content_too_long"
+    assert response.json()["code"] == "content_too_long"
     assert "50" in response.json()["message"]
 
 
@@ -158,13 +158,13 @@ def test_malformed_json_is_a_400_json_error(api, conversation_id):
         content_type="application/json",
     )
     assert response.status_code == 400
-    assert response.json()["error"] == "malformed_json"
+    assert response.json()["code"] == "malformed_json"
 
 
 def test_a_body_that_is_not_an_object_is_refused(api, conversation_id):
     response = _post(api, f"/v1/conversations/{conversation_id}/messages", ["user", "hi"])
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_request"
+    assert response.json()["code"] == "invalid_request"
 
 
 @pytest.mark.parametrize("bad_id", ["123", "not-a-uuid", "0" * 40])
@@ -172,7 +172,8 @@ def test_a_non_uuid_conversation_id_is_a_400(api, bad_id):
     response = api.get(f"/v1/conversations/{bad_id}/messages")
     assert response.status_code == 400
     assert response.json() == {
-        "error": "invalid_id",
+        "error": f"conversationId must be a UUID; got '{bad_id}'.",
+        "code": "invalid_id",
         "message": f"conversationId must be a UUID; got '{bad_id}'.",
         "field": "conversationId",
     }
@@ -181,13 +182,13 @@ def test_a_non_uuid_conversation_id_is_a_400(api, bad_id):
 def test_an_unknown_conversation_is_a_404(api):
     response = api.get(f"/v1/conversations/{uuid.uuid4()}/messages")
     assert response.status_code == 404
-    assert response.json()["error"] == "not_found"
+    assert response.json()["code"] == "not_found"
 
 
 def test_an_unknown_route_under_v1_is_a_json_404(api):
     response = api.get("/v1/no-such-thing")
     assert response.status_code == 404
-    assert response.json()["error"] == "not_found"
+    assert response.json()["code"] == "not_found"
 
 
 def test_same_idempotency_key_and_body_replays_without_duplicating(api, conversation_id):
@@ -208,7 +209,7 @@ def test_same_idempotency_key_with_another_body_is_a_409(api, conversation_id):
     _post(api, path, {"role": "user", "content": "first"}, HTTP_IDEMPOTENCY_KEY="k")
     response = _post(api, path, {"role": "user", "content": "second"}, HTTP_IDEMPOTENCY_KEY="k")
     assert response.status_code == 409
-    assert response.json()["error"] == "idempotency_key_reused"
+    assert response.json()["code"] == "idempotency_key_reused"
     assert Message.objects.filter(conversation_id=conversation_id).count() == 1
 
 
@@ -279,7 +280,7 @@ def test_a_body_over_the_request_size_limit_is_a_413_json_error(api, conversatio
         {"role": "user", "content": "x" * 5000},
     )
     assert response.status_code == 413
-    assert response.json()["error"] == "request_too_large"
+    assert response.json()["code"] == "request_too_large"
     assert not Message.objects.filter(conversation_id=conversation_id).exists()
 
 

@@ -98,7 +98,8 @@ def test_edit_without_a_reason_is_refused_and_changes_nothing(api, conversation,
         response = api.patch(path, body, format="json")
         assert response.status_code == 400
         assert response.json() == {
-            "error": "reason_required",
+            "error": "A reason is required to change memory.",
+            "code": "reason_required",
             "message": "A reason is required to change memory.",
             "field": "reason",
         }
@@ -140,14 +141,14 @@ def test_an_edit_with_nothing_to_change_is_refused(api, conversation, observatio
     path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
     response = api.patch(path, {"reason": "just because"}, format="json")
     assert response.status_code == 400
-    assert response.json()["error"] == "nothing_to_change"
+    assert response.json()["code"] == "nothing_to_change"
 
 
 def test_delete_needs_a_reason_and_keeps_the_last_version(api, conversation, observation):
     path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
     refused = api.delete(path)
     assert refused.status_code == 400
-    assert refused.json()["error"] == "reason_required"
+    assert refused.json()["code"] == "reason_required"
     assert Observation.objects.filter(pk=observation["id"]).exists()
 
     assert api.delete(path, {"reason": "wrong customer"}, format="json").status_code == 204
@@ -181,3 +182,17 @@ def test_history_of_an_unedited_observation_has_no_earlier_versions(api, convers
     assert response.status_code == 200
     assert response.json()["versions"] == []
     assert response.json()["current"]["version"] == 1
+
+
+def test_limit_keeps_the_newest_observations_in_list_order(api, conversation):
+    texts = [f"User said thing {n}." for n in range(1, 5)]
+    for text in texts:
+        api.post(f"/v1/conversations/{conversation}/observations", {"text": text}, format="json")
+
+    listed = api.get(f"/v1/conversations/{conversation}/observations", {"limit": 2}).json()
+    refused = api.get(f"/v1/conversations/{conversation}/observations", {"limit": 0})
+
+    assert [o["text"] for o in listed["observations"]] == texts[-2:]
+    assert all(o["createdAt"] for o in listed["observations"])
+    assert refused.status_code == 400
+    assert (refused.json()["code"], refused.json()["field"]) == ("invalid_limit", "limit")

@@ -119,7 +119,8 @@ def test_every_change_without_a_reason_is_refused_and_changes_nothing(
     response = getattr(api, method)(_path(reflection, action), body, format="json")
     assert response.status_code == 400
     assert response.json() == {
-        "error": "reason_required",
+        "error": "A reason is required to change memory.",
+        "code": "reason_required",
         "message": "A reason is required to change memory.",
         "field": "reason",
     }
@@ -166,7 +167,7 @@ def test_another_workspace_s_reflection_is_not_found(make_client, other_workspac
     ]:
         response = getattr(other_api, method)(_path(reflection, action), body, format="json")
         assert response.status_code == 404, (method, action)
-        assert response.json()["error"] == "not_found"
+        assert response.json()["code"] == "not_found"
     reflection.refresh_from_db()
     assert reflection.version == 1
 
@@ -186,7 +187,7 @@ def test_a_superseded_reflection_is_history_it_names_what_replaced_it(api, refle
     Reflection.objects.filter(pk=reflection.pk).update(status="superseded", superseded_by=successor)
     response = api.patch(_path(reflection), {"priority": "low", "reason": "r"}, format="json")
     assert response.status_code == 409
-    assert response.json()["error"] == "reflection_superseded"
+    assert response.json()["code"] == "reflection_superseded"
     assert str(successor.pk) in response.json()["message"]
     assert api.get(_path(reflection)).json()["supersededBy"] == str(successor.pk)
     # It may still be deleted (say it held something that must go).
@@ -261,7 +262,7 @@ def test_content_and_text_together_must_agree(api, conversation, observation, re
             format="json",
         )
         assert different.status_code == 400
-        assert different.json()["error"] == "conflicting_fields"
+        assert different.json()["code"] == "conflicting_fields"
         assert different.json()["field"] == "content"
         assert "content and text" in different.json()["message"]
     assert Observation.objects.get(pk=observation["id"]).text == "User prefers SMS."
@@ -276,5 +277,19 @@ def test_empty_content_is_refused_by_its_own_name(api, conversation, observation
         format="json",
     )
     assert response.status_code == 400
-    assert (response.json()["error"], response.json()["field"]) == ("empty_text", "content")
+    assert (response.json()["code"], response.json()["field"]) == ("empty_text", "content")
     assert Observation.objects.get(pk=observation["id"]).version == 1
+
+
+def test_limit_keeps_the_newest_reflections_in_list_order(api, conversation):
+    made = [
+        ReflectionFactory(conversation_id=conversation, text=f"Gen {n}.", generation=n)
+        for n in range(1, 4)
+    ]
+
+    listed = api.get(f"/v1/conversations/{conversation}/reflections", {"limit": 2}).json()
+
+    assert [r["id"] for r in listed["reflections"]] == [str(r.pk) for r in made[1:]]
+    assert [r["createdAt"] for r in listed["reflections"]] == [
+        r.created_at.isoformat() for r in made[1:]
+    ]

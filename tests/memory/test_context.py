@@ -80,7 +80,7 @@ def test_observation_lines_carry_marker_dates_and_relative_date(api, conversatio
         f" the parcel. (event date {(now + timedelta(days=5)):%Y-%m-%d}, in 5 days)"
     )
     assert item["relativeDate"] == "in 5 days"
-    assert item["windowStart"]["seq"] == 1 and item["windowEnd"]["seq"] == 2
+    assert item["windowStartSeq"] == 1 and item["windowEndSeq"] == 2
     assert len(item["sourceMessageIds"]) == 2
 
 
@@ -276,3 +276,45 @@ def test_a_read_after_a_message_write_reads_only_the_new_messages(api, conversat
     assert [m["seq"] for m in body["recentMessages"]] == list(range(1, 12))
     [read] = [q["sql"] for q in queries.captured_queries if 'FROM "memory_message"' in q["sql"]]
     assert '"memory_message"."seq" > 10' in read
+
+
+def test_memory_items_carry_created_at_and_their_window_as_iso_strings(api, conversation):
+    messages = list(Message.objects.filter(conversation_id=conversation).order_by("seq"))
+    note = _observe(
+        conversation,
+        3,
+        5,
+        text="User counted from three.",
+        window_start_at=messages[2].created_at,
+        window_end_at=messages[4].created_at,
+    )
+    by_hand = ObservationFactory(conversation_id=conversation, text="Written from no message.")
+    body = api.get(f"/v1/conversations/{conversation}/observations").json()
+    items = {item["id"]: item for item in body["observations"]}
+
+    windowed, unwindowed = items[str(note.pk)], items[str(by_hand.pk)]
+    assert windowed["windowStart"] == messages[2].created_at.isoformat()
+    assert windowed["windowEnd"] == messages[4].created_at.isoformat()
+    assert (windowed["windowStartSeq"], windowed["windowEndSeq"]) == (3, 5)
+    assert windowed["createdAt"] == note.created_at.isoformat()
+    # Absent, not null: the TypeScript client types them as optional strings.
+    assert "windowStart" not in unwindowed and "windowEnd" not in unwindowed
+    assert unwindowed["windowStartSeq"] is None
+
+
+def test_a_tool_message_is_a_labelled_user_turn_in_recent_messages(api, conversation):
+    _observe(conversation, 1, 10, text="User counted to ten.")
+    api.post(
+        f"/v1/conversations/{conversation}/messages",
+        {"role": "tool", "content": "21C and sunny", "toolName": "weather"},
+        format="json",
+    )
+
+    [recent] = api.get(f"/v1/conversations/{conversation}/context").json()["recentMessages"]
+    stored = api.get(f"/v1/conversations/{conversation}/messages?limit=1").json()["messages"]
+
+    assert (recent["role"], recent["originalRole"]) == ("user", "tool")
+    assert recent["content"] == "[weather result] 21C and sunny"
+    assert recent["toolName"] == "weather"
+    # The message itself keeps its role and content.
+    assert (stored[0]["role"], stored[0]["content"]) == ("tool", "21C and sunny")

@@ -26,7 +26,7 @@ from pydantic import SecretStr
 from core.actors import SYSTEM_ACTOR
 from core.paging import PAGE_LIMIT_MAX
 from governance.models import AuditEvent
-from memory import services
+from memory import pipeline, services
 from memory.models import ApiKey, Conversation, Message, Observation, Reflection
 from memory.tokens import token_count
 from tests.memory.factories import ObservationFactory, ReflectionFactory
@@ -276,17 +276,47 @@ def test_its_extraction_status_counts_messages_an_observation_covers(nams, works
 
     status = nams(lambda memory: memory.get_extraction_status(str(conversation.id)))
 
-    assert status.summary == {"pending": 2, "completed": 3, "failed": 0}
-    assert status.pending_count == 2
-    assert not status.is_complete
+    assert status.summary == {"stored": 2, "processing": 0, "completed": 3, "failed": 0}
     by_id = {row["messageId"]: row["status"] for row in status.messages}
-    assert by_id == {str(m.id): "completed" if m.seq <= 3 else "pending" for m in messages}
+    assert by_id == {str(m.id): "completed" if m.seq <= 3 else "stored" for m in messages}
+    # Stored below the Observer's threshold is not in flight: nothing for a client to wait
+    # out (its wait_for_extraction would otherwise wait for 30k tokens of conversation).
+    assert status.pending_count == 0
+    assert status.is_complete
 
     ObservationFactory(conversation=conversation, window_start_seq=4, window_end_seq=5)
     status = nams(lambda memory: memory.get_extraction_status(str(conversation.id)))
 
-    assert status.summary == {"pending": 0, "completed": 5, "failed": 0}
+    assert status.summary == {"stored": 0, "processing": 0, "completed": 5, "failed": 0}
     assert status.is_complete
+
+
+def test_wait_for_extraction_returns_once_messages_are_stored_and_waits_out_a_run(
+    nams, live_server, raw_key, workspace
+):
+    conversation = services.conversation_create(workspace=workspace)
+    _append(conversation, "My order ORD-4417 arrived broken.", "Please send a replacement.")
+    settings = MemorySettings(
+        _env_file=None,
+        backend="nams",
+        nams=NamsConfig(endpoint=f"{live_server.url}/v1", api_key=SecretStr(raw_key)),
+    )
+
+    async def wait(timeout: float) -> bool:
+        async with MemoryClient(settings) as client:
+            return await client.long_term.wait_for_extraction(
+                session_id=str(conversation.id), timeout=timeout, interval=0.1
+            )
+
+    # Far below the Observer's threshold: stored, nothing under way.
+    assert asyncio.run(wait(timeout=5)) is True
+
+    # A queued Observer run (no worker takes it here) is in flight: the wait times out.
+    run = pipeline.run_now(kind="observe", conversation=conversation, wait=False)
+    assert run.is_open
+    assert asyncio.run(wait(timeout=0.5)) is False
+    status = nams(lambda memory: memory.get_extraction_status(str(conversation.id)))
+    assert status.summary["processing"] == 2
 
 
 def test_clear_session_deletes_the_conversation_and_audits_it(nams, workspace, raw_key):
@@ -324,12 +354,12 @@ def test_a_revoked_key_raises_the_clients_authentication_error(nams, workspace, 
     api_key = ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(raw_key))
     services.api_key_revoke(api_key=api_key, actor=SYSTEM_ACTOR)
 
-    with pytest.raises(AuthenticationError, match="unauthorized"):
+    with pytest.raises(AuthenticationError, match="This API key was revoked"):
         nams(lambda memory: memory.list_conversations())
 
 
 def test_an_unknown_conversation_raises_the_clients_not_found_error(nams, workspace):
-    with pytest.raises(NotFoundError, match="not_found"):
+    with pytest.raises(NotFoundError, match="Conversation not found in this workspace"):
         nams(lambda memory: memory.get_conversation(str(uuid.uuid4())))
 
 
@@ -339,8 +369,9 @@ def test_another_workspaces_conversation_is_not_found(nams, other_workspace):
 
     with pytest.raises(NotFoundError):
         nams(lambda memory: memory.add_message(str(theirs.id), "user", "Hello?"))
-    with pytest.raises(NotFoundError):
-        nams(lambda memory: memory.clear_session(str(theirs.id)))
+    # A delete is idempotent, so clearing an id this workspace does not hold succeeds
+    # as for a conversation already deleted: it must not touch the other workspace's.
+    nams(lambda memory: memory.clear_session(str(theirs.id)))
 
     assert Message.objects.filter(conversation=theirs).count() == 1
 
@@ -359,6 +390,8 @@ def test_a_limit_out_of_range_surfaces_invalid_limit(nams, workspace):
         nams(lambda memory: memory.get_conversation(str(conversation.id), limit=0))
 
     for raised in (search_error.value, list_error.value):
-        assert raised.details["error"] == "invalid_limit"
+        assert raised.details["code"] == "invalid_limit"
         assert raised.details["field"] == "limit"
-        assert "invalid_limit" in str(raised)
+        # The client's exception carries the sentence, which names the parameter.
+        assert raised.details["error"] == raised.details["message"]
+        assert raised.details["error"] in str(raised) and "limit" in str(raised)

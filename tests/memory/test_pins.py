@@ -97,7 +97,7 @@ def test_unpinning_needs_a_reason_and_is_audited(api, conversation):
 
     refused = api.delete(url)
     assert refused.status_code == 400
-    assert (refused.json()["error"], refused.json()["field"]) == ("reason_required", "reason")
+    assert (refused.json()["code"], refused.json()["field"]) == ("reason_required", "reason")
     assert Pin.objects.filter(pk=pin_id).exists()
 
     assert api.delete(url, {"reason": "superseded by clause 8"}, format="json").status_code == 204
@@ -122,7 +122,7 @@ def test_a_span_outside_the_message_or_empty_is_refused(api, conversation, span,
     response = _pin(api, conversation, messageId=str(_message(conversation, 2).pk), **span)
 
     assert response.status_code == 400
-    assert (response.json()["error"], response.json()["field"]) == ("invalid_span", field)
+    assert (response.json()["code"], response.json()["field"]) == ("invalid_span", field)
     assert not Pin.objects.exists()
 
 
@@ -133,7 +133,7 @@ def test_a_whitespace_only_span_is_refused(api, conversation):
     response = _pin(api, conversation, messageId=str(message.pk), start=space, end=space + 1)
 
     assert response.status_code == 400
-    assert response.json()["error"] == "empty_span"
+    assert response.json()["code"] == "empty_span"
     assert not Pin.objects.exists()
 
 
@@ -146,7 +146,7 @@ def test_another_workspaces_message_cannot_be_pinned(api, other_api, conversatio
 
     response = _pin(api, conversation, messageId=str(their_message.pk))
     assert response.status_code == 400
-    assert (response.json()["error"], response.json()["field"]) == ("unknown_message", "messageId")
+    assert (response.json()["code"], response.json()["field"]) == ("unknown_message", "messageId")
     # Nor can their conversation be reached at all.
     assert _pin(api, theirs, messageId=str(their_message.pk)).status_code == 404
     assert api.get(f"/v1/conversations/{theirs}/pins").status_code == 404

@@ -234,7 +234,7 @@ def test_a_failed_run_keeps_messages_recent_and_reports_them_failed(
     assert (run.status, run.error) == ("failed", "provider 500")
     assert pipeline.unobserved_messages(conversation=conversation).count() == 5
     status = api.get(f"/v1/conversations/{conversation.pk}/extraction-status").json()
-    assert status["summary"] == {"pending": 0, "completed": 0, "failed": 5}
+    assert status["summary"] == {"stored": 0, "processing": 0, "completed": 0, "failed": 5}
     # Automatic triggers hold off for a while; a person can still ask for a run.
     workspace.observer_threshold = 1
     workspace.save()
@@ -367,7 +367,7 @@ def test_metrics_report_raw_and_served_tokens_and_compression(api, conversation)
 def test_a_wait_flag_that_is_not_a_boolean_is_refused_and_schedules_nothing(api, conversation):
     response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=maybe")
     assert response.status_code == 400
-    assert (response.json()["error"], response.json()["field"]) == ("invalid_wait", "wait")
+    assert (response.json()["code"], response.json()["field"]) == ("invalid_wait", "wait")
     assert not ObserverRun.objects.filter(conversation=conversation).exists()
 
 

@@ -165,7 +165,7 @@ def test_cancelling_a_finished_run_is_a_conflict(api, conversation):
     response = api.post(f"/v1/runs/{run.pk}/cancel")
 
     assert response.status_code == 409
-    assert response.json()["error"] == "run_finished"
+    assert response.json()["code"] == "run_finished"
     assert "already succeeded" in response.json()["message"]
     assert _run_body(api, run)["status"] == "succeeded"
     assert api.post(f"/v1/runs/{run.pk}/cancel").status_code == 409

@@ -141,7 +141,7 @@ def test_it_refuses_a_change_without_a_reason(admin, workspace, reason):
     response = admin.patch(SETTINGS, body, format="json")
 
     assert response.status_code == 400
-    assert response.json()["error"] == "reason_required"
+    assert response.json()["code"] == "reason_required"
     assert response.json()["field"] == "reason"
     assert _stored_fidelity(workspace) == ""
     assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
@@ -152,7 +152,7 @@ def test_it_refuses_an_unknown_level_naming_the_levels(admin, workspace):
 
     assert response.status_code == 400
     body = response.json()
-    assert (body["error"], body["field"]) == ("invalid_fidelity", "fidelity")
+    assert (body["code"], body["field"]) == ("invalid_fidelity", "fidelity")
     assert "compact, balanced, detailed" in body["message"] and "'verbose'" in body["message"]
     assert _stored_fidelity(workspace) == ""
     assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
@@ -174,7 +174,7 @@ def test_it_refuses_a_malformed_body_and_stores_nothing(admin, workspace, body, 
     response = admin.patch(SETTINGS, body, format="json")
 
     assert response.status_code == 400
-    assert (response.json()["error"], response.json()["field"]) == (error, field)
+    assert (response.json()["code"], response.json()["field"]) == (error, field)
     workspace.refresh_from_db()
     assert (workspace.fidelity, workspace.observer_threshold) == ("", None)
 
@@ -202,7 +202,7 @@ def test_an_agent_key_may_read_but_not_change_the_settings(api, workspace):
     response = api.patch(SETTINGS, {"fidelity": "compact", "reason": "x"}, format="json")
 
     assert response.status_code == 403
-    assert response.json()["error"] == "forbidden"
+    assert response.json()["code"] == "forbidden"
     assert _stored_fidelity(workspace) == ""
     assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
 

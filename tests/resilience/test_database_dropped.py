@@ -83,7 +83,7 @@ def test_a_dropped_connection_answers_503_json_then_the_next_request_recovers(ap
     assert failed["Content-Type"] == "application/json"
     assert failed["Retry-After"] == "5"
     body = failed.json()
-    assert body["error"] == "database_unavailable"
+    assert body["code"] == "database_unavailable"
     assert body["requestId"] == failed["X-Request-Id"]
     assert recovered.status_code == 201
     newest_first = api.get(f"/v1/conversations/{conversation['id']}/messages").json()
@@ -106,7 +106,7 @@ def test_while_the_database_refuses_connections_api_and_dashboard_answer_503(api
         page = browser.get("/conversations/")
 
     assert [r.status_code for r in during_api] == [503, 503]
-    assert {r.json()["error"] for r in during_api} == {"database_unavailable"}
+    assert {r.json()["code"] for r in during_api} == {"database_unavailable"}
     assert during_write.status_code == 503
     assert page.status_code == 503
     assert "Memdesk is briefly unavailable" in page.content.decode()

@@ -16,6 +16,7 @@ from django.urls import get_resolver
 from rest_framework.test import APIClient
 
 from governance.models import AuditEvent
+from memory import unsupported
 from memory.models import Message, Observation, Reflection
 from tests.governance.test_audit_coverage import World, _patterns, allowed_methods
 
@@ -39,6 +40,9 @@ DEFAULT_BODY = {"text": "probe", "reason": REASON, "enabled": False}
 def _api_routes_with_ids() -> list[tuple[str, str]]:
     routes = []
     for route, view in _patterns(get_resolver().url_patterns):
+        # The NAMS routes Memdesk does not serve read no id: they answer 501 to anyone.
+        if getattr(view, "view_class", None) is unsupported.NotSupportedApi:
+            continue
         if route.startswith("v1/") and PARAMETER.search(route):
             for method in sorted(allowed_methods(view) & set(METHODS)):
                 routes.append((method, route))
@@ -71,6 +75,9 @@ def owner(other_workspace, eager_tasks) -> dict[str, str]:
         "target_type": "message",
         "target_id": str(redacted.pk),
     }
+
+
+IDEMPOTENT = {("DELETE", "v1/conversations/<str:conversation_id>")}
 
 
 def _nowhere(name: str, real: str) -> str:
@@ -119,11 +126,17 @@ def test_no_route_tells_another_workspaces_object_from_one_that_does_not_exist(
         assert not missing, f"{method} {route}: make a {missing} in the owner fixture"
         probe = _call(intruder, method, route, owner)
         baseline = _call(intruder, method, route, nowhere)
-        answer = (probe.status_code, probe.json().get("error") if probe.content else None)
+        answer = (probe.status_code, probe.json().get("code") if probe.content else None)
         expected = (
             baseline.status_code,
-            baseline.json().get("error") if baseline.content else None,
+            baseline.json().get("code") if baseline.content else None,
         )
+        if (method, route) in IDEMPOTENT:
+            # A delete NAMS clients expect to be idempotent: theirs answers as an id no
+            # workspace holds, 204, and is left alone (the state is checked below).
+            if answer != expected or answer != (204, None):
+                leaks.append(f"{method} /{route}: {answer} for theirs, {expected} for none")
+            continue
         answers.append(answer)
         if answer != expected or probe.status_code in (200, 201, 202, 204, 403):
             leaks.append(f"{method} /{route}: {answer} for theirs, {expected} for none")
