@@ -25,7 +25,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, Protocol
 
@@ -448,6 +448,9 @@ class _Tail:
     intervals: tuple[tuple[int, int], ...]  # the observed seq ranges, fixed until then
     messages: tuple[Message, ...]
     wires: dict[Any, str]  # each message's JSON, by id, as the json format needs it
+    # Older unobserved messages left out of ``messages`` (the newest
+    # LOCAL_TAIL_MAX_MESSAGES are kept): a budget that drops messages drops them first.
+    trimmed: int = 0
 
 
 def _recent_cached(
@@ -472,24 +475,50 @@ def _recent_cached(
         )
         if reidentifier is not None:
             reidentify_items(reidentifier, new)
-        tail = _Tail(conversation.last_seq, tail.intervals, tail.messages + tuple(new), tail.wires)
-    # A tail no Observer run trims (the pipeline off, or far behind) would grow the
-    # worker without bound: past this many messages it is read again each time.
-    if len(tail.messages) <= LOCAL_TAIL_MAX_MESSAGES:
-        _local_put(key, tail)
+        messages = tail.messages + tuple(new)
+        trimmed = tail.trimmed
+        # A tail no Observer run shortens (the pipeline off, or far behind) would grow
+        # the worker without bound: only the newest messages are kept.
+        cut = len(messages) - LOCAL_TAIL_MAX_MESSAGES
+        if cut > 0:
+            for message in messages[:cut]:
+                tail.wires.pop(message.pk, None)
+            messages, trimmed = messages[cut:], trimmed + cut
+        tail = _Tail(conversation.last_seq, tail.intervals, messages, tail.wires, trimmed)
+    _local_put(key, tail)
     return tail
+
+
+def _fit_tail(
+    conversation: Conversation,
+    block: _MemoryBlock,
+    tail: _Tail,
+    max_tokens: int | None,
+    reidentifier: Reidentifies | None,
+) -> tuple[_Fitted, dict[Any, str]]:
+    """``_fit`` of the whole unobserved tail, and the messages' JSON to render it with.
+    When the worker kept only the tail's newest messages, that is the same fit as long as
+    the budget drops some of them (it drops the oldest first, so all the older ones too);
+    otherwise the tail is read whole, and encoded apart from the kept JSON, which stays
+    bounded."""
+    fitted = _fit(block, list(tail.messages), max_tokens)
+    if not tail.trimmed:
+        return fitted, tail.wires
+    if fitted.dropped.get("recentMessages"):
+        dropped = fitted.dropped["recentMessages"] + tail.trimmed
+        return replace(fitted, dropped={**fitted.dropped, "recentMessages": dropped}), tail.wires
+    whole = _recent(conversation, reidentifier=reidentifier)
+    return _fit(block, whole, max_tokens), {}
 
 
 def _render(
     conversation: Conversation,
     *,
-    block: _MemoryBlock,
-    recent: list[Message],
+    fitted: _Fitted,
     wires: dict[Any, str],
     fmt: str,
     max_tokens: int | None,
 ) -> RenderedContext:
-    fitted = _fit(block, recent, max_tokens)
     budget: dict[str, Any] = {}
     if max_tokens is not None:
         budget = {
@@ -607,11 +636,11 @@ def context_for_conversation(
             conversation, fmt=fmt, today=today, names=names, reidentifier=reidentifier
         )
         tail = _recent_cached(conversation, names=names, reidentifier=reidentifier)
+        fitted, wires = _fit_tail(conversation, block, tail, max_tokens, reidentifier)
         rendered = _render(
             conversation,
-            block=block,
-            recent=list(tail.messages),
-            wires=tail.wires,
+            fitted=fitted,
+            wires=wires,
             fmt=fmt,
             max_tokens=max_tokens,
         )

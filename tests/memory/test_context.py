@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
+from memory import context
 from memory.models import Message
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
@@ -276,6 +278,33 @@ def test_a_read_after_a_message_write_reads_only_the_new_messages(api, conversat
     assert [m["seq"] for m in body["recentMessages"]] == list(range(1, 12))
     [read] = [q["sql"] for q in queries.captured_queries if 'FROM "memory_message"' in q["sql"]]
     assert '"memory_message"."seq" > 10' in read
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "messages"])
+@pytest.mark.parametrize("max_tokens", [None, 40, 12])
+def test_a_worker_keeping_only_the_newest_of_a_long_tail_serves_what_it_would_whole(
+    api, conversation, monkeypatch, fmt, max_tokens
+):
+    # The pipeline off: nothing shortens the tail, and a worker keeps its newest 4.
+    path = f"/v1/conversations/{conversation}/context?format={fmt}" + (
+        f"&max_tokens={max_tokens}" if max_tokens else ""
+    )
+    monkeypatch.setattr(context, "LOCAL_TAIL_MAX_MESSAGES", 4)
+    api.get(path)
+    for n in (11, 12, 13):
+        api.post(
+            f"/v1/conversations/{conversation}/messages",
+            {"role": "user", "content": f"message number {n}"},
+            format="json",
+        )
+        kept = api.get(path).content
+
+    # The same read in a worker that never kept a tail, with no cache in front of it.
+    monkeypatch.setattr(context, "LOCAL_TAIL_MAX_MESSAGES", 10_000)
+    context._LOCAL.clear()
+    context._BODIES.clear()
+    cache.clear()
+    assert kept == api.get(path).content
 
 
 def test_memory_items_carry_created_at_and_their_window_as_iso_strings(api, conversation):
