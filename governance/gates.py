@@ -477,6 +477,15 @@ def redaction_for_run_summary(*, conversation: Conversation, texts: Sequence[str
 # --- reasoning steps and tool calls --------------------------------------------------------------
 
 
+def _redacts_at_ingest(workspace_id: uuid.UUID) -> bool:
+    """The policy's ``redact_at_ingest``, in one indexed query."""
+    return bool(
+        RedactionPolicy.objects.filter(workspace_id=workspace_id)
+        .values_list("redact_at_ingest", flat=True)
+        .first()
+    )
+
+
 def reasoning_redaction_at_ingest(
     *, workspace_id: uuid.UUID, texts: Sequence[str]
 ) -> list[str] | None:
@@ -484,12 +493,7 @@ def reasoning_redaction_at_ingest(
     messages at ingest: what it finds replaced by entity type (a tool's arguments and
     output hold personal data as often as messages do). None (one indexed query,
     without loading the engine) when it does not."""
-    redact = (
-        RedactionPolicy.objects.filter(workspace_id=workspace_id)
-        .values_list("redact_at_ingest", flat=True)
-        .first()
-    )
-    if not redact:
+    if not _redacts_at_ingest(workspace_id):
         return None
     return _typed_redaction(workspace_id=workspace_id, texts=texts)
 
@@ -588,13 +592,7 @@ def redaction_at_ingest(
     The caller stores ``redact()`` of the result, in its transaction. Findings pending
     review stay in the stored text until a person decides; engines never read them
     unmasked (the observation and reflection gates mask them)."""
-    if redact is None:
-        redact = (
-            RedactionPolicy.objects.filter(workspace_id=workspace_id)
-            .values_list("redact_at_ingest", flat=True)
-            .first()
-        )
-    if not redact:
+    if not (_redacts_at_ingest(workspace_id) if redact is None else redact):
         return None
     policy = RedactionPolicy.objects.get(workspace_id=workspace_id)
     spec = redaction.PolicySpec.of(policy)
