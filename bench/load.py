@@ -257,12 +257,13 @@ def _tree(pid: int) -> list[int]:
 
 
 @contextmanager
-def celery_worker(env: dict[str, str], concurrency: int) -> Any:
-    """The Procfile's worker line."""
+def celery_worker(env: dict[str, str], concurrency: int, nice: int = 0) -> Any:
+    """The Procfile's worker line (at niceness ``nice``: the web first on a shared host)."""
     log_path = Path(env["MEMDESK_VAR_DIR"]) / "celery.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [
+                *(["nice", "-n", str(nice)] if nice else []),
                 str(harness.ROOT / ".venv" / "bin" / "celery"),
                 "-A",
                 "config",
@@ -280,7 +281,10 @@ def celery_worker(env: dict[str, str], concurrency: int) -> Any:
         )
     try:
         time.sleep(3)
-        harness.say(f"celery     pid {process.pid}, concurrency {concurrency}")
+        harness.say(
+            f"celery     pid {process.pid}, concurrency {concurrency}"
+            + (f", niceness {nice}" if nice else "")
+        )
         yield process
     finally:
         harness._stop(process)  # type: ignore[arg-type]
@@ -355,8 +359,10 @@ def phase(
         scripts[name].write_text(text)
     rows: list[list[str]] = []
     with (
-        harness.gunicorn(env, workers=args.web_workers) as server,
-        celery_worker(env, args.worker_concurrency) as worker,
+        harness.gunicorn(
+            env, workers=args.web_workers, worker_class=args.worker_class, threads=args.threads
+        ) as server,
+        celery_worker(env, args.worker_concurrency, args.worker_nice) as worker,
     ):
         # Baselines: /healthz, and the context of conversations no one writes to.
         harness.wait_for_quiet_machine()
@@ -414,6 +420,11 @@ def main() -> int:
     parser.add_argument("--bulk", type=int, default=10, help="messages per write")
     parser.add_argument("--seed-messages", type=int, default=2000, help="per conversation")
     parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")
+    parser.add_argument("--threads", type=int, default=1, help="per gthread web worker")
+    parser.add_argument(
+        "--worker-nice", type=int, default=0, help="run the Celery worker at this niceness"
+    )
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--redis-db", type=int, default=12)
     parser.add_argument(
