@@ -363,11 +363,33 @@ def _recent(conversation: Conversation, *, reidentifier: Reidentifies | None) ->
 
 # The memory blocks and tails a worker rendered or fetched last, by their cache key. The
 # key names every version the entry depends on, so an entry is never stale, only
-# unused; a read under a busy writer then costs no round trip for the block.
+# unused; a read under a busy writer then costs no round trip for the block. Bounded by
+# entries and by the items (messages, memory lines) they hold together: a 10-minute
+# load run with 64 entries and no such bound grew each web worker by 450 MB of tails.
 _LOCAL: OrderedDict[str, Any] = OrderedDict()
 LOCAL_ENTRIES_KEPT = 64
+LOCAL_ITEMS_KEPT = 20_000
 LOCAL_TAIL_MAX_MESSAGES = 2000
+_local_items = 0
 _local_lock = threading.Lock()
+
+
+def _items_in(value: Any) -> int:
+    if isinstance(value, _Tail):
+        return len(value.messages)
+    if isinstance(value, _MemoryBlock):
+        return len(value.pins) + len(value.reflections) + len(value.observations)
+    return 1
+
+
+def local_clear() -> None:
+    """Forget every block, tail and body this worker keeps (tests: a fresh worker)."""
+    global _local_items, _body_bytes
+    with _local_lock:
+        _LOCAL.clear()
+        _TAIL_KEYS.clear()
+        _BODIES.clear()
+        _local_items = _body_bytes = 0
 
 
 def _local_get(key: str) -> Any:
@@ -378,12 +400,21 @@ def _local_get(key: str) -> Any:
         return value
 
 
-def _local_put(key: str, value: Any) -> None:
+def _local_put(key: str, value: Any, *, replaces: str | None = None) -> None:
+    """Keep ``value``; ``replaces``: the key of an entry it supersedes (the same
+    conversation's tail before memory changed), dropped at once."""
+    global _local_items
     with _local_lock:
+        for old_key in (key, replaces):
+            if old_key is not None and old_key in _LOCAL:
+                _local_items -= _items_in(_LOCAL.pop(old_key))
         _LOCAL[key] = value
-        _LOCAL.move_to_end(key)
-        while len(_LOCAL) > LOCAL_ENTRIES_KEPT:
-            _LOCAL.popitem(last=False)
+        _local_items += _items_in(value)
+        while len(_LOCAL) > 1 and (
+            len(_LOCAL) > LOCAL_ENTRIES_KEPT or _local_items > LOCAL_ITEMS_KEPT
+        ):
+            _, dropped = _LOCAL.popitem(last=False)
+            _local_items -= _items_in(dropped)
 
 
 # Whole rendered bodies, by the same kind of key, bounded by their size: a read that
@@ -453,6 +484,11 @@ class _Tail:
     trimmed: int = 0
 
 
+# The key of each conversation's latest tail in this worker: a tail of an older
+# ``memory_version`` is never read again once a newer one is kept.
+_TAIL_KEYS: dict[tuple[Any, str], str] = {}
+
+
 def _recent_cached(
     conversation: Conversation, *, names: str, reidentifier: Reidentifies | None
 ) -> _Tail:
@@ -463,6 +499,7 @@ def _recent_cached(
         f"memdesk:ctxtail:{RENDER_VERSION}:{conversation.pk}:{conversation.memory_version}:{names}"
     )
     tail: _Tail | None = _local_get(key)
+    previous_key = _TAIL_KEYS.get((conversation.pk, names))
     if tail is None:
         tail = _Tail(0, tuple(covered_intervals(conversation=conversation)), (), {})
     if tail.through_seq < conversation.last_seq:
@@ -485,7 +522,12 @@ def _recent_cached(
                 tail.wires.pop(message.pk, None)
             messages, trimmed = messages[cut:], trimmed + cut
         tail = _Tail(conversation.last_seq, tail.intervals, messages, tail.wires, trimmed)
-    _local_put(key, tail)
+    _local_put(key, tail, replaces=previous_key if previous_key != key else None)
+    with _local_lock:
+        if len(_TAIL_KEYS) > 4 * LOCAL_ENTRIES_KEPT:
+            for stale in [k for k, v in _TAIL_KEYS.items() if v not in _LOCAL]:
+                del _TAIL_KEYS[stale]
+        _TAIL_KEYS[(conversation.pk, names)] = key
     return tail
 
 

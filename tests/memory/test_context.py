@@ -301,8 +301,7 @@ def test_a_worker_keeping_only_the_newest_of_a_long_tail_serves_what_it_would_wh
 
     # The same read in a worker that never kept a tail, with no cache in front of it.
     monkeypatch.setattr(context, "LOCAL_TAIL_MAX_MESSAGES", 10_000)
-    context._LOCAL.clear()
-    context._BODIES.clear()
+    context.local_clear()
     cache.clear()
     assert kept == api.get(path).content
 
@@ -347,3 +346,34 @@ def test_a_tool_message_is_a_labelled_user_turn_in_recent_messages(api, conversa
     assert recent["toolName"] == "weather"
     # The message itself keeps its role and content.
     assert (stored[0]["role"], stored[0]["content"]) == ("tool", "21C and sunny")
+
+
+def test_a_worker_keeps_one_tail_per_conversation_and_a_bounded_number_of_items(
+    api, curator_api, conversation, monkeypatch
+):
+    path = f"/v1/conversations/{conversation}/context"
+    api.get(path)
+    observation = _observe(conversation, 1, 3, text="User counted to three.")
+    curator_api.patch(
+        f"/v1/conversations/{conversation}/observations/{observation.pk}",
+        {"text": "User counted to three, aloud.", "reason": "detail"},
+        format="json",
+    )
+    api.get(path)
+    # The tail read before memory changed is gone, not left to age out.
+    tails = [
+        key for key in context._LOCAL if key.startswith("memdesk:ctxtail:") and conversation in key
+    ]
+    assert len(tails) == 1
+
+    monkeypatch.setattr(context, "LOCAL_ITEMS_KEPT", 15)
+    for _ in range(3):
+        other = api.post("/v1/conversations", {}, format="json").json()["id"]
+        api.post(
+            f"/v1/conversations/{other}/messages/bulk",
+            {"messages": [{"role": "user", "content": f"m{n}"} for n in range(8)]},
+            format="json",
+        )
+        assert api.get(f"/v1/conversations/{other}/context").status_code == 200
+    assert sum(context._items_in(value) for value in context._LOCAL.values()) <= 15
+    assert context._local_items <= 15
