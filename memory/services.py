@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import uuid
 from collections.abc import Callable, Sequence
@@ -15,7 +16,14 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, models, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    IntegrityError,
+    OperationalError,
+    connections,
+    models,
+    transaction,
+)
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -60,6 +68,8 @@ MAX_BULK_MESSAGES = 100
 # A default context budget beyond any model's window is a typo, not a choice.
 MAX_CONTEXT_MAX_TOKENS = 10_000_000
 REASON_REQUIRED = "A reason is required to change memory."
+
+logger = logging.getLogger(__name__)
 
 
 # --- Workspaces and keys -------------------------------------------------------------
@@ -265,6 +275,31 @@ def conversation_delete(
     if actor.type == ActorType.API_KEY and actor.role == ApiKey.Scope.AGENT:
         reason = AGENT_DELETE_REASON + (f": {reason.strip()}" if reason.strip() else "")
         deleted_by = {"deletedBy": {"apiKey": actor.name, "apiKeyId": actor.id}}
+    # A worker writing the conversation's scans or memory at the same moment can
+    # deadlock with the cascade on PostgreSQL; the whole delete is tried again.
+    for attempt in range(DELETE_ATTEMPTS):
+        try:
+            return _conversation_delete_once(
+                conversation=conversation, actor=actor, reason=reason, deleted_by=deleted_by
+            )
+        except OperationalError as error:
+            if attempt + 1 == DELETE_ATTEMPTS or not _is_deadlock(error):
+                raise
+            logger.warning("conversation delete deadlocked; trying again (attempt %s)", attempt + 2)
+    raise AssertionError("unreachable")
+
+
+DELETE_ATTEMPTS = 3
+
+
+def _is_deadlock(error: OperationalError) -> bool:
+    # 40P01 deadlock_detected, 40001 serialization_failure (psycopg's sqlstate).
+    return getattr(error.__cause__, "sqlstate", None) in ("40P01", "40001")
+
+
+def _conversation_delete_once(
+    *, conversation: Conversation, actor: Actor, reason: str, deleted_by: dict[str, Any] | None
+) -> dict[str, Any]:
     with transaction.atomic():
         # Locked first: placing a legal hold takes the same lock, so the check below
         # cannot miss a hold placed at the same moment. A hold overrides everything.
