@@ -50,7 +50,7 @@ from memory.context import (
     context_for_conversation,
     context_if_cached,
     parse_max_tokens,
-    reidentify_items,
+    readable_items,
 )
 from memory.metrics import context_read_record, pipeline_metrics
 from memory.models import (
@@ -279,11 +279,7 @@ class MemoryApi(ApiView):
         return self._reidentifier
 
     def readable(self, rows: Iterable[MemoryRowT]) -> list[MemoryRowT]:
-        rows = list(rows)
-        reidentifier = self.reidentifier()
-        if reidentifier is not None:
-            reidentify_items(reidentifier, rows)
-        return rows
+        return readable_items(self.reidentifier(), rows)
 
     def idempotent(
         self, request: Request, write: Callable[[], tuple[int, Any, Conversation]]

@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from django.utils import timezone
 
@@ -60,6 +60,8 @@ from memory.wire import (
     reflection_to_wire,
     tool_result_text,
 )
+
+ItemT = TypeVar("ItemT", Message, Observation, Reflection, Pin)
 
 FORMATS = ("json", "text", "messages")
 # Tokens a chat message costs beyond its content (role and separators), as OpenAI counts.
@@ -321,6 +323,15 @@ def _render_json(conversation: Conversation, fitted: _Fitted, wires: dict[Any, s
         + recent
         + "]"
     )
+
+
+def readable_items(reidentifier: Reidentifies | None, items: Iterable[ItemT]) -> list[ItemT]:
+    """The rows as an API key may read them: with the values put back when
+    ``reidentifier`` is given (the workspace's policy lets agents see them)."""
+    rows = list(items)
+    if reidentifier is not None:
+        reidentify_items(reidentifier, rows)
+    return rows
 
 
 def reidentify_items(

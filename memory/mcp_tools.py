@@ -47,7 +47,7 @@ from memory.context import (
     Reidentifies,
     context_for_conversation,
     parse_max_tokens,
-    reidentify_items,
+    readable_items,
 )
 from memory.metrics import context_read_record
 from memory.models import ApiKey, Conversation, Message, Observation, Pin, Reflection
@@ -164,11 +164,7 @@ class ToolCall:
         return self._reidentifier
 
     def readable(self, rows: Iterable[RowT]) -> list[RowT]:
-        rows = list(rows)
-        reidentifier = self.reidentifier()
-        if reidentifier is not None:
-            reidentify_items(reidentifier, rows)
-        return rows
+        return readable_items(self.reidentifier(), rows)
 
 
 # --- the tools -----------------------------------------------------------------------------------

@@ -89,12 +89,7 @@ def scan_heap_order(
         f"WHERE m.ctid > %s::tid AND m.ctid < %s::tid AND {' AND '.join(where)} "
         "ORDER BY m.ctid LIMIT %s"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_relation_size(%s) / current_setting('block_size')::int",
-            [model._meta.db_table],
-        )
-        pages = cursor.fetchone()[0]
+    pages = _table_pages(model)
     # Pages per window: grows while windows come back sparse, so a large table with
     # little due is crossed in few queries.
     window = max(8, batch_size // 20)
@@ -279,17 +274,22 @@ def _page(tid: str) -> int:
     return int(tid.strip("()").split(",")[0])
 
 
-def heap_windows(model: type[Model], batch_size: int) -> Iterator[Window]:
-    """The windows of the table in physical order: the windows of ``scan_heap_order``
-    without reading the rows, which the batch selects, locks and deletes itself. Each
-    window is sized from the density of candidates in the one before, to hold about
-    nine tenths of a batch: a window the batch takes whole needs no sort."""
+def _table_pages(model: type[Model]) -> int:
+    """How many pages the model's table has now."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_relation_size(%s) / current_setting('block_size')::int",
             [model._meta.db_table],
         )
-        pages = cursor.fetchone()[0]
+        return int(cursor.fetchone()[0])
+
+
+def heap_windows(model: type[Model], batch_size: int) -> Iterator[Window]:
+    """The windows of the table in physical order: the windows of ``scan_heap_order``
+    without reading the rows, which the batch selects, locks and deletes itself. Each
+    window is sized from the density of candidates in the one before, to hold about
+    nine tenths of a batch: a window the batch takes whole needs no sort."""
+    pages = _table_pages(model)
     pages_per_window = max(8, batch_size // 50)
     position, after = 0, "(0,0)"
     while position <= pages:
