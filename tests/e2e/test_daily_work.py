@@ -5,6 +5,7 @@ a phone's width too (no horizontal scroll)."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from memory.context import context_for_conversation
 from memory.models import Observation
@@ -67,7 +68,7 @@ def test_search_finds_memory_and_leads_to_the_item_and_its_end_user(
     page.locator(f'a.hit-link[href*="#obs-{observation.pk}"]').click()
     page.wait_for_selector(f"#obs-{observation.pk}.is-selected")
     page.get_by_role("link", name="tomas@example").first.click()
-    assert page.get_by_role("heading", name="End user tomas@example").is_visible()
+    expect(page.get_by_role("heading", name="End user tomas@example")).to_be_visible()
     assert page.get_by_role("table").get_by_role("link", name="Refund").is_visible()
     screenshot(page, "d3-end-user")
 

@@ -6,6 +6,7 @@ JavaScript. Each page is saved as a screenshot (the folder is printed at the end
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from core.actors import SYSTEM_ACTOR
 from memory import pipeline
@@ -35,7 +36,8 @@ def test_each_role_signs_in_and_sees_what_it_may_do(open_page, member, role, scr
     screenshot(page, f"02-conversations-{role}")
     page.get_by_role("link", name="Broken headphones").click()
     for heading in ("Messages", "Observations", "Reflections"):
-        assert page.get_by_role("heading", name=heading, exact=True).is_visible()
+        # expect() waits for the navigation the click started; is_visible() would not.
+        expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
     can_edit = role != "viewer"
     assert (page.get_by_role("button", name="Observe now").count() == 1) is can_edit
     if role == "viewer":
@@ -263,7 +265,7 @@ def test_a_reviewer_resolves_an_escalation_from_the_list(open_page, member, work
     page = open_page()
     sign_in(page, member("reviewer"))
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Escalations").click()
-    assert page.get_by_text("Asks for a manager").is_visible()
+    expect(page.get_by_text("Asks for a manager")).to_be_visible()
     page.get_by_label("What was done").fill("Called back, refund approved")
     page.get_by_role("button", name="Resolve").click()
     page.wait_for_selector("text=Escalation resolved.")
