@@ -47,8 +47,7 @@ from memory import api_schema as out
 from memory import pipeline, selectors, services
 from memory.context import (
     Reidentifies,
-    context_for_conversation,
-    context_if_cached,
+    context_for_versions,
     parse_max_tokens,
     readable_items,
 )
@@ -533,10 +532,9 @@ class ContextGetApi(MemoryApi):
         reidentifier = reidentifier_for_api(
             workspace_id=self.api_key.workspace_id, allowed=versions.agents_see_reidentified
         )
-        rendered = context_if_cached(
-            versions, fmt=fmt, max_tokens=query["max_tokens"], reidentifier=reidentifier
-        ) or context_for_conversation(
-            conversation=self.conversation(conversation_id),
+        rendered = context_for_versions(
+            versions,
+            load=lambda: self.conversation(conversation_id),
             fmt=fmt,
             max_tokens=query["max_tokens"],
             reidentifier=reidentifier,

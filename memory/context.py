@@ -24,7 +24,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, Protocol, TypeVar
@@ -50,6 +50,7 @@ from memory.selectors import (
     pin_list,
     served_observations,
     unobserved_messages,
+    unobserved_messages_between,
 )
 from memory.tokens import token_count
 from memory.wire import (
@@ -303,7 +304,7 @@ def _render_messages(fitted: _Fitted) -> list[dict[str, Any]]:
     return chat
 
 
-def _render_json(conversation: Conversation, fitted: _Fitted, wires: dict[Any, str]) -> str:
+def _render_json(conversation_id: Any, fitted: _Fitted, wires: dict[Any, str]) -> str:
     """``json.dumps`` of the payload, byte for byte, with the memory items' JSON taken from
     the block and each message's from ``wires`` (filled here), rather than encoded again."""
     recent = ",".join(
@@ -312,7 +313,7 @@ def _render_json(conversation: Conversation, fitted: _Fitted, wires: dict[Any, s
     )
     return (
         '{"conversationId":'
-        + _dumps(str(conversation.id))
+        + _dumps(str(conversation_id))
         + ',"pins":['
         + ",".join(item.rendered for item in fitted.pins)
         + '],"reflections":['
@@ -458,8 +459,28 @@ def _local_body_put(key: str, rendered: RenderedContext) -> None:
             _body_bytes -= len(dropped.body)
 
 
+class _Source:
+    """The conversation a render reads: its versions, known at once, and the row itself,
+    loaded only when a part of the context is in no cache (under a busy writer the memory
+    block and the tail usually are, and the new messages are read by id and seq)."""
+
+    def __init__(self, versions: ContextVersions, load: Callable[[], Conversation]) -> None:
+        self.versions = versions
+        self._load = load
+        self._conversation: Conversation | None = None
+
+    @property
+    def pk(self) -> Any:
+        return self.versions.conversation_id
+
+    def conversation(self) -> Conversation:
+        if self._conversation is None:
+            self._conversation = self._load()
+        return self._conversation
+
+
 def _memory_block_cached(
-    conversation: Conversation,
+    source: _Source,
     *,
     fmt: str,
     today: date,
@@ -468,11 +489,12 @@ def _memory_block_cached(
 ) -> _MemoryBlock:
     kind = "json" if fmt == "json" else "lines"  # text and messages share their lines
     key = (
-        f"memdesk:ctxmem:{RENDER_VERSION}:{conversation.pk}:{conversation.memory_version}"
+        f"memdesk:ctxmem:{RENDER_VERSION}:{source.pk}:{source.versions.memory_version}"
         f":{kind}:{today.isoformat()}:{names}"
     )
     block: _MemoryBlock | None = _local_get(key) or cache_get(key)
     if block is None:
+        conversation = source.conversation()
         tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
         block = _memory_block(tiers, fmt=kind, conversation=conversation)
         cache_set(key, block, CACHE_SECONDS)
@@ -500,25 +522,25 @@ class _Tail:
 _TAIL_KEYS: dict[tuple[Any, str], str] = {}
 
 
-def _recent_cached(
-    conversation: Conversation, *, names: str, reidentifier: Reidentifies | None
-) -> _Tail:
+def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | None) -> _Tail:
     """``_recent``, reading only the messages written since this worker's tail. Kept in
     the worker only: pickling hundreds of model instances for the shared cache cost more
     (23 ms for 1,800 messages) than reading them again once per memory change."""
-    key = (
-        f"memdesk:ctxtail:{RENDER_VERSION}:{conversation.pk}:{conversation.memory_version}:{names}"
-    )
+    versions = source.versions
+    key = f"memdesk:ctxtail:{RENDER_VERSION}:{source.pk}:{versions.memory_version}:{names}"
     tail: _Tail | None = _local_get(key)
-    previous_key = _TAIL_KEYS.get((conversation.pk, names))
+    previous_key = _TAIL_KEYS.get((source.pk, names))
     if tail is None:
-        tail = _Tail(0, tuple(covered_intervals(conversation=conversation)), (), {})
-    if tail.through_seq < conversation.last_seq:
+        tail = _Tail(0, tuple(covered_intervals(conversation=source.conversation())), (), {})
+    if tail.through_seq < versions.last_seq:
         # Every message up to last_seq committed with (or before) it: none can appear
         # below it later, so the tail is complete through last_seq.
         new = list(
-            unobserved_messages(conversation=conversation, intervals=list(tail.intervals)).filter(
-                seq__gt=tail.through_seq, seq__lte=conversation.last_seq
+            unobserved_messages_between(
+                conversation_id=source.pk,
+                intervals=tail.intervals,
+                after_seq=tail.through_seq,
+                through_seq=versions.last_seq,
             )
         )
         if reidentifier is not None:
@@ -532,18 +554,18 @@ def _recent_cached(
             for message in messages[:cut]:
                 tail.wires.pop(message.pk, None)
             messages, trimmed = messages[cut:], trimmed + cut
-        tail = _Tail(conversation.last_seq, tail.intervals, messages, tail.wires, trimmed)
+        tail = _Tail(versions.last_seq, tail.intervals, messages, tail.wires, trimmed)
     _local_put(key, tail, replaces=previous_key if previous_key != key else None)
     with _local_lock:
         if len(_TAIL_KEYS) > 4 * LOCAL_ENTRIES_KEPT:
             for stale in [k for k, v in _TAIL_KEYS.items() if v not in _LOCAL]:
                 del _TAIL_KEYS[stale]
-        _TAIL_KEYS[(conversation.pk, names)] = key
+        _TAIL_KEYS[(source.pk, names)] = key
     return tail
 
 
 def _fit_tail(
-    conversation: Conversation,
+    source: _Source,
     block: _MemoryBlock,
     tail: _Tail,
     max_tokens: int | None,
@@ -560,12 +582,12 @@ def _fit_tail(
     if fitted.dropped.get("recentMessages"):
         dropped = fitted.dropped["recentMessages"] + tail.trimmed
         return replace(fitted, dropped={**fitted.dropped, "recentMessages": dropped}), tail.wires
-    whole = _recent(conversation, reidentifier=reidentifier)
+    whole = _recent(source.conversation(), reidentifier=reidentifier)
     return _fit(block, whole, max_tokens), {}
 
 
 def _render(
-    conversation: Conversation,
+    conversation_id: Any,
     *,
     fitted: _Fitted,
     wires: dict[Any, str],
@@ -587,7 +609,7 @@ def _render(
         if fmt == "messages":
             text = _dumps({"messages": _render_messages(fitted), **budget})
         else:
-            text = _render_json(conversation, fitted, wires)
+            text = _render_json(conversation_id, fitted, wires)
             text += "".join(f",{_dumps(name)}:{_dumps(value)}" for name, value in budget.items())
             text += "}"
         body = text.encode()
@@ -642,24 +664,49 @@ def _cached_body(key: str) -> RenderedContext | None:
     return rendered
 
 
-def context_if_cached(
+def context_for_versions(
     versions: ContextVersions,
     *,
+    load: Callable[[], Conversation],
     fmt: str = "json",
     max_tokens: int | None = None,
     reidentifier: Reidentifies | None = None,
-) -> RenderedContext | None:
-    """The body ``context_for_conversation`` would return, if a worker or the shared
-    cache holds it: found from the versions alone, without loading the conversation."""
-    key, _, _ = _body_key(
+) -> RenderedContext:
+    """The rendered context of the conversation ``versions`` describe; ``load`` returns
+    the conversation itself, and is called only when a part of it is in no cache (a read
+    that finds its body, or its memory block and tail, loads nothing). Without
+    ``max_tokens``, the workspace's default budget applies (if it has one).
+
+    The whole body is cached by every version it depends on; the memory block apart from
+    it by the versions memory depends on, so a message write re-renders only the tail."""
+    if max_tokens is None:
+        max_tokens = versions.context_max_tokens
+    key, names, today = _body_key(
         conversation_id=versions.conversation_id,
         last_seq=versions.last_seq,
         memory_version=versions.memory_version,
         fmt=fmt,
-        max_tokens=max_tokens if max_tokens is not None else versions.context_max_tokens,
+        max_tokens=max_tokens,
         reidentifier=reidentifier,
     )
-    return _cached_body(key)
+    rendered = _cached_body(key)
+    if rendered is None:
+        source = _Source(versions, load)
+        block = _memory_block_cached(
+            source, fmt=fmt, today=today, names=names, reidentifier=reidentifier
+        )
+        tail = _recent_cached(source, names=names, reidentifier=reidentifier)
+        fitted, wires = _fit_tail(source, block, tail, max_tokens, reidentifier)
+        rendered = _render(
+            versions.conversation_id,
+            fitted=fitted,
+            wires=wires,
+            fmt=fmt,
+            max_tokens=max_tokens,
+        )
+        cache_set(key, rendered, CACHE_SECONDS)
+        _local_body_put(key, rendered)
+    return rendered
 
 
 def context_for_conversation(
@@ -670,36 +717,21 @@ def context_for_conversation(
     reidentifier: Reidentifies | None = None,
 ) -> RenderedContext:
     """The rendered context; with ``reidentifier``, pseudonyms replaced by their values.
-    Without ``max_tokens``, the workspace's default budget applies (if it has one).
-
-    The whole body is cached by every version it depends on; the memory block apart from
-    it by the versions memory depends on, so a message write re-renders only the tail."""
-    max_tokens = effective_max_tokens(conversation, max_tokens)
-    key, names, today = _body_key(
+    Without ``max_tokens``, the workspace's default budget applies (if it has one)."""
+    versions = ContextVersions(
         conversation_id=conversation.pk,
         last_seq=conversation.last_seq,
         memory_version=conversation.memory_version,
+        context_max_tokens=conversation.workspace.context_max_tokens,
+        agents_see_reidentified=reidentifier is not None,
+    )
+    return context_for_versions(
+        versions,
+        load=lambda: conversation,
         fmt=fmt,
         max_tokens=max_tokens,
         reidentifier=reidentifier,
     )
-    rendered = _cached_body(key)
-    if rendered is None:
-        block = _memory_block_cached(
-            conversation, fmt=fmt, today=today, names=names, reidentifier=reidentifier
-        )
-        tail = _recent_cached(conversation, names=names, reidentifier=reidentifier)
-        fitted, wires = _fit_tail(conversation, block, tail, max_tokens, reidentifier)
-        rendered = _render(
-            conversation,
-            fitted=fitted,
-            wires=wires,
-            fmt=fmt,
-            max_tokens=max_tokens,
-        )
-        cache_set(key, rendered, CACHE_SECONDS)
-        _local_body_put(key, rendered)
-    return rendered
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,25 @@ def unobserved_messages(
     return qs.order_by("seq")
 
 
+def unobserved_messages_between(
+    *,
+    conversation_id: Any,
+    intervals: Iterable[tuple[int, int]],
+    after_seq: int,
+    through_seq: int,
+) -> QuerySet[Message]:
+    """The messages after ``after_seq`` through ``through_seq`` outside the observed
+    ``intervals``, by seq: what a kept tail of recent messages lacks (by the
+    conversation's id, so that extending it loads no conversation)."""
+    qs = Message.objects.filter(
+        conversation_id=conversation_id, seq__gt=after_seq, seq__lte=through_seq
+    )
+    for start, end in intervals:
+        if end > after_seq and start <= through_seq:
+            qs = qs.exclude(seq__range=(start, end))
+    return qs.order_by("seq")
+
+
 def active_observations(*, conversation: Conversation) -> QuerySet[Observation]:
     return Observation.objects.filter(
         conversation=conversation, status=Observation.Status.ACTIVE

@@ -278,6 +278,14 @@ def test_a_read_after_a_message_write_reads_only_the_new_messages(api, conversat
     assert [m["seq"] for m in body["recentMessages"]] == list(range(1, 12))
     [read] = [q["sql"] for q in queries.captured_queries if 'FROM "memory_message"' in q["sql"]]
     assert '"memory_message"."seq" > 10' in read
+    # The worker kept the memory block and the tail: the conversation's versions (one
+    # statement) are all it reads of the conversation, and nothing of its memory.
+    conversation_reads = [
+        q["sql"] for q in queries.captured_queries if '"memory_conversation"' in q["sql"]
+    ]
+    assert len(conversation_reads) == 1
+    assert "last_seq, c.memory_version" in conversation_reads[0]
+    assert not [q for q in queries.captured_queries if '"memory_observation"' in q["sql"]]
 
 
 @pytest.mark.parametrize("fmt", ["json", "text", "messages"])
