@@ -12,6 +12,11 @@ from django.utils import timezone
 from core.fields import ClientJSONField
 from memory.engines.base import FIDELITIES
 
+# A new workspace's context budget, in tokens: room for the memory the pipeline keeps in
+# steady state (reflections, observations, the newest raw messages) in the windows of
+# current models, with the agent's own prompt and answer beside it.
+DEFAULT_CONTEXT_MAX_TOKENS = 32_000
+
 
 class Workspace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -29,7 +34,11 @@ class Workspace(models.Model):
     llm_model = models.CharField(max_length=200, blank=True, default="")
     llm_api_key = models.CharField(max_length=500, blank=True, default="")
     # The token budget of a served context when a request names none; null: no budget.
-    context_max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # New workspaces start with DEFAULT_CONTEXT_MAX_TOKENS: without one a context grew to
+    # megabytes when the pipeline fell behind, in every prompt and every read.
+    context_max_tokens = models.PositiveIntegerField(
+        null=True, blank=True, default=DEFAULT_CONTEXT_MAX_TOKENS
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:

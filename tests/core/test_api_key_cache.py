@@ -61,7 +61,7 @@ def test_a_cached_key_costs_no_query_and_last_use_is_written_once_a_minute(api):
 
 
 def test_a_workspace_change_is_seen_at_once_though_the_key_is_cached(api, workspace):
-    assert api.get(SETTINGS).json()["contextMaxTokens"] is None
+    assert api.get(SETTINGS).json()["contextMaxTokens"] == 32_000  # a new workspace's
     workspace.context_max_tokens = 4000
     workspace.save()
 

@@ -62,12 +62,12 @@ def test_an_admin_saves_a_level_with_a_reason_and_it_is_audited(login, workspace
     assert event.before == {
         "fidelity": None,
         "effectiveFidelity": "balanced",
-        "contextMaxTokens": None,
+        "contextMaxTokens": 32_000,
     }
     assert event.after == {
         "fidelity": "detailed",
         "effectiveFidelity": "detailed",
-        "contextMaxTokens": None,
+        "contextMaxTokens": 32_000,
     }
     assert event.reason == "quote our answers"
     page = client.get(URL).content.decode()
@@ -87,7 +87,7 @@ def test_following_the_default_again_clears_the_workspaces_level(login, workspac
     assert event.after == {
         "fidelity": None,
         "effectiveFidelity": "balanced",
-        "contextMaxTokens": None,
+        "contextMaxTokens": 32_000,
     }
 
 
@@ -177,6 +177,12 @@ def test_a_save_needs_the_csrf_token(csrf_client, workspace):
 
 
 def test_the_page_shows_the_default_context_budget(login, workspace):
+    assert (
+        '<span class="stat-value" id="context-budget">32,000</span>'
+        in login("viewer").get(URL).content.decode()
+    )
+    workspace.context_max_tokens = None
+    workspace.save()
     assert (
         '<span class="stat-value" id="context-budget">none</span>'
         in login("viewer").get(URL).content.decode()

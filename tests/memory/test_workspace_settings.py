@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory.models import Workspace
+from memory.models import DEFAULT_CONTEXT_MAX_TOKENS, Workspace
 from memory.services import workspace_settings_update
 
 SETTINGS = "/v1/workspace/settings"
@@ -41,7 +41,7 @@ def test_any_key_reads_the_settings_in_force(api, workspace):
         "observerThreshold": 30_000,
         "reflectorThreshold": 40_000,
         "engine": "extractive",
-        "contextMaxTokens": None,
+        "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
     }
 
 
@@ -95,12 +95,12 @@ def test_an_admin_key_changes_the_fidelity_with_a_reason_and_it_is_audited(admin
     assert event.before == {
         "fidelity": None,
         "effectiveFidelity": "balanced",
-        "contextMaxTokens": None,
+        "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
     }
     assert event.after == {
         "fidelity": "detailed",
         "effectiveFidelity": "detailed",
-        "contextMaxTokens": None,
+        "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
     }
     assert event.reason == "agents must quote our answers"
     assert (event.actor_type, event.actor_role) == ("api_key", "admin")
@@ -125,12 +125,12 @@ def test_null_or_empty_returns_to_the_default(admin, workspace, back_to_default)
     assert event.before == {
         "fidelity": "compact",
         "effectiveFidelity": "compact",
-        "contextMaxTokens": None,
+        "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
     }
     assert event.after == {
         "fidelity": None,
         "effectiveFidelity": "balanced",
-        "contextMaxTokens": None,
+        "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
     }
 
 
@@ -238,7 +238,7 @@ def test_an_admin_key_sets_the_default_context_budget_with_a_reason_audited(admi
     assert response.json()["contextMaxTokens"] == 8000
     assert response.json()["fidelitySource"] == "default"  # the fidelity stays as it was
     event = AuditEvent.objects.get(action="workspace.settings.update")
-    assert event.before["contextMaxTokens"] is None
+    assert event.before["contextMaxTokens"] == DEFAULT_CONTEXT_MAX_TOKENS
     assert event.after["contextMaxTokens"] == 8000
     assert event.reason == "keep prompts small"
 
@@ -255,7 +255,7 @@ def test_it_refuses_a_budget_that_is_not_a_positive_whole_number(admin, workspac
     assert response.status_code == 400
     assert response.json()["field"] == "contextMaxTokens"
     workspace.refresh_from_db()
-    assert workspace.context_max_tokens is None
+    assert workspace.context_max_tokens == DEFAULT_CONTEXT_MAX_TOKENS
 
 
 def test_the_default_budget_fits_a_context_read_that_names_none(admin, api, workspace):
@@ -266,8 +266,10 @@ def test_the_default_budget_fits_a_context_read_that_names_none(admin, api, work
         format="json",
     )
     path = f"/v1/conversations/{conversation_id}/context"
-    unbudgeted = api.get(path).json()
-    assert "maxTokens" not in unbudgeted and len(unbudgeted["recentMessages"]) == 10
+    # A new workspace has a budget, which ten short messages are far under.
+    first = api.get(path).json()
+    assert first["maxTokens"] == DEFAULT_CONTEXT_MAX_TOKENS
+    assert len(first["recentMessages"]) == 10 and first["trimmed"]["recentMessages"] == 0
 
     admin.patch(SETTINGS, {"contextMaxTokens": 30, "reason": "small"}, format="json")
 
@@ -275,9 +277,12 @@ def test_the_default_budget_fits_a_context_read_that_names_none(admin, api, work
     assert default["maxTokens"] == 30
     assert default["tokenCount"] <= 30 and default["trimmed"]["recentMessages"] > 0
     assert (
-        api.get(f"{path}?max_tokens=100000").json()["recentMessages"]
-        == (unbudgeted["recentMessages"])
+        api.get(f"{path}?max_tokens=100000").json()["recentMessages"] == (first["recentMessages"])
     )
+
+    admin.patch(SETTINGS, {"contextMaxTokens": None, "reason": "no budget"}, format="json")
+    unbudgeted = api.get(path).json()
+    assert "maxTokens" not in unbudgeted and len(unbudgeted["recentMessages"]) == 10
 
 
 # --- /admin/ ---------------------------------------------------------------------------------
