@@ -442,6 +442,12 @@ if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
         f"CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT} s) must be greater than "
         f"CELERY_TASK_SOFT_TIME_LIMIT ({CELERY_TASK_SOFT_TIME_LIMIT} s)."
     )
+# A worker child past this much memory is replaced after its current task. spaCy keeps
+# every distinct token string it has read (about 26 MB per 18,000 messages with ids and
+# addresses in them, docs/benchmarks.md), so a long-lived child grows slowly; the new
+# child loads the PII model again (about 1 s). 0: never replaced.
+_max_child_mb = env_int("CELERY_WORKER_MAX_MEMORY_PER_CHILD_MB", 1024)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = _max_child_mb * 1024 if _max_child_mb else None  # KiB
 # A retention sweep deletes in batches and may run for hours on a large backlog: it has a
 # limit of its own, under the 6 hours after which the scheduler declares a RUNNING sweep
 # lost and lets the next one start.

@@ -161,3 +161,35 @@ class _DownCache:
 def test_a_cache_outage_limits_nobody(api, monkeypatch, empty_cache):
     monkeypatch.setattr(core_cache, "cache", _DownCache())
     assert [api.get("/v1/conversations").status_code for _ in range(3)] == [200, 200, 200]
+
+
+# --- Celery worker memory --------------------------------------------------------------------
+
+
+def _celery_child_limit(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "CELERY_W"))}
+    clean.update(env, DJANGO_SETTINGS_MODULE="config.settings.base", MEMDESK_VAR_DIR=str(tmp_path))
+    script = (
+        "import django; django.setup(); from config.celery import app; "
+        "print(app.conf.worker_max_memory_per_child)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=clean, capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "limit_kib"), [(None, "1048576"), ("512", "524288"), ("0", "None")]
+)
+def test_a_worker_child_is_replaced_past_its_memory_limit(tmp_path, value, limit_kib):
+    # What the worker reads (kibibytes), from megabytes in the environment; 0: no limit.
+    env = {} if value is None else {"CELERY_WORKER_MAX_MEMORY_PER_CHILD_MB": value}
+    result = _celery_child_limit(tmp_path, **env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == limit_kib
+
+
+def test_a_worker_memory_limit_that_is_no_number_stops_startup(tmp_path):
+    result = _celery_child_limit(tmp_path, CELERY_WORKER_MAX_MEMORY_PER_CHILD_MB="1 GB")
+    assert result.returncode != 0
+    assert "CELERY_WORKER_MAX_MEMORY_PER_CHILD_MB must be a whole number" in result.stderr
