@@ -28,7 +28,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from core.actors import Actor, ActorType
-from core.cache import cache_delete
+from core.auth import forget_api_key
 from core.errors import MemdeskError
 from core.paging import parse_uuid
 from governance.audit import audit_record, require_reason
@@ -144,9 +144,8 @@ def api_key_revoke(*, api_key: ApiKey, actor: Actor) -> ApiKey:
             )
             # Authentication keeps a key a few seconds: a revoked one must go at once.
             # Again after the commit, in case a request cached the key in between.
-            cached = [ApiKey.cache_key_of(api_key.key_hash)]
-            cache_delete(cached)
-            transaction.on_commit(lambda: cache_delete(cached))
+            forget_api_key(api_key.key_hash)
+            transaction.on_commit(lambda: forget_api_key(api_key.key_hash))
     api_key.refresh_from_db()
     return api_key
 

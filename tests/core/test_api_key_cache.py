@@ -1,9 +1,11 @@
-"""API keys are authenticated from a short-lived cache: revoking through the service
-ends a key at once, a revocation that bypasses it within the cache's lifetime, and a
-cache outage changes nothing but speed."""
+"""API keys are authenticated from a short-lived cache (shared, and each process's own):
+revoking through the service ends a key at once in that process and within seconds in
+the others, a revocation that bypasses it within the caches' lifetime, and a cache
+outage changes nothing but speed."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from django.core.cache import cache
@@ -11,6 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from core import auth
 from core.actors import SYSTEM_ACTOR
 from memory.models import ApiKey
 from memory.services import api_key_revoke
@@ -23,6 +26,13 @@ def _key(client) -> ApiKey:
     return ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(client.raw_key))
 
 
+def _expire_cached_key(client) -> None:
+    """What the passing of API_KEY_CACHE_SECONDS does to a cached key."""
+    key_hash = _key(client).key_hash
+    cache.delete(ApiKey.cache_key_of(key_hash))
+    auth._LOCAL_KEYS.pop(key_hash, None)
+
+
 def test_a_key_revoked_through_the_service_is_refused_at_once(api):
     assert api.get(SETTINGS).status_code == 200  # the key is in the cache now
 
@@ -33,12 +43,25 @@ def test_a_key_revoked_through_the_service_is_refused_at_once(api):
     assert "revoked" in response.json()["message"]
 
 
+def test_a_key_revoked_in_another_process_is_refused_here_within_seconds(api, monkeypatch):
+    assert api.get(SETTINGS).status_code == 200  # this process keeps the key now
+    # Another web process revokes it: the row and the shared cache change, not this
+    # process's copy.
+    ApiKey.objects.filter(pk=_key(api).pk).update(revoked_at=timezone.now())
+    cache.delete(ApiKey.cache_key_of(_key(api).key_hash))
+
+    assert api.get(SETTINGS).status_code == 200
+    later = time.monotonic() + auth.API_KEY_LOCAL_SECONDS + 0.01
+    monkeypatch.setattr(auth.time, "monotonic", lambda: later)
+    assert api.get(SETTINGS).status_code == 401
+
+
 def test_a_revocation_that_bypasses_the_service_ends_when_the_cached_key_expires(api):
     assert api.get(SETTINGS).status_code == 200
     ApiKey.objects.filter(pk=_key(api).pk).update(revoked_at=timezone.now())
 
     assert api.get(SETTINGS).status_code == 200  # served from the cache, for seconds
-    cache.delete(ApiKey.cache_key_of(_key(api).key_hash))  # as the entry expires
+    _expire_cached_key(api)
 
     assert api.get(SETTINGS).status_code == 401
 
@@ -55,7 +78,7 @@ def test_a_cached_key_costs_no_query_and_last_use_is_written_once_a_minute(api):
 
     a_minute_ago = first_use - timedelta(minutes=2)
     ApiKey.objects.filter(pk=_key(api).pk).update(last_used_at=a_minute_ago)
-    cache.delete(ApiKey.cache_key_of(_key(api).key_hash))
+    _expire_cached_key(api)
     api.get(SETTINGS)
     assert _key(api).last_used_at > a_minute_ago
 
