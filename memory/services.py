@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import secrets
 import uuid
 from collections.abc import Callable, Sequence
@@ -19,7 +18,6 @@ from django.core.validators import validate_slug
 from django.db import (
     DEFAULT_DB_ALIAS,
     IntegrityError,
-    OperationalError,
     connections,
     models,
     transaction,
@@ -31,6 +29,7 @@ from core.actors import Actor, ActorType
 from core.auth import forget_api_key
 from core.errors import MemdeskError
 from core.paging import parse_uuid
+from core.transactions import retried_on_conflict
 from governance.audit import audit_record, require_reason
 from governance.gates import (
     conversation_pseudonyms,
@@ -68,9 +67,6 @@ MAX_BULK_MESSAGES = 100
 # A default context budget beyond any model's window is a typo, not a choice.
 MAX_CONTEXT_MAX_TOKENS = 10_000_000
 REASON_REQUIRED = "A reason is required to change memory."
-
-logger = logging.getLogger(__name__)
-
 
 # --- Workspaces and keys -------------------------------------------------------------
 
@@ -276,24 +272,12 @@ def conversation_delete(
         deleted_by = {"deletedBy": {"apiKey": actor.name, "apiKeyId": actor.id}}
     # A worker writing the conversation's scans or memory at the same moment can
     # deadlock with the cascade on PostgreSQL; the whole delete is tried again.
-    for attempt in range(DELETE_ATTEMPTS):
-        try:
-            return _conversation_delete_once(
-                conversation=conversation, actor=actor, reason=reason, deleted_by=deleted_by
-            )
-        except OperationalError as error:
-            if attempt + 1 == DELETE_ATTEMPTS or not _is_deadlock(error):
-                raise
-            logger.warning("conversation delete deadlocked; trying again (attempt %s)", attempt + 2)
-    raise AssertionError("unreachable")
-
-
-DELETE_ATTEMPTS = 3
-
-
-def _is_deadlock(error: OperationalError) -> bool:
-    # 40P01 deadlock_detected, 40001 serialization_failure (psycopg's sqlstate).
-    return getattr(error.__cause__, "sqlstate", None) in ("40P01", "40001")
+    return retried_on_conflict(
+        lambda: _conversation_delete_once(
+            conversation=conversation, actor=actor, reason=reason, deleted_by=deleted_by
+        ),
+        name="conversation delete",
+    )
 
 
 def _conversation_delete_once(

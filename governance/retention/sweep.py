@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -12,13 +11,14 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import OperationalError, connection, reset_queries, transaction
+from django.db import connection, reset_queries, transaction
 from django.db.models import DO_NOTHING, F, Model
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
+from core.transactions import retried_on_conflict
 from governance.audit import audit_record
 from governance.models import (
     ErasureRequest,
@@ -397,14 +397,9 @@ def _delete_batch_retrying(**kwargs: Any) -> _Batch | None:
     link from its observations, and an observation edit locks that row before it takes
     the conversation's lock, the reverse of a batch's order; PostgreSQL breaks the
     cycle by failing one of the two."""
-    for attempt in range(BATCH_ATTEMPTS):
-        try:
-            return _delete_batch(**kwargs)
-        except OperationalError:
-            if attempt == BATCH_ATTEMPTS - 1:
-                raise
-            time.sleep(0.05 * 2**attempt)
-    return None
+    return retried_on_conflict(
+        lambda: _delete_batch(**kwargs), attempts=BATCH_ATTEMPTS, name="retention batch"
+    )
 
 
 def _record_batch(progress: _SweepProgress, batch: _Batch) -> None:
