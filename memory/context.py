@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date
+from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
 from django.utils import timezone
@@ -466,17 +467,12 @@ class _Source:
 
     def __init__(self, versions: ContextVersions, load: Callable[[], Conversation]) -> None:
         self.versions = versions
+        self.pk = versions.conversation_id
         self._load = load
-        self._conversation: Conversation | None = None
 
-    @property
-    def pk(self) -> Any:
-        return self.versions.conversation_id
-
+    @cached_property
     def conversation(self) -> Conversation:
-        if self._conversation is None:
-            self._conversation = self._load()
-        return self._conversation
+        return self._load()
 
 
 def _memory_block_cached(
@@ -494,7 +490,7 @@ def _memory_block_cached(
     )
     block: _MemoryBlock | None = _local_get(key) or cache_get(key)
     if block is None:
-        conversation = source.conversation()
+        conversation = source.conversation
         tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
         block = _memory_block(tiers, fmt=kind, conversation=conversation)
         cache_set(key, block, CACHE_SECONDS)
@@ -531,7 +527,7 @@ def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | 
     tail: _Tail | None = _local_get(key)
     previous_key = _TAIL_KEYS.get((source.pk, names))
     if tail is None:
-        tail = _Tail(0, tuple(covered_intervals(conversation=source.conversation())), (), {})
+        tail = _Tail(0, tuple(covered_intervals(conversation=source.conversation)), (), {})
     if tail.through_seq < versions.last_seq:
         # Every message up to last_seq committed with (or before) it: none can appear
         # below it later, so the tail is complete through last_seq.
@@ -582,7 +578,7 @@ def _fit_tail(
     if fitted.dropped.get("recentMessages"):
         dropped = fitted.dropped["recentMessages"] + tail.trimmed
         return replace(fitted, dropped={**fitted.dropped, "recentMessages": dropped}), tail.wires
-    whole = _recent(source.conversation(), reidentifier=reidentifier)
+    whole = _recent(source.conversation, reidentifier=reidentifier)
     return _fit(block, whole, max_tokens), {}
 
 
@@ -723,7 +719,7 @@ def context_for_conversation(
         last_seq=conversation.last_seq,
         memory_version=conversation.memory_version,
         context_max_tokens=conversation.workspace.context_max_tokens,
-        agents_see_reidentified=reidentifier is not None,
+        agents_see_reidentified=reidentifier is not None,  # the caller decided; not read here
     )
     return context_for_versions(
         versions,
