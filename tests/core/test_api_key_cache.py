@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from core import auth
 from core.actors import SYSTEM_ACTOR
-from memory.models import ApiKey
+from memory.models import DEFAULT_CONTEXT_MAX_TOKENS, ApiKey
 from memory.services import api_key_revoke
 from tests.core.test_cache_outage import DEAD_REDIS
 
@@ -84,7 +84,7 @@ def test_a_cached_key_costs_no_query_and_last_use_is_written_once_a_minute(api):
 
 
 def test_a_workspace_change_is_seen_at_once_though_the_key_is_cached(api, workspace):
-    assert api.get(SETTINGS).json()["contextMaxTokens"] == 32_000  # a new workspace's
+    assert api.get(SETTINGS).json()["contextMaxTokens"] == DEFAULT_CONTEXT_MAX_TOKENS
     workspace.context_max_tokens = 4000
     workspace.save()
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from governance.models import AuditEvent
-from memory.models import Workspace
+from memory.models import DEFAULT_CONTEXT_MAX_TOKENS, Workspace
 from tests.dashboard.factories import MembershipFactory
 
 URL = "/settings/memory/"
@@ -62,12 +62,12 @@ def test_an_admin_saves_a_level_with_a_reason_and_it_is_audited(login, workspace
     assert event.before == {
         "fidelity": None,
         "effectiveFidelity": "balanced",
-        "contextMaxTokens": 32_000,
+        "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
     }
     assert event.after == {
         "fidelity": "detailed",
         "effectiveFidelity": "detailed",
-        "contextMaxTokens": 32_000,
+        "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
     }
     assert event.reason == "quote our answers"
     page = client.get(URL).content.decode()
@@ -87,7 +87,7 @@ def test_following_the_default_again_clears_the_workspaces_level(login, workspac
     assert event.after == {
         "fidelity": None,
         "effectiveFidelity": "balanced",
-        "contextMaxTokens": 32_000,
+        "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
     }
 
 
