@@ -21,6 +21,12 @@ recognizers on each parsed text. ``BATCH_SIZE`` and ``N_PROCESS`` were measured 
 ``bench/redaction_throughput.py`` (docs/benchmarks.md, "Redaction"). The dependency
 parser is switched off: Presidio reads tokens, lemmas and entities, never the parse.
 
+Memory. Each scan runs in a spaCy memory zone (``_scan``): the strings and lexemes of
+the texts it reads are freed when it ends. Without it spaCy's vocabulary keeps every
+token it has ever seen, and a scan worker grew by about 26 MB per 18,000 messages for
+as long as it lived. Zones do not nest and swap the vocabulary's allocator, so a
+process runs one scan at a time.
+
 Scores and the review band. A detection scoring in ``[review_min_score,
 review_max_score)`` is uncertain: it becomes a finding *pending review*, is masked in
 what an engine reads, and stays in the stored text until a person approves (redact) or
@@ -44,7 +50,8 @@ import logging
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -559,6 +566,7 @@ class RedactionEngine:
             tuple[tuple[CustomRecognizer, ...], tuple[str, ...]], list[EntityRecognizer]
         ] = OrderedDict()
         self._lock = threading.Lock()
+        self._scan_lock = threading.Lock()
 
     @property
     def nlp(self) -> Any:
@@ -602,6 +610,13 @@ class RedactionEngine:
                 self._ad_hoc_cache.popitem(last=False)
         return recognizers
 
+    @contextmanager
+    def _scan(self) -> Iterator[None]:
+        """One scan at a time, in a memory zone: nothing spaCy allocates for the texts
+        outlives the scan (module docstring, "Memory")."""
+        with self._scan_lock, self.nlp.memory_zone():
+            yield
+
     def detect(
         self,
         texts: Sequence[str],
@@ -615,20 +630,21 @@ class RedactionEngine:
         entities = spec.analysed_entities
         allow_list = list(spec.allow_list) or None
         detections: list[list[Detection]] = []
-        parsed = self.nlp_engine.process_batch(
-            list(texts), language=LANGUAGE, batch_size=batch_size, n_process=n_process
-        )
-        for text, artifacts in parsed:
-            results = self.analyzer.analyze(
-                text=text,
-                language=LANGUAGE,
-                entities=entities,
-                nlp_artifacts=artifacts,
-                score_threshold=spec.detection_floor,
-                ad_hoc_recognizers=ad_hoc,
-                allow_list=allow_list,
+        with self._scan():
+            parsed = self.nlp_engine.process_batch(
+                list(texts), language=LANGUAGE, batch_size=batch_size, n_process=n_process
             )
-            detections.append(_merge(self._rescore(text, results), spec))
+            for text, artifacts in parsed:
+                results = self.analyzer.analyze(
+                    text=text,
+                    language=LANGUAGE,
+                    entities=entities,
+                    nlp_artifacts=artifacts,
+                    score_threshold=spec.detection_floor,
+                    ad_hoc_recognizers=ad_hoc,
+                    allow_list=allow_list,
+                )
+                detections.append(_merge(self._rescore(text, results), spec))
         return detections
 
     def _rescore(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
@@ -645,13 +661,15 @@ class RedactionEngine:
     ) -> bool:
         """Whether a recognizer (at any score) still finds ``entity_type`` overlapping
         ``text[start:end]``: the check that a finding's offsets still point at its value."""
-        results = self.analyzer.analyze(
-            text=text,
-            language=LANGUAGE,
-            entities=[entity_type],
-            score_threshold=0.0,
-            ad_hoc_recognizers=self._ad_hoc(spec),
-        )
+        ad_hoc = self._ad_hoc(spec)
+        with self._scan():
+            results = self.analyzer.analyze(
+                text=text,
+                language=LANGUAGE,
+                entities=[entity_type],
+                score_threshold=0.0,
+                ad_hoc_recognizers=ad_hoc,
+            )
         return any(
             r.entity_type == entity_type and r.start < end and start < r.end for r in results
         )

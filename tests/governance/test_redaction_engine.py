@@ -142,6 +142,23 @@ def test_batches_find_what_single_texts_find():
     assert [len(found) for found in together[:3]] == [2, 0, 2]
 
 
+def test_a_scan_leaves_nothing_of_its_texts_in_the_vocabulary():
+    """A worker scans for weeks: spaCy's vocabulary must not keep every new token."""
+    loaded = engine()
+    loaded.detect(["Warm-up: Dana Whitfield, dana@example.com"], spec=SPEC)
+    strings_before = len(loaded.nlp.vocab.strings)
+    words = [f"zil{a}{b}throp" for a in "bdfgkm" for b in "aeiou"]  # 30 new words
+    texts = [f"Write to {word}@vexhollow.com about the {word} order" for word in words]
+
+    first = loaded.detect(texts, spec=SPEC)
+    assert len(loaded.nlp.vocab.strings) == strings_before
+    assert "zilbathrop" not in loaded.nlp.vocab.strings
+    assert loaded.detect(texts, spec=SPEC) == first
+    assert all("EMAIL_ADDRESS" in {found.entity_type for found in text} for text in first)
+    assert loaded.locates(texts[0], spec=SPEC, entity_type="EMAIL_ADDRESS", start=9, end=20)
+    assert len(loaded.nlp.vocab.strings) == strings_before
+
+
 @pytest.mark.parametrize(
     ("score", "status"),
     [(0.3, None), (0.4, "pending_review"), (0.69, "pending_review"), (0.7, "applied")],
