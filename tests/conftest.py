@@ -17,18 +17,28 @@ from memory.services import api_key_create, conversation_create, workspace_get_o
 from tests.dashboard.factories import MembershipFactory, UserFactory
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
+E2E = Path(__file__).resolve().parent / "e2e"
+
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Tests marked ``once`` (slow, and about processes and services rather than the
-    database engine) run in the PostgreSQL run only, so CI does not pay for them twice."""
+    """Slow tests run in one of CI's two runs, so CI does not pay for them twice:
+
+    - tests marked ``once`` (about processes and services rather than the database
+      engine) in the PostgreSQL run;
+    - the browser tests (``tests/e2e/``) in the SQLite run: the embedded default that
+      ``make run`` serves, where they share the two cores (``-n 2``). Every view they
+      drive is also tested without a browser on both databases."""
     from django.conf import settings
 
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
-        return
-    skip = pytest.mark.skip(reason="slow: runs once, in the PostgreSQL run (DATABASE_URL)")
-    for item in items:
-        if item.get_closest_marker("once"):
-            item.add_marker(skip)
+    on_sqlite = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    if on_sqlite:
+        skip = pytest.mark.skip(reason="slow: runs once, in the PostgreSQL run (DATABASE_URL)")
+        wanted = [item for item in items if item.get_closest_marker("once")]
+    else:
+        skip = pytest.mark.skip(reason="browser: runs once, in the SQLite run (no DATABASE_URL)")
+        wanted = [item for item in items if E2E in Path(str(item.path)).parents]
+    for item in wanted:
+        item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)
