@@ -71,7 +71,7 @@ MESSAGE_OVERHEAD_TOKENS = 4
 CACHE_SECONDS = 3600
 # Part of every cache key here: a change to the rendered shapes bumps it, so a server
 # that is upgraded never serves a body cached in the shape before.
-RENDER_VERSION = 2
+RENDER_VERSION = 3
 
 
 class Reidentifies(Protocol):
@@ -475,6 +475,25 @@ class _Source:
         return self._load()
 
 
+# The shared cache keeps one entry per slot (a conversation's memory block, or its body
+# in one format, budget and naming), stamped with the versions it was rendered from and
+# overwritten by the next render. Keyed by version instead, every message write left a
+# body of up to a few hundred KB behind for an hour: a 7-minute load run filled Redis
+# with 4,749 of them (3 GB). An older render that lands after a newer one only costs the
+# next read a render.
+
+
+def _shared_get(slot: str, stamp: str) -> Any:
+    kept = cache_get(slot)
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == stamp:
+        return kept[1]
+    return None
+
+
+def _shared_put(slot: str, stamp: str, value: Any) -> None:
+    cache_set(slot, (stamp, value), CACHE_SECONDS)
+
+
 def _memory_block_cached(
     source: _Source,
     *,
@@ -484,16 +503,15 @@ def _memory_block_cached(
     reidentifier: Reidentifies | None,
 ) -> _MemoryBlock:
     kind = "json" if fmt == "json" else "lines"  # text and messages share their lines
-    key = (
-        f"memdesk:ctxmem:{RENDER_VERSION}:{source.pk}:{source.versions.memory_version}"
-        f":{kind}:{today.isoformat()}:{names}"
-    )
-    block: _MemoryBlock | None = _local_get(key) or cache_get(key)
+    slot = f"memdesk:ctxmem:{RENDER_VERSION}:{source.pk}:{kind}:{names}"
+    stamp = f"{source.versions.memory_version}:{today.isoformat()}"
+    key = f"{slot}:{stamp}"
+    block: _MemoryBlock | None = _local_get(key) or _shared_get(slot, stamp)
     if block is None:
         conversation = source.conversation
         tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
         block = _memory_block(tiers, fmt=kind, conversation=conversation)
-        cache_set(key, block, CACHE_SECONDS)
+        _shared_put(slot, stamp, block)
     _local_put(key, block)
     return block
 
@@ -629,6 +647,22 @@ def effective_max_tokens(conversation: Conversation, max_tokens: int | None) -> 
     return conversation.workspace.context_max_tokens
 
 
+@dataclass(frozen=True)
+class _BodyKey:
+    """Where a whole body is cached: its slot in the shared cache and the stamp of the
+    versions it depends on; the reidentifier's name for its pseudonyms and the day it is
+    rendered for are used by the parts' keys too."""
+
+    slot: str
+    stamp: str
+    names: str
+    today: date
+
+    @property
+    def local(self) -> str:
+        return f"{self.slot}:{self.stamp}"
+
+
 def _body_key(
     *,
     conversation_id: Any,
@@ -637,26 +671,27 @@ def _body_key(
     fmt: str,
     max_tokens: int | None,
     reidentifier: Reidentifies | None,
-) -> tuple[str, str, date]:
-    """The cache key of a whole body (with the reidentifier's name for its pseudonyms and
-    the day it is rendered for, which the parts' keys use too)."""
+) -> _BodyKey:
     if fmt not in FORMATS:
         raise MemdeskError(
             "invalid_format", f"format must be one of {', '.join(FORMATS)}.", field="format"
         )
     today = timezone.now().date()
     names = reidentifier.cache_key if reidentifier is not None else "pseudonyms"
-    key = (
-        f"memdesk:ctx:{RENDER_VERSION}:{conversation_id}:{last_seq}:{memory_version}"
-        f":{fmt}:{max_tokens}:{today.isoformat()}:{names}"
+    return _BodyKey(
+        slot=f"memdesk:ctx:{RENDER_VERSION}:{conversation_id}:{fmt}:{max_tokens}:{names}",
+        stamp=f"{last_seq}:{memory_version}:{today.isoformat()}",
+        names=names,
+        today=today,
     )
-    return key, names, today
 
 
-def _cached_body(key: str) -> RenderedContext | None:
-    rendered: RenderedContext | None = _local_body_get(key) or cache_get(key)
+def _cached_body(key: _BodyKey) -> RenderedContext | None:
+    rendered: RenderedContext | None = _local_body_get(key.local) or _shared_get(
+        key.slot, key.stamp
+    )
     if rendered is not None:
-        _local_body_put(key, rendered)
+        _local_body_put(key.local, rendered)
     return rendered
 
 
@@ -673,11 +708,12 @@ def context_for_versions(
     that finds its body, or its memory block and tail, loads nothing). Without
     ``max_tokens``, the workspace's default budget applies (if it has one).
 
-    The whole body is cached by every version it depends on; the memory block apart from
-    it by the versions memory depends on, so a message write re-renders only the tail."""
+    The whole body is cached stamped with every version it depends on; the memory block
+    apart from it with the versions memory depends on, so a message write re-renders
+    only the tail. The shared cache keeps the newest of each (``_shared_get``)."""
     if max_tokens is None:
         max_tokens = versions.context_max_tokens
-    key, names, today = _body_key(
+    key = _body_key(
         conversation_id=versions.conversation_id,
         last_seq=versions.last_seq,
         memory_version=versions.memory_version,
@@ -689,9 +725,9 @@ def context_for_versions(
     if rendered is None:
         source = _Source(versions, load)
         block = _memory_block_cached(
-            source, fmt=fmt, today=today, names=names, reidentifier=reidentifier
+            source, fmt=fmt, today=key.today, names=key.names, reidentifier=reidentifier
         )
-        tail = _recent_cached(source, names=names, reidentifier=reidentifier)
+        tail = _recent_cached(source, names=key.names, reidentifier=reidentifier)
         fitted, wires = _fit_tail(source, block, tail, max_tokens, reidentifier)
         rendered = _render(
             versions.conversation_id,
@@ -700,8 +736,8 @@ def context_for_versions(
             fmt=fmt,
             max_tokens=max_tokens,
         )
-        cache_set(key, rendered, CACHE_SECONDS)
-        _local_body_put(key, rendered)
+        _shared_put(key.slot, key.stamp, rendered)
+        _local_body_put(key.local, rendered)
     return rendered
 
 

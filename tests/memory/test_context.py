@@ -385,3 +385,40 @@ def test_a_worker_keeps_one_tail_per_conversation_and_a_bounded_number_of_items(
         assert api.get(f"/v1/conversations/{other}/context").status_code == 200
     assert sum(context._items_in(value) for value in context._LOCAL.values()) <= 15
     assert context._local_items <= 15
+
+
+def _shared_cache_keys(fragment: str) -> list[str]:
+    """The keys holding ``fragment`` in the shared cache itself (Redis or, without
+    CACHE_URL, the process's in-memory cache)."""
+    store = cache._cache  # type: ignore[attr-defined]
+    if isinstance(store, dict):  # LocMemCache
+        keys = list(store)
+    else:  # RedisCache
+        keys = [key.decode() for key in store.get_client().scan_iter(match=f"*{fragment}*")]
+    return [key for key in keys if fragment in key]
+
+
+def test_a_busy_conversation_keeps_one_body_per_format_in_the_shared_cache(
+    api, conversation, monkeypatch
+):
+    # Keyed by version, each write left a body behind for an hour: Redis filled up.
+    _observe(conversation, 1, 6, text="User counted to six.")
+    path = f"/v1/conversations/{conversation}/context"
+    for n in range(11, 16):
+        api.post(
+            f"/v1/conversations/{conversation}/messages",
+            {"role": "user", "content": f"message number {n}"},
+            format="json",
+        )
+        api.get(path)
+        api.get(f"{path}?format=text")
+    newest = api.get(path).content
+
+    assert len(_shared_cache_keys(f"memdesk:ctx:{context.RENDER_VERSION}:{conversation}:")) == 2
+    assert len(_shared_cache_keys(f"memdesk:ctxmem:{context.RENDER_VERSION}:{conversation}:")) == 2
+
+    # Another worker (nothing of its own kept) serves the newest body from the shared
+    # cache without rendering it.
+    context.local_clear()
+    monkeypatch.setattr(context, "_render", lambda *args, **kwargs: pytest.fail("rendered"))
+    assert api.get(path).content == newest
