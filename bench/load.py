@@ -9,7 +9,7 @@ and a quiet cached context read at the same concurrency as the baselines.
 
 Targets (production issue), on a 2-core machine: >= 1,000 context reads/s and >= 2,000
 messages/s together, read p99 < 100 ms; a cached context read within 2x of /healthz
-throughput; no growth in worker memory.
+throughput; no growth in worker memory (nor in the cache: its keys and MB are printed).
 
 Method. A fresh database (migrated) gets one workspace and 16 conversations as the
 pipeline leaves them (``--seed-messages`` messages each, observed by 60 observations and
@@ -335,6 +335,19 @@ def wait_for_empty_queue(broker_db: int, limit: float = 120.0) -> float:
     return time.monotonic() - started
 
 
+def cache_footprint(db: int) -> tuple[int, float]:
+    """Keys in the cache's Redis database and the MB they hold (``MEMORY USAGE`` of each)."""
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=6379, db=db)
+    keys = list(client.scan_iter(count=1000))
+    pipeline = client.pipeline(transaction=False)
+    for key in keys:
+        pipeline.memory_usage(key)
+    used = sum(size or 0 for size in pipeline.execute())
+    return len(keys), used / 1024 / 1024
+
+
 def _row(label: str, route: str, result: WrkResult, unit: str, per_request: int = 1) -> list[str]:
     return [
         label,
@@ -424,6 +437,11 @@ def phase(
         )
         size = len(connection.getresponse().read())
         rows.append([label, "context body after the run", f"{size / 1024:,.0f} KB", "", "", ""])
+        keys, megabytes = cache_footprint(args.redis_db)
+        rows.append(
+            [label, "cache after the run", f"{keys:,} keys, {megabytes:,.0f} MB", "", "", ""]
+        )
+        harness.say(f"cache      {keys:,} keys, {megabytes:,.0f} MB in Redis after the run")
         drained = wait_for_empty_queue(args.redis_db + 1, limit=5.0)
         harness.say(f"queue      {drained:.0f} s to drain after the run (at most 5 s waited)")
     return rows
