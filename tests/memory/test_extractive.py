@@ -487,6 +487,23 @@ def test_the_same_input_gives_the_same_output():
     assert engine().reflect(notes, now=TUESDAY) == engine().reflect(notes, now=TUESDAY)
 
 
+def test_a_worker_keeps_nothing_of_a_runs_texts_after_it():
+    # Kept from run to run, the caches of words filled a Celery worker for ten minutes.
+    from memory.engines.extractive.observer import _cached_numbers
+    from memory.engines.extractive.vocabulary import content_tokens
+
+    messages = _mixed_conversation()
+    previous = [f"User ordered parcel PK-{n} on day {n}" for n in range(50)]
+    first = engine().observe(messages, previous_observations=previous, now=TUESDAY)
+    assert content_tokens.cache_info().currsize == _cached_numbers.cache_info().currsize == 0
+
+    notes = stored(*((o.text, o.priority, TUESDAY) for o in first.observations))
+    engine().reflect(notes, now=TUESDAY)
+    assert content_tokens.cache_info().currsize == 0
+    # And a run after it finds what the first found.
+    assert engine().observe(messages, previous_observations=previous, now=TUESDAY) == first
+
+
 def test_every_observation_cites_real_messages_in_seq_order():
     messages = _mixed_conversation()
     seq_of = {m.id: m.seq for m in messages}

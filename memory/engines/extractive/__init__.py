@@ -48,7 +48,7 @@ from memory.engines.base import (
     SourceMessage,
     SourceObservation,
 )
-from memory.engines.extractive.observer import observe_window
+from memory.engines.extractive.observer import forget_texts, observe_window
 from memory.engines.extractive.reflector import reflect_observations
 
 __all__ = ["ExtractiveEngine"]
@@ -68,11 +68,17 @@ class ExtractiveEngine:
         fidelity: str = DEFAULT_FIDELITY,
     ) -> ObserverOutput:
         # No clock: relative dates resolve against each message's own time.
-        return observe_window(
-            messages, previous_observations=previous_observations, fidelity=fidelity
-        )
+        try:
+            return observe_window(
+                messages, previous_observations=previous_observations, fidelity=fidelity
+            )
+        finally:
+            forget_texts()  # a worker keeps nothing of a run's texts
 
     def reflect(
         self, observations: Sequence[SourceObservation], *, now: datetime
     ) -> list[DraftReflection]:
-        return reflect_observations(observations)
+        try:
+            return reflect_observations(observations)
+        finally:
+            forget_texts()

@@ -50,6 +50,15 @@ def _cached_numbers(tokens: frozenset[str]) -> frozenset[str]:
     return numbers_in(tokens)
 
 
+def forget_texts() -> None:
+    """Empty the caches of words and numbers, at the end of a run. Kept across runs they
+    filled towards their bounds (16,384 texts each), and a Celery worker grew for its
+    first ten minutes under load; cleared after each task, its children stayed flat.
+    Reading a run's previous observations again costs the next run about 2 ms."""
+    content_tokens.cache_clear()
+    _cached_numbers.cache_clear()
+
+
 def _is_memory_block(message: SourceMessage) -> bool:
     return message.role == "system" and message.content.lstrip().startswith(MEMORY_BLOCK_HEADER)
 

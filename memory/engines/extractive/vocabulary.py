@@ -80,7 +80,8 @@ _WORD = re.compile(r"[a-z0-9$€£]+(?:['.,/-][a-z0-9]+)*")
 def content_tokens(text: str) -> frozenset[str]:
     """The words that carry meaning, lightly stemmed, for similarity tests.
 
-    Cached: the previous observations handed to every Observer run repeat from run to run."""
+    Cached for the length of a run (``observer.forget_texts``): a run compares each
+    clause with every previous observation."""
     tokens = set()
     for word in _WORD.findall(text.lower()):
         if word in STOPWORDS:
