@@ -26,8 +26,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     - tests marked ``once`` (about processes and services rather than the database
       engine) in the PostgreSQL run;
     - the browser tests (``tests/e2e/``) in the SQLite run: the embedded default that
-      ``make run`` serves, where they share the two cores (``-n 2``). Every view they
-      drive is also tested without a browser on both databases."""
+      ``make run`` serves, where they share the two cores (``-n 2``). The dashboard's
+      views are also tested without a browser (``tests/dashboard/``) in both runs."""
     from django.conf import settings
 
     on_sqlite = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
