@@ -252,10 +252,18 @@ class RssSampler:
         if not values:
             return "-"
         warm = values[min(self.warm_index(), len(values) - 1)]
-        return (
+        line = (
             f"{values[0]:.0f} -> {warm:.0f} (warm) -> {values[-1]:.0f} MB, "
             f"{values[-1] - warm:+.0f} MB after warm-up (max {max(values):.0f})"
         )
+        if len(values) >= 240:
+            # The worker swings by tens of MB as Observer runs come and go: the slope is
+            # read from means of a minute, the middle one against the last one.
+            middle = len(values) // 2
+            mean_middle = sum(values[middle - 30 : middle + 30]) / 60
+            mean_last = sum(values[-60:]) / 60
+            line += f", second half {mean_last - mean_middle:+.0f} MB (means of a minute)"
+        return line
 
     def timeline(self, name: str, every: int = 60) -> str:
         """RSS each ``every`` seconds, for long runs."""
