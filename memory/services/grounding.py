@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -12,7 +13,8 @@ from core.errors import MemdeskError
 from governance.audit import audit_record
 from memory.grounding import grounding_score
 from memory.models import Message, Observation, Reflection, Workspace
-from memory.services.notes import NoteT
+
+NoteT = TypeVar("NoteT", Observation, Reflection)
 
 
 def _grounding_backfill_tier(

@@ -30,10 +30,10 @@ from memory.services.notes import (
     REASON_REQUIRED,
     edit_action,
     edit_reason,
-    note_change_record,
     note_delete,
+    note_deletion_record,
     note_edit,
-    note_revert_to,
+    note_revert,
     note_snapshot,
     unknown_version,
     validate_priority,
@@ -114,6 +114,8 @@ def observation_create(
     return observation
 
 
+# What the Reflector reads of an observation (with its id and dates): when one of these
+# changes, what a reflection says about it may no longer be true.
 REFLECTED_FIELDS = ("text", "priority", "referencedAt")
 
 
@@ -179,15 +181,15 @@ def observation_update(
     )
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
-        before, after = note_change_record(
+        before, after = note_edit(
             locked,
             action=action,
             actor=actor,
             reason=reason,
-            change="edit",
-            apply=lambda item: note_edit(
-                item, text=text, priority=priority, referenced_at=referenced_at, tags=tags
-            ),
+            text=text,
+            priority=priority,
+            referenced_at=referenced_at,
+            tags=tags,
         )
         if _reflected_change(before, after):
             _reflections_go_stale(
@@ -202,14 +204,11 @@ def observation_delete(*, observation: Observation, actor: Actor, reason: str) -
     reason = require_reason(reason, message=REASON_REQUIRED)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
-        note_delete(
-            locked,
-            actor=actor,
-            reason=reason,
-            before_delete=lambda: _reflections_go_stale(
-                observation=locked, actor=actor, reason=reason, change="delete"
-            ),
-        )
+        note_deletion_record(locked, action="observation.delete", actor=actor, reason=reason)
+        # In between: the trail records the deletion before the staleness it causes, and
+        # the reflections built from it are found by its id, which deleting the row clears.
+        _reflections_go_stale(observation=locked, actor=actor, reason=reason, change="delete")
+        note_delete(locked)
 
 
 def observation_revert(
@@ -226,14 +225,8 @@ def observation_revert(
         raise unknown_version("observation", version)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
-        before, after = note_change_record(
-            locked,
-            action="observation.revert",
-            actor=actor,
-            reason=reason,
-            change="revert",
-            apply=lambda item: note_revert_to(item, target),
-            after_extra={"revertedTo": version},
+        before, after = note_revert(
+            locked, target=target, action="observation.revert", actor=actor, reason=reason
         )
         if _reflected_change(before, after):
             _reflections_go_stale(observation=locked, actor=actor, reason=reason, change="revert")

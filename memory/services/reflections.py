@@ -14,10 +14,10 @@ from memory.services.notes import (
     REASON_REQUIRED,
     edit_action,
     edit_reason,
-    note_change_record,
     note_delete,
+    note_deletion_record,
     note_edit,
-    note_revert_to,
+    note_revert,
     unknown_version,
 )
 
@@ -66,17 +66,17 @@ def reflection_update(
     )
     with transaction.atomic():
         locked = _reflection_locked(reflection)
-        note_change_record(
+        note_edit(
             locked,
             action=edit_action(
                 "reflection", text=text, priority=priority, referenced_at=referenced_at, tags=tags
             ),
             actor=actor,
             reason=reason,
-            change="edit",
-            apply=lambda item: note_edit(
-                item, text=text, priority=priority, referenced_at=referenced_at, tags=tags
-            ),
+            text=text,
+            priority=priority,
+            referenced_at=referenced_at,
+            tags=tags,
         )
     return locked
 
@@ -87,7 +87,9 @@ def reflection_delete(*, reflection: Reflection, actor: Actor, reason: str) -> N
     its place and the Reflector does not bring it back; delete them too to remove them."""
     reason = require_reason(reason, message=REASON_REQUIRED)
     with transaction.atomic():
-        note_delete(_reflection_locked(reflection, superseded_ok=True), actor=actor, reason=reason)
+        locked = _reflection_locked(reflection, superseded_ok=True)
+        note_deletion_record(locked, action="reflection.delete", actor=actor, reason=reason)
+        note_delete(locked)
 
 
 def reflection_revert(
@@ -101,13 +103,5 @@ def reflection_revert(
         raise unknown_version("reflection", version)
     with transaction.atomic():
         locked = _reflection_locked(reflection)
-        note_change_record(
-            locked,
-            action="reflection.revert",
-            actor=actor,
-            reason=reason,
-            change="revert",
-            apply=lambda item: note_revert_to(item, target),
-            after_extra={"revertedTo": version},
-        )
+        note_revert(locked, target=target, action="reflection.revert", actor=actor, reason=reason)
     return locked
