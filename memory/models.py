@@ -214,39 +214,65 @@ class MemorySource(models.TextChoices):
     API = "api", "an agent over the API"
 
 
-class Observation(models.Model):
-    class Status(models.TextChoices):
-        ACTIVE = "active", "active"
-        REFLECTED = "reflected", "reflected"
+class MemoryNote(models.Model):
+    """What an observation and a reflection share: a line of memory about a
+    conversation, with its dates, the window of messages it covers, who wrote it, and a
+    version that every correction bumps (the versions it replaced are kept in
+    ``ObservationVersion`` / ``ReflectionVersion``)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="observations"
-    )
+    # The conversation is a field of each: its related name (observations, reflections)
+    # written as "%(class)ss" here would be a migration.
     text = models.TextField()
     priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.MEDIUM)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
-    # When the source messages were said (the last of them); a note without sources,
-    # when it was written. ``written_at`` is when the Observer or a person wrote it.
+    # When the source messages were said (the last of them; a reflection: as of its
+    # newest source observation); a note without sources, when it was written.
+    # ``written_at`` is when the Observer, the Reflector or a person wrote it.
     observed_at = models.DateTimeField(default=timezone.now)
     referenced_at = models.DateTimeField(null=True, blank=True)
     written_at = models.DateTimeField(default=timezone.now)
-    # The share of its names, numbers and content words found in its sources (None: a
-    # note without sources, nothing to check it against).
+    # The share of its names, numbers and content words found in its sources (an
+    # observation's messages, a reflection's source observations); None: a note without
+    # sources, nothing to check it against.
     grounding = models.FloatField(null=True, blank=True)
+    # The messages it covers (a reflection: its sources' messages).
     window_start_seq = models.PositiveIntegerField(null=True, blank=True)
     window_end_seq = models.PositiveIntegerField(null=True, blank=True)
     window_start_at = models.DateTimeField(null=True, blank=True)
     window_end_at = models.DateTimeField(null=True, blank=True)
-    source_message_ids = models.JSONField(default=list, blank=True)
-    source = models.CharField(max_length=10, choices=MemorySource.choices)
     engine = models.CharField(max_length=50, blank=True, default="")
     model_name = models.CharField(max_length=200, blank=True, default="")
     tags = models.JSONField(default=list, blank=True)
     topics = models.JSONField(default=list, blank=True)
-    ticket_id = models.CharField(max_length=100, blank=True, default="")
     token_count = models.PositiveIntegerField()
     version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def marker(self) -> str:
+        return PRIORITY_MARKERS[Priority(self.priority)]
+
+    @property
+    def needs_grounding_review(self) -> bool:
+        return is_weakly_grounded(self.grounding)
+
+
+class Observation(MemoryNote):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        REFLECTED = "reflected", "reflected"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="observations"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    source_message_ids = models.JSONField(default=list, blank=True)
+    source = models.CharField(max_length=10, choices=MemorySource.choices)
+    ticket_id = models.CharField(max_length=100, blank=True, default="")
     reflection = models.ForeignKey(
         "Reflection",
         null=True,
@@ -254,8 +280,6 @@ class Observation(models.Model):
         on_delete=models.SET_NULL,
         related_name="source_observations",
     )
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
@@ -265,14 +289,6 @@ class Observation(models.Model):
 
     def __str__(self) -> str:
         return f"observation {self.id}"
-
-    @property
-    def marker(self) -> str:
-        return PRIORITY_MARKERS[Priority(self.priority)]
-
-    @property
-    def needs_grounding_review(self) -> bool:
-        return is_weakly_grounded(self.grounding)
 
 
 class MemoryVersion(models.Model):
@@ -306,7 +322,7 @@ class ObservationVersion(MemoryVersion):
         return f"observation {self.observation_id} v{self.version} ({self.change})"
 
 
-class Reflection(models.Model):
+class Reflection(MemoryNote):
     """A synthesis of observations. ``active`` ones are served; a ``stale`` one (a source
     observation was corrected) is not, its sources as they now stand are served in its
     place until the Reflector re-derives it; a ``superseded`` one was replaced by that
@@ -317,41 +333,21 @@ class Reflection(models.Model):
         STALE = "stale", "stale"
         SUPERSEDED = "superseded", "superseded"
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="reflections"
     )
-    text = models.TextField()
-    priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.MEDIUM)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     generation = models.PositiveIntegerField(default=1)
-    # As of the newest source observation; window_*_at span its sources' messages.
-    observed_at = models.DateTimeField(default=timezone.now)
-    referenced_at = models.DateTimeField(null=True, blank=True)
-    written_at = models.DateTimeField(default=timezone.now)
-    grounding = models.FloatField(null=True, blank=True)  # against its source observations
-    window_start_seq = models.PositiveIntegerField(null=True, blank=True)
-    window_end_seq = models.PositiveIntegerField(null=True, blank=True)
-    window_start_at = models.DateTimeField(null=True, blank=True)
-    window_end_at = models.DateTimeField(null=True, blank=True)
     source_observation_ids = models.JSONField(default=list, blank=True)
     source = models.CharField(
         max_length=10, choices=MemorySource.choices, default=MemorySource.REFLECTOR
     )
-    engine = models.CharField(max_length=50, blank=True, default="")
-    model_name = models.CharField(max_length=200, blank=True, default="")
-    tags = models.JSONField(default=list, blank=True)
-    topics = models.JSONField(default=list, blank=True)
-    token_count = models.PositiveIntegerField()
-    version = models.PositiveIntegerField(default=1)
     # The reflection the Reflector re-derived this stale one into (the first of them, if
     # its sources went into several); None while it is not superseded, or when nothing
     # replaced it (every source was deleted).
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
@@ -360,14 +356,6 @@ class Reflection(models.Model):
 
     def __str__(self) -> str:
         return f"reflection {self.id}"
-
-    @property
-    def marker(self) -> str:
-        return PRIORITY_MARKERS[Priority(self.priority)]
-
-    @property
-    def needs_grounding_review(self) -> bool:
-        return is_weakly_grounded(self.grounding)
 
     @property
     def is_stale(self) -> bool:

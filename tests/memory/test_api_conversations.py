@@ -174,11 +174,11 @@ def test_the_list_filters_by_user_id_as_the_typescript_client_sends_it(api):
 def test_a_delete_that_deadlocks_with_a_worker_is_tried_again(api, monkeypatch):
     from django.db import OperationalError
 
-    from memory import services
     from memory.models import Conversation
+    from memory.services import conversations
 
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
-    once = services._conversation_delete_once
+    once = conversations._conversation_delete_once
     calls: list[int] = []
 
     class Deadlock(Exception):
@@ -190,7 +190,7 @@ def test_a_delete_that_deadlocks_with_a_worker_is_tried_again(api, monkeypatch):
             raise OperationalError("deadlock detected") from Deadlock()
         return once(**kwargs)
 
-    monkeypatch.setattr(services, "_conversation_delete_once", deadlock_first)
+    monkeypatch.setattr(conversations, "_conversation_delete_once", deadlock_first)
 
     assert api.delete(f"/v1/conversations/{conversation_id}").status_code == 204
     assert len(calls) == 2

@@ -1,0 +1,249 @@
+"""What a correction of an observation or a reflection does, whichever it is: validate
+the edit, keep the version it replaces, apply it, serve it (memory version) and audit it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from core.actors import Actor
+from core.errors import MemdeskError
+from governance.audit import audit_record, require_reason
+from memory.grounding import grounding_score
+from memory.models import (
+    Message,
+    Observation,
+    ObservationVersion,
+    Priority,
+    Reflection,
+    ReflectionVersion,
+)
+from memory.services.conversations import memory_version_bump
+from memory.tokens import token_count
+
+REASON_REQUIRED = "A reason is required to change memory."
+
+
+def edit_reason(
+    *,
+    reason: str,
+    text: str | None,
+    priority: str | None,
+    referenced_at: datetime | None,
+    tags: list[str] | None,
+) -> str:
+    """The reason, once the edit itself is known to be valid (else MemdeskError)."""
+    reason = require_reason(reason, message=REASON_REQUIRED)
+    if text is not None and not text.strip():
+        raise MemdeskError("empty_text", "text must not be empty.", field="text")
+    if priority is not None:
+        validate_priority(priority)
+    if text is None and priority is None and referenced_at is None and tags is None:
+        raise MemdeskError(
+            "nothing_to_change",
+            "Send at least one of content (or text), priority, referencedAt, tags.",
+        )
+    return reason
+
+
+def validate_priority(priority: str) -> None:
+    if priority not in Priority.values:
+        raise MemdeskError(
+            "invalid_priority",
+            f"priority must be one of {', '.join(Priority.values)}; got {priority!r}.",
+            field="priority",
+        )
+
+
+def edit_action(
+    kind: str, *, text: object, priority: object, referenced_at: object, tags: object
+) -> str:
+    only_priority = priority is not None and text is None and tags is None and referenced_at is None
+    return f"{kind}.reprioritise" if only_priority else f"{kind}.edit"
+
+
+def unknown_version(kind: str, version: int) -> MemdeskError:
+    return MemdeskError(
+        "unknown_version", f"This {kind} has no earlier version {version}.", field="version"
+    )
+
+
+def note_edit(
+    locked: Observation | Reflection,
+    *,
+    action: str,
+    actor: Actor,
+    reason: str,
+    text: str | None,
+    priority: str | None,
+    referenced_at: datetime | None,
+    tags: list[str] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Edit a locked observation or reflection: keep the version it replaces, change what
+    was sent, serve it (memory version) and audit it as ``action``. Returns the
+    snapshots before and after."""
+    before = _version_keep(locked, change="edit", reason=reason, actor=actor)
+    if text is not None:
+        locked.text = text.strip()
+        locked.token_count = token_count(locked.text)
+        locked.grounding = _regrounded(locked)
+    if priority is not None:
+        locked.priority = priority
+    if referenced_at is not None:
+        locked.referenced_at = referenced_at
+    if tags is not None:
+        locked.tags = tags
+    _save_corrected(locked)
+    return before, _change_record(locked, action=action, actor=actor, reason=reason, before=before)
+
+
+def note_revert(
+    locked: Observation | Reflection,
+    *,
+    target: ObservationVersion | ReflectionVersion,
+    action: str,
+    actor: Actor,
+    reason: str,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Restore a locked observation or reflection to an earlier version's text,
+    priority, event date and tags: an edit like ``note_edit``, kept and audited as a
+    revert (``action``). Returns the snapshots before and after."""
+    before = _version_keep(locked, change="revert", reason=reason, actor=actor)
+    locked.text = target.text
+    locked.token_count = token_count(target.text)
+    locked.grounding = _regrounded(locked)
+    locked.priority = target.priority
+    locked.referenced_at = target.referenced_at
+    locked.tags = target.tags
+    _save_corrected(locked)
+    after = _change_record(
+        locked,
+        action=action,
+        actor=actor,
+        reason=reason,
+        before=before,
+        after_extra={"revertedTo": target.version},
+    )
+    return before, after
+
+
+def note_deletion_record(
+    locked: Observation | Reflection, *, action: str, actor: Actor, reason: str
+) -> None:
+    """Keep the last version of a locked observation or reflection about to be deleted,
+    and audit its deletion as ``action``. ``note_delete`` then deletes it: the caller
+    may do between the two what needs the row still there."""
+    before = _version_keep(locked, change="delete", reason=reason, actor=actor)
+    audit_record(
+        workspace_id=locked.conversation.workspace_id,
+        actor=actor,
+        action=action,
+        target_type=action.split(".")[0],
+        target_id=str(locked.pk),
+        before=before,
+        reason=reason,
+    )
+
+
+def note_delete(locked: Observation | Reflection) -> None:
+    """Delete an observation or reflection whose deletion ``note_deletion_record``
+    recorded, and stop serving it."""
+    conversation_id = locked.conversation_id
+    locked.delete()
+    memory_version_bump(conversation_id)
+
+
+def note_snapshot(item: Observation | Reflection) -> dict[str, Any]:
+    """An observation or reflection as the audit trail records it."""
+    snapshot: dict[str, Any] = {
+        "text": item.text,
+        "priority": item.priority,
+        "referencedAt": item.referenced_at.isoformat() if item.referenced_at else None,
+        "tags": item.tags,
+        "version": item.version,
+    }
+    if isinstance(item, Reflection):
+        snapshot["status"] = item.status
+    return snapshot
+
+
+def _version_keep(
+    item: Observation | Reflection, *, change: str, reason: str, actor: Actor
+) -> dict[str, Any]:
+    """Keep the version of ``item`` that a correction replaces, and return it as the
+    audit trail records it."""
+    kept: dict[str, Any] = {
+        "conversation_id": item.conversation_id,
+        "version": item.version,
+        "text": item.text,
+        "priority": item.priority,
+        "referenced_at": item.referenced_at,
+        "tags": item.tags,
+        "change": change,
+        "reason": reason,
+        "changed_by": actor.label,
+    }
+    if isinstance(item, Reflection):
+        ReflectionVersion.objects.create(reflection_id=item.pk, **kept)
+    else:
+        ObservationVersion.objects.create(observation_id=item.pk, **kept)
+    return note_snapshot(item)
+
+
+def _save_corrected(item: Observation | Reflection) -> None:
+    """Bump the version and save. A stale reflection a person edits is active again:
+    their words are served from now on."""
+    if isinstance(item, Reflection) and item.status == Reflection.Status.STALE:
+        item.status = Reflection.Status.ACTIVE
+    item.version += 1
+    item.updated_at = timezone.now()
+    item.save()
+
+
+def _change_record(
+    item: Observation | Reflection,
+    *,
+    action: str,
+    actor: Actor,
+    reason: str,
+    before: dict[str, Any],
+    after_extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Serve a correction just saved (memory version) and audit it from ``before`` to
+    the note as it now stands, which is returned."""
+    after = note_snapshot(item)
+    memory_version_bump(item.conversation_id)
+    audit_record(
+        workspace_id=item.conversation.workspace_id,
+        actor=actor,
+        action=action,
+        target_type=action.split(".")[0],
+        target_id=str(item.pk),
+        before=before,
+        after={**after, **(after_extra or {})},
+        reason=reason,
+    )
+    return after
+
+
+def _regrounded(item: Observation | Reflection) -> float | None:
+    """The grounding score of an edited text: an observation against its source
+    messages, a reflection against those of its source observations still stored."""
+    if isinstance(item, Reflection):
+        ids = [str(i) for i in item.source_observation_ids]
+        texts = list(Observation.objects.filter(pk__in=ids).values_list("text", flat=True))
+        return grounding_score(item.text, texts) if texts else None
+    if item.source_message_ids:
+        return grounding_score(item.text, _source_texts(item.source_message_ids))
+    return item.grounding
+
+
+def _source_texts(message_ids: list[str]) -> list[str]:
+    return [
+        f"{content} {tool_name}"
+        for content, tool_name in Message.objects.filter(pk__in=message_ids).values_list(
+            "content", "tool_name"
+        )
+    ]

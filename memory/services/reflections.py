@@ -1,0 +1,107 @@
+"""Corrections of reflections: edit, revert and delete."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+
+from core.actors import Actor
+from core.errors import MemdeskError
+from governance.audit import require_reason
+from memory.models import Reflection, ReflectionVersion
+from memory.services.notes import (
+    REASON_REQUIRED,
+    edit_action,
+    edit_reason,
+    note_delete,
+    note_deletion_record,
+    note_edit,
+    note_revert,
+    unknown_version,
+)
+
+
+def _reflection_locked(reflection: Reflection, *, superseded_ok: bool = False) -> Reflection:
+    """The reflection's row, locked. A superseded one is history: the Reflector replaced
+    it, and a correction belongs on what replaced it (a deletion may still remove it)."""
+    locked = (
+        Reflection.objects.select_for_update()
+        .select_related("conversation")
+        .filter(pk=reflection.pk)
+        .first()
+    )
+    if locked is None:
+        raise MemdeskError(
+            "not_found", "Reflection not found in this conversation.", status_code=404
+        )
+    if locked.status == Reflection.Status.SUPERSEDED and not superseded_ok:
+        raise MemdeskError(
+            "reflection_superseded",
+            "This reflection was replaced when the Reflector re-derived it"
+            + (f" (by {locked.superseded_by_id})" if locked.superseded_by_id else "")
+            + "; correct the reflection that replaced it.",
+            status_code=409,
+        )
+    return locked
+
+
+def reflection_update(
+    *,
+    reflection: Reflection,
+    actor: Actor,
+    reason: str,
+    text: str | None = None,
+    priority: str | None = None,
+    referenced_at: datetime | None = None,
+    tags: list[str] | None = None,
+) -> Reflection:
+    """Edit a reflection, keeping the previous version and the reason for the change.
+
+    The edit is served at once. A stale reflection that is edited is active again and
+    the re-derivation leaves it as the person wrote it; only a later change to one of
+    its sources makes it stale again, for the Reflector to re-derive."""
+    reason = edit_reason(
+        reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
+    )
+    with transaction.atomic():
+        locked = _reflection_locked(reflection)
+        note_edit(
+            locked,
+            action=edit_action(
+                "reflection", text=text, priority=priority, referenced_at=referenced_at, tags=tags
+            ),
+            actor=actor,
+            reason=reason,
+            text=text,
+            priority=priority,
+            referenced_at=referenced_at,
+            tags=tags,
+        )
+    return locked
+
+
+def reflection_delete(*, reflection: Reflection, actor: Actor, reason: str) -> None:
+    """Delete a reflection, keeping its last version: what it says leaves the context at
+    once. Its source observations stay stored and reflected, so they are not served in
+    its place and the Reflector does not bring it back; delete them too to remove them."""
+    reason = require_reason(reason, message=REASON_REQUIRED)
+    with transaction.atomic():
+        locked = _reflection_locked(reflection, superseded_ok=True)
+        note_deletion_record(locked, action="reflection.delete", actor=actor, reason=reason)
+        note_delete(locked)
+
+
+def reflection_revert(
+    *, reflection: Reflection, version: int, actor: Actor, reason: str
+) -> Reflection:
+    """Restore an earlier version's text, priority, event date and tags: an edit like
+    ``reflection_update``, kept and audited as a revert."""
+    reason = require_reason(reason, message=REASON_REQUIRED)
+    target = ReflectionVersion.objects.filter(reflection_id=reflection.pk, version=version).first()
+    if target is None:
+        raise unknown_version("reflection", version)
+    with transaction.atomic():
+        locked = _reflection_locked(reflection)
+        note_revert(locked, target=target, action="reflection.revert", actor=actor, reason=reason)
+    return locked
