@@ -13,7 +13,7 @@ from django.db.models import Count, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_uuid
-from governance.gates import agents_see_reidentified_sql
+from governance.gates import agents_see_reidentified_sql, conversations_with_pii
 from memory.models import (
     Conversation,
     Escalation,
@@ -130,6 +130,33 @@ def message_counts(*, conversation_ids: list[Any]) -> dict[Any, int]:
         .values_list("conversation_id", "count")
     )
     return dict(rows)
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    """One page of a workspace's conversations, with what their list shows of each."""
+
+    conversations: list[Conversation]
+    pii_found: set[uuid.UUID]  # the ones holding detected personal data
+    message_counts: dict[Any, int]  # a conversation with no message is left out
+    next_cursor: str | None
+
+
+def conversation_page(
+    *, workspace: Workspace, user_id: str | None, limit: int, cursor: str | None
+) -> ConversationPage:
+    """``conversation_list``'s page with each conversation's message count and whether
+    it holds personal data: three queries for the page, whatever its length."""
+    conversations, next_cursor = conversation_list(
+        workspace=workspace, user_id=user_id, limit=limit, cursor=cursor
+    )
+    ids = [c.pk for c in conversations]
+    return ConversationPage(
+        conversations=conversations,
+        pii_found=conversations_with_pii(conversation_ids=ids),
+        message_counts=message_counts(conversation_ids=ids),
+        next_cursor=next_cursor,
+    )
 
 
 def deleted_source_ids(
