@@ -133,30 +133,40 @@ def message_counts(*, conversation_ids: list[Any]) -> dict[Any, int]:
 
 
 @dataclass(frozen=True)
-class ConversationPage:
-    """One page of a workspace's conversations, with what their list shows of each."""
+class ConversationSummary:
+    """A conversation as its list shows it."""
 
-    conversations: list[Conversation]
-    pii_found: set[uuid.UUID]  # the ones holding detected personal data
-    message_counts: dict[Any, int]  # a conversation with no message is left out
+    conversation: Conversation
+    message_count: int
+    pii_found: bool  # it holds detected personal data
+
+
+def conversation_summaries(conversations: Sequence[Conversation]) -> list[ConversationSummary]:
+    """Each conversation with its message count and whether it holds personal data: two
+    queries, however many conversations."""
+    ids = [c.pk for c in conversations]
+    flagged = conversations_with_pii(conversation_ids=ids)
+    counts = message_counts(conversation_ids=ids)
+    return [
+        ConversationSummary(c, message_count=counts.get(c.pk, 0), pii_found=c.pk in flagged)
+        for c in conversations
+    ]
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    conversations: list[ConversationSummary]
     next_cursor: str | None
 
 
 def conversation_page(
     *, workspace: Workspace, user_id: str | None, limit: int, cursor: str | None
 ) -> ConversationPage:
-    """``conversation_list``'s page with each conversation's message count and whether
-    it holds personal data: three queries for the page, whatever its length."""
+    """``conversation_list``'s page, each conversation summarised as its list shows it."""
     conversations, next_cursor = conversation_list(
         workspace=workspace, user_id=user_id, limit=limit, cursor=cursor
     )
-    ids = [c.pk for c in conversations]
-    return ConversationPage(
-        conversations=conversations,
-        pii_found=conversations_with_pii(conversation_ids=ids),
-        message_counts=message_counts(conversation_ids=ids),
-        next_cursor=next_cursor,
-    )
+    return ConversationPage(conversation_summaries(conversations), next_cursor)
 
 
 def deleted_source_ids(

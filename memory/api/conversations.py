@@ -10,14 +10,15 @@ from rest_framework.response import Response
 
 from core.api import ERRORS, ErrorOut, ReasonIn, query_params, request_reason, validated
 from core.errors import MemdeskError
-from governance.gates import conversations_with_pii
-from memory import api_schema as out
 from memory import selectors, services
 from memory.api.base import IDEMPOTENCY_HEADER, MemoryApi
 from memory.api.inputs import ConversationCreateIn, ConversationListQuery
-from memory.api.presenters import conversation_page_to_wire
+from memory.api.presenters import (
+    ConversationOut,
+    ConversationPageOut,
+    new_conversation_to_wire,
+)
 from memory.models import Conversation
-from memory.wire import conversation_to_wire
 
 
 class ConversationListCreateApi(MemoryApi):
@@ -29,7 +30,7 @@ class ConversationListCreateApi(MemoryApi):
             OpenApiParameter("limit", int, description="1..200, default 50."),
             OpenApiParameter("cursor", str, description="next_cursor of the previous page."),
         ],
-        responses={200: out.ConversationPageOut, **ERRORS},
+        responses={200: ConversationPageOut, **ERRORS},
     )
     def get(self, request: Request) -> Response:
         query = query_params(ConversationListQuery, request)
@@ -46,13 +47,13 @@ class ConversationListCreateApi(MemoryApi):
             limit=query["limit"],
             cursor=query.get("cursor") or None,
         )
-        return Response(conversation_page_to_wire(page))
+        return Response(ConversationPageOut(page).data)
 
     @extend_schema(
         operation_id="conversations_create",
         request=ConversationCreateIn,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: out.ConversationOut, 409: ErrorOut, **ERRORS},
+        responses={201: ConversationOut, 409: ErrorOut, **ERRORS},
     )
     def post(self, request: Request) -> Response:
         data = validated(ConversationCreateIn, request.data)
@@ -64,29 +65,17 @@ class ConversationListCreateApi(MemoryApi):
                 title=data.get("title") or "",
                 metadata=data.get("metadata") or {},
             )
-            # A new conversation holds nothing yet.
-            return (
-                201,
-                conversation_to_wire(conversation, pii_found=False, message_count=0),
-                conversation,
-            )
+            return 201, new_conversation_to_wire(conversation), conversation
 
         return self.idempotent(request, write)
 
 
 class ConversationDetailApi(MemoryApi):
-    @extend_schema(operation_id="conversations_get", responses={200: out.ConversationOut, **ERRORS})
+    @extend_schema(operation_id="conversations_get", responses={200: ConversationOut, **ERRORS})
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        flagged = conversations_with_pii(conversation_ids=[conversation.pk])
-        counts = selectors.message_counts(conversation_ids=[conversation.pk])
-        return Response(
-            conversation_to_wire(
-                conversation,
-                pii_found=conversation.pk in flagged,
-                message_count=counts.get(conversation.pk, 0),
-            )
-        )
+        [summary] = selectors.conversation_summaries([conversation])
+        return Response(ConversationOut(summary).data)
 
     @extend_schema(
         operation_id="conversations_delete",

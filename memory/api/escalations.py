@@ -7,27 +7,26 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import ERRORS, validated
-from memory import api_schema as out
 from memory import selectors, services
 from memory.api.base import MemoryApi
 from memory.api.inputs import EscalationCreateIn
-from memory.wire import escalation_to_wire
+from memory.api.presenters import EscalationListOut, EscalationOut
 
 
 class EscalationListCreateApi(MemoryApi):
     @extend_schema(
         operation_id="escalations_list",
-        responses={200: out.EscalationListOut, **ERRORS},
+        responses={200: EscalationListOut, **ERRORS},
         description="The conversation's escalations to a person, newest first, open and resolved.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         escalations = selectors.escalation_list(conversation=self.conversation(conversation_id))
-        return Response({"escalations": [escalation_to_wire(e) for e in escalations]})
+        return Response(EscalationListOut({"escalations": escalations}).data)
 
     @extend_schema(
         operation_id="escalations_create",
         request=EscalationCreateIn,
-        responses={201: out.EscalationOut, **ERRORS},
+        responses={201: EscalationOut, **ERRORS},
         description="Fall back to a human: the agent hands this conversation to a person, "
         "saying why. The escalation appears in the dashboard's Escalations list until a "
         "reviewer resolves it, and counts in the metrics' escalations per hour. Audited "
@@ -42,4 +41,4 @@ class EscalationListCreateApi(MemoryApi):
             reason=data["reason"],
             metadata=data.get("metadata"),
         )
-        return Response(escalation_to_wire(escalation), status=201)
+        return Response(EscalationOut(escalation).data, status=201)

@@ -10,7 +10,6 @@ from rest_framework.response import Response
 
 from core.api import ERRORS, ErrorOut, query_params, validated
 from core.errors import MemdeskError
-from memory import api_schema as out
 from memory import selectors, services
 from memory.api.base import IDEMPOTENCY_HEADER, MemoryApi
 from memory.api.inputs import (
@@ -20,8 +19,13 @@ from memory.api.inputs import (
     as_text,
     first_sent,
 )
+from memory.api.presenters import (
+    ReasoningStepListOut,
+    ReasoningStepOut,
+    ReasoningTraceOut,
+    ToolCallOut,
+)
 from memory.models import Conversation, ToolCall
-from memory.wire import reasoning_step_to_wire, tool_call_to_wire
 
 
 class ReasoningStepCreateApi(MemoryApi):
@@ -31,7 +35,7 @@ class ReasoningStepCreateApi(MemoryApi):
         operation_id="reasoning_steps_create",
         request=ReasoningStepIn,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: out.ReasoningStepOut, 409: ErrorOut, **ERRORS},
+        responses={201: ReasoningStepOut, 409: ErrorOut, **ERRORS},
         description="Record one reasoning step of the agent in a conversation. At least one "
         "of reasoning, actionTaken and result must hold text.",
     )
@@ -48,7 +52,7 @@ class ReasoningStepCreateApi(MemoryApi):
                 result=data.get("result") or "",
                 metadata=data.get("metadata") or {},
             )
-            return 201, reasoning_step_to_wire(step), conversation
+            return 201, ReasoningStepOut(step).data, conversation
 
         return self.idempotent(request, write)
 
@@ -63,7 +67,7 @@ class ReasoningStepCreateApi(MemoryApi):
             ),
             OpenApiParameter("conversationId", str, description="The same as conversation_id."),
         ],
-        responses={200: out.ReasoningStepListOut, **ERRORS},
+        responses={200: ReasoningStepListOut, **ERRORS},
         description="The conversation's reasoning steps, oldest first.",
     )
     def get(self, request: Request) -> Response:
@@ -77,7 +81,7 @@ class ReasoningStepCreateApi(MemoryApi):
             )
         conversation = self.conversation(str(conversation_id))
         steps = selectors.reasoning_step_list(conversation=conversation)
-        return Response({"steps": [reasoning_step_to_wire(s) for s in steps]})
+        return Response(ReasoningStepListOut({"steps": steps}).data)
 
 
 class ToolCallCreateApi(MemoryApi):
@@ -87,7 +91,7 @@ class ToolCallCreateApi(MemoryApi):
         operation_id="tool_calls_create",
         request=ToolCallIn,
         parameters=[IDEMPOTENCY_HEADER],
-        responses={201: out.ToolCallOut, 409: ErrorOut, **ERRORS},
+        responses={201: ToolCallOut, 409: ErrorOut, **ERRORS},
         description="Record one tool call: under the reasoning step stepId names, or in the "
         "conversation conversationId names. The Observer reads its output as tool output.",
     )
@@ -111,7 +115,7 @@ class ToolCallCreateApi(MemoryApi):
                 error=data.get("error") or "",
                 metadata=data.get("metadata") or {},
             )
-            return 201, tool_call_to_wire(call), call.conversation
+            return 201, ToolCallOut(call).data, call.conversation
 
         return self.idempotent(request, write)
 
@@ -119,21 +123,14 @@ class ToolCallCreateApi(MemoryApi):
 class ReasoningTraceApi(MemoryApi):
     @extend_schema(
         operation_id="reasoning_trace_get",
-        responses={200: out.ReasoningTraceOut, **ERRORS},
+        responses={200: ReasoningTraceOut, **ERRORS},
         description="Every reasoning step and tool call of a conversation, oldest first.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
-        return Response(
-            {
-                "conversationId": str(conversation.pk),
-                "steps": [
-                    reasoning_step_to_wire(s)
-                    for s in selectors.reasoning_step_list(conversation=conversation)
-                ],
-                "toolCalls": [
-                    tool_call_to_wire(c)
-                    for c in selectors.tool_call_list(conversation=conversation)
-                ],
-            }
-        )
+        trace = {
+            "conversationId": conversation.pk,
+            "steps": selectors.reasoning_step_list(conversation=conversation),
+            "toolCalls": selectors.tool_call_list(conversation=conversation),
+        }
+        return Response(ReasoningTraceOut(trace).data)

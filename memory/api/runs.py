@@ -12,8 +12,8 @@ from memory import api_schema as out
 from memory import pipeline, selectors
 from memory.api.base import MemoryApi
 from memory.api.inputs import ExtractionStatusQuery, WaitQuery
+from memory.api.presenters import RunOut
 from memory.models import AnyRun
-from memory.wire import run_to_wire
 
 
 class ExtractionStatusApi(MemoryApi):
@@ -47,8 +47,8 @@ WAIT_PARAMETER = OpenApiParameter(
 
 def _run_response(request: Request, run: AnyRun) -> Response:
     if not run.is_open:
-        return Response(run_to_wire(run), status=200)
-    return Response(run_to_wire(run), status=202, headers={"Location": f"/v1/runs/{run.pk}"})
+        return Response(RunOut(run).data, status=200)
+    return Response(RunOut(run).data, status=202, headers={"Location": f"/v1/runs/{run.pk}"})
 
 
 class _RunNowApi(MemoryApi):
@@ -68,7 +68,7 @@ class ObserveNowApi(_RunNowApi):
         operation_id="conversations_observe",
         request=None,
         parameters=[WAIT_PARAMETER],
-        responses={200: out.RunOut, 202: out.RunOut, **ERRORS},
+        responses={200: RunOut, 202: RunOut, **ERRORS},
         description="Observe the conversation's unobserved messages now.",
     )
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -82,7 +82,7 @@ class ReflectNowApi(_RunNowApi):
         operation_id="conversations_reflect",
         request=None,
         parameters=[WAIT_PARAMETER],
-        responses={200: out.RunOut, 202: out.RunOut, **ERRORS},
+        responses={200: RunOut, 202: RunOut, **ERRORS},
         description="Condense the conversation's active observations into reflections now.",
     )
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -90,10 +90,10 @@ class ReflectNowApi(_RunNowApi):
 
 
 class RunDetailApi(MemoryApi):
-    @extend_schema(operation_id="runs_get", responses={200: out.RunOut, **ERRORS})
+    @extend_schema(operation_id="runs_get", responses={200: RunOut, **ERRORS})
     def get(self, request: Request, run_id: str) -> Response:
         parse_uuid(run_id, field="runId")
-        return Response(run_to_wire(pipeline.run_get(workspace=self.workspace, run_id=run_id)))
+        return Response(RunOut(pipeline.run_get(workspace=self.workspace, run_id=run_id)).data)
 
 
 class RunCancelApi(MemoryApi):
@@ -103,7 +103,7 @@ class RunCancelApi(MemoryApi):
         request=ReasonIn,
         parameters=[OpenApiParameter("reason", str, description="Optional (or in the body).")],
         responses={
-            200: out.RunOut,
+            200: RunOut,
             409: OpenApiResponse(
                 ErrorOut,
                 description="run_finished: the run has already succeeded, failed or been "
@@ -119,4 +119,4 @@ class RunCancelApi(MemoryApi):
         parse_uuid(run_id, field="runId")
         run = pipeline.run_get(workspace=self.workspace, run_id=run_id)
         run = pipeline.run_cancel(run=run, actor=self.actor(), reason=request_reason(request))
-        return Response(run_to_wire(run))
+        return Response(RunOut(run).data)

@@ -10,11 +10,10 @@ from rest_framework.response import Response
 
 from core.api import ADMIN_ERRORS, ERRORS, ApiView, validated
 from core.errors import MemdeskError
-from memory import api_schema as out
 from memory import services
 from memory.api.inputs import WorkspaceSettingsIn
+from memory.api.presenters import WorkspaceSettingsOut
 from memory.models import ApiKey
-from memory.wire import workspace_settings_to_wire
 
 
 class WorkspaceSettingsApi(ApiView):
@@ -24,17 +23,17 @@ class WorkspaceSettingsApi(ApiView):
 
     @extend_schema(
         operation_id="workspace_settings_get",
-        responses={200: out.WorkspaceSettingsOut, **ERRORS},
+        responses={200: WorkspaceSettingsOut, **ERRORS},
         description="The memory settings in force in the key's workspace: the Observer's "
         "fidelity (and where it comes from), the thresholds and the engine.",
     )
     def get(self, request: Request) -> Response:
-        return Response(workspace_settings_to_wire(self.workspace))
+        return Response(WorkspaceSettingsOut(self.workspace).data)
 
     @extend_schema(
         operation_id="workspace_settings_update",
         request=WorkspaceSettingsIn,
-        responses={200: out.WorkspaceSettingsOut, **ADMIN_ERRORS},
+        responses={200: WorkspaceSettingsOut, **ADMIN_ERRORS},
         description="Choose the Observer's fidelity for this workspace, or null to follow "
         "the server's default; and the default token budget of its served contexts "
         "(contextMaxTokens), or null for none. Admin keys only; `reason` is required and "
@@ -65,4 +64,4 @@ class WorkspaceSettingsApi(ApiView):
             context_max_tokens=data.get("contextMaxTokens", services.UNCHANGED),
             reason=data.get("reason") or "",
         )
-        return Response(workspace_settings_to_wire(workspace))
+        return Response(WorkspaceSettingsOut(workspace).data)

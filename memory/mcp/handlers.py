@@ -23,7 +23,10 @@ from memory.api.inputs import (
     message_input,
 )
 from memory.api.presenters import (
-    conversation_page_to_wire,
+    ConversationPageOut,
+    ReasoningStepOut,
+    ToolCallOut,
+    new_conversation_to_wire,
     observations_to_wire,
     reflections_to_wire,
 )
@@ -31,14 +34,7 @@ from memory.context import parse_max_tokens
 from memory.context_reads import context_read
 from memory.mcp.callers import McpToolError, ToolCall, ToolResult
 from memory.models import Conversation
-from memory.wire import (
-    conversation_to_wire,
-    message_to_wire,
-    observation_to_wire,
-    pin_to_wire,
-    reasoning_step_to_wire,
-    tool_call_to_wire,
-)
+from memory.wire import message_to_wire, observation_to_wire, pin_to_wire
 
 
 class InConversation(serializers.Serializer):
@@ -77,7 +73,7 @@ def create_conversation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
         title=data.get("title") or "",
         metadata=data.get("metadata") or {},
     )
-    return conversation_to_wire(conversation, pii_found=False, message_count=0)
+    return new_conversation_to_wire(conversation)
 
 
 def list_conversations(call: ToolCall, data: dict[str, Any]) -> ToolResult:
@@ -87,7 +83,7 @@ def list_conversations(call: ToolCall, data: dict[str, Any]) -> ToolResult:
         limit=data["limit"],
         cursor=data.get("cursor") or None,
     )
-    return conversation_page_to_wire(page)
+    return ConversationPageOut(page).data
 
 
 def add_messages(call: ToolCall, data: dict[str, Any]) -> ToolResult:
@@ -200,7 +196,7 @@ def record_reasoning_step(call: ToolCall, data: dict[str, Any]) -> ToolResult:
         result=data.get("result") or "",
         metadata=data.get("metadata") or {},
     )
-    return reasoning_step_to_wire(step)
+    return ReasoningStepOut(step).data
 
 
 def record_tool_call(call: ToolCall, data: dict[str, Any]) -> ToolResult:
@@ -217,4 +213,4 @@ def record_tool_call(call: ToolCall, data: dict[str, Any]) -> ToolResult:
         duration_ms=data.get("durationMs"),
         error=data.get("error") or "",
     )
-    return tool_call_to_wire(recorded)
+    return ToolCallOut(recorded).data

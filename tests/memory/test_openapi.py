@@ -1,9 +1,12 @@
 """The OpenAPI document at /v1/schema/ describes every route, and every real response.
 
-Responses are built by ``memory/wire.py`` and ``memory/context.py``; the document comes
-from ``memory/api_schema.py``. Each case below calls one route as an agent would and
-validates the body against the schema documented for that status, with undocumented
-fields counted as errors, so the two cannot drift apart unnoticed.
+Most bodies are rendered by the DRF serializers that document them
+(``memory/api/presenters.py``); the context's shapes are rendered by hand on its hot path
+(``memory/wire.py``, ``memory/context.py``) and declared apart (``memory/api_schema.py``).
+Each case below calls one route as an agent would and validates the body against the
+schema documented for that status, with undocumented fields counted as errors, so a
+hand-rendered body and its declaration cannot drift apart unnoticed, and every status a
+route answers is documented.
 """
 
 from __future__ import annotations
@@ -53,8 +56,8 @@ NOT_OPERATIONS = {"parameters", "summary", "description", "servers"}
 
 def _as_json_schema(node: Any) -> Any:
     """OpenAPI 3.0 schema objects to JSON Schema: ``nullable`` becomes a null alternative,
-    and an object that declares its properties is closed, so a field that wire.py sends
-    but api_schema.py does not document fails validation."""
+    and an object that declares its properties is closed, so a field that is sent but not
+    documented fails validation."""
     if isinstance(node, list):
         return [_as_json_schema(item) for item in node]
     if not isinstance(node, dict):
