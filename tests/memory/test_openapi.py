@@ -1180,3 +1180,24 @@ def test_the_schema_generates_without_warnings_and_validates(tmp_path):
     # enum names is a failure here, not a warning nobody reads.
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yml"))
     assert (tmp_path / "s.yml").read_text().startswith("openapi: 3.")
+
+
+def test_serializer_rendered_bodies_keep_the_clients_wire_formats(api, workspace):
+    """The bodies the presenters' serializers render keep what the NAMS clients were
+    always sent: dates as ``isoformat()`` writes them, blank text as null, and a run's
+    fields of the other kind of run left out rather than sent as null."""
+    created = api.post("/v1/conversations", {}, format="json").json()
+    assert created["userId"] is None and created["title"] is None
+    assert created["createdAt"].endswith("+00:00")
+    conversation = Conversation.objects.get(pk=created["id"])
+
+    observer = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    reflector = ReflectorRun.objects.create(conversation=conversation, trigger="manual")
+    observer_body = api.get(f"/v1/runs/{observer.pk}").json()
+    reflector_body = api.get(f"/v1/runs/{reflector.pk}").json()
+
+    assert "generation" not in observer_body and "windowStartSeq" in observer_body
+    assert "windowStartSeq" not in reflector_body and "currentTask" not in reflector_body
+    assert reflector_body["generation"] is None
+    assert observer_body["engine"] is None and observer_body["startedAt"] is None
+    assert observer_body["createdAt"].endswith("+00:00")
