@@ -86,6 +86,7 @@ class MemoryApi(ApiView):
         return response
 
 
+# The words the observation and the reflection routes share in the OpenAPI document.
 EDIT_DESCRIPTION = "Edit the text (`content`, or `text`), priority, event date or tags. "
 HISTORY_DESCRIPTION = (
     "Earlier versions, oldest first, each with the reason it changed and a unified diff to "
