@@ -1,8 +1,12 @@
-"""OpenAPI declarations of the response shapes built in ``memory/wire.py`` (camelCase,
-as on the wire).
+"""OpenAPI declarations of the bodies built by hand on hot paths (camelCase, as on the
+wire): the shapes a context carries, rendered in ``memory/wire.py`` and
+``memory/context.py`` (``memory/wire.py`` says why, with the figure), with the bodies
+that hold them (lists, search, history); and the bodies that a selector or
+``memory/metrics.py`` assembles (extraction status, metrics).
 
-These serializers only describe; responses are built by the wire functions, and
-tests/memory/test_openapi.py validates real responses against this schema.
+These serializers only describe; tests/memory/test_openapi.py validates real responses
+against them. The other bodies are rendered by the serializers that document them, in
+``memory/api/presenters.py``.
 """
 
 from __future__ import annotations
@@ -11,28 +15,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 
-from memory.engines.base import FIDELITIES
+from memory.api.presenters import MemoryVersionOut
 from memory.wire import NAMS_ROLES
-
-
-class ConversationOut(serializers.Serializer):
-    id = serializers.UUIDField()
-    userId = serializers.CharField(allow_null=True)
-    workspaceId = serializers.UUIDField()
-    title = serializers.CharField(allow_null=True)
-    metadata = serializers.DictField()
-    messageCount = serializers.IntegerField()
-    createdAt = serializers.DateTimeField()
-    updatedAt = serializers.DateTimeField()
-    piiFound = serializers.BooleanField(
-        help_text="Personal data was detected in this conversation (in any tier, redacted "
-        "or not): the scan of its messages, or the redaction of its memory."
-    )
-
-
-class ConversationPageOut(serializers.Serializer):
-    conversations = ConversationOut(many=True)
-    next_cursor = serializers.CharField(allow_null=True)
 
 
 class MessageOut(serializers.Serializer):
@@ -167,25 +151,6 @@ class PinListOut(serializers.Serializer):
     pins = PinOut(many=True)
 
 
-class EscalationOut(serializers.Serializer):
-    id = serializers.UUIDField()
-    conversationId = serializers.UUIDField()
-    reason = serializers.CharField()
-    metadata = serializers.DictField()
-    status = serializers.ChoiceField(choices=["open", "resolved"])
-    createdBy = serializers.CharField(help_text="'api_key:<id>' or 'user:<id>'.")
-    createdAt = serializers.DateTimeField()
-    resolvedBy = serializers.CharField(allow_null=True)
-    resolvedAt = serializers.DateTimeField(allow_null=True)
-    resolutionNote = serializers.CharField(
-        allow_null=True, help_text="What the person who resolved it wrote."
-    )
-
-
-class EscalationListOut(serializers.Serializer):
-    escalations = EscalationOut(many=True)
-
-
 class TrimmedOut(serializers.Serializer):
     recentMessages = serializers.IntegerField()
     observations = serializers.IntegerField()
@@ -258,17 +223,6 @@ class ExtractionStatusOut(serializers.Serializer):
     )
 
 
-class MemoryVersionOut(serializers.Serializer):
-    version = serializers.IntegerField()
-    text = serializers.CharField()
-    priority = serializers.CharField()
-    change = serializers.CharField()
-    reason = serializers.CharField()
-    changedBy = serializers.CharField()
-    changedAt = serializers.DateTimeField()
-    diff = serializers.CharField(help_text="Unified diff to the next version's text.")
-
-
 class ObservationHistoryOut(serializers.Serializer):
     current = ObservationOut()
     versions = MemoryVersionOut(many=True)
@@ -277,46 +231,6 @@ class ObservationHistoryOut(serializers.Serializer):
 class ReflectionHistoryOut(serializers.Serializer):
     current = ReflectionOut()
     versions = MemoryVersionOut(many=True)
-
-
-class RunOut(serializers.Serializer):
-    id = serializers.UUIDField()
-    kind = serializers.ChoiceField(choices=["observer", "reflector"])
-    conversationId = serializers.UUIDField()
-    status = serializers.ChoiceField(
-        choices=["queued", "running", "retrying", "succeeded", "failed", "cancelled"],
-        help_text="queued: waiting for a worker; running; retrying: an attempt failed with "
-        "a retryable error (error says how) and the next is at nextAttemptAt; then "
-        "succeeded, failed (after the last attempt, or at once for an error a retry "
-        "cannot fix) or cancelled.",
-    )
-    trigger = serializers.ChoiceField(choices=["threshold", "manual", "sweeper", "correction"])
-    engine = serializers.CharField(allow_null=True)
-    model = serializers.CharField(allow_null=True)
-    promptVersion = serializers.CharField(allow_null=True)
-    tokensIn = serializers.IntegerField()
-    tokensOut = serializers.IntegerField()
-    itemsIn = serializers.IntegerField()
-    itemsOut = serializers.IntegerField()
-    durationMs = serializers.IntegerField(allow_null=True)
-    attempts = serializers.IntegerField(help_text="Attempts started so far.")
-    maxAttempts = serializers.IntegerField(help_text="Attempts before a run fails.")
-    nextAttemptAt = serializers.DateTimeField(
-        allow_null=True, help_text="When a retrying run is tried again."
-    )
-    error = serializers.CharField(
-        allow_null=True,
-        help_text="The last error in words (a status code, a timeout, a rule the output "
-        "broke), never the content.",
-    )
-    createdAt = serializers.DateTimeField()
-    startedAt = serializers.DateTimeField(allow_null=True)
-    finishedAt = serializers.DateTimeField(allow_null=True)
-    windowStartSeq = serializers.IntegerField(required=False, allow_null=True)
-    windowEndSeq = serializers.IntegerField(required=False, allow_null=True)
-    currentTask = serializers.CharField(required=False, allow_null=True)
-    suggestedResponse = serializers.CharField(required=False, allow_null=True)
-    generation = serializers.IntegerField(required=False, allow_null=True)
 
 
 class TurnLatencyOut(serializers.Serializer):
@@ -391,78 +305,3 @@ class MetricsOut(serializers.Serializer):
     escalations = EscalationMetricsOut()
     recall = RecallOut()
     series = serializers.DictField()
-
-
-class WorkspaceSettingsOut(serializers.Serializer):
-    workspaceId = serializers.UUIDField()
-    fidelity = serializers.ChoiceField(
-        choices=FIDELITIES,
-        help_text="How much detail the Observer keeps, in force now: compact (the smallest "
-        "memory, the gist), balanced, or detailed (more of what was said, the assistant's "
-        "answers included; a bigger memory).",
-    )
-    fidelitySource = serializers.ChoiceField(
-        choices=["workspace", "default"],
-        help_text="workspace: chosen for this workspace; default: follows fidelityDefault.",
-    )
-    fidelityDefault = serializers.ChoiceField(
-        choices=FIDELITIES, help_text="The server's default (MEMDESK_OBSERVER_FIDELITY)."
-    )
-    fidelityLevels = serializers.ListField(
-        child=serializers.ChoiceField(choices=FIDELITIES),
-        help_text="Every level, from the smallest memory to the most detailed.",
-    )
-    observerThreshold = serializers.IntegerField(
-        help_text="Unobserved message tokens that trigger the Observer, in force now."
-    )
-    reflectorThreshold = serializers.IntegerField(
-        help_text="Active observation tokens that trigger the Reflector, in force now."
-    )
-    engine = serializers.CharField(help_text="The Observer and Reflector engine in force.")
-    contextMaxTokens = serializers.IntegerField(
-        allow_null=True,
-        help_text="The token budget of a context read that names no max_tokens; null: none.",
-    )
-
-
-class ReasoningStepOut(serializers.Serializer):
-    id = serializers.UUIDField()
-    conversationId = serializers.UUIDField()
-    stepNumber = serializers.IntegerField(help_text="1 for the conversation's first step.")
-    reasoning = serializers.CharField(allow_blank=True)
-    actionTaken = serializers.CharField(allow_blank=True)
-    result = serializers.CharField(allow_null=True)
-    afterSeq = serializers.IntegerField(
-        help_text="The seq of the last message before the step (0: before any message)."
-    )
-    metadata = serializers.DictField()
-    createdAt = serializers.DateTimeField()
-
-
-class ReasoningStepListOut(serializers.Serializer):
-    steps = ReasoningStepOut(many=True)
-
-
-class ToolCallOut(serializers.Serializer):
-    id = serializers.UUIDField()
-    conversationId = serializers.UUIDField()
-    stepId = serializers.UUIDField(allow_null=True)
-    toolName = serializers.CharField()
-    input = serializers.CharField(allow_blank=True, help_text="As sent: JSON text or plain text.")
-    output = serializers.CharField(allow_null=True, help_text="As sent: JSON text or plain text.")
-    status = serializers.ChoiceField(
-        choices=["pending", "success", "failure", "error", "timeout", "cancelled"]
-    )
-    durationMs = serializers.IntegerField(allow_null=True)
-    error = serializers.CharField(allow_null=True)
-    afterSeq = serializers.IntegerField(
-        help_text="The seq of the last message before the call (0: before any message)."
-    )
-    metadata = serializers.DictField()
-    createdAt = serializers.DateTimeField()
-
-
-class ReasoningTraceOut(serializers.Serializer):
-    conversationId = serializers.UUIDField()
-    steps = ReasoningStepOut(many=True)
-    toolCalls = ToolCallOut(many=True)

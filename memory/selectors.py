@@ -13,7 +13,7 @@ from django.db.models import Count, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_uuid
-from governance.gates import agents_see_reidentified_sql
+from governance.gates import agents_see_reidentified_sql, conversations_with_pii
 from memory.models import (
     Conversation,
     Escalation,
@@ -130,6 +130,43 @@ def message_counts(*, conversation_ids: list[Any]) -> dict[Any, int]:
         .values_list("conversation_id", "count")
     )
     return dict(rows)
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """A conversation as its list shows it."""
+
+    conversation: Conversation
+    message_count: int
+    pii_found: bool  # it holds detected personal data
+
+
+def conversation_summaries(conversations: Sequence[Conversation]) -> list[ConversationSummary]:
+    """Each conversation with its message count and whether it holds personal data: two
+    queries, however many conversations."""
+    ids = [c.pk for c in conversations]
+    flagged = conversations_with_pii(conversation_ids=ids)
+    counts = message_counts(conversation_ids=ids)
+    return [
+        ConversationSummary(c, message_count=counts.get(c.pk, 0), pii_found=c.pk in flagged)
+        for c in conversations
+    ]
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    conversations: list[ConversationSummary]
+    next_cursor: str | None
+
+
+def conversation_page(
+    *, workspace: Workspace, user_id: str | None, limit: int, cursor: str | None
+) -> ConversationPage:
+    """``conversation_list``'s page, each conversation summarised as its list shows it."""
+    conversations, next_cursor = conversation_list(
+        workspace=workspace, user_id=user_id, limit=limit, cursor=cursor
+    )
+    return ConversationPage(conversation_summaries(conversations), next_cursor)
 
 
 def deleted_source_ids(

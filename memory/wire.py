@@ -1,9 +1,14 @@
-"""The JSON shapes of the agent API (camelCase, as the NAMS clients expect).
+"""The JSON shapes a context carries (camelCase, as the NAMS clients expect): messages,
+pins, observations and reflections, and the memory line of a prompt.
 
-Plain functions rather than DRF serializers: the context of a long conversation holds
-hundreds of observations and is read on every agent turn. ``memory/api_schema.py``
-declares the same shapes for the OpenAPI document, and a test checks every response
-against it.
+Written by hand rather than as DRF serializers, because they are the context's hot path:
+an uncached render of a long conversation turns about 720 rows into wire dicts (65 ms
+of CPU in all, docs/benchmarks.md), and a serializer costs about five times these
+functions per row (38 against 7 us per row of a 100-row list, 0.2-0.4 ms for a single
+object, measured on the conversation shape). ``memory/api_schema.py`` declares these
+shapes for the OpenAPI document, and tests/memory/test_openapi.py checks every response
+against it. Every other shape is a DRF serializer in ``memory/api/presenters.py``,
+written once.
 """
 
 from __future__ import annotations
@@ -13,22 +18,12 @@ from collections.abc import Set as AbstractSet
 from datetime import date, datetime
 from typing import Any
 
-from django.conf import settings
-
-from memory.engines.base import FIDELITIES
 from memory.models import (
     PRIORITY_MARKERS,
-    AnyRun,
-    Conversation,
-    Escalation,
     Message,
     Observation,
-    ObserverRun,
     Pin,
-    ReasoningStep,
     Reflection,
-    ToolCall,
-    Workspace,
 )
 
 
@@ -59,24 +54,6 @@ def relative_date(value: datetime | None, *, today: date) -> str | None:
         amount, unit = span // 365, "year"
     label = f"{amount} {unit}{'s' if amount != 1 else ''}"
     return f"{label} ago" if days > 0 else f"in {label}"
-
-
-def conversation_to_wire(
-    conversation: Conversation, *, pii_found: bool, message_count: int
-) -> dict[str, Any]:
-    return {
-        "id": str(conversation.id),
-        "userId": conversation.user_id or None,
-        "workspaceId": str(conversation.workspace_id),
-        "title": conversation.title or None,
-        "metadata": conversation.metadata,
-        # The messages stored now: retention and erasure delete some, last_seq never
-        # goes back.
-        "messageCount": message_count,
-        "createdAt": iso(conversation.created_at),
-        "updatedAt": iso(conversation.updated_at),
-        "piiFound": pii_found,
-    }
 
 
 def message_to_wire(message: Message, *, score: float | None = None) -> dict[str, Any]:
@@ -236,97 +213,4 @@ def pin_to_wire(pin: Pin) -> dict[str, Any]:
         "tokenCount": pin.token_count,
         "createdBy": pin.created_by,
         "createdAt": iso(pin.created_at),
-    }
-
-
-def escalation_to_wire(escalation: Escalation) -> dict[str, Any]:
-    return {
-        "id": str(escalation.id),
-        "conversationId": str(escalation.conversation_id),
-        "reason": escalation.reason,
-        "metadata": escalation.metadata,
-        "status": escalation.status,
-        "createdBy": escalation.created_by,
-        "createdAt": iso(escalation.created_at),
-        "resolvedBy": escalation.resolved_by or None,
-        "resolvedAt": iso(escalation.resolved_at) if escalation.resolved_at else None,
-        "resolutionNote": escalation.resolution_note or None,
-    }
-
-
-def run_to_wire(run: AnyRun) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": str(run.id),
-        "kind": "observer" if isinstance(run, ObserverRun) else "reflector",
-        "conversationId": str(run.conversation_id),
-        "status": run.state,
-        "trigger": run.trigger,
-        "engine": run.engine or None,
-        "model": run.model_name or None,
-        "promptVersion": run.prompt_version or None,
-        "tokensIn": run.tokens_in,
-        "tokensOut": run.tokens_out,
-        "itemsIn": run.items_in,
-        "itemsOut": run.items_out,
-        "durationMs": run.duration_ms,
-        "attempts": run.attempts,
-        "maxAttempts": run.MAX_ATTEMPTS,
-        "nextAttemptAt": iso(run.next_attempt_at),
-        "error": run.error or None,
-        "createdAt": iso(run.created_at),
-        "startedAt": iso(run.started_at),
-        "finishedAt": iso(run.finished_at),
-    }
-    if isinstance(run, ObserverRun):
-        body["windowStartSeq"] = run.window_start_seq
-        body["windowEndSeq"] = run.window_end_seq
-        body["currentTask"] = run.current_task or None
-        body["suggestedResponse"] = run.suggested_response or None
-    else:
-        body["generation"] = run.generation
-    return body
-
-
-def workspace_settings_to_wire(workspace: Workspace) -> dict[str, Any]:
-    return {
-        "workspaceId": str(workspace.id),
-        "fidelity": workspace.effective_fidelity,
-        "fidelitySource": "workspace" if workspace.fidelity else "default",
-        "fidelityDefault": settings.MEMDESK_OBSERVER_FIDELITY,
-        "fidelityLevels": list(FIDELITIES),
-        "observerThreshold": workspace.effective_observer_threshold,
-        "reflectorThreshold": workspace.effective_reflector_threshold,
-        "engine": workspace.effective_engine,
-        "contextMaxTokens": workspace.context_max_tokens,
-    }
-
-
-def reasoning_step_to_wire(step: ReasoningStep) -> dict[str, Any]:
-    return {
-        "id": str(step.id),
-        "conversationId": str(step.conversation_id),
-        "stepNumber": step.step_number,
-        "reasoning": step.reasoning,
-        "actionTaken": step.action_taken,
-        "result": step.result or None,
-        "afterSeq": step.after_seq,
-        "metadata": step.metadata,
-        "createdAt": iso(step.created_at),
-    }
-
-
-def tool_call_to_wire(call: ToolCall) -> dict[str, Any]:
-    return {
-        "id": str(call.id),
-        "conversationId": str(call.conversation_id),
-        "stepId": str(call.step_id) if call.step_id else None,
-        "toolName": call.tool_name,
-        "input": call.input,
-        "output": call.output or None,
-        "status": call.status,
-        "durationMs": call.duration_ms,
-        "error": call.error or None,
-        "afterSeq": call.after_seq,
-        "metadata": call.metadata,
-        "createdAt": iso(call.created_at),
     }

@@ -9,7 +9,7 @@ from django.db import DatabaseError
 from rest_framework import exceptions
 
 from core.auth import api_key_authenticate
-from memory.mcp_server import serve_stdio
+from memory.mcp.server import serve_stdio
 
 KEY_VARIABLE = "MEMDESK_API_KEY"
 

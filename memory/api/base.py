@@ -1,0 +1,99 @@
+"""What every memory route of the agent API shares: the conversation in the caller's
+workspace, idempotent writes, and memory as an API key may read it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from django.db.models import OuterRef
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import ApiView
+from governance.gates import policy_flags_of, reidentifier_for_api
+from memory import selectors, services
+from memory.context import Reidentifies, readable_items
+from memory.models import ApiKey, Conversation, Message, Observation, Pin, Reflection
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="Repeat a write safely: the same key and body replay the first response; "
+    "the same key with another body is 409.",
+)
+
+
+MemoryRowT = TypeVar("MemoryRowT", Message, Observation, Reflection, Pin)
+
+
+class MemoryApi(ApiView):
+    # Base of the memory routes: the conversation in the caller's workspace, idempotent
+    # writes, and memory as API keys may read it (pseudonyms, or their values when the
+    # workspace's redaction policy lets agents see re-identified memory).
+
+    _reidentifier: Reidentifies | None
+    _reidentification_allowed: bool
+    _redact_at_ingest: bool
+
+    def conversation(self, conversation_id: str) -> Conversation:
+        # One query for the conversation, the workspace (authentication comes from the
+        # cache without it), which then is the view's workspace too, and what its
+        # redaction policy says of re-identification and of redaction at ingest.
+        conversation = selectors.conversation_get_with_workspace(
+            workspace_id=self.api_key.workspace_id,
+            conversation_id=conversation_id,
+            annotations=policy_flags_of(OuterRef("workspace_id")),
+        )
+        if not ApiKey.workspace.is_cached(self.api_key):
+            self.api_key.workspace = conversation.workspace
+        flags: Any = conversation
+        self._reidentification_allowed = bool(flags.agents_see_reidentified)
+        self._redact_at_ingest = bool(flags.redact_at_ingest)
+        return conversation
+
+    def reidentifier(self) -> Reidentifies | None:
+        if not hasattr(self, "_reidentifier"):
+            self._reidentifier = reidentifier_for_api(
+                workspace_id=self.workspace.pk,
+                allowed=getattr(self, "_reidentification_allowed", None),
+            )
+        return self._reidentifier
+
+    def readable(self, rows: Iterable[MemoryRowT]) -> list[MemoryRowT]:
+        return readable_items(self.reidentifier(), rows)
+
+    def idempotent(
+        self, request: Request, write: Callable[[], tuple[int, Any, Conversation]]
+    ) -> Response:
+        key = request.headers.get("Idempotency-Key")
+        # Canonical JSON of a 100-message body is not free; only a keyed write needs it.
+        fingerprint = (
+            services.request_fingerprint(
+                method=request.method or "", path=request.path, body=request.data
+            )
+            if key
+            else ""
+        )
+        status, body, replayed = services.idempotent_write(
+            workspace=self.workspace, key=key, fingerprint=fingerprint, write=write
+        )
+        response = Response(body, status=status)
+        if replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+
+# The words the observation and the reflection routes share in the OpenAPI document.
+EDIT_DESCRIPTION = "Edit the text (`content`, or `text`), priority, event date or tags. "
+HISTORY_DESCRIPTION = (
+    "Earlier versions, oldest first, each with the reason it changed and a unified diff to "
+    "the version after it."
+)
+REVERT_DESCRIPTION = (
+    "Restore an earlier version. `reason` is required; the revert is itself a new version "
+    "and is audited."
+)
+REASON_PARAMETER = OpenApiParameter("reason", str, description="Required (or in the body).")

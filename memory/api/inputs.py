@@ -1,0 +1,246 @@
+"""What the agent API and the MCP tools accept: request bodies and query strings as DRF
+serializers, and the conversions from validated data to what the services take. The MCP
+tools validate their arguments with these same serializers, so a refusal reads the same
+on both edges."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rest_framework import serializers
+
+from core.api import MetadataField, ParsedField, limit_field, text_field
+from core.errors import MemdeskError
+from core.paging import parse_limit
+from memory import services
+from memory.context import parse_max_tokens
+from memory.models import ToolCall
+from memory.wire import text_from_content
+
+
+class ConversationCreateIn(serializers.Serializer):
+    userId = text_field(required=False, allow_null=True, allow_blank=True, max_length=255)
+    title = text_field(required=False, allow_blank=True, max_length=255)
+    metadata = MetadataField(required=False, allow_null=True)
+
+
+class MessageIn(serializers.Serializer):
+    role = text_field()
+    content = text_field(allow_blank=True)
+    createdAt = serializers.DateTimeField(required=False, allow_null=True)
+    metadata = MetadataField(required=False, allow_null=True)
+    toolName = text_field(required=False, allow_blank=True, max_length=200)
+    toolCallId = text_field(required=False, allow_blank=True, max_length=200)
+
+
+class BulkMessagesIn(serializers.Serializer):
+    messages = MessageIn(many=True, allow_empty=True)
+
+
+class SearchIn(serializers.Serializer):
+    query = text_field()
+    limit = serializers.JSONField(required=False)
+
+
+class ObservationCreateIn(serializers.Serializer):
+    text = text_field()
+    priority = text_field(required=False)
+    referencedAt = serializers.DateTimeField(required=False, allow_null=True)
+    tags = serializers.ListField(child=text_field(max_length=100), required=False)
+    topics = serializers.ListField(child=text_field(max_length=100), required=False)
+    ticketId = text_field(required=False, allow_blank=True, max_length=100)
+    sourceMessageIds = serializers.ListField(child=serializers.UUIDField(), required=False)
+    reason = text_field(required=False, allow_blank=True)
+
+
+class MemoryUpdateIn(serializers.Serializer):
+    reason = text_field(required=False, allow_blank=True, help_text="Required.")
+    content = text_field(
+        required=False,
+        help_text="The new text, under the name reads use. A line sent back as read "
+        "(with its marker and dates) is stored without them.",
+    )
+    text = text_field(
+        required=False, help_text="The same as content (its earlier name); send one of them."
+    )
+    priority = text_field(required=False)
+    referencedAt = serializers.DateTimeField(required=False, allow_null=True)
+    tags = serializers.ListField(child=text_field(max_length=100), required=False)
+
+
+def edited_text(data: dict[str, Any]) -> str | None:
+    """The new text of an edit, sent as ``content`` (the name reads use) or ``text``."""
+    content, text = data.get("content"), data.get("text")
+    if content is None:
+        return text
+    content = text_from_content(content)
+    if not content.strip():
+        raise MemdeskError("empty_text", "content must not be empty.", field="content")
+    if text is not None and text.strip() != content.strip():
+        raise MemdeskError(
+            "conflicting_fields",
+            "content and text name the same thing (reads return it as content) and "
+            "differ here: send one of them, or the same text in both.",
+            field="content",
+        )
+    return content
+
+
+class PinCreateIn(serializers.Serializer):
+    messageId = serializers.UUIDField()
+    start = serializers.IntegerField(required=False, allow_null=True)
+    end = serializers.IntegerField(required=False, allow_null=True)
+    reason = text_field(required=False, allow_blank=True)
+
+
+class EscalationCreateIn(serializers.Serializer):
+    reason = text_field(
+        max_length=services.ESCALATION_REASON_MAX_CHARS,
+        help_text="Why a person should take over (at most 2,000 characters). May hold "
+        "personal data: it is never logged nor put in the audit trail.",
+    )
+    metadata = MetadataField(required=False, allow_null=True)
+
+
+class WorkspaceSettingsIn(serializers.Serializer):
+    fidelity = text_field(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="compact, balanced or detailed; null (or empty) follows the server's "
+        "default again.",
+    )
+    contextMaxTokens = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=services.MAX_CONTEXT_MAX_TOKENS,
+        help_text="The token budget of a context read that names no max_tokens; null: none.",
+    )
+    reason = text_field(
+        required=False, allow_blank=True, help_text="Required: kept in the audit trail."
+    )
+
+
+class ConversationListQuery(serializers.Serializer):
+    limit = limit_field()
+    userId = serializers.CharField(required=False, allow_blank=True)
+    # The TypeScript NAMS client sends the filter as user_id, the Python one as userId.
+    user_id = serializers.CharField(required=False, allow_blank=True)
+    cursor = serializers.CharField(required=False, allow_blank=True)
+
+
+class MemoryListQuery(serializers.Serializer):
+    status = serializers.CharField(required=False, allow_blank=True)
+    limit = ParsedField(lambda raw: parse_limit(raw) if raw not in (None, "") else None)
+
+
+class MessageListQuery(serializers.Serializer):
+    limit = limit_field()
+
+
+class ContextQuery(serializers.Serializer):
+    format = serializers.CharField(required=False, allow_blank=True)
+    max_tokens = ParsedField(parse_max_tokens)
+
+
+class ExtractionStatusQuery(serializers.Serializer):
+    limit = limit_field(default=200)
+
+
+class WaitQuery(serializers.Serializer):
+    wait = serializers.BooleanField(default=False)
+
+
+class MetricsQuery(serializers.Serializer):
+    error_codes = {"conversationId": "invalid_id"}
+
+    conversationId = serializers.UUIDField(required=False)
+
+
+def message_input(data: dict[str, Any]) -> services.MessageInput:
+    return services.MessageInput(
+        role=data["role"],
+        content=data["content"],
+        created_at=data.get("createdAt"),
+        metadata=data.get("metadata") or {},
+        tool_name=data.get("toolName") or "",
+        tool_call_id=data.get("toolCallId") or "",
+    )
+
+
+class MemoryRevertIn(serializers.Serializer):
+    version = serializers.IntegerField(min_value=1)
+    reason = text_field(required=False, allow_blank=True)
+
+
+class ReasoningStepIn(serializers.Serializer):
+    conversationId = serializers.UUIDField(help_text="The conversation the step belongs to.")
+    reasoning = text_field(
+        required=False, allow_blank=True, allow_null=True, help_text="What the agent thought."
+    )
+    actionTaken = text_field(
+        required=False, allow_blank=True, allow_null=True, help_text="What it did."
+    )
+    result = text_field(
+        required=False, allow_blank=True, allow_null=True, help_text="What came of it."
+    )
+    metadata = MetadataField(required=False, allow_null=True)
+
+
+class ToolCallIn(serializers.Serializer):
+    toolName = text_field(max_length=200)
+    stepId = serializers.UUIDField(
+        required=False,
+        allow_null=True,
+        help_text="The reasoning step the call belongs to; its conversation is the call's.",
+    )
+    conversationId = serializers.UUIDField(
+        required=False,
+        allow_null=True,
+        help_text="The conversation, when no stepId is sent (send one of the two).",
+    )
+    input = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="The arguments: text (the NAMS clients send JSON-encoded text) or JSON, "
+        "stored as JSON text.",
+    )
+    arguments = serializers.JSONField(
+        required=False, allow_null=True, help_text="The same as input, for clients that send it."
+    )
+    output = serializers.JSONField(
+        required=False, allow_null=True, help_text="The result: text or JSON, as input."
+    )
+    result = serializers.JSONField(
+        required=False, allow_null=True, help_text="The same as output, for clients that send it."
+    )
+    status = serializers.ChoiceField(
+        choices=ToolCall.Status.values, required=False, allow_null=True
+    )
+    durationMs = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=2_147_483_647
+    )
+    error = text_field(required=False, allow_blank=True, allow_null=True)
+    metadata = MetadataField(required=False, allow_null=True)
+
+
+class ReasoningStepListQuery(serializers.Serializer):
+    error_codes = {"conversation_id": "invalid_id", "conversationId": "invalid_id"}
+
+    conversation_id = serializers.UUIDField(required=False)
+    conversationId = serializers.UUIDField(required=False)
+
+
+def as_text(value: Any) -> str:
+    """A tool's input or output as stored: text as sent, anything else as JSON text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def first_sent(data: dict[str, Any], *names: str) -> Any:
+    return next((data[name] for name in names if data.get(name) is not None), None)

@@ -1,0 +1,136 @@
+"""/v1/reasoning: the agent's reasoning steps and tool calls (NAMS reasoning memory)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import ERRORS, ErrorOut, query_params, validated
+from core.errors import MemdeskError
+from memory import selectors, services
+from memory.api.base import IDEMPOTENCY_HEADER, MemoryApi
+from memory.api.inputs import (
+    ReasoningStepIn,
+    ReasoningStepListQuery,
+    ToolCallIn,
+    as_text,
+    first_sent,
+)
+from memory.api.presenters import (
+    ReasoningStepListOut,
+    ReasoningStepOut,
+    ReasoningTraceOut,
+    ToolCallOut,
+)
+from memory.models import Conversation, ToolCall
+
+
+class ReasoningStepCreateApi(MemoryApi):
+    wire_fields: ClassVar[dict[str, str]] = {"action_taken": "actionTaken"}
+
+    @extend_schema(
+        operation_id="reasoning_steps_create",
+        request=ReasoningStepIn,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: ReasoningStepOut, 409: ErrorOut, **ERRORS},
+        description="Record one reasoning step of the agent in a conversation. At least one "
+        "of reasoning, actionTaken and result must hold text.",
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(ReasoningStepIn, request.data)
+        conversation = self.conversation(str(data["conversationId"]))
+
+        def write() -> tuple[int, Any, Conversation]:
+            step = services.reasoning_step_record(
+                conversation=conversation,
+                actor=self.actor(),
+                reasoning=data.get("reasoning") or "",
+                action_taken=data.get("actionTaken") or "",
+                result=data.get("result") or "",
+                metadata=data.get("metadata") or {},
+            )
+            return 201, ReasoningStepOut(step).data, conversation
+
+        return self.idempotent(request, write)
+
+    @extend_schema(
+        operation_id="reasoning_steps_list",
+        parameters=[
+            OpenApiParameter(
+                "conversation_id",
+                str,
+                required=True,
+                description="The conversation (conversationId is read too).",
+            ),
+            OpenApiParameter("conversationId", str, description="The same as conversation_id."),
+        ],
+        responses={200: ReasoningStepListOut, **ERRORS},
+        description="The conversation's reasoning steps, oldest first.",
+    )
+    def get(self, request: Request) -> Response:
+        query = query_params(ReasoningStepListQuery, request)
+        conversation_id = query.get("conversation_id") or query.get("conversationId")
+        if conversation_id is None:
+            raise MemdeskError(
+                "conversation_required",
+                "Name the conversation: ?conversation_id=<its id>.",
+                field="conversation_id",
+            )
+        conversation = self.conversation(str(conversation_id))
+        steps = selectors.reasoning_step_list(conversation=conversation)
+        return Response(ReasoningStepListOut({"steps": steps}).data)
+
+
+class ToolCallCreateApi(MemoryApi):
+    wire_fields: ClassVar[dict[str, str]] = {"step_id": "stepId", "tool_name": "toolName"}
+
+    @extend_schema(
+        operation_id="tool_calls_create",
+        request=ToolCallIn,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={201: ToolCallOut, 409: ErrorOut, **ERRORS},
+        description="Record one tool call: under the reasoning step stepId names, or in the "
+        "conversation conversationId names. The Observer reads its output as tool output.",
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(ToolCallIn, request.data)
+        conversation = None
+        if data.get("conversationId") is not None:
+            conversation = self.conversation(str(data["conversationId"]))
+
+        def write() -> tuple[int, Any, Conversation]:
+            call = services.tool_call_record(
+                conversation=conversation,
+                workspace=self.workspace,
+                actor=self.actor(),
+                tool_name=data["toolName"],
+                step_id=data.get("stepId"),
+                input=as_text(first_sent(data, "input", "arguments")),
+                output=as_text(first_sent(data, "output", "result")),
+                status=data.get("status") or ToolCall.Status.SUCCESS,
+                duration_ms=data.get("durationMs"),
+                error=data.get("error") or "",
+                metadata=data.get("metadata") or {},
+            )
+            return 201, ToolCallOut(call).data, call.conversation
+
+        return self.idempotent(request, write)
+
+
+class ReasoningTraceApi(MemoryApi):
+    @extend_schema(
+        operation_id="reasoning_trace_get",
+        responses={200: ReasoningTraceOut, **ERRORS},
+        description="Every reasoning step and tool call of a conversation, oldest first.",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = self.conversation(conversation_id)
+        trace = {
+            "conversationId": conversation.pk,
+            "steps": selectors.reasoning_step_list(conversation=conversation),
+            "toolCalls": selectors.tool_call_list(conversation=conversation),
+        }
+        return Response(ReasoningTraceOut(trace).data)

@@ -1,0 +1,165 @@
+"""/v1/conversations/{id}/reflections: the Reflector's syntheses, and their corrections."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import (
+    CURATOR_ERRORS,
+    ERRORS,
+    ErrorOut,
+    ReasonIn,
+    query_params,
+    request_reason,
+    validated,
+)
+from memory import api_schema as out
+from memory import selectors, services
+from memory.api.base import (
+    EDIT_DESCRIPTION,
+    HISTORY_DESCRIPTION,
+    REASON_PARAMETER,
+    REVERT_DESCRIPTION,
+    MemoryApi,
+)
+from memory.api.inputs import MemoryListQuery, MemoryRevertIn, MemoryUpdateIn, edited_text
+from memory.api.presenters import reflections_to_wire, versions_to_wire
+from memory.models import ApiKey, Reflection
+
+
+class ReflectionListApi(MemoryApi):
+    @extend_schema(
+        operation_id="reflections_list",
+        parameters=[
+            OpenApiParameter("status", str, enum=["active", "stale", "superseded"]),
+            OpenApiParameter(
+                "limit", int, description="1..200: only the newest this many; default all."
+            ),
+        ],
+        responses={200: out.ReflectionListOut, **ERRORS},
+        description="Every reflection, or those of one status: active (served), stale (a "
+        "source was corrected: its sources are served in its place until the Reflector "
+        "re-derives it) or superseded (replaced by that re-derivation). Oldest generation "
+        "first; with limit, the newest that many, in the same order.",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        query = query_params(MemoryListQuery, request)
+        conversation = self.conversation(conversation_id)
+        reflections = selectors.reflection_list(
+            conversation=conversation, status=query.get("status") or None, limit=query["limit"]
+        )
+        return Response({"reflections": reflections_to_wire(self.readable(reflections))})
+
+
+REFLECTION_CONFLICT = {
+    409: OpenApiResponse(
+        ErrorOut,
+        description="reflection_superseded: the Reflector replaced it; correct its "
+        "successor (supersededBy).",
+    )
+}
+
+
+class _ReflectionApi(MemoryApi):
+    # One reflection: {reflection_id} in the route.
+
+    def reflection(self, conversation_id: str, reflection_id: str) -> Reflection:
+        return selectors.reflection_get(
+            conversation=self.conversation(conversation_id), reflection_id=reflection_id
+        )
+
+
+def _reflection_body(reflection: Reflection) -> dict[str, object]:
+    [body] = reflections_to_wire([reflection])
+    return body
+
+
+class ReflectionDetailApi(_ReflectionApi):
+    required_scopes: ClassVar[dict[str, str]] = {
+        "PATCH": ApiKey.Scope.CURATOR,
+        "DELETE": ApiKey.Scope.CURATOR,
+    }
+
+    @extend_schema(operation_id="reflections_get", responses={200: out.ReflectionOut, **ERRORS})
+    def get(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        [readable] = self.readable([self.reflection(conversation_id, reflection_id)])
+        return Response(_reflection_body(readable))
+
+    @extend_schema(
+        operation_id="reflections_update",
+        request=MemoryUpdateIn,
+        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **CURATOR_ERRORS},
+        description=EDIT_DESCRIPTION
+        + "`reason` is required. The edit is served at once; a stale reflection that is "
+        "edited is active again, and stays as edited until one of its sources changes.",
+    )
+    def patch(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = self.reflection(conversation_id, reflection_id)
+        data = validated(MemoryUpdateIn, request.data)
+        updated = services.reflection_update(
+            reflection=reflection,
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+            text=edited_text(data),
+            priority=data.get("priority"),
+            referenced_at=data.get("referencedAt"),
+            tags=data.get("tags"),
+        )
+        return Response(_reflection_body(updated))
+
+    @extend_schema(
+        operation_id="reflections_delete",
+        parameters=[REASON_PARAMETER],
+        request=ReasonIn,
+        responses={204: None, **CURATOR_ERRORS},
+        description="Delete the reflection: what it says leaves the context at once. Its "
+        "last version stays in its history. Its source observations stay stored and are "
+        "not served in its place; the Reflector does not bring it back.",
+    )
+    def delete(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = self.reflection(conversation_id, reflection_id)
+        services.reflection_delete(
+            reflection=reflection, actor=self.actor(), reason=request_reason(request)
+        )
+        return Response(status=204)
+
+
+class ReflectionHistoryApi(_ReflectionApi):
+    @extend_schema(
+        operation_id="reflections_history",
+        responses={200: out.ReflectionHistoryOut, **ERRORS},
+        description=HISTORY_DESCRIPTION,
+    )
+    def get(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = self.reflection(conversation_id, reflection_id)
+        return Response(
+            {
+                "current": _reflection_body(reflection),
+                "versions": versions_to_wire(selectors.reflection_history(reflection=reflection)),
+            }
+        )
+
+
+class ReflectionRevertApi(_ReflectionApi):
+    required_scope = ApiKey.Scope.CURATOR
+
+    @extend_schema(
+        operation_id="reflections_revert",
+        request=MemoryRevertIn,
+        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **CURATOR_ERRORS},
+        description=REVERT_DESCRIPTION,
+    )
+    def post(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
+        reflection = self.reflection(conversation_id, reflection_id)
+        data = validated(MemoryRevertIn, request.data)
+        reverted = services.reflection_revert(
+            reflection=reflection,
+            version=data["version"],
+            actor=self.actor(),
+            reason=data.get("reason") or "",
+        )
+        return Response(_reflection_body(reverted))

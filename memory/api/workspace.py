@@ -1,0 +1,67 @@
+"""/v1/workspace/settings: the memory settings of the key's workspace."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api import ADMIN_ERRORS, ERRORS, ApiView, validated
+from core.errors import MemdeskError
+from memory import services
+from memory.api.inputs import WorkspaceSettingsIn
+from memory.api.presenters import WorkspaceSettingsOut
+from memory.models import ApiKey
+
+
+class WorkspaceSettingsApi(ApiView):
+    # Any key reads the settings (an agent may want to know how much detail its memory
+    # keeps); only admin keys change them.
+    required_scopes: ClassVar[dict[str, str]] = {"PATCH": ApiKey.Scope.ADMIN}
+
+    @extend_schema(
+        operation_id="workspace_settings_get",
+        responses={200: WorkspaceSettingsOut, **ERRORS},
+        description="The memory settings in force in the key's workspace: the Observer's "
+        "fidelity (and where it comes from), the thresholds and the engine.",
+    )
+    def get(self, request: Request) -> Response:
+        return Response(WorkspaceSettingsOut(self.workspace).data)
+
+    @extend_schema(
+        operation_id="workspace_settings_update",
+        request=WorkspaceSettingsIn,
+        responses={200: WorkspaceSettingsOut, **ADMIN_ERRORS},
+        description="Choose the Observer's fidelity for this workspace, or null to follow "
+        "the server's default; and the default token budget of its served contexts "
+        "(contextMaxTokens), or null for none. Admin keys only; `reason` is required and "
+        "the change is audited (a change that changes nothing is not). The Observer's next "
+        "runs use the fidelity; memory already written stays as it is.",
+    )
+    def patch(self, request: Request) -> Response:
+        data = validated(WorkspaceSettingsIn, request.data)
+        unknown = sorted(set(request.data) - set(WorkspaceSettingsIn().fields))
+        if unknown:
+            raise MemdeskError(
+                "invalid_request",
+                f"Unknown settings fields: {unknown}; only fidelity and contextMaxTokens "
+                "can be changed here.",
+                field=unknown[0],
+            )
+        if "fidelity" not in data and "contextMaxTokens" not in data:
+            raise MemdeskError(
+                "nothing_to_change",
+                "Send fidelity: compact, balanced, detailed, or null to follow the default; "
+                "or contextMaxTokens: a token budget, or null for none.",
+                field="fidelity",
+            )
+        workspace = services.workspace_settings_update(
+            workspace=self.workspace,
+            actor=self.actor(),
+            fidelity=data.get("fidelity", services.UNCHANGED),
+            context_max_tokens=data.get("contextMaxTokens", services.UNCHANGED),
+            reason=data.get("reason") or "",
+        )
+        return Response(WorkspaceSettingsOut(workspace).data)

@@ -1,0 +1,66 @@
+"""A context read as the agent edges serve it: the REST route and the MCP tool.
+
+The cached path is short on purpose: the versions the body depends on (one query), the
+redaction policy's word on re-identification from the same row, then the body from a
+cache; only a miss loads the conversation and renders it. Every read is counted for
+the prompt-cache stability metric (``context_read_record``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from governance.gates import reidentifier_for_api
+from memory import selectors
+from memory.context import RenderedContext, context_for_versions
+from memory.metrics import context_read_record
+from memory.models import Conversation
+
+
+@dataclass(frozen=True)
+class ContextRead:
+    rendered: RenderedContext
+    # The caller's If-None-Match named this body: answer 304 without it.
+    not_modified: bool
+
+
+def context_read(
+    *,
+    workspace_id: Any,
+    conversation_id: str,
+    fmt: str,
+    max_tokens: int | None,
+    if_none_match: str | None = None,
+    load: Callable[[], Conversation] | None = None,
+) -> ContextRead:
+    """The context of a conversation in the workspace, as an API key may read it, and
+    the read recorded. ``load`` returns the conversation when no cache holds its render
+    (by default, the conversation with its workspace in one query)."""
+    versions = selectors.context_versions(
+        workspace_id=workspace_id, conversation_id=conversation_id
+    )
+    reidentifier = reidentifier_for_api(
+        workspace_id=workspace_id, allowed=versions.agents_see_reidentified
+    )
+    rendered = context_for_versions(
+        versions,
+        load=load
+        or (
+            lambda: selectors.conversation_get_with_workspace(
+                workspace_id=workspace_id, conversation_id=conversation_id
+            )
+        ),
+        fmt=fmt,
+        max_tokens=max_tokens,
+        reidentifier=reidentifier,
+    )
+    not_modified = if_none_match is not None and if_none_match == rendered.etag
+    context_read_record(
+        conversation_id=versions.conversation_id,
+        fmt=fmt,
+        memory_digest=rendered.memory_digest,
+        not_modified=not_modified,
+    )
+    return ContextRead(rendered=rendered, not_modified=not_modified)

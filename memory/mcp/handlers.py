@@ -1,0 +1,216 @@
+"""What each MCP tool does: its arguments' serializer (the REST route's, with the
+conversation named in the arguments) and one function that calls the route's service or
+selector and answers with the route's body."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from core.api import ParsedField, text_field
+from core.paging import parse_limit
+from memory import selectors, services
+from memory.api.inputs import (
+    BulkMessagesIn,
+    ObservationCreateIn,
+    PinCreateIn,
+    SearchIn,
+    as_text,
+    message_input,
+)
+from memory.api.presenters import (
+    ConversationPageOut,
+    ReasoningStepOut,
+    ToolCallOut,
+    new_conversation_to_wire,
+    observations_to_wire,
+    reflections_to_wire,
+)
+from memory.context import parse_max_tokens
+from memory.context_reads import context_read
+from memory.mcp.callers import McpToolError, ToolCall, ToolResult
+from memory.models import Conversation
+from memory.wire import message_to_wire, observation_to_wire, pin_to_wire
+
+
+class InConversation(serializers.Serializer):
+    conversationId = text_field()
+
+
+class AddMessagesIn(InConversation, BulkMessagesIn):
+    pass
+
+
+class ContextIn(InConversation):
+    format = text_field(required=False)
+    max_tokens = ParsedField(parse_max_tokens)
+
+
+class ToolSearchIn(InConversation, SearchIn):
+    pass
+
+
+class StatusIn(InConversation):
+    status = text_field(required=False)
+
+
+class PinFactIn(InConversation, PinCreateIn):
+    quote = text_field(required=False)
+
+
+class AddObservationIn(InConversation, ObservationCreateIn):
+    pass
+
+
+def create_conversation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = services.conversation_create(
+        workspace=call.api_key.workspace,
+        user_id=data.get("userId") or "",
+        title=data.get("title") or "",
+        metadata=data.get("metadata") or {},
+    )
+    return new_conversation_to_wire(conversation)
+
+
+def list_conversations(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    page = selectors.conversation_page(
+        workspace=call.api_key.workspace,
+        user_id=data.get("userId") or None,
+        limit=data["limit"],
+        cursor=data.get("cursor") or None,
+    )
+    return ConversationPageOut(page).data
+
+
+def add_messages(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(data["conversationId"])
+    items = [message_input(m) for m in data["messages"]]
+    messages = services.messages_append(conversation=conversation, items=items)
+    return {"messages": [message_to_wire(m) for m in messages]}
+
+
+def get_context(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    read = context_read(
+        workspace_id=call.api_key.workspace_id,
+        conversation_id=data["conversationId"],
+        fmt=data.get("format") or "text",
+        max_tokens=data.get("max_tokens"),
+        load=lambda: call.conversation(data["conversationId"]),
+    )
+    body = read.rendered.body.decode()
+    if read.rendered.content_type.startswith("application/json"):
+        parsed = json.loads(body)
+        return parsed if isinstance(parsed, dict) else {"messages": parsed}
+    return body
+
+
+def search_memory(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    limit = parse_limit(data.get("limit"), default=10)
+    conversation = call.conversation(data["conversationId"])
+    hits = selectors.message_search(conversation=conversation, query=data["query"], limit=limit)
+    call.readable(m for m, _ in hits)
+    return {"messages": [message_to_wire(m, score=s) for m, s in hits], "searchType": "text"}
+
+
+def list_observations(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(data["conversationId"])
+    observations = selectors.observation_list(
+        conversation=conversation, status=data.get("status") or None
+    )
+    return {"observations": observations_to_wire(conversation, call.readable(observations))}
+
+
+def list_reflections(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(data["conversationId"])
+    reflections = selectors.reflection_list(
+        conversation=conversation, status=data.get("status") or None
+    )
+    return {"reflections": reflections_to_wire(call.readable(reflections))}
+
+
+def _quote_span(
+    conversation: Conversation, message_id: uuid.UUID, quote: str
+) -> tuple[int | None, int | None]:
+    """Where ``quote`` stands in the message (a model copies words more reliably than it
+    counts characters); no span when there is no such message, which ``pin_create``
+    then refuses as REST does."""
+    message = conversation.messages.filter(pk=message_id).only("content").first()
+    if message is None:
+        return None, None
+    start = message.content.find(quote)
+    if start < 0:
+        raise McpToolError(
+            "quote is not in that message word for word: copy it exactly, or leave it out "
+            "to pin the whole message."
+        )
+    return start, start + len(quote)
+
+
+def pin_fact(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(data["conversationId"])
+    start, end = data.get("start"), data.get("end")
+    quote = data.get("quote")
+    if quote:
+        if start is not None or end is not None:
+            raise McpToolError("Send quote or start/end, not both.")
+        start, end = _quote_span(conversation, data["messageId"], quote)
+    pin = services.pin_create(
+        conversation=conversation,
+        actor=call.actor,
+        message_id=data["messageId"],
+        start=start,
+        end=end,
+        reason=data.get("reason") or "",
+    )
+    return pin_to_wire(pin)
+
+
+def add_observation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(data["conversationId"])
+    observation = services.observation_create(
+        conversation=conversation,
+        actor=call.actor,
+        text=data["text"],
+        priority=data.get("priority") or "medium",
+        referenced_at=data.get("referencedAt"),
+        tags=data.get("tags"),
+        topics=data.get("topics"),
+        ticket_id=data.get("ticketId") or "",
+        source_message_ids=data.get("sourceMessageIds"),
+        reason=data.get("reason") or "",
+    )
+    return observation_to_wire(observation, today=timezone.now().date())
+
+
+def record_reasoning_step(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(str(data["conversationId"]))
+    step = services.reasoning_step_record(
+        conversation=conversation,
+        actor=call.actor,
+        reasoning=data.get("reasoning") or "",
+        action_taken=data.get("actionTaken") or "",
+        result=data.get("result") or "",
+        metadata=data.get("metadata") or {},
+    )
+    return ReasoningStepOut(step).data
+
+
+def record_tool_call(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(str(data["conversationId"]))
+    recorded = services.tool_call_record(
+        conversation=conversation,
+        workspace=conversation.workspace,
+        actor=call.actor,
+        tool_name=data["toolName"],
+        step_id=data.get("stepId"),
+        input=as_text(data.get("input")),
+        output=as_text(data.get("output")),
+        status=data.get("status") or "success",
+        duration_ms=data.get("durationMs"),
+        error=data.get("error") or "",
+    )
+    return ToolCallOut(recorded).data
