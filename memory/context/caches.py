@@ -5,8 +5,9 @@ versions it was rendered from)."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any
+
+from cachetools import LRUCache
 
 from core.cache import cache_get, cache_set
 from memory.context.rendering import RenderedContext, _MemoryBlock, _Tail
@@ -17,16 +18,17 @@ CACHE_SECONDS = 3600
 RENDER_VERSION = 3
 
 
-# The memory blocks and tails a worker rendered or fetched last, by their cache key. The
-# key names every version the entry depends on, so an entry is never stale, only
-# unused; a read under a busy writer then costs no round trip for the block. Bounded by
-# entries and by the items (messages, memory lines) they hold together: a 10-minute
-# load run with 64 entries and no such bound grew each web worker by 450 MB of tails.
-_LOCAL: OrderedDict[str, Any] = OrderedDict()
-LOCAL_ENTRIES_KEPT = 64
-LOCAL_ITEMS_KEPT = 20_000
-_local_items = 0
-_local_lock = threading.Lock()
+class _EntriesAndItems(LRUCache[str, Any]):
+    """An LRU bounded by its items (``getsizeof``) and by its number of entries."""
+
+    def __init__(self, *, entries: int, items: int) -> None:
+        super().__init__(maxsize=items, getsizeof=_items_in)
+        self.entries = entries
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        while key not in self and len(self) >= self.entries:
+            self.popitem()
+        super().__setitem__(key, value)
 
 
 def _items_in(value: Any) -> int:
@@ -37,69 +39,66 @@ def _items_in(value: Any) -> int:
     return 1
 
 
+def _body_size(rendered: RenderedContext) -> int:
+    return len(rendered.body)
+
+
+# The memory blocks and tails a worker rendered or fetched last, by their cache key. The
+# key names every version the entry depends on, so an entry is never stale, only
+# unused; a read under a busy writer then costs no round trip for the block. Bounded by
+# entries and by the items (messages, memory lines) they hold together: a 10-minute
+# load run with 64 entries and no such bound grew each web worker by 450 MB of tails.
+LOCAL_ENTRIES_KEPT = 64
+LOCAL_ITEMS_KEPT = 20_000
+_LOCAL = _EntriesAndItems(entries=LOCAL_ENTRIES_KEPT, items=LOCAL_ITEMS_KEPT)
+# Whole rendered bodies, by the same kind of key, bounded by their size: a read that
+# finds its body here costs no cache round trip (a large body read from Redis was most of
+# a cached read's time).
+LOCAL_BODY_BYTES_KEPT = 16 * 1024 * 1024
+_BODIES: LRUCache[str, RenderedContext] = LRUCache(
+    maxsize=LOCAL_BODY_BYTES_KEPT, getsizeof=_body_size
+)
+# cachetools' caches are not thread-safe; gthread workers serve reads in threads.
+_local_lock = threading.Lock()
+
+
 def local_clear() -> None:
     """Forget every block, tail and body this worker keeps (tests: a fresh worker)."""
-    global _local_items, _body_bytes
     with _local_lock:
         _LOCAL.clear()
         _TAIL_KEYS.clear()
         _BODIES.clear()
-        _local_items = _body_bytes = 0
 
 
 def _local_get(key: str) -> Any:
     with _local_lock:
-        value = _LOCAL.get(key)
-        if value is not None:
-            _LOCAL.move_to_end(key)
-        return value
+        return _LOCAL.get(key)
 
 
 def _local_put(key: str, value: Any, *, replaces: str | None = None) -> None:
     """Keep ``value``; ``replaces``: the key of an entry it supersedes (the same
-    conversation's tail before memory changed), dropped at once."""
-    global _local_items
+    conversation's tail before memory changed), dropped at once. A value of more items
+    than the whole bound allows is not kept."""
     with _local_lock:
-        for old_key in (key, replaces):
-            if old_key is not None and old_key in _LOCAL:
-                _local_items -= _items_in(_LOCAL.pop(old_key))
-        _LOCAL[key] = value
-        _local_items += _items_in(value)
-        while len(_LOCAL) > 1 and (
-            len(_LOCAL) > LOCAL_ENTRIES_KEPT or _local_items > LOCAL_ITEMS_KEPT
-        ):
-            _, dropped = _LOCAL.popitem(last=False)
-            _local_items -= _items_in(dropped)
-
-
-# Whole rendered bodies, by the same kind of key, bounded by their size: a read that
-# finds its body here costs no cache round trip (a large body read from Redis was most of
-# a cached read's time).
-_BODIES: OrderedDict[str, RenderedContext] = OrderedDict()
-LOCAL_BODY_BYTES_KEPT = 16 * 1024 * 1024
-_body_bytes = 0
+        if replaces is not None:
+            _LOCAL.pop(replaces, None)
+        try:
+            _LOCAL[key] = value
+        except ValueError:  # larger than LOCAL_ITEMS_KEPT on its own
+            _LOCAL.pop(key, None)
 
 
 def _local_body_get(key: str) -> RenderedContext | None:
     with _local_lock:
-        rendered = _BODIES.get(key)
-        if rendered is not None:
-            _BODIES.move_to_end(key)
-        return rendered
+        return _BODIES.get(key)
 
 
 def _local_body_put(key: str, rendered: RenderedContext) -> None:
-    global _body_bytes
     if len(rendered.body) > LOCAL_BODY_BYTES_KEPT // 4:
         return
     with _local_lock:
-        if key in _BODIES:
-            return
-        _BODIES[key] = rendered
-        _body_bytes += len(rendered.body)
-        while _body_bytes > LOCAL_BODY_BYTES_KEPT:
-            _, dropped = _BODIES.popitem(last=False)
-            _body_bytes -= len(dropped.body)
+        if key not in _BODIES:
+            _BODIES[key] = rendered
 
 
 # The key of each conversation's latest tail in this worker: a tail of an older

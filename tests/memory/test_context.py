@@ -9,6 +9,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from memory.context import caches, read
+from memory.context.rendering import _Tail
 from memory.models import Message
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
@@ -374,7 +375,8 @@ def test_a_worker_keeps_one_tail_per_conversation_and_a_bounded_number_of_items(
     ]
     assert len(tails) == 1
 
-    monkeypatch.setattr(caches, "LOCAL_ITEMS_KEPT", 15)
+    kept = caches._EntriesAndItems(entries=caches.LOCAL_ENTRIES_KEPT, items=15)
+    monkeypatch.setattr(caches, "_LOCAL", kept)
     for _ in range(3):
         other = api.post("/v1/conversations", {}, format="json").json()["id"]
         api.post(
@@ -384,7 +386,7 @@ def test_a_worker_keeps_one_tail_per_conversation_and_a_bounded_number_of_items(
         )
         assert api.get(f"/v1/conversations/{other}/context").status_code == 200
     assert sum(caches._items_in(value) for value in caches._LOCAL.values()) <= 15
-    assert caches._local_items <= 15
+    assert caches._LOCAL.currsize <= 15
 
 
 def _shared_cache_keys(fragment: str) -> list[str]:
@@ -422,3 +424,20 @@ def test_a_busy_conversation_keeps_one_body_per_format_in_the_shared_cache(
     caches.local_clear()
     monkeypatch.setattr(read, "_render", lambda *args, **kwargs: pytest.fail("rendered"))
     assert api.get(path).content == newest
+
+
+def test_a_worker_keeps_at_most_its_entries_and_nothing_larger_than_its_item_bound(
+    monkeypatch,
+):
+    kept = caches._EntriesAndItems(entries=2, items=10)
+    monkeypatch.setattr(caches, "_LOCAL", kept)
+    caches._local_put("a", "block a")
+    caches._local_put("b", "block b")
+    assert caches._local_get("a") == "block a"  # now the most recently used
+    caches._local_put("c", "block c")
+    assert (caches._local_get("a"), caches._local_get("b")) == ("block a", None)
+
+    too_long = _Tail(0, (), tuple(range(11)), {})
+    caches._local_put("tail", too_long)
+    assert caches._local_get("tail") is None
+    assert kept.currsize <= 10 and len(kept) <= 2
