@@ -11,8 +11,15 @@ from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 
-from memory import pipeline
 from memory.models import AnyRun, PipelineRun
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.reflector import reflector_run_execute
+from memory.pipeline.runs import (
+    RunOutcome,
+    observer_run_fail_interrupted,
+    reflector_run_fail_interrupted,
+)
+from memory.pipeline.sweep import pipeline_sweep
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +63,7 @@ def _soft_time_limit(task: Task) -> float | None:
 def _run(
     task: Task,
     run_id: str,
-    execute: Callable[..., pipeline.RunOutcome],
+    execute: Callable[..., RunOutcome],
     fail_interrupted: Callable[..., AnyRun | None],
 ) -> str | None:
     countdown = _retry_countdown(task)
@@ -78,18 +85,16 @@ def _run(
 
 @shared_task(**RUN_TASK_OPTIONS)
 def observe_conversation(self: Task, run_id: str) -> str | None:
-    return _run(self, run_id, pipeline.observer_run_execute, pipeline.observer_run_fail_interrupted)
+    return _run(self, run_id, observer_run_execute, observer_run_fail_interrupted)
 
 
 @shared_task(**RUN_TASK_OPTIONS)
 def reflect_conversation(self: Task, run_id: str) -> str | None:
-    return _run(
-        self, run_id, pipeline.reflector_run_execute, pipeline.reflector_run_fail_interrupted
-    )
+    return _run(self, run_id, reflector_run_execute, reflector_run_fail_interrupted)
 
 
 @shared_task
 def sweep_pipelines() -> dict[str, int]:
-    counts = pipeline.pipeline_sweep()
+    counts = pipeline_sweep()
     logger.info("pipeline sweep: %s", counts)
     return counts

@@ -12,6 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
+from memory.engines.base import Engine
 from memory.models import Conversation, Message, Workspace
 from memory.services import api_key_create, conversation_create, workspace_get_or_create
 from tests.dashboard.factories import MembershipFactory, UserFactory
@@ -108,6 +109,19 @@ def eager_tasks(
 
     monkeypatch.setattr(queue.current_app, "send_task", send)
     return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+@pytest.fixture
+def fake_engine(monkeypatch) -> Callable[[Engine], Engine]:
+    """``fake_engine(engine)``: every Observer and Reflector run uses ``engine``, whatever
+    its workspace is set to, until the test ends; returns the engine."""
+    from memory.pipeline import engines
+
+    def install(engine: Engine) -> Engine:
+        monkeypatch.setattr(engines, "engine_for_workspace", lambda workspace: engine)
+        return engine
+
+    return install
 
 
 @pytest.fixture

@@ -54,10 +54,8 @@ def _reflect(conversation: Conversation, *, final: bool = True):
 
 
 @pytest.fixture
-def echo(monkeypatch) -> EchoEngine:
-    engine = EchoEngine()
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: engine)
-    return engine
+def echo(fake_engine) -> EchoEngine:
+    return fake_engine(EchoEngine())
 
 
 def test_a_reflection_never_holds_a_value_the_detectors_find_in_its_input(

@@ -8,7 +8,8 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from memory import context
+from memory.context import caches, read
+from memory.context.rendering import _Tail
 from memory.models import Message
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
@@ -297,7 +298,7 @@ def test_a_worker_keeping_only_the_newest_of_a_long_tail_serves_what_it_would_wh
     path = f"/v1/conversations/{conversation}/context?format={fmt}" + (
         f"&max_tokens={max_tokens}" if max_tokens else ""
     )
-    monkeypatch.setattr(context, "LOCAL_TAIL_MAX_MESSAGES", 4)
+    monkeypatch.setattr(read, "LOCAL_TAIL_MAX_MESSAGES", 4)
     api.get(path)
     for n in (11, 12, 13):
         api.post(
@@ -308,8 +309,8 @@ def test_a_worker_keeping_only_the_newest_of_a_long_tail_serves_what_it_would_wh
         kept = api.get(path).content
 
     # The same read in a worker that never kept a tail, with no cache in front of it.
-    monkeypatch.setattr(context, "LOCAL_TAIL_MAX_MESSAGES", 10_000)
-    context.local_clear()
+    monkeypatch.setattr(read, "LOCAL_TAIL_MAX_MESSAGES", 10_000)
+    caches.local_clear()
     cache.clear()
     assert kept == api.get(path).content
 
@@ -370,11 +371,12 @@ def test_a_worker_keeps_one_tail_per_conversation_and_a_bounded_number_of_items(
     api.get(path)
     # The tail read before memory changed is gone, not left to age out.
     tails = [
-        key for key in context._LOCAL if key.startswith("memdesk:ctxtail:") and conversation in key
+        key for key in caches._LOCAL if key.startswith("memdesk:ctxtail:") and conversation in key
     ]
     assert len(tails) == 1
 
-    monkeypatch.setattr(context, "LOCAL_ITEMS_KEPT", 15)
+    kept = caches._EntriesAndItems(entries=caches.LOCAL_ENTRIES_KEPT, items=15)
+    monkeypatch.setattr(caches, "_LOCAL", kept)
     for _ in range(3):
         other = api.post("/v1/conversations", {}, format="json").json()["id"]
         api.post(
@@ -383,8 +385,8 @@ def test_a_worker_keeps_one_tail_per_conversation_and_a_bounded_number_of_items(
             format="json",
         )
         assert api.get(f"/v1/conversations/{other}/context").status_code == 200
-    assert sum(context._items_in(value) for value in context._LOCAL.values()) <= 15
-    assert context._local_items <= 15
+    assert sum(caches._items_in(value) for value in caches._LOCAL.values()) <= 15
+    assert caches._LOCAL.currsize <= 15
 
 
 def _shared_cache_keys(fragment: str) -> list[str]:
@@ -414,11 +416,28 @@ def test_a_busy_conversation_keeps_one_body_per_format_in_the_shared_cache(
         api.get(f"{path}?format=text")
     newest = api.get(path).content
 
-    assert len(_shared_cache_keys(f"memdesk:ctx:{context.RENDER_VERSION}:{conversation}:")) == 2
-    assert len(_shared_cache_keys(f"memdesk:ctxmem:{context.RENDER_VERSION}:{conversation}:")) == 2
+    assert len(_shared_cache_keys(f"memdesk:ctx:{caches.RENDER_VERSION}:{conversation}:")) == 2
+    assert len(_shared_cache_keys(f"memdesk:ctxmem:{caches.RENDER_VERSION}:{conversation}:")) == 2
 
     # Another worker (nothing of its own kept) serves the newest body from the shared
     # cache without rendering it.
-    context.local_clear()
-    monkeypatch.setattr(context, "_render", lambda *args, **kwargs: pytest.fail("rendered"))
+    caches.local_clear()
+    monkeypatch.setattr(read, "_render", lambda *args, **kwargs: pytest.fail("rendered"))
     assert api.get(path).content == newest
+
+
+def test_a_worker_keeps_at_most_its_entries_and_nothing_larger_than_its_item_bound(
+    monkeypatch,
+):
+    kept = caches._EntriesAndItems(entries=2, items=10)
+    monkeypatch.setattr(caches, "_LOCAL", kept)
+    caches._local_put("a", "block a")
+    caches._local_put("b", "block b")
+    assert caches._local_get("a") == "block a"  # now the most recently used
+    caches._local_put("c", "block c")
+    assert (caches._local_get("a"), caches._local_get("b")) == ("block a", None)
+
+    too_long = _Tail(0, (), tuple(range(11)), {})
+    caches._local_put("tail", too_long)
+    assert caches._local_get("tail") is None
+    assert kept.currsize <= 10 and len(kept) <= 2

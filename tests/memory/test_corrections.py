@@ -6,6 +6,7 @@ correction."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from rest_framework.test import APIClient
@@ -304,7 +305,7 @@ def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations
 
 
 def test_a_correction_made_while_the_reflector_works_is_not_lost(
-    api, conversation, note, monkeypatch
+    api, conversation, note, fake_engine
 ):
     api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
 
@@ -320,7 +321,7 @@ def test_a_correction_made_while_the_reflector_works_is_not_lost(
                 )
             return drafts
 
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: CorrectedMeanwhile())
+    fake_engine(CorrectedMeanwhile())
     run = ReflectorRun.objects.get(conversation=conversation, status="pending")
     outcome = pipeline.reflector_run_execute(run_id=run.pk, final_attempt=False)
     assert outcome.retry and "corrected while the Reflector worked" in outcome.run.error
@@ -336,7 +337,7 @@ def test_a_correction_made_while_the_reflector_works_is_not_lost(
 def test_the_sweeper_rederives_what_a_failed_run_left_stale(api, conversation, note, monkeypatch):
     api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
     ReflectorRun.objects.filter(status="pending").update(status="failed")
-    monkeypatch.setattr(pipeline, "FAILURE_COOLDOWN", pipeline.timedelta(0))
+    monkeypatch.setattr("memory.pipeline.scheduling.FAILURE_COOLDOWN", timedelta(0))
 
     assert pipeline.pipeline_sweep()["reflector_scheduled"] == 1
     _rederive(conversation)

@@ -10,10 +10,15 @@ from django.test import override_settings
 from django.utils import timezone
 
 from core import queue
-from memory import pipeline
 from memory.engines.base import MEMORY_BLOCK_HEADER, EngineError
 from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Message, Observation, ObserverRun, Reflection, ReflectorRun
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.reflector import reflector_run_execute
+from memory.pipeline.runs import LeaseLost, _claim, _finish
+from memory.pipeline.scheduling import observer_schedule, reflector_schedule
+from memory.pipeline.sweep import pipeline_sweep
+from memory.selectors import unobserved_messages
 from memory.services import MessageInput, conversation_create, messages_append
 from memory.wire import relative_date
 
@@ -36,8 +41,8 @@ def conversation(workspace) -> Conversation:
 
 
 def _observe_now(conversation: Conversation) -> ObserverRun:
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    outcome = pipeline.observer_run_execute(run_id=run.pk)
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    outcome = observer_run_execute(run_id=run.pk)
     assert outcome.run is not None
     return outcome.run
 
@@ -78,10 +83,10 @@ def test_one_message_larger_than_the_threshold_still_triggers(workspace):
     big = "order ORD-1 line item 42 status shipped " * 400  # ~4,000 tokens in one message
     messages_append(conversation=conversation, items=[MessageInput(role="tool", content=big)])
     run = ObserverRun.objects.get(conversation=conversation)
-    done = pipeline.observer_run_execute(run_id=run.pk).run
+    done = observer_run_execute(run_id=run.pk).run
     assert done.status == "succeeded"
     assert Observation.objects.filter(conversation=conversation).exists()
-    assert not pipeline.unobserved_messages(conversation=conversation).exists()
+    assert not unobserved_messages(conversation=conversation).exists()
 
 
 def test_a_conversation_threshold_overrides_the_workspace(workspace):
@@ -109,7 +114,7 @@ def test_an_observer_run_stores_observations_with_provenance(conversation):
         assert (observation.window_start_seq, observation.window_end_seq) == (seqs[0], seqs[-1])
         assert observation.source == "observer" and observation.engine == "extractive"
     # Every message is now observed: none is recent, all are completed.
-    assert not pipeline.unobserved_messages(conversation=conversation).exists()
+    assert not unobserved_messages(conversation=conversation).exists()
 
 
 @dataclass
@@ -134,12 +139,12 @@ class _AppendsDuringRun:
         return self.inner.reflect(observations, now=now)
 
 
-def test_a_message_that_arrives_during_a_run_stays_unobserved_and_recent(conversation, monkeypatch):
+def test_a_message_that_arrives_during_a_run_stays_unobserved_and_recent(conversation, fake_engine):
     engine = _AppendsDuringRun(conversation, ExtractiveEngine())
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: engine)
+    fake_engine(engine)
     run = _observe_now(conversation)
     assert run.window_end_seq == 5
-    recent = list(pipeline.unobserved_messages(conversation=conversation))
+    recent = list(unobserved_messages(conversation=conversation))
     assert [m.seq for m in recent] == [6]
     cited = {i for o in Observation.objects.all() for i in o.source_message_ids}
     assert str(recent[0].pk) not in cited
@@ -163,22 +168,22 @@ def test_the_injected_memory_block_is_never_observed(workspace):
     for observation in Observation.objects.filter(conversation=conversation):
         assert str(injected.pk) not in observation.source_message_ids
         assert "4111" not in observation.text
-    assert not pipeline.unobserved_messages(conversation=conversation).exists()
+    assert not unobserved_messages(conversation=conversation).exists()
 
 
 def test_a_run_whose_lease_expired_is_taken_over_and_stored_once(conversation):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    first = pipeline._claim(ObserverRun, run.pk)
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    first = _claim(ObserverRun, run.pk)
     assert first is not None
-    assert pipeline._claim(ObserverRun, run.pk) is None  # a second worker cannot take it
+    assert _claim(ObserverRun, run.pk) is None  # a second worker cannot take it
     ObserverRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
-    done = pipeline.observer_run_execute(run_id=run.pk).run  # the crashed worker's successor
+    done = observer_run_execute(run_id=run.pk).run  # the crashed worker's successor
     assert done.status == "succeeded" and done.attempts == 2
     stored = Observation.objects.filter(conversation=conversation).count()
     # The first worker wakes up and tries to store: its lease is gone, nothing is written.
     _, stale_token = first
-    with pytest.raises(pipeline.LeaseLost):
-        pipeline._finish(ObserverRun, run, stale_token, started=0.0)
+    with pytest.raises(LeaseLost):
+        _finish(ObserverRun, run, stale_token, started=0.0)
     assert Observation.objects.filter(conversation=conversation).count() == stored
 
 
@@ -195,9 +200,9 @@ class _RecordsFidelity(ExtractiveEngine):
         )
 
 
-def test_the_observer_is_given_the_workspaces_fidelity(workspace, conversation, monkeypatch):
+def test_the_observer_is_given_the_workspaces_fidelity(workspace, conversation, fake_engine):
     engine = _RecordsFidelity()
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda w: engine)
+    fake_engine(engine)
     _observe_now(conversation)
     # The next run reads the setting anew: a change applies from then on.
     workspace.fidelity = "detailed"
@@ -225,14 +230,12 @@ class _FailingEngine(ExtractiveEngine):
 
 
 def test_a_failed_run_keeps_messages_recent_and_reports_them_failed(
-    api, workspace, conversation, monkeypatch
+    api, workspace, conversation, fake_engine
 ):
-    monkeypatch.setattr(
-        pipeline, "engine_for_workspace", lambda w: _FailingEngine(EngineError("provider 500"))
-    )
+    fake_engine(_FailingEngine(EngineError("provider 500")))
     run = _observe_now(conversation)
     assert (run.status, run.error) == ("failed", "provider 500")
-    assert pipeline.unobserved_messages(conversation=conversation).count() == 5
+    assert unobserved_messages(conversation=conversation).count() == 5
     status = api.get(f"/v1/conversations/{conversation.pk}/extraction-status").json()
     assert status["summary"] == {"stored": 0, "processing": 0, "completed": 0, "failed": 5}
     # Automatic triggers hold off for a while; a person can still ask for a run.
@@ -242,18 +245,14 @@ def test_a_failed_run_keeps_messages_recent_and_reports_them_failed(
     assert not ObserverRun.objects.filter(status="pending").exists()
 
 
-def test_a_retryable_failure_gives_the_run_back_for_a_retry(conversation, monkeypatch):
-    monkeypatch.setattr(
-        pipeline,
-        "engine_for_workspace",
-        lambda w: _FailingEngine(EngineError("timeout", retryable=True)),
-    )
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=30)
+def test_a_retryable_failure_gives_the_run_back_for_a_retry(conversation, fake_engine):
+    fake_engine(_FailingEngine(EngineError("timeout", retryable=True)))
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    outcome = observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=30)
     assert outcome.retry and outcome.run.status == "retrying"
     assert (outcome.run.attempts, outcome.run.error) == (1, "timeout")
     assert outcome.run.next_attempt_at > timezone.now()
-    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=True)
+    outcome = observer_run_execute(run_id=run.pk, final_attempt=True)
     assert not outcome.retry and outcome.run.status == "failed"
     assert outcome.run.attempts == 2
 
@@ -263,8 +262,8 @@ def test_reflection_condenses_observations_which_leave_the_context(api, conversa
     observed = set(
         Observation.objects.filter(conversation=conversation).values_list("pk", flat=True)
     )
-    run = pipeline.reflector_run_execute(
-        run_id=pipeline.reflector_schedule(conversation=conversation, trigger="manual").pk
+    run = reflector_run_execute(
+        run_id=reflector_schedule(conversation=conversation, trigger="manual").pk
     ).run
     assert run.status == "succeeded" and run.generation == 1
     reflections = list(Reflection.objects.filter(conversation=conversation))
@@ -279,7 +278,7 @@ def test_reflection_condenses_observations_which_leave_the_context(api, conversa
     assert len(context["reflections"]) == len(reflections)
 
 
-def test_an_empty_reflection_is_rejected_and_memory_stays_as_it_was(conversation, monkeypatch):
+def test_an_empty_reflection_is_rejected_and_memory_stays_as_it_was(conversation, fake_engine):
     _observe_now(conversation)
     before = list(Observation.objects.filter(conversation=conversation).values_list("pk", "status"))
 
@@ -287,9 +286,9 @@ def test_an_empty_reflection_is_rejected_and_memory_stays_as_it_was(conversation
         def reflect(self, observations, *, now):
             return []
 
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda w: EmptyReflector())
-    run = pipeline.reflector_run_execute(
-        run_id=pipeline.reflector_schedule(conversation=conversation, trigger="manual").pk
+    fake_engine(EmptyReflector())
+    run = reflector_run_execute(
+        run_id=reflector_schedule(conversation=conversation, trigger="manual").pk
     ).run
     assert run.status == "failed" and "empty reflection" in run.error
     assert not Reflection.objects.exists()
@@ -316,13 +315,13 @@ def test_the_sweeper_schedules_due_conversations_and_requeues_lost_runs(
     # Messages stored while no run could be scheduled (as when the broker was down).
     assert not ObserverRun.objects.exists()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        counts = pipeline.pipeline_sweep()
+        counts = pipeline_sweep()
     assert counts["observer_scheduled"] == 1 and len(callbacks) == 1
     run = ObserverRun.objects.get(conversation=conversation)
     assert run.trigger == "sweeper"
     ObserverRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=5))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        counts = pipeline.pipeline_sweep()
+        counts = pipeline_sweep()
     assert counts["requeued"] == 1
     assert ObserverRun.objects.filter(conversation=conversation).count() == 1
 
@@ -384,9 +383,7 @@ def test_an_imported_history_is_dated_by_when_it_was_said_not_by_the_run(api, wo
     )
     before_run = timezone.now()
     _observe_now(conversation)
-    pipeline.reflector_run_execute(
-        run_id=pipeline.reflector_schedule(conversation=conversation, trigger="manual").pk
-    )
+    reflector_run_execute(run_id=reflector_schedule(conversation=conversation, trigger="manual").pk)
 
     observations = list(Observation.objects.filter(conversation=conversation))
     assert observations
@@ -441,15 +438,15 @@ def test_a_conversation_that_went_quiet_is_observed_below_the_threshold(workspac
         updated_at=timezone.now() - timedelta(minutes=361)
     )
 
-    counts = pipeline.pipeline_sweep()
+    counts = pipeline_sweep()
 
     assert counts["observer_scheduled"] == 1
     run = ObserverRun.objects.get()
     assert (run.conversation_id, run.trigger) == (quiet.pk, "sweeper")
-    pipeline.observer_run_execute(run_id=run.pk)
+    observer_run_execute(run_id=run.pk)
     assert Observation.objects.filter(conversation=quiet).exists()
     # Observed now: the next sweep has nothing left to do for it.
-    assert pipeline.pipeline_sweep()["observer_scheduled"] == 0
+    assert pipeline_sweep()["observer_scheduled"] == 0
 
 
 @pytest.mark.parametrize("idle_minutes", [0, 720])
@@ -462,7 +459,7 @@ def test_the_quiet_time_is_a_setting_and_zero_turns_it_off(workspace, settings, 
     Conversation.objects.filter(pk=quiet.pk).update(
         updated_at=timezone.now() - timedelta(minutes=361)
     )
-    assert pipeline.pipeline_sweep()["observer_scheduled"] == 0
+    assert pipeline_sweep()["observer_scheduled"] == 0
 
 
 def test_a_message_whose_metadata_names_its_speaker_is_noted_under_that_name(workspace):

@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory import pipeline
 from memory.models import Message, Observation, ObserverRun
+from memory.pipeline.sweep import pipeline_sweep
+from memory.selectors import unobserved_messages
 from memory.services import conversation_create
 from memory.tasks import observe_conversation
 from tests.memory.celery_workers import Worker, publishing_to, wait_until
@@ -121,7 +122,7 @@ def test_a_worker_killed_mid_run_is_taken_over_with_nothing_lost_or_doubled(
         what="the dead worker's lease to expire",
     )
     workers.append(Worker("rescuer", broker, env))
-    assert pipeline.pipeline_sweep()["requeued"] >= 1
+    assert pipeline_sweep()["requeued"] >= 1
     done = wait_until(
         lambda: ObserverRun.objects.filter(pk=run.pk, status="succeeded").first(),
         timeout=60,
@@ -130,7 +131,7 @@ def test_a_worker_killed_mid_run_is_taken_over_with_nothing_lost_or_doubled(
     )
     assert done.attempts == 2
     assert Observation.objects.filter(conversation=conversation).count() == 1
-    assert not pipeline.unobserved_messages(conversation=conversation).exists()
+    assert not unobserved_messages(conversation=conversation).exists()
     assert ObserverRun.objects.filter(conversation=conversation).count() == 1
 
 
@@ -148,7 +149,7 @@ def test_with_the_broker_down_messages_are_stored_and_the_sweeper_catches_up(
     # The broker is back (the fixture's), a worker runs, and a minute later beat sweeps.
     workers.append(Worker("w1", broker, _worker_env()))
     ObserverRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=2))
-    assert pipeline.pipeline_sweep()["requeued"] == 1
+    assert pipeline_sweep()["requeued"] == 1
     wait_until(
         lambda: ObserverRun.objects.filter(pk=run.pk, status="succeeded").exists(),
         timeout=60,

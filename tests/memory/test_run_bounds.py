@@ -10,9 +10,11 @@ import pytest
 from django.db import OperationalError
 from django.test import override_settings
 
-from memory import pipeline
 from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Observation, ObserverRun
+from memory.pipeline import on_demand
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.scheduling import observer_schedule
 from memory.services import MessageInput, conversation_create, messages_append
 from memory.tasks import observe_conversation
 
@@ -51,10 +53,10 @@ class _Slow(ExtractiveEngine):
 
 
 def test_an_unexpected_error_fails_the_run_once_in_words_without_content(
-    api, conversation, monkeypatch, caplog
+    api, conversation, fake_engine, caplog
 ):
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _Overflowing())
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    fake_engine(_Overflowing())
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
     with caplog.at_level(logging.INFO):
         observe_conversation.apply(args=[str(run.pk)])
@@ -70,18 +72,18 @@ def test_an_unexpected_error_fails_the_run_once_in_words_without_content(
     assert "4111" not in logged and "dana@example.com" not in logged and "4111" not in body["error"]
 
 
-def test_observe_over_the_api_fails_visibly_on_an_unexpected_error(api, conversation, monkeypatch):
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _Overflowing())
+def test_observe_over_the_api_fails_visibly_on_an_unexpected_error(api, conversation, fake_engine):
+    fake_engine(_Overflowing())
     response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
     assert response.status_code == 200
     assert response.json()["status"] == "failed"
 
 
-def test_a_lost_database_connection_is_retried_not_failed_for_good(conversation, monkeypatch):
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _DatabaseGone())
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+def test_a_lost_database_connection_is_retried_not_failed_for_good(conversation, fake_engine):
+    fake_engine(_DatabaseGone())
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
-    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=10)
+    outcome = observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=10)
 
     assert outcome.retry and outcome.run.status == "retrying"
     assert "database connection failed (OperationalError)" in outcome.run.error
@@ -90,9 +92,9 @@ def test_a_lost_database_connection_is_retried_not_failed_for_good(conversation,
 
 @override_settings(MEMDESK_RUN_WAIT_SECONDS=1)
 def test_a_wait_that_runs_out_answers_202_and_leaves_the_run_queued_for_a_worker(
-    api, conversation, monkeypatch, django_capture_on_commit_callbacks
+    api, conversation, fake_engine, django_capture_on_commit_callbacks
 ):
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _Slow())
+    fake_engine(_Slow())
     started = time.monotonic()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
@@ -107,14 +109,14 @@ def test_a_wait_that_runs_out_answers_202_and_leaves_the_run_queued_for_a_worker
     assert callbacks  # sent to the workers (once when scheduled, once when given back)
     assert not Observation.objects.filter(conversation=conversation).exists()
 
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: ExtractiveEngine())
+    fake_engine(ExtractiveEngine())
     observe_conversation.apply(args=[str(run.pk)])  # a worker takes it from the start
     run.refresh_from_db()
     assert run.status == "succeeded"
 
 
 def test_a_threaded_server_leaves_the_run_to_the_workers(api, conversation, monkeypatch):
-    monkeypatch.setattr(pipeline, "can_interrupt_runs", lambda: False)
+    monkeypatch.setattr(on_demand, "can_interrupt_runs", lambda: False)
     with override_settings(MEMDESK_RUN_WAIT_SECONDS=1):
         response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
     assert response.status_code == 202

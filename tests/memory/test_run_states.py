@@ -9,10 +9,15 @@ from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory import pipeline, tasks
+from memory import tasks
 from memory.engines.base import EngineError
 from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Observation, ObserverRun, PipelineRun
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.runs import run_cancel
+from memory.pipeline.scheduling import observer_schedule
+from memory.pipeline.sweep import STALE_PENDING, pipeline_sweep
+from memory.selectors import unobserved_messages
 from memory.services import MessageInput, conversation_create, messages_append
 from memory.tasks import MAX_RETRIES, observe_conversation
 from tests.memory.fake_openai import server_error
@@ -54,10 +59,10 @@ def _run_body(api, run: PipelineRun) -> dict:
 
 
 def test_a_provider_that_keeps_failing_shows_retrying_then_failed(api, conversation, provider_down):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=conversation, trigger="manual")
     assert _run_body(api, run)["status"] == "queued"
 
-    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=12)
+    outcome = observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=12)
 
     assert outcome.retry
     body = _run_body(api, run)
@@ -88,11 +93,11 @@ class _ProviderDown(ExtractiveEngine):
         raise EngineError("provider 503", retryable=True)
 
 
-def test_the_next_attempt_is_when_the_task_retries(conversation, monkeypatch):
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _ProviderDown())
+def test_the_next_attempt_is_when_the_task_retries(conversation, monkeypatch, fake_engine):
+    fake_engine(_ProviderDown())
     monkeypatch.setattr(tasks, "_retry_countdown", lambda task: 42)
     seen: list[tuple[str, float]] = []
-    execute = pipeline.observer_run_execute
+    execute = observer_run_execute
 
     def recording(**kwargs):
         outcome = execute(**kwargs)
@@ -101,8 +106,8 @@ def test_the_next_attempt_is_when_the_task_retries(conversation, monkeypatch):
             seen.append((run.status, (run.next_attempt_at - timezone.now()).total_seconds()))
         return outcome
 
-    monkeypatch.setattr(pipeline, "observer_run_execute", recording)
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    monkeypatch.setattr(tasks, "observer_run_execute", recording)
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
     observe_conversation.apply(args=[str(run.pk)])
 
@@ -113,27 +118,27 @@ def test_the_next_attempt_is_when_the_task_retries(conversation, monkeypatch):
 def test_a_retrying_run_whose_task_was_lost_is_sent_again_by_the_sweeper(
     conversation, django_capture_on_commit_callbacks
 ):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=conversation, trigger="manual")
     ObserverRun.objects.filter(pk=run.pk).update(
         status="retrying",
         attempts=2,
         error="provider 503",
-        next_attempt_at=timezone.now() - pipeline.STALE_PENDING * 2,
+        next_attempt_at=timezone.now() - STALE_PENDING * 2,
     )
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        counts = pipeline.pipeline_sweep()
+        counts = pipeline_sweep()
 
     assert counts["requeued"] == 1 and len(callbacks) == 1
-    outcome = pipeline.observer_run_execute(run_id=run.pk, final_attempt=False)
+    outcome = observer_run_execute(run_id=run.pk, final_attempt=False)
     assert outcome.run.status == "succeeded" and outcome.run.attempts == 3
 
 
 def test_a_retrying_run_holds_the_conversations_slot(conversation):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=conversation, trigger="manual")
     ObserverRun.objects.filter(pk=run.pk).update(status="retrying")
 
-    again = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    again = observer_schedule(conversation=conversation, trigger="manual")
 
     assert again.pk == run.pk
     assert ObserverRun.objects.filter(conversation=conversation).count() == 1
@@ -143,7 +148,7 @@ def test_a_retrying_run_holds_the_conversations_slot(conversation):
 
 
 def test_an_agent_cancels_a_queued_run_and_the_cancel_is_audited(api, conversation):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
     response = api.post(f"/v1/runs/{run.pk}/cancel", {"reason": "wrong model"}, format="json")
 
@@ -159,8 +164,8 @@ def test_an_agent_cancels_a_queued_run_and_the_cancel_is_audited(api, conversati
 
 
 def test_cancelling_a_finished_run_is_a_conflict(api, conversation):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    pipeline.observer_run_execute(run_id=run.pk)
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    observer_run_execute(run_id=run.pk)
 
     response = api.post(f"/v1/runs/{run.pk}/cancel")
 
@@ -173,7 +178,7 @@ def test_cancelling_a_finished_run_is_a_conflict(api, conversation):
 
 
 def test_another_workspaces_run_cannot_be_cancelled(api, other_api, conversation):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
     assert other_api.post(f"/v1/runs/{run.pk}/cancel").status_code == 404
     assert api.post("/v1/runs/not-a-run/cancel").status_code == 400
@@ -181,7 +186,7 @@ def test_another_workspaces_run_cannot_be_cancelled(api, other_api, conversation
 
 
 def test_after_a_cancel_a_new_run_can_be_scheduled(api, conversation):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=conversation, trigger="manual")
     api.post(f"/v1/runs/{run.pk}/cancel")
 
     response = api.post(f"/v1/conversations/{conversation.pk}/observe")
@@ -191,10 +196,10 @@ def test_after_a_cancel_a_new_run_can_be_scheduled(api, conversation):
     assert ObserverRun.objects.filter(conversation=conversation).count() == 2
 
 
-def test_a_cancelled_retrying_run_is_not_tried_again(api, conversation, monkeypatch):
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _ProviderDown())
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    pipeline.observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=30)
+def test_a_cancelled_retrying_run_is_not_tried_again(api, conversation, fake_engine):
+    fake_engine(_ProviderDown())
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=30)
     assert api.post(f"/v1/runs/{run.pk}/cancel").json()["status"] == "cancelled"
 
     # The retry the task had scheduled arrives.
@@ -203,7 +208,7 @@ def test_a_cancelled_retrying_run_is_not_tried_again(api, conversation, monkeypa
     assert (run.status, run.attempts, run.next_attempt_at) == ("cancelled", 1, None)
 
 
-def test_a_run_cancelled_while_the_engine_works_stores_nothing(api, conversation, monkeypatch):
+def test_a_run_cancelled_while_the_engine_works_stores_nothing(api, conversation, fake_engine):
     class CancelledMeanwhile(ExtractiveEngine):
         """A person cancels the run while the provider is still answering."""
 
@@ -214,21 +219,21 @@ def test_a_run_cancelled_while_the_engine_works_stores_nothing(api, conversation
                 messages, previous_observations=previous_observations, now=now, fidelity=fidelity
             )
 
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: CancelledMeanwhile())
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    fake_engine(CancelledMeanwhile())
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
-    outcome = pipeline.observer_run_execute(run_id=run.pk)
+    outcome = observer_run_execute(run_id=run.pk)
 
     assert outcome.run.status == "cancelled" and not outcome.retry
     assert not Observation.objects.filter(conversation=conversation).exists()
-    assert pipeline.unobserved_messages(conversation=conversation).count() == 2
+    assert unobserved_messages(conversation=conversation).count() == 2
     body = _run_body(api, run)
     assert (body["status"], body["itemsOut"], body["tokensOut"]) == ("cancelled", 0, 0)
 
 
 def test_automatic_triggers_hold_off_after_a_cancel(workspace, conversation):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="threshold")
-    pipeline.run_cancel(run=run, actor=SYSTEM_ACTOR, reason="provider down")
+    run = observer_schedule(conversation=conversation, trigger="threshold")
+    run_cancel(run=run, actor=SYSTEM_ACTOR, reason="provider down")
     workspace.observer_threshold = 1
     workspace.save()
 

@@ -7,10 +7,12 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from memory import pipeline
 from memory.engines.base import EngineError
 from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Observation, ObserverRun, Reflection, ReflectorRun
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.scheduling import observer_schedule, reflector_schedule
+from memory.selectors import unobserved_messages
 from memory.services import MessageInput, conversation_create, messages_append
 from memory.tasks import MAX_RETRIES, observe_conversation, reflect_conversation
 from tests.memory.factories import ObservationFactory
@@ -44,9 +46,9 @@ def conversation(workspace) -> Conversation:
     return conversation
 
 
-def test_an_observer_run_past_its_soft_time_limit_fails_with_that_reason(conversation, monkeypatch):
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _Interrupted())
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+def test_an_observer_run_past_its_soft_time_limit_fails_with_that_reason(conversation, fake_engine):
+    fake_engine(_Interrupted())
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
     assert observe_conversation.apply(args=[str(run.pk)]).get() == "failed"
 
@@ -56,15 +58,15 @@ def test_an_observer_run_past_its_soft_time_limit_fails_with_that_reason(convers
     assert run.error == f"the run exceeded its time limit of {limit} s"
     assert run.finished_at is not None and run.lease_token is None
     assert not Observation.objects.filter(conversation=conversation).exists()
-    assert pipeline.unobserved_messages(conversation=conversation).count() == 2
+    assert unobserved_messages(conversation=conversation).count() == 2
 
 
 def test_a_reflector_run_past_its_soft_time_limit_fails_and_keeps_observations(
-    conversation, monkeypatch
+    conversation, fake_engine
 ):
     ObservationFactory.create_batch(3, conversation=conversation)
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _Interrupted())
-    run = pipeline.reflector_schedule(conversation=conversation, trigger="manual")
+    fake_engine(_Interrupted())
+    run = reflector_schedule(conversation=conversation, trigger="manual")
 
     assert reflect_conversation.apply(args=[str(run.pk)]).get() == "failed"
 
@@ -75,10 +77,10 @@ def test_a_reflector_run_past_its_soft_time_limit_fails_and_keeps_observations(
 
 
 def test_a_retryable_failure_is_retried_until_the_final_attempt_fails_the_run(
-    conversation, monkeypatch
+    conversation, fake_engine
 ):
-    monkeypatch.setattr(pipeline, "engine_for_workspace", lambda workspace: _ProviderDown())
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    fake_engine(_ProviderDown())
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
     # Eagerly, each retry runs at once instead of after its backoff.
     observe_conversation.apply(args=[str(run.pk)])
@@ -89,8 +91,8 @@ def test_a_retryable_failure_is_retried_until_the_final_attempt_fails_the_run(
 
 
 def test_a_run_already_taken_is_left_alone(conversation):
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    pipeline.observer_run_execute(run_id=run.pk)
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    observer_run_execute(run_id=run.pk)
 
     assert observe_conversation.apply(args=[str(run.pk)]).get() == "succeeded"
     assert ObserverRun.objects.get(pk=run.pk).attempts == 1

@@ -1,0 +1,137 @@
+"""Where rendered parts of a context are kept: in this worker (memory blocks, tails and
+whole bodies, bounded) and in the shared cache (one entry per slot, stamped with the
+versions it was rendered from)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from cachetools import LRUCache
+
+from core.cache import cache_get, cache_set
+from memory.context.rendering import RenderedContext, _MemoryBlock, _Tail
+
+CACHE_SECONDS = 3600
+# Part of every cache key here: a change to the rendered shapes bumps it, so a server
+# that is upgraded never serves a body cached in the shape before.
+RENDER_VERSION = 3
+
+
+class _EntriesAndItems(LRUCache[str, Any]):
+    """An LRU bounded by its items (``getsizeof``) and by its number of entries."""
+
+    def __init__(self, *, entries: int, items: int) -> None:
+        super().__init__(maxsize=items, getsizeof=_items_in)
+        self.entries = entries
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        while key not in self and len(self) >= self.entries:
+            self.popitem()
+        super().__setitem__(key, value)
+
+
+def _items_in(value: Any) -> int:
+    if isinstance(value, _Tail):
+        return len(value.messages)
+    if isinstance(value, _MemoryBlock):
+        return len(value.pins) + len(value.reflections) + len(value.observations)
+    return 1
+
+
+def _body_size(rendered: RenderedContext) -> int:
+    return len(rendered.body)
+
+
+# The memory blocks and tails a worker rendered or fetched last, by their cache key. The
+# key names every version the entry depends on, so an entry is never stale, only
+# unused; a read under a busy writer then costs no round trip for the block. Bounded by
+# entries and by the items (messages, memory lines) they hold together: a 10-minute
+# load run with 64 entries and no such bound grew each web worker by 450 MB of tails.
+LOCAL_ENTRIES_KEPT = 64
+LOCAL_ITEMS_KEPT = 20_000
+_LOCAL = _EntriesAndItems(entries=LOCAL_ENTRIES_KEPT, items=LOCAL_ITEMS_KEPT)
+# Whole rendered bodies, by the same kind of key, bounded by their size: a read that
+# finds its body here costs no cache round trip (a large body read from Redis was most of
+# a cached read's time).
+LOCAL_BODY_BYTES_KEPT = 16 * 1024 * 1024
+_BODIES: LRUCache[str, RenderedContext] = LRUCache(
+    maxsize=LOCAL_BODY_BYTES_KEPT, getsizeof=_body_size
+)
+# cachetools' caches are not thread-safe; gthread workers serve reads in threads.
+_local_lock = threading.Lock()
+
+
+def local_clear() -> None:
+    """Forget every block, tail and body this worker keeps (tests: a fresh worker)."""
+    with _local_lock:
+        _LOCAL.clear()
+        _TAIL_KEYS.clear()
+        _BODIES.clear()
+
+
+def _local_get(key: str) -> Any:
+    with _local_lock:
+        return _LOCAL.get(key)
+
+
+def _local_put(key: str, value: Any, *, replaces: str | None = None) -> None:
+    """Keep ``value``; ``replaces``: the key of an entry it supersedes (the same
+    conversation's tail before memory changed), dropped at once. A value of more items
+    than the whole bound allows is not kept."""
+    with _local_lock:
+        if replaces is not None:
+            _LOCAL.pop(replaces, None)
+        try:
+            _LOCAL[key] = value
+        except ValueError:  # larger than LOCAL_ITEMS_KEPT on its own
+            _LOCAL.pop(key, None)
+
+
+def _local_body_get(key: str) -> RenderedContext | None:
+    with _local_lock:
+        return _BODIES.get(key)
+
+
+def _local_body_put(key: str, rendered: RenderedContext) -> None:
+    if len(rendered.body) > LOCAL_BODY_BYTES_KEPT // 4:
+        return
+    with _local_lock:
+        if key not in _BODIES:
+            _BODIES[key] = rendered
+
+
+# The key of each conversation's latest tail in this worker: a tail of an older
+# ``memory_version`` is never read again once a newer one is kept.
+_TAIL_KEYS: dict[tuple[Any, str], str] = {}
+
+
+def _latest_tail_key(conversation_id: Any, names: str) -> str | None:
+    return _TAIL_KEYS.get((conversation_id, names))
+
+
+def _latest_tail_key_set(conversation_id: Any, names: str, key: str) -> None:
+    with _local_lock:
+        if len(_TAIL_KEYS) > 4 * LOCAL_ENTRIES_KEPT:
+            for stale in [k for k, v in _TAIL_KEYS.items() if v not in _LOCAL]:
+                del _TAIL_KEYS[stale]
+        _TAIL_KEYS[(conversation_id, names)] = key
+
+
+# The shared cache keeps one entry per slot (a conversation's memory block, or its body
+# in one format, budget and naming), stamped with the versions it was rendered from and
+# overwritten by the next render. Keyed by version instead, every message write left a
+# body of up to a few hundred KB behind for an hour: a 7-minute load run filled Redis
+# with 4,749 of them (3 GB). An older render that lands after a newer one only costs the
+# next read a render.
+
+
+def _shared_get(slot: str, stamp: str) -> Any:
+    kept = cache_get(slot)
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == stamp:
+        return kept[1]
+    return None
+
+
+def _shared_put(slot: str, stamp: str, value: Any) -> None:
+    cache_set(slot, (stamp, value), CACHE_SECONDS)

@@ -1,0 +1,263 @@
+"""``context_for_conversation``: the rendered context of a conversation, through the
+caches. The whole body is cached stamped with every version it depends on, the memory
+block apart from it, and the tail of recent messages in the worker, extended with the
+newer messages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import date
+from functools import cached_property
+from typing import Any
+
+from django.utils import timezone
+
+from core.errors import MemdeskError
+from memory.context.budget import _fit
+from memory.context.caches import (
+    RENDER_VERSION,
+    _latest_tail_key,
+    _latest_tail_key_set,
+    _local_body_get,
+    _local_body_put,
+    _local_get,
+    _local_put,
+    _shared_get,
+    _shared_put,
+)
+from memory.context.rendering import (
+    FORMATS,
+    RenderedContext,
+    _Fitted,
+    _memory_block,
+    _MemoryBlock,
+    _render,
+    _Tail,
+)
+from memory.context.tiers import Reidentifies, _memory_tiers, _recent, reidentify_items
+from memory.models import Conversation
+from memory.selectors import (
+    ContextVersions,
+    covered_intervals,
+    unobserved_messages_between,
+)
+
+# The newest unobserved messages a worker keeps of a tail.
+LOCAL_TAIL_MAX_MESSAGES = 2000
+
+
+class _Source:
+    """The conversation a render reads: its versions, known at once, and the row itself,
+    loaded only when a part of the context is in no cache (under a busy writer the memory
+    block and the tail usually are, and the new messages are read by id and seq)."""
+
+    def __init__(self, versions: ContextVersions, load: Callable[[], Conversation]) -> None:
+        self.versions = versions
+        self.pk = versions.conversation_id
+        self._load = load
+
+    @cached_property
+    def conversation(self) -> Conversation:
+        return self._load()
+
+
+def _memory_block_cached(
+    source: _Source,
+    *,
+    fmt: str,
+    today: date,
+    names: str,
+    reidentifier: Reidentifies | None,
+) -> _MemoryBlock:
+    kind = "json" if fmt == "json" else "lines"  # text and messages share their lines
+    slot = f"memdesk:ctxmem:{RENDER_VERSION}:{source.pk}:{kind}:{names}"
+    stamp = f"{source.versions.memory_version}:{today.isoformat()}"
+    key = f"{slot}:{stamp}"
+    block: _MemoryBlock | None = _local_get(key) or _shared_get(slot, stamp)
+    if block is None:
+        conversation = source.conversation
+        tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
+        block = _memory_block(tiers, fmt=kind, conversation=conversation)
+        _shared_put(slot, stamp, block)
+    _local_put(key, block)
+    return block
+
+
+def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | None) -> _Tail:
+    """``_recent``, reading only the messages written since this worker's tail. Kept in
+    the worker only: pickling hundreds of model instances for the shared cache cost more
+    (23 ms for 1,800 messages) than reading them again once per memory change."""
+    versions = source.versions
+    key = f"memdesk:ctxtail:{RENDER_VERSION}:{source.pk}:{versions.memory_version}:{names}"
+    tail: _Tail | None = _local_get(key)
+    previous_key = _latest_tail_key(source.pk, names)
+    if tail is None:
+        tail = _Tail(0, tuple(covered_intervals(conversation=source.conversation)), (), {})
+    if tail.through_seq < versions.last_seq:
+        # Every message up to last_seq committed with (or before) it: none can appear
+        # below it later, so the tail is complete through last_seq.
+        new = list(
+            unobserved_messages_between(
+                conversation_id=source.pk,
+                intervals=tail.intervals,
+                after_seq=tail.through_seq,
+                through_seq=versions.last_seq,
+            )
+        )
+        if reidentifier is not None:
+            reidentify_items(reidentifier, new)
+        messages = tail.messages + tuple(new)
+        trimmed = tail.trimmed
+        # A tail no Observer run shortens (the pipeline off, or far behind) would grow
+        # the worker without bound: only the newest messages are kept.
+        cut = len(messages) - LOCAL_TAIL_MAX_MESSAGES
+        if cut > 0:
+            for message in messages[:cut]:
+                tail.wires.pop(message.pk, None)
+            messages, trimmed = messages[cut:], trimmed + cut
+        tail = _Tail(versions.last_seq, tail.intervals, messages, tail.wires, trimmed)
+    _local_put(key, tail, replaces=previous_key if previous_key != key else None)
+    _latest_tail_key_set(source.pk, names, key)
+    return tail
+
+
+def _fit_tail(
+    source: _Source,
+    block: _MemoryBlock,
+    tail: _Tail,
+    max_tokens: int | None,
+    reidentifier: Reidentifies | None,
+) -> tuple[_Fitted, dict[Any, str]]:
+    """``_fit`` of the whole unobserved tail, and the messages' JSON to render it with.
+    When the worker kept only the tail's newest messages, that is the same fit as long as
+    the budget drops some of them (it drops the oldest first, so all the older ones too);
+    otherwise the tail is read whole, and encoded apart from the kept JSON, which stays
+    bounded."""
+    fitted = _fit(block, list(tail.messages), max_tokens)
+    if not tail.trimmed:
+        return fitted, tail.wires
+    if fitted.dropped.get("recentMessages"):
+        dropped = fitted.dropped["recentMessages"] + tail.trimmed
+        return replace(fitted, dropped={**fitted.dropped, "recentMessages": dropped}), tail.wires
+    whole = _recent(source.conversation, reidentifier=reidentifier)
+    return _fit(block, whole, max_tokens), {}
+
+
+@dataclass(frozen=True)
+class _BodyKey:
+    """Where a whole body is cached: its slot in the shared cache and the stamp of the
+    versions it depends on; the reidentifier's name for its pseudonyms and the day it is
+    rendered for are used by the parts' keys too."""
+
+    slot: str
+    stamp: str
+    names: str
+    today: date
+
+    @property
+    def local(self) -> str:
+        return f"{self.slot}:{self.stamp}"
+
+
+def _body_key(
+    *,
+    conversation_id: Any,
+    last_seq: int,
+    memory_version: int,
+    fmt: str,
+    max_tokens: int | None,
+    reidentifier: Reidentifies | None,
+) -> _BodyKey:
+    if fmt not in FORMATS:
+        raise MemdeskError(
+            "invalid_format", f"format must be one of {', '.join(FORMATS)}.", field="format"
+        )
+    today = timezone.now().date()
+    names = reidentifier.cache_key if reidentifier is not None else "pseudonyms"
+    return _BodyKey(
+        slot=f"memdesk:ctx:{RENDER_VERSION}:{conversation_id}:{fmt}:{max_tokens}:{names}",
+        stamp=f"{last_seq}:{memory_version}:{today.isoformat()}",
+        names=names,
+        today=today,
+    )
+
+
+def _cached_body(key: _BodyKey) -> RenderedContext | None:
+    rendered: RenderedContext | None = _local_body_get(key.local) or _shared_get(
+        key.slot, key.stamp
+    )
+    if rendered is not None:
+        _local_body_put(key.local, rendered)
+    return rendered
+
+
+def context_for_versions(
+    versions: ContextVersions,
+    *,
+    load: Callable[[], Conversation],
+    fmt: str = "json",
+    max_tokens: int | None = None,
+    reidentifier: Reidentifies | None = None,
+) -> RenderedContext:
+    """The rendered context of the conversation ``versions`` describe; ``load`` returns
+    the conversation itself, and is called only when a part of it is in no cache (a read
+    that finds its body, or its memory block and tail, loads nothing). Without
+    ``max_tokens``, the workspace's default budget applies (if it has one).
+
+    The whole body is cached stamped with every version it depends on; the memory block
+    apart from it with the versions memory depends on, so a message write re-renders
+    only the tail. The shared cache keeps the newest of each (``_shared_get``)."""
+    if max_tokens is None:
+        max_tokens = versions.context_max_tokens
+    key = _body_key(
+        conversation_id=versions.conversation_id,
+        last_seq=versions.last_seq,
+        memory_version=versions.memory_version,
+        fmt=fmt,
+        max_tokens=max_tokens,
+        reidentifier=reidentifier,
+    )
+    rendered = _cached_body(key)
+    if rendered is None:
+        source = _Source(versions, load)
+        block = _memory_block_cached(
+            source, fmt=fmt, today=key.today, names=key.names, reidentifier=reidentifier
+        )
+        tail = _recent_cached(source, names=key.names, reidentifier=reidentifier)
+        fitted, wires = _fit_tail(source, block, tail, max_tokens, reidentifier)
+        rendered = _render(
+            versions.conversation_id,
+            fitted=fitted,
+            wires=wires,
+            fmt=fmt,
+            max_tokens=max_tokens,
+        )
+        _shared_put(key.slot, key.stamp, rendered)
+        _local_body_put(key.local, rendered)
+    return rendered
+
+
+def context_for_conversation(
+    *,
+    conversation: Conversation,
+    fmt: str = "json",
+    max_tokens: int | None = None,
+    reidentifier: Reidentifies | None = None,
+) -> RenderedContext:
+    """The rendered context; with ``reidentifier``, pseudonyms replaced by their values.
+    Without ``max_tokens``, the workspace's default budget applies (if it has one)."""
+    versions = ContextVersions(
+        conversation_id=conversation.pk,
+        last_seq=conversation.last_seq,
+        memory_version=conversation.memory_version,
+        context_max_tokens=conversation.workspace.context_max_tokens,
+        agents_see_reidentified=reidentifier is not None,  # the caller decided; not read here
+    )
+    return context_for_versions(
+        versions,
+        load=lambda: conversation,
+        fmt=fmt,
+        max_tokens=max_tokens,
+        reidentifier=reidentifier,
+    )

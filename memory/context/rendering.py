@@ -1,0 +1,253 @@
+"""The context's body in each format (JSON, the text block, an OpenAI ``messages``
+array), from memory items rendered and costed once, and its ETag."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from memory.context.tiers import _Tiers
+from memory.engines.base import MEMORY_BLOCK_HEADER
+from memory.models import PRIORITY_KEEP_RANK, Conversation, Message, Observation, Reflection
+from memory.selectors import deleted_source_ids
+from memory.tokens import token_count
+from memory.wire import (
+    memory_line,
+    observation_to_wire,
+    pin_to_wire,
+    recent_message_to_wire,
+    reflection_to_wire,
+    tool_result_text,
+)
+
+FORMATS = ("json", "text", "messages")
+# Tokens a chat message costs beyond its content (role and separators), as OpenAI counts.
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+@dataclass(frozen=True)
+class RenderedContext:
+    body: bytes
+    content_type: str
+    etag: str
+    # A digest of the memory sections served (pins, reflections, observations, as
+    # rendered and fitted): equal digests, byte-identical memory block. Empty in
+    # renders cached before it existed.
+    memory_digest: str = ""
+
+
+def _message_cost(message: Message) -> int:
+    return message.token_count + MESSAGE_OVERHEAD_TOKENS
+
+
+def _memory_cost(item: Observation | Reflection, today: date) -> int:
+    return token_count(memory_line(item, today=today)) + 1  # + the newline between lines
+
+
+@dataclass(frozen=True)
+class _MemoryItem:
+    cost: int  # tokens against a budget
+    rendered: str  # the memory line (text, messages) or the wire object as JSON (json)
+
+
+@dataclass(frozen=True)
+class _MemoryBlock:
+    """Pins, reflections and observations, each rendered once and costed: everything of a
+    context that changes only with ``memory_version`` (and the day, and the pseudonyms
+    forgotten). A message write appends to the tail and leaves this block, and so the
+    bytes of the memory sections, as they were."""
+
+    pins: tuple[_MemoryItem, ...]
+    reflections: tuple[_MemoryItem, ...]
+    observations: tuple[_MemoryItem, ...]
+    # Indexes into ``observations``, the first to drop first: the lowest priority, and
+    # among equals the oldest.
+    drop_order: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """Which items of a block and a tail a budget keeps."""
+
+    pins: tuple[_MemoryItem, ...]
+    reflections: tuple[_MemoryItem, ...]
+    observations: tuple[_MemoryItem, ...]
+    recent: list[Message]
+    token_count: int
+    dropped: dict[str, int]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _memory_block(tiers: _Tiers, *, fmt: str, conversation: Conversation) -> _MemoryBlock:
+    today = tiers.today
+    as_json = fmt == "json"
+    deleted: frozenset[str] = frozenset()
+    if as_json:
+        deleted = deleted_source_ids(conversation=conversation, observations=tiers.observations)
+    pins = tuple(
+        _MemoryItem(pin.token_count + 1, _dumps(pin_to_wire(pin)) if as_json else pin.text)
+        for pin in tiers.pins
+    )
+    reflections = tuple(
+        _MemoryItem(
+            _memory_cost(r, today),
+            _dumps(reflection_to_wire(r, today=today)) if as_json else memory_line(r, today=today),
+        )
+        for r in tiers.reflections
+    )
+    observations = tuple(
+        _MemoryItem(
+            _memory_cost(o, today),
+            _dumps(observation_to_wire(o, today=today, deleted_sources=deleted))
+            if as_json
+            else memory_line(o, today=today),
+        )
+        for o in tiers.observations
+    )
+    by_expendability = sorted(
+        range(len(tiers.observations)),
+        key=lambda i: (
+            -PRIORITY_KEEP_RANK[tiers.observations[i].priority],
+            tiers.observations[i].observed_at,
+            tiers.observations[i].window_start_seq or 0,
+        ),
+    )
+    return _MemoryBlock(pins, reflections, observations, tuple(by_expendability))
+
+
+def _memory_sections(fitted: _Fitted) -> list[str]:
+    sections = []
+    if fitted.pins:
+        # Only when there are pins: without them the block stays byte for byte the one
+        # the neo4j-agent-memory client builds.
+        sections.append("## Pinned\n" + "\n".join(item.rendered for item in fitted.pins))
+    if fitted.reflections:
+        lines = (item.rendered for item in fitted.reflections)
+        sections.append("## Reflections\n" + "\n".join(lines))
+    if fitted.observations:
+        lines = (item.rendered for item in fitted.observations)
+        sections.append("## Observations\n" + "\n".join(lines))
+    return sections
+
+
+def _render_text(fitted: _Fitted) -> str:
+    """The block the neo4j-agent-memory client builds from the JSON context, byte for byte."""
+    parts = _memory_sections(fitted)
+    if fitted.recent:
+        parts.append(
+            "## Recent Messages\n" + "\n".join(f"[{m.role}] {m.content}" for m in fitted.recent)
+        )
+    return "\n\n".join(parts)
+
+
+def _render_messages(fitted: _Fitted) -> list[dict[str, Any]]:
+    """An OpenAI chat ``messages`` array: the memory as one system message, then the turns.
+
+    OpenAI accepts a ``tool`` message only as the answer to a ``tool_calls`` entry of an
+    earlier assistant message. Assistant messages carry those calls in
+    ``metadata.toolCalls``; a tool result whose call is not in the array (never sent, or
+    trimmed away) becomes a user message that names the tool, so the array stays valid.
+    """
+    chat: list[dict[str, Any]] = []
+    memory_parts = _memory_sections(fitted)
+    if memory_parts:
+        chat.append(
+            {"role": "system", "content": MEMORY_BLOCK_HEADER + "\n\n" + "\n\n".join(memory_parts)}
+        )
+    open_calls: set[str] = set()
+    for message in fitted.recent:
+        turn: dict[str, Any] = {"role": message.role, "content": message.content}
+        tool_calls = (message.metadata or {}).get("toolCalls")
+        if message.role == Message.Role.ASSISTANT and isinstance(tool_calls, list) and tool_calls:
+            turn["tool_calls"] = tool_calls
+            open_calls.update(str(c.get("id")) for c in tool_calls if isinstance(c, dict))
+        elif message.role == Message.Role.TOOL:
+            if message.tool_call_id and message.tool_call_id in open_calls:
+                turn["tool_call_id"] = message.tool_call_id
+            else:
+                turn = {"role": "user", "content": tool_result_text(message)}
+        chat.append(turn)
+    return chat
+
+
+def _render_json(conversation_id: Any, fitted: _Fitted, wires: dict[Any, str]) -> str:
+    """``json.dumps`` of the payload, byte for byte, with the memory items' JSON taken from
+    the block and each message's from ``wires`` (filled here), rather than encoded again."""
+    recent = ",".join(
+        wires.get(m.pk) or wires.setdefault(m.pk, _dumps(recent_message_to_wire(m)))
+        for m in fitted.recent
+    )
+    return (
+        '{"conversationId":'
+        + _dumps(str(conversation_id))
+        + ',"pins":['
+        + ",".join(item.rendered for item in fitted.pins)
+        + '],"reflections":['
+        + ",".join(item.rendered for item in fitted.reflections)
+        + '],"observations":['
+        + ",".join(item.rendered for item in fitted.observations)
+        + '],"recentMessages":['
+        + recent
+        + "]"
+    )
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The recent messages up to ``through_seq``. Between two changes of memory (each
+    moves ``memory_version``: an Observer run, a redaction, a deletion) the tail only
+    grows at its end, so a newer one is this one plus the messages after it."""
+
+    through_seq: int
+    intervals: tuple[tuple[int, int], ...]  # the observed seq ranges, fixed until then
+    messages: tuple[Message, ...]
+    wires: dict[Any, str]  # each message's JSON, by id, as the json format needs it
+    # Older unobserved messages left out of ``messages`` (the newest
+    # LOCAL_TAIL_MAX_MESSAGES are kept): a budget that drops messages drops them first.
+    trimmed: int = 0
+
+
+def _render(
+    conversation_id: Any,
+    *,
+    fitted: _Fitted,
+    wires: dict[Any, str],
+    fmt: str,
+    max_tokens: int | None,
+) -> RenderedContext:
+    budget: dict[str, Any] = {}
+    if max_tokens is not None:
+        budget = {
+            "maxTokens": max_tokens,
+            "tokenCount": fitted.token_count,
+            "trimmed": fitted.dropped,
+        }
+
+    if fmt == "text":
+        body = _render_text(fitted).encode()
+        content_type = "text/plain; charset=utf-8"
+    else:
+        if fmt == "messages":
+            text = _dumps({"messages": _render_messages(fitted), **budget})
+        else:
+            text = _render_json(conversation_id, fitted, wires)
+            text += "".join(f",{_dumps(name)}:{_dumps(value)}" for name, value in budget.items())
+            text += "}"
+        body = text.encode()
+        content_type = "application/json"
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    memory = hashlib.blake2b(digest_size=16)
+    for section in (fitted.pins, fitted.reflections, fitted.observations):
+        for item in section:
+            memory.update(item.rendered.encode())
+            memory.update(b"\x1e")
+        memory.update(b"\x1d")
+    return RenderedContext(
+        body=body, content_type=content_type, etag=etag, memory_digest=memory.hexdigest()
+    )

@@ -1,0 +1,169 @@
+"""When runs are due, and scheduling them.
+
+Message writes never wait for a run: they call ``observer_schedule_if_due``, which at
+most inserts a PENDING run and enqueues its task after the write commits (one open run
+per conversation and kind).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from core.queue import enqueue_on_commit
+from memory.models import AnyRun, Conversation, ObserverRun, PipelineRun, ReflectorRun
+from memory.selectors import active_observations, stale_reflections, unobserved_messages
+
+RunT = TypeVar("RunT", ObserverRun, ReflectorRun)
+# After a failed or cancelled run, automatic triggers wait this long before trying the
+# same conversation again, so a provider that returns garbage is not called on every
+# write, and a run a person stopped is not started again by the next message.
+FAILURE_COOLDOWN = timedelta(minutes=5)
+# The Celery task that executes each kind of run.
+RUN_TASKS: dict[type[ObserverRun] | type[ReflectorRun], str] = {
+    ObserverRun: "memory.tasks.observe_conversation",
+    ReflectorRun: "memory.tasks.reflect_conversation",
+}
+
+
+def unobserved_token_count(*, conversation: Conversation) -> int:
+    total = unobserved_messages(conversation=conversation).aggregate(total=Sum("token_count"))
+    return total["total"] or 0
+
+
+def active_observation_token_count(*, conversation: Conversation) -> int:
+    total = active_observations(conversation=conversation).aggregate(total=Sum("token_count"))
+    return total["total"] or 0
+
+
+def _recently_failed(model: type[AnyRun], conversation: Conversation) -> bool:
+    latest = (
+        model.objects.filter(conversation=conversation)
+        .order_by("-created_at")
+        .values_list("status", "finished_at")
+        .first()
+    )
+    return bool(
+        latest
+        and latest[0] in (PipelineRun.Status.FAILED, PipelineRun.Status.CANCELLED)
+        and latest[1]
+        and timezone.now() - latest[1] < FAILURE_COOLDOWN
+    )
+
+
+def _open_run(model: type[RunT], conversation: Conversation) -> RunT | None:
+    return model.objects.filter(
+        conversation=conversation, status__in=PipelineRun.OPEN_STATUSES
+    ).first()
+
+
+def _has_open_run(model: type[RunT], conversation: Conversation) -> bool:
+    return model.objects.filter(
+        conversation=conversation, status__in=PipelineRun.OPEN_STATUSES
+    ).exists()
+
+
+def _schedule(
+    model: type[RunT], task_name: str, *, conversation: Conversation, trigger: str
+) -> RunT:
+    """Return the conversation's open run of this kind, creating (and enqueueing) one."""
+    existing = _open_run(model, conversation)
+    if existing:
+        return existing
+    try:
+        with transaction.atomic():
+            run = model.objects.create(conversation=conversation, trigger=trigger)
+    except IntegrityError:
+        # Another request scheduled one at the same moment (one open run per conversation).
+        return model.objects.get(conversation=conversation, status__in=PipelineRun.OPEN_STATUSES)
+    enqueue_on_commit(task_name, str(run.pk))
+    return run
+
+
+def observer_schedule(*, conversation: Conversation, trigger: str) -> ObserverRun:
+    return _schedule(
+        ObserverRun, "memory.tasks.observe_conversation", conversation=conversation, trigger=trigger
+    )
+
+
+def reflector_schedule(*, conversation: Conversation, trigger: str) -> ReflectorRun:
+    run = _schedule(
+        ReflectorRun,
+        "memory.tasks.reflect_conversation",
+        conversation=conversation,
+        trigger=trigger,
+    )
+    correction = PipelineRun.Trigger.CORRECTION
+    if run.trigger == correction and trigger != correction:
+        # The open run would only re-derive stale reflections; this request also wants
+        # the active observations reflected. A run not yet claimed (or waiting to be
+        # tried again: each attempt reads its inputs afresh) can still do both.
+        upgraded = ReflectorRun.objects.filter(
+            pk=run.pk,
+            status__in=(PipelineRun.Status.PENDING, PipelineRun.Status.RETRYING),
+            trigger=correction,
+        ).update(trigger=trigger)
+        if upgraded:
+            run.trigger = trigger
+    return run
+
+
+def observer_schedule_if_due(
+    *,
+    conversation: Conversation,
+    trigger: str = PipelineRun.Trigger.THRESHOLD,
+    now: datetime | None = None,
+) -> ObserverRun | None:
+    """Schedule an Observer run if the unobserved tokens reached the threshold and none is
+    open; return the new run, or None when nothing new was scheduled.
+
+    Given ``now`` (the sweeper does), a conversation nobody wrote to for
+    MEMDESK_OBSERVER_IDLE_MINUTES is due with any unobserved message: otherwise its last
+    stretch would stay raw until it grows again, which may be never."""
+    if not settings.MEMDESK_PIPELINE_ENABLED:
+        return None
+    # Cheapest question first, asked on every message write: with a run already open
+    # there is nothing to decide (an EXISTS, not the run's row with its text columns).
+    if _has_open_run(ObserverRun, conversation):
+        return None
+    idle = settings.MEMDESK_OBSERVER_IDLE_MINUTES
+    quiet = bool(now and idle and conversation.updated_at <= now - timedelta(minutes=idle))
+    threshold = 1 if quiet else conversation.effective_observer_threshold
+    if unobserved_token_count(conversation=conversation) < threshold:
+        return None
+    if _recently_failed(ObserverRun, conversation):
+        return None
+    return observer_schedule(conversation=conversation, trigger=trigger)
+
+
+def reflector_schedule_for_correction(*, conversation: Conversation) -> ReflectorRun | None:
+    """Schedule the re-derivation of the conversation's stale reflections (or return the
+    run already open, which re-derives them too). Called in the transaction that made
+    them stale; the task is sent once it commits."""
+    if not settings.MEMDESK_PIPELINE_ENABLED:
+        return None
+    return reflector_schedule(conversation=conversation, trigger=PipelineRun.Trigger.CORRECTION)
+
+
+def reflector_schedule_if_due(
+    *, conversation: Conversation, trigger: str = PipelineRun.Trigger.THRESHOLD
+) -> ReflectorRun | None:
+    """Schedule a Reflector run if the active observations reached the threshold, or if
+    stale reflections wait to be re-derived (their run failed, or was never sent)."""
+    if not settings.MEMDESK_PIPELINE_ENABLED:
+        return None
+    if _has_open_run(ReflectorRun, conversation):
+        return None
+    tokens = active_observation_token_count(conversation=conversation)
+    if tokens < conversation.effective_reflector_threshold:
+        if not stale_reflections(conversation=conversation).exists():
+            return None
+        trigger = PipelineRun.Trigger.CORRECTION
+    if _recently_failed(ReflectorRun, conversation):
+        return None
+    return reflector_schedule(conversation=conversation, trigger=trigger)

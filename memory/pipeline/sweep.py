@@ -1,0 +1,61 @@
+"""The periodic sweep: lost runs sent again, due runs that were never scheduled
+scheduled, and what quiet conversations left unobserved observed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from core.queue import enqueue_on_commit
+from memory.models import Conversation, PipelineRun
+from memory.pipeline.scheduling import (
+    RUN_TASKS,
+    observer_schedule_if_due,
+    reflector_schedule_if_due,
+)
+
+# The sweeper re-enqueues PENDING runs older than this, and RETRYING runs this long past
+# their next attempt (their task message may be lost).
+STALE_PENDING = timedelta(seconds=60)
+# The sweeper looks at conversations written in this window, at most this many a sweep.
+SWEEP_LOOKBACK = timedelta(days=7)
+SWEEP_BATCH = 500
+
+
+def pipeline_sweep() -> dict[str, int]:
+    """Re-enqueue lost runs, schedule runs that are due but were never scheduled (for
+    example because the broker was down when the messages arrived), and observe what
+    conversations that went quiet left unobserved."""
+    now = timezone.now()
+    counts = {"requeued": 0, "observer_scheduled": 0, "reflector_scheduled": 0}
+    for model, task_name in RUN_TASKS.items():
+        lost = model.objects.filter(
+            Q(status=PipelineRun.Status.PENDING, created_at__lt=now - STALE_PENDING)
+            | Q(status=PipelineRun.Status.RETRYING, next_attempt_at__lt=now - STALE_PENDING)
+            | Q(status=PipelineRun.Status.RUNNING, lease_expires_at__lt=now)
+        ).values_list("pk", flat=True)
+        for run_id in lost:
+            enqueue_on_commit(task_name, str(run_id))
+            counts["requeued"] += 1
+    if not settings.MEMDESK_PIPELINE_ENABLED:
+        return counts
+    candidates = (
+        Conversation.objects.filter(updated_at__gte=now - SWEEP_LOOKBACK)
+        .select_related("workspace")
+        .order_by("-updated_at")[:SWEEP_BATCH]
+    )
+    for conversation in candidates:
+        with transaction.atomic():
+            if observer_schedule_if_due(
+                conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER, now=now
+            ):
+                counts["observer_scheduled"] += 1
+            if reflector_schedule_if_due(
+                conversation=conversation, trigger=PipelineRun.Trigger.SWEEPER
+            ):
+                counts["reflector_scheduled"] += 1
+    return counts
