@@ -82,9 +82,10 @@ def test_an_edit_racing_the_reflector_s_write_makes_what_it_wrote_stale(monkeypa
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://... (CI does)")
     from core.actors import SYSTEM_ACTOR
-    from memory import pipeline
     from memory.context import context_for_conversation
     from memory.models import Observation, Reflection, ReflectorRun
+    from memory.pipeline import reflector
+    from memory.pipeline.scheduling import reflector_schedule
     from memory.services import observation_update
     from tests.dashboard.factories import chat, observe
 
@@ -105,7 +106,7 @@ def test_an_edit_racing_the_reflector_s_write_makes_what_it_wrote_stale(monkeypa
             connection.close()
 
     editor = threading.Thread(target=edit)
-    check = pipeline._check_inputs_unchanged
+    check = reflector._check_inputs_unchanged
 
     def check_then_let_the_edit_in(*args: object) -> None:
         check(*args)  # type: ignore[arg-type]
@@ -113,9 +114,9 @@ def test_an_edit_racing_the_reflector_s_write_makes_what_it_wrote_stale(monkeypa
         editor.join(timeout=0.5)
         assert editor.is_alive(), "the edit should wait for the Reflector's write"
 
-    monkeypatch.setattr(pipeline, "_check_inputs_unchanged", check_then_let_the_edit_in)
-    run = pipeline.reflector_schedule(conversation=conversation, trigger="manual")
-    assert pipeline.reflector_run_execute(run_id=run.pk).run.status == "succeeded"
+    monkeypatch.setattr(reflector, "_check_inputs_unchanged", check_then_let_the_edit_in)
+    run = reflector_schedule(conversation=conversation, trigger="manual")
+    assert reflector.reflector_run_execute(run_id=run.pk).run.status == "succeeded"
     editor.join()
 
     assert errors == []
@@ -125,6 +126,6 @@ def test_an_edit_racing_the_reflector_s_write_makes_what_it_wrote_stale(monkeypa
     context = context_for_conversation(conversation=conversation, fmt="text").body.decode()
     assert "email" not in context and "User prefers SMS." in context
     correction = ReflectorRun.objects.get(conversation=conversation, status="pending")
-    monkeypatch.setattr(pipeline, "_check_inputs_unchanged", check)
-    assert pipeline.reflector_run_execute(run_id=correction.pk).run.status == "succeeded"
+    monkeypatch.setattr(reflector, "_check_inputs_unchanged", check)
+    assert reflector.reflector_run_execute(run_id=correction.pk).run.status == "succeeded"
     assert Reflection.objects.get(status="active", text__contains="SMS")
