@@ -1,14 +1,10 @@
-"""The audit-trail pages of the dashboard: the audit log of the current workspace (with
-its JSON Lines export), the reveal of a restricted original and of a pseudonym.
+"""The audit log of the current workspace, with its JSON Lines export, and the reveal
+of a restricted original an audit event points to.
 
 The audit log needs ``MANAGE_COMPLIANCE`` (the compliance officer and the admin): it
 shows every change to memory with its before/after values. Revealing a restricted
-original needs ``VIEW_RESTRICTED``, which only the compliance officer holds; revealing
-what a pseudonym stands for needs ``REVEAL_PSEUDONYMS`` (compliance officer and admin)
-and a reason. Anyone else gets the 403 page naming the role. The review queue and
-redaction policy are in ``review_views``; legal holds, retention and erasure in
-``retention_views``.
-"""
+original needs ``VIEW_RESTRICTED``, which only the compliance officer holds. Anyone else
+gets the 403 page naming the role."""
 
 from __future__ import annotations
 
@@ -25,36 +21,30 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from core.errors import MemdeskError
-from dashboard import selectors as dashboard_selectors
 from dashboard.access import Access, access_for
-from dashboard.compliance_selectors import (
+from dashboard.compliance.forms import AuditFilterForm
+from dashboard.compliance.selectors import (
     audit_actor_names,
     audit_actor_q,
     audit_originals,
     audit_target_urls,
 )
-from dashboard.forms import AuditFilterForm, PseudonymRevealForm
 from dashboard.models import Capability
-from dashboard.rendering import INVALID, is_partial, render_page
+from dashboard.rendering import is_partial, render_page
 from governance.models import REDACTION_TARGETS, AuditEvent
-from governance.pseudonyms import PseudonymReveal, pseudonym_reveal
 from governance.review import restricted_original_read
 from governance.selectors import (
     audit_chain_verify,
     audit_conversation_q,
     audit_event_list,
     audit_export_lines,
-    pseudonym_list,
 )
+from memory import selectors as memory_selectors
 
 AUDIT_EVENTS_PER_PAGE = 50
-PSEUDONYMS_PER_PAGE = 50
-
-
-# --- audit log --------------------------------------------------------------------------------
 
 
 def _audit_query(
@@ -78,10 +68,11 @@ def _audit_query(
     if "actor" in values:
         where = audit_actor_q(workspace=access.workspace, actor=values["actor"])
     if "conversation" in values:
-        conversation = dashboard_selectors.conversation_in(
-            workspace_ids=[access.workspace.pk], conversation_id=values["conversation"]
-        )
-        if conversation is None:
+        try:
+            conversation = memory_selectors.conversation_get(
+                workspace=access.workspace, conversation_id=str(values["conversation"])
+            )
+        except MemdeskError:
             form.add_error("conversation", "No conversation with this id in this workspace.")
             filters["pk__in"] = []
         else:
@@ -201,9 +192,6 @@ def audit_log_export(request: HttpRequest) -> StreamingHttpResponse:
     return response
 
 
-# --- restricted originals ---------------------------------------------------------------------
-
-
 def _original_target(target_type: str) -> str:
     if target_type not in REDACTION_TARGETS:
         raise Http404("No such kind of object.")
@@ -237,62 +225,4 @@ def original_reveal(request: HttpRequest, target_type: str, target_id: uuid.UUID
     )
     if context["original"] is not None:
         response["Cache-Control"] = "private, no-store"
-    return response
-
-
-# --- pseudonyms -------------------------------------------------------------------------------
-
-
-def _pseudonyms_context(
-    access: Access, form: PseudonymRevealForm, revealed: PseudonymReveal | None
-) -> dict[str, Any]:
-    return {
-        "form": form,
-        "revealed": revealed,
-        "pseudonyms": pseudonym_list(workspace_id=access.workspace.pk, limit=PSEUDONYMS_PER_PAGE),
-    }
-
-
-@require_GET
-@login_required
-def pseudonyms(request: HttpRequest) -> HttpResponse:
-    """The workspace's pseudonyms (labels, never values) and the form that reveals one."""
-    access = access_for(request, Capability.REVEAL_PSEUDONYMS)
-    form = PseudonymRevealForm(initial={"label": request.GET.get("label", "")[:70]})
-    return render_page(
-        request,
-        "dashboard/compliance/pseudonyms.html",
-        access,
-        _pseudonyms_context(access, form, None),
-    )
-
-
-@require_POST
-@login_required
-def pseudonym_reveal_view(request: HttpRequest) -> HttpResponse:
-    """Reveal what a pseudonym stands for: with a reason, audited by ``pseudonym_reveal``
-    before the value is shown. A pseudonym no message holds any more reveals nothing."""
-    access = access_for(request, Capability.REVEAL_PSEUDONYMS)
-    form = PseudonymRevealForm(request.POST)
-    revealed = None
-    if form.is_valid():
-        try:
-            revealed = pseudonym_reveal(
-                workspace_id=access.workspace.pk,
-                label=form.cleaned_data["label"],
-                actor=access.actor(request),
-                reason=form.cleaned_data["reason"],
-            )
-        except MemdeskError as error:
-            form.add_service_error(error)
-    template = "dashboard/compliance/pseudonyms.html"
-    context = _pseudonyms_context(access, form, revealed)
-    response = render_page(
-        request,
-        f"{template}#reveal" if is_partial(request) else template,
-        access,
-        context,
-        status=200 if revealed is not None else INVALID,
-    )
-    response["Cache-Control"] = "private, no-store"
     return response

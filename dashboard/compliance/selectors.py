@@ -190,6 +190,17 @@ class EndUserCoverage:
     def known(self) -> bool:
         return self.conversations > 0
 
+    @property
+    def unknown_message(self) -> str:
+        """What the hold and erasure forms say of an id no conversation carries."""
+        message = (
+            f"No conversation in this workspace has the end user id “{self.end_user_id}”: "
+            "check the spelling."
+        )
+        if self.similar:
+            message += " Did you mean " + " or ".join(f"“{s}”" for s in self.similar) + "?"
+        return message
+
 
 def end_user_coverage(*, workspace: Workspace, end_user_id: str) -> EndUserCoverage:
     """How many conversations an end user id covers, and, for an id no conversation

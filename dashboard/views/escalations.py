@@ -11,13 +11,13 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import MemdeskError
-from dashboard.access import Access, access_for
+from dashboard.access import Access, access_for, get_escalation_for_user
 from dashboard.forms import EscalationResolveForm, add_service_error
 from dashboard.models import Capability
 from dashboard.rendering import INVALID, render_page
@@ -58,12 +58,7 @@ def escalation_list(request: HttpRequest) -> HttpResponse:
 def escalation_resolve(request: HttpRequest, escalation_id: uuid.UUID) -> HttpResponse:
     """Close an escalation with a note (audited); back to the page it was resolved from."""
     access = access_for(request, Capability.EDIT_MEMORY)
-    try:
-        escalation = memory_selectors.escalation_get(
-            workspace=access.workspace, escalation_id=escalation_id
-        )
-    except MemdeskError as error:
-        raise Http404(error.message) from None
+    escalation = get_escalation_for_user(access, escalation_id)
     form = EscalationResolveForm(request.POST)
     if form.is_valid():
         try:

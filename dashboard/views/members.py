@@ -6,44 +6,26 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import MemdeskError
 from dashboard import services
-from dashboard.access import Access, access_for
+from dashboard.access import Access, access_for, get_membership_for_user
 from dashboard.forms import MemberAddForm, MemberRoleForm, ReasonForm, add_service_error
-from dashboard.models import Capability, Membership, Role
+from dashboard.models import Capability, Role
 from dashboard.rendering import INVALID, is_partial, render_page
+from dashboard.selectors.members import membership_list
 
 TEMPLATE = "dashboard/members.html"
-
-
-def _members(access: Access) -> list[Membership]:
-    return list(
-        Membership.objects.filter(workspace=access.workspace)
-        .select_related("user")
-        .order_by("user__username")
-    )
-
-
-def _get_membership_for_user(access: Access, membership_id: int) -> Membership:
-    membership = (
-        Membership.objects.filter(pk=membership_id, workspace=access.workspace)
-        .select_related("user")
-        .first()
-    )
-    if membership is None:
-        raise Http404("No such member in this workspace.")
-    return membership
 
 
 def _page(request: HttpRequest, access: Access, status: int = 200, **context: Any) -> HttpResponse:
     context.setdefault("form", MemberAddForm())
     failed_role = context.pop("failed_role", None)
     failed_remove = context.pop("failed_remove", None)
-    members = _members(access)
+    members = membership_list(workspace=access.workspace)
     for member in members:  # each row's two forms; the one that failed keeps its errors
         member.role_form = (  # type: ignore[attr-defined]
             failed_role[1]
@@ -92,7 +74,7 @@ def members(request: HttpRequest) -> HttpResponse:
 @login_required
 def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_MEMBERS)
-    membership = _get_membership_for_user(access, membership_id)
+    membership = get_membership_for_user(access, membership_id)
     form = MemberRoleForm(request.POST, prefix=f"m{membership.pk}")
     if form.is_valid():
         try:
@@ -115,7 +97,7 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
 @login_required
 def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_MEMBERS)
-    membership = _get_membership_for_user(access, membership_id)
+    membership = get_membership_for_user(access, membership_id)
     form = ReasonForm(request.POST, prefix=f"r{membership.pk}")
     if form.is_valid():
         try:
