@@ -1,6 +1,4 @@
-"""The Escalations page, a conversation's escalations, resolving one, and the agent
-metrics (turn latency, prompt-cache stability, escalations, recall) on the metrics and
-conversation pages."""
+"""/escalations/: the workspace's escalations, and resolving one with a note."""
 
 from __future__ import annotations
 
@@ -19,7 +17,6 @@ from memory.services import (
     messages_append,
     observation_create,
 )
-from tests.dashboard.test_metrics_and_keys import _metrics
 
 REASON = "Customer Dana Pierce wants to cancel"
 
@@ -143,31 +140,3 @@ def test_the_conversation_pages_show_its_escalations_and_recall(login, workspace
     assert REASON in html
     assert "Recall estimate: 67%" in context
     assert "<strong>2 of 3</strong>" in context
-
-
-def test_the_metrics_page_shows_the_agent_metrics(login, workspace):
-    conversation = conversation_create(workspace=workspace, title="Timed")
-    ten = (timezone.now() - timedelta(days=1)).replace(hour=10, minute=0, second=0, microsecond=0)
-    messages_append(
-        conversation=conversation,
-        items=[
-            MessageInput(role="user", content="Hello", created_at=ten),
-            MessageInput(role="assistant", content="Hi", created_at=ten + timedelta(seconds=4)),
-            MessageInput(role="user", content="Order?", created_at=ten + timedelta(minutes=1)),
-            MessageInput(
-                role="assistant", content="Sent", created_at=ten + timedelta(minutes=1, seconds=10)
-            ),
-        ],
-    )
-    escalation_create(conversation=conversation, actor=SYSTEM_ACTOR, reason="Stuck")
-
-    response = login("viewer").get(f"/metrics/?conversation={conversation.pk}")
-
-    html = response.content.decode()
-    data = _metrics(html)
-    assert data["turnLatency"]["averageSeconds"] == 7.0
-    assert '<span class="stat-value" id="turn-latency">7 s</span>' in html
-    assert '<span class="stat-value" id="escalations-open">1 open</span>' in html
-    assert '<canvas id="chart-escalations"' in html
-    assert data["escalations"]["lastDays"] == 1
-    assert '<span class="stat-value" id="cache-stability">–</span>' in html  # no reads yet

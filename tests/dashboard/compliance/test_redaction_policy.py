@@ -1,162 +1,101 @@
-"""More compliance pages: /compliance/erasure/ (right to be forgotten) and
-/compliance/redaction/ (the redaction policy editor and its live preview)."""
+"""/compliance/redaction/: the redaction policy editor, its errors in the form's
+words, and its live preview against the saved policy."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.actors import SYSTEM_ACTOR
-from governance.erasure import erasure_execute, erasure_request_create
-from governance.holds import legal_hold_place
-from governance.models import AuditEvent, ErasureRequest, RedactionPolicy
-from memory.models import Conversation, Message
-from memory.services import conversation_create
-from tests.dashboard.factories import chat
+from governance.models import AuditEvent, RedactionPolicy, RescanRun
 from tests.governance.test_redaction_support import set_policy
 
 HX = {"HTTP_HX_REQUEST": "true"}
-ROLE_403 = '<strong class="required-role">compliance officer</strong>'
 
-
-# --- erasure --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def dana(workspace) -> Conversation:
-    """End user dana with one conversation of six messages."""
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Refund")
-    chat(conversation)
-    return conversation
-
-
-@pytest.mark.parametrize("role", ["viewer", "reviewer"])
-def test_viewers_and_reviewers_cannot_see_or_request_erasure(login, role, dana):
-    client = login(role)
-    for response in (
-        client.get("/compliance/erasure/"),
-        client.post("/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"}),
-    ):
-        assert response.status_code == 403
-        html = response.content.decode()
-        assert ROLE_403 in html and f"Your role there is <strong>{role}</strong>" in html
-    assert not ErasureRequest.objects.exists()
-
-
-@pytest.mark.parametrize("role", ["compliance", "admin"])
-def test_the_erasure_page_lists_requests_with_status_and_counts(login, role, workspace, dana):
-    erasure = erasure_request_create(
-        workspace=workspace, actor=SYSTEM_ACTOR, end_user_id="dana", reason="asked by email"
-    )
-    erasure_execute(request_id=erasure.pk)
-    html = login(role).get("/compliance/erasure/").content.decode()
-    assert f'id="erasure-{erasure.pk}"' in html and "<code>dana</code>" in html
-    assert "completed" in html and "messages: 6" in html
-    assert 'href="/compliance/erasure/"' in html and 'aria-current="page">Erasure' in html
-
-
-def test_requesting_erasure_queues_it_and_is_audited(login, dana):
-    client = login("compliance")
-    response = client.post(
-        "/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr art. 17"}, **HX
-    )
-    assert response.status_code == 201
-    html = response.content.decode()
-    assert html.lstrip().startswith('<div id="erasure"') and "<html" not in html
-    erasure = ErasureRequest.objects.get()
-    assert erasure.status == "pending" and f"Erasure request {erasure.pk} queued." in html
-    event = AuditEvent.objects.get(action="erasure.request")
-    assert (event.target_id, event.actor_role, event.reason) == (
-        str(erasure.pk),
-        "compliance",
-        "gdpr art. 17",
-    )
-
-
-def test_requesting_erasure_without_js_redirects_to_its_detail(login, dana):
-    response = login("admin").post(
-        "/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"}
-    )
-    erasure = ErasureRequest.objects.get()
-    assert response["Location"] == f"/compliance/erasure/{erasure.pk}/"
-
-
-def test_a_legal_hold_refuses_erasure_with_the_reason_next_to_the_form(login, workspace, dana):
-    legal_hold_place(
-        workspace=workspace, actor=SYSTEM_ACTOR, reason="litigation 42", end_user_id="dana"
-    )
-    response = login("compliance").post(
-        "/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"}, **HX
-    )
-    assert response.status_code == 422
-    html = response.content.decode()
-    erasure = ErasureRequest.objects.get()
-    assert erasure.status == "refused"
-    assert 'id="erasure-refused"' in html and f"Erasure request {erasure.pk} refused" in html
-    assert "legal hold" in html.lower()
-    assert AuditEvent.objects.filter(action="erasure.refuse").count() == 1
-    assert Message.objects.filter(conversation=dana).count() == 6
-
-
-@pytest.mark.parametrize(
-    ("data", "field_error", "message"),
-    [
-        ({"end_user": "", "reason": "gdpr"}, "end_user", "Give the end user id to erase."),
-        ({"end_user": "dana", "reason": ""}, "reason", "Give a reason: every erasure"),
-        ({"end_user": "   ", "reason": "gdpr"}, "end_user", "Give the end user id to erase."),
-    ],
-)
-def test_a_bad_request_is_refused_next_to_its_field(login, dana, data, field_error, message):
-    response = login("compliance").post("/compliance/erasure/request/", data, **HX)
-    assert response.status_code == 422
-    html = response.content.decode()
-    assert message in html
-    assert f'id="id_{field_error}"' in html
-    assert not ErasureRequest.objects.exists()
-
-
-def test_the_detail_is_polled_while_pending_then_shows_the_receipt(login, dana):
-    client = login("compliance")
-    client.post("/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"})
-    erasure = ErasureRequest.objects.get()
-    url = f"/compliance/erasure/{erasure.pk}/"
-    page = client.get(url).content.decode()
-    assert "Erasure request" in page and "<html" in page
-    polled = client.get(url, **HX).content.decode()
-    assert polled.lstrip().startswith('<article id="erasure-status"')
-    assert f'hx-get="{url}"' in polled and 'hx-trigger="every 2s"' in polled
-    assert "pending" in polled
-
-    erasure_execute(request_id=erasure.pk)  # what the worker does
-    polled = client.get(url, **HX).content.decode()
-    assert "hx-trigger" not in polled and "completed" in polled
-    assert '<dd id="count-messages">6</dd>' in polled
-    assert not Conversation.objects.filter(pk=dana.pk).exists()
-
-
-def test_another_workspaces_erasure_request_is_not_found(login, other_workspace):
-    theirs = erasure_request_create(
-        workspace=other_workspace, actor=SYSTEM_ACTOR, end_user_id="eve", reason="gdpr"
-    )
-    client = login("compliance")
-    assert client.get(f"/compliance/erasure/{theirs.pk}/").status_code == 404
-    assert "<code>eve</code>" not in client.get("/compliance/erasure/").content.decode()
-
-
-def test_requesting_erasure_needs_the_csrf_token(csrf_client, dana):
-    response = csrf_client("compliance").post(
-        "/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"}
-    )
-    assert response.status_code == 403
-    assert not ErasureRequest.objects.exists()
-
-
-def test_erasure_refuses_get_on_the_request_url(login, dana):
-    assert login("compliance").get("/compliance/erasure/request/").status_code == 405
-
-
-# --- redaction policy -----------------------------------------------------------------------------
 
 EMAIL = "dana.pierce@example.com"
+
+
+def _policy(**changes):
+    data = {
+        "entities": ["EMAIL_ADDRESS", "PHONE_NUMBER"],
+        "score_threshold": "0.5",
+        "default_operator": "replace",
+        "operators": "",
+        "allow_list": "",
+        "deny_list": "",
+        "review_min_score": "0.4",
+        "review_max_score": "0.7",
+        "reason": "DPIA review",
+    }
+    data.update(changes)
+    return data
+
+
+def test_every_error_is_shown_at_once_in_the_forms_words(login, workspace):
+    response = login("compliance").post(
+        "/compliance/redaction/save/",
+        _policy(
+            score_threshold="2",
+            operators="EMAIL_ADDRESS=shout\nNOPE=mask",
+            review_min_score="0.9",
+            reason="",
+        ),
+        **HX,
+    )
+    assert response.status_code == 422
+    html = response.content.decode()
+    summary = html[html.index('id="form-error-summary"') : html.index("</ul>")]
+    for label in ("Score threshold", "Per-entity operators", "Review from score", "Reason"):
+        assert f">{label}</a>" in summary
+    assert "shout is not an operator" in summary and "NOPE is not an entity type" in summary
+    assert "reviewMaxScore" not in html and "scoreThreshold" not in html
+    assert not AuditEvent.objects.filter(action="redaction_policy.update").exists()
+
+
+def test_the_preview_compares_the_draft_with_the_saved_policy(login, workspace):
+    set_policy(workspace, entities=["EMAIL_ADDRESS"], default_operator="replace")
+    client = login("compliance")
+    response = client.post(
+        "/compliance/redaction/preview/",
+        {
+            **_policy(entities=["EMAIL_ADDRESS"], deny_list="Project Falcon"),
+            "text": (f"Mail {EMAIL} about Project Falcon."),
+        },
+        **HX,
+    )
+    html = response.content.decode()
+    saved = html[html.index('id="preview-saved"') : html.index('id="preview-draft"')]
+    draft = html[html.index('id="preview-draft"') :]
+    assert "DENY_LIST" not in saved and "DENY_LIST" in draft
+    assert "Project Falcon" in saved.split("</pre>")[0]
+    assert "Project Falcon" not in draft.split("</pre>")[0]
+    assert not AuditEvent.objects.filter(action="redaction_policy.update").exists()
+    assert RedactionPolicy.objects.get(workspace=workspace).deny_list == []
+    invalid = client.post(
+        "/compliance/redaction/preview/", {**_policy(score_threshold="7"), "text": EMAIL}, **HX
+    ).content.decode()
+    assert 'id="draft-invalid"' in invalid
+
+
+def test_after_a_save_the_page_offers_a_rescan_that_runs_with_progress(login, workspace):
+    client = login("compliance")
+    response = client.post("/compliance/redaction/save/", _policy(), **HX)
+    html = response.content.decode()
+    assert 'id="rescan-offer"' in html and "Re-scan stored data under version 2?" in html
+    assert AuditEvent.objects.get(action="redaction_policy.update").reason == "DPIA review"
+    started = client.post(
+        "/compliance/redaction/rescan/start/",
+        {"tiers": ["messages", "observations", "reflections"], "reason": "policy v2"},
+        **HX,
+    )
+    assert started.status_code == 201 and 'id="rescan-status"' in started.content.decode()
+    assert RescanRun.objects.get().reason == "policy v2"
+    # Without JS the save redirects to the page, which makes the same offer.
+    page = client.get("/compliance/redaction/?saved=2").content.decode()
+    assert 'id="rescan-offer"' in page
+    assert 'id="rescan-offer"' not in client.get("/compliance/redaction/").content.decode()
+
+
+ROLE_403 = '<strong class="required-role">compliance officer</strong>'
 
 
 def _policy_post(**changes: object) -> dict[str, object]:
