@@ -326,7 +326,8 @@ def get_message_for_user(
         capability,
         noun="message",
         lookup=lambda c: message_get(
-            conversation=c, message_id=_uuid_or_404(message_id, "No such message.")
+            conversation=c,
+            message_id=_uuid_or_404(message_id, "No such message in this conversation."),
         ),
     )
 
