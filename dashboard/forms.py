@@ -1,6 +1,11 @@
 """Dashboard forms: input validation and labels only. The rules (a reason is required,
-what a revert restores, what a redaction policy may hold) live in the memory and
-governance services, which the views call."""
+what a revert restores) live in the memory services, which the views call. The fields
+every page's forms share (``reason_field``, ``add_service_error``) are here; the
+compliance pages' forms are ``dashboard.compliance.forms``.
+
+One module for the product pages rather than one per page: its forms are short, and
+several serve more than one page (``ReasonForm`` deletes notes, unpins and removes
+members)."""
 
 from __future__ import annotations
 
