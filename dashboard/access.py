@@ -17,8 +17,13 @@ from core.actors import Actor
 from core.errors import MemdeskError
 from core.paging import is_ascii_digits
 from core.request_ids import request_id_of
-from dashboard import selectors
-from dashboard.models import Capability, Role, role_can, roles_with
+from dashboard.models import Capability, Membership, Role, role_can, roles_with
+from dashboard.selectors.conversations import conversation_get, conversation_get_with_flags
+from dashboard.selectors.members import membership_get
+from dashboard.selectors.messages import message_get
+from dashboard.selectors.runs import run_get
+from dashboard.selectors.settings import api_key_get
+from dashboard.selectors.users import workspaces_for_user
 from governance.models import (
     AuditEvent,
     ErasureRequest,
@@ -36,7 +41,19 @@ from governance.selectors import (
     retention_policy_get,
     retention_sweep_get,
 )
-from memory.models import ApiKey, Conversation, Observation, Pin, Reflection, Workspace
+from memory import selectors as memory_selectors
+from memory.models import (
+    ApiKey,
+    Conversation,
+    Escalation,
+    Message,
+    Observation,
+    ObserverRun,
+    Pin,
+    Reflection,
+    ReflectorRun,
+    Workspace,
+)
 
 SESSION_WORKSPACE = "dashboard_workspace_id"
 
@@ -138,7 +155,7 @@ def _choices(request: HttpRequest) -> tuple[tuple[Workspace, str], ...]:
     # Read once per request: the object lookup and the role check both need it.
     choices = getattr(request, "_dashboard_workspaces", None)
     if choices is None:
-        choices = tuple(selectors.workspaces_for_user(request.user))  # type: ignore[arg-type]  # login_required: a User
+        choices = tuple(workspaces_for_user(request.user))  # type: ignore[arg-type]  # login_required: a User
         request._dashboard_workspaces = choices  # type: ignore[attr-defined]  # per-request cache
     if not choices:
         raise NoWorkspace(
@@ -188,8 +205,19 @@ def switch_workspace(request: HttpRequest, workspace_id: str) -> Workspace | Non
 
 
 # --- one object of the workspace ---------------------------------------------------------------
+#
+# The selectors raise MemdeskError for a row that is not there (and for a malformed id);
+# each helper below turns that into the same 404, so an id from another workspace reads
+# exactly like a missing one.
 
 RowT = TypeVar("RowT")
+
+
+def _or_404(read: Callable[[], RowT], message: str) -> RowT:
+    try:
+        return read()
+    except MemdeskError:
+        raise Http404(message) from None
 
 
 def _uuid_or_404(raw_id: object, message: str) -> uuid.UUID:
@@ -212,32 +240,28 @@ def get_conversation_for_user(
     workspace, so a shared link switches to it."""
     message = "No such conversation in your workspaces."
     wanted = _uuid_or_404(conversation_id, message)
-    lookup = selectors.conversation_with_flags if with_flags else selectors.conversation_in
-    conversation = lookup(workspace_ids=workspace_ids(request), conversation_id=wanted)
-    if conversation is None:
-        raise Http404(message)
+    lookup = conversation_get_with_flags if with_flags else conversation_get
+    conversation = _or_404(
+        lambda: lookup(workspace_ids=workspace_ids(request), conversation_id=wanted), message
+    )
     access = access_for(request, capability, workspace_id=conversation.workspace_id)
     return access, conversation
 
 
-ItemT = TypeVar("ItemT", Observation, Reflection, Pin)
+ItemT = TypeVar("ItemT", Observation, Reflection, Pin, Message, ObserverRun, ReflectorRun)
 
 
 def _get_in_conversation(
     request: HttpRequest,
     conversation_id: object,
-    item_id: object,
     capability: Capability,
     *,
     noun: str,
-    lookup: Callable[[Conversation, uuid.UUID], ItemT | None],
+    lookup: Callable[[Conversation], ItemT],
 ) -> tuple[Access, Conversation, ItemT]:
     """An item of a conversation the user may open, found by ``lookup`` (else 404)."""
     access, conversation = get_conversation_for_user(request, conversation_id, capability)
-    message = f"No such {noun} in this conversation."
-    item = lookup(conversation, _uuid_or_404(item_id, message))
-    if item is None:
-        raise Http404(message)
+    item = _or_404(lambda: lookup(conversation), f"No such {noun} in this conversation.")
     return access, conversation, item
 
 
@@ -250,10 +274,11 @@ def get_observation_for_user(
     return _get_in_conversation(
         request,
         conversation_id,
-        observation_id,
         capability,
         noun="observation",
-        lookup=lambda c, pk: selectors.observation_in(conversation=c, observation_id=pk),
+        lookup=lambda c: memory_selectors.observation_get(
+            conversation=c, observation_id=str(observation_id)
+        ),
     )
 
 
@@ -266,10 +291,11 @@ def get_reflection_for_user(
     return _get_in_conversation(
         request,
         conversation_id,
-        reflection_id,
         capability,
         noun="reflection",
-        lookup=lambda c, pk: selectors.reflection_in(conversation=c, reflection_id=pk),
+        lookup=lambda c: memory_selectors.reflection_get(
+            conversation=c, reflection_id=str(reflection_id)
+        ),
     )
 
 
@@ -282,69 +308,109 @@ def get_pin_for_user(
     return _get_in_conversation(
         request,
         conversation_id,
-        pin_id,
         capability,
         noun="pin",
-        lookup=lambda c, pk: selectors.pin_in(conversation=c, pin_id=pk),
+        lookup=lambda c: memory_selectors.pin_get(conversation=c, pin_id=str(pin_id)),
     )
+
+
+def get_message_for_user(
+    request: HttpRequest,
+    conversation_id: object,
+    message_id: object,
+    capability: Capability = Capability.VIEW_MEMORY,
+) -> tuple[Access, Conversation, Message]:
+    return _get_in_conversation(
+        request,
+        conversation_id,
+        capability,
+        noun="message",
+        lookup=lambda c: message_get(
+            conversation=c,
+            message_id=_uuid_or_404(message_id, "No such message in this conversation."),
+        ),
+    )
+
+
+def get_run_for_user(
+    request: HttpRequest,
+    conversation_id: object,
+    kind: str,
+    run_id: object,
+    capability: Capability = Capability.VIEW_MEMORY,
+) -> tuple[Access, Conversation, ObserverRun | ReflectorRun]:
+    """An Observer (``kind`` "observer") or Reflector run of the conversation."""
+    access, conversation = get_conversation_for_user(request, conversation_id, capability)
+    message = "No such run in this conversation."
+    wanted = _uuid_or_404(run_id, message)
+    run = _or_404(lambda: run_get(conversation=conversation, kind=kind, run_id=wanted), message)
+    return access, conversation, run
 
 
 def get_api_key_for_user(access: Access, api_key_id: object) -> ApiKey:
+    message = "No such API key in this workspace."
     raw = str(api_key_id)
-    api_key = (
-        selectors.api_key_in(workspace=access.workspace, api_key_id=int(raw))
-        if is_ascii_digits(raw)
-        else None
+    if not is_ascii_digits(raw):
+        raise Http404(message)
+    return _or_404(lambda: api_key_get(workspace=access.workspace, api_key_id=int(raw)), message)
+
+
+def get_escalation_for_user(access: Access, escalation_id: object) -> Escalation:
+    return _or_404(
+        lambda: memory_selectors.escalation_get(
+            workspace=access.workspace, escalation_id=escalation_id
+        ),
+        "No escalation with this id in this workspace.",
     )
-    if api_key is None:
-        raise Http404("No such API key in this workspace.")
-    return api_key
 
 
-def _governance_row(read: Callable[[], RowT], noun: str) -> RowT:
-    # The governance selectors raise MemdeskError for a malformed id as well as for a
-    # row outside the workspace; the dashboard shows both as the same 404.
-    try:
-        return read()
-    except MemdeskError:
-        raise Http404(f"No such {noun} in this workspace.") from None
+def get_membership_for_user(access: Access, membership_id: object) -> Membership:
+    message = "No such member in this workspace."
+    raw = str(membership_id)
+    if not is_ascii_digits(raw):
+        raise Http404(message)
+    return _or_404(
+        lambda: membership_get(workspace=access.workspace, membership_id=int(raw)), message
+    )
 
 
 def get_finding_for_user(access: Access, finding_id: object) -> RedactionFinding:
-    return _governance_row(
+    return _or_404(
         lambda: redaction_finding_get(workspace_id=access.workspace.pk, finding_id=finding_id),
-        "redaction finding",
+        "No such redaction finding in this workspace.",
     )
 
 
 def get_hold_for_user(access: Access, hold_id: object) -> LegalHold:
-    return _governance_row(
-        lambda: legal_hold_get(workspace=access.workspace, hold_id=hold_id), "legal hold"
+    return _or_404(
+        lambda: legal_hold_get(workspace=access.workspace, hold_id=hold_id),
+        "No such legal hold in this workspace.",
     )
 
 
 def get_sweep_for_user(access: Access, sweep_id: object) -> RetentionSweep:
-    return _governance_row(
+    return _or_404(
         lambda: retention_sweep_get(workspace=access.workspace, sweep_id=sweep_id),
-        "retention sweep",
+        "No such retention sweep in this workspace.",
     )
 
 
 def get_erasure_request_for_user(access: Access, request_id: object) -> ErasureRequest:
-    return _governance_row(
+    return _or_404(
         lambda: erasure_request_get(workspace=access.workspace, request_id=request_id),
-        "erasure request",
+        "No such erasure request in this workspace.",
     )
 
 
 def get_rescan_for_user(access: Access, run_id: object) -> RescanRun:
-    return _governance_row(
-        lambda: rescan_run_get(workspace=access.workspace, run_id=run_id), "re-scan"
+    return _or_404(
+        lambda: rescan_run_get(workspace=access.workspace, run_id=run_id),
+        "No such re-scan in this workspace.",
     )
 
 
 def get_retention_policy_for_user(access: Access, policy_id: object) -> RetentionPolicy:
-    return _governance_row(
+    return _or_404(
         lambda: retention_policy_get(workspace=access.workspace, policy_id=policy_id),
-        "retention policy",
+        "No such retention policy in this workspace.",
     )

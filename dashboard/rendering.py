@@ -1,18 +1,21 @@
 """What every dashboard view does the same way: render a page or the partial htmx asked
-for, and read the small inputs that are not worth a form (a reason, a number or an id in
-the query string)."""
+for, re-render a refused form, link to a conversation, and read the small inputs that
+are not worth a form (a reason, a number or an id in the query string)."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django_htmx.http import reswap, retarget
 
 from core.paging import is_ascii_digits
 from dashboard.access import Access
+from memory.models import Conversation
 
 INVALID = 422  # a form with errors or a refused action; htmx swaps it in (see base.html)
 REASON_MAX_LENGTH = 1000
@@ -42,6 +45,33 @@ def render_page(
             "dashboard:conversation_detail", args=[conversation.pk]
         )
     return render(request, template, {"access": access, **context}, status=status)
+
+
+def invalid_form(
+    request: HttpRequest,
+    access: Access,
+    template: str,
+    context: dict[str, Any],
+    *,
+    panel: str | None,
+    partial: str = "form",
+) -> HttpResponse:
+    """Re-render a form with its errors (422). An htmx form that targets the item is
+    pointed back at the panel it came from, so the errors appear under its fields."""
+    if not is_partial(request):
+        return render_page(request, template, access, context, status=INVALID)
+    response = render_page(request, f"{template}#{partial}", access, context, status=INVALID)
+    if panel:
+        retarget(response, panel)
+        reswap(response, "innerHTML")
+    return response
+
+
+def conversation_url(conversation: Conversation, **params: object) -> str:
+    """The conversation page, with ``params`` that are set in its query string."""
+    url = reverse("dashboard:conversation_detail", args=[conversation.pk])
+    query = {k: v for k, v in params.items() if v not in (None, "")}
+    return f"{url}?{urlencode(query)}" if query else url
 
 
 def posted_reason(request: HttpRequest) -> str:

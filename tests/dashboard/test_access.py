@@ -1,4 +1,5 @@
-"""Sign-in, roles, the workspace switcher and the 403 page."""
+"""Sign-in, roles, the workspace switcher, the 403 page, and the 404 for an object the
+URL does not hold."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
+from core.actors import SYSTEM_ACTOR
 from dashboard.access import SESSION_WORKSPACE
 from dashboard.models import ROLE_CAPABILITIES, Capability, Membership, Role, roles_with
+from memory.models import Message, Observation, ObserverRun, Pin, Reflection
+from memory.services import api_key_create, escalation_create, pin_create
 from tests.dashboard.factories import PASSWORD, MembershipFactory
 
 PAGES = ["/conversations/", "/metrics/", "/settings/api-keys/", "/settings/memory/"]
@@ -149,3 +153,69 @@ def third_workspace(db):
     from memory.services import workspace_get_or_create
 
     return workspace_get_or_create(name="initech")
+
+
+# --- an object the URL does not hold -------------------------------------------------------------
+
+
+def test_an_item_of_another_conversation_is_not_found_on_any_route(login, conversation, reflected):
+    """Every route finds its item within the conversation its URL names: an item of
+    another conversation of the same workspace is a 404, as a missing one is."""
+    observation = Observation.objects.filter(conversation=reflected).first()
+    reflection = Reflection.objects.filter(conversation=reflected).first()
+    run = ObserverRun.objects.filter(conversation=reflected).first()
+    message = Message.objects.filter(conversation=reflected).first()
+    assert observation and reflection and run and message
+    pin = pin_create(
+        conversation=reflected, actor=SYSTEM_ACTOR, message_id=message.pk, reason="keep"
+    )
+    base = f"/conversations/{conversation.pk}/"
+    client = login("admin")
+    for url in (
+        f"{base}observations/{observation.pk}/edit/",
+        f"{base}observations/{observation.pk}/delete/",
+        f"{base}observations/{observation.pk}/history/",
+        f"{base}reflections/{reflection.pk}/edit/",
+        f"{base}reflections/{reflection.pk}/delete/",
+        f"{base}reflections/{reflection.pk}/history/",
+        f"{base}runs/observer/{run.pk}/",
+        f"{base}messages/{message.pk}/pin/",
+        f"{base}pins/{pin.pk}/unpin/",
+    ):
+        assert client.get(url).status_code == 404, url
+    for url in (
+        f"{base}observations/{observation.pk}/revert/",
+        f"{base}reflections/{reflection.pk}/revert/",
+        f"{base}runs/observer/{run.pk}/cancel/",
+        f"{base}messages/{message.pk}/reveal/",
+    ):
+        assert client.post(url, {"reason": "x", "version": "1"}).status_code == 404, url
+    assert Pin.objects.filter(pk=pin.pk).exists()
+
+
+def test_a_link_to_an_item_not_in_the_conversation_shows_the_page_without_it(
+    login, conversation, reflected
+):
+    observation = Observation.objects.filter(conversation=reflected).first()
+    reflection = Reflection.objects.filter(conversation=reflected).first()
+    assert observation and reflection
+    client = login("viewer")
+    page = client.get(f"/conversations/{conversation.pk}/?highlight={observation.pk}")
+    assert page.status_code == 200 and page.context["selected"] is None
+    page = client.get(f"/conversations/{conversation.pk}/?reflection={reflection.pk}")
+    assert page.status_code == 200 and page.context["obs_page"].reflection is None
+
+
+def test_another_workspaces_api_key_member_and_escalation_are_not_found(
+    login, other_workspace, foreign
+):
+    key, _ = api_key_create(
+        workspace=other_workspace, actor=SYSTEM_ACTOR, name="theirs", scope="agent"
+    )
+    theirs = MembershipFactory(workspace=other_workspace, role=Role.VIEWER)
+    client = login("admin")
+    assert client.post(f"/settings/api-keys/{key.pk}/revoke/").status_code == 404
+    assert client.post(f"/settings/members/{theirs.pk}/remove/", {"reason": "x"}).status_code == 404
+    escalation = escalation_create(conversation=foreign, actor=SYSTEM_ACTOR, reason="help")
+    resolve = f"/escalations/{escalation.pk}/resolve/"
+    assert client.post(resolve, {"note": "done"}).status_code == 404

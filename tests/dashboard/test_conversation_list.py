@@ -7,10 +7,17 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.models import Conversation, ObserverRun
-from memory.services import conversation_create
+from memory.models import Conversation, Observation, ObserverRun
+from memory.services import MessageInput, conversation_create, messages_append
+from memory.wire import relative_date
 from tests.dashboard.factories import ROLES, chat, observe
 from tests.governance.factories import LegalHoldFactory, RedactionFindingFactory
+
+
+def _page(client, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
 
 
 def _titles(response) -> list[str]:
@@ -174,3 +181,36 @@ def test_filters_conversations_whose_pipeline_run_is_retrying(login, workspace, 
         "Failing",
         "Retrying",
     ]
+
+
+def test_the_list_counts_active_and_reflected_observations(login, reflected, conversation):
+    html = _page(login("viewer"), "/conversations/")
+    reflected_count = Observation.objects.filter(conversation=reflected, status="reflected").count()
+    assert reflected_count
+    assert f"{reflected_count} reflected" in html
+    assert "0 active" in html
+
+
+def test_the_list_cuts_long_titles_at_a_word_and_says_how_many_match(login, workspace):
+    conversation_create(
+        workspace=workspace,
+        user_id="kim",
+        title="Customer cannot sign in after resetting the password twice on the mobile app today",
+    )
+    client = login("viewer")
+    html = _page(client, "/conversations/?user=kim")
+    assert "1 conversation matches these filters" in html
+    assert ">Customer cannot sign in after resetting the password twice on the mobile app…<" in html
+
+
+def test_last_activity_is_the_newest_messages_own_time(login, workspace):
+    conversation = conversation_create(workspace=workspace, user_id="imp", title="Imported")
+    said = timezone.now() - timedelta(days=30)
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="old", created_at=said)],
+    )
+    html = _page(login("viewer"), "/conversations/")
+    row = html[html.index(">Imported<") :]
+    assert f'datetime="{said.isoformat()}"' in row[: row.index("</tr>")]
+    assert relative_date(said, today=timezone.now().date()) in row[: row.index("</tr>")]

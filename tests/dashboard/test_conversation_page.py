@@ -10,10 +10,20 @@ import pytest
 from django.utils import timezone
 from django.utils.html import escape
 
+from core.actors import Actor
 from memory import pipeline
 from memory.models import Message, Observation, ObserverRun, Reflection
-from memory.services import conversation_create
+from memory.services import MessageInput, conversation_create, messages_append, observation_create
 from tests.dashboard.factories import ROLES
+from tests.memory.factories import ObservationFactory
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+def _page(client, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
 
 
 def _seqs(html: str) -> list[int]:
@@ -293,7 +303,6 @@ def test_sources_deleted_by_retention_say_so_instead_of_linking_to_nothing(login
         retention_sweep_request,
     )
     from tests.governance.test_retention_support import ADMIN, conversation_with_tiers
-    from tests.memory.factories import ObservationFactory
 
     retention_policy_create(
         workspace=workspace,
@@ -471,3 +480,94 @@ def test_a_finished_run_reloads_the_columns_and_their_counts(login, workspace):
     assert active > 0
     assert 'id="observation-counts"' in html and 'hx-swap-oob="true"' in html
     assert f"{active} active" in html
+
+
+def test_messages_not_observed_yet_are_marked_on_the_conversation_page(login, conversation):
+    messages_append(
+        conversation=conversation, items=[MessageInput(role="user", content="Still there?")]
+    )
+    html = _page(login("viewer"), f"/conversations/{conversation.pk}/")
+    newest = html[html.index('id="m-7"') :]
+    newest = newest[: newest.index("</li>")]
+    assert "is-unobserved" in newest and "not observed yet" in newest
+    first = html[html.index('id="m-1"') :]
+    assert "not observed yet" not in first[: first.index("</li>")]
+    assert f'href="/conversations/{conversation.pk}/context/"' in html
+
+
+def test_priorities_have_a_legend_and_a_filter_that_works_without_javascript(login, conversation):
+    priorities = dict(
+        Observation.objects.filter(conversation=conversation).values_list("pk", "priority")
+    )
+    high = [pk for pk, p in priorities.items() if p == "high"]
+    assert high and len(high) < len(priorities)
+    client = login("viewer")
+    html = _page(client, f"/conversations/{conversation.pk}/")
+    legend = html[html.index('class="priority-filter"') :]
+    legend = legend[: legend.index("</form>")]
+    for word in ("high", "medium", "low", "completed"):
+        assert f'<input type="radio" name="priority" value="{word}"' in legend
+        assert f'aria-hidden="true"></span>{word}' in legend
+
+    filtered = _page(client, f"/conversations/{conversation.pk}/?priority=high")
+    assert filtered.count('class="memory-item obs ') == len(high)
+    assert 'value="high" checked' in filtered
+    partial = client.get(
+        f"/conversations/{conversation.pk}/observations/?priority=high", **HX
+    ).content.decode()
+    assert partial.count('class="memory-item obs ') == len(high)
+    redirected = client.get(f"/conversations/{conversation.pk}/observations/?priority=high")
+    assert redirected["Location"].endswith("?priority=high#observations")
+    # An unknown priority filters nothing.
+    everything = _page(client, f"/conversations/{conversation.pk}/?priority=urgent")
+    assert everything.count('class="memory-item obs ') == len(priorities)
+
+
+def test_a_manual_observation_says_who_wrote_it(login, conversation):
+    client = login("reviewer")
+    response = client.post(
+        f"/conversations/{conversation.pk}/observations/add/",
+        {"text": "Call back on Monday", "priority": "high", "reason": "phone call"},
+    )
+    assert response.status_code == 302
+    observation = Observation.objects.get(conversation=conversation, text="Call back on Monday")
+    html = _page(login("viewer"), f"/conversations/{conversation.pk}/")
+    item = html[html.index(f'id="obs-{observation.pk}"') :]
+    assert f"written by {client.user.username}" in item[: item.index("</li>")]
+    added = client.post(
+        f"/conversations/{conversation.pk}/observations/add/",
+        {"text": "Another note", "priority": "low", "reason": "r"},
+        **HX,
+    )
+    assert f"written by {client.user.username}" in added.content.decode()
+
+
+def test_an_observation_by_an_agent_is_not_called_a_person(login, conversation):
+    observation_create(
+        conversation=conversation, actor=Actor(type="api_key", id="9"), text="Agent note"
+    )
+    html = _page(login("viewer"), f"/conversations/{conversation.pk}/")
+    item = html[html.index(">Agent note<") :]
+    assert "an agent over the API" in item[: item.index("</li>")]
+
+
+def test_every_item_is_a_tab_stop_and_the_shortcuts_are_on_the_page(login, reflected):
+    html = _page(login("viewer"), f"/conversations/{reflected.pk}/")
+    assert 'Jump to: <a href="#messages"' in html
+    assert 'href="#observations"' in html and 'href="#reflections"' in html
+    assert "Keyboard shortcuts" in html and "<kbd>j</kbd>" in html
+    messages = html.count('class="msg role-')
+    assert messages and html.count('data-message-id="') == messages
+    for marker in ('class="msg role-', 'class="memory-item obs ', 'class="memory-item refl '):
+        for chunk in html.split(marker)[1:]:
+            assert 'tabindex="0"' in chunk[: chunk.index(">")]
+
+
+def test_the_add_bar_sits_above_the_list_not_over_it(login, conversation):
+    html = _page(login("reviewer"), f"/conversations/{conversation.pk}/")
+    bar = html.index('class="add-observation"')
+    assert bar < html.index('id="observation-list"')
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[2] / "static/css/memdesk.css").read_text()
+    assert ".add-observation[open] + .column-body" in css

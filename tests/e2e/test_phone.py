@@ -111,3 +111,23 @@ def test_on_a_laptop_the_header_shows_its_links_in_one_row(open_page, member):
     conversations = nav.get_by_role("link", name="Conversations").bounding_box()
     assert brand and conversations
     assert abs(brand["y"] - conversations["y"]) < 10  # one row
+
+
+def test_the_compliance_pages_fit_a_phone(open_page, member, workspace):
+    page = open_page()
+    sign_in(page, member("compliance"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    for url in (
+        "/compliance/audit/",
+        "/compliance/review/",
+        "/compliance/redaction/",
+        "/compliance/retention/",
+        "/compliance/retention/policies/new/",
+        "/compliance/holds/",
+        "/compliance/erasure/",
+    ):
+        page.goto(url)
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"{url} scrolls sideways by {overflow}px at 390px"

@@ -1,0 +1,1 @@
+"""The compliance pages' views, one module per page group."""

@@ -1,0 +1,111 @@
+"""What the agent is served for a conversation, as its context page shows it to people."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from governance.gates import reidentifier_for_api, reidentifier_for_measurement
+from governance.masking import masked_spans
+from governance.pseudonyms import LABEL
+from memory.context import ContextBudget, Reidentifies, context_budget, context_for_conversation
+from memory.models import Conversation, Message, Pin
+from memory.recall import Recall, recall_for_conversation
+
+
+class _RecordingReidentifier:
+    """Wraps the API's reidentifier and remembers which value replaced which pseudonym,
+    so a page can put the pseudonyms back: people see memory as the conversation page
+    shows it, not with the values only agents are given."""
+
+    def __init__(self, inner: Reidentifies) -> None:
+        self.inner = inner
+        self.cache_key = inner.cache_key
+        self.values: dict[str, str] = {}
+
+    def prepare(self, texts: Iterable[str]) -> None:
+        self.inner.prepare(texts)
+
+    def text(self, text: str) -> str:
+        after = self.inner.text(text)
+        if after != text:
+            for match in LABEL.finditer(text):
+                value = self.inner.text(match.group(0))
+                if value != match.group(0):
+                    self.values[value] = match.group(0)
+        return after
+
+
+@dataclass(frozen=True)
+class ServedContext:
+    """The context ``GET /v1/conversations/{id}/context`` returns, as text and as chat
+    messages, with the values a person may not read here masked (``masked_values``)."""
+
+    text: str
+    chat: list[dict[str, Any]]
+    budget: ContextBudget
+    masked_values: int
+    reidentified: bool
+
+
+def _mask_values(text: str, replacements: list[tuple[str, str]]) -> str:
+    for value, label in replacements:
+        text = text.replace(value, label)
+    return text
+
+
+def served_context(*, conversation: Conversation, max_tokens: int | None) -> ServedContext:
+    """Exactly what the agent API serves for this conversation (the same selector, the
+    same reidentifier choice, the same budget), then masked as the conversation page
+    masks: the values the scan found in messages (for every role), and the values a
+    re-identifying workspace gives agents back as their pseudonyms."""
+    reidentifier = reidentifier_for_api(workspace_id=conversation.workspace_id)
+    recorder = _RecordingReidentifier(reidentifier) if reidentifier is not None else None
+    budget = context_budget(conversation=conversation, max_tokens=max_tokens, reidentifier=recorder)
+    text = context_for_conversation(
+        conversation=conversation, fmt="text", max_tokens=max_tokens, reidentifier=reidentifier
+    ).body.decode()
+    chat = json.loads(
+        context_for_conversation(
+            conversation=conversation,
+            fmt="messages",
+            max_tokens=max_tokens,
+            reidentifier=reidentifier,
+        ).body
+    )["messages"]
+    pin_message_ids = set(
+        Pin.objects.filter(conversation=conversation).values_list("message_id", flat=True)
+    )
+    message_ids = {*budget.recent_message_ids, *pin_message_ids}
+    contents = dict(Message.objects.filter(pk__in=message_ids).values_list("pk", "content"))
+    found: dict[str, str] = {}
+    for message_id, spans in masked_spans(message_ids).items():
+        content = contents.get(message_id, "")
+        for start, end, entity_type, _ in spans:
+            if content[start:end].strip():
+                found[content[start:end]] = f"<{entity_type}>"
+    if recorder is not None:
+        found.update({value: label for value, label in recorder.values.items() if value})
+    # Longest first: a value inside another is not masked half.
+    replacements = sorted(found.items(), key=lambda pair: -len(pair[0]))
+    for turn in chat:
+        if isinstance(turn.get("content"), str):
+            turn["content"] = _mask_values(turn["content"], replacements)
+    return ServedContext(
+        text=_mask_values(text, replacements),
+        chat=chat,
+        budget=budget,
+        masked_values=len(replacements),
+        reidentified=reidentifier is not None,
+    )
+
+
+def conversation_recall(*, conversation: Conversation) -> Recall:
+    """The recall estimate as ``/v1/metrics`` gives it (memory's pseudonyms matched with
+    their values, in memory only)."""
+    return recall_for_conversation(
+        conversation=conversation,
+        reidentifier=reidentifier_for_measurement(workspace_id=conversation.workspace_id),
+    )

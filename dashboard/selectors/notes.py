@@ -1,0 +1,131 @@
+"""The observations column of the conversation page: pages of observations, one
+reflection's sources, the counts per status and priority, and who wrote the manual ones."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Exists, F, OuterRef, QuerySet
+
+from dashboard.selectors.users import user_labels
+from governance.models import AuditEvent
+from memory import selectors as memory_selectors
+from memory.models import Conversation, MemorySource, Message, Observation, Reflection, Workspace
+
+OBSERVATION_PAGE = 50
+
+
+@dataclass
+class ObservationPage:
+    observations: list[Observation]
+    offset: int  # how many newer observations come after this page
+    has_older: bool
+    reflection: Reflection | None = None  # set when the page is one reflection's sources
+    highlighted: set[str] = field(default_factory=set)
+
+    @property
+    def older_offset(self) -> int:
+        return self.offset + len(self.observations)
+
+
+def _with_sources_stored(observations: QuerySet[Observation]) -> QuerySet[Observation]:
+    """``sources_stored``: whether any message of the observation's window is still kept;
+    retention and erasure delete messages and leave the observations made from them."""
+    stored = Message.objects.filter(
+        conversation_id=OuterRef("conversation_id"),
+        seq__gte=OuterRef("window_start_seq"),
+        seq__lte=OuterRef("window_end_seq"),
+    )
+    return observations.annotate(sources_stored=Exists(stored))
+
+
+def observation_page(
+    *,
+    conversation: Conversation,
+    offset: int = 0,
+    limit: int = OBSERVATION_PAGE,
+    priority: str = "",
+) -> ObservationPage:
+    """Every observation (active and reflected), or those of one ``priority``, newest
+    ``limit`` first skipped by ``offset``, returned oldest first to read like the
+    messages beside them."""
+    observations = Observation.objects.filter(conversation=conversation)
+    if priority:
+        observations = observations.filter(priority=priority)
+    newest_first = list(
+        _with_sources_stored(observations).order_by(
+            F("observed_at").desc(),
+            F("window_start_seq").desc(nulls_last=True),
+            F("created_at").desc(),
+            F("id").desc(),
+        )[offset : offset + limit + 1]
+    )
+    return ObservationPage(
+        newest_first[:limit][::-1], offset=offset, has_older=len(newest_first) > limit
+    )
+
+
+def reflection_sources(*, conversation: Conversation, reflection: Reflection) -> ObservationPage:
+    """The observations a reflection was made from, for "highlight its observations"."""
+    ids = [str(i) for i in reflection.source_observation_ids]
+    observations = list(
+        _with_sources_stored(
+            Observation.objects.filter(conversation=conversation, pk__in=ids)
+        ).order_by("observed_at", "window_start_seq", "created_at", "id")
+    )
+    return ObservationPage(
+        observations,
+        offset=0,
+        has_older=False,
+        reflection=reflection,
+        highlighted={str(o.pk) for o in observations},
+    )
+
+
+def observation_counts(*, conversation: Conversation) -> dict[str, int]:
+    """How many observations are active (served) and reflected (condensed into a
+    reflection), and how many of each priority, for the column's heading and filter."""
+    counts: dict[str, int] = defaultdict(int)
+    rows = (
+        Observation.objects.filter(conversation=conversation)
+        .order_by()
+        .values_list("status", "priority")
+        .annotate(n=Count("pk"))
+    )
+    for status, priority, n in rows:
+        counts[status] += n
+        counts[priority] += n
+    return counts
+
+
+def mark_served_in_place(*, conversation: Conversation, observations: list[Observation]) -> None:
+    """Flag the reflected observations the agent is served while their reflection is
+    re-derived, for the template."""
+    in_place = (
+        memory_selectors.stale_source_ids(conversation=conversation)
+        if any(o.status == Observation.Status.REFLECTED for o in observations)
+        else set()
+    )
+    for observation in observations:
+        observation.served_in_place = str(observation.pk) in in_place  # type: ignore[attr-defined]
+
+
+def manual_authors(*, workspace: Workspace, observations: Sequence[Observation]) -> None:
+    """Give each observation a person wrote ``author``: the username the audit trail
+    records for its creation (the observation itself stores only that a person did)."""
+    manual = {str(o.pk) for o in observations if o.source == MemorySource.MANUAL}
+    authors: dict[str, str] = {}
+    if manual:
+        rows = AuditEvent.objects.filter(
+            workspace=workspace,
+            action="observation.create",
+            target_type="observation",
+            target_id__in=manual,
+        ).values_list("target_id", "actor_type", "actor_id")
+        labels = {target: f"{actor_type}:{actor_id}" for target, actor_type, actor_id in rows}
+        names = user_labels(set(labels.values()))
+        authors = {target: names[label] for target, label in labels.items()}
+    for observation in observations:
+        observation.author = authors.get(str(observation.pk), "")  # type: ignore[attr-defined]  # for the template

@@ -1,0 +1,63 @@
+"""Search across the conversations of the workspace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from dashboard.access import access_for
+from dashboard.models import Capability
+from dashboard.rendering import is_partial, render_page
+from dashboard.selectors import search as selectors
+
+SEARCH_RESULTS_PER_PAGE = 25
+
+
+@require_GET
+@login_required
+def memory_search(request: HttpRequest) -> HttpResponse:
+    """Messages, observations and reflections of the current workspace holding ``q``,
+    one ``kind`` at a time (the first kind with hits unless asked), paged; each links to
+    the item on its conversation page."""
+    access = access_for(request, Capability.VIEW_MEMORY)
+    query = request.GET.get("q", "").strip()[:200]
+    end_user = request.GET.get("user", "").strip()
+    kind = request.GET.get("kind", "")
+    context: dict[str, Any] = {
+        "q": query,
+        "end_user": end_user,
+        "kinds": selectors.SEARCH_KINDS,
+        "kind": kind,
+    }
+    if query:
+        results = selectors.memory_search(
+            workspace=access.workspace, query=query, end_user=end_user
+        )
+        if kind not in selectors.SEARCH_KINDS:
+            kind = results.first_kind_found()
+        page = Paginator(results.hits[kind], SEARCH_RESULTS_PER_PAGE).get_page(
+            request.GET.get("page")
+        )
+        hits = [
+            hit if isinstance(hit, selectors.SearchHit) else selectors.memory_hit(hit, query)
+            for hit in page
+        ]
+        tabs = [
+            {
+                "key": key,
+                "label": label,
+                "count": results.counts[key],
+                "capped": key == "messages" and results.capped,
+                "current": key == kind,
+            }
+            for key, label in selectors.SEARCH_KINDS.items()
+        ]
+        context.update(kind=kind, noun=kind[:-1], results=results, page=page, hits=hits, tabs=tabs)
+    template = "dashboard/search.html"
+    if is_partial(request):
+        return render_page(request, f"{template}#results", access, context)
+    return render_page(request, template, access, context)

@@ -1,0 +1,173 @@
+"""Personal data in messages, masked for people: what a page shows of a message or a
+pin (its text split around the values the scan found, each value as its type unless
+revealed), and the transcript's rows masked the same way. The agent API is not masked
+here; what agents are served is redacted by the gates."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections import defaultdict
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from governance.models import MessageScan, RedactionFinding
+from governance.scan import MASKED_STATUSES, content_digest
+from memory.models import Conversation, Message, Pin
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """A stretch of a message as a page shows it: plain text, or the value of one or
+    more overlapping findings (``entity_type`` set), masked unless revealed."""
+
+    text: str
+    entity_type: str = ""
+    finding_ids: str = ""  # comma-separated: what the part's reveal button asks for
+    revealed: bool = False
+
+    @property
+    def masked(self) -> bool:
+        return bool(self.entity_type) and not self.revealed
+
+    @property
+    def label(self) -> str:
+        # The type of value, not a part of it: the last digits of a card number or the
+        # domain of an address still say whose they are.
+        return f"<{self.entity_type}>"
+
+
+Span = tuple[int, int, str, int]  # start, end, entity type, finding id
+
+
+def mask_parts(text: str, spans: Sequence[Span], revealed: Collection[int] = ()) -> list[TextPart]:
+    """``text`` split around ``spans``; overlapping spans are one part covering all of
+    them (shown only when every one of them is revealed). Spans outside the text are
+    ignored."""
+    inside = sorted(
+        (span for span in spans if 0 <= span[0] < span[1] <= len(text)),
+        key=lambda span: (span[0], -span[1]),
+    )
+    groups: list[list[Span]] = []
+    for span in inside:
+        if groups and span[0] < max(member[1] for member in groups[-1]):
+            groups[-1].append(span)
+        else:
+            groups.append([span])
+    parts: list[TextPart] = []
+    cursor = 0
+    for group in groups:
+        start, end = group[0][0], max(member[1] for member in group)
+        if start > cursor:
+            parts.append(TextPart(text[cursor:start]))
+        ids = [member[3] for member in group]
+        parts.append(
+            TextPart(
+                text[start:end],
+                entity_type="/".join(dict.fromkeys(member[2] for member in group)),
+                finding_ids=",".join(str(i) for i in ids),
+                revealed=all(i in revealed for i in ids),
+            )
+        )
+        cursor = end
+    if cursor < len(text) or not parts:
+        parts.append(TextPart(text[cursor:]))
+    return parts
+
+
+def masked_text(parts: Sequence[TextPart]) -> str:
+    return "".join(part.label if part.masked else part.text for part in parts)
+
+
+def masked_spans(message_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Span]]:
+    """The findings whose values are still in these messages' texts, by message."""
+    spans: dict[uuid.UUID, list[Span]] = defaultdict(list)
+    rows = (
+        RedactionFinding.objects.filter(
+            target_type=RedactionFinding.TargetType.MESSAGE,
+            target_id__in=message_ids,
+            status__in=MASKED_STATUSES,
+        )
+        .exclude(operator="keep")
+        .values_list("target_id", "start", "end", "entity_type", "pk")
+    )
+    for message_id, start, end, entity_type, pk in rows:
+        spans[message_id].append((start, end, entity_type, pk))
+    return spans
+
+
+def _scanned_digests(message_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
+    return dict(
+        MessageScan.objects.filter(message_id__in=message_ids).values_list(
+            "message_id", "content_digest"
+        )
+    )
+
+
+def mask_messages(*, messages: Sequence[Message], revealed: Collection[int] = ()) -> None:
+    """Give each message what the page shows of it: ``parts`` (its text split around
+    the values of its findings, masked unless their id is in ``revealed``),
+    ``masked_text`` (the text with each value as ``<ENTITY_TYPE>``) and ``scan_pending``
+    (no scan has read its current content yet, so nothing in it is masked). Two queries
+    for the whole list."""
+    ids = [m.pk for m in messages]
+    spans = masked_spans(ids)
+    digests = _scanned_digests(ids)
+    for message in messages:
+        parts = mask_parts(message.content, spans.get(message.pk, []), revealed)
+        message.parts = parts  # type: ignore[attr-defined]  # for the template
+        message.masked_text = masked_text(parts)  # type: ignore[attr-defined]  # for the template
+        message.has_masked = any(part.masked for part in parts)  # type: ignore[attr-defined]  # for the template
+        message.scan_pending = digests.get(message.pk) != content_digest(message.content)  # type: ignore[attr-defined]  # for the template
+
+
+def mask_pins(*, pins: Sequence[Pin]) -> None:
+    """Give each pin ``parts`` and ``masked_text`` as ``mask_messages`` does, from its
+    message's findings. A quote that is not the stretch of its message it says it is
+    (it should always be) is masked whole."""
+    spans = masked_spans({pin.message_id for pin in pins})
+    contents = dict(
+        Message.objects.filter(pk__in={pin.message_id for pin in pins}).values_list("pk", "content")
+    )
+    for pin in pins:
+        content = contents.get(pin.message_id, "")
+        start = 0 if pin.start is None else pin.start
+        end = len(content) if pin.end is None else pin.end
+        if content[start:end] == pin.text:
+            inside = [
+                (max(s, start) - start, min(e, end) - start, entity, pk)
+                for s, e, entity, pk in spans.get(pin.message_id, [])
+                if s < end and start < e
+            ]
+            parts = mask_parts(pin.text, inside)
+        else:
+            parts = [TextPart(pin.text, entity_type="QUOTE", finding_ids="")]
+        pin.parts = parts  # type: ignore[attr-defined]  # for the template
+        pin.masked_text = masked_text(parts)  # type: ignore[attr-defined]  # for the template
+
+
+TranscriptRow = tuple[int, str, datetime, str, str, bool]
+
+
+def transcript_rows(
+    *, conversation: Conversation, chunk_size: int = 2000
+) -> Iterator[TranscriptRow]:
+    """Every message as plain tuples, oldest first, its content masked as
+    ``mask_messages`` masks it, with ``scan_pending`` last. Streamed from the database
+    in chunks (a server-side cursor on PostgreSQL), each chunk's findings read in one
+    query: the urgent-review path never builds models."""
+    rows = (
+        Message.objects.filter(conversation=conversation)
+        .order_by("seq")
+        .values_list("pk", "seq", "role", "created_at", "tool_name", "content")
+        .iterator(chunk_size=chunk_size)
+    )
+    while chunk := list(itertools.islice(rows, chunk_size)):
+        ids = [row[0] for row in chunk]
+        spans = masked_spans(ids)
+        digests = _scanned_digests(ids)
+        for pk, seq, role, created_at, tool_name, content in chunk:
+            text = masked_text(mask_parts(content, spans.get(pk, [])))
+            pending = digests.get(pk) != content_digest(content)
+            yield seq, role, created_at, tool_name, text, pending

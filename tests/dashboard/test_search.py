@@ -1,0 +1,103 @@
+"""/search/: memory search across the workspace's conversations, by kind, paged,
+never finding masked values."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+from memory.models import Conversation, Observation, Reflection
+from memory.services import MessageInput, conversation_create, messages_append
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+CARD = "4111 1111 1111 1111"
+
+
+EMAIL = "dana.whitfield@example.com"
+
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+def _page(client, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+@pytest.fixture
+def scanned(workspace, eager_tasks) -> Conversation:
+    conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
+    with eager_tasks():
+        messages_append(
+            conversation=conversation,
+            items=[MessageInput(role="user", content=f"My card is {CARD}, mail {EMAIL}.")],
+        )
+    return Conversation.objects.get(pk=conversation.pk)
+
+
+@pytest.fixture
+def searchable(workspace, foreign) -> Conversation:
+    conversation = conversation_create(workspace=workspace, user_id="ana/b c?", title="Parcel")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="The zephyr kettle leaks.")],
+    )
+    ObservationFactory(
+        conversation=conversation, text="User's zephyr kettle leaks", priority="high"
+    )
+    ReflectionFactory(conversation=conversation, text="Zephyr kettle owner, wants a refund")
+    # The same word in another workspace must not be found.
+    messages_append(
+        conversation=foreign, items=[MessageInput(role="user", content="zephyr elsewhere")]
+    )
+    ObservationFactory(conversation=foreign, text="zephyr in globex")
+    return conversation
+
+
+def test_search_finds_each_kind_and_links_to_the_item(login, searchable):
+    client = login("viewer")
+    html = _page(client, "/search/?q=ZEPHYR")
+    assert "Messages (1)" in html and "Observations (1)" in html and "Reflections (1)" in html
+    assert "1 message matches “ZEPHYR”" in html
+    assert f"/conversations/{searchable.pk}/?at=1#m-1" in html
+    assert "<mark>zephyr</mark>" in html and "globex" not in html
+
+    observation = Observation.objects.get(conversation=searchable)
+    html = _page(client, "/search/?q=zephyr&kind=observations")
+    assert f"?highlight={observation.pk}#obs-{observation.pk}" in html
+    assert "high</span>" in html and "elsewhere" not in html and "in globex" not in html
+
+    reflection = Reflection.objects.get(conversation=searchable)
+    html = _page(client, "/search/?q=zephyr&kind=reflections")
+    assert f"?reflection={reflection.pk}#refl-{reflection.pk}" in html
+
+
+def test_search_pages_its_results_and_works_as_an_htmx_partial(login, workspace):
+    conversation = conversation_create(workspace=workspace, title="Many")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content=f"needle {n}") for n in range(30)],
+    )
+    client = login("viewer")
+    first = _page(client, "/search/?q=needle&kind=messages")
+    assert "30 messages match" in first and "Page 1 of 2" in first and 'rel="next"' in first
+    second = _page(client, "/search/?q=needle&kind=messages&page=2")
+    assert second.count('class="search-hit"') == 5
+    partial = client.get("/search/?q=needle", **HX).content.decode()
+    assert partial.lstrip().startswith('<section id="results"') and "<html" not in partial
+
+
+def test_search_does_not_find_masked_values(login, scanned):
+    html = _page(login("viewer"), f"/search/?q={quote(EMAIL)}")
+    # Found in the stored text, but only inside a masked value: not a hit.
+    assert "Messages (0)" in html and "No message holds" in html
+    assert 'class="search-hit"' not in html
+    shown = _page(login("viewer"), "/search/?q=card")
+    assert "My <mark>card</mark> is &lt;CREDIT_CARD&gt;" in shown and CARD not in shown
+
+
+def test_search_without_words_shows_only_the_form(login, workspace):
+    html = _page(login("viewer"), "/search/")
+    assert 'role="search"' in html and 'id="results"' in html and "Messages (" not in html
