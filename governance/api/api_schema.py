@@ -8,12 +8,12 @@ from rest_framework import serializers
 from core.api import (
     ErrorOut,
 )
-from governance import redaction
 from governance.models import (
     ErasureRequest,
     RedactionFinding,
     RetentionSweep,
 )
+from governance.redaction import presidio
 
 
 class CustomRecognizerWire(serializers.Serializer):
@@ -31,8 +31,8 @@ class RedactionPolicyOut(serializers.Serializer):
     effectiveEntities = serializers.ListField(child=serializers.CharField())
     supportedEntities = serializers.ListField(child=serializers.CharField())
     scoreThreshold = serializers.FloatField()
-    operators = serializers.DictField(child=serializers.ChoiceField(choices=redaction.OPERATORS))
-    defaultOperator = serializers.ChoiceField(choices=redaction.OPERATORS)
+    operators = serializers.DictField(child=serializers.ChoiceField(choices=presidio.OPERATORS))
+    defaultOperator = serializers.ChoiceField(choices=presidio.OPERATORS)
     allowList = serializers.ListField(child=serializers.CharField())
     denyList = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="Compliance keys and above."
@@ -61,7 +61,7 @@ class FindingOut(serializers.Serializer):
     start = serializers.IntegerField(help_text="In the object's text as stored now.")
     end = serializers.IntegerField()
     score = serializers.FloatField()
-    operator = serializers.ChoiceField(choices=redaction.OPERATORS)
+    operator = serializers.ChoiceField(choices=presidio.OPERATORS)
     status = serializers.ChoiceField(choices=RedactionFinding.Status.values)
     policyVersion = serializers.IntegerField()
     recognizer = serializers.CharField()
@@ -84,8 +84,8 @@ class PreviewFindingOut(serializers.Serializer):
     start = serializers.IntegerField(help_text="In the text sent.")
     end = serializers.IntegerField()
     score = serializers.FloatField()
-    operator = serializers.ChoiceField(choices=redaction.OPERATORS)
-    status = serializers.ChoiceField(choices=[redaction.APPLIED, redaction.PENDING_REVIEW])
+    operator = serializers.ChoiceField(choices=presidio.OPERATORS)
+    status = serializers.ChoiceField(choices=[presidio.APPLIED, presidio.PENDING_REVIEW])
     recognizer = serializers.CharField()
     pseudonym = serializers.CharField(
         allow_null=True, help_text="The pseudonym it would become (pseudonym operator)."

@@ -11,7 +11,8 @@ from rest_framework.response import Response
 
 from core.api import COMPLIANCE_ERRORS, ComplianceApiView, limit_field, query_params
 from governance.api.api_schema import AuditPageOut, ChainReportOut
-from governance.selectors import audit_chain_verify, audit_event_list, audit_export_lines
+from governance.audit.verify import audit_chain_verify
+from governance.selectors import audit_event_list, audit_export_lines
 
 FILTERS = [
     OpenApiParameter("action", str, description="e.g. observation.edit"),

@@ -26,7 +26,7 @@ from core.api import (
     validated,
 )
 from core.errors import MemdeskError
-from governance import pseudonyms, redaction, redaction_policy, review, selectors
+from governance import selectors
 from governance.api.api_schema import (
     FindingOut,
     FindingPageOut,
@@ -44,6 +44,8 @@ from governance.api.wire import (
 from governance.models import (
     RedactionFinding,
 )
+from governance.redaction import policy as redaction_policy
+from governance.redaction import presidio, pseudonyms, review
 from memory.models import ApiKey
 
 REDACTION_CONFLICT = {
@@ -60,7 +62,7 @@ CONTEXT_WORD_MAX_CHARS = 50
 
 
 def _compiles(pattern: str) -> None:
-    problem = redaction.validate_pattern(pattern)
+    problem = presidio.validate_pattern(pattern)
     if problem:
         raise serializers.ValidationError(f"does not compile ({problem}).")
 
@@ -70,7 +72,7 @@ class CustomRecognizerIn(serializers.Serializer):
         r"^[\w.-]{1,50}$", error_messages={"invalid": "1 to 50 letters, digits, '_', '.', '-'."}
     )
     entity = StrictRegexField(
-        redaction.ENTITY_NAME,
+        presidio.ENTITY_NAME,
         error_messages={"invalid": "an UPPER_CASE entity type such as ORDER_ID."},
     )
     pattern = text_field(max_length=CUSTOM_PATTERN_MAX_CHARS, validators=[_compiles])
@@ -95,9 +97,9 @@ class RedactionPolicyIn(serializers.Serializer):
     entities = serializers.ListField(child=StrictCharField(), required=False)
     scoreThreshold = StrictFloatField(min_value=0, max_value=1, required=False)
     operators = serializers.DictField(
-        child=serializers.ChoiceField(choices=redaction.OPERATORS), required=False
+        child=serializers.ChoiceField(choices=presidio.OPERATORS), required=False
     )
-    defaultOperator = serializers.ChoiceField(choices=redaction.OPERATORS, required=False)
+    defaultOperator = serializers.ChoiceField(choices=presidio.OPERATORS, required=False)
     allowList = serializers.ListField(
         child=StrictCharField(allow_blank=True, trim_whitespace=False), required=False
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from governance import redaction, retention
+from governance import retention
 from governance.models import (
     ErasureRequest,
     LegalHold,
@@ -15,13 +15,14 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
+from governance.redaction import presidio
 
 
 def redaction_policy_to_wire(policy: RedactionPolicy, *, admin: bool) -> dict[str, Any]:
     wire: dict[str, Any] = {
         "entities": policy.entities,
-        "effectiveEntities": redaction.PolicySpec.of(policy).analysed_entities,
-        "supportedEntities": sorted(redaction.SUPPORTED_ENTITIES),
+        "effectiveEntities": presidio.PolicySpec.of(policy).analysed_entities,
+        "supportedEntities": sorted(presidio.SUPPORTED_ENTITIES),
         "scoreThreshold": policy.score_threshold,
         "operators": policy.operators,
         "defaultOperator": policy.default_operator,

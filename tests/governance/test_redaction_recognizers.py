@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from governance import recognizers
-from governance.redaction import DEFAULT_ENTITIES, SUPPORTED_ENTITIES, PolicySpec, engine
+from governance.redaction import recognizers
+from governance.redaction.presidio import DEFAULT_ENTITIES, SUPPORTED_ENTITIES, PolicySpec, engine
 
 SPEC = PolicySpec(workspace_id="w1", version=1)
 

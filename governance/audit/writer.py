@@ -28,7 +28,7 @@ from django.utils.ipv6 import clean_ipv6_address
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.checkpoints import checkpoint_line, checkpoint_sink
+from governance.audit.checkpoints import checkpoint_line, checkpoint_sink
 from governance.models import (
     AuditChainHead,
     AuditEvent,
