@@ -1,5 +1,6 @@
-"""Moved to ``governance.redaction.gates``; re-exported for the importers outside
-governance that still use this path."""
+"""Moved to ``governance.redaction.gates`` (``requote_pins`` to
+``governance.redaction.targets``); re-exported for the importers outside governance that
+still use this path."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ from governance.redaction.gates import (
     redacts_before_observation,
     reidentifier_for_api,
     reidentifier_for_measurement,
-    requote_pins,
 )
+from governance.redaction.targets import requote_pins
 
 __all__ = [
     "RedactionGateError",

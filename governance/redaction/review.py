@@ -27,13 +27,6 @@ from governance.models import (
     RestrictedOriginal,
 )
 from governance.redaction import presidio, scan
-from governance.redaction.gates import (
-    RedactionConflict,
-    keep_original,
-    redact_targets,
-    shift_findings,
-    store_target_text,
-)
 from governance.redaction.policy import (
     POLICY_LIST_LIMIT,
     invalid_policy,
@@ -41,6 +34,13 @@ from governance.redaction.policy import (
     redaction_policy_snapshot,
 )
 from governance.redaction.pseudonyms import WorkspacePseudonyms, pseudonym_sightings_record
+from governance.redaction.targets import (
+    RedactionConflict,
+    keep_original,
+    redact_targets,
+    shift_findings,
+    store_target_text,
+)
 from memory.models import Conversation, Message, Observation, Reflection, Workspace
 
 logger = logging.getLogger(__name__)
