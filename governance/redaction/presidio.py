@@ -306,7 +306,7 @@ def operate(
     if operator == PSEUDONYM:
         if pseudonyms is None:
             raise PseudonymiserMissing(
-                "the pseudonym operator needs a pseudonymiser (governance.pseudonyms)"
+                "the pseudonym operator needs a pseudonymiser (governance.redaction.pseudonyms)"
             )
         return pseudonyms.label(entity_type, value)
     if operator == "replace":

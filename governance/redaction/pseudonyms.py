@@ -140,7 +140,7 @@ def parse_label(label: str) -> tuple[str, int]:
 
 
 class WorkspacePseudonyms:
-    """The ``Pseudonymiser`` of one workspace (``governance.redaction.Pseudonymiser``).
+    """The ``Pseudonymiser`` of one workspace (``governance.redaction.presidio.Pseudonymiser``).
 
     Allocating (the default): a value never seen gets the next number of its type,
     inserted in the caller's transaction, so a redaction that rolls back gives its

@@ -30,7 +30,7 @@ def wordset(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-# Types Memdesk detects beyond Presidio's (SUPPORTED_ENTITIES in governance.redaction).
+# Types Memdesk detects beyond Presidio's (SUPPORTED_ENTITIES in governance.redaction.presidio).
 ADDRESS = "ADDRESS"
 USERNAME = "USERNAME"
 ACCOUNT_NUMBER = "ACCOUNT_NUMBER"

@@ -322,7 +322,7 @@ def redaction_rescan(
     ``batch_size`` (each batch one transaction), e.g. after the policy or the engine
     changed. Default: every tier.
 
-    Messages are scanned (``governance.scan``: findings recorded, the text kept, every
+    Messages are scanned (``governance.redaction.scan``: findings recorded, the text kept, every
     message read again so an engine upgrade reaches old ones), except where the policy
     redacts at ingest: there their stored text is redacted, as observations and
     reflections always are. Returns per tier the objects in it, the objects scanned, the

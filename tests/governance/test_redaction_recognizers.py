@@ -1,5 +1,5 @@
 """What the engine's own recognizers find, and what context words explain away
-(governance/recognizers.py), through the engine with a workspace's default policy."""
+(governance/redaction/recognizers.py), through the engine with a workspace's default policy."""
 
 from __future__ import annotations
 
