@@ -200,9 +200,14 @@ def observer_reading(
     )
 
 
-def observer_run_summary(*, reading: ObserverReading, texts: Sequence[str]) -> list[str]:
+def observer_run_summary(
+    *, conversation: Conversation, reading: ObserverReading | None, texts: Sequence[str]
+) -> list[str]:
     """``redaction_for_run_summary`` under the policy ``reading`` was made with: what
-    an Observer run may keep of what its engine said beside the observations."""
+    an Observer run may keep of what its engine said beside the observations. Without a
+    reading (a run whose window had nothing to observe), as ``redaction_for_run_summary``."""
+    if reading is None:
+        return redaction_for_run_summary(conversation=conversation, texts=texts)
     if not any(texts) or reading.redacts or reading.policy is None:
         return list(texts)
     return _typed_redaction_under(reading.policy, texts)

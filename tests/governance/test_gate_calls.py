@@ -102,12 +102,24 @@ def test_a_run_reads_the_policy_once_for_its_reading_and_its_summary(conversatio
         reading = observer_reading(
             conversation=conversation, messages=messages, tool_outputs=TOOL_OUTPUTS
         )
-        kept = observer_run_summary(reading=reading, texts=summary)
+        kept = observer_run_summary(conversation=conversation, reading=reading, texts=summary)
 
     assert _policy_reads(queries) == 1
     assert kept == redaction_for_run_summary(conversation=conversation, texts=summary)
     if not redacts:  # read from messages as stored: the summary's values are replaced
         assert CARD not in kept[0]
+
+
+def test_a_run_with_nothing_to_observe_keeps_its_summary_as_the_separate_gate_does(
+    conversation,
+):
+    _observe_flag(conversation.workspace, False)
+    summary = [f"Charge the card {CARD}.", ""]
+
+    kept = observer_run_summary(conversation=conversation, reading=None, texts=summary)
+
+    assert kept == redaction_for_run_summary(conversation=conversation, texts=summary)
+    assert CARD not in kept[0]
 
 
 def test_a_workspace_without_a_policy_gets_the_defaults_once_there_is_something_to_read(
