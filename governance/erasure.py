@@ -17,13 +17,13 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
-from governance.audit import audit_record, require_reason
+from governance.audit.writer import audit_record, require_reason
 from governance.holds import legal_holds_released_delete
 from governance.models import (
     ErasureRequest,
     LegalHold,
 )
-from governance.pseudonyms import pseudonym_ids_seen_in, pseudonyms_forget_unheld
+from governance.redaction.pseudonyms import pseudonym_ids_seen_in, pseudonyms_forget_unheld
 from governance.retention.common import (
     ERASURE_HASH_OF,
     HASH_OF,

@@ -2,35 +2,24 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 import uuid
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Count, Model, Q, QuerySet
-from django.utils import timezone
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_pk
-from governance import redaction
-from governance.audit import GENESIS_HASH, audit_event_hash, audit_keys
-from governance.checkpoints import (
-    Checkpoint,
-    CheckpointLine,
-    checkpoint_sink,
-    checkpoints_read,
-    utc_text,
-)
+from governance.audit.verify import ChainReport as ChainReport
+from governance.audit.verify import audit_chain_verify as audit_chain_verify
+from governance.audit.verify import audit_checkpoint_lines as audit_checkpoint_lines
 from governance.models import (
     REDACTION_TARGETS,
-    AuditChainHead,
     AuditEvent,
     ErasureRequest,
     LegalHold,
@@ -41,236 +30,11 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from governance.pseudonyms import WorkspacePseudonyms
+from governance.redaction import presidio
+from governance.redaction.pseudonyms import WorkspacePseudonyms
 from memory.models import Conversation, Workspace
 
-VERIFY_BATCH = 2000
-# A checkpoint is written just after its transaction commits: events younger than this
-# may not have reached the sink yet when a verification reads it.
-CHECKPOINT_GRACE = timedelta(minutes=1)
 ModelT = TypeVar("ModelT", bound=Model)
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    ok: bool
-    events: int
-    broken_event_id: int | None = None
-    broken_sequence: int | None = None
-    problem: str = ""  # the first problem, in plain words
-    problems: tuple[str, ...] = ()  # every problem found, the first one first
-    checkpoints: int = 0  # signed checkpoints of this workspace that were compared
-    checkpointed_through: int = 0  # the last event a verified checkpoint covers
-    last_checkpoint_at: datetime | None = None
-    # When set, the time of the first event after ``checkpointed_through``: old enough
-    # to have reached the sink, yet no checkpoint covers it (one was lost or removed, or
-    # the events are from before checkpoints existed).
-    uncovered_since: datetime | None = None
-
-
-def _event_words(event: AuditEvent) -> str:
-    return f"event {event.pk} ({event.action}, {utc_text(event.created_at)})"
-
-
-def _event_problem(
-    event: AuditEvent,
-    *,
-    expected_sequence: int,
-    expected_prev: str,
-    previous: AuditEvent | None,
-    keyed_seen: bool,
-    keys: Mapping[str, str],
-) -> str:
-    """Why ``event`` does not verify as the next event of its chain, or ""."""
-    if event.sequence != expected_sequence:
-        return (
-            f"{_event_words(event)} is #{event.sequence} where #{expected_sequence} was "
-            "expected: events were removed or inserted before it"
-        )
-    if event.prev_hash != expected_prev:
-        after = f"event {previous.pk}" if previous else "the start of the chain"
-        return (
-            f"{_event_words(event)} does not follow {after}: its link to the previous event "
-            "does not match (an event before it was removed, inserted or rewritten)"
-        )
-    versions = AuditEvent.ChainVersion
-    if event.chain_version == versions.SHA256:
-        if keyed_seen:
-            return (
-                f"{_event_words(event)} carries an unkeyed SHA-256 hash after keyed events: "
-                "it was rewritten by someone without the audit key"
-            )
-        if audit_event_hash(event) != event.hash:
-            return (
-                f"{_event_words(event)} does not verify: its content changed after it was "
-                "written (its SHA-256 hash no longer matches)"
-            )
-        return ""
-    if event.chain_version != versions.HMAC_SHA256:
-        return (
-            f"{_event_words(event)} names hash scheme {event.chain_version}, which this "
-            "release does not know: it was rewritten"
-        )
-    secret = keys.get(event.key_id)
-    if secret is None:
-        return (
-            f"{_event_words(event)} was hashed with key {event.key_id or '(none)'}, which "
-            "this server does not hold: add that key to MEMDESK_AUDIT_OLD_KEYS, or the "
-            "event was forged"
-        )
-    if not hmac.compare_digest(audit_event_hash(event, secret=secret), event.hash):
-        after = f"follow event {previous.pk}" if previous else "start the chain"
-        return (
-            f"{_event_words(event)} does not {after}: its hash was computed with another "
-            "key or its content changed after it was written"
-        )
-    return ""
-
-
-def _checkpoint_problem(
-    event: AuditEvent, checkpoints: Iterable[Checkpoint], *, last_matching: int
-) -> str:
-    for checkpoint in checkpoints:
-        if checkpoint.hash == event.hash:
-            continue
-        rewritten = (
-            f"event #{event.sequence} was rewritten"
-            if last_matching + 1 == event.sequence
-            else f"one or more of events #{last_matching + 1} to #{event.sequence} were rewritten"
-        )
-        return (
-            f"the checkpoint of {utc_text(checkpoint.written_at)} says event "
-            f"#{checkpoint.sequence} had hash {checkpoint.hash[:16]}…; the table now has "
-            f"{event.hash[:16]}… there (event {event.pk}): {rewritten} and the chain "
-            "recomputed"
-        )
-    return ""
-
-
-def audit_checkpoint_lines(*, workspace_id: uuid.UUID | None = None) -> list[CheckpointLine]:
-    """The sink's checkpoint lines, verified (all of them, or one workspace's)."""
-    return list(
-        checkpoints_read(sink=checkpoint_sink(), keys=audit_keys(), workspace_id=workspace_id)
-    )
-
-
-def audit_chain_verify(
-    *,
-    workspace_id: uuid.UUID,
-    checkpoint_lines: Sequence[CheckpointLine] | None = None,
-    grace: timedelta | None = None,
-) -> ChainReport:
-    """Walk the workspace's chain in order and compare it with the signed checkpoints;
-    report the first event that does not verify, in plain words.
-
-    Catches an edited event (its hash no longer matches under its own scheme and key), a
-    removed or inserted event (a gap in the sequence, or a broken link), a chain rewritten
-    with recomputed hashes (it no longer matches a checkpoint), a removed tail (a
-    checkpoint, or the chain head kept in a separate row, names a later event than the
-    last one found) and a checkpoint line edited or forged (its signature fails).
-    ``checkpoint_lines`` are the sink's lines for this workspace; read when not given."""
-    started = timezone.now()
-    if checkpoint_lines is None:
-        checkpoint_lines = audit_checkpoint_lines(workspace_id=workspace_id)
-    keys = audit_keys()
-    line_problems = [line.problem for line in checkpoint_lines if line.problem]
-    by_sequence: dict[int, dict[str, Checkpoint]] = defaultdict(dict)
-    valid = 0
-    last_checkpoint_at: datetime | None = None
-    for line in checkpoint_lines:
-        if line.checkpoint is None:
-            continue
-        valid += 1
-        by_sequence[line.checkpoint.sequence].setdefault(line.checkpoint.hash, line.checkpoint)
-        if last_checkpoint_at is None or line.checkpoint.written_at > last_checkpoint_at:
-            last_checkpoint_at = line.checkpoint.written_at
-
-    expected_prev = GENESIS_HASH
-    expected_sequence = 1
-    count = 0
-    last_id = 0
-    previous: AuditEvent | None = None
-    keyed_seen = False
-    last_matching = 0  # the last event a checkpoint was found to match
-    uncovered_since: datetime | None = None
-
-    def broken(event: AuditEvent | None, sequence: int | None, problem: str) -> ChainReport:
-        return ChainReport(
-            False,
-            count,
-            event.pk if event else None,
-            sequence,
-            problem,
-            (problem, *(p for p in line_problems if p != problem)),
-            valid,
-            last_matching,
-            last_checkpoint_at,
-        )
-
-    while True:
-        batch = list(
-            AuditEvent.objects.filter(workspace_id=workspace_id, id__gt=last_id).order_by("id")[
-                :VERIFY_BATCH
-            ]
-        )
-        if not batch:
-            break
-        for event in sorted(batch, key=lambda e: e.sequence):
-            problem = _event_problem(
-                event,
-                expected_sequence=expected_sequence,
-                expected_prev=expected_prev,
-                previous=previous,
-                keyed_seen=keyed_seen,
-                keys=keys,
-            ) or _checkpoint_problem(
-                event, by_sequence.get(event.sequence, {}).values(), last_matching=last_matching
-            )
-            if problem:
-                return broken(event, event.sequence, problem)
-            if event.sequence in by_sequence:
-                last_matching = event.sequence
-                uncovered_since = None
-            elif uncovered_since is None:
-                uncovered_since = event.created_at
-            keyed_seen = keyed_seen or event.chain_version != AuditEvent.ChainVersion.SHA256
-            expected_prev = event.hash
-            expected_sequence += 1
-            count += 1
-            previous = event
-        last_id = batch[-1].pk
-
-    beyond = [cp for seq, cps in by_sequence.items() if seq > count for cp in cps.values()]
-    if beyond:
-        furthest = max(beyond, key=lambda cp: cp.sequence)
-        return broken(
-            None,
-            count + 1,
-            f"the checkpoint of {utc_text(furthest.written_at)} says the chain reached event "
-            f"#{furthest.sequence} (id {furthest.event_id}) with hash {furthest.hash[:16]}…; "
-            f"the table now ends at #{count}: events after #{count} were removed",
-        )
-    head = AuditChainHead.objects.filter(workspace_id=workspace_id).first()
-    if head and (head.sequence != count or head.hash != expected_prev):
-        return broken(
-            None,
-            count + 1,
-            f"the chain head row says the chain reached event #{head.sequence} but the table "
-            f"ends at #{count}: events after #{count} were removed",
-        )
-    if line_problems:
-        return broken(None, None, line_problems[0])
-    grace = CHECKPOINT_GRACE if grace is None else grace
-    if uncovered_since is not None and uncovered_since > started - grace:
-        uncovered_since = None  # still on its way to the sink, most likely
-    return ChainReport(
-        True,
-        count,
-        checkpoints=valid,
-        checkpointed_through=last_matching,
-        last_checkpoint_at=last_checkpoint_at,
-        uncovered_since=uncovered_since,
-    )
 
 
 def _audit_events(
@@ -469,7 +233,7 @@ def rescan_run_list(*, workspace: Workspace, limit: int) -> list[RescanRun]:
 @dataclass(frozen=True)
 class RedactionPreview:
     text: str  # what the Reflector would read: every finding redacted
-    findings: list[redaction.Finding] = dataclass_field(default_factory=list)
+    findings: list[presidio.Finding] = dataclass_field(default_factory=list)
     policy_version: int = 1
     # Pseudonyms the text would number for the first time (nothing is numbered by a
     # preview): the labels, in the order they would be given.
@@ -493,12 +257,12 @@ def redaction_preview(
     one (see ``redaction_policy_draft``)."""
     if policy is None:
         policy = redaction_policy_or_defaults(workspace_id=workspace_id)
-    spec = redaction.PolicySpec.of(policy)
-    [detections] = redaction.engine().detect([text], spec=spec)
+    spec = presidio.PolicySpec.of(policy)
+    [detections] = presidio.engine().detect([text], spec=spec)
     pseudonyms = WorkspacePseudonyms(workspace_id, allocate=False)
-    redacted = redaction.redact_text(text, detections, spec=spec, pseudonyms=pseudonyms)
+    redacted = presidio.redact_text(text, detections, spec=spec, pseudonyms=pseudonyms)
     findings = [
-        redaction.Finding(
+        presidio.Finding(
             entity_type=d.entity_type,
             start=d.start,
             end=d.end,
@@ -508,7 +272,7 @@ def redaction_preview(
             status=d.status,
             pseudonym=(
                 pseudonyms.label(d.entity_type, text[d.start : d.end])
-                if d.operator == redaction.PSEUDONYM
+                if d.operator == presidio.PSEUDONYM
                 else ""
             ),
         )

@@ -12,8 +12,9 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import OperationalError
 
-from governance import erasure, retention, review, scan
-from governance.audit import audit_checkpoint_heads
+from governance import erasure, retention
+from governance.audit.writer import audit_checkpoint_heads
+from governance.redaction import review, scan
 
 logger = logging.getLogger(__name__)
 

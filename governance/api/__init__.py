@@ -1,2 +1,2 @@
-"""The governance REST API: one module of views per concern, the answers' shapes in
-``api_schema`` and the rows as sent in ``wire``."""
+"""The governance REST API: one module of views per concern, and the answers' bodies in
+``outputs`` (one output serializer per body, which the OpenAPI document describes)."""

@@ -10,8 +10,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import COMPLIANCE_ERRORS, ComplianceApiView, limit_field, query_params
-from governance.api.api_schema import AuditPageOut, ChainReportOut
-from governance.selectors import audit_chain_verify, audit_event_list, audit_export_lines
+from governance.api.outputs import AuditPageOut, ChainReportOut
+from governance.audit.verify import audit_chain_verify
+from governance.selectors import audit_event_list, audit_export_lines
 
 FILTERS = [
     OpenApiParameter("action", str, description="e.g. observation.edit"),
@@ -102,16 +103,4 @@ class AuditVerifyApi(ComplianceApiView):
     )
     def get(self, request: Request) -> Response:
         report = audit_chain_verify(workspace_id=self.workspace.pk)
-        return Response(
-            {
-                "ok": report.ok,
-                "events": report.events,
-                "brokenEventId": report.broken_event_id,
-                "brokenSequence": report.broken_sequence,
-                "problem": report.problem,
-                "problems": list(report.problems),
-                "checkpoints": report.checkpoints,
-                "checkpointedThrough": report.checkpointed_through,
-                "lastCheckpointAt": report.last_checkpoint_at,
-            }
-        )
+        return Response(ChainReportOut(report).data)

@@ -17,12 +17,11 @@ from core.api import (
 )
 from core.errors import error_body
 from governance import selectors
-from governance.api.api_schema import (
+from governance.api.outputs import (
     ErasureRefusedOut,
     ErasureRequestListOut,
     ErasureRequestOut,
 )
-from governance.api.wire import erasure_request_to_wire
 from governance.erasure import erasure_request_create
 from governance.models import (
     ErasureRequest,
@@ -47,7 +46,7 @@ class ErasureRequestListCreateApi(ComplianceApiView):
     def get(self, request: Request) -> Response:
         limit = query_params(LimitQuery, request)["limit"]
         requests = selectors.erasure_request_list(workspace=self.workspace, limit=limit)
-        return Response({"erasureRequests": [erasure_request_to_wire(r) for r in requests]})
+        return Response({"erasureRequests": ErasureRequestOut(requests, many=True).data})
 
     @extend_schema(
         operation_id="erasure_requests_create",
@@ -74,7 +73,7 @@ class ErasureRequestListCreateApi(ComplianceApiView):
             return Response(
                 error_body("legal_hold", erasure.error, erasureRequestId=erasure.pk), status=409
             )
-        return Response(erasure_request_to_wire(erasure), status=202)
+        return Response(ErasureRequestOut(erasure).data, status=202)
 
 
 class ErasureRequestDetailApi(ComplianceApiView):
@@ -83,4 +82,4 @@ class ErasureRequestDetailApi(ComplianceApiView):
     )
     def get(self, request: Request, request_id: str) -> Response:
         erasure = selectors.erasure_request_get(workspace=self.workspace, request_id=request_id)
-        return Response(erasure_request_to_wire(erasure))
+        return Response(ErasureRequestOut(erasure).data)

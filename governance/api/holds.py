@@ -17,8 +17,7 @@ from core.api import (
     validated,
 )
 from governance import holds, selectors
-from governance.api.api_schema import RETENTION_CONFLICT, LegalHoldListOut, LegalHoldOut
-from governance.api.wire import legal_hold_to_wire
+from governance.api.outputs import RETENTION_CONFLICT, LegalHoldListOut, LegalHoldOut
 from memory.selectors import conversation_get
 
 
@@ -68,7 +67,7 @@ class LegalHoldListCreateApi(ComplianceApiView):
             conversation_id=query.get("conversationId"),
             end_user_id=query.get("userId") or None,
         )
-        return Response({"holds": [legal_hold_to_wire(h) for h in holds[: query["limit"]]]})
+        return Response({"holds": LegalHoldOut(holds[: query["limit"]], many=True).data})
 
     @extend_schema(
         operation_id="legal_holds_place",
@@ -92,7 +91,7 @@ class LegalHoldListCreateApi(ComplianceApiView):
             conversation=conversation,
             end_user_id=data.get("userId") or "",
         )
-        return Response(legal_hold_to_wire(hold), status=201)
+        return Response(LegalHoldOut(hold).data, status=201)
 
 
 class LegalHoldDetailApi(ComplianceApiView):
@@ -101,7 +100,7 @@ class LegalHoldDetailApi(ComplianceApiView):
     )
     def get(self, request: Request, hold_id: str) -> Response:
         hold = selectors.legal_hold_get(workspace=self.workspace, hold_id=hold_id)
-        return Response(legal_hold_to_wire(hold))
+        return Response(LegalHoldOut(hold).data)
 
 
 class LegalHoldReleaseApi(ComplianceApiView):
@@ -118,4 +117,4 @@ class LegalHoldReleaseApi(ComplianceApiView):
         hold = holds.legal_hold_release(
             hold=hold, actor=self.actor(), reason=data.get("reason") or ""
         )
-        return Response(legal_hold_to_wire(hold))
+        return Response(LegalHoldOut(hold).data)

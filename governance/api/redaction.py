@@ -26,8 +26,8 @@ from core.api import (
     validated,
 )
 from core.errors import MemdeskError
-from governance import pseudonyms, redaction, redaction_policy, review, selectors
-from governance.api.api_schema import (
+from governance import selectors
+from governance.api.outputs import (
     FindingOut,
     FindingPageOut,
     OriginalOut,
@@ -35,15 +35,11 @@ from governance.api.api_schema import (
     PseudonymOut,
     RedactionPolicyOut,
 )
-from governance.api.wire import (
-    finding_to_wire,
-    original_to_wire,
-    pseudonym_to_wire,
-    redaction_policy_to_wire,
-)
 from governance.models import (
     RedactionFinding,
 )
+from governance.redaction import policy as redaction_policy
+from governance.redaction import presidio, pseudonyms, review
 from memory.models import ApiKey
 
 REDACTION_CONFLICT = {
@@ -60,7 +56,7 @@ CONTEXT_WORD_MAX_CHARS = 50
 
 
 def _compiles(pattern: str) -> None:
-    problem = redaction.validate_pattern(pattern)
+    problem = presidio.validate_pattern(pattern)
     if problem:
         raise serializers.ValidationError(f"does not compile ({problem}).")
 
@@ -70,7 +66,7 @@ class CustomRecognizerIn(serializers.Serializer):
         r"^[\w.-]{1,50}$", error_messages={"invalid": "1 to 50 letters, digits, '_', '.', '-'."}
     )
     entity = StrictRegexField(
-        redaction.ENTITY_NAME,
+        presidio.ENTITY_NAME,
         error_messages={"invalid": "an UPPER_CASE entity type such as ORDER_ID."},
     )
     pattern = text_field(max_length=CUSTOM_PATTERN_MAX_CHARS, validators=[_compiles])
@@ -95,9 +91,9 @@ class RedactionPolicyIn(serializers.Serializer):
     entities = serializers.ListField(child=StrictCharField(), required=False)
     scoreThreshold = StrictFloatField(min_value=0, max_value=1, required=False)
     operators = serializers.DictField(
-        child=serializers.ChoiceField(choices=redaction.OPERATORS), required=False
+        child=serializers.ChoiceField(choices=presidio.OPERATORS), required=False
     )
-    defaultOperator = serializers.ChoiceField(choices=redaction.OPERATORS, required=False)
+    defaultOperator = serializers.ChoiceField(choices=presidio.OPERATORS, required=False)
     allowList = serializers.ListField(
         child=StrictCharField(allow_blank=True, trim_whitespace=False), required=False
     )
@@ -156,7 +152,7 @@ class RedactionPolicyApi(ApiView):
     )
     def get(self, request: Request) -> Response:
         policy = redaction_policy.redaction_policy_get_or_create(workspace_id=self.workspace.pk)
-        return Response(redaction_policy_to_wire(policy, admin=self.may_govern))
+        return Response(RedactionPolicyOut(policy, context={"admin": self.may_govern}).data)
 
     def _write(self, request: Request, *, replace: bool) -> Response:
         data = validated(RedactionPolicyIn, request.data)
@@ -172,7 +168,7 @@ class RedactionPolicyApi(ApiView):
             values={names[wire]: value for wire, value in data.items()},
             replace=replace,
         )
-        return Response(redaction_policy_to_wire(policy, admin=True))
+        return Response(RedactionPolicyOut(policy, context={"admin": True}).data)
 
     @extend_schema(
         operation_id="redaction_policy_replace",
@@ -213,27 +209,7 @@ class RedactionPreviewApi(ApiView):
                 field="text",
             )
         preview = selectors.redaction_preview(workspace_id=self.workspace.pk, text=text)
-        return Response(
-            {
-                "redactedText": preview.text,
-                "findings": [
-                    {
-                        "entityType": f.entity_type,
-                        "start": f.start,
-                        "end": f.end,
-                        "score": f.score,
-                        "operator": f.operator,
-                        "status": f.status,
-                        "recognizer": f.recognizer,
-                        "pseudonym": f.pseudonym or None,
-                        "newPseudonym": f.pseudonym in preview.new_pseudonyms,
-                    }
-                    for f in preview.findings
-                ],
-                "newPseudonyms": preview.new_pseudonyms,
-                "policyVersion": preview.policy_version,
-            }
-        )
+        return Response(PreviewOut(preview).data)
 
 
 class FindingListQuery(serializers.Serializer):
@@ -272,7 +248,7 @@ class RedactionFindingListApi(ComplianceApiView):
             cursor=query.get("cursor") or None,
         )
         return Response(
-            {"findings": [finding_to_wire(f) for f in findings], "next_cursor": next_cursor}
+            {"findings": FindingOut(findings, many=True).data, "next_cursor": next_cursor}
         )
 
 
@@ -291,7 +267,7 @@ class RedactionFindingApproveApi(ComplianceApiView):
         approved = review.redaction_finding_approve(
             finding=finding, actor=self.actor(), reason=data.get("reason") or ""
         )
-        return Response(finding_to_wire(approved))
+        return Response(FindingOut(approved).data)
 
 
 class RedactionFindingDismissApi(ComplianceApiView):
@@ -313,7 +289,7 @@ class RedactionFindingDismissApi(ComplianceApiView):
             add_to_allow_list=data.get("addToAllowList", False),
             reason=data.get("reason") or "",
         )
-        return Response(finding_to_wire(dismissed))
+        return Response(FindingOut(dismissed).data)
 
 
 class RestrictedOriginalGetApi(ComplianceApiView):
@@ -330,7 +306,7 @@ class RestrictedOriginalGetApi(ComplianceApiView):
             target_id=target_id,
             actor=self.actor(),
         )
-        return Response(original_to_wire(original))
+        return Response(OriginalOut(original).data)
 
 
 class PseudonymRevealApi(ComplianceApiView):
@@ -359,6 +335,6 @@ class PseudonymRevealApi(ComplianceApiView):
             actor=self.actor(),
             reason=data.get("reason") or "",
         )
-        response = Response(pseudonym_to_wire(revealed.pseudonym, value=revealed.value))
+        response = Response(PseudonymOut(revealed).data)
         response["Cache-Control"] = "private, no-store"
         return response

@@ -19,14 +19,13 @@ from core.api import (
     validated,
 )
 from governance import retention, selectors
-from governance.api.api_schema import (
+from governance.api.outputs import (
     RETENTION_CONFLICT,
     RetentionPolicyListOut,
     RetentionPolicyOut,
     RetentionSweepListOut,
     RetentionSweepOut,
 )
-from governance.api.wire import retention_policy_to_wire, retention_sweep_to_wire
 from governance.models import (
     RetentionPolicy,
 )
@@ -76,7 +75,7 @@ class RetentionPolicyListCreateApi(ComplianceApiView):
     )
     def get(self, request: Request) -> Response:
         policies = selectors.retention_policy_list(workspace=self.workspace)
-        return Response({"policies": [retention_policy_to_wire(p) for p in policies]})
+        return Response({"policies": RetentionPolicyOut(policies, many=True).data})
 
     @extend_schema(
         operation_id="retention_policies_create",
@@ -96,7 +95,7 @@ class RetentionPolicyListCreateApi(ComplianceApiView):
             reason=data.get("reason") or "",
             **fields,
         )
-        return Response(retention_policy_to_wire(policy), status=201)
+        return Response(RetentionPolicyOut(policy).data, status=201)
 
 
 class RetentionPolicyDetailApi(ComplianceApiView):
@@ -108,7 +107,7 @@ class RetentionPolicyDetailApi(ComplianceApiView):
         responses={200: RetentionPolicyOut, **COMPLIANCE_ERRORS},
     )
     def get(self, request: Request, policy_id: str) -> Response:
-        return Response(retention_policy_to_wire(self.policy(policy_id)))
+        return Response(RetentionPolicyOut(self.policy(policy_id)).data)
 
     @extend_schema(
         operation_id="retention_policies_update",
@@ -125,7 +124,7 @@ class RetentionPolicyDetailApi(ComplianceApiView):
         policy = retention.retention_policy_update(
             policy=policy, actor=self.actor(), reason=data.get("reason") or "", **fields
         )
-        return Response(retention_policy_to_wire(policy))
+        return Response(RetentionPolicyOut(policy).data)
 
     @extend_schema(
         operation_id="retention_policies_delete",
@@ -171,7 +170,7 @@ class RetentionDryRunApi(ComplianceApiView):
             actor=self.actor(),
             policy=_retention_sweep_policy(self, request),
         )
-        return Response(retention_sweep_to_wire(sweep))
+        return Response(RetentionSweepOut(sweep).data)
 
 
 class RetentionSweepListCreateApi(ComplianceApiView):
@@ -185,7 +184,7 @@ class RetentionSweepListCreateApi(ComplianceApiView):
     def get(self, request: Request) -> Response:
         limit = query_params(LimitQuery, request)["limit"]
         sweeps = selectors.retention_sweep_list(workspace=self.workspace, limit=limit)
-        return Response({"sweeps": [retention_sweep_to_wire(s) for s in sweeps]})
+        return Response({"sweeps": RetentionSweepOut(sweeps, many=True).data})
 
     @extend_schema(
         operation_id="retention_sweeps_create",
@@ -200,7 +199,7 @@ class RetentionSweepListCreateApi(ComplianceApiView):
             actor=self.actor(),
             policy=_retention_sweep_policy(self, request),
         )
-        return Response(retention_sweep_to_wire(sweep), status=202)
+        return Response(RetentionSweepOut(sweep).data, status=202)
 
 
 class RetentionSweepDetailApi(ComplianceApiView):
@@ -209,4 +208,4 @@ class RetentionSweepDetailApi(ComplianceApiView):
     )
     def get(self, request: Request, sweep_id: str) -> Response:
         sweep = selectors.retention_sweep_get(workspace=self.workspace, sweep_id=sweep_id)
-        return Response(retention_sweep_to_wire(sweep))
+        return Response(RetentionSweepOut(sweep).data)

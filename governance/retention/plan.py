@@ -14,7 +14,7 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
-from governance.audit import audit_record
+from governance.audit.writer import audit_record
 from governance.models import (
     RetentionPolicy,
     RetentionSweep,

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError, wire_field
-from governance.audit import audit_record
+from governance.audit.writer import audit_record
 from governance.models import (
     RetentionPolicy,
 )

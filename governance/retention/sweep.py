@@ -19,7 +19,7 @@ from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
 from core.transactions import retried_on_conflict
-from governance.audit import audit_record
+from governance.audit.writer import audit_record
 from governance.models import (
     ErasureRequest,
     MessageScan,
@@ -29,7 +29,7 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from governance.pseudonyms import pseudonyms_forget_unheld
+from governance.redaction.pseudonyms import pseudonyms_forget_unheld
 from governance.retention import sql
 from governance.retention.common import (
     BATCH_ATTEMPTS,

@@ -11,9 +11,9 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
 from core.actors import SYSTEM_ACTOR
-from governance.audit import audit_record
+from governance.audit.verify import audit_chain_verify
+from governance.audit.writer import audit_record
 from governance.models import AuditEvent
-from governance.selectors import audit_chain_verify
 from memory.models import Observation
 from memory.services import workspace_get_or_create
 

@@ -13,9 +13,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from core.actors import SYSTEM_ACTOR
-from governance.audit import AuditChange, audit_record, audit_record_many
+from governance.audit.verify import audit_chain_verify
+from governance.audit.writer import AuditChange, audit_record, audit_record_many
 from governance.models import AuditEvent
-from governance.selectors import audit_chain_verify
 
 
 def _changes(n: int) -> list[AuditChange]:

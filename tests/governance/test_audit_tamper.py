@@ -22,7 +22,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from governance.audit import (
+from governance.audit.verify import audit_chain_verify
+from governance.audit.writer import (
     GENESIS_HASH,
     audit_current_key,
     audit_event_hash,
@@ -31,7 +32,6 @@ from governance.audit import (
 )
 from governance.checks import audit_key_check
 from governance.models import AuditChainHead, AuditEvent
-from governance.selectors import audit_chain_verify
 from memory.models import Workspace
 from memory.services import workspace_get_or_create
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from core import queue
 from dashboard.selectors import ConversationFilters, conversation_search
-from governance import redaction, scan
+from governance.audit.verify import audit_chain_verify
 from governance.models import (
     AuditEvent,
     MessageScan,
@@ -23,9 +23,9 @@ from governance.models import (
     RedactionPolicy,
     ScanRequest,
 )
-from governance.redaction import RedactionEngine
-from governance.redaction_policy import redaction_policy_get_or_create
-from governance.selectors import audit_chain_verify
+from governance.redaction import presidio, scan
+from governance.redaction.policy import redaction_policy_get_or_create
+from governance.redaction.presidio import RedactionEngine
 from governance.tasks import message_scan_task
 from memory import pipeline
 from memory.models import Conversation, Message, Observation, Reflection
@@ -129,13 +129,13 @@ def test_a_written_message_is_scanned_after_commit_and_flags_its_conversation(
 
 def test_the_write_request_never_runs_presidio(api, workspace, monkeypatch, eager_tasks):
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
-    real_engine = redaction.engine
+    real_engine = presidio.engine
 
     def refuse() -> RedactionEngine:
         raise AssertionError("the redaction engine ran on the write path")
 
     with eager_tasks():
-        monkeypatch.setattr(redaction, "engine", refuse)
+        monkeypatch.setattr(presidio, "engine", refuse)
         response = api.post(
             f"/v1/conversations/{conversation_id}/messages/bulk",
             {"messages": [{"role": "user", "content": TEXT}, {"role": "user", "content": CLEAN}]},
@@ -143,7 +143,7 @@ def test_the_write_request_never_runs_presidio(api, workspace, monkeypatch, eage
         )
         assert response.status_code == 201, response.json()
         # The worker runs the task after the commit, with the engine it loads itself.
-        monkeypatch.setattr(redaction, "engine", real_engine)
+        monkeypatch.setattr(presidio, "engine", real_engine)
 
     assert _detected() == {"CREDIT_CARD", "EMAIL_ADDRESS"}
     assert MessageScan.objects.count() == 2

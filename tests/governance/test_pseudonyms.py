@@ -16,16 +16,16 @@ from django.core.serializers import serialize
 from django.db import connection, transaction
 
 from core.actors import SYSTEM_ACTOR
-from governance import pseudonyms as pseudonyms_module
 from governance.models import AuditEvent, Pseudonym, PseudonymSighting, RedactionFinding
-from governance.pseudonyms import (
+from governance.redaction import pseudonyms as pseudonyms_module
+from governance.redaction.presidio import PolicySpec, PseudonymiserMissing, engine, redact_text
+from governance.redaction.pseudonyms import (
     WorkspacePseudonyms,
     decrypt,
     normalise,
     pseudonym_reveal,
     value_digest,
 )
-from governance.redaction import PolicySpec, PseudonymiserMissing, engine, redact_text
 from memory import pipeline
 from memory.models import Conversation, Message, Workspace
 from memory.services import (

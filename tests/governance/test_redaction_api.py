@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, RestrictedOriginal
-from governance.redaction_policy import redaction_policy_snapshot
+from governance.redaction.policy import redaction_policy_snapshot
 from memory import pipeline
 from memory.models import Conversation, Message
 from memory.services import conversation_create

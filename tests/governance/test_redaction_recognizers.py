@@ -1,12 +1,12 @@
 """What the engine's own recognizers find, and what context words explain away
-(governance/recognizers.py), through the engine with a workspace's default policy."""
+(governance/redaction/recognizers.py), through the engine with a workspace's default policy."""
 
 from __future__ import annotations
 
 import pytest
 
-from governance import recognizers
-from governance.redaction import DEFAULT_ENTITIES, SUPPORTED_ENTITIES, PolicySpec, engine
+from governance.redaction import recognizers
+from governance.redaction.presidio import DEFAULT_ENTITIES, SUPPORTED_ENTITIES, PolicySpec, engine
 
 SPEC = PolicySpec(workspace_id="w1", version=1)
 

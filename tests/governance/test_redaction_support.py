@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from governance import redaction
 from governance.models import RedactionPolicy
-from governance.redaction_policy import redaction_policy_get_or_create
+from governance.redaction import presidio
+from governance.redaction.policy import redaction_policy_get_or_create
 from memory.engines.base import DraftReflection, SourceObservation
 from memory.models import Workspace
 
@@ -37,8 +37,8 @@ def set_policy(workspace: Workspace, **fields: Any) -> RedactionPolicy:
 
 def detected_values(texts: list[str], policy: RedactionPolicy) -> set[str]:
     """Every value the policy's detectors find in ``texts``, applied or pending review."""
-    spec = redaction.PolicySpec.of(policy)
-    found = redaction.engine().detect(texts, spec=spec)
+    spec = presidio.PolicySpec.of(policy)
+    found = presidio.engine().detect(texts, spec=spec)
     return {text[d.start : d.end] for text, ds in zip(texts, found, strict=True) for d in ds}
 
 

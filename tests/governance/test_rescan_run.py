@@ -16,7 +16,7 @@ from core import queue
 from core.actors import SYSTEM_ACTOR
 from core.errors import MemdeskError
 from governance.models import AuditEvent, MessageScan, RedactionFinding, RescanRun
-from governance.review import rescan_run_execute, rescan_run_request, rescan_run_sweep
+from governance.redaction.review import rescan_run_execute, rescan_run_request, rescan_run_sweep
 from governance.tasks import redaction_rescan_task
 from memory.models import Conversation, Message
 from memory.services import conversation_create
@@ -120,7 +120,7 @@ def test_a_failing_rescan_is_recorded_as_failed(workspace, old_conversation, mon
     def broken(**_: object) -> None:
         raise RuntimeError(f"engine exploded on {CARD}")
 
-    monkeypatch.setattr("governance.scan.messages_scan", broken)
+    monkeypatch.setattr("governance.redaction.scan.messages_scan", broken)
 
     run = rescan_run_execute(run_id=run.pk)
 

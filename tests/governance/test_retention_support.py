@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, MessageScan, RestrictedOriginal
-from governance.scan import content_digest
+from governance.redaction.scan import content_digest
 from memory.models import (
     Conversation,
     Message,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from governance.audit import audit_checkpoint_heads
-from governance.checkpoints import checkpoint_sink
+from governance.audit.checkpoints import checkpoint_sink
+from governance.audit.writer import audit_checkpoint_heads
 
 
 class Command(BaseCommand):

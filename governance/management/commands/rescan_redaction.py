@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from core.actors import command_actor
 from core.errors import MemdeskError
 from governance.models import RescanRun
-from governance.review import RESCAN_TIERS, rescan_run_execute, rescan_run_request
+from governance.redaction.review import RESCAN_TIERS, rescan_run_execute, rescan_run_request
 from memory.models import Workspace
 
 DEFAULT_REASON = "rescan_redaction command"

@@ -7,8 +7,8 @@ from collections import defaultdict
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from governance.checkpoints import CheckpointLine, checkpoint_sink, utc_text
-from governance.selectors import ChainReport, audit_chain_verify, audit_checkpoint_lines
+from governance.audit.checkpoints import CheckpointLine, checkpoint_sink, utc_text
+from governance.audit.verify import ChainReport, audit_chain_verify, audit_checkpoint_lines
 from memory.models import Workspace
 
 

@@ -1,7 +1,7 @@
-"""The recognizers Memdesk adds to Presidio's predefined ones, and the context rules that
-lower a score where the words around a value say it is something else.
+"""The recognizers Memdesk adds to Presidio's predefined ones (the context rules that
+lower their scores are in ``governance.redaction.context_rules``).
 
-Imported by ``governance.redaction`` only when the engine loads (it imports Presidio).
+Imported by ``governance.redaction.presidio`` only when the engine loads (it imports Presidio).
 Every rule is general: checksums, patterns, context words and name lists, never values
 of a dataset. What each one changed is measured in docs/benchmarks.md ("Redaction").
 
@@ -26,11 +26,11 @@ from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 Spans = Iterable[tuple[int, int, float]]
 
 
-def _wordset(words: str) -> frozenset[str]:
+def wordset(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-# Types Memdesk detects beyond Presidio's (SUPPORTED_ENTITIES in governance.redaction).
+# Types Memdesk detects beyond Presidio's (SUPPORTED_ENTITIES in governance.redaction.presidio).
 ADDRESS = "ADDRESS"
 USERNAME = "USERNAME"
 ACCOUNT_NUMBER = "ACCOUNT_NUMBER"
@@ -62,12 +62,25 @@ PHONE_REGIONS = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR", "AU", "NL", "IE
 
 # Words that name a value as a record of the business, not of a person: a number after
 # one of them is an order, ticket or case id, not a phone, card or bank number.
-ID_WORDS = _wordset(
+ID_WORDS = wordset(
     """order orders ticket tickets case claim policy invoice inv tracking reference ref
     transaction txn confirmation booking reservation shipment parcel package receipt
     serial sku model item product part version build error code request incident rma
     quote po pnr flight batch lot job task issue bug"""
 )
+
+
+# Words, and the words just before a position on its line: what the recognizers and the
+# context rules read a value's cue from.
+WORDS = re.compile(r"[^\W\d_]+|#")
+PHONE_WORDS = wordset(
+    "phone telephone tel cell mobile fax call text number contact reach whatsapp desk office"
+)
+
+
+def words_before(text: str, start: int, count: int = 4) -> list[str]:
+    line_start = text.rfind("\n", 0, start) + 1
+    return [w.lower() for w in WORDS.findall(text[max(line_start, start - 48) : start])][-count:]
 
 
 def _result(
@@ -249,8 +262,8 @@ class AccountNumberRecognizer(_Recognizer):
             asked = list(self.ASKED.finditer(before))
             if not asked:
                 continue
-            since = _WORDS.findall(before[asked[-1].end() :].lower())
-            if not any(word in ID_WORDS or word in _PHONE_WORDS - {"number"} for word in since):
+            since = WORDS.findall(before[asked[-1].end() :].lower())
+            if not any(word in ID_WORDS or word in PHONE_WORDS - {"number"} for word in since):
                 yield match.start("value"), match.end("value"), 0.6
 
 
@@ -284,7 +297,7 @@ class PersonalIdRecognizer(_Recognizer):
         for match in self.RECORD_ID.finditer(text):
             before = text[max(0, match.start() - 80) : match.start()]
             if self.RECORD_OF_PERSON.search(before) and not ID_WORDS.intersection(
-                _words_before(text, match.start(), 2)
+                words_before(text, match.start(), 2)
             ):
                 yield match.start("value"), match.end("value"), 0.7
 
@@ -503,7 +516,7 @@ NAME_LOCALES = (
     "id_ID",
 )
 # Role words of transcripts and letters, never a person's name in this position.
-NOT_NAMES = _wordset(
+NOT_NAMES = wordset(
     """user assistant system customer client agent support admin bot ai human team staff
     sir madam all everyone there guys folks doctor nurse patient manager note subject
     account holder branch bank summary status description title position department
@@ -657,109 +670,6 @@ class PersonCueRecognizer(_Recognizer):
                 if not _reads_as_name(nlp_artifacts, match.start(group), proper_noun=proper):
                     continue
             yield match.start(group), match.end(group), 0.85
-
-
-# --- context rules ---------------------------------------------------------------------------
-
-# Types whose value is a bare number that an id word before it explains away.
-_NUMBER_TYPES = frozenset(
-    {
-        "PHONE_NUMBER",
-        "CREDIT_CARD",
-        "US_BANK_NUMBER",
-        "UK_NHS",
-        "US_DRIVER_LICENSE",
-        "US_PASSPORT",
-        "US_ITIN",
-        "US_SSN",
-        "MEDICAL_LICENSE",
-        ACCOUNT_NUMBER,
-    }
-)
-_WORDS = re.compile(r"[^\W\d_]+|#")
-_PHONE_WORDS = _wordset(
-    "phone telephone tel cell mobile fax call text number contact reach whatsapp desk office"
-)
-# Words that name the value itself: nearer than an id word, they win ("policy account
-# 1234567890", "order questions? call 555-123-4567").
-_VALUE_WORDS = _PHONE_WORDS | _wordset("account acct card iban passport licence license ssn")
-_PRODUCT_WORDS = _wordset(
-    "order product item model sku plan version ticket case question step option"
-)
-_NHS_WORDS = _wordset("nhs health patient")
-
-
-def _words_before(text: str, start: int, count: int = 4) -> list[str]:
-    line_start = text.rfind("\n", 0, start) + 1
-    return [w.lower() for w in _WORDS.findall(text[max(line_start, start - 48) : start])][-count:]
-
-
-_CODE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]")
-_ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.){2,}$")
-_ACRONYM = re.compile(r"^[A-Z]{2,5}$")
-
-
-def _known_name(value: str) -> bool:
-    first_names, surnames = name_lists()
-    return any(word in first_names or word in surnames for word in value.split())
-
-
-# A programmer's name for a field ("order_id", "customerName" stays a possible name):
-# lower case words joined by underscores. No person is written so; tool output's JSON
-# keys are, and the tagger takes some of them for names.
-_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
-
-
-def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerResult]:
-    """Lower (never raise) scores where the text says a value is something else:
-    - a number whose nearest cue word before it is an order, ticket, case, invoice or
-      tracking word ("order 5551234567", "Ticket #48213") is that record's id, not a
-      phone, card, bank or licence number: dropped (a card number only to the review
-      band: a person looks);
-    - a UK NHS number with no NHS word near it: Presidio's checksum passes one number in
-      eleven, so most ten-digit phone numbers would otherwise come out as NHS numbers;
-    - a person's name with a digit in it ("question4"), right after an order or product
-      word, or written as a field name ("order_id") is a label, not a name."""
-    kept: list[RecognizerResult] = []
-    for result in results:
-        kind = result.entity_type
-        before = _words_before(text, result.start)
-        if kind in _NUMBER_TYPES:
-            cue = next((w for w in reversed(before) if w in ID_WORDS or w in _VALUE_WORDS), None)
-            if cue in ID_WORDS:
-                if kind != "CREDIT_CARD":
-                    continue
-                result.score = min(result.score, 0.45)
-            if kind == "PHONE_NUMBER" and before[-1:] == ["#"]:
-                continue  # "#5551234": numbered like a record, never how a phone is written
-        if kind == "UK_NHS" and _NHS_WORDS.isdisjoint(_words_before(text, result.start, 8)):
-            continue
-        value = text[result.start : result.end]
-        label = text[result.end : result.end + 1] == ":"
-        if kind == "LOCATION" and (
-            _CODE.search(value) or value.islower() or _ABBREVIATION.match(value) or label
-        ):
-            continue  # "ACC987654321", "’s", "B.S.", "Nurse:": not places
-        if kind == "PERSON" and label and not _known_name(value):
-            continue  # "Email: dana@example.com": a form's field, not a person
-        if kind == "PERSON" and (
-            text[result.start - 1 : result.start] == "#"
-            or _ACRONYM.match(value)
-            or any(ch.isdigit() for ch in value)
-            or (before and before[-1] in _PRODUCT_WORDS)
-            or _IDENTIFIER.fullmatch(value)
-        ):
-            continue  # "#TravelGoals", "RSVP", "question4", "order Jasper", "order_id"
-        kept.append(result)
-    # A town the tagger found inside a street address, or a street named after a person
-    # ("Nelson Mandela Drive"), is part of that address.
-    addresses = [r for r in kept if r.entity_type == ADDRESS]
-    return [
-        r
-        for r in kept
-        if r.entity_type not in ("LOCATION", "PERSON")
-        or not any(a.start <= r.start and r.end <= a.end for a in addresses)
-    ]
 
 
 def recognizers() -> list[EntityRecognizer]:

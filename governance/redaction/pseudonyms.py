@@ -1,0 +1,561 @@
+"""Workspace pseudonyms: ``<PERSON_1>`` is the same person everywhere in a workspace.
+
+Identity. A value is normalised for its type (``normalise``: case and spacing of names,
+the digits of phone and card numbers, the lower case of e-mail addresses) and found
+again by a keyed digest of the workspace, the type and the normalised value, so two
+spellings of one e-mail address are one pseudonym, and the digest column tells nothing
+to someone without the key. Numbers count per workspace and type in order of first
+sight, and are never given twice (see ``Pseudonym``).
+
+Secrecy. The value is stored as a Fernet token. The Fernet key and the digest key both
+derive from ``MEMDESK_PSEUDONYM_KEY`` (or, unset, from ``SECRET_KEY``) by Django's
+``salted_hmac`` with a salt of their own: changing that secret makes stored pseudonyms
+unreadable, which is why production sets a key of its own.
+
+Lifecycle. Each use records which raw object holds the value (``PseudonymSighting``):
+the message it was found in, or, for a value found in an observation or reflection, the
+source messages that contain it. When retention, erasure or a deleted conversation
+removes the last sighting, ``pseudonyms_forget_unheld`` erases the value and the digest;
+what derived memory says about ``<PERSON_1>`` is anonymous from then on.
+
+Nothing here logs a value: ids, labels and counts only.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import logging
+import re
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.fernet import Fernet, InvalidToken
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, Max, OuterRef, Q
+from django.utils import timezone
+from django.utils.crypto import salted_hmac
+
+from core.actors import Actor
+from core.errors import MemdeskError
+from governance.audit.writer import audit_record, require_reason
+from governance.models import (
+    Pseudonym,
+    PseudonymSighting,
+    RedactionFinding,
+    RedactionPolicy,
+)
+from memory.models import Message, Observation, Reflection, Workspace
+
+logger = logging.getLogger(__name__)
+
+DIGEST_SALT = "memdesk.governance.pseudonyms.digest"
+FERNET_SALT = "memdesk.governance.pseudonyms.fernet"
+# A label as written into text: the entity type, an underscore and a number from 1.
+LABEL = re.compile(r"<([A-Z][A-Z0-9_]{0,49})_([1-9][0-9]{0,9})>")
+# Numbering is serialised per workspace (see _serialise); the unique constraints are the
+# backstop, and a writer that collides reads the new highest number and tries again.
+ALLOCATION_ATTEMPTS = 10
+
+# How a type's values are compared: the digits of numbers written with any separators,
+# the lower case of addresses, the upper case without spaces or hyphens of codes, and
+# otherwise (names, places, custom types) case-folded with spacing collapsed.
+DIGITS_ONLY = frozenset(
+    {"PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "US_ITIN", "US_BANK_NUMBER", "UK_NHS"}
+)
+LOWER_CASE = frozenset({"EMAIL_ADDRESS", "IP_ADDRESS", "URL", "MAC_ADDRESS", "UUID"})
+COMPACT_CODES = frozenset({"IBAN_CODE", "US_PASSPORT", "US_DRIVER_LICENSE", "MEDICAL_LICENSE"})
+_NOT_DIGIT = re.compile(r"[^0-9]")
+_SPACE_OR_HYPHEN = re.compile(r"[\s-]")
+
+
+class PseudonymForgotten(Exception):
+    """A pseudonym used in this transaction was forgotten by a concurrent deletion: the
+    caller redacts again (the value then gets a new number)."""
+
+
+def normalise(entity_type: str, value: str) -> str:
+    """The form of ``value`` that identifies it within its type."""
+    if entity_type in DIGITS_ONLY:
+        digits = _NOT_DIGIT.sub("", value)
+        if digits:
+            return digits
+    elif entity_type in LOWER_CASE:
+        return value.strip().lower()
+    elif entity_type in COMPACT_CODES:
+        return _SPACE_OR_HYPHEN.sub("", value).upper()
+    return " ".join(value.casefold().split())
+
+
+def _secret() -> str:
+    return settings.MEMDESK_PSEUDONYM_KEY or settings.SECRET_KEY
+
+
+def value_digest(*, workspace_id: object, entity_type: str, value: str) -> str:
+    """The keyed digest that finds a value's pseudonym: HMAC-SHA256 with a key only the
+    server holds, so a short value (a phone number) cannot be found by trying them all."""
+    normalised = normalise(entity_type, value)
+    message = f"{workspace_id}|{entity_type}|{normalised}"
+    return salted_hmac(DIGEST_SALT, message, secret=_secret(), algorithm="sha256").hexdigest()
+
+
+@functools.lru_cache(maxsize=4)
+def _fernet(secret: str) -> Fernet:
+    key = salted_hmac(FERNET_SALT, "fernet", secret=secret, algorithm="sha256").digest()
+    return Fernet(base64.urlsafe_b64encode(key))
+
+
+def encrypt(value: str) -> str:
+    return _fernet(_secret()).encrypt(value.encode()).decode()
+
+
+def decrypt(token: str) -> str | None:
+    """The value, or None when the configured key cannot open the token (the secret
+    changed since it was stored)."""
+    try:
+        return _fernet(_secret()).decrypt(token.encode()).decode()
+    except InvalidToken:
+        return None
+
+
+def parse_label(label: str) -> tuple[str, int]:
+    """``<PERSON_2>`` or ``PERSON_2`` as (entity type, number); a 400 otherwise."""
+    raw = (label or "").strip()
+    wrapped = raw if raw.startswith("<") else f"<{raw}>"
+    match = LABEL.fullmatch(wrapped)
+    if match is None:
+        raise MemdeskError(
+            "invalid_label",
+            f"A pseudonym is written <ENTITY_TYPE_n>, e.g. <PERSON_2>; got {label!r}.",
+            field="label",
+        )
+    return match.group(1), int(match.group(2))
+
+
+# --- numbering ------------------------------------------------------------------------------
+
+
+class WorkspacePseudonyms:
+    """The ``Pseudonymiser`` of one workspace (``governance.redaction.presidio.Pseudonymiser``).
+
+    Allocating (the default): a value never seen gets the next number of its type,
+    inserted in the caller's transaction, so a redaction that rolls back gives its
+    numbers back. Read-only (``allocate=False``, for previews): nothing is written; a
+    new value gets the number it *would* get, counted on from the highest stored one,
+    and its label is listed in ``new_labels``.
+
+    Every pseudonym used is remembered with the value it stood for until
+    ``take_used``, so the caller can record where the value was seen."""
+
+    def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
+        self.workspace_id = workspace_id
+        self.allocate = allocate
+        self.new_labels: set[str] = set()
+        self.allocated: set[int] = set()  # ids numbered by this object
+        self._by_digest: dict[str, Pseudonym] = {}
+        self._ids: dict[str, int] = {}
+        self._next_number: dict[str, int] = {}
+        self._used: dict[int, tuple[Pseudonym, str]] = {}
+        self._absent: set[str] = set()  # digests known to have no pseudonym yet
+        self._serialised = False  # the workspace's numbering lock is taken
+        self._exclusive = False  # ... and held on a row: nobody else numbers until commit
+        self._next_allocated: dict[str, int] = {}
+
+    def _digest(self, entity_type: str, value: str) -> str:
+        return value_digest(workspace_id=self.workspace_id, entity_type=entity_type, value=value)
+
+    def preload(self, values: Iterable[tuple[str, str]]) -> None:
+        """Look up many (entity type, value) pairs in one query, before ``label``."""
+        wanted = {self._digest(t, v) for t, v in values} - set(self._by_digest) - self._absent
+        if wanted:
+            rows = Pseudonym.objects.filter(workspace_id=self.workspace_id, digest__in=wanted)
+            for row in rows:
+                self._by_digest[row.digest] = row
+            self._absent |= wanted - set(self._by_digest)
+
+    def label(self, entity_type: str, value: str) -> str:
+        digest = self._digest(entity_type, value)
+        row = self._by_digest.get(digest)
+        if row is None:
+            if digest not in self._absent:
+                row = Pseudonym.objects.filter(
+                    workspace_id=self.workspace_id, digest=digest
+                ).first()
+            if row is None:
+                row = (
+                    self._allocated(entity_type, value, digest)
+                    if self.allocate
+                    else self._would_allocate(entity_type, digest)
+                )
+            self._by_digest[digest] = row
+        if row.pk is not None:
+            self._used.setdefault(row.pk, (row, value))
+            self._ids[row.label] = row.pk
+        return row.label
+
+    def id_of(self, label: str) -> int | None:
+        """The stored pseudonym behind a label this object gave out (None in previews)."""
+        return self._ids.get(label)
+
+    def take_used(self) -> list[tuple[Pseudonym, str]]:
+        """The pseudonyms used since the last call, each with a value it stood for."""
+        used = list(self._used.values())
+        self._used.clear()
+        return used
+
+    def _highest(self, entity_type: str) -> int:
+        # Tombstones count: a forgotten number is never given to another value.
+        top = Pseudonym.objects.filter(
+            workspace_id=self.workspace_id, entity_type=entity_type
+        ).aggregate(top=Max("number"))["top"]
+        return int(top or 0)
+
+    def _serialise(self) -> None:
+        """Take the workspace's numbering lock, held to the commit: its policy row, FOR NO
+        KEY UPDATE (rows that merely reference it never wait). Without it, two
+        writers numbering the same new values in different orders wait on each other's
+        uncommitted index entries, and PostgreSQL breaks that deadlock by failing one.
+        Values looked up before the lock are looked up again: whoever held it before may
+        have numbered them."""
+        locked = RedactionPolicy.objects.select_for_update(no_key=True).filter(
+            workspace_id=self.workspace_id
+        ).exists() or (  # no policy stored (callers outside the gates): the workspace row
+            Workspace.objects.select_for_update(no_key=True).filter(pk=self.workspace_id).exists()
+        )
+        self._serialised = True
+        self._exclusive = bool(locked)
+        if self._absent:
+            rows = Pseudonym.objects.filter(workspace_id=self.workspace_id, digest__in=self._absent)
+            for row in rows:
+                self._by_digest[row.digest] = row
+            self._absent -= set(self._by_digest)
+            if not self._exclusive:
+                self._absent.clear()  # nothing stops others numbering them meanwhile
+
+    def _would_allocate(self, entity_type: str, digest: str) -> Pseudonym:
+        number = self._next_number.get(entity_type) or self._highest(entity_type) + 1
+        self._next_number[entity_type] = number + 1
+        row = Pseudonym(workspace_id=self.workspace_id, entity_type=entity_type, number=number)
+        self.new_labels.add(row.label)
+        return row
+
+    def _allocated(self, entity_type: str, value: str, digest: str) -> Pseudonym:
+        if not connection.in_atomic_block:
+            # The number, the redacted text and the sightings commit together or not at all.
+            raise RuntimeError("pseudonyms are allocated inside the redaction's transaction")
+        if not self._serialised:
+            self._absent.add(digest)
+            self._serialise()
+            if digest in self._by_digest:  # numbered by whoever held the lock before
+                return self._by_digest[digest]
+        for _ in range(ALLOCATION_ATTEMPTS):
+            number = self._next_allocated.get(entity_type) or self._highest(entity_type) + 1
+            try:
+                with transaction.atomic():  # a savepoint: a collision leaves the rest intact
+                    row = Pseudonym.objects.create(
+                        workspace_id=self.workspace_id,
+                        entity_type=entity_type,
+                        number=number,
+                        digest=digest,
+                        value_encrypted=encrypt(value),
+                    )
+            except IntegrityError:
+                # Only without the lock (the workspace row is gone): another transaction
+                # took this number, or numbered this very value, and has committed.
+                self._next_allocated.pop(entity_type, None)
+                existing = Pseudonym.objects.filter(
+                    workspace_id=self.workspace_id, digest=digest
+                ).first()
+                if existing is not None:
+                    return existing
+                continue
+            if self._exclusive:
+                self._next_allocated[entity_type] = number + 1
+            self._absent.discard(digest)
+            self.allocated.add(row.pk)
+            return row
+        raise MemdeskError(
+            "pseudonym_busy",
+            f"Could not number a new {entity_type} pseudonym after {ALLOCATION_ATTEMPTS} "
+            "attempts: too many concurrent writers. Try again.",
+            status_code=503,
+        )
+
+
+# --- where values are held ------------------------------------------------------------------
+
+
+def _source_messages(
+    target_type: str, targets: Sequence[Message | Observation | Reflection]
+) -> dict[Any, list[Message]]:
+    """The source messages of observations (directly) or reflections (through their
+    observations), by target id, in one or two queries."""
+    message_ids: dict[Any, list[str]] = {}
+    if target_type == RedactionFinding.TargetType.OBSERVATION:
+        for target in targets:
+            message_ids[target.pk] = [str(i) for i in getattr(target, "source_message_ids", [])]
+    elif target_type == RedactionFinding.TargetType.REFLECTION:
+        observation_ids = {
+            target.pk: [str(i) for i in getattr(target, "source_observation_ids", [])]
+            for target in targets
+        }
+        wanted = {i for ids in observation_ids.values() for i in ids}
+        rows = Observation.objects.filter(pk__in=_uuids(wanted))
+        sources = {str(pk): ids for pk, ids in rows.values_list("pk", "source_message_ids")}
+        for target_id, ids in observation_ids.items():
+            message_ids[target_id] = [str(m) for i in ids for m in sources.get(i) or []]
+    wanted_messages = _uuids({i for ids in message_ids.values() for i in ids})
+    messages = {str(m.pk): m for m in Message.objects.filter(pk__in=wanted_messages)}
+    return {
+        target_id: [messages[i] for i in ids if i in messages]
+        for target_id, ids in message_ids.items()
+    }
+
+
+def _uuid(raw: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(raw))
+    except ValueError:
+        return None
+
+
+def _uuids(raw: Iterable[object]) -> list[uuid.UUID]:
+    return [u for u in map(_uuid, raw) if u is not None]
+
+
+def pseudonym_sightings_record(
+    *,
+    target_type: str,
+    uses: Sequence[tuple[Message | Observation | Reflection, Sequence[tuple[Pseudonym, str]]]],
+) -> int:
+    """Record which raw objects hold the values of the pseudonyms used on ``targets``:
+    a message holds its own; an observation's or reflection's value is held by those of
+    its source messages that contain it (normalised), by all of them when none does
+    verbatim (the engine reworded it), and by the object itself when it has no source
+    message (written by a person or an agent). Call in the redaction's transaction."""
+    uses = [(target, used) for target, used in uses if used]
+    if not uses:
+        return 0
+    sources: dict[Any, list[Message]] = {}
+    if target_type != RedactionFinding.TargetType.MESSAGE:
+        sources = _source_messages(target_type, [target for target, _ in uses])
+    rows: list[PseudonymSighting] = []
+    normalised_contents: dict[tuple[Any, str], str] = {}
+
+    def holds(message: Message, entity_type: str, normalised: str) -> bool:
+        key = (message.pk, entity_type)
+        if key not in normalised_contents:
+            normalised_contents[key] = normalise(entity_type, message.content)
+        return bool(normalised) and normalised in normalised_contents[key]
+
+    for target, used in uses:
+        for pseudonym, value in used:
+            holders: list[tuple[str, Any, Any]] = []
+            messages = sources.get(target.pk, [])
+            if target_type == RedactionFinding.TargetType.MESSAGE:
+                holders = [(target_type, target.pk, target.conversation_id)]
+            elif messages:
+                normalised = normalise(pseudonym.entity_type, value)
+                holding = [
+                    m for m in messages if holds(m, pseudonym.entity_type, normalised)
+                ] or messages
+                holders = [
+                    (RedactionFinding.TargetType.MESSAGE, m.pk, m.conversation_id) for m in holding
+                ]
+            else:
+                holders = [(target_type, target.pk, target.conversation_id)]
+            rows += [
+                PseudonymSighting(
+                    pseudonym=pseudonym,
+                    conversation_id=conversation_id,
+                    target_type=holder_type,
+                    target_id=holder_id,
+                )
+                for holder_type, holder_id, conversation_id in holders
+            ]
+    PseudonymSighting.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def pseudonyms_check_held(pseudonym_ids: Iterable[int]) -> None:
+    """Raise PseudonymForgotten if one of these was forgotten meanwhile. Called after
+    the sightings are recorded: on PostgreSQL a forgetting that started earlier has
+    committed by then (the sighting's foreign key waited for its row lock), and one
+    that starts later sees the sighting and keeps the pseudonym."""
+    ids = sorted(set(pseudonym_ids))
+    if ids and Pseudonym.objects.filter(pk__in=ids, forgotten_at__isnull=False).exists():
+        raise PseudonymForgotten(f"{len(ids)} pseudonym(s) checked")
+
+
+def pseudonym_ids_seen_in(*, conversation_ids: Sequence[Any]) -> set[int]:
+    """The pseudonyms with a sighting in these conversations: the candidates to forget
+    once the conversations are deleted."""
+    rows = PseudonymSighting.objects.filter(conversation_id__in=list(conversation_ids))
+    return set(rows.values_list("pseudonym_id", flat=True).distinct())
+
+
+def pseudonyms_forget_unheld(
+    *,
+    workspace_id: Any,
+    pseudonym_ids: Iterable[int],
+    actor: Actor,
+    target_type: str,
+    target_id: str,
+    reason: str = "",
+) -> int:
+    """Forget those of ``pseudonym_ids`` that no sighting holds any more: erase the value
+    and the digest, keep the numbered tombstone. Call in the transaction that deleted
+    the sightings; audited (``redaction.pseudonym.forget``, counts per type, no value)
+    against what caused it (``target_type``/``target_id``: a sweep, an erasure request,
+    a conversation). Returns how many were forgotten."""
+    ids = sorted(set(pseudonym_ids))
+    if not ids:
+        return 0
+    # Locked first, then checked: a redaction recording a new sighting of one of them
+    # either committed before (and is seen) or waits for this and redacts again.
+    candidates = list(
+        Pseudonym.objects.select_for_update()
+        .filter(pk__in=ids, workspace_id=workspace_id, forgotten_at__isnull=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    if not candidates:
+        return 0
+    unheld = list(
+        Pseudonym.objects.filter(pk__in=candidates)
+        .exclude(Exists(PseudonymSighting.objects.filter(pseudonym=OuterRef("pk"))))
+        .values_list("pk", "entity_type")
+    )
+    if not unheld:
+        return 0
+    Pseudonym.objects.filter(pk__in=[pk for pk, _ in unheld]).update(
+        digest="", value_encrypted="", forgotten_at=timezone.now()
+    )
+    by_type = Counter(entity_type for _, entity_type in unheld)
+    audit_record(
+        workspace_id=workspace_id,
+        actor=actor,
+        action="redaction.pseudonym.forget",
+        target_type=target_type,
+        target_id=target_id,
+        after={"forgotten": len(unheld), "byEntity": dict(sorted(by_type.items()))},
+        reason=reason,
+    )
+    return len(unheld)
+
+
+# --- reveal and re-identification -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PseudonymReveal:
+    pseudonym: Pseudonym
+    value: str | None  # None once forgotten
+
+
+def pseudonym_get(*, workspace_id: Any, label: str) -> Pseudonym:
+    entity_type, number = parse_label(label)
+    row = Pseudonym.objects.filter(
+        workspace_id=workspace_id, entity_type=entity_type, number=number
+    ).first()
+    if row is None:
+        raise MemdeskError(
+            "not_found",
+            f"No pseudonym <{entity_type}_{number}> in this workspace.",
+            status_code=404,
+        )
+    return row
+
+
+def pseudonym_reveal(
+    *, workspace_id: Any, label: str, actor: Actor, reason: str
+) -> PseudonymReveal:
+    """What a pseudonym stands for, for a person or key with reveal rights (the caller
+    checks them). Needs a reason; every reveal is audited (``redaction.pseudonym.reveal``,
+    the label as target, never the value) in the same transaction, before the value is
+    returned. A forgotten pseudonym reveals nothing: ``value`` is None."""
+    reason = require_reason(
+        reason, message="A reason is required to reveal what a pseudonym stands for."
+    )
+    with transaction.atomic():
+        row = pseudonym_get(workspace_id=workspace_id, label=label)
+        value = None
+        if row.is_held:
+            value = decrypt(row.value_encrypted)
+            if value is None:
+                raise MemdeskError(
+                    "pseudonym_unreadable",
+                    f"{row.label} cannot be decrypted with the configured key: "
+                    "MEMDESK_PSEUDONYM_KEY (or SECRET_KEY, which it defaults to) changed "
+                    "since it was stored.",
+                    status_code=409,
+                )
+        audit_record(
+            workspace_id=workspace_id,
+            actor=actor,
+            action="redaction.pseudonym.reveal",
+            target_type="pseudonym",
+            target_id=row.label,
+            after={"entityType": row.entity_type, "held": row.is_held},
+            reason=reason,
+        )
+    return PseudonymReveal(pseudonym=row, value=value)
+
+
+class Reidentifier:
+    """Puts back the values of a workspace's held pseudonyms in texts served to API keys
+    when the policy allows it (``agents_see_reidentified``). Forgotten and unknown labels
+    stay as written. ``cache_key`` changes whenever a pseudonym is forgotten, so cached
+    re-identified renders never outlive a deletion."""
+
+    def __init__(self, workspace_id: Any, *, forgotten: int) -> None:
+        self.workspace_id = workspace_id
+        self.cache_key = f"reid{forgotten}"
+        self._values: dict[str, str | None] = {}
+
+    @classmethod
+    def for_workspace(cls, workspace_id: Any) -> Reidentifier:
+        forgotten = Pseudonym.objects.filter(
+            workspace_id=workspace_id, forgotten_at__isnull=False
+        ).count()
+        return cls(workspace_id, forgotten=forgotten)
+
+    def prepare(self, texts: Iterable[str]) -> None:
+        """Read and decrypt, in one query, the pseudonyms these texts name."""
+        wanted: dict[str, set[int]] = defaultdict(set)
+        for text in texts:
+            if "<" not in text:
+                continue
+            for match in LABEL.finditer(text):
+                if match.group(0) not in self._values:
+                    wanted[match.group(1)].add(int(match.group(2)))
+                    self._values[match.group(0)] = None
+        if not wanted:
+            return
+        condition = Q()
+        for entity_type, numbers in wanted.items():
+            condition |= Q(entity_type=entity_type, number__in=sorted(numbers))
+        rows = Pseudonym.objects.filter(
+            condition, workspace_id=self.workspace_id, forgotten_at__isnull=True
+        ).values_list("entity_type", "number", "value_encrypted")
+        unreadable = 0
+        for entity_type, number, token in rows:
+            value = decrypt(token)
+            unreadable += value is None
+            self._values[f"<{entity_type}_{number}>"] = value
+        if unreadable:
+            logger.warning(
+                "%s pseudonym(s) of workspace %s cannot be decrypted with the configured key",
+                unreadable,
+                self.workspace_id,
+            )
+
+    def text(self, text: str) -> str:
+        if "<" not in text:
+            return text
+        self.prepare([text])
+        return LABEL.sub(lambda m: self._values.get(m.group(0)) or m.group(0), text)
