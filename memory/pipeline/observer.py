@@ -12,12 +12,11 @@ from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
 from governance.audit import audit_record
-from governance.gates import (
+from governance.redaction.gates import (
+    ObserverReading,
     RedactionGateError,
-    redaction_for_observer,
-    redaction_for_observer_tool_output,
-    redaction_for_run_summary,
-    redacts_before_observation,
+    observer_reading,
+    observer_run_summary,
 )
 from memory.engines.base import MEMORY_BLOCK_HEADER, PRIORITIES, EngineError, SourceMessage
 from memory.grounding import grounding_score
@@ -114,33 +113,22 @@ def _with_tool_calls(
     ]
 
 
-@dataclass(frozen=True)
-class _GatedWindow:
-    """What the engine may read of a window: each message's content and each tool call's
-    output as the redaction gates give them, and whether speakers' names go along."""
-
-    contents: list[str]
-    tool_outputs: list[str]
-    named: bool
-
-
 def _through_gates(
     conversation: Conversation, observable: list[Message], calls: list[ToolCall]
-) -> _GatedWindow:
-    """Every gate the window passes before the engine sees it, asked in this one place."""
-    # Redacted when the policy says so (redaction_for_observer); as stored otherwise.
+) -> ObserverReading:
+    """The window as the engine may read it: one gate call, one read of the policy.
+    Messages and the tool calls recorded over the reasoning API (tool output to the
+    Observer) are redacted when the policy says so, as stored otherwise; speakers are
+    named only when contents are not redacted (a name is personal data the redaction of
+    contents does not see)."""
     try:
-        contents = redaction_for_observer(conversation=conversation, messages=observable)
+        return observer_reading(
+            conversation=conversation,
+            messages=observable,
+            tool_outputs=[c.observed_output for c in calls],
+        )
     except RedactionGateError as error:
         raise _engine_error(error) from None
-    # Tool calls recorded over the reasoning API are tool output to the Observer,
-    # through the same gate as the messages.
-    outputs = redaction_for_observer_tool_output(
-        conversation=conversation, texts=[c.observed_output for c in calls]
-    )
-    # A participant's name is personal data the redaction of contents does not see.
-    named = not redacts_before_observation(conversation=conversation)
-    return _GatedWindow(contents, outputs, named)
 
 
 def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
@@ -164,10 +152,11 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     said: dict[uuid.UUID, str] = {}  # what the engine read, which grounds its notes
     calls: list[ToolCall] = []
     tool_tokens = 0
+    reading: ObserverReading | None = None
     if observable:
         calls = _window_tool_calls(conversation, window)
-        gated = _through_gates(conversation, observable, calls)
-        contents, outputs = gated.contents, gated.tool_outputs
+        reading = _through_gates(conversation, observable, calls)
+        contents, outputs = list(reading.contents), list(reading.tool_outputs)
         said = {
             m.pk: f"{content} {m.tool_name}"
             for m, content in zip(observable, contents, strict=True)
@@ -189,7 +178,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                         content=content,
                         created_at=m.created_at,
                         tool_name=m.tool_name,
-                        speaker=speaker_name(m) if gated.named else "",
+                        speaker=speaker_name(m) if reading.speakers_named else "",
                     )
                     for m, content in zip(observable, contents, strict=True)
                 ],
@@ -202,8 +191,9 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
         )
     # What the engine said beside its notes is kept on the run: it goes through the
     # redaction gate like the notes do.
-    current_task, suggested_response = redaction_for_run_summary(
+    current_task, suggested_response = observer_run_summary(
         conversation=conversation,
+        reading=reading,
         texts=[
             (output.current_task or "") if output else "",
             (output.suggested_response or "") if output else "",

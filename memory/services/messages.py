@@ -13,7 +13,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
 from core.errors import MemdeskError
-from governance.gates import message_scan_request, redaction_at_ingest, redaction_at_ingest_record
+from governance.redaction.gates import message_ingest
 from memory.models import Conversation, Message
 from memory.pipeline import observer_schedule_if_due
 from memory.tokens import token_counts
@@ -139,18 +139,18 @@ def messages_append(
         _validate_message(item, f"messages[{index}]." if many else "")
 
     contents = [item.content for item in items]
-    # Analysed before anything is stored when the policy redacts at ingest (None
+    # Analysed before anything is stored when the policy redacts at ingest (nothing
     # otherwise, without loading the redaction engine: the write path stays fast).
-    ingest = redaction_at_ingest(
+    ingest = message_ingest(
         workspace_id=conversation.workspace_id, contents=contents, redact=redact_at_ingest
     )
-    counts = token_counts(contents) if ingest is None else []
+    counts = [] if ingest.redacts else token_counts(contents)
     now = timezone.now()
     with transaction.atomic():
-        if ingest is not None:
+        if ingest.redacts:
             # Redacted in the transaction that stores them: new pseudonyms are numbered
             # here and given back if the write fails.
-            contents = ingest.redact()
+            contents = ingest.stored_contents()
             counts = token_counts(contents)
         last_seq = _seq_numbers_take(conversation, len(items), now=now)
         first_seq = last_seq - len(items) + 1
@@ -172,11 +172,9 @@ def messages_append(
             )
         ]
         _messages_insert(messages)
-        if ingest is not None:
-            redaction_at_ingest_record(conversation=conversation, messages=messages, ingest=ingest)
-        else:
-            # Scanned by a worker once this commits, never on the request path.
-            message_scan_request(conversation=conversation, messages=messages)
+        # Findings recorded (redacted at ingest), or else scanned by a worker once this
+        # commits, never on the request path.
+        ingest.record(conversation=conversation, messages=messages)
         conversation.last_seq = last_seq
         conversation.updated_at = now
         # At most inserts a PENDING run; its task is sent after this commits, so the
