@@ -9,6 +9,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
     dependencies = [
         ("dashboard", "0001_initial"),
+        ("tenancy", "0001_initial"),
     ]
 
     operations = [
