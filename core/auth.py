@@ -8,13 +8,21 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tenancy.auth import API_KEY_CACHE_SECONDS as API_KEY_CACHE_SECONDS
+    from tenancy.auth import API_KEY_LOCAL_SECONDS as API_KEY_LOCAL_SECONDS
+    from tenancy.auth import LAST_USED_PRECISION as LAST_USED_PRECISION
     from tenancy.auth import ApiKeyAuthentication as ApiKeyAuthentication
+    from tenancy.auth import ApiKeyAuthenticationScheme as ApiKeyAuthenticationScheme
     from tenancy.auth import RequiresScope as RequiresScope
     from tenancy.auth import api_key_authenticate as api_key_authenticate
     from tenancy.auth import forget_api_key as forget_api_key
 
 _MOVED = {
+    "API_KEY_CACHE_SECONDS",
+    "API_KEY_LOCAL_SECONDS",
+    "LAST_USED_PRECISION",
     "ApiKeyAuthentication",
+    "ApiKeyAuthenticationScheme",
     "RequiresScope",
     "api_key_authenticate",
     "forget_api_key",
