@@ -37,7 +37,7 @@ dev: install
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
-	$(BIN)/mypy core memory governance dashboard config
+	$(BIN)/mypy core tenancy memory governance dashboard config
 	$(BIN)/python manage.py check --fail-level WARNING
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -1,6 +1,6 @@
-"""What every API view builds on: strict input fields, input validation, the error
-responses in the schema, and the base views that know the calling key, its workspace
-and the acting identity."""
+"""What every API view builds on: strict input fields, input validation and the error
+responses in the schema. The base views that know the calling key, its workspace and the
+acting identity are tenancy's (``tenancy.api_base``)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,16 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
-from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
-from rest_framework.views import APIView
 
-from core.actors import Actor, ActorType
-from core.auth import RequiresScope
 from core.errors import MemdeskError
 from core.paging import PAGE_LIMIT_DEFAULT, parse_limit
-from core.request_ids import request_id_of
-from memory.models import ApiKey, Workspace
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -256,49 +251,20 @@ def errors_needing(scope: str) -> dict[int, OpenApiResponse]:
     return {**ERRORS, 403: OpenApiResponse(ErrorOut, description=description)}
 
 
-CURATOR_ERRORS = errors_needing(ApiKey.Scope.CURATOR)
-COMPLIANCE_ERRORS = errors_needing(ApiKey.Scope.COMPLIANCE)
-ADMIN_ERRORS = errors_needing(ApiKey.Scope.ADMIN)
+if TYPE_CHECKING:
+    from tenancy.api_base import ADMIN_ERRORS as ADMIN_ERRORS
+    from tenancy.api_base import COMPLIANCE_ERRORS as COMPLIANCE_ERRORS
+    from tenancy.api_base import CURATOR_ERRORS as CURATOR_ERRORS
+    from tenancy.api_base import ApiView as ApiView
+    from tenancy.api_base import ComplianceApiView as ComplianceApiView
+
+# Moved to tenancy.api_base (they need API keys and workspaces), re-exported while
+# importers move. Each is loaded when first asked for, so importing core loads no app
+# (and tenancy.api_base, which builds on this module, imports it without a cycle).
+_MOVED = {"ADMIN_ERRORS", "COMPLIANCE_ERRORS", "CURATOR_ERRORS", "ApiView", "ComplianceApiView"}
 
 
-class ApiView(APIView):
-    # Base of every /v1 view: the authenticated key, its workspace, the acting identity.
-    # (A comment, not a docstring: drf-spectacular would show a docstring on every route.)
-
-    # Service field names that the wire spells otherwise than in camelCase.
-    wire_fields: ClassVar[dict[str, str]] = {}
-
-    # The least key scope each HTTP method needs; a method not named needs
-    # ``required_scope``.
-    required_scope: ClassVar[str] = ApiKey.Scope.AGENT
-    required_scopes: ClassVar[dict[str, str]] = {}
-
-    def get_permissions(self) -> list[BasePermission]:
-        method = (self.request.method or "GET").upper()
-        scope = self.required_scopes.get(method, self.required_scope)
-        return [IsAuthenticated(), RequiresScope(scope)]
-
-    @property
-    def api_key(self) -> ApiKey:
-        # ApiKeyAuthentication is the only authenticator and IsAuthenticated guards every view.
-        return cast(ApiKey, self.request.auth)
-
-    @property
-    def workspace(self) -> Workspace:
-        return self.api_key.workspace
-
-    def actor(self) -> Actor:
-        request = self.request
-        return Actor(
-            type=ActorType.API_KEY,
-            id=str(self.api_key.pk),
-            role=self.api_key.scope,
-            name=self.api_key.name or self.api_key.prefix,
-            request_id=request_id_of(request),
-            ip_address=request.META.get("REMOTE_ADDR"),
-        )
-
-
-class ComplianceApiView(ApiView):
-    # Governance routes: audit, retention, erasure, holds, redaction review, originals.
-    required_scope = ApiKey.Scope.COMPLIANCE
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        return getattr(import_module("tenancy.api_base"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

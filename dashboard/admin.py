@@ -1,5 +1,5 @@
-"""Role grants and accounts in ``/admin/``: every change takes a reason and is audited
-in each workspace it touches (governance/admin.py)."""
+"""Accounts in ``/admin/``: every change takes a reason and is audited in each workspace
+it touches (governance/admin.py). Role grants are tenancy's (tenancy/admin.py)."""
 
 from __future__ import annotations
 
@@ -9,46 +9,11 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import Group
-from django.forms import BaseForm
-from django.http import HttpRequest
 
-from dashboard.models import Membership
-from dashboard.services import membership_grant, membership_revoke, membership_role_change
-from governance.admin import AuditedAdmin, admin_actor
-from memory.models import Workspace
+from governance.admin import AuditedAdmin
+from tenancy.models import Membership, Workspace
 
 User = get_user_model()
-
-
-@admin.register(Membership)
-class MembershipAdmin(AuditedAdmin):
-    list_display = ["user", "workspace", "role", "created_at"]
-    list_filter = ["workspace", "role"]
-    list_select_related = ["user", "workspace"]
-    search_fields = ["user__username", "workspace__name"]
-    audit_target_type = "membership"
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Membership | None = None) -> Any:
-        # A grant is for one user in one workspace; another pair is another grant.
-        return ["user", "workspace", "created_at"] if obj else ["created_at"]
-
-    def audited_save(
-        self, request: HttpRequest, obj: Membership, form: BaseForm, change: bool, reason: str
-    ) -> None:
-        # The same services, and so the same events, as every other door.
-        actor = admin_actor(request)
-        if change:
-            saved = membership_role_change(
-                membership=obj, role=obj.role, actor=actor, reason=reason
-            )
-        else:
-            saved = membership_grant(
-                user=obj.user, workspace=obj.workspace, role=obj.role, actor=actor, reason=reason
-            )
-        obj.pk = saved.pk
-
-    def audited_delete(self, request: HttpRequest, obj: Membership, reason: str) -> None:
-        membership_revoke(membership=obj, actor=admin_actor(request), reason=reason)
 
 
 # Memdesk's roles are memberships; groups would only grant admin-site permissions,

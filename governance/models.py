@@ -38,7 +38,7 @@ class AuditEvent(models.Model):
         HMAC_SHA256 = 2, "HMAC-SHA256 keyed with the audit key"
 
     workspace = models.ForeignKey(
-        "memory.Workspace", on_delete=models.PROTECT, related_name="audit_events"
+        "tenancy.Workspace", on_delete=models.PROTECT, related_name="audit_events"
     )
     sequence = models.PositiveBigIntegerField()  # 1, 2, 3... per workspace
     actor_type = models.CharField(max_length=10, choices=ActorType.choices)
@@ -111,7 +111,7 @@ class AuditChainHead(models.Model):
     concurrent events can never claim the same predecessor."""
 
     workspace = models.OneToOneField(
-        "memory.Workspace", on_delete=models.PROTECT, primary_key=True, related_name="+"
+        "tenancy.Workspace", on_delete=models.PROTECT, primary_key=True, related_name="+"
     )
     sequence = models.PositiveBigIntegerField(default=0)
     hash = models.CharField(max_length=64)
@@ -133,7 +133,7 @@ class RedactionPolicy(models.Model):
         KEEP = "keep", "keep"
 
     workspace = models.OneToOneField(
-        "memory.Workspace", on_delete=models.CASCADE, related_name="redaction_policy"
+        "tenancy.Workspace", on_delete=models.CASCADE, related_name="redaction_policy"
     )
     # Presidio entity types to detect; empty means the engine's default set.
     entities = models.JSONField(default=list, blank=True)
@@ -185,7 +185,7 @@ class RedactionFinding(models.Model):
         OBSERVATION = "observation", "observation"
         REFLECTION = "reflection", "reflection"
 
-    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE)
+    workspace = models.ForeignKey("tenancy.Workspace", on_delete=models.CASCADE)
     conversation = models.ForeignKey(
         "memory.Conversation", on_delete=models.CASCADE, related_name="redaction_findings"
     )
@@ -229,7 +229,7 @@ class RestrictedOriginal(models.Model):
     """Text as it was before redaction, kept only when the policy says so; readable only
     by the compliance role, and every read is audited."""
 
-    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE)
+    workspace = models.ForeignKey("tenancy.Workspace", on_delete=models.CASCADE)
     conversation = models.ForeignKey(
         "memory.Conversation", on_delete=models.CASCADE, related_name="restricted_originals"
     )
@@ -256,7 +256,7 @@ class Pseudonym(models.Model):
     """
 
     workspace = models.ForeignKey(
-        "memory.Workspace", on_delete=models.CASCADE, related_name="pseudonyms"
+        "tenancy.Workspace", on_delete=models.CASCADE, related_name="pseudonyms"
     )
     entity_type = models.CharField(max_length=50)
     number = models.PositiveIntegerField()
@@ -329,7 +329,7 @@ class ScanRequest(models.Model):
     once its messages are scanned. The periodic sweep sends again the rows whose task
     was lost. One row per write, not per message: the write path pays one insert."""
 
-    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey("tenancy.Workspace", on_delete=models.CASCADE, related_name="+")
     conversation = models.ForeignKey(
         "memory.Conversation", on_delete=models.CASCADE, related_name="scan_requests"
     )
@@ -355,7 +355,7 @@ class MessageScan(models.Model):
     messages with raw SQL and deletes their scans itself, as it does their findings."""
 
     message_id = models.UUIDField(primary_key=True)
-    workspace = models.ForeignKey("memory.Workspace", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey("tenancy.Workspace", on_delete=models.CASCADE, related_name="+")
     conversation = models.ForeignKey(
         "memory.Conversation", on_delete=models.CASCADE, related_name="message_scans"
     )
@@ -381,7 +381,7 @@ class RescanRun(models.Model):
     OPEN_STATUSES = (Status.PENDING, Status.RUNNING)
 
     workspace = models.ForeignKey(
-        "memory.Workspace", on_delete=models.CASCADE, related_name="rescan_runs"
+        "tenancy.Workspace", on_delete=models.CASCADE, related_name="rescan_runs"
     )
     tiers = models.JSONField(default=list)  # ["messages", "observations", "reflections"]
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
@@ -416,7 +416,7 @@ class RescanRun(models.Model):
 
 class RetentionPolicy(models.Model):
     workspace = models.ForeignKey(
-        "memory.Workspace", on_delete=models.CASCADE, related_name="retention_policies"
+        "tenancy.Workspace", on_delete=models.CASCADE, related_name="retention_policies"
     )
     name = models.CharField(max_length=100)
     # Only conversations whose tags include this one; blank means every conversation.
@@ -448,7 +448,7 @@ class RetentionSweep(models.Model):
         FAILED = "failed", "failed"
 
     workspace = models.ForeignKey(
-        "memory.Workspace", on_delete=models.CASCADE, related_name="retention_sweeps"
+        "tenancy.Workspace", on_delete=models.CASCADE, related_name="retention_sweeps"
     )
     policy = models.ForeignKey(
         RetentionPolicy, null=True, blank=True, on_delete=models.SET_NULL, related_name="sweeps"
@@ -476,7 +476,7 @@ class LegalHold(models.Model):
     conversation of an end user, until released."""
 
     workspace = models.ForeignKey(
-        "memory.Workspace", on_delete=models.CASCADE, related_name="legal_holds"
+        "tenancy.Workspace", on_delete=models.CASCADE, related_name="legal_holds"
     )
     # Exactly one of the two is set.
     conversation = models.ForeignKey(
@@ -527,7 +527,7 @@ class ErasureRequest(models.Model):
         FAILED = "failed", "failed"
 
     workspace = models.ForeignKey(
-        "memory.Workspace", on_delete=models.CASCADE, related_name="erasure_requests"
+        "tenancy.Workspace", on_delete=models.CASCADE, related_name="erasure_requests"
     )
     end_user_id = models.CharField(max_length=255)
     reason = models.TextField()

@@ -1,8 +1,8 @@
-"""The three tiers of memory (messages, observations, reflections) and their tenancy."""
+"""The three tiers of memory (messages, observations, reflections). The workspaces they
+belong to are tenancy's (``tenancy.models``)."""
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 
 from django.conf import settings
@@ -10,106 +10,11 @@ from django.db import models
 from django.utils import timezone
 
 from core.fields import ClientJSONField
-from memory.engines.base import FIDELITIES
 
-# A new workspace's context budget, in tokens: room for the memory the pipeline keeps in
-# steady state (reflections, observations, the newest raw messages) in the windows of
-# current models, with the agent's own prompt and answer beside it.
-DEFAULT_CONTEXT_MAX_TOKENS = 32_000
-
-
-class Workspace(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    name = models.SlugField(max_length=100, unique=True)
-    observer_threshold = models.PositiveIntegerField(null=True, blank=True)
-    reflector_threshold = models.PositiveIntegerField(null=True, blank=True)
-    # How much detail the Observer keeps (memory.engines.base.FIDELITIES); blank means
-    # MEMDESK_OBSERVER_FIDELITY.
-    fidelity = models.CharField(
-        max_length=20, blank=True, default="", choices=[(f, f) for f in FIDELITIES]
-    )
-    # Engine choice and LLM endpoint per workspace; blank means "use the settings".
-    engine = models.CharField(max_length=20, blank=True, default="")
-    llm_base_url = models.URLField(blank=True, default="")
-    llm_model = models.CharField(max_length=200, blank=True, default="")
-    llm_api_key = models.CharField(max_length=500, blank=True, default="")
-    # The token budget of a served context when a request names none; null: no budget.
-    # New workspaces start with DEFAULT_CONTEXT_MAX_TOKENS: without one a context grew to
-    # megabytes when the pipeline fell behind, in every prompt and every read.
-    context_max_tokens = models.PositiveIntegerField(
-        null=True, blank=True, default=DEFAULT_CONTEXT_MAX_TOKENS
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-
-    def __str__(self) -> str:
-        return self.name
-
-    @property
-    def effective_engine(self) -> str:
-        return self.engine or settings.MEMDESK_ENGINE
-
-    @property
-    def effective_observer_threshold(self) -> int:
-        return self.observer_threshold or settings.MEMDESK_OBSERVER_THRESHOLD
-
-    @property
-    def effective_fidelity(self) -> str:
-        return self.fidelity or settings.MEMDESK_OBSERVER_FIDELITY
-
-    @property
-    def effective_reflector_threshold(self) -> int:
-        return self.reflector_threshold or settings.MEMDESK_REFLECTOR_THRESHOLD
-
-
-class ApiKey(models.Model):
-    """An agent's credential. Only a SHA-256 of the raw key is stored.
-
-    The raw key is 256 bits of randomness, so a fast hash is enough: there is nothing
-    to brute-force that a slow password hash would protect.
-    """
-
-    class Scope(models.TextChoices):
-        # In order of rights: each scope may do everything the ones before it may.
-        AGENT = "agent", "agent"
-        CURATOR = "curator", "curator"
-        COMPLIANCE = "compliance", "compliance"
-        ADMIN = "admin", "admin"
-
-    PREFIX_LENGTH = 11  # "md_" + 8 characters, shown in lists to tell keys apart
-
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=100, blank=True)
-    prefix = models.CharField(max_length=PREFIX_LENGTH)
-    key_hash = models.CharField(max_length=64, unique=True)
-    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.AGENT)
-    created_at = models.DateTimeField(default=timezone.now)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.workspace.name})"
-
-    @staticmethod
-    def hash_raw_key(raw_key: str) -> str:
-        return hashlib.sha256(raw_key.encode()).hexdigest()
-
-    @staticmethod
-    def cache_key_of(key_hash: str) -> str:
-        """Where authentication keeps the key for a few seconds (``core.auth``)."""
-        return f"memdesk:apikey:{key_hash}"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
-
-    def grants(self, scope: str) -> bool:
-        """Whether this key may do what ``scope`` may: scopes are ordered, each one
-        including the rights of those before it."""
-        order = list(ApiKey.Scope.values)
-        return order.index(self.scope) >= order.index(scope)
-
-    # DRF's IsAuthenticated asks the request's principal; for the agent API it is the key.
-    is_authenticated = True
+# Re-exported ("as") from their old home while importers move to tenancy.models.
+from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS as DEFAULT_CONTEXT_MAX_TOKENS
+from tenancy.models import ApiKey as ApiKey
+from tenancy.models import Workspace as Workspace
 
 
 class Conversation(models.Model):

@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "core",
+    "tenancy",
     "memory",
     "governance",
     "dashboard",

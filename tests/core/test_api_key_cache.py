@@ -13,10 +13,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from core import auth
 from core.actors import SYSTEM_ACTOR
-from memory.models import DEFAULT_CONTEXT_MAX_TOKENS, ApiKey
 from memory.services import api_key_revoke
+from tenancy import auth
+from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS, ApiKey
 from tests.core.test_cache_outage import DEAD_REDIS
 
 SETTINGS = "/v1/workspace/settings"

@@ -289,7 +289,7 @@ def test_the_default_budget_fits_a_context_read_that_names_none(admin, api, work
 
 
 def test_the_admin_shows_the_fidelity_but_cannot_change_it(admin_client, workspace):
-    url = f"/admin/memory/workspace/{workspace.pk}/change/"
+    url = f"/admin/tenancy/workspace/{workspace.pk}/change/"
     page = admin_client.get(url).content.decode()
 
     assert 'name="fidelity"' not in page
