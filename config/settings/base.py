@@ -14,6 +14,12 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("MEMDESK_VAR_DIR", BASE_DIR / "var"))
 
 
+# Read by hand rather than with django-environ, whose env.bool() takes any word it does
+# not know as False (SESSION_COOKIE_SECURE=ture would turn secure cookies off without a
+# word), whose env.int() raises a bare ValueError on "a year" or an empty value, and
+# which has no bounds: wrapping it to say what to set would take as many lines as these.
+
+
 def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":
