@@ -3,6 +3,13 @@
 Core checks what every app shares (core/readiness.py: the database, the broker, a
 worker's heartbeat); a check that belongs to an app is registered by that app with
 ``readiness_check_register``, so that core imports no app.
+
+Written here rather than on django-health-check, whose view answers 500 (not 503) with
+``{"<check's repr>": "OK" or the error's text}``, or HTML unless the client asks for
+JSON: a check can say only "ok" or raise, so the details an operator reads here
+(``lastSeenSecondsAgo``, the database vendor, the PII model's state) and the
+``status``/``checks`` body the probes read would need its view and every check
+overridden. Its view is async too, running the database checks on executor threads.
 """
 
 from __future__ import annotations
