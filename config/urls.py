@@ -15,8 +15,8 @@ def _pii_model_check() -> dict[str, object]:
     return {"status": "ok" if model != "missing" else "unavailable", "model": model}
 
 
-# The apps' readiness checks, beside core's own. Registered here while governance has no
-# AppConfig.ready of its own to do it; the URLconf is loaded before any request is served.
+# The readiness checks that belong to an app, registered with core (which imports no app)
+# by the project's wiring: the URLconf is loaded before any request is served.
 health.readiness_check_register("piiModel", _pii_model_check)
 
 handler400 = "core.errors.json_bad_request"
