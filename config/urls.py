@@ -3,10 +3,21 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from core import health
 from dashboard import views as dashboard_views
+from governance.gates import redaction_engine_status
 from memory import unsupported
-from memory import views as memory_views
 from memory.mcp_server import McpApi
+
+
+def _pii_model_check() -> dict[str, object]:
+    model = redaction_engine_status()
+    return {"status": "ok" if model != "missing" else "unavailable", "model": model}
+
+
+# The readiness checks that belong to an app, registered with core (which imports no app)
+# by the project's wiring: the URLconf is loaded before any request is served.
+health.readiness_check_register("piiModel", _pii_model_check)
 
 handler400 = "core.errors.json_bad_request"
 handler404 = "core.errors.json_not_found"
@@ -14,10 +25,10 @@ handler500 = "core.errors.json_server_error"
 handler403 = "dashboard.views.permission_denied"
 
 urlpatterns = [
-    # Signed in: the conversation list; otherwise memory_views.home, the landing page.
+    # Signed in: the conversation list; otherwise memory.views.home, the landing page.
     path("", dashboard_views.home, name="home"),
-    path("healthz", memory_views.healthz, name="healthz"),
-    path("readyz", memory_views.readyz, name="readyz"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memory.urls")),

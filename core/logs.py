@@ -10,11 +10,13 @@ the database's message out.
 
 from __future__ import annotations
 
-import json
 import logging
 import traceback
 from datetime import UTC, datetime
 from types import TracebackType
+from typing import Any
+
+from pythonjsonlogger import json as jsonlogger
 
 ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 
@@ -70,18 +72,40 @@ class ContentFreeFormatter(logging.Formatter):
         return content_free_traceback(ei[1])
 
 
-class JsonFormatter(logging.Formatter):
+class JsonFormatter(jsonlogger.JsonFormatter):
     """One JSON object per line: time, level, logger, request_id, message, and the
-    traceback (database messages left out) when there is one."""
+    traceback (database messages left out) when there is one.
 
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "request_id": getattr(record, "request_id", "-"),
-            "message": record.getMessage(),
-        }
-        if record.exc_info and record.exc_info[1] is not None:
-            entry["exception"] = content_free_traceback(record.exc_info[1])
-        return json.dumps(entry, ensure_ascii=False, default=str)
+    Only those fields: Django attaches the request to its records (whose repr quotes the
+    query string) and Celery its task's context, which python-json-logger would
+    otherwise write as extra fields."""
+
+    FIELDS = frozenset({"time", "level", "logger", "request_id", "message", "exception"})
+
+    def __init__(self) -> None:
+        super().__init__(
+            "{asctime}{levelname}{name}{request_id}{message}",
+            style="{",
+            rename_fields={
+                "asctime": "time",
+                "levelname": "level",
+                "name": "logger",
+                "exc_info": "exception",
+            },
+            json_ensure_ascii=False,
+        )
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+
+    def formatException(self, ei: ExcInfo) -> str:  # type: ignore[override]  # noqa: N802
+        return content_free_traceback(ei[1])
+
+    def add_fields(
+        self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
+    ) -> None:
+        super().add_fields(log_data, record, message_dict)
+        for key in [key for key in log_data if key not in self.FIELDS]:
+            del log_data[key]
+        if log_data.get("request_id") is None:  # a record the request-id filter did not see
+            log_data["request_id"] = "-"

@@ -1,7 +1,14 @@
 """One id per request: the client's ``X-Request-Id`` when it sent a usable one, a new one
 otherwise. It is returned in the response's ``X-Request-Id``, named in 500 bodies and
 pages, recorded with every audit event the request writes, and stamped on every log
-line written while the request runs, so one id finds a failure in the logs."""
+line written while the request runs, so one id finds a failure in the logs.
+
+Written here rather than taken from django-guid or django-log-request-id: a client's
+own plain id ("agent-run-42") is kept and anything else replaced, and neither does that
+(django-guid keeps only UUIDs, or with validation off echoes any header as it is;
+django-log-request-id never validates). django-guid also leaves its id set after the
+response, so a worker thread's next log lines outside a request would carry it, and logs
+a line at INFO for every request."""
 
 from __future__ import annotations
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from django.db import OperationalError
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -26,20 +32,28 @@ def lost_a_conflict(error: OperationalError) -> bool:
     return "database is locked" in str(error)
 
 
+def _is_lost_conflict(error: BaseException) -> bool:
+    return isinstance(error, OperationalError) and lost_a_conflict(error)
+
+
 def retried_on_conflict(work: Callable[[], T], *, attempts: int = 3, name: str = "") -> T:
-    """``work()``, one whole transaction, run again with a short backoff when it lost a
-    lock conflict (up to ``attempts`` runs in all); any other error is raised at once."""
-    for attempt in range(1, attempts):
-        try:
-            return work()
-        except OperationalError as error:
-            if not lost_a_conflict(error):
-                raise
-            logger.warning(
-                "%s lost a lock conflict; trying again (run %s of %s)",
-                name or "a transaction",
-                attempt + 1,
-                attempts,
-            )
-            time.sleep(0.05 * 2 ** (attempt - 1))
-    return work()
+    """``work()``, one whole transaction, run again with a short backoff (50 ms, then
+    doubling) when it lost a lock conflict (up to ``attempts`` runs in all); any other
+    error is raised at once, and the last conflict as it was."""
+
+    def say_retrying(state: RetryCallState) -> None:
+        logger.warning(
+            "%s lost a lock conflict; trying again (run %s of %s)",
+            name or "a transaction",
+            state.attempt_number + 1,
+            attempts,
+        )
+
+    retrying = Retrying(
+        retry=retry_if_exception(_is_lost_conflict),
+        stop=stop_after_attempt(attempts),
+        wait=wait_exponential(multiplier=0.05),
+        before_sleep=say_retrying,
+        reraise=True,
+    )
+    return retrying(work)

@@ -14,6 +14,12 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("MEMDESK_VAR_DIR", BASE_DIR / "var"))
 
 
+# Read by hand rather than with django-environ, whose env.bool() takes any word it does
+# not know as False (SESSION_COOKIE_SECURE=ture would turn secure cookies off without a
+# word), whose env.int() raises a bare ValueError on "a year" or an empty value, and
+# which has no bounds: wrapping it to say what to set would take as many lines as these.
+
+
 def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -186,22 +192,32 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache (rendered contexts) ---------------------------------------------------------
 CACHE_URL = os.environ.get("CACHE_URL", "")
-if CACHE_URL.startswith(("redis://", "rediss://")):
-    CACHES = {
-        "default": {
-            "BACKEND": "core.redis_cache.ReusingRedisCache",
-            "LOCATION": CACHE_URL,
-            # A cache that does not answer at once is treated as down (core/cache.py):
-            # requests go on without it instead of waiting on it.
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+
+
+def cache_settings(url: str) -> dict[str, dict[str, object]]:
+    """CACHES for CACHE_URL: django-redis for a redis:// URL, the in-process cache when
+    empty. A Redis that does not answer at once is treated as down: requests go on
+    without it instead of waiting on it (DJANGO_REDIS_IGNORE_EXCEPTIONS, core/cache.py)."""
+    if url.startswith(("redis://", "rediss://")):
+        return {
+            "default": {
+                "BACKEND": "django_redis.cache.RedisCache",
+                "LOCATION": url,
+                "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.5, "SOCKET_TIMEOUT": 0.5},
+            }
         }
-    }
-elif CACHE_URL in ("", "locmem://"):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-else:
+    if url in ("", "locmem://"):
+        return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     raise ImproperlyConfigured(
-        f"CACHE_URL must be empty (in-process cache) or a redis:// URL; got {CACHE_URL!r}."
+        f"CACHE_URL must be empty (in-process cache) or a redis:// URL; got {url!r}."
     )
+
+
+CACHES = cache_settings(CACHE_URL)
+DJANGO_REDIS_IGNORE_EXCEPTIONS = True
+# Each ignored error is logged to core.cache, whose filter keeps one warning a minute.
+DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+DJANGO_REDIS_LOGGER = "core.cache"
 
 # --- Auth, i18n, static ------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -505,7 +521,10 @@ if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "core.request_ids.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "core.request_ids.RequestIdFilter"},
+        "cache_outage": {"()": "core.cache.CacheOutageFilter"},
+    },
     "formatters": {
         "plain": {
             "()": "core.logs.ContentFreeFormatter",
@@ -525,6 +544,8 @@ LOGGING = {
         # At DEBUG (with DJANGO_DEBUG on) Django logs every query with its parameters:
         # message contents and personal data. Never, whatever LOG_LEVEL says.
         "django.db.backends": {"level": "INFO"},
+        # A Redis outage: one warning a minute, not a traceback per cache call.
+        "core.cache": {"filters": ["cache_outage"]},
         # The MCP SDK logs every request it handles at INFO; the access log has them.
         "mcp": {"level": "WARNING"},
     },

@@ -4,7 +4,13 @@ Works with anything that speaks chat completions (OpenAI, Azure OpenAI, vLLM, Ol
 llama.cpp server, LM Studio) through the official ``openai`` SDK.
 
 Failure policy, explicit here rather than left to the SDK (which is built with
-``max_retries=0``):
+``max_retries=0``). The SDK's own ``max_retries`` retries the same statuses and honours
+``Retry-After``, but inside one call: the shared breaker below would see one failure per
+call instead of one per attempt (five calls of five attempts reach a dead provider 25
+times before it opens, not 5), a half-open trial would become a series of retries, and
+a ``Retry-After`` past ``retry_after_max`` would be slept through (the installed SDK
+waits up to 120 s, its own constant, on a worker holding a run's lease) instead of
+ending the call with the hint for the task queue. So the loop stays here:
 - Timeouts, connection errors, 408/409/429 and 5xx are retried with exponential backoff
   and jitter, at most ``max_retries`` times. A ``Retry-After`` header (seconds) is waited
   for; one longer than ``retry_after_max`` ends the call at once, because retrying

@@ -7,17 +7,13 @@ import logging
 
 import pytest
 
+from config.settings.base import cache_settings
 from core import cache as soft_cache
 from memory.engines.openai_engine import CircuitBreaker
 
-# Nothing listens on port 1: every cache call fails at once with a connection error.
-DEAD_REDIS = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": "redis://127.0.0.1:1/0",
-        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-    }
-}
+# The production cache settings on a Redis URL where nothing listens (port 1): every
+# cache call fails at once with a connection error.
+DEAD_REDIS = cache_settings("redis://127.0.0.1:1/0")
 
 
 @pytest.fixture
@@ -46,7 +42,10 @@ def test_context_reads_answer_while_the_cache_is_down(
     warnings = [r for r in caplog.records if r.name == "core.cache"]
     assert len(warnings) == 1  # one line a minute, not one per request
     assert "cache unavailable" in warnings[0].getMessage()
+    assert "ConnectionError" in warnings[0].getMessage()
+    assert warnings[0].levelno == logging.WARNING and warnings[0].exc_info is None
     assert "order 123" not in caplog.text
+    assert "Traceback" not in caplog.text
 
 
 def test_the_breaker_lets_calls_through_while_the_cache_is_down(settings):
@@ -58,3 +57,25 @@ def test_the_breaker_lets_calls_through_while_the_cache_is_down(settings):
     assert breaker.record_failure(trial=False) is False
     assert breaker.is_open() is False
     breaker.record_success()
+
+
+def test_the_warning_names_the_operation_and_the_error_never_a_key(settings, caplog, monkeypatch):
+    settings.CACHES = DEAD_REDIS
+    monkeypatch.setattr(soft_cache, "_last_warning", 0.0)
+    with caplog.at_level(logging.WARNING, logger="core.cache"):
+        assert soft_cache.cache_get_many(["memdesk:user:dana@example.com"]) == {}
+        soft_cache.cache_set("memdesk:user:dana@example.com", 1, 60)
+        assert soft_cache.cache_get("memdesk:user:dana@example.com", "miss") == "miss"
+
+    assert [r.getMessage() for r in caplog.records] == [
+        "cache unavailable (get_many: ConnectionError); serving without it"
+    ]
+    assert "dana" not in caplog.text
+
+
+def test_add_and_incr_answer_what_the_caller_asks_while_the_cache_is_down(settings):
+    settings.CACHES = DEAD_REDIS
+    assert soft_cache.cache_add("k", 1, 60, when_down=True) is True
+    assert soft_cache.cache_add("k", 1, 60, when_down=False) is False
+    assert soft_cache.cache_incr("k") is None
+    soft_cache.cache_delete(["k"])

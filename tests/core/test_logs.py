@@ -53,6 +53,21 @@ def test_json_logs_are_one_object_per_line_with_the_request_id(api, captured):
     assert SECRET not in stream.getvalue()
 
 
+def test_a_json_line_holds_the_documented_fields_only(client, captured):
+    handler, stream = captured
+    handler.setFormatter(JsonFormatter())
+    # Django logs the 404 with the request attached: its repr would quote the query string.
+    client.get("/v1/no-such-route?q=dana.whitfield", HTTP_X_REQUEST_ID="req-json-3")
+    logging.getLogger("memory.pipeline").info("observer run %s stored %s notes", "8f14e45f", 2)
+
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines()[-2:])
+    assert list(first) == ["time", "level", "logger", "request_id", "message"]
+    assert first["request_id"] == "req-json-3" and "dana" not in stream.getvalue()
+    assert second["message"] == "observer run 8f14e45f stored 2 notes"
+    assert second["request_id"] == "-"
+    assert second["time"].endswith("+00:00") and len(second["time"]) == 29  # milliseconds
+
+
 def test_a_refused_rows_values_never_reach_a_traceback(db, captured):
     handler, stream = captured
     handler.setFormatter(ContentFreeFormatter("%(levelname)s %(name)s %(message)s"))

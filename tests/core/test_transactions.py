@@ -3,10 +3,12 @@ database error is not."""
 
 from __future__ import annotations
 
+import logging
+import time
+
 import pytest
 from django.db import OperationalError
 
-from core import transactions
 from core.transactions import retried_on_conflict
 
 
@@ -34,18 +36,26 @@ def _deadlock() -> OperationalError:
 
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch):
-    monkeypatch.setattr(transactions.time, "sleep", lambda seconds: None)
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    return waits
 
 
-def test_a_transaction_that_lost_a_deadlock_is_run_again_until_it_succeeds():
+def test_a_transaction_that_lost_a_deadlock_is_run_again_until_it_succeeds(no_backoff, caplog):
     work, runs = _work([_deadlock(), OperationalError("database is locked")])
-    assert retried_on_conflict(work) == "stored"
+    with caplog.at_level(logging.WARNING, logger="core.transactions"):
+        assert retried_on_conflict(work, name="conversation delete") == "stored"
     assert len(runs) == 3
+    assert no_backoff == [0.05, 0.1]
+    assert [r.getMessage() for r in caplog.records] == [
+        "conversation delete lost a lock conflict; trying again (run 2 of 3)",
+        "conversation delete lost a lock conflict; trying again (run 3 of 3)",
+    ]
 
 
 def test_it_gives_up_after_the_last_attempt():
     work, runs = _work([_deadlock(), _deadlock(), _deadlock()])
-    with pytest.raises(OperationalError):
+    with pytest.raises(OperationalError, match="deadlock detected"):
         retried_on_conflict(work, attempts=3)
     assert len(runs) == 3
 
