@@ -77,9 +77,9 @@ def child(tree: str) -> None:
     from django.core.management import call_command
 
     from core.actors import SYSTEM_ACTOR
-    from governance.audit import audit_record
-    from governance.selectors import audit_chain_verify
-    from memory.services import workspace_get_or_create
+    from governance.audit.verify import audit_chain_verify
+    from governance.audit.writer import audit_record
+    from memory.services.workspaces import workspace_get_or_create
 
     call_command("migrate", verbosity=0, interactive=False)
     text = (
@@ -96,7 +96,7 @@ def child(tree: str) -> None:
             settings.MEMDESK_AUDIT_CHECKPOINT_SINK = (
                 "__main__.NullSink"
                 if variant == "null"
-                else "governance.checkpoints.FileCheckpointSink"
+                else "governance.audit.checkpoints.FileCheckpointSink"
             )
             settings.MEMDESK_AUDIT_CHECKPOINT_FSYNC = variant == "fsync"
         workspace = workspace_get_or_create(name=f"bench-{variant}")
@@ -116,7 +116,9 @@ def child(tree: str) -> None:
 
     def verify(variant: str) -> dict[str, float]:
         if variant != "before":
-            settings.MEMDESK_AUDIT_CHECKPOINT_SINK = "governance.checkpoints.FileCheckpointSink"
+            settings.MEMDESK_AUDIT_CHECKPOINT_SINK = (
+                "governance.audit.checkpoints.FileCheckpointSink"
+            )
         workspace = workspace_get_or_create(name=f"bench-{variant}")
         started = time.perf_counter()
         report = audit_chain_verify(workspace_id=workspace.pk)
@@ -148,14 +150,18 @@ def child(tree: str) -> None:
         )
         answer: dict[str, float] = {}
         if variant == "before":
-            from governance.audit import audit_event_hash as sha256_hash
+            from governance.audit.writer import audit_event_hash as sha256_hash
 
             started = time.perf_counter()
             for _ in range(events):
                 sha256_hash(event)
             answer["hash_us"] = (time.perf_counter() - started) / events * 1e6
             return answer
-        from governance.audit import audit_checkpoint_write, audit_current_key, audit_event_hash
+        from governance.audit.writer import (
+            audit_checkpoint_write,
+            audit_current_key,
+            audit_event_hash,
+        )
 
         event.chain_version, event.key_id = 2, audit_current_key().id
         started = time.perf_counter()
@@ -166,7 +172,7 @@ def child(tree: str) -> None:
             settings.MEMDESK_AUDIT_CHECKPOINT_SINK = (
                 "__main__.NullSink"
                 if sink == "null"
-                else "governance.checkpoints.FileCheckpointSink"
+                else "governance.audit.checkpoints.FileCheckpointSink"
             )
             settings.MEMDESK_AUDIT_CHECKPOINT_FSYNC = False
             started = time.perf_counter()

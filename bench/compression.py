@@ -99,7 +99,7 @@ from memory.engines.base import (  # noqa: E402
     SourceObservation,
 )
 from memory.engines.extractive import ExtractiveEngine  # noqa: E402
-from memory.pipeline import PREVIOUS_OBSERVATIONS_TAIL  # noqa: E402
+from memory.pipeline.observer import PREVIOUS_OBSERVATIONS_TAIL  # noqa: E402
 from memory.tokens import token_counts  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "conversations"

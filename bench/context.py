@@ -41,7 +41,7 @@ def seed(messages: int, observations: int, reflections: int, recent: int) -> Non
     import django
 
     django.setup()
-    from memory.models import Workspace
+    from tenancy.models import Workspace
 
     conversation = seed_long_conversation(
         Workspace.objects.get(name="bench"),

@@ -70,8 +70,8 @@ def measure(rounds: int) -> list[dict[str, Any]]:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from dashboard.models import Membership
-    from memory.models import Observation, Workspace
+    from memory.models import Observation
+    from tenancy.models import Membership, Workspace
 
     workspace = Workspace.objects.create(name="bench")
     started = time.monotonic()

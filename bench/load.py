@@ -84,7 +84,7 @@ def seed_memory(messages: int) -> None:
     django.setup()
     from seed import seed_long_conversation
 
-    from memory.models import Workspace
+    from tenancy.models import Workspace
 
     workspace = Workspace.objects.get(name="bench")
     for n in range(CONVERSATIONS):

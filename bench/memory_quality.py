@@ -422,9 +422,9 @@ class Pipeline:
     ) -> Any:
         """A workspace with the default redaction policy (optionally redacting messages
         before observation) and ``fidelity`` (blank: MEMDESK_OBSERVER_FIDELITY)."""
-        from governance.redaction_policy import redaction_policy_get_or_create
+        from governance.redaction.policy import redaction_policy_get_or_create
         from memory.engines.base import FIDELITIES
-        from memory.services import workspace_get_or_create
+        from memory.services.workspaces import workspace_get_or_create
 
         if fidelity and fidelity not in FIDELITIES:
             raise ValueError(f"fidelity must be one of {', '.join(FIDELITIES)}; got {fidelity!r}")
@@ -440,7 +440,8 @@ class Pipeline:
 
     def _run_due(self, conversation: Any) -> None:
         from memory.models import ObserverRun, PipelineRun, ReflectorRun
-        from memory.pipeline import observer_run_execute, reflector_run_execute
+        from memory.pipeline.observer import observer_run_execute
+        from memory.pipeline.reflector import reflector_run_execute
 
         for model, execute in (
             (ObserverRun, observer_run_execute),
@@ -460,7 +461,7 @@ class Pipeline:
         from django.db import transaction
 
         from memory.models import PipelineRun
-        from memory.pipeline import observer_schedule_if_due, reflector_schedule_if_due
+        from memory.pipeline.scheduling import observer_schedule_if_due, reflector_schedule_if_due
 
         with transaction.atomic():
             observer_schedule_if_due(
@@ -476,7 +477,8 @@ class Pipeline:
         sweeper finds due before each next session and at the question's date. Returns
         the conversation and the CPU seconds spent in pipeline runs."""
         from memory.models import Conversation
-        from memory.services import MessageInput, conversation_create, messages_append
+        from memory.services.conversations import conversation_create
+        from memory.services.messages import MessageInput, messages_append
 
         conversation = conversation_create(
             workspace=workspace, title=question.question_id, created_at=question.sessions[0][0]
@@ -516,14 +518,14 @@ class Pipeline:
         return conversation, cpu
 
     def reflect(self, conversation: Any) -> float:
-        from memory.pipeline import run_now
+        from memory.pipeline.on_demand import run_now
 
         started = time.process_time()
         run_now(kind="reflect", conversation=conversation, wait=True)
         return time.process_time() - started
 
     def served(self, conversation: Any, cpu_seconds: float, engine_seconds: float) -> Served:
-        from memory.context import context_for_conversation
+        from memory.context.read import context_for_conversation
         from memory.models import Conversation
         from memory.selectors import active_observations, active_reflections
 

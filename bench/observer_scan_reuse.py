@@ -53,30 +53,28 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from governance import redaction, scan
-    from governance.gates import redaction_for_observer
     from governance.models import ScanRequest
+    from governance.redaction.gates import redaction_for_observer
+    from governance.redaction.presidio import PolicySpec, RedactionEngine, engine, spacy_model_name
+    from governance.redaction.scan import message_scan_requests
     from memory.models import Message
-    from memory.services import (
-        MessageInput,
-        conversation_create,
-        messages_append,
-        workspace_get_or_create,
-    )
+    from memory.services.conversations import conversation_create
+    from memory.services.messages import MessageInput, messages_append
+    from memory.services.workspaces import workspace_get_or_create
 
     call_command("migrate", verbosity=0)
     texts = load_texts()
     workspace = workspace_get_or_create(name="bench")
-    redaction.engine().detect(texts[:64], spec=redaction.PolicySpec(workspace_id="w", version=1))
+    engine().detect(texts[:64], spec=PolicySpec(workspace_id="w", version=1))
 
     calls = {"texts": 0}
-    original = redaction.RedactionEngine.detect
+    original = RedactionEngine.detect
 
     def counting(self, batch, **kwargs):  # type: ignore[no-untyped-def]
         calls["texts"] += len(batch)
         return original(self, batch, **kwargs)
 
-    redaction.RedactionEngine.detect = counting  # type: ignore[method-assign]
+    RedactionEngine.detect = counting  # type: ignore[method-assign]
 
     def conversations() -> list[tuple[object, list[Message]]]:
         made = []
@@ -94,7 +92,7 @@ def main() -> None:
     messages_total = args.conversations * PER_CONVERSATION
     print(
         f"{args.conversations} conversations of {PER_CONVERSATION} messages "
-        f"({messages_total} messages), pipeline {redaction.spacy_model_name()}"
+        f"({messages_total} messages), pipeline {spacy_model_name()}"
     )
     for label, scanned_first in (
         ("not scanned: the gate runs Presidio", False),
@@ -104,7 +102,7 @@ def main() -> None:
         for _ in range(args.repeat):
             made = conversations()
             if scanned_first:
-                scan.message_scan_requests(
+                message_scan_requests(
                     request_ids=list(ScanRequest.objects.values_list("pk", flat=True))
                 )
             calls["texts"] = 0

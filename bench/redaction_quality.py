@@ -220,7 +220,7 @@ Detector = Callable[[Sequence[str]], list[list[Found]]]
 
 
 def memdesk_detector() -> Detector:
-    from governance.redaction import APPLIED, PolicySpec, engine
+    from governance.redaction.presidio import APPLIED, PolicySpec, engine
 
     spec = PolicySpec(workspace_id="quality", version=1)
 
@@ -238,54 +238,64 @@ def stock_analyzer() -> tuple[Any, Any]:
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NlpEngineProvider
 
-    from governance import redaction
+    from governance.redaction import presidio
+    from governance.redaction.presidio import (
+        LANGUAGE,
+        NER_IGNORED,
+        NER_MAPPING,
+        _offline_tldextract,
+    )
 
-    redaction._offline_tldextract()  # Presidio's e-mail and URL recognizers: no fetch
+    _offline_tldextract()  # Presidio's e-mail and URL recognizers: no fetch
     logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
-    model = {"lang_code": redaction.LANGUAGE, "model_name": redaction.spacy_model_name()}
+    model = {"lang_code": LANGUAGE, "model_name": presidio.spacy_model_name()}
     nlp_engine = NlpEngineProvider(
         nlp_configuration={
             "nlp_engine_name": "spacy",
             "models": [model],
             "ner_model_configuration": {
-                "model_to_presidio_entity_mapping": redaction.NER_MAPPING,
-                "labels_to_ignore": redaction.NER_IGNORED,
+                "model_to_presidio_entity_mapping": NER_MAPPING,
+                "labels_to_ignore": NER_IGNORED,
                 "low_score_entity_names": [],
             },
         }
     ).create_engine()
-    registry = RecognizerRegistry(supported_languages=[redaction.LANGUAGE])
-    registry.load_predefined_recognizers(languages=[redaction.LANGUAGE], nlp_engine=nlp_engine)
+    registry = RecognizerRegistry(supported_languages=[LANGUAGE])
+    registry.load_predefined_recognizers(languages=[LANGUAGE], nlp_engine=nlp_engine)
     analyzer = AnalyzerEngine(
-        registry=registry, nlp_engine=nlp_engine, supported_languages=[redaction.LANGUAGE]
+        registry=registry, nlp_engine=nlp_engine, supported_languages=[LANGUAGE]
     )
     return analyzer, nlp_engine
 
 
 def stock_detector() -> Detector:
-    from governance import redaction
+    from governance.redaction import presidio
+    from governance.redaction.presidio import (
+        LANGUAGE,
+        _merge,
+    )
 
     analyzer, nlp_engine = stock_analyzer()
-    spec = redaction.PolicySpec(workspace_id="quality", version=1)
-    supported = set(analyzer.get_supported_entities(redaction.LANGUAGE))
+    spec = presidio.PolicySpec(workspace_id="quality", version=1)
+    supported = set(analyzer.get_supported_entities(LANGUAGE))
     entities = [name for name in spec.analysed_entities if name in supported]
 
     def detect(texts: Sequence[str]) -> list[list[Found]]:
         found: list[list[Found]] = []
         for text, artifacts in nlp_engine.process_batch(
-            list(texts), language=redaction.LANGUAGE, batch_size=64
+            list(texts), language=LANGUAGE, batch_size=64
         ):
             results = analyzer.analyze(
                 text=text,
-                language=redaction.LANGUAGE,
+                language=LANGUAGE,
                 entities=entities,
                 nlp_artifacts=artifacts,
                 score_threshold=SCORE_FLOOR,
             )
             found.append(
                 [
-                    Found(d.start, d.end, d.entity_type, d.status == redaction.APPLIED)
-                    for d in redaction._merge(results, spec)
+                    Found(d.start, d.end, d.entity_type, d.status == presidio.APPLIED)
+                    for d in _merge(results, spec)
                 ]
             )
         return found
@@ -505,7 +515,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from governance.redaction import spacy_model_name
+    from governance.redaction.presidio import spacy_model_name
 
     print(f"pipeline {spacy_model_name()}, score floor {SCORE_FLOOR}")
     ours_detect, stock_detect = memdesk_detector(), stock_detector()

@@ -74,7 +74,7 @@ def main() -> None:
     django.setup()
     import spacy
 
-    from governance.redaction import PolicySpec, engine, redact_text
+    from governance.redaction.presidio import PolicySpec, engine, redact_text
 
     texts = load_texts(args.texts, args.source)
     chars = sum(len(t) for t in texts)

@@ -56,12 +56,13 @@ def scan(zone: bool, rounds: int, batch: int) -> None:
     import django
 
     django.setup()
-    from governance import redaction
+    from governance.redaction import presidio
+    from governance.redaction.presidio import PolicySpec
 
-    engine = redaction.engine()
+    engine = presidio.engine()
     if not zone:
         engine._scan = contextlib.nullcontext  # type: ignore[method-assign]
-    spec = redaction.PolicySpec(workspace_id="bench", version=1)
+    spec = PolicySpec(workspace_id="bench", version=1)
     rng = random.Random(1)
     started = time.process_time()
     for done in range(1, rounds + 1):

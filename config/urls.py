@@ -4,29 +4,18 @@ from django.contrib import admin
 from django.urls import include, path
 
 from core import health
-from dashboard import views as dashboard_views
-from governance.gates import redaction_engine_status
+from dashboard.views.home import home
 from memory import unsupported
-from memory.mcp_server import McpApi
-
-
-def _pii_model_check() -> dict[str, object]:
-    model = redaction_engine_status()
-    return {"status": "ok" if model != "missing" else "unavailable", "model": model}
-
-
-# The readiness checks that belong to an app, registered with core (which imports no app)
-# by the project's wiring: the URLconf is loaded before any request is served.
-health.readiness_check_register("piiModel", _pii_model_check)
+from memory.mcp.server import McpApi
 
 handler400 = "core.errors.json_bad_request"
 handler404 = "core.errors.json_not_found"
 handler500 = "core.errors.json_server_error"
-handler403 = "dashboard.views.permission_denied"
+handler403 = "dashboard.views.errors.permission_denied"
 
 urlpatterns = [
     # Signed in: the conversation list; otherwise memory.views.home, the landing page.
-    path("", dashboard_views.home, name="home"),
+    path("", home, name="home"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("accounts/", include("django.contrib.auth.urls")),

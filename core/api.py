@@ -8,8 +8,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
@@ -250,21 +249,3 @@ def errors_needing(scope: str) -> dict[int, OpenApiResponse]:
     description = f"Needs a {scope} API key (or a higher scope), or X-Workspace-Id is wrong."
     return {**ERRORS, 403: OpenApiResponse(ErrorOut, description=description)}
 
-
-if TYPE_CHECKING:
-    from tenancy.api_base import ADMIN_ERRORS as ADMIN_ERRORS
-    from tenancy.api_base import COMPLIANCE_ERRORS as COMPLIANCE_ERRORS
-    from tenancy.api_base import CURATOR_ERRORS as CURATOR_ERRORS
-    from tenancy.api_base import ApiView as ApiView
-    from tenancy.api_base import ComplianceApiView as ComplianceApiView
-
-# Moved to tenancy.api_base (they need API keys and workspaces), re-exported while
-# importers move. Each is loaded when first asked for, so importing core loads no app
-# (and tenancy.api_base, which builds on this module, imports it without a cycle).
-_MOVED = {"ADMIN_ERRORS", "COMPLIANCE_ERRORS", "CURATOR_ERRORS", "ApiView", "ComplianceApiView"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        return getattr(import_module("tenancy.api_base"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,6 @@ from core.actors import Actor
 from core.errors import MemdeskError
 from core.paging import is_ascii_digits
 from core.request_ids import request_id_of
-from dashboard.models import Capability, Membership, Role, role_can, roles_with
 from dashboard.selectors.conversations import conversation_get, conversation_get_with_flags
 from dashboard.selectors.members import membership_get
 from dashboard.selectors.messages import message_get
@@ -43,7 +42,6 @@ from governance.selectors import (
 )
 from memory import selectors as memory_selectors
 from memory.models import (
-    ApiKey,
     Conversation,
     Escalation,
     Message,
@@ -52,8 +50,8 @@ from memory.models import (
     Pin,
     Reflection,
     ReflectorRun,
-    Workspace,
 )
+from tenancy.models import ApiKey, Capability, Membership, Role, Workspace, role_can, roles_with
 
 SESSION_WORKSPACE = "dashboard_workspace_id"
 

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import Group
 
-from governance.admin import AuditedAdmin
+from governance.audit.admin import AuditedAdmin
 from tenancy.models import Membership, Workspace
 
 User = get_user_model()

@@ -19,11 +19,11 @@ from django.forms.boundfield import BoundWidget
 from django.utils import timezone
 
 from core.errors import MemdeskError
-from dashboard.models import Role
 from dashboard.selectors.conversations import DEFAULT_SORT, SORTS, ConversationFilters
 from memory.engines.base import FIDELITIES
-from memory.models import ApiKey, Observation, Priority, Reflection, Workspace
-from memory.services import ESCALATION_NOTE_MAX_CHARS
+from memory.models import Observation, Priority, Reflection
+from memory.services.escalations import ESCALATION_NOTE_MAX_CHARS
+from tenancy.models import ApiKey, Role, Workspace
 
 REASON_HELP = "Why this change? It is kept with the history and in the audit trail."
 

@@ -34,10 +34,8 @@ from governance.selectors import (
     holds_covering_end_user,
     legal_hold_refusal,
 )
-from memory.models import (
-    Conversation,
-    Workspace,
-)
+from memory.models import Conversation
+from tenancy.models import Workspace
 
 logger = logging.getLogger(__name__)
 

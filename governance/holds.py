@@ -15,10 +15,8 @@ from governance.models import (
     LegalHold,
 )
 from governance.selectors import active_hold_for_conversation, legal_hold_refusal
-from memory.models import (
-    Conversation,
-    Workspace,
-)
+from memory.models import Conversation
+from tenancy.models import Workspace
 
 
 class LegalHoldError(Exception):

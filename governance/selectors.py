@@ -15,9 +15,6 @@ from django.db.models import Count, Model, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_pk
-from governance.audit.verify import ChainReport as ChainReport
-from governance.audit.verify import audit_chain_verify as audit_chain_verify
-from governance.audit.verify import audit_checkpoint_lines as audit_checkpoint_lines
 from governance.models import (
     REDACTION_TARGETS,
     AuditEvent,
@@ -32,7 +29,8 @@ from governance.models import (
 )
 from governance.redaction import presidio
 from governance.redaction.pseudonyms import WorkspacePseudonyms
-from memory.models import Conversation, Workspace
+from memory.models import Conversation
+from tenancy.models import Workspace
 
 ModelT = TypeVar("ModelT", bound=Model)
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from governance.admin import ReadOnlyAdmin
+from governance.audit.admin import ReadOnlyAdmin
 from memory.models import (
     Conversation,
     Message,

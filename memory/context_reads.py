@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from governance.gates import reidentifier_for_api
+from governance.redaction.gates import reidentifier_for_api
 from memory import selectors
-from memory.context import RenderedContext, context_for_versions
+from memory.context.read import context_for_versions
+from memory.context.rendering import RenderedContext
 from memory.metrics import context_read_record
 from memory.models import Conversation
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from memory.models import Workspace
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from tenancy.models import Workspace
 
 CUSTOMERS = [
     ("Dana Whitfield", "dana.whitfield@example.com", "+1 415 555 0142", "cust-1042"),

@@ -33,7 +33,7 @@ from django.db.models.functions import FirstValue, Lead, TruncDate, TruncHour
 from django.utils import timezone
 
 from core.cache import cache_get, cache_get_many, cache_set
-from governance.gates import reidentifier_for_measurement
+from governance.redaction.gates import reidentifier_for_measurement
 from memory.models import (
     Conversation,
     Escalation,
@@ -44,9 +44,9 @@ from memory.models import (
     PipelineRun,
     Reflection,
     ReflectorRun,
-    Workspace,
 )
 from memory.recall import recall_for_conversation, recall_for_workspace
+from tenancy.models import Workspace
 
 SERIES_DAYS = 30
 ESCALATION_SERIES_HOURS = 48

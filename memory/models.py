@@ -10,11 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from core.fields import ClientJSONField
-
-# Re-exported ("as") from their old home while importers move to tenancy.models.
-from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS as DEFAULT_CONTEXT_MAX_TOKENS
-from tenancy.models import ApiKey as ApiKey
-from tenancy.models import Workspace as Workspace
+from tenancy.models import Workspace
 
 
 class Conversation(models.Model):

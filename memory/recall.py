@@ -26,9 +26,10 @@ from typing import Any
 from django.conf import settings
 
 from core.cache import cache_get, cache_get_many, cache_set
-from memory.context import Reidentifies, reidentify_items
-from memory.models import Conversation, Message, Workspace
+from memory.context.tiers import Reidentifies, reidentify_items
+from memory.models import Conversation, Message
 from memory.selectors import active_reflections, pin_list, served_observations
+from tenancy.models import Workspace
 
 CACHE_SECONDS = 24 * 3600
 # Characters of messages read per conversation: the newest ones, so a conversation of

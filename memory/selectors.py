@@ -13,7 +13,7 @@ from django.db.models import Count, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_uuid
-from governance.gates import agents_see_reidentified_sql, conversations_with_pii
+from governance.redaction.gates import agents_see_reidentified_sql, conversations_with_pii
 from memory.models import (
     Conversation,
     Escalation,
@@ -25,8 +25,8 @@ from memory.models import (
     Reflection,
     ReflectionVersion,
     ToolCall,
-    Workspace,
 )
+from tenancy.models import Workspace
 
 # Ids per IN (...) when looking up which sources are still stored: well under SQLite's
 # limit on bound parameters.

@@ -19,8 +19,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ApiView
 from core.errors import error_body
+from tenancy.api_base import ApiView
 
 CONTEXT_INSTEAD = (
     "read a conversation's memory with GET /v1/conversations/{id}/context (or its "

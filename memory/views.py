@@ -8,7 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from memory.models import Conversation, Message, Workspace
+from memory.models import Conversation, Message
+from tenancy.models import Workspace
 
 
 @require_GET

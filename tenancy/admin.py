@@ -15,7 +15,7 @@ from django.utils.crypto import salted_hmac
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from governance.admin import AuditedAdmin, admin_actor
+from governance.audit.admin import AuditedAdmin, admin_actor
 from tenancy.models import ApiKey, Membership, Workspace
 from tenancy.services import membership_grant, membership_revoke, membership_role_change
 

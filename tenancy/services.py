@@ -15,7 +15,7 @@ from django.db import transaction
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit import audit_record, require_reason
+from governance.audit.writer import audit_record, require_reason
 from tenancy.models import Membership, Role, Workspace
 
 REASON_REQUIRED = "A reason is required to change who may do what."

@@ -13,8 +13,10 @@ from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
 from memory.engines.base import Engine
-from memory.models import Conversation, Message, Workspace
-from memory.services import api_key_create, conversation_create, workspace_get_or_create
+from memory.models import Conversation, Message
+from memory.services.conversations import conversation_create
+from memory.services.workspaces import api_key_create, workspace_get_or_create
+from tenancy.models import Workspace
 from tests.dashboard.factories import MembershipFactory, UserFactory
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 

@@ -239,7 +239,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMDESK_MAX_REQUEST_BYTES", 16 * 1024 * 1
 
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["core.auth.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.parsers.StrictJSONParser"],
@@ -266,7 +266,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # The redaction operators appear both per entity and as the default: one enum name.
     "ENUM_NAME_OVERRIDES": {
-        "RedactionOperatorEnum": "governance.redaction.OPERATORS",
+        "RedactionOperatorEnum": "governance.redaction.presidio.OPERATORS",
         "FidelityEnum": "memory.engines.base.FIDELITIES",
         "ToolCallStatusEnum": "memory.models.ToolCall.Status",
         "NamsRoleEnum": "memory.wire.NAMS_ROLES",
@@ -385,7 +385,7 @@ MEMDESK_AUDIT_OLD_KEYS = [
 # a sink outside the database: by default a JSON Lines file (MEMDESK_AUDIT_CHECKPOINT_PATH);
 # any class with the same three methods (governance/checkpoints.py) by its dotted path.
 MEMDESK_AUDIT_CHECKPOINT_SINK = os.environ.get(
-    "MEMDESK_AUDIT_CHECKPOINT_SINK", "governance.checkpoints.FileCheckpointSink"
+    "MEMDESK_AUDIT_CHECKPOINT_SINK", "governance.audit.checkpoints.FileCheckpointSink"
 )
 MEMDESK_AUDIT_CHECKPOINT_PATH = Path(
     os.environ.get("MEMDESK_AUDIT_CHECKPOINT_PATH")

@@ -11,14 +11,10 @@ from django import forms
 from core.errors import MemdeskError
 from dashboard.forms import add_service_error, reason_field
 from governance.models import RedactionPolicy, RetentionPolicy
-from governance.redaction import DENY_LIST_ENTITY, OPERATORS, SUPPORTED_ENTITIES
-from governance.redaction_policy import (
-    POLICY_FIELDS,
-    POLICY_LIST_LIMIT,
-    POLICY_VALUE_MAX_CHARS,
-)
+from governance.redaction.policy import POLICY_FIELDS, POLICY_LIST_LIMIT, POLICY_VALUE_MAX_CHARS
+from governance.redaction.presidio import DENY_LIST_ENTITY, OPERATORS, SUPPORTED_ENTITIES
+from governance.redaction.review import RESCAN_TIERS
 from governance.retention import MAX_DAYS
-from governance.review import RESCAN_TIERS
 
 PREVIEW_MAX_CHARS = 5000
 # The policy service names fields as the API does (``scoreThreshold``,

@@ -23,7 +23,8 @@ from governance.models import (
     RedactionFinding,
     RestrictedOriginal,
 )
-from memory.models import ApiKey, Conversation, Message, Observation, Reflection, Workspace
+from memory.models import Conversation, Message, Observation, Reflection
+from tenancy.models import ApiKey, Workspace
 
 # Targets whose page is one per row, named by the event's target id.
 _ROW_PAGES = {

@@ -4,9 +4,3 @@ already scoped to one); nothing here decides who may read it (that is
 ``dashboard.access``). A ``*_get`` raises ``MemdeskError`` ("not_found") for a row that
 is not there, as memory's and governance's selectors do; the access helpers turn it
 into a 404."""
-
-from __future__ import annotations
-
-from dashboard.selectors.conversations import ConversationFilters, conversation_search
-
-__all__ = ["ConversationFilters", "conversation_search"]

@@ -7,10 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from governance.gates import reidentifier_for_api, reidentifier_for_measurement
-from governance.masking import masked_spans
-from governance.pseudonyms import LABEL
-from memory.context import ContextBudget, Reidentifies, context_budget, context_for_conversation
+from governance.redaction.gates import reidentifier_for_api, reidentifier_for_measurement
+from governance.redaction.masking import masked_spans
+from governance.redaction.pseudonyms import LABEL
+from memory.context.budget import ContextBudget, context_budget
+from memory.context.read import context_for_conversation
+from memory.context.tiers import Reidentifies
 from memory.models import Conversation, Message, Pin
 from memory.recall import Recall, recall_for_conversation
 

@@ -37,8 +37,8 @@ from memory.models import (
     PipelineRun,
     Reflection,
     ReflectorRun,
-    Workspace,
 )
+from tenancy.models import Workspace
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from django.db.models import F
 
 from dashboard.selectors.conversations import ConversationFilters, add_figures, conversation_search
-from governance.masking import mask_pins
-from memory.models import Conversation, Observation, Pin, Reflection, Workspace
+from governance.redaction.masking import mask_pins
+from memory.models import Conversation, Observation, Pin, Reflection
+from tenancy.models import Workspace
 
 END_USER_MEMORY_LIMIT = 100
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from core.errors import MemdeskError
-from dashboard.models import Membership
-from memory.models import Workspace
+from tenancy.models import Membership, Workspace
 
 
 def membership_list(*, workspace: Workspace) -> list[Membership]:

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db.models import Q, QuerySet
 
 from core.errors import MemdeskError
-from governance.gates import reasoning_masked_for_display
+from governance.redaction.gates import reasoning_masked_for_display
 from memory.models import Conversation, Message, ReasoningStep, ToolCall
 from memory.selectors import covered_intervals, unobserved_messages
 

@@ -10,7 +10,8 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from memory.metrics import SERIES_DAYS, pipeline_metrics
-from memory.models import Conversation, ObserverRun, PipelineRun, ReflectorRun, Workspace
+from memory.models import Conversation, ObserverRun, PipelineRun, ReflectorRun
+from tenancy.models import Workspace
 
 
 def metrics_for_charts(

@@ -12,7 +12,8 @@ from django.db.models import Count, Exists, F, OuterRef, QuerySet
 from dashboard.selectors.users import user_labels
 from governance.models import AuditEvent
 from memory import selectors as memory_selectors
-from memory.models import Conversation, MemorySource, Message, Observation, Reflection, Workspace
+from memory.models import Conversation, MemorySource, Message, Observation, Reflection
+from tenancy.models import Workspace
 
 OBSERVATION_PAGE = 50
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import F
 
-from governance.masking import mask_pins
+from governance.redaction.masking import mask_pins
 from memory import selectors as memory_selectors
 from memory.models import Conversation, Pin
 

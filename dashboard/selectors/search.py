@@ -10,8 +10,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from governance.masking import mask_messages
-from memory.models import Conversation, Message, Observation, Reflection, Workspace
+from governance.redaction.masking import mask_messages
+from memory.models import Conversation, Message, Observation, Reflection
+from tenancy.models import Workspace
 
 SEARCH_KINDS = {
     "messages": "Messages",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import F, QuerySet
 
 from core.errors import MemdeskError
-from memory.models import ApiKey, Workspace
+from tenancy.models import ApiKey, Workspace
 
 
 def api_keys_of(*, workspace: Workspace) -> QuerySet[ApiKey]:

@@ -6,8 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
 from core.paging import is_ascii_digits
-from dashboard.models import Membership, Role
-from memory.models import Workspace
+from tenancy.models import Membership, Role, Workspace
 
 
 def workspaces_for_user(user: User) -> list[tuple[Workspace, str]]:

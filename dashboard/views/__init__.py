@@ -10,10 +10,3 @@ capability is a 403 page naming the role), then a selector reads or a memory ser
 writes. htmx requests get the page's partial (``"page.html#name"``); every link and form
 also works without JavaScript.
 """
-
-from __future__ import annotations
-
-from dashboard.views.errors import permission_denied
-from dashboard.views.home import home
-
-__all__ = ["home", "permission_denied"]

@@ -14,7 +14,7 @@ from dashboard.rendering import INVALID, render_page
 from dashboard.selectors.context import conversation_recall, served_context
 from dashboard.selectors.pins import masked_pins
 from memory import selectors as memory_selectors
-from memory.context import parse_max_tokens
+from memory.context.budget import parse_max_tokens
 from memory.models import Message
 
 UNOBSERVED_LISTED = 300  # links on the context page; the count says how many in all

@@ -18,7 +18,6 @@ from core.errors import MemdeskError
 from core.paging import is_ascii_digits
 from dashboard.access import access_for, get_conversation_for_user, get_message_for_user
 from dashboard.forms import ConversationFilterForm, ObservationCreateForm
-from dashboard.models import Capability
 from dashboard.rendering import conversation_url, int_param, is_partial, render_page, uuid_param
 from dashboard.selectors.conversations import (
     add_figures,
@@ -44,10 +43,11 @@ from dashboard.selectors.notes import (
 from dashboard.selectors.pins import masked_pins
 from dashboard.selectors.runs import latest_runs
 from dashboard.views.notes import ADD_FORM_ID
-from governance import scan
-from governance.masking import mask_messages
+from governance.redaction import scan
+from governance.redaction.masking import mask_messages
 from memory import selectors as memory_selectors
 from memory.models import PRIORITY_MARKERS, Conversation, Observation, Priority, Reflection
+from tenancy.models import Capability
 
 CONVERSATIONS_PER_PAGE = 25
 CONVERSATION_ESCALATIONS = 50  # the newest, on the conversation page

@@ -8,9 +8,9 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
 from dashboard.access import access_for
-from dashboard.models import Capability
 from dashboard.rendering import render_page
 from dashboard.selectors.end_users import end_user_memory
+from tenancy.models import Capability
 
 
 @require_GET

@@ -19,11 +19,11 @@ from django.views.decorators.http import require_GET, require_POST
 from core.errors import MemdeskError
 from dashboard.access import Access, access_for, get_escalation_for_user
 from dashboard.forms import EscalationResolveForm, add_service_error
-from dashboard.models import Capability
 from dashboard.rendering import INVALID, render_page
 from memory import selectors as memory_selectors
-from memory import services as memory_services
 from memory.models import Escalation
+from memory.services import escalations as escalation_services
+from tenancy.models import Capability
 
 ESCALATIONS_SHOWN = 200
 STATUSES = {"open": Escalation.Status.OPEN, "resolved": Escalation.Status.RESOLVED, "all": None}
@@ -62,7 +62,7 @@ def escalation_resolve(request: HttpRequest, escalation_id: uuid.UUID) -> HttpRe
     form = EscalationResolveForm(request.POST)
     if form.is_valid():
         try:
-            memory_services.escalation_resolve(
+            escalation_services.escalation_resolve(
                 escalation=escalation, actor=access.actor(request), note=form.cleaned_data["note"]
             )
         except MemdeskError as error:

@@ -11,12 +11,12 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import MemdeskError
-from dashboard import services
 from dashboard.access import Access, access_for, get_membership_for_user
 from dashboard.forms import MemberAddForm, MemberRoleForm, ReasonForm, add_service_error
-from dashboard.models import Capability, Role
 from dashboard.rendering import INVALID, is_partial, render_page
 from dashboard.selectors.members import membership_list
+from tenancy.models import Capability, Role
+from tenancy.services import member_add, membership_revoke, membership_role_change
 
 TEMPLATE = "dashboard/members.html"
 
@@ -56,7 +56,7 @@ def members(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _page(request, access, INVALID, form=form)
     try:
-        membership, created, password = services.member_add(
+        membership, created, password = member_add(
             workspace=access.workspace,
             username=form.cleaned_data["username"],
             role=form.cleaned_data["role"],
@@ -78,7 +78,7 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     form = MemberRoleForm(request.POST, prefix=f"m{membership.pk}")
     if form.is_valid():
         try:
-            services.membership_role_change(
+            membership_role_change(
                 membership=membership,
                 role=form.cleaned_data["role"],
                 actor=access.actor(request),
@@ -101,7 +101,7 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     form = ReasonForm(request.POST, prefix=f"r{membership.pk}")
     if form.is_valid():
         try:
-            services.membership_revoke(
+            membership_revoke(
                 membership=membership,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],

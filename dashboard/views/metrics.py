@@ -9,10 +9,10 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from dashboard.access import access_for, get_conversation_for_user
-from dashboard.models import Capability
 from dashboard.rendering import is_partial, render_page
 from dashboard.selectors.conversations import ConversationFilters, conversation_search
 from dashboard.selectors.metrics import metrics_for_charts
+from tenancy.models import Capability
 
 
 @require_GET

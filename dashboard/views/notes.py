@@ -30,13 +30,16 @@ from dashboard.forms import (
     RevertForm,
     add_service_error,
 )
-from dashboard.models import Capability
 from dashboard.rendering import conversation_url, invalid_form, is_partial, render_page
 from dashboard.selectors.notes import manual_authors, mark_served_in_place, observation_counts
 from dashboard.selectors.users import user_labels
 from memory import selectors as memory_selectors
-from memory import services as memory_services
 from memory.models import Conversation, Observation, Reflection
+from memory.services import observations as observation_services
+from memory.services import reflections as reflection_services
+from memory.services.observations import observation_create, observation_update
+from memory.services.reflections import reflection_update
+from tenancy.models import Capability
 
 ADD_FORM_ID = "add_%s"
 # Sent with a corrected observation: the reflections column reloads, showing the ones
@@ -118,7 +121,7 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
     )
     if request.method == "POST" and form.is_valid():
         try:
-            observation = memory_services.observation_create(
+            observation = observation_create(
                 conversation=conversation,
                 actor=access.actor(request),
                 text=form.cleaned_data["text"],
@@ -196,7 +199,7 @@ def observation_edit(
     if request.method == "POST" and form.is_valid():
         changes = form.changes()
         try:
-            observation = memory_services.observation_update(
+            observation = observation_update(
                 observation=observation,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
@@ -222,7 +225,7 @@ def reflection_edit(
     if request.method == "POST" and form.is_valid():
         changes = form.changes()
         try:
-            reflection = memory_services.reflection_update(
+            reflection = reflection_update(
                 reflection=reflection,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
@@ -288,7 +291,7 @@ def observation_delete(
     form = _delete_form(request, observation)
     if request.method == "POST" and form.is_valid():
         try:
-            memory_services.observation_delete(
+            observation_services.observation_delete(
                 observation=observation,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
@@ -311,7 +314,7 @@ def reflection_delete(
     form = _delete_form(request, reflection)
     if request.method == "POST" and form.is_valid():
         try:
-            memory_services.reflection_delete(
+            reflection_services.reflection_delete(
                 reflection=reflection,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
@@ -453,7 +456,7 @@ def observation_revert(
     form = _revert_form(request, observation)
     if form.is_valid():
         try:
-            observation = memory_services.observation_revert(
+            observation = observation_services.observation_revert(
                 observation=observation,
                 version=form.cleaned_data["version"],
                 actor=access.actor(request),
@@ -479,7 +482,7 @@ def reflection_revert(
     form = _revert_form(request, reflection)
     if form.is_valid():
         try:
-            reflection = memory_services.reflection_revert(
+            reflection = reflection_services.reflection_revert(
                 reflection=reflection,
                 version=form.cleaned_data["version"],
                 actor=access.actor(request),

@@ -13,12 +13,13 @@ from django.views.decorators.http import require_http_methods
 from core.errors import MemdeskError
 from dashboard.access import Access, get_message_for_user, get_pin_for_user
 from dashboard.forms import PinForm, ReasonForm, add_service_error
-from dashboard.models import Capability
 from dashboard.rendering import conversation_url, invalid_form, is_partial, render_page
 from dashboard.selectors.pins import masked_pins
-from governance.masking import mask_messages
-from memory import services as memory_services
+from governance.redaction.masking import mask_messages
 from memory.models import Conversation
+from memory.services import pins as pin_services
+from memory.services.pins import pin_create
+from tenancy.models import Capability
 
 
 def _pin_list(
@@ -50,7 +51,7 @@ def pin_add(
     )
     if request.method == "POST" and form.is_valid():
         try:
-            pin = memory_services.pin_create(
+            pin = pin_create(
                 conversation=conversation,
                 actor=access.actor(request),
                 message_id=message.pk,
@@ -81,7 +82,7 @@ def pin_delete(request: HttpRequest, conversation_id: uuid.UUID, pin_id: uuid.UU
     )
     if request.method == "POST" and form.is_valid():
         try:
-            memory_services.pin_delete(
+            pin_services.pin_delete(
                 pin=pin, actor=access.actor(request), reason=form.cleaned_data["reason"]
             )
         except MemdeskError as error:

@@ -12,10 +12,11 @@ from django_htmx.http import trigger_client_event
 
 from core.errors import MemdeskError
 from dashboard.access import Access, get_conversation_for_user, get_run_for_user
-from dashboard.models import Capability
 from dashboard.rendering import conversation_url, is_partial, render_page
-from memory import pipeline
 from memory.models import Conversation, PipelineRun
+from memory.pipeline import runs as pipeline_runs
+from memory.pipeline.on_demand import run_now
+from tenancy.models import Capability
 
 RUN_KINDS = {"observe": "observer", "reflect": "reflector"}
 # Sent when a run the page was polling has stored its memory: both columns reload.
@@ -57,7 +58,7 @@ def run_start(request: HttpRequest, conversation_id: uuid.UUID, action: str) -> 
         request, conversation_id, Capability.RUN_PIPELINE
     )
     # Queued for the Celery worker (never run inside the request): the page polls it.
-    run = pipeline.run_now(kind=action, conversation=conversation, wait=False)
+    run = run_now(kind=action, conversation=conversation, wait=False)
     if not is_partial(request):
         return redirect(conversation_url(conversation) + "#runs")
     return _run_status_response(request, access, conversation, RUN_KINDS[action], run, polled=True)
@@ -88,7 +89,7 @@ def run_cancel(
     )
     notice = ""
     try:
-        run = pipeline.run_cancel(
+        run = pipeline_runs.run_cancel(
             run=run, actor=access.actor(request), reason="cancelled on the conversation page"
         )
     except MemdeskError as error:

@@ -10,9 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from dashboard.access import access_for
-from dashboard.models import Capability
 from dashboard.rendering import is_partial, render_page
 from dashboard.selectors import search as selectors
+from tenancy.models import Capability
 
 SEARCH_RESULTS_PER_PAGE = 25
 

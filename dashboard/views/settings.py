@@ -13,10 +13,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from core.errors import MemdeskError
 from dashboard.access import access_for, get_api_key_for_user, switch_workspace
 from dashboard.forms import ApiKeyCreateForm, MemorySettingsForm, add_service_error
-from dashboard.models import Capability, roles_with
 from dashboard.rendering import INVALID, is_partial, render_page
 from dashboard.selectors.settings import api_keys_of
-from memory import services as memory_services
+from memory.services import workspaces as workspace_services
+from memory.services.workspace_settings import workspace_settings_update
+from memory.services.workspaces import api_key_create
+from tenancy.models import Capability, roles_with
 
 # Where the switcher may send the user back to: pages that belong to no one object.
 SWITCH_RETURN_PAGES = {
@@ -57,7 +59,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            api_key, raw_key = memory_services.api_key_create(
+            api_key, raw_key = api_key_create(
                 workspace=access.workspace,
                 actor=access.actor(request),
                 name=form.cleaned_data["name"],
@@ -91,7 +93,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
 def api_key_revoke(request: HttpRequest, api_key_id: int) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_API_KEYS)
     api_key = get_api_key_for_user(access, api_key_id)
-    api_key = memory_services.api_key_revoke(api_key=api_key, actor=access.actor(request))
+    api_key = workspace_services.api_key_revoke(api_key=api_key, actor=access.actor(request))
     if not is_partial(request):
         return redirect("dashboard:api_keys")
     return render_page(request, "dashboard/api_keys.html#key_row", access, {"key": api_key})
@@ -116,7 +118,7 @@ def memory_settings(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             before = workspace.fidelity
             try:
-                workspace = memory_services.workspace_settings_update(
+                workspace = workspace_settings_update(
                     workspace=workspace,
                     actor=access.actor(request),
                     fidelity=form.chosen_fidelity(),

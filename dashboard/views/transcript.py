@@ -12,7 +12,7 @@ from django.utils.html import escape
 from django.views.decorators.http import require_GET
 
 from dashboard.access import get_conversation_for_user
-from governance.masking import transcript_rows
+from governance.redaction.masking import transcript_rows
 from memory.models import Conversation
 
 TRANSCRIPT_NOT_SCANNED = "  [not scanned for personal data yet: nothing in it is masked]"

@@ -9,10 +9,11 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import COMPLIANCE_ERRORS, ComplianceApiView, limit_field, query_params
+from core.api import limit_field, query_params
 from governance.api.outputs import AuditPageOut, ChainReportOut
 from governance.audit.verify import audit_chain_verify
 from governance.selectors import audit_event_list, audit_export_lines
+from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 
 FILTERS = [
     OpenApiParameter("action", str, description="e.g. observation.edit"),

@@ -7,14 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import (
-    COMPLIANCE_ERRORS,
-    ComplianceApiView,
-    LimitQuery,
-    StrictCharField,
-    query_params,
-    validated,
-)
+from core.api import LimitQuery, StrictCharField, query_params, validated
 from core.errors import error_body
 from governance import selectors
 from governance.api.outputs import (
@@ -26,6 +19,7 @@ from governance.erasure import erasure_request_create
 from governance.models import (
     ErasureRequest,
 )
+from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 
 
 class ErasureRequestIn(serializers.Serializer):

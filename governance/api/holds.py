@@ -7,18 +7,11 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import (
-    COMPLIANCE_ERRORS,
-    ComplianceApiView,
-    ReasonIn,
-    StrictCharField,
-    limit_field,
-    query_params,
-    validated,
-)
+from core.api import ReasonIn, StrictCharField, limit_field, query_params, validated
 from governance import holds, selectors
 from governance.api.outputs import RETENTION_CONFLICT, LegalHoldListOut, LegalHoldOut
 from memory.selectors import conversation_get
+from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 
 
 class LegalHoldPlaceIn(serializers.Serializer):

@@ -11,10 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
-    COMPLIANCE_ERRORS,
     ERRORS,
-    ApiView,
-    ComplianceApiView,
     ErrorOut,
     StrictBooleanField,
     StrictCharField,
@@ -40,7 +37,8 @@ from governance.models import (
 )
 from governance.redaction import policy as redaction_policy
 from governance.redaction import presidio, pseudonyms, review
-from memory.models import ApiKey
+from tenancy.api_base import COMPLIANCE_ERRORS, ApiView, ComplianceApiView
+from tenancy.models import ApiKey
 
 REDACTION_CONFLICT = {
     409: OpenApiResponse(

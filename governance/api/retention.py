@@ -8,8 +8,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
-    COMPLIANCE_ERRORS,
-    ComplianceApiView,
     LimitQuery,
     ReasonIn,
     StrictBooleanField,
@@ -29,6 +27,7 @@ from governance.api.outputs import (
 from governance.models import (
     RetentionPolicy,
 )
+from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 
 _RETENTION_DAYS_HELP = "Days to keep this tier, 1..36500; null keeps it forever."
 

@@ -21,7 +21,7 @@ REASON = (
 
 def _append_event(apps, *, workspace_id, action, target_type, target_id, before, after, reason):
     # The audit writer's steps with the models as they are at this migration.
-    from governance.audit import GENESIS_HASH, _json_safe, audit_event_hash
+    from governance.audit.writer import GENESIS_HASH, _json_safe, audit_event_hash
 
     AuditChainHead = apps.get_model("governance", "AuditChainHead")
     AuditEvent = apps.get_model("governance", "AuditEvent")
@@ -29,7 +29,7 @@ def _append_event(apps, *, workspace_id, action, target_type, target_id, before,
         # Run on a schema whose chain is keyed (out of order, as a test does): the live
         # writer writes the event the way every later event is written.
         from core.actors import SYSTEM_ACTOR
-        from governance.audit import audit_record
+        from governance.audit.writer import audit_record
 
         audit_record(
             workspace_id=workspace_id,
@@ -69,7 +69,7 @@ def _append_event(apps, *, workspace_id, action, target_type, target_id, before,
 
 
 def private_by_default(apps, schema_editor):
-    from governance.redaction_policy import redaction_policy_snapshot
+    from governance.redaction.policy import redaction_policy_snapshot
 
     RedactionPolicy = apps.get_model("governance", "RedactionPolicy")
     for policy in RedactionPolicy.objects.filter(version=1, redact_before_observation=False):

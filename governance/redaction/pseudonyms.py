@@ -49,7 +49,8 @@ from governance.models import (
     RedactionFinding,
     RedactionPolicy,
 )
-from memory.models import Message, Observation, Reflection, Workspace
+from memory.models import Message, Observation, Reflection
+from tenancy.models import Workspace
 
 logger = logging.getLogger(__name__)
 

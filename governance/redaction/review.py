@@ -41,7 +41,8 @@ from governance.redaction.targets import (
     shift_findings,
     store_target_text,
 )
-from memory.models import Conversation, Message, Observation, Reflection, Workspace
+from memory.models import Conversation, Message, Observation, Reflection
+from tenancy.models import Workspace
 
 logger = logging.getLogger(__name__)
 

@@ -24,10 +24,8 @@ from governance.retention.policies import policy_snapshot
 from governance.selectors import (
     active_hold_sets,
 )
-from memory.models import (
-    Conversation,
-    Workspace,
-)
+from memory.models import Conversation
+from tenancy.models import Workspace
 
 
 @dataclass(frozen=True)

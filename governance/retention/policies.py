@@ -14,9 +14,7 @@ from governance.models import (
     RetentionPolicy,
 )
 from governance.retention.common import MAX_DAYS
-from memory.models import (
-    Workspace,
-)
+from tenancy.models import Workspace
 
 
 class _Unset:

@@ -56,8 +56,8 @@ from memory.models import (
     Pin,
     Reflection,
     ReflectionVersion,
-    Workspace,
 )
+from tenancy.models import Workspace
 
 logger = logging.getLogger(__name__)
 

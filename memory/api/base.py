@@ -11,11 +11,13 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ApiView
-from governance.gates import policy_flags_of, reidentifier_for_api
-from memory import selectors, services
-from memory.context import Reidentifies, readable_items
-from memory.models import ApiKey, Conversation, Message, Observation, Pin, Reflection
+from governance.redaction.gates import policy_flags_of, reidentifier_for_api
+from memory import selectors
+from memory.context.tiers import Reidentifies, readable_items
+from memory.models import Conversation, Message, Observation, Pin, Reflection
+from memory.services.idempotency import idempotent_write, request_fingerprint
+from tenancy.api_base import ApiView
+from tenancy.models import ApiKey
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
@@ -71,13 +73,13 @@ class MemoryApi(ApiView):
         key = request.headers.get("Idempotency-Key")
         # Canonical JSON of a 100-message body is not free; only a keyed write needs it.
         fingerprint = (
-            services.request_fingerprint(
+            request_fingerprint(
                 method=request.method or "", path=request.path, body=request.data
             )
             if key
             else ""
         )
-        status, body, replayed = services.idempotent_write(
+        status, body, replayed = idempotent_write(
             workspace=self.workspace, key=key, fingerprint=fingerprint, write=write
         )
         response = Response(body, status=status)

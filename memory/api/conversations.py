@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from core.api import ERRORS, ErrorOut, ReasonIn, query_params, request_reason, validated
 from core.errors import MemdeskError
-from memory import selectors, services
+from memory import selectors
 from memory.api.base import IDEMPOTENCY_HEADER, MemoryApi
 from memory.api.inputs import ConversationCreateIn, ConversationListQuery
 from memory.api.presenters import (
@@ -19,6 +19,7 @@ from memory.api.presenters import (
     new_conversation_to_wire,
 )
 from memory.models import Conversation
+from memory.services.conversations import conversation_create, conversation_delete
 
 
 class ConversationListCreateApi(MemoryApi):
@@ -59,7 +60,7 @@ class ConversationListCreateApi(MemoryApi):
         data = validated(ConversationCreateIn, request.data)
 
         def write() -> tuple[int, Any, Conversation]:
-            conversation = services.conversation_create(
+            conversation = conversation_create(
                 workspace=self.workspace,
                 user_id=data.get("userId") or "",
                 title=data.get("title") or "",
@@ -103,5 +104,5 @@ class ConversationDetailApi(MemoryApi):
             # workspace never held (another workspace's included: it is not touched and
             # answers the same), succeeds and changes nothing, so it is not audited.
             return Response(status=204)
-        services.conversation_delete(conversation=conversation, actor=self.actor(), reason=reason)
+        conversation_delete(conversation=conversation, actor=self.actor(), reason=reason)
         return Response(status=204)

@@ -7,10 +7,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import ERRORS, validated
-from memory import selectors, services
+from memory import selectors
 from memory.api.base import MemoryApi
 from memory.api.inputs import EscalationCreateIn
 from memory.api.presenters import EscalationListOut, EscalationOut
+from memory.services.escalations import escalation_create
 
 
 class EscalationListCreateApi(MemoryApi):
@@ -35,7 +36,7 @@ class EscalationListCreateApi(MemoryApi):
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
         data = validated(EscalationCreateIn, request.data)
-        escalation = services.escalation_create(
+        escalation = escalation_create(
             conversation=conversation,
             actor=self.actor(),
             reason=data["reason"],

@@ -13,9 +13,11 @@ from rest_framework import serializers
 from core.api import MetadataField, ParsedField, limit_field, text_field
 from core.errors import MemdeskError
 from core.paging import parse_limit
-from memory import services
-from memory.context import parse_max_tokens
+from memory.context.budget import parse_max_tokens
 from memory.models import ToolCall
+from memory.services.escalations import ESCALATION_REASON_MAX_CHARS
+from memory.services.messages import MessageInput
+from memory.services.workspace_settings import MAX_CONTEXT_MAX_TOKENS
 from memory.wire import text_from_content
 
 
@@ -96,7 +98,7 @@ class PinCreateIn(serializers.Serializer):
 
 class EscalationCreateIn(serializers.Serializer):
     reason = text_field(
-        max_length=services.ESCALATION_REASON_MAX_CHARS,
+        max_length=ESCALATION_REASON_MAX_CHARS,
         help_text="Why a person should take over (at most 2,000 characters). May hold "
         "personal data: it is never logged nor put in the audit trail.",
     )
@@ -115,7 +117,7 @@ class WorkspaceSettingsIn(serializers.Serializer):
         required=False,
         allow_null=True,
         min_value=1,
-        max_value=services.MAX_CONTEXT_MAX_TOKENS,
+        max_value=MAX_CONTEXT_MAX_TOKENS,
         help_text="The token budget of a context read that names no max_tokens; null: none.",
     )
     reason = text_field(
@@ -159,8 +161,8 @@ class MetricsQuery(serializers.Serializer):
     conversationId = serializers.UUIDField(required=False)
 
 
-def message_input(data: dict[str, Any]) -> services.MessageInput:
-    return services.MessageInput(
+def message_input(data: dict[str, Any]) -> MessageInput:
+    return MessageInput(
         role=data["role"],
         content=data["content"],
         created_at=data.get("createdAt"),

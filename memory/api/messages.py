@@ -10,10 +10,11 @@ from rest_framework.response import Response
 
 from core.api import ERRORS, ErrorOut, query_params, validated
 from memory import api_schema as out
-from memory import selectors, services
+from memory import selectors
 from memory.api.base import IDEMPOTENCY_HEADER, MemoryApi
 from memory.api.inputs import BulkMessagesIn, MessageIn, MessageListQuery, message_input
 from memory.models import Conversation
+from memory.services.messages import messages_append
 from memory.wire import message_to_wire
 
 
@@ -41,7 +42,7 @@ class MessageListCreateApi(MemoryApi):
         item = message_input(validated(MessageIn, request.data))
 
         def write() -> tuple[int, Any, Conversation]:
-            [message] = services.messages_append(
+            [message] = messages_append(
                 conversation=conversation, items=[item], redact_at_ingest=self._redact_at_ingest
             )
             return 201, message_to_wire(message), conversation
@@ -63,7 +64,7 @@ class MessageBulkCreateApi(MemoryApi):
         items = [message_input(m) for m in data["messages"]]
 
         def write() -> tuple[int, Any, Conversation]:
-            messages = services.messages_append(
+            messages = messages_append(
                 conversation=conversation, items=items, redact_at_ingest=self._redact_at_ingest
             )
             return 201, {"messages": [message_to_wire(m) for m in messages]}, conversation

@@ -9,9 +9,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import CURATOR_ERRORS, ERRORS, ReasonIn, query_params, request_reason, validated
+from core.api import ERRORS, ReasonIn, query_params, request_reason, validated
 from memory import api_schema as out
-from memory import selectors, services
+from memory import selectors
 from memory.api.base import (
     EDIT_DESCRIPTION,
     HISTORY_DESCRIPTION,
@@ -27,8 +27,16 @@ from memory.api.inputs import (
     edited_text,
 )
 from memory.api.presenters import observations_to_wire, versions_to_wire
-from memory.models import ApiKey, Observation
+from memory.models import Observation
+from memory.services.observations import (
+    observation_create,
+    observation_delete,
+    observation_revert,
+    observation_update,
+)
 from memory.wire import observation_to_wire
+from tenancy.api_base import CURATOR_ERRORS
+from tenancy.models import ApiKey
 
 
 class ObservationListCreateApi(MemoryApi):
@@ -63,7 +71,7 @@ class ObservationListCreateApi(MemoryApi):
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
         data = validated(ObservationCreateIn, request.data)
-        observation = services.observation_create(
+        observation = observation_create(
             conversation=conversation,
             actor=self.actor(),
             text=data["text"],
@@ -114,7 +122,7 @@ class ObservationDetailApi(_ObservationApi):
     def patch(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = self.observation(conversation_id, observation_id)
         data = validated(MemoryUpdateIn, request.data)
-        updated = services.observation_update(
+        updated = observation_update(
             observation=observation,
             actor=self.actor(),
             reason=data.get("reason") or "",
@@ -136,7 +144,7 @@ class ObservationDetailApi(_ObservationApi):
     )
     def delete(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = self.observation(conversation_id, observation_id)
-        services.observation_delete(
+        observation_delete(
             observation=observation, actor=self.actor(), reason=request_reason(request)
         )
         return Response(status=204)
@@ -172,7 +180,7 @@ class ObservationRevertApi(_ObservationApi):
     def post(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = self.observation(conversation_id, observation_id)
         data = validated(MemoryRevertIn, request.data)
-        reverted = services.observation_revert(
+        reverted = observation_revert(
             observation=observation,
             version=data["version"],
             actor=self.actor(),

@@ -8,9 +8,10 @@ from rest_framework.response import Response
 
 from core.api import ERRORS, ReasonIn, request_reason, validated
 from memory import api_schema as out
-from memory import selectors, services
+from memory import selectors
 from memory.api.base import MemoryApi
 from memory.api.inputs import PinCreateIn
+from memory.services.pins import pin_create, pin_delete
 from memory.wire import pin_to_wire
 
 
@@ -35,7 +36,7 @@ class PinListCreateApi(MemoryApi):
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
         data = validated(PinCreateIn, request.data)
-        pin = services.pin_create(
+        pin = pin_create(
             conversation=conversation,
             actor=self.actor(),
             message_id=data["messageId"],
@@ -57,5 +58,5 @@ class PinDetailApi(MemoryApi):
     def delete(self, request: Request, conversation_id: str, pin_id: str) -> Response:
         pin = selectors.pin_get(conversation=self.conversation(conversation_id), pin_id=pin_id)
         reason = request_reason(request)
-        services.pin_delete(pin=pin, actor=self.actor(), reason=reason)
+        pin_delete(pin=pin, actor=self.actor(), reason=reason)
         return Response(status=204)

@@ -23,8 +23,9 @@ from rest_framework import serializers
 
 from memory import selectors
 from memory.engines.base import FIDELITIES
-from memory.models import Conversation, Observation, ObserverRun, Reflection, Workspace
+from memory.models import Conversation, Observation, ObserverRun, Reflection
 from memory.wire import observation_to_wire, reflection_to_wire
+from tenancy.models import Workspace
 
 # --- fields as the wire writes them --------------------------------------------------------
 

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from core.api import ERRORS, ErrorOut, query_params, validated
 from core.errors import MemdeskError
-from memory import selectors, services
+from memory import selectors
 from memory.api.base import IDEMPOTENCY_HEADER, MemoryApi
 from memory.api.inputs import (
     ReasoningStepIn,
@@ -26,6 +26,7 @@ from memory.api.presenters import (
     ToolCallOut,
 )
 from memory.models import Conversation, ToolCall
+from memory.services.reasoning import reasoning_step_record, tool_call_record
 
 
 class ReasoningStepCreateApi(MemoryApi):
@@ -44,7 +45,7 @@ class ReasoningStepCreateApi(MemoryApi):
         conversation = self.conversation(str(data["conversationId"]))
 
         def write() -> tuple[int, Any, Conversation]:
-            step = services.reasoning_step_record(
+            step = reasoning_step_record(
                 conversation=conversation,
                 actor=self.actor(),
                 reasoning=data.get("reasoning") or "",
@@ -102,7 +103,7 @@ class ToolCallCreateApi(MemoryApi):
             conversation = self.conversation(str(data["conversationId"]))
 
         def write() -> tuple[int, Any, Conversation]:
-            call = services.tool_call_record(
+            call = tool_call_record(
                 conversation=conversation,
                 workspace=self.workspace,
                 actor=self.actor(),

@@ -8,17 +8,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import (
-    CURATOR_ERRORS,
-    ERRORS,
-    ErrorOut,
-    ReasonIn,
-    query_params,
-    request_reason,
-    validated,
-)
+from core.api import ERRORS, ErrorOut, ReasonIn, query_params, request_reason, validated
 from memory import api_schema as out
-from memory import selectors, services
+from memory import selectors
 from memory.api.base import (
     EDIT_DESCRIPTION,
     HISTORY_DESCRIPTION,
@@ -28,7 +20,10 @@ from memory.api.base import (
 )
 from memory.api.inputs import MemoryListQuery, MemoryRevertIn, MemoryUpdateIn, edited_text
 from memory.api.presenters import reflections_to_wire, versions_to_wire
-from memory.models import ApiKey, Reflection
+from memory.models import Reflection
+from memory.services.reflections import reflection_delete, reflection_revert, reflection_update
+from tenancy.api_base import CURATOR_ERRORS
+from tenancy.models import ApiKey
 
 
 class ReflectionListApi(MemoryApi):
@@ -100,7 +95,7 @@ class ReflectionDetailApi(_ReflectionApi):
     def patch(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         reflection = self.reflection(conversation_id, reflection_id)
         data = validated(MemoryUpdateIn, request.data)
-        updated = services.reflection_update(
+        updated = reflection_update(
             reflection=reflection,
             actor=self.actor(),
             reason=data.get("reason") or "",
@@ -122,7 +117,7 @@ class ReflectionDetailApi(_ReflectionApi):
     )
     def delete(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         reflection = self.reflection(conversation_id, reflection_id)
-        services.reflection_delete(
+        reflection_delete(
             reflection=reflection, actor=self.actor(), reason=request_reason(request)
         )
         return Response(status=204)
@@ -156,7 +151,7 @@ class ReflectionRevertApi(_ReflectionApi):
     def post(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         reflection = self.reflection(conversation_id, reflection_id)
         data = validated(MemoryRevertIn, request.data)
-        reverted = services.reflection_revert(
+        reverted = reflection_revert(
             reflection=reflection,
             version=data["version"],
             actor=self.actor(),

@@ -9,11 +9,13 @@ from rest_framework.response import Response
 from core.api import ERRORS, ErrorOut, ReasonIn, query_params, request_reason
 from core.paging import parse_uuid
 from memory import api_schema as out
-from memory import pipeline, selectors
+from memory import selectors
 from memory.api.base import MemoryApi
 from memory.api.inputs import ExtractionStatusQuery, WaitQuery
 from memory.api.presenters import RunOut
 from memory.models import AnyRun
+from memory.pipeline.on_demand import run_now
+from memory.pipeline.runs import run_cancel, run_get
 
 
 class ExtractionStatusApi(MemoryApi):
@@ -57,7 +59,7 @@ class _RunNowApi(MemoryApi):
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation = self.conversation(conversation_id)
         wait = query_params(WaitQuery, request)["wait"]
-        run = pipeline.run_now(kind=self.kind, conversation=conversation, wait=wait)
+        run = run_now(kind=self.kind, conversation=conversation, wait=wait)
         return _run_response(request, run)
 
 
@@ -93,7 +95,7 @@ class RunDetailApi(MemoryApi):
     @extend_schema(operation_id="runs_get", responses={200: RunOut, **ERRORS})
     def get(self, request: Request, run_id: str) -> Response:
         parse_uuid(run_id, field="runId")
-        return Response(RunOut(pipeline.run_get(workspace=self.workspace, run_id=run_id)).data)
+        return Response(RunOut(run_get(workspace=self.workspace, run_id=run_id)).data)
 
 
 class RunCancelApi(MemoryApi):
@@ -117,6 +119,6 @@ class RunCancelApi(MemoryApi):
     )
     def post(self, request: Request, run_id: str) -> Response:
         parse_uuid(run_id, field="runId")
-        run = pipeline.run_get(workspace=self.workspace, run_id=run_id)
-        run = pipeline.run_cancel(run=run, actor=self.actor(), reason=request_reason(request))
+        run = run_get(workspace=self.workspace, run_id=run_id)
+        run = run_cancel(run=run, actor=self.actor(), reason=request_reason(request))
         return Response(RunOut(run).data)

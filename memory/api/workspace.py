@@ -8,12 +8,13 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ADMIN_ERRORS, ERRORS, ApiView, validated
+from core.api import ERRORS, validated
 from core.errors import MemdeskError
-from memory import services
 from memory.api.inputs import WorkspaceSettingsIn
 from memory.api.presenters import WorkspaceSettingsOut
-from memory.models import ApiKey
+from memory.services.workspace_settings import UNCHANGED, workspace_settings_update
+from tenancy.api_base import ADMIN_ERRORS, ApiView
+from tenancy.models import ApiKey
 
 
 class WorkspaceSettingsApi(ApiView):
@@ -57,11 +58,11 @@ class WorkspaceSettingsApi(ApiView):
                 "or contextMaxTokens: a token budget, or null for none.",
                 field="fidelity",
             )
-        workspace = services.workspace_settings_update(
+        workspace = workspace_settings_update(
             workspace=self.workspace,
             actor=self.actor(),
-            fidelity=data.get("fidelity", services.UNCHANGED),
-            context_max_tokens=data.get("contextMaxTokens", services.UNCHANGED),
+            fidelity=data.get("fidelity", UNCHANGED),
+            context_max_tokens=data.get("contextMaxTokens", UNCHANGED),
             reason=data.get("reason") or "",
         )
         return Response(WorkspaceSettingsOut(workspace).data)

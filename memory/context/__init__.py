@@ -21,24 +21,3 @@ The package: ``tiers`` (what a context reads), ``rendering`` (the body in each f
 ``budget`` (fitting ``max_tokens``, and what each tier costs), ``caches`` (the worker's own
 and the shared cache) and ``read`` (``context_for_conversation``, through the caches).
 """
-
-from __future__ import annotations
-
-# The names code outside the package imported from ``memory.context`` before it was
-# split; importers move to the modules themselves, and these re-exports go.
-from memory.context.budget import ContextBudget, context_budget, parse_max_tokens
-from memory.context.read import context_for_conversation, context_for_versions
-from memory.context.rendering import FORMATS
-from memory.context.tiers import Reidentifies, readable_items, reidentify_items
-
-__all__ = [
-    "FORMATS",
-    "ContextBudget",
-    "Reidentifies",
-    "context_budget",
-    "context_for_conversation",
-    "context_for_versions",
-    "parse_max_tokens",
-    "readable_items",
-    "reidentify_items",
-]

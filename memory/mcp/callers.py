@@ -11,11 +11,12 @@ from typing import Any, Protocol, TypeVar
 from django.db import close_old_connections
 
 from core.actors import Actor, ActorType
-from core.auth import api_key_authenticate
-from governance.gates import reidentifier_for_api
+from governance.redaction.gates import reidentifier_for_api
 from memory import selectors
-from memory.context import Reidentifies, readable_items
-from memory.models import ApiKey, Conversation, Message, Observation, Pin, Reflection
+from memory.context.tiers import Reidentifies, readable_items
+from memory.models import Conversation, Message, Observation, Pin, Reflection
+from tenancy.auth import api_key_authenticate
+from tenancy.models import ApiKey
 
 RowT = TypeVar("RowT", Message, Observation, Reflection, Pin)
 

@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from core.api import ParsedField, text_field
 from core.paging import parse_limit
-from memory import selectors, services
+from memory import selectors
 from memory.api.inputs import (
     BulkMessagesIn,
     ObservationCreateIn,
@@ -30,10 +30,15 @@ from memory.api.presenters import (
     observations_to_wire,
     reflections_to_wire,
 )
-from memory.context import parse_max_tokens
+from memory.context.budget import parse_max_tokens
 from memory.context_reads import context_read
 from memory.mcp.callers import McpToolError, ToolCall, ToolResult
 from memory.models import Conversation
+from memory.services.conversations import conversation_create
+from memory.services.messages import messages_append
+from memory.services.observations import observation_create
+from memory.services.pins import pin_create
+from memory.services.reasoning import reasoning_step_record, tool_call_record
 from memory.wire import message_to_wire, observation_to_wire, pin_to_wire
 
 
@@ -67,7 +72,7 @@ class AddObservationIn(InConversation, ObservationCreateIn):
 
 
 def create_conversation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
-    conversation = services.conversation_create(
+    conversation = conversation_create(
         workspace=call.api_key.workspace,
         user_id=data.get("userId") or "",
         title=data.get("title") or "",
@@ -89,7 +94,7 @@ def list_conversations(call: ToolCall, data: dict[str, Any]) -> ToolResult:
 def add_messages(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     conversation = call.conversation(data["conversationId"])
     items = [message_input(m) for m in data["messages"]]
-    messages = services.messages_append(conversation=conversation, items=items)
+    messages = messages_append(conversation=conversation, items=items)
     return {"messages": [message_to_wire(m) for m in messages]}
 
 
@@ -158,7 +163,7 @@ def pin_fact(call: ToolCall, data: dict[str, Any]) -> ToolResult:
         if start is not None or end is not None:
             raise McpToolError("Send quote or start/end, not both.")
         start, end = _quote_span(conversation, data["messageId"], quote)
-    pin = services.pin_create(
+    pin = pin_create(
         conversation=conversation,
         actor=call.actor,
         message_id=data["messageId"],
@@ -171,7 +176,7 @@ def pin_fact(call: ToolCall, data: dict[str, Any]) -> ToolResult:
 
 def add_observation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     conversation = call.conversation(data["conversationId"])
-    observation = services.observation_create(
+    observation = observation_create(
         conversation=conversation,
         actor=call.actor,
         text=data["text"],
@@ -188,7 +193,7 @@ def add_observation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
 
 def record_reasoning_step(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     conversation = call.conversation(str(data["conversationId"]))
-    step = services.reasoning_step_record(
+    step = reasoning_step_record(
         conversation=conversation,
         actor=call.actor,
         reasoning=data.get("reasoning") or "",
@@ -201,7 +206,7 @@ def record_reasoning_step(call: ToolCall, data: dict[str, Any]) -> ToolResult:
 
 def record_tool_call(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     conversation = call.conversation(str(data["conversationId"]))
-    recorded = services.tool_call_record(
+    recorded = tool_call_record(
         conversation=conversation,
         workspace=conversation.workspace,
         actor=call.actor,

@@ -27,10 +27,10 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework.request import Request
 
-from core.api import ApiView
 from core.request_ids import request_id_of
 from memory.mcp.callers import HttpCaller, McpCaller, StdioCaller
 from memory.mcp.tools import list_tools, run_tool
+from tenancy.api_base import ApiView
 
 INSTRUCTIONS = (
     "Memdesk keeps the long-term memory of your conversations with end users. Start a "

@@ -20,17 +20,15 @@ from mcp import types
 from rest_framework import exceptions, serializers
 
 from core.api import query_values, validated
-from core.auth import RequiresScope
 from core.errors import api_exception_handler
 from core.paging import PAGE_LIMIT_MAX
-from memory import services
 from memory.api.inputs import (
     ConversationCreateIn,
     ConversationListQuery,
     ReasoningStepIn,
     ToolCallIn,
 )
-from memory.context import FORMATS
+from memory.context.rendering import FORMATS
 from memory.mcp.callers import McpCaller, McpToolError, ToolCall, ToolResult
 from memory.mcp.handlers import (
     AddMessagesIn,
@@ -51,7 +49,9 @@ from memory.mcp.handlers import (
     record_tool_call,
     search_memory,
 )
-from memory.models import ApiKey
+from memory.services.messages import MAX_BULK_MESSAGES
+from tenancy.auth import RequiresScope
+from tenancy.models import ApiKey
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ TOOLS: list[McpTool] = [
                 "type": "array",
                 "items": MESSAGE,
                 "minItems": 1,
-                "maxItems": services.MAX_BULK_MESSAGES,
+                "maxItems": MAX_BULK_MESSAGES,
                 "description": "The turns, oldest first.",
             },
         },

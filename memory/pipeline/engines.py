@@ -4,7 +4,7 @@ is set to ``openai``, the extractive engine (no provider at all) otherwise."""
 from __future__ import annotations
 
 from memory.engines.base import Engine
-from memory.models import Workspace
+from tenancy.models import Workspace
 
 
 def engine_for_workspace(workspace: Workspace) -> Engine:

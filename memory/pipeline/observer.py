@@ -4,14 +4,13 @@ them), through the redaction gate to the engine, stored as observations."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from governance.audit import audit_record
+from governance.audit.writer import audit_record
 from governance.redaction.gates import (
     ObserverReading,
     RedactionGateError,

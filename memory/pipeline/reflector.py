@@ -11,8 +11,8 @@ from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from governance.audit import audit_record
-from governance.gates import RedactionGateError, redaction_gate_for_reflection
+from governance.audit.writer import audit_record
+from governance.redaction.gates import RedactionGateError, redaction_gate_for_reflection
 from memory.engines.base import PRIORITIES, Engine, EngineError, SourceObservation
 from memory.grounding import grounding_score
 from memory.models import Conversation, Observation, PipelineRun, Reflection, ReflectorRun

@@ -35,12 +35,13 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
-from governance.audit import audit_record
-from governance.gates import RedactionGateError
+from governance.audit.writer import audit_record
+from governance.redaction.gates import RedactionGateError
 from memory.engines.base import EngineError
-from memory.models import AnyRun, ObserverRun, PipelineRun, ReflectorRun, Workspace
+from memory.models import AnyRun, ObserverRun, PipelineRun, ReflectorRun
 from memory.pipeline.scheduling import RUN_TASKS, RunT
 from memory.pipeline.waiting import RunWaitExceeded, _interrupted_at
+from tenancy.models import Workspace
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,11 @@ from django.utils import timezone
 from core.actors import Actor, ActorType
 from core.errors import MemdeskError
 from core.transactions import retried_on_conflict
-from governance.audit import audit_record
-from governance.gates import conversation_pseudonyms, pseudonyms_release
+from governance.audit.writer import audit_record
 from governance.holds import LegalHoldError, conversation_delete_check
-from memory.models import ApiKey, Conversation, Workspace
+from governance.redaction.gates import conversation_pseudonyms, pseudonyms_release
+from memory.models import Conversation
+from tenancy.models import ApiKey, Workspace
 
 
 def conversation_create(

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit import audit_record
+from governance.audit.writer import audit_record
 from memory.models import Conversation, Escalation
 
 ESCALATION_REASON_MAX_CHARS = 2000

@@ -10,9 +10,10 @@ from django.db.models import QuerySet
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit import audit_record
+from governance.audit.writer import audit_record
 from memory.grounding import grounding_score
-from memory.models import Message, Observation, Reflection, Workspace
+from memory.models import Message, Observation, Reflection
+from tenancy.models import Workspace
 
 NoteT = TypeVar("NoteT", Observation, Reflection)
 

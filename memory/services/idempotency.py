@@ -10,7 +10,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from core.errors import MemdeskError
-from memory.models import Conversation, IdempotencyRecord, Workspace
+from memory.models import Conversation, IdempotencyRecord
+from tenancy.models import Workspace
 
 
 def request_fingerprint(*, method: str, path: str, body: Any) -> str:

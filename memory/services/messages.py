@@ -15,7 +15,7 @@ from django.utils import timezone
 from core.errors import MemdeskError
 from governance.redaction.gates import message_ingest
 from memory.models import Conversation, Message
-from memory.pipeline import observer_schedule_if_due
+from memory.pipeline.scheduling import observer_schedule_if_due
 from memory.tokens import token_counts
 
 MAX_BULK_MESSAGES = 100

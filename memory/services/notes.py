@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit import audit_record, require_reason
+from governance.audit.writer import audit_record, require_reason
 from memory.grounding import grounding_score
 from memory.models import (
     Message,

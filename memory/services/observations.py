@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit import audit_record, require_reason
+from governance.audit.writer import audit_record, require_reason
 from memory.grounding import grounding_score
 from memory.models import (
     Conversation,
@@ -23,7 +23,7 @@ from memory.models import (
     Priority,
     Reflection,
 )
-from memory.pipeline import reflector_schedule_for_correction
+from memory.pipeline.scheduling import reflector_schedule_for_correction
 from memory.references import references_in
 from memory.services.conversations import memory_version_bump
 from memory.services.notes import (

@@ -10,7 +10,7 @@ from django.db import transaction
 from core.actors import Actor
 from core.errors import MemdeskError
 from core.paging import parse_uuid
-from governance.audit import audit_record, require_reason
+from governance.audit.writer import audit_record, require_reason
 from memory.models import Conversation, Message, Pin
 from memory.services.conversations import memory_version_bump
 from memory.tokens import token_count

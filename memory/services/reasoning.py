@@ -11,9 +11,10 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit import audit_record
-from governance.gates import reasoning_redaction_at_ingest
-from memory.models import Conversation, ReasoningStep, ToolCall, Workspace
+from governance.audit.writer import audit_record
+from governance.redaction.gates import reasoning_redaction_at_ingest
+from memory.models import Conversation, ReasoningStep, ToolCall
+from tenancy.models import Workspace
 
 
 def _check_reasoning_text(text: str, field: str) -> None:

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit import require_reason
+from governance.audit.writer import require_reason
 from memory.models import Reflection, ReflectionVersion
 from memory.services.notes import (
     REASON_REQUIRED,

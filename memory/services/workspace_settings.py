@@ -10,9 +10,9 @@ from django.db import transaction
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit import audit_record, require_reason
+from governance.audit.writer import audit_record, require_reason
 from memory.engines.base import FIDELITIES
-from memory.models import Workspace
+from tenancy.models import Workspace
 
 # A default context budget beyond any model's window is a typo, not a choice.
 MAX_CONTEXT_MAX_TOKENS = 10_000_000

@@ -10,10 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.actors import Actor
-from core.auth import forget_api_key
 from core.errors import MemdeskError
-from governance.audit import audit_record
-from memory.models import ApiKey, Workspace
+from governance.audit.writer import audit_record
+from tenancy.auth import forget_api_key
+from tenancy.models import ApiKey, Workspace
 
 
 def workspace_get_or_create(*, name: str, actor: Actor | None = None) -> Workspace:

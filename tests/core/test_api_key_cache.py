@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from memory.services import api_key_revoke
+from memory.services.workspaces import api_key_revoke
 from tenancy import auth
 from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS, ApiKey
 from tests.core.test_cache_outage import DEAD_REDIS

@@ -11,9 +11,11 @@ from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory.models import ApiKey, Conversation, Observation, Reflection, Workspace
-from memory.pipeline import observer_schedule
-from memory.services import api_key_create, conversation_create
+from memory.models import Conversation, Observation, Reflection
+from memory.pipeline.scheduling import observer_schedule
+from memory.services.conversations import conversation_create
+from memory.services.workspaces import api_key_create
+from tenancy.models import ApiKey, Workspace
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 SCOPES = ["agent", "curator", "compliance", "admin"]

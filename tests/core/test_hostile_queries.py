@@ -12,10 +12,10 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from core.readiness import worker_heartbeat_record
-from dashboard.models import Role
 from memory import unsupported
 from memory.models import Conversation
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
+from tenancy.models import Role
 from tests.dashboard.factories import chat, observe
 
 SUPERSCRIPT = "²"

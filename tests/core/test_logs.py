@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 
 from core.logs import ContentFreeFormatter, JsonFormatter
 from core.request_ids import RequestIdFilter
-from memory.models import Workspace
+from tenancy.models import Workspace
 
 SECRET = "dana.whitfield@example.com"
 # Built here, so that the traceback's source lines (which name the variable) cannot hold it.

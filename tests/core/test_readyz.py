@@ -15,7 +15,7 @@ from config.settings.base import broker_transport_options
 from core import readiness
 from core.models import WorkerHeartbeat
 from core.tasks import worker_heartbeat
-from governance import redaction
+from governance.redaction import presidio
 
 DEAD_REDIS = "redis://127.0.0.1:1/0"
 
@@ -87,7 +87,7 @@ def test_not_ready_when_the_database_is_down(client, worker_alive, monkeypatch):
 
 @override_settings(MEMDESK_REDACTION_SPACY_MODEL="no_such_spacy_pipeline")
 def test_not_ready_when_the_pii_model_is_not_installed(client, worker_alive, monkeypatch):
-    monkeypatch.setattr(redaction, "_engine", None)
+    monkeypatch.setattr(presidio, "_engine", None)
     response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json()["checks"]["piiModel"] == {"status": "unavailable", "model": "missing"}

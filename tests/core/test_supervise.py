@@ -13,7 +13,7 @@ import time
 import pytest
 
 from memory.models import ObserverRun
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.memory.celery_workers import ROOT, Broker, publishing_to, wait_until, worker_command
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from memory.models import Conversation
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat, observe, reflect
 
 

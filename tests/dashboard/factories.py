@@ -8,10 +8,12 @@ import factory
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard.models import Membership
-from memory import pipeline
 from memory.models import Conversation
-from memory.services import MessageInput, messages_append
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.reflector import reflector_run_execute
+from memory.pipeline.scheduling import observer_schedule, reflector_schedule
+from memory.services.messages import MessageInput, messages_append
+from tenancy.models import Membership
 from tests.memory.factories import WorkspaceFactory
 
 PASSWORD = "correct horse battery staple"
@@ -63,10 +65,10 @@ def chat(conversation: Conversation, turns: list[tuple[str, str]] = CHAT) -> Non
 
 
 def observe(conversation: Conversation) -> None:
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    pipeline.observer_run_execute(run_id=run.pk)
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    observer_run_execute(run_id=run.pk)
 
 
 def reflect(conversation: Conversation) -> None:
-    run = pipeline.reflector_schedule(conversation=conversation, trigger="manual")
-    pipeline.reflector_run_execute(run_id=run.pk)
+    run = reflector_schedule(conversation=conversation, trigger="manual")
+    reflector_run_execute(run_id=run.pk)

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
 
-from dashboard.models import Membership
 from governance.models import AuditEvent
+from tenancy.models import Membership
 from tests.dashboard.factories import PASSWORD, MembershipFactory, UserFactory
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory.models import ApiKey
-from memory.services import api_key_create
+from memory.services.workspaces import api_key_create
+from tenancy.models import ApiKey
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 
 from core.actors import Actor
-from memory.context import context_for_conversation
+from memory.context.read import context_for_conversation
 from memory.models import Conversation, Message
-from memory.services import MessageInput, conversation_create, messages_append, pin_create
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.pins import pin_create
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory
 

@@ -8,7 +8,8 @@ import pytest
 from django.utils import timezone
 
 from memory.models import Conversation, Observation, ObserverRun
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from memory.wire import relative_date
 from tests.dashboard.factories import ROLES, chat, observe
 from tests.governance.factories import LegalHoldFactory, RedactionFindingFactory

@@ -11,9 +11,12 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from core.actors import Actor
-from memory import pipeline
 from memory.models import Message, Observation, ObserverRun, Reflection
-from memory.services import MessageInput, conversation_create, messages_append, observation_create
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.scheduling import observer_schedule
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.observations import observation_create
 from tests.dashboard.factories import ROLES
 from tests.memory.factories import ObservationFactory
 
@@ -258,7 +261,7 @@ def test_observe_now_queues_a_run_and_the_page_polls_it(login, workspace):
     poll_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/"
     assert f'hx-get="{poll_url}" hx-trigger="every 1s"' in html
 
-    pipeline.observer_run_execute(run_id=run.pk)  # what the Celery worker does
+    observer_run_execute(run_id=run.pk)  # what the Celery worker does
     done = client.get(poll_url, HTTP_HX_REQUEST="true").content.decode()
     assert "every 1s" not in done  # finished: polling stops
     assert "6 messages →" in done and "Show the new memory" in done
@@ -456,21 +459,21 @@ def test_who_may_not_run_the_pipeline_may_not_cancel_and_others_runs_are_not_fou
 
 
 def test_a_finished_run_reloads_the_columns_and_their_counts(login, workspace):
-    from memory import pipeline
     from memory.models import PipelineRun
-    from memory.services import conversation_create
+    from memory.pipeline.observer import observer_run_execute
+    from memory.services.conversations import conversation_create
     from tests.dashboard.factories import chat
 
     conversation = conversation_create(workspace=workspace, title="Live")
     chat(conversation)
-    run = pipeline.observer_schedule(conversation=conversation, trigger=PipelineRun.Trigger.MANUAL)
+    run = observer_schedule(conversation=conversation, trigger=PipelineRun.Trigger.MANUAL)
     client = login("reviewer")
     status_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/"
 
     queued = client.get(status_url, HTTP_HX_REQUEST="true")
     assert "run-finished" not in queued.get("HX-Trigger", "")
 
-    pipeline.observer_run_execute(run_id=run.pk)
+    observer_run_execute(run_id=run.pk)
     finished = client.get(status_url, HTTP_HX_REQUEST="true")
     assert "run-finished" in finished["HX-Trigger"]
 

@@ -8,7 +8,6 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from dashboard.models import Membership
 from memory.models import (
     Conversation,
     Message,
@@ -17,6 +16,7 @@ from memory.models import (
     Reflection,
     ReflectorRun,
 )
+from tenancy.models import Membership
 
 
 def test_demo_setup_gives_the_admin_a_role_and_runs_the_pipeline_once(db, tmp_path, settings):

@@ -8,7 +8,8 @@ from urllib.parse import quote
 import pytest
 
 from memory.models import Conversation
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 

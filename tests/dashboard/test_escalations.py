@@ -10,13 +10,10 @@ from django.utils import timezone
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory.models import Escalation
-from memory.services import (
-    MessageInput,
-    conversation_create,
-    escalation_create,
-    messages_append,
-    observation_create,
-)
+from memory.services.conversations import conversation_create
+from memory.services.escalations import escalation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.observations import observation_create
 
 REASON = "Customer Dana Pierce wants to cancel"
 

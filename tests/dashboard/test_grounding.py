@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from memory.grounding import grounding_score
 from memory.models import Observation
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.memory.test_grounding import INVENTED, SOURCES
 
 

@@ -12,7 +12,9 @@ import pytest
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, RedactionFinding
 from memory.models import Conversation, Message
-from memory.services import MessageInput, conversation_create, messages_append, pin_create
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.pins import pin_create
 from tests.governance.test_redaction_support import set_policy
 
 CARD = "4111 1111 1111 1111"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import authenticate
 
-from dashboard.models import Membership
 from governance.models import AuditEvent
+from tenancy.models import Membership
 from tests.dashboard.factories import MembershipFactory, UserFactory
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from governance.models import AuditEvent
-from memory.models import DEFAULT_CONTEXT_MAX_TOKENS, Workspace
+from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS, Workspace
 from tests.dashboard.factories import MembershipFactory
 
 URL = "/settings/memory/"

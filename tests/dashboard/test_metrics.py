@@ -12,7 +12,9 @@ from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
 from memory.models import ObserverRun, ReflectorRun
-from memory.services import MessageInput, conversation_create, escalation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.escalations import escalation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.dashboard.factories import ROLES
 
 

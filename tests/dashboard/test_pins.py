@@ -8,7 +8,8 @@ import pytest
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory.models import Message, Pin
-from memory.services import conversation_create, pin_create
+from memory.services.conversations import conversation_create
+from memory.services.pins import pin_create
 from tests.dashboard.factories import chat, observe
 
 HX = {"HTTP_HX_REQUEST": "true"}

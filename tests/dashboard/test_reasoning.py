@@ -9,13 +9,9 @@ import pytest
 
 from core.actors import SYSTEM_ACTOR
 from memory.models import Conversation
-from memory.services import (
-    MessageInput,
-    conversation_create,
-    messages_append,
-    reasoning_step_record,
-    tool_call_record,
-)
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.reasoning import reasoning_step_record, tool_call_record
 
 EMAIL = "dana.whitfield@example.com"
 HX = {"HTTP_HX_REQUEST": "true"}

@@ -10,8 +10,8 @@ import pytest
 from django.utils.html import escape
 
 from governance.models import AuditEvent
-from memory import pipeline
 from memory.models import Conversation, Observation, Reflection, ReflectionVersion, ReflectorRun
+from memory.pipeline.reflector import reflector_run_execute
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
@@ -41,7 +41,7 @@ def _item(html: str, reflection: Reflection) -> str:
 
 def _rederive(conversation: Conversation) -> None:
     run = ReflectorRun.objects.get(conversation=conversation, status="pending")
-    assert pipeline.reflector_run_execute(run_id=run.pk).run.status == "succeeded"
+    assert reflector_run_execute(run_id=run.pk).run.status == "succeeded"
 
 
 # --- the actions -------------------------------------------------------------------------------
@@ -169,7 +169,7 @@ def test_a_viewer_cannot_correct_a_reflection(login, reflection):
 
 
 def test_another_workspaces_reflection_is_not_found(login, workspace, other_workspace):
-    from memory.services import conversation_create
+    from memory.services.conversations import conversation_create
     from tests.dashboard.factories import chat, observe, reflect
 
     theirs = conversation_create(workspace=other_workspace, title="Globex")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.context import context_for_conversation
-from memory.services import conversation_create
+from memory.context.read import context_for_conversation
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat, observe
 from tests.e2e.browser import sign_in
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from core.actors import SYSTEM_ACTOR
-from memory.services import conversation_create, escalation_create
+from memory.services.conversations import conversation_create
+from memory.services.escalations import escalation_create
 from tests.e2e.browser import sign_in
 
 

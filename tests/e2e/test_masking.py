@@ -5,10 +5,11 @@ audit log. Pages are saved as screenshots."""
 
 from __future__ import annotations
 
-from governance import scan
 from governance.models import AuditEvent, ScanRequest
+from governance.redaction.scan import message_scan_requests
 from memory.models import Message
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.e2e.browser import sign_in
 
 CARD = "4111 1111 1111 1111"
@@ -27,7 +28,7 @@ def test_a_viewer_sees_types_and_a_compliance_officer_reveals_values(
         ],
     )
     # What the worker does once the write has committed.
-    scan.message_scan_requests(request_ids=list(ScanRequest.objects.values_list("pk", flat=True)))
+    message_scan_requests(request_ids=list(ScanRequest.objects.values_list("pk", flat=True)))
     url = f"/conversations/{conversation.pk}/"
     message = Message.objects.get(conversation=conversation, seq=1)
 

@@ -4,9 +4,9 @@ going stale and re-derived; adding an observation inline."""
 
 from __future__ import annotations
 
-from memory import pipeline
 from memory.models import Observation, Reflection, ReflectorRun
-from memory.services import conversation_create
+from memory.pipeline.reflector import reflector_run_execute
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat, observe, reflect
 from tests.e2e.browser import sign_in
 
@@ -84,7 +84,7 @@ def test_a_corrected_observation_s_reflection_goes_stale_then_is_rederived(
     screenshot(page, "11-reflection-stale")
 
     run = ReflectorRun.objects.get(conversation=conversation, status="pending")
-    pipeline.reflector_run_execute(run_id=run.pk)  # the worker's part
+    reflector_run_execute(run_id=run.pk)  # the worker's part
     # While one is stale the column polls: the new reflection appears without a reload.
     page.wait_for_selector("#reflection-list >> text=User prefers SMS over phone calls")
     assert "superseded" in page.locator(f"#refl-{reflection.pk}").inner_text()

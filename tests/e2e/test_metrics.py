@@ -4,7 +4,8 @@ the charts draw."""
 from __future__ import annotations
 
 from core.actors import SYSTEM_ACTOR
-from memory.services import conversation_create, escalation_create
+from memory.services.conversations import conversation_create
+from memory.services.escalations import escalation_create
 from tests.dashboard.factories import chat, observe, reflect
 from tests.e2e.browser import sign_in
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from governance.models import RedactionFinding
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat, observe, reflect
 from tests.e2e.browser import sign_in
 

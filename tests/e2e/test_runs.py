@@ -3,9 +3,9 @@ Playwright): observe now shows the run's progress."""
 
 from __future__ import annotations
 
-from memory import pipeline
 from memory.models import Observation, ObserverRun
-from memory.services import conversation_create
+from memory.pipeline.observer import observer_run_execute
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat
 from tests.e2e.browser import sign_in
 
@@ -22,7 +22,7 @@ def test_observe_now_shows_the_runs_progress(open_page, member, workspace, scree
     run = ObserverRun.objects.get(conversation=conversation)
     assert page.locator("#observation-list .memory-item").count() == 0
     url = page.url
-    pipeline.observer_run_execute(run_id=run.pk)  # the worker's part
+    observer_run_execute(run_id=run.pk)  # the worker's part
     page.wait_for_selector("#run-observer >> text=Show the new memory")
     # The columns update on their own, without a reload: the new observations and the
     # column's counts.

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import Observation
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat, observe, reflect
 from tests.e2e.browser import sign_in
 

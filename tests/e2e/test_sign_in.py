@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat, observe
 from tests.e2e.browser import sign_in
 

@@ -26,28 +26,20 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
-from dashboard.models import Membership
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent, RedactionFinding
 from governance.retention.policies import retention_policy_create
-from memory import mcp_tools, pipeline, unsupported
-from memory.models import (
-    ApiKey,
-    Escalation,
-    Message,
-    Observation,
-    PipelineRun,
-    Reflection,
-    Workspace,
-)
-from memory.services import (
-    MessageInput,
-    api_key_create,
-    conversation_create,
-    escalation_create,
-    messages_append,
-    pin_create,
-)
+from memory import unsupported
+from memory.mcp.tools import TOOLS
+from memory.models import Escalation, Message, Observation, PipelineRun, Reflection
+from memory.pipeline.reflector import observations_for_reflection
+from memory.pipeline.scheduling import observer_schedule
+from memory.services.conversations import conversation_create
+from memory.services.escalations import escalation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.pins import pin_create
+from memory.services.workspaces import api_key_create
+from tenancy.models import ApiKey, Membership, Workspace
 from tests.dashboard.factories import MembershipFactory, UserFactory, chat, observe, reflect
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory, WorkspaceFactory
@@ -140,7 +132,7 @@ class World:
 
     @cached_property
     def queued_run(self) -> Any:
-        return pipeline.observer_schedule(
+        return observer_schedule(
             conversation=self.conversation, trigger=PipelineRun.Trigger.MANUAL
         )
 
@@ -186,7 +178,7 @@ class World:
     def pending_finding(self) -> RedactionFinding:
         quiet = conversation_create(workspace=self.workspace, user_id="eve", title="Call")
         ObservationFactory(conversation=quiet, text=f"User said {PHONE} on the call.")
-        pipeline.observations_for_reflection(conversation=quiet)
+        observations_for_reflection(conversation=quiet)
         return RedactionFinding.objects.filter(status="pending_review").first()  # type: ignore[return-value]
 
     @cached_property
@@ -860,7 +852,7 @@ def world(workspace, eager_tasks) -> World:
 
 
 def test_every_mcp_tool_that_writes_is_classified():
-    writes = {tool.name for tool in mcp_tools.TOOLS if not tool.read_only}
+    writes = {tool.name for tool in TOOLS if not tool.read_only}
     assert writes == MCP_WRITES.keys() | MCP_NOT_CHANGES.keys()
 
 

@@ -24,7 +24,8 @@ from memory.models import (
     ObserverRun,
     ReflectorRun,
 )
-from memory.services import conversation_create, escalation_create
+from memory.services.conversations import conversation_create
+from memory.services.escalations import escalation_create
 from tests.governance.test_retention_support import (
     ADMIN,
     conversation_with_tiers,

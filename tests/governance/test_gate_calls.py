@@ -27,7 +27,8 @@ from governance.redaction.gates import (
     redacts_before_observation,
 )
 from memory.models import Conversation, Message
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from memory.tokens import token_count
 
 CARD = "4111 1111 1111 1111"

@@ -10,7 +10,7 @@ from governance.holds import legal_hold_place, legal_hold_release
 from governance.models import LegalHold
 from governance.selectors import active_hold_for_conversation
 from memory.models import Conversation, Message
-from memory.services import conversation_delete
+from memory.services.conversations import conversation_delete
 from tests.governance.test_retention_support import ADMIN, conversation_with_tiers, events
 
 

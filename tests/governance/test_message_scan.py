@@ -14,7 +14,7 @@ from django.apps import apps as django_apps
 from django.utils import timezone
 
 from core import queue
-from dashboard.selectors import ConversationFilters, conversation_search
+from dashboard.selectors.conversations import ConversationFilters, conversation_search
 from governance.audit.verify import audit_chain_verify
 from governance.models import (
     AuditEvent,
@@ -27,9 +27,11 @@ from governance.redaction import presidio, scan
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.presidio import RedactionEngine
 from governance.tasks import message_scan_task
-from memory import pipeline
 from memory.models import Conversation, Message, Observation, Reflection
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.scheduling import observer_schedule
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.core.test_cache_outage import DEAD_REDIS
 from tests.governance.test_redaction_support import set_policy
 
@@ -75,8 +77,8 @@ def _write(conversation: Conversation, *texts: str) -> list[Message]:
 
 
 def _observe(conversation: Conversation) -> str:
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    assert pipeline.observer_run_execute(run_id=run.pk).run.status == "succeeded"
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    assert observer_run_execute(run_id=run.pk).run.status == "succeeded"
     return " ".join(
         Observation.objects.filter(conversation=conversation).values_list("text", flat=True)
     )

@@ -14,14 +14,11 @@ from governance.retention import (
     retention_sweep,
     retention_sweep_request,
 )
-from memory import pipeline
-from memory.models import Conversation, Message, Observation, Workspace
-from memory.services import (
-    MessageInput,
-    conversation_create,
-    conversation_delete,
-    messages_append,
-)
+from memory.models import Conversation, Message, Observation
+from memory.pipeline.reflector import observations_for_reflection
+from memory.services.conversations import conversation_create, conversation_delete
+from memory.services.messages import MessageInput, messages_append
+from tenancy.models import Workspace
 from tests.governance.test_redaction_support import set_policy
 from tests.governance.test_retention_support import ADMIN, days_ago
 from tests.memory.factories import ObservationFactory
@@ -177,7 +174,7 @@ def test_an_observation_value_goes_with_the_message_that_said_it(workspace):
         text=f"User's email is {EMAIL}.",
         source_message_ids=[str(said.pk), str(other.pk)],
     )
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     assert _pseudonym(1).is_held
 
     _sweep(workspace)

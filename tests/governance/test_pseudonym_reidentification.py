@@ -11,7 +11,8 @@ import pytest
 from governance.erasure import erasure_execute, erasure_request_create
 from governance.models import AuditEvent
 from memory.models import Conversation
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.governance.test_redaction_support import set_policy
 from tests.governance.test_retention_support import ADMIN
 from tests.memory.factories import ObservationFactory, ReflectionFactory

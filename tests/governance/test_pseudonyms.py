@@ -26,14 +26,12 @@ from governance.redaction.pseudonyms import (
     pseudonym_reveal,
     value_digest,
 )
-from memory import pipeline
-from memory.models import Conversation, Message, Workspace
-from memory.services import (
-    MessageInput,
-    conversation_create,
-    messages_append,
-    workspace_get_or_create,
-)
+from memory.models import Conversation, Message
+from memory.pipeline.reflector import observations_for_reflection
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.workspaces import workspace_get_or_create
+from tenancy.models import Workspace
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory
 
@@ -171,7 +169,7 @@ def test_the_redaction_event_counts_the_pseudonyms_it_numbered(workspace):
     conversation = conversation_create(workspace=workspace)
     ObservationFactory(conversation=conversation, text=f"User wrote from {OTHER_EMAIL}.")
     ObservationFactory(conversation=conversation, text="User wrote from ops@example.com.")
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
 
     numbered = [
         (e.target_type, e.after["newPseudonyms"])
@@ -215,7 +213,7 @@ def test_an_observation_value_is_held_by_the_source_message_that_says_it(workspa
         source_message_ids=[str(holder.pk), str(bystander.pk)],
     )
 
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
 
     observation.refresh_from_db()
     assert observation.text == "User's email is <EMAIL_ADDRESS_1>."
@@ -227,7 +225,7 @@ def test_a_value_from_no_message_is_held_by_its_observation(workspace):
     conversation = conversation_create(workspace=workspace)
     observation = ObservationFactory(conversation=conversation, text=f"Write to {EMAIL}.")
 
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
 
     sighting = PseudonymSighting.objects.get()
     assert (sighting.target_type, sighting.target_id) == ("observation", observation.pk)

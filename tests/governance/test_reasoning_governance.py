@@ -13,14 +13,11 @@ from governance.retention import (
     retention_sweep,
     retention_sweep_request,
 )
-from memory.models import Conversation, ReasoningStep, ToolCall, Workspace
-from memory.services import (
-    MessageInput,
-    conversation_create,
-    messages_append,
-    reasoning_step_record,
-    tool_call_record,
-)
+from memory.models import Conversation, ReasoningStep, ToolCall
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.reasoning import reasoning_step_record, tool_call_record
+from tenancy.models import Workspace
 from tests.governance.test_redaction_support import set_policy
 from tests.governance.test_retention_support import ADMIN, days_ago, ids_hash
 

@@ -10,9 +10,9 @@ from django.test import override_settings
 
 from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, RestrictedOriginal
 from governance.redaction.policy import redaction_policy_snapshot
-from memory import pipeline
 from memory.models import Conversation, Message
-from memory.services import conversation_create
+from memory.pipeline.reflector import observations_for_reflection
+from memory.services.conversations import conversation_create
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory
 
@@ -33,7 +33,7 @@ def conversation(workspace) -> Conversation:
 def _pending_findings(conversation: Conversation, count: int = 1) -> list[RedactionFinding]:
     for n in range(count):
         ObservationFactory(conversation=conversation, text=f"User said {PHONE} on call {n}.")
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     return list(RedactionFinding.objects.filter(status="pending_review").order_by("id"))
 
 

@@ -14,14 +14,13 @@ from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, RedactionFinding, RestrictedOriginal
 from governance.redaction import presidio as redaction
 from governance.redaction.review import redaction_finding_approve, redaction_finding_dismiss
-from memory import pipeline
 from memory.models import Conversation, Message, Observation, Reflection
-from memory.services import (
-    MessageInput,
-    conversation_create,
-    messages_append,
-    observation_update,
-)
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.reflector import observations_for_reflection, reflector_run_execute
+from memory.pipeline.scheduling import observer_schedule, reflector_schedule
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.observations import observation_update
 from tests.governance.test_redaction_support import EchoEngine, detected_values, set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
@@ -49,8 +48,8 @@ def _observations(conversation: Conversation, texts: list[str]) -> list[Observat
 
 
 def _reflect(conversation: Conversation, *, final: bool = True):
-    run = pipeline.reflector_schedule(conversation=conversation, trigger="manual")
-    return pipeline.reflector_run_execute(run_id=run.pk, final_attempt=final).run
+    run = reflector_schedule(conversation=conversation, trigger="manual")
+    return reflector_run_execute(run_id=run.pk, final_attempt=final).run
 
 
 @pytest.fixture
@@ -158,7 +157,7 @@ def test_uncertain_findings_are_masked_for_the_reflector_and_queued(workspace, c
 def test_approving_redacts_the_value_and_moves_other_findings(workspace, conversation):
     text = f"User said {PHONE} and then {EMAIL} was confirmed."
     [observation] = _observations(conversation, [text])
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     pending = RedactionFinding.objects.get(status="pending_review")
     version = Conversation.objects.get(pk=conversation.pk).memory_version
 
@@ -179,7 +178,7 @@ def test_approving_redacts_the_value_and_moves_other_findings(workspace, convers
 
 def test_dismissing_keeps_the_value_and_can_allow_it_for_good(workspace, conversation):
     [observation] = _observations(conversation, [NOTES[2]])
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     pending = RedactionFinding.objects.get(status="pending_review")
 
     redaction_finding_dismiss(finding=pending, actor=SYSTEM_ACTOR, add_to_allow_list=True)
@@ -194,14 +193,14 @@ def test_dismissing_keeps_the_value_and_can_allow_it_for_good(workspace, convers
     assert PHONE not in serialize("json", AuditEvent.objects.all())
     # The next observation with the same number is no longer a finding.
     later = _observations(conversation, [f"Call {PHONE} after six."])[0]
-    texts = pipeline.observations_for_reflection(conversation=conversation)
+    texts = observations_for_reflection(conversation=conversation)
     assert not RedactionFinding.objects.filter(target_id=later.pk).exists()
     assert any(PHONE in o.text for o in texts)
 
 
 def test_a_decided_finding_cannot_be_decided_again(workspace, conversation):
     _observations(conversation, [NOTES[2]])
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     pending = RedactionFinding.objects.get(status="pending_review")
     redaction_finding_dismiss(finding=pending, actor=SYSTEM_ACTOR)
 
@@ -211,7 +210,7 @@ def test_a_decided_finding_cannot_be_decided_again(workspace, conversation):
 
 def test_a_finding_whose_text_was_edited_since_is_stale(workspace, conversation):
     [observation] = _observations(conversation, [NOTES[2]])
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     pending = RedactionFinding.objects.get(status="pending_review")
     Observation.objects.filter(pk=observation.pk).update(text="User prefers email now, really.")
 
@@ -224,7 +223,7 @@ def test_a_finding_whose_text_was_edited_since_is_stale(workspace, conversation)
 
 def test_a_value_moved_by_an_edit_is_still_masked(workspace, conversation, echo):
     [observation] = _observations(conversation, [NOTES[2]])
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     observation_update(
         observation=observation,
         actor=SYSTEM_ACTOR,
@@ -240,11 +239,11 @@ def test_a_value_moved_by_an_edit_is_still_masked(workspace, conversation, echo)
 
 def test_running_the_gate_twice_records_nothing_twice(workspace, conversation):
     _observations(conversation, NOTES)
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     count = RedactionFinding.objects.count()
     events = AuditEvent.objects.count()
 
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
 
     assert RedactionFinding.objects.count() == count
     assert AuditEvent.objects.count() == events
@@ -264,7 +263,7 @@ def test_reflection_waits_for_reviews_when_the_policy_says_so(workspace, convers
     redaction_finding_approve(
         finding=RedactionFinding.objects.get(status="pending_review"), actor=SYSTEM_ACTOR
     )
-    run = pipeline.reflector_run_execute(run_id=run.pk, final_attempt=False).run
+    run = reflector_run_execute(run_id=run.pk, final_attempt=False).run
 
     assert run.status == "succeeded"
     assert Reflection.objects.exists()
@@ -330,9 +329,9 @@ def test_redaction_before_observation_feeds_the_observer_redacted_messages(works
         conversation=conversation,
         items=[MessageInput(role="user", content=t) for t in (NOTES[0], NOTES[2], NOTES[4])],
     )
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=conversation, trigger="manual")
 
-    assert pipeline.observer_run_execute(run_id=run.pk).run.status == "succeeded"
+    assert observer_run_execute(run_id=run.pk).run.status == "succeeded"
 
     observations = " ".join(Observation.objects.values_list("text", flat=True))
     assert observations

@@ -12,7 +12,7 @@ from governance.models import RedactionPolicy
 from governance.redaction import presidio
 from governance.redaction.policy import redaction_policy_get_or_create
 from memory.engines.base import DraftReflection, SourceObservation
-from memory.models import Workspace
+from tenancy.models import Workspace
 
 # The evaluation data lives beside the project, never in it (../shared/data/README.md).
 DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"

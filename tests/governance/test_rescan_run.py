@@ -19,7 +19,7 @@ from governance.models import AuditEvent, MessageScan, RedactionFinding, RescanR
 from governance.redaction.review import rescan_run_execute, rescan_run_request, rescan_run_sweep
 from governance.tasks import redaction_rescan_task
 from memory.models import Conversation, Message
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.memory.factories import ObservationFactory
 
 CARD = "4111 1111 1111 1111"

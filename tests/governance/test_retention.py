@@ -37,7 +37,7 @@ from memory.models import (
     Reflection,
     ReflectionVersion,
 )
-from memory.services import pin_create
+from memory.services.pins import pin_create
 from tests.governance.test_retention_support import (
     ADMIN,
     conversation_with_tiers,
@@ -686,7 +686,7 @@ def test_messages_written_during_a_sweep_are_all_still_there_after_it(workspace)
 
     from django.db import connection
 
-    from memory.services import MessageInput, messages_append
+    from memory.services.messages import MessageInput, messages_append
 
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://... (CI does)")

@@ -21,9 +21,10 @@ from memory.models import (
     Reflection,
     ReflectionVersion,
     ToolCall,
-    Workspace,
 )
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from tenancy.models import Workspace
 from tests.governance.factories import RedactionFindingFactory
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from governance.models import RedactionPolicy
-from memory import pipeline
 from memory.models import Conversation, ObserverRun
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.pipeline.on_demand import run_now
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 
 CARD = "4111 1111 1111 1111"
 
@@ -32,7 +33,7 @@ def test_a_card_number_in_a_message_never_reaches_the_run_row(
     )
     conversation = Conversation.objects.select_related("workspace").get(pk=conversation.pk)
 
-    run = pipeline.run_now(kind="observe", conversation=conversation, wait=True)
+    run = run_now(kind="observe", conversation=conversation, wait=True)
 
     row = ObserverRun.objects.values().get(pk=run.pk)
     assert row["status"] == "succeeded"

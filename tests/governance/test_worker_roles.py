@@ -5,7 +5,6 @@ nobody asked for (beat, the pipeline) and commands act as the system, role "syst
 from __future__ import annotations
 
 from core.actors import SYSTEM_ACTOR, Actor, command_actor
-from dashboard.models import Membership
 from governance.erasure import erasure_request_create
 from governance.models import AuditEvent
 from governance.redaction.review import rescan_run_request
@@ -14,6 +13,7 @@ from governance.retention import (
     retention_schedule,
     retention_sweep_request,
 )
+from tenancy.models import Membership
 from tests.dashboard.factories import MembershipFactory
 from tests.governance.test_retention_support import conversation_with_tiers
 

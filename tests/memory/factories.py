@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import factory
 
-from memory.models import Conversation, Message, Observation, Reflection, Workspace
+from memory.models import Conversation, Message, Observation, Reflection
 from memory.tokens import token_count
+from tenancy.models import Workspace
 
 
 class WorkspaceFactory(factory.django.DjangoModelFactory):

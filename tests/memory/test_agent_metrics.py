@@ -10,10 +10,11 @@ import pytest
 from django.utils import timezone
 
 from governance.models import AuditEvent
-from memory import mcp_tools
-from memory.mcp_tools import HttpCaller
-from memory.models import ApiKey, Escalation
+from memory.mcp.callers import HttpCaller
+from memory.mcp.tools import run_tool
+from memory.models import Escalation
 from memory.recall import terms_in
+from tenancy.models import ApiKey
 from tests.core.test_cache_outage import DEAD_REDIS
 
 
@@ -212,7 +213,7 @@ def test_context_read_through_mcp_counts_with_the_rest_reads(api, observed):
     api.get(f"/v1/conversations/{conversation}/context?format=text")
     api_key = ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(api.raw_key))
     caller = HttpCaller(api_key=api_key, request_id="mcp-test", ip_address=None)
-    mcp_tools.run_tool(caller, "get_context", {"conversationId": conversation})
+    run_tool(caller, "get_context", {"conversationId": conversation})
 
     reads = _metrics(api, conversation)["contextReads"]
     assert (reads["reads"], reads["compared"], reads["stableMemoryBlock"]) == (2, 1, 1)

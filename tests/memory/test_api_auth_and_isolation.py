@@ -7,8 +7,9 @@ from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory.models import ApiKey, Conversation, Message, Observation
-from memory.services import api_key_create, api_key_revoke
+from memory.models import Conversation, Message, Observation
+from memory.services.workspaces import api_key_create, api_key_revoke
+from tenancy.models import ApiKey
 from tests.memory.factories import ObservationFactory
 
 ROUTES = [

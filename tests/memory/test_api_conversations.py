@@ -10,7 +10,8 @@ from core.actors import SYSTEM_ACTOR
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent
 from memory.models import Conversation, Message, Observation
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.memory.factories import ObservationFactory
 
 

@@ -13,8 +13,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from memory.models import ApiKey, Workspace
 from memory.tokens import token_count
+from tenancy.models import ApiKey, Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,12 +9,9 @@ import pytest
 from django.db import connection
 
 from memory.models import Conversation, Message
-from memory.services import (
-    MessageInput,
-    conversation_create,
-    messages_append,
-    workspace_get_or_create,
-)
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.workspaces import workspace_get_or_create
 
 THREADS = 20
 APPENDS_PER_THREAD = 5
@@ -82,11 +79,11 @@ def test_an_edit_racing_the_reflector_s_write_makes_what_it_wrote_stale(monkeypa
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: run with DATABASE_URL=postgres://... (CI does)")
     from core.actors import SYSTEM_ACTOR
-    from memory.context import context_for_conversation
+    from memory.context.read import context_for_conversation
     from memory.models import Observation, Reflection, ReflectorRun
     from memory.pipeline import reflector
     from memory.pipeline.scheduling import reflector_schedule
-    from memory.services import observation_update
+    from memory.services.observations import observation_update
     from tests.dashboard.factories import chat, observe
 
     conversation = conversation_create(workspace=workspace_get_or_create(name="race"))

@@ -13,10 +13,12 @@ from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory import pipeline
 from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Observation, PipelineRun, Reflection, ReflectorRun
-from memory.services import conversation_create, observation_create, observation_update
+from memory.pipeline.reflector import reflector_run_execute
+from memory.pipeline.sweep import pipeline_sweep
+from memory.services.conversations import conversation_create
+from memory.services.observations import observation_create, observation_update
 from tests.dashboard.factories import chat, observe, reflect
 from tests.memory.factories import ReflectionFactory
 
@@ -96,7 +98,7 @@ def _rederive(conversation: Conversation) -> ReflectorRun:
     """Run the re-derivation the correction scheduled, here, as the worker would."""
     run = ReflectorRun.objects.get(conversation=conversation, status=PipelineRun.Status.PENDING)
     assert run.trigger == "correction"
-    outcome = pipeline.reflector_run_execute(run_id=run.pk)
+    outcome = reflector_run_execute(run_id=run.pk)
     assert outcome.run is not None
     assert outcome.run.status == "succeeded", outcome.run.error
     return outcome.run
@@ -323,11 +325,11 @@ def test_a_correction_made_while_the_reflector_works_is_not_lost(
 
     fake_engine(CorrectedMeanwhile())
     run = ReflectorRun.objects.get(conversation=conversation, status="pending")
-    outcome = pipeline.reflector_run_execute(run_id=run.pk, final_attempt=False)
+    outcome = reflector_run_execute(run_id=run.pk, final_attempt=False)
     assert outcome.retry and "corrected while the Reflector worked" in outcome.run.error
     assert not Reflection.objects.filter(text__contains="SMS").exists()
 
-    outcome = pipeline.reflector_run_execute(run_id=run.pk)
+    outcome = reflector_run_execute(run_id=run.pk)
     assert outcome.run.status == "succeeded"
     [current] = _built_from(note)
     assert "letters" in current.text
@@ -339,7 +341,7 @@ def test_the_sweeper_rederives_what_a_failed_run_left_stale(api, conversation, n
     ReflectorRun.objects.filter(status="pending").update(status="failed")
     monkeypatch.setattr("memory.pipeline.scheduling.FAILURE_COOLDOWN", timedelta(0))
 
-    assert pipeline.pipeline_sweep()["reflector_scheduled"] == 1
+    assert pipeline_sweep()["reflector_scheduled"] == 1
     _rederive(conversation)
     [current] = _built_from(note)
     assert "SMS" in current.text

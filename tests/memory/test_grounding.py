@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from memory import pipeline
 from memory.grounding import grounding_score
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.scheduling import observer_schedule
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.memory.fake_openai import completion
 
 SOURCES = [
@@ -69,8 +71,8 @@ def test_the_openai_engines_invented_note_is_flagged_and_its_faithful_one_is_not
         )
     )
 
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    assert pipeline.observer_run_execute(run_id=run.pk).run.status == "succeeded"
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    assert observer_run_execute(run_id=run.pk).run.status == "succeeded"
 
     body = api.get(f"/v1/conversations/{conversation.pk}/observations").json()
     flags = {o["text"]: (o["groundingFlagged"], o["grounding"]) for o in body["observations"]}

@@ -10,9 +10,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from governance.models import AuditEvent
-from memory import pipeline
 from memory.models import Conversation, Message, Observation, Reflection
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.reflector import reflector_run_execute
+from memory.pipeline.scheduling import observer_schedule, reflector_schedule
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.memory.factories import ObservationFactory
 
 CHAT = [
@@ -30,8 +33,8 @@ def _observed_and_reflected(workspace) -> Conversation:
         items=[MessageInput(role=role, content=content) for role, content in CHAT],
     )
     for schedule, execute in (
-        (pipeline.observer_schedule, pipeline.observer_run_execute),
-        (pipeline.reflector_schedule, pipeline.reflector_run_execute),
+        (observer_schedule, observer_run_execute),
+        (reflector_schedule, reflector_run_execute),
     ):
         execute(run_id=schedule(conversation=conversation, trigger="manual").pk)
     return conversation

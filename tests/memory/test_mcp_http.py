@@ -13,8 +13,11 @@ from mcp import ClientSession
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory import services
-from memory.models import ApiKey, Observation
+from memory.models import Observation
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.workspaces import api_key_create, api_key_revoke
+from tenancy.models import ApiKey
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.mcp_clients import (
     AGENT_TOOLS,
@@ -42,7 +45,7 @@ EMAIL = "dana.pierce@example.com"
 
 
 def _key(workspace: Any, scope: str = "agent") -> tuple[ApiKey, str]:
-    return services.api_key_create(
+    return api_key_create(
         workspace=workspace, actor=SYSTEM_ACTOR, name=f"mcp-{scope}", scope=scope
     )
 
@@ -63,7 +66,7 @@ def test_an_agent_keeps_its_memory_over_http(workspace, mcp_url):
 
 def test_a_curator_key_sees_and_uses_the_curator_tools(workspace, mcp_url):
     api_key, raw_key = _key(workspace, "curator")
-    conversation = services.conversation_create(workspace=workspace)
+    conversation = conversation_create(workspace=workspace)
 
     async def session(client: ClientSession) -> tuple[list[str], dict[str, Any]]:
         tools = await client.list_tools()
@@ -142,8 +145,8 @@ def _refusal_cases(rest: httpx.Client, c: str, elsewhere: str) -> list[tuple[str
 
 def test_refusals_are_the_rest_apis_sentences(workspace, other_workspace, mcp_url, live_server):
     _, raw_key = _key(workspace)
-    conversation = services.conversation_create(workspace=workspace)
-    elsewhere = services.conversation_create(workspace=other_workspace)
+    conversation = conversation_create(workspace=workspace)
+    elsewhere = conversation_create(workspace=other_workspace)
     # Closed before the MCP calls: a kept-alive connection would hold a server thread,
     # and its database connection, past the test.
     with httpx.Client(
@@ -168,10 +171,10 @@ def test_refusals_are_the_rest_apis_sentences(workspace, other_workspace, mcp_ur
 
 def test_a_model_is_told_what_it_sent_wrong(workspace, mcp_url):
     _, raw_key = _key(workspace)
-    conversation = services.conversation_create(workspace=workspace)
-    [message] = services.messages_append(
+    conversation = conversation_create(workspace=workspace)
+    [message] = messages_append(
         conversation=conversation,
-        items=[services.MessageInput(role="user", content="My PIN is 4321.")],
+        items=[MessageInput(role="user", content="My PIN is 4321.")],
     )
 
     async def session(client: ClientSession) -> list[str]:
@@ -210,7 +213,7 @@ def test_it_refuses_requests_without_a_usable_key(workspace, mcp_url):
     unknown = httpx.post(
         mcp_url, content=body, headers={**headers, "Authorization": "Bearer md_nope"}
     )
-    services.api_key_revoke(api_key=api_key, actor=SYSTEM_ACTOR)
+    api_key_revoke(api_key=api_key, actor=SYSTEM_ACTOR)
     revoked = httpx.post(
         mcp_url, content=body, headers={**headers, "Authorization": f"Bearer {raw_key}"}
     )
@@ -252,7 +255,7 @@ def test_memory_reads_as_over_rest_with_pseudonyms_or_values(workspace, mcp_url,
     pseudonymised text, as REST does; once its agents may see values, both show them."""
     set_policy(workspace, redact_at_ingest=True, keep_originals=False)
     _, raw_key = _key(workspace)
-    conversation = services.conversation_create(workspace=workspace)
+    conversation = conversation_create(workspace=workspace)
     c = str(conversation.pk)
 
     async def session(client: ClientSession) -> tuple[dict[str, Any], str, dict[str, Any]]:

@@ -10,7 +10,7 @@ import pytest
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory import services
+from memory.services.workspaces import api_key_create, api_key_revoke
 from tests.memory.mcp_clients import (
     ROOT,
     agent_session,
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_an_agent_keeps_its_memory_over_stdio(workspace, tmp_path):
-    api_key, raw_key = services.api_key_create(
+    api_key, raw_key = api_key_create(
         workspace=workspace, actor=SYSTEM_ACTOR, name="desktop-agent"
     )
     answers = over_stdio(server_environment(tmp_path, raw_key), agent_session)
@@ -46,8 +46,8 @@ def _start(tmp_path, raw_key: str | None) -> subprocess.CompletedProcess[str]:
 
 
 def test_it_will_not_start_without_a_usable_key(workspace, tmp_path):
-    api_key, raw_key = services.api_key_create(workspace=workspace, actor=SYSTEM_ACTOR)
-    services.api_key_revoke(api_key=api_key, actor=SYSTEM_ACTOR)
+    api_key, raw_key = api_key_create(workspace=workspace, actor=SYSTEM_ACTOR)
+    api_key_revoke(api_key=api_key, actor=SYSTEM_ACTOR)
 
     missing = _start(tmp_path, None)
     unknown = _start(tmp_path, "md_not-a-key")

@@ -26,9 +26,14 @@ from pydantic import SecretStr
 from core.actors import SYSTEM_ACTOR
 from core.paging import PAGE_LIMIT_MAX
 from governance.models import AuditEvent
-from memory import pipeline, services
-from memory.models import ApiKey, Conversation, Message, Observation, Reflection
+from memory.models import Conversation, Message, Observation, Reflection
+from memory.pipeline.on_demand import run_now
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.observations import observation_create
+from memory.services.workspaces import api_key_create, api_key_revoke
 from memory.tokens import token_count
+from tenancy.models import ApiKey
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 T = TypeVar("T")
@@ -54,7 +59,7 @@ async def _with_short_term(endpoint: str, api_key: str, action: Action[T]) -> T:
 
 @pytest.fixture
 def raw_key(workspace) -> str:
-    _, raw_key = services.api_key_create(
+    _, raw_key = api_key_create(
         workspace=workspace, actor=SYSTEM_ACTOR, name="nams-client"
     )
     return raw_key
@@ -72,9 +77,9 @@ def nams(live_server, raw_key) -> Callable[..., Any]:
 
 
 def _append(conversation: Conversation, *contents: str, role: str = "user") -> list[Message]:
-    return services.messages_append(
+    return messages_append(
         conversation=conversation,
-        items=[services.MessageInput(role=role, content=content) for content in contents],
+        items=[MessageInput(role=role, content=content) for content in contents],
     )
 
 
@@ -97,7 +102,7 @@ def test_it_creates_a_conversation_with_user_id_and_metadata(nams, workspace):
 
 
 def test_it_adds_a_message_with_its_seq_and_token_count(nams, workspace):
-    conversation = services.conversation_create(workspace=workspace, user_id="alice")
+    conversation = conversation_create(workspace=workspace, user_id="alice")
     content = "My order #4417 arrived broken; I'd like a replacement, not a refund."
 
     first = nams(lambda memory: memory.add_message(str(conversation.id), "user", content))
@@ -119,7 +124,7 @@ def test_it_adds_a_message_with_its_seq_and_token_count(nams, workspace):
 
 
 def test_it_bulk_adds_messages_in_the_order_given(nams, workspace):
-    conversation = services.conversation_create(workspace=workspace)
+    conversation = conversation_create(workspace=workspace)
     _append(conversation, "An earlier message.")
     batch = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i}: details {i * 7}."}
@@ -136,7 +141,7 @@ def test_it_bulk_adds_messages_in_the_order_given(nams, workspace):
 
 
 def test_it_returns_a_conversation_with_its_messages_in_insertion_order(nams, workspace):
-    conversation = services.conversation_create(workspace=workspace, user_id="bob")
+    conversation = conversation_create(workspace=workspace, user_id="bob")
     # More than the service's default page of 50: the client asks for the cap of 200.
     _append(conversation, *(f"Message number {n}." for n in range(1, 76)))
 
@@ -159,7 +164,7 @@ def test_it_pages_past_200_conversations(nams, workspace, other_workspace):
         Conversation(workspace=workspace, user_id=f"user-{n}", created_at=at, updated_at=at)
         for n, at in enumerate(stamps)
     )
-    services.conversation_create(workspace=other_workspace, user_id="not-mine")
+    conversation_create(workspace=other_workspace, user_id="not-mine")
 
     listed = nams(lambda memory: memory.list_conversations(limit=total + 50))
 
@@ -188,8 +193,8 @@ def test_it_stops_paging_at_the_limit_asked_for(nams, workspace):
 
 
 def test_it_lists_only_one_users_conversations(nams, workspace):
-    mine = services.conversation_create(workspace=workspace, user_id="carol")
-    services.conversation_create(workspace=workspace, user_id="dave")
+    mine = conversation_create(workspace=workspace, user_id="carol")
+    conversation_create(workspace=workspace, user_id="dave")
 
     listed = nams(lambda memory: memory.list_conversations(user_identifier="carol"))
 
@@ -197,7 +202,7 @@ def test_it_lists_only_one_users_conversations(nams, workspace):
 
 
 def test_it_finds_messages_case_insensitively(nams, workspace):
-    conversation = services.conversation_create(workspace=workspace)
+    conversation = conversation_create(workspace=workspace)
     hits = _append(
         conversation,
         "The INVOICE for March is wrong.",
@@ -215,11 +220,11 @@ def test_it_finds_messages_case_insensitively(nams, workspace):
 
 
 def test_its_context_text_equals_the_servers_text_format_byte_for_byte(nams, workspace, api):
-    conversation = services.conversation_create(workspace=workspace, user_id="erin")
+    conversation = conversation_create(workspace=workspace, user_id="erin")
     observed = _append(conversation, "I'm moving to Berlin on 2026-03-01.", "Noted – café ☕ too.")
     _append(conversation, "Can you update my shipping address?")
     _append(conversation, "Sure, what is it?", role="assistant")
-    services.observation_create(
+    observation_create(
         conversation=conversation,
         actor=SYSTEM_ACTOR,
         text="User moves to Berlin; shipping address must change.",
@@ -249,7 +254,7 @@ def test_its_context_text_equals_the_servers_text_format_byte_for_byte(nams, wor
 
 
 def test_it_lists_observations_and_reflections(nams, workspace):
-    conversation = services.conversation_create(workspace=workspace)
+    conversation = conversation_create(workspace=workspace)
     observations = [
         ObservationFactory(conversation=conversation, observed_at=datetime(2026, 1, d, tzinfo=UTC))
         for d in (3, 1, 2)
@@ -270,7 +275,7 @@ def test_it_lists_observations_and_reflections(nams, workspace):
 
 
 def test_its_extraction_status_counts_messages_an_observation_covers(nams, workspace):
-    conversation = services.conversation_create(workspace=workspace)
+    conversation = conversation_create(workspace=workspace)
     messages = _append(conversation, *(f"Fact {n} about the account." for n in range(1, 6)))
     ObservationFactory(conversation=conversation, window_start_seq=1, window_end_seq=3)
 
@@ -294,7 +299,7 @@ def test_its_extraction_status_counts_messages_an_observation_covers(nams, works
 def test_wait_for_extraction_returns_once_messages_are_stored_and_waits_out_a_run(
     nams, live_server, raw_key, workspace
 ):
-    conversation = services.conversation_create(workspace=workspace)
+    conversation = conversation_create(workspace=workspace)
     _append(conversation, "My order ORD-4417 arrived broken.", "Please send a replacement.")
     settings = MemorySettings(
         _env_file=None,
@@ -312,7 +317,7 @@ def test_wait_for_extraction_returns_once_messages_are_stored_and_waits_out_a_ru
     assert asyncio.run(wait(timeout=5)) is True
 
     # A queued Observer run (no worker takes it here) is in flight: the wait times out.
-    run = pipeline.run_now(kind="observe", conversation=conversation, wait=False)
+    run = run_now(kind="observe", conversation=conversation, wait=False)
     assert run.is_open
     assert asyncio.run(wait(timeout=0.5)) is False
     status = nams(lambda memory: memory.get_extraction_status(str(conversation.id)))
@@ -320,7 +325,7 @@ def test_wait_for_extraction_returns_once_messages_are_stored_and_waits_out_a_ru
 
 
 def test_clear_session_deletes_the_conversation_and_audits_it(nams, workspace, raw_key):
-    conversation = services.conversation_create(workspace=workspace, user_id="frank")
+    conversation = conversation_create(workspace=workspace, user_id="frank")
     _append(conversation, "Please forget me.")
     ObservationFactory(conversation=conversation)
 
@@ -352,7 +357,7 @@ def test_a_wrong_key_raises_the_clients_authentication_error(nams, workspace):
 
 def test_a_revoked_key_raises_the_clients_authentication_error(nams, workspace, raw_key):
     api_key = ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(raw_key))
-    services.api_key_revoke(api_key=api_key, actor=SYSTEM_ACTOR)
+    api_key_revoke(api_key=api_key, actor=SYSTEM_ACTOR)
 
     with pytest.raises(AuthenticationError, match="This API key was revoked"):
         nams(lambda memory: memory.list_conversations())
@@ -364,7 +369,7 @@ def test_an_unknown_conversation_raises_the_clients_not_found_error(nams, worksp
 
 
 def test_another_workspaces_conversation_is_not_found(nams, other_workspace):
-    theirs = services.conversation_create(workspace=other_workspace, user_id="gina")
+    theirs = conversation_create(workspace=other_workspace, user_id="gina")
     _append(theirs, "Private to globex.")
 
     with pytest.raises(NotFoundError):
@@ -377,7 +382,7 @@ def test_another_workspaces_conversation_is_not_found(nams, other_workspace):
 
 
 def test_a_limit_out_of_range_surfaces_invalid_limit(nams, workspace):
-    conversation = services.conversation_create(workspace=workspace)
+    conversation = conversation_create(workspace=workspace)
     _append(conversation, "Something to search for.")
 
     with pytest.raises(ValidationError) as search_error:

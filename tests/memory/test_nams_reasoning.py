@@ -16,8 +16,9 @@ from neo4j_agent_memory.memory.reasoning import ToolCall as ClientToolCall
 from pydantic import SecretStr
 
 from core.actors import SYSTEM_ACTOR
-from memory import services
 from memory.models import Conversation, ReasoningStep, ToolCall
+from memory.services.conversations import conversation_create
+from memory.services.workspaces import api_key_create
 
 T = TypeVar("T")
 
@@ -39,7 +40,7 @@ async def _with_client(endpoint: str, api_key: str, action: Callable[[Any], Awai
 @pytest.fixture
 def nams(live_server, workspace) -> Callable[..., Any]:
     """Run ``action(client)`` with a connected MemoryClient; return its result."""
-    _, raw_key = services.api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, name="nams")
+    _, raw_key = api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, name="nams")
     endpoint = f"{live_server.url}/v1"
 
     def run(action: Callable[[Any], Awaitable[T]]) -> T:
@@ -50,7 +51,7 @@ def nams(live_server, workspace) -> Callable[..., Any]:
 
 @pytest.fixture
 def conversation(workspace) -> Conversation:
-    return services.conversation_create(workspace=workspace, user_id="dana")
+    return conversation_create(workspace=workspace, user_id="dana")
 
 
 def test_the_trace_lifecycle_records_steps_and_tool_calls(nams, conversation):
@@ -126,7 +127,7 @@ def test_a_conversation_without_reasoning_has_no_session_traces(nams, conversati
 
 
 def test_another_workspaces_conversation_is_not_found_by_the_client(nams, other_workspace):
-    elsewhere = services.conversation_create(workspace=other_workspace)
+    elsewhere = conversation_create(workspace=other_workspace)
 
     async def add(client: Any) -> Any:
         trace = await client.reasoning.start_trace(str(elsewhere.pk), "task")

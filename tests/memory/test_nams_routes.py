@@ -23,7 +23,8 @@ from pydantic import SecretStr
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory import services, unsupported
+from memory import unsupported
+from memory.services.workspaces import api_key_create
 from tests.governance.test_audit_coverage import allowed_methods
 
 TS_CLIENT_BUILD = (
@@ -108,7 +109,7 @@ def test_a_not_supported_route_still_needs_a_valid_key(client):
 
 
 def test_the_python_client_raises_its_not_supported_error(live_server, workspace):
-    _, raw_key = services.api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, name="nams")
+    _, raw_key = api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, name="nams")
     settings = MemorySettings(
         _env_file=None,
         backend="nams",

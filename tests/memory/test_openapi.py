@@ -31,9 +31,9 @@ from rest_framework.test import APIClient
 
 from config import urls as root_urls
 from core.actors import SYSTEM_ACTOR
-from memory import pipeline, services, unsupported
+from memory import unsupported
 from memory import urls as memory_urls
-from memory.context import context_for_conversation
+from memory.context.read import context_for_conversation
 from memory.models import (
     Conversation,
     Message,
@@ -44,7 +44,13 @@ from memory.models import (
     ReflectionVersion,
     ReflectorRun,
 )
-from memory.services import observation_update, reflection_update
+from memory.pipeline.scheduling import observer_schedule
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.observations import observation_create, observation_update
+from memory.services.pins import pin_create
+from memory.services.reasoning import reasoning_step_record, tool_call_record
+from memory.services.reflections import reflection_update
 from tests.memory.factories import ReflectionFactory
 
 OPENAPI_JSON = "application/vnd.oai.openapi+json"
@@ -994,28 +1000,28 @@ CASES: list[Case] = [
 
 @pytest.fixture
 def world(workspace, other_workspace, api, other_api, make_client) -> World:
-    conversation = services.conversation_create(
+    conversation = conversation_create(
         workspace=workspace, user_id="alice", title="Move", metadata={"channel": "email"}
     )
-    messages = services.messages_append(
+    messages = messages_append(
         conversation=conversation,
         items=[
-            services.MessageInput(role="user", content="I'm moving to Berlin on 2026-03-01."),
-            services.MessageInput(
+            MessageInput(role="user", content="I'm moving to Berlin on 2026-03-01."),
+            MessageInput(
                 role="assistant",
                 content="I'll look up your order first.",
                 metadata={"toolCalls": [{"id": "call_1", "type": "function"}]},
             ),
-            services.MessageInput(
+            MessageInput(
                 role="tool",
                 content='{"order": "A-4417", "status": "packed"}',
                 tool_name="lookup_order",
                 tool_call_id="call_1",
             ),
-            services.MessageInput(role="user", content="Please ship it to Berlin instead."),
+            MessageInput(role="user", content="Please ship it to Berlin instead."),
         ],
     )
-    observation = services.observation_create(
+    observation = observation_create(
         conversation=conversation,
         actor=SYSTEM_ACTOR,
         text="User moves to Berlin; ship order A-4417 there.",
@@ -1024,7 +1030,7 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
         tags=["address"],
         source_message_ids=[m.id for m in messages[:2]],
     )
-    services.observation_update(
+    observation_update(
         observation=observation, actor=SYSTEM_ACTOR, reason="tagging", tags=["address", "move"]
     )
     observation.refresh_from_db()
@@ -1041,12 +1047,12 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
         superseded_by=successor,
         source_observation_ids=[str(observation.id)],
     )
-    pin = services.pin_create(
+    pin = pin_create(
         conversation=conversation, actor=SYSTEM_ACTOR, message_id=messages[3].id, start=0, end=6
     )
-    theirs = services.conversation_create(workspace=other_workspace, user_id="mallory")
-    [their_message] = services.messages_append(
-        conversation=theirs, items=[services.MessageInput(role="user", content="Berlin too.")]
+    theirs = conversation_create(workspace=other_workspace, user_id="mallory")
+    [their_message] = messages_append(
+        conversation=theirs, items=[MessageInput(role="user", content="Berlin too.")]
     )
     conversation.refresh_from_db()
 
@@ -1071,10 +1077,10 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
     )
     conversation.refresh_from_db()
     # Reasoning for the reads to return: a step with a tool call, and a call without one.
-    step = services.reasoning_step_record(
+    step = reasoning_step_record(
         conversation=conversation, actor=SYSTEM_ACTOR, reasoning="Check the order"
     )
-    services.tool_call_record(
+    tool_call_record(
         conversation=None,
         workspace=workspace,
         actor=SYSTEM_ACTOR,
@@ -1084,11 +1090,11 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
         output='{"status": "shipped"}',
         duration_ms=12,
     )
-    services.tool_call_record(
+    tool_call_record(
         conversation=conversation, workspace=workspace, actor=SYSTEM_ACTOR, tool_name="ping"
     )
-    run = pipeline.observer_schedule(conversation=conversation, trigger="manual")
-    their_run = pipeline.observer_schedule(conversation=theirs, trigger="manual")
+    run = observer_schedule(conversation=conversation, trigger="manual")
+    their_run = observer_schedule(conversation=theirs, trigger="manual")
     retrying_run = ReflectorRun.objects.create(
         conversation=conversation,
         trigger="threshold",
@@ -1190,7 +1196,7 @@ def test_serializer_rendered_bodies_keep_the_clients_wire_formats(api, workspace
     assert created["createdAt"].endswith("+00:00")
     conversation = Conversation.objects.get(pk=created["id"])
 
-    observer = pipeline.observer_schedule(conversation=conversation, trigger="manual")
+    observer = observer_schedule(conversation=conversation, trigger="manual")
     reflector = ReflectorRun.objects.create(conversation=conversation, trigger="manual")
     observer_body = api.get(f"/v1/runs/{observer.pk}").json()
     reflector_body = api.get(f"/v1/runs/{reflector.pk}").json()

@@ -12,11 +12,13 @@ from django.test.utils import CaptureQueriesContext
 
 from core.actors import SYSTEM_ACTOR
 from governance.erasure import erasure_execute, erasure_request_create
-from governance.gates import requote_pins
 from governance.models import AuditEvent
-from governance.review import redaction_rescan
+from governance.redaction.review import redaction_rescan
+from governance.redaction.targets import requote_pins
 from memory.models import Message, Pin
-from memory.services import MessageInput, conversation_create, messages_append, pin_create
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.pins import pin_create
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 

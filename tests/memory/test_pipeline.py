@@ -19,7 +19,8 @@ from memory.pipeline.runs import LeaseLost, _claim, _finish
 from memory.pipeline.scheduling import observer_schedule, reflector_schedule
 from memory.pipeline.sweep import pipeline_sweep
 from memory.selectors import unobserved_messages
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from memory.wire import relative_date
 
 CHAT = [

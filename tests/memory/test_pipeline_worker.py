@@ -12,7 +12,7 @@ from django.utils import timezone
 from memory.models import Message, Observation, ObserverRun
 from memory.pipeline.sweep import pipeline_sweep
 from memory.selectors import unobserved_messages
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from memory.tasks import observe_conversation
 from tests.memory.celery_workers import Worker, publishing_to, wait_until
 from tests.memory.fake_openai import completion, slow

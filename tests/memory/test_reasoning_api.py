@@ -10,9 +10,10 @@ import uuid
 from rest_framework.test import APIClient
 
 from governance.models import AuditEvent
-from memory import mcp_tools
-from memory.mcp_tools import HttpCaller
-from memory.models import ApiKey, ReasoningStep, ToolCall
+from memory.mcp.callers import HttpCaller
+from memory.mcp.tools import run_tool
+from memory.models import ReasoningStep, ToolCall
+from tenancy.models import ApiKey
 
 STEPS = "/v1/reasoning/steps"
 TOOL_CALLS = "/v1/reasoning/tool-calls"
@@ -320,12 +321,12 @@ def test_an_mcp_client_records_a_step_and_its_tool_call_into_the_same_trace(api)
     api_key = ApiKey.objects.get(key_hash=ApiKey.hash_raw_key(api.raw_key))
     caller = HttpCaller(api_key=api_key, request_id="mcp-test", ip_address=None)
 
-    step = mcp_tools.run_tool(
+    step = run_tool(
         caller,
         "record_reasoning_step",
         {"conversationId": conversation_id, "reasoning": "The parcel may be lost."},
     )
-    mcp_tools.run_tool(
+    run_tool(
         caller,
         "record_tool_call",
         {

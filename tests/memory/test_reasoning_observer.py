@@ -7,13 +7,9 @@ import json
 
 from core.actors import SYSTEM_ACTOR
 from memory.models import Observation, ObserverRun
-from memory.services import (
-    MessageInput,
-    conversation_create,
-    messages_append,
-    reasoning_step_record,
-    tool_call_record,
-)
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from memory.services.reasoning import reasoning_step_record, tool_call_record
 from tests.dashboard.factories import observe
 from tests.governance.test_redaction_support import set_policy
 

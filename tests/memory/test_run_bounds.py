@@ -15,7 +15,8 @@ from memory.models import Conversation, Observation, ObserverRun
 from memory.pipeline import on_demand
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from memory.tasks import observe_conversation
 
 SECRET = "My card number is 4111 1111 1111 1111, call me at dana@example.com."

@@ -18,7 +18,8 @@ from memory.pipeline.runs import run_cancel
 from memory.pipeline.scheduling import observer_schedule
 from memory.pipeline.sweep import STALE_PENDING, pipeline_sweep
 from memory.selectors import unobserved_messages
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from memory.tasks import MAX_RETRIES, observe_conversation
 from tests.memory.fake_openai import server_error
 

@@ -13,7 +13,8 @@ from memory.models import Conversation, Observation, ObserverRun, Reflection, Re
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule, reflector_schedule
 from memory.selectors import unobserved_messages
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from memory.tasks import MAX_RETRIES, observe_conversation, reflect_conversation
 from tests.memory.factories import ObservationFactory
 

@@ -9,8 +9,8 @@ from django.test import override_settings
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory.models import DEFAULT_CONTEXT_MAX_TOKENS, Workspace
-from memory.services import workspace_settings_update
+from memory.services.workspace_settings import workspace_settings_update
+from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS, Workspace
 
 SETTINGS = "/v1/workspace/settings"
 

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection, transaction
 
 from core.actors import SYSTEM_ACTOR
-from governance.audit import audit_record
+from governance.audit.writer import audit_record
 from governance.models import AuditChainHead, RetentionSweep
 from governance.retention.plan import retention_sweep_request
 from governance.retention.policies import retention_policy_create

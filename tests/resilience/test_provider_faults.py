@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import Observation, ObserverRun
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.memory.celery_workers import Worker, wait_until
 from tests.memory.fake_openai import Behaviour, completion, rate_limited, server_error, slow
 

@@ -13,9 +13,10 @@ from django.db import connection
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
-from memory import pipeline
 from memory.models import Message, ObserverRun
-from memory.services import conversation_create
+from memory.pipeline.scheduling import unobserved_token_count
+from memory.pipeline.sweep import pipeline_sweep
+from memory.services.conversations import conversation_create
 from tests.memory.celery_workers import Broker, Worker, publishing_to, wait_until
 from tests.resilience.redis_server import RedisServer
 
@@ -104,15 +105,15 @@ def test_a_redis_restart_mid_ingest_loses_nothing_and_the_worker_survives(
             ObserverRun.objects.filter(status="pending").update(
                 created_at=timezone.now() - timedelta(minutes=2)
             )
-            pipeline.pipeline_sweep()
+            pipeline_sweep()
 
             def all_observed() -> bool:
                 open_runs = ObserverRun.objects.filter(status__in=["pending", "running"])
                 if open_runs.exists():
                     return False
                 for conversation in conversations:
-                    if pipeline.unobserved_token_count(conversation=conversation) >= 60:
-                        pipeline.pipeline_sweep()
+                    if unobserved_token_count(conversation=conversation) >= 60:
+                        pipeline_sweep()
                         return False
                 return True
 

@@ -9,9 +9,10 @@ import time
 import pytest
 from django.utils import timezone
 
-from memory import pipeline
 from memory.models import Message, Observation, ObserverRun
-from memory.services import conversation_create
+from memory.pipeline.sweep import pipeline_sweep
+from memory.selectors import unobserved_messages
+from memory.services.conversations import conversation_create
 from tests.memory.celery_workers import Worker, wait_until
 from tests.memory.fake_openai import completion, slow
 
@@ -56,7 +57,7 @@ def test_a_sigkilled_workers_run_is_taken_over_within_seconds_and_completes_once
 
     # What beat runs every minute: it finds the run once three beats are missed.
     def swept() -> bool:
-        return pipeline.pipeline_sweep()["requeued"] >= 1
+        return pipeline_sweep()["requeued"] >= 1
 
     wait_until(swept, timeout=15, what="the sweeper to find the dead worker's run")
     assert time.monotonic() - killed_at < 10
@@ -72,7 +73,7 @@ def test_a_sigkilled_workers_run_is_taken_over_within_seconds_and_completes_once
     # Nothing lost, nothing doubled.
     assert Message.objects.filter(conversation=conversation).count() == 2
     assert Observation.objects.filter(conversation=conversation).count() == 1
-    assert not pipeline.unobserved_messages(conversation=conversation).exists()
+    assert not unobserved_messages(conversation=conversation).exists()
     assert ObserverRun.objects.filter(conversation=conversation).count() == 1
 
 
@@ -88,7 +89,7 @@ def test_a_live_run_longer_than_its_lease_is_never_taken_over(
 
     # The lease is three seconds; the model takes eight. The sweeper looks every second.
     while ObserverRun.objects.get(pk=run.pk).status == "running":
-        assert pipeline.pipeline_sweep()["requeued"] == 0
+        assert pipeline_sweep()["requeued"] == 0
         current = ObserverRun.objects.get(pk=run.pk)
         if current.status == "running":
             assert current.lease_expires_at > timezone.now()

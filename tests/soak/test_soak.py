@@ -22,7 +22,8 @@ from governance.retention.plan import retention_sweep_request
 from governance.retention.policies import retention_policy_create
 from governance.retention.sweep import retention_sweep
 from memory.models import Message, Observation
-from memory.services import api_key_create, conversation_create
+from memory.services.conversations import conversation_create
+from memory.services.workspaces import api_key_create
 from tests.memory.factories import ObservationFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.soak, pytest.mark.once]

@@ -32,17 +32,13 @@ from dashboard.compliance.selectors import (
     audit_originals,
     audit_target_urls,
 )
-from dashboard.models import Capability
 from dashboard.rendering import is_partial, render_page
+from governance.audit.verify import audit_chain_verify
 from governance.models import REDACTION_TARGETS, AuditEvent
-from governance.review import restricted_original_read
-from governance.selectors import (
-    audit_chain_verify,
-    audit_conversation_q,
-    audit_event_list,
-    audit_export_lines,
-)
+from governance.redaction.review import restricted_original_read
+from governance.selectors import audit_conversation_q, audit_event_list, audit_export_lines
 from memory import selectors as memory_selectors
+from tenancy.models import Capability
 
 AUDIT_EVENTS_PER_PAGE = 50
 

@@ -25,7 +25,6 @@ from dashboard.compliance.selectors import (
     open_erasures,
 )
 from dashboard.forms import add_service_error
-from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, render_page
 from dashboard.selectors.users import user_labels
 from governance.erasure import erasure_request_create
@@ -33,6 +32,7 @@ from governance.models import ErasureRequest
 from governance.selectors import (
     erasure_request_list,
 )
+from tenancy.models import Capability
 
 RECENT_ERASURES = 50
 ERASURE_POLL_SECONDS = 2

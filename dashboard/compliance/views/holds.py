@@ -22,13 +22,13 @@ from dashboard.compliance.selectors import (
     end_user_coverage,
 )
 from dashboard.forms import add_service_error
-from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
 from governance.holds import legal_hold_place, legal_hold_release
 from governance.selectors import (
     legal_hold_list,
 )
 from memory import selectors as memory_selectors
+from tenancy.models import Capability
 
 
 def _holds_context(access: Access, form: HoldPlaceForm) -> dict[str, Any]:

@@ -12,12 +12,12 @@ from django.views.decorators.http import require_GET, require_POST
 from core.errors import MemdeskError
 from dashboard.access import Access, access_for
 from dashboard.compliance.forms import PseudonymRevealForm
-from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, render_page
-from governance.pseudonyms import PseudonymReveal, pseudonym_reveal
+from governance.redaction.pseudonyms import PseudonymReveal, pseudonym_reveal
 from governance.selectors import (
     pseudonym_list,
 )
+from tenancy.models import Capability
 
 PSEUDONYMS_PER_PAGE = 50
 

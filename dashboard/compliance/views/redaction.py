@@ -20,18 +20,16 @@ from dashboard.compliance.forms import (
     RescanForm,
 )
 from dashboard.forms import add_service_error
-from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, render_page
 from governance.models import RedactionPolicy, RescanRun
-from governance.redaction_policy import redaction_policy_draft, redaction_policy_update
-from governance.review import (
-    rescan_run_request,
-)
+from governance.redaction.policy import redaction_policy_draft, redaction_policy_update
+from governance.redaction.review import rescan_run_request
 from governance.selectors import (
     redaction_policy_or_defaults,
     redaction_preview,
     rescan_run_list,
 )
+from tenancy.models import Capability
 
 RECENT_RESCANS = 10
 RESCAN_POLL_SECONDS = 2

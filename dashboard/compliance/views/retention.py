@@ -24,7 +24,6 @@ from dashboard.compliance.selectors import (
     conversation_titles,
 )
 from dashboard.forms import add_service_error
-from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, render_page
 from governance import retention
 from governance.models import RetentionPolicy, RetentionSweep
@@ -32,6 +31,7 @@ from governance.selectors import (
     retention_policy_list,
     retention_sweep_list,
 )
+from tenancy.models import Capability
 
 RECENT_SWEEPS = 10
 SWEEP_POLL_SECONDS = 2

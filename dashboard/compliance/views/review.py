@@ -24,18 +24,15 @@ from dashboard.compliance.forms import (
     ReviewFilterForm,
 )
 from dashboard.compliance.selectors import conversation_titles, finding_counts
-from dashboard.models import Capability
 from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
 from governance.models import RedactionFinding
-from governance.review import (
-    redaction_finding_approve,
-    redaction_finding_dismiss,
-)
+from governance.redaction.review import redaction_finding_approve, redaction_finding_dismiss
 from governance.selectors import (
     redaction_finding_get,
     redaction_finding_list,
     redaction_finding_texts,
 )
+from tenancy.models import Capability
 
 FINDINGS_PER_PAGE = 50
 REASON_REQUIRED = "Give a reason: every review decision is recorded in the audit log with one."

@@ -7,9 +7,9 @@ from django.db import transaction
 
 from core.actors import command_actor
 from core.errors import MemdeskError
-from dashboard.models import Role
-from dashboard.services import member_add
-from memory.services import workspace_get_or_create
+from memory.services.workspaces import workspace_get_or_create
+from tenancy.models import Role
+from tenancy.services import member_add
 
 DEFAULT_REASON = "granted with manage.py add_member"
 

@@ -11,12 +11,14 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from core.actors import command_actor
-from dashboard.models import Membership, Role
-from dashboard.services import membership_grant
-from memory import pipeline
 from memory.demo import load_demo_data
-from memory.models import ApiKey, ObserverRun, PipelineRun, ReflectorRun, Workspace
-from memory.services import api_key_create, workspace_get_or_create
+from memory.models import ObserverRun, PipelineRun, ReflectorRun
+from memory.pipeline.observer import observer_run_execute
+from memory.pipeline.reflector import reflector_run_execute
+from memory.pipeline.scheduling import observer_schedule, reflector_schedule
+from memory.services.workspaces import api_key_create, workspace_get_or_create
+from tenancy.models import ApiKey, Membership, Role, Workspace
+from tenancy.services import membership_grant
 
 DEMO_WORKSPACE = "demo"
 DEMO_KEY_NAME = "demo (make run)"
@@ -33,15 +35,15 @@ def _run_demo_pipeline(workspace: Workspace) -> int:
         plan = index % 3  # 0: observe and reflect, 1: observe, 2: leave raw
         if plan == 2 or ObserverRun.objects.filter(conversation=conversation).exists():
             continue
-        run = pipeline.observer_schedule(
+        run = observer_schedule(
             conversation=conversation, trigger=PipelineRun.Trigger.MANUAL
         )
-        pipeline.observer_run_execute(run_id=run.pk)
+        observer_run_execute(run_id=run.pk)
         if plan == 0 and not ReflectorRun.objects.filter(conversation=conversation).exists():
-            reflect = pipeline.reflector_schedule(
+            reflect = reflector_schedule(
                 conversation=conversation, trigger=PipelineRun.Trigger.MANUAL
             )
-            pipeline.reflector_run_execute(run_id=reflect.pk)
+            reflector_run_execute(run_id=reflect.pk)
         touched += 1
     return touched
 

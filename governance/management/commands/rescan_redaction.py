@@ -14,7 +14,7 @@ from core.actors import command_actor
 from core.errors import MemdeskError
 from governance.models import RescanRun
 from governance.redaction.review import RESCAN_TIERS, rescan_run_execute, rescan_run_request
-from memory.models import Workspace
+from tenancy.models import Workspace
 
 DEFAULT_REASON = "rescan_redaction command"
 

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.audit.checkpoints import CheckpointLine, checkpoint_sink, utc_text
 from governance.audit.verify import ChainReport, audit_chain_verify, audit_checkpoint_lines
-from memory.models import Workspace
+from tenancy.models import Workspace
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.actors import command_actor
-from memory.models import Workspace
-from memory.services import grounding_backfill
+from memory.services.grounding import grounding_backfill
+from tenancy.models import Workspace
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from rest_framework import exceptions
 
-from core.auth import api_key_authenticate
 from memory.mcp.server import serve_stdio
+from tenancy.auth import api_key_authenticate
 
 KEY_VARIABLE = "MEMDESK_API_KEY"
 

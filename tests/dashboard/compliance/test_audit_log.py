@@ -11,10 +11,11 @@ import pytest
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from governance.audit import audit_record
+from governance.audit.writer import audit_record
 from governance.holds import legal_hold_place
 from memory.models import Conversation, Message
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.dashboard.factories import chat
 from tests.governance.test_audit import _tamper
 from tests.governance.test_redaction_support import set_policy

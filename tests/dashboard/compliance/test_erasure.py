@@ -12,7 +12,7 @@ from governance.erasure import erasure_execute, erasure_request_create
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent, ErasureRequest
 from memory.models import Conversation, Message
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat
 
 HX = {"HTTP_HX_REQUEST": "true"}

@@ -10,7 +10,7 @@ from core.errors import MemdeskError
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent, LegalHold
 from memory.models import Conversation
-from memory.services import conversation_create, conversation_delete
+from memory.services.conversations import conversation_create, conversation_delete
 from tests.dashboard.factories import chat
 
 HX = {"HTTP_HX_REQUEST": "true"}

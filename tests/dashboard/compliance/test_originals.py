@@ -7,7 +7,8 @@ import pytest
 
 from governance.models import AuditEvent
 from memory.models import Conversation, Message
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.governance.test_redaction_support import set_policy
 
 HX = {"HTTP_HX_REQUEST": "true"}

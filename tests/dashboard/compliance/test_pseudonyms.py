@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.models import Capability, Role, roles_with
 from governance.erasure import erasure_execute, erasure_request_create
 from governance.models import AuditEvent, RedactionFinding, RedactionPolicy
-from memory import pipeline
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.pipeline.reflector import observations_for_reflection
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
+from tenancy.models import Capability, Role, roles_with
 from tests.governance.test_redaction_support import set_policy
 from tests.governance.test_retention_support import ADMIN
 from tests.memory.factories import ObservationFactory
@@ -178,7 +179,7 @@ def test_the_preview_shows_the_pseudonym_a_value_would_become(login, pseudonymis
 def test_the_review_queue_shows_what_a_finding_becomes(login, workspace):
     conversation = conversation_create(workspace=workspace)
     ObservationFactory(conversation=conversation, text=f"User said {PHONE} on call.")
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
 
     html = login("compliance").get("/compliance/review/").content.decode()
 

@@ -9,10 +9,10 @@ import pytest
 from core import queue
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, MessageScan, RedactionFinding, RescanRun
-from governance.review import rescan_run_request
+from governance.redaction.review import rescan_run_request
 from governance.tasks import redaction_rescan_task
 from memory.models import Conversation, Message
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 
 CARD = "4111 1111 1111 1111"
 HX = {"HTTP_HX_REQUEST": "true"}

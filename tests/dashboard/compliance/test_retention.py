@@ -10,7 +10,7 @@ from governance.holds import legal_hold_place
 from governance.models import AuditEvent, RetentionPolicy, RetentionSweep
 from governance.retention import retention_dry_run, retention_policy_create, retention_sweep
 from memory.models import Conversation, Message
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat
 
 HX = {"HTTP_HX_REQUEST": "true"}

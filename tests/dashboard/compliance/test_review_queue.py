@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from governance.models import AuditEvent, RedactionFinding
-from memory import pipeline
 from memory.models import Conversation, Observation
-from memory.services import conversation_create
+from memory.pipeline.reflector import observations_for_reflection
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat
 from tests.memory.factories import ObservationFactory
 
@@ -21,7 +21,7 @@ PHONE = "(977) 625-2661"
 def _pending(conversation, count: int = 1):
     for n in range(count):
         ObservationFactory(conversation=conversation, text=f"User said {PHONE} on call {n}.")
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     return list(RedactionFinding.objects.filter(status="pending_review").order_by("id"))
 
 
@@ -190,7 +190,7 @@ def dana(workspace) -> Conversation:
 def _findings(conversation, texts):
     for text in texts:
         ObservationFactory(conversation=conversation, text=text)
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     return list(RedactionFinding.objects.filter(status="pending_review").order_by("id"))
 
 

@@ -10,7 +10,7 @@ from core.actors import SYSTEM_ACTOR
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent
 from memory.models import Observation
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat, observe
 from tests.e2e.browser import sign_in
 

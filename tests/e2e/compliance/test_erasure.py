@@ -11,7 +11,7 @@ from governance.erasure import erasure_execute
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent, ErasureRequest
 from memory.models import Message
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat
 from tests.e2e.browser import sign_in
 

@@ -8,7 +8,7 @@ import pytest
 from core.actors import SYSTEM_ACTOR
 from core.errors import MemdeskError
 from governance.models import LegalHold
-from memory.services import conversation_create, conversation_delete
+from memory.services.conversations import conversation_create, conversation_delete
 from tests.e2e.browser import sign_in
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from governance.models import AuditEvent
 from memory.models import Message
-from memory.services import MessageInput, conversation_create, messages_append
+from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.e2e.browser import sign_in
 from tests.governance.test_redaction_support import set_policy
 

@@ -7,7 +7,7 @@ from core.actors import SYSTEM_ACTOR
 from governance.models import RetentionSweep
 from governance.retention import retention_policy_create, retention_sweep
 from memory.models import Message
-from memory.services import conversation_create
+from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat
 from tests.e2e.browser import sign_in
 

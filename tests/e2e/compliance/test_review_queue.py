@@ -4,9 +4,9 @@ a compliance officer approves a finding."""
 from __future__ import annotations
 
 from governance.models import AuditEvent, RedactionFinding
-from memory import pipeline
 from memory.models import Observation
-from memory.services import conversation_create
+from memory.pipeline.reflector import observations_for_reflection
+from memory.services.conversations import conversation_create
 from tests.e2e.browser import sign_in
 from tests.memory.factories import ObservationFactory
 
@@ -16,7 +16,7 @@ PHONE = "(977) 625-2661"
 def test_a_compliance_officer_approves_a_finding(open_page, member, workspace, screenshot):
     conversation = conversation_create(workspace=workspace, title="Call")
     ObservationFactory(conversation=conversation, text=f"User said {PHONE} on the call.")
-    pipeline.observations_for_reflection(conversation=conversation)
+    observations_for_reflection(conversation=conversation)
     finding = RedactionFinding.objects.get(status="pending_review")
 
     page = open_page()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from governance.models import MessageScan, RedactionFinding
-from governance.scan import MASKED_STATUSES, content_digest
+from governance.redaction.scan import MASKED_STATUSES, content_digest
 from memory.models import Conversation, Message, Pin
 
 
