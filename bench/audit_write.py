@@ -79,7 +79,7 @@ def child(tree: str) -> None:
     from core.actors import SYSTEM_ACTOR
     from governance.audit.verify import audit_chain_verify
     from governance.audit.writer import audit_record
-    from memory.services.workspaces import workspace_get_or_create
+    from tenancy.services import workspace_get_or_create
 
     call_command("migrate", verbosity=0, interactive=False)
     text = (

@@ -504,7 +504,7 @@ def main() -> int:
                     env,
                     "shell",
                     "-c",
-                    "from memory.models import Workspace; "
+                    "from tenancy.models import Workspace; "
                     f"Workspace.objects.filter(name='bench').update("
                     f"context_max_tokens={args.context_max_tokens or None})",
                 )

@@ -424,7 +424,7 @@ class Pipeline:
         before observation) and ``fidelity`` (blank: MEMDESK_OBSERVER_FIDELITY)."""
         from governance.redaction.policy import redaction_policy_get_or_create
         from memory.engines.base import FIDELITIES
-        from memory.services.workspaces import workspace_get_or_create
+        from tenancy.services import workspace_get_or_create
 
         if fidelity and fidelity not in FIDELITIES:
             raise ValueError(f"fidelity must be one of {', '.join(FIDELITIES)}; got {fidelity!r}")

@@ -60,7 +60,7 @@ def main() -> None:
     from memory.models import Message
     from memory.services.conversations import conversation_create
     from memory.services.messages import MessageInput, messages_append
-    from memory.services.workspaces import workspace_get_or_create
+    from tenancy.services import workspace_get_or_create
 
     call_command("migrate", verbosity=0)
     texts = load_texts()

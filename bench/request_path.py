@@ -76,7 +76,7 @@ def measure(rounds: int) -> dict[str, list[float]]:
     from core.actors import SYSTEM_ACTOR
     from core.tasks import worker_heartbeat
     from memory.services.conversations import conversation_create
-    from memory.services.workspaces import api_key_create, workspace_get_or_create
+    from tenancy.services import api_key_create, workspace_get_or_create
 
     workspace = workspace_get_or_create(name="bench")
     _, raw_key = api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, scope="agent")

@@ -65,7 +65,7 @@ def worker(sweep_id: int, batch_size: int, profile_to: str = "") -> None:
     import django
 
     django.setup()
-    from governance.retention import retention_sweep
+    from governance.retention.sweep import retention_sweep
 
     profiler = None
     if profile_to:
@@ -99,9 +99,10 @@ def queue_sweep(env: dict[str, str]) -> int:
     code = (
         "import django; django.setup()\n"
         "from governance.models import RetentionPolicy\n"
-        "from governance.retention import retention_policy_create, retention_sweep_request\n"
+        "from governance.retention.plan import retention_sweep_request\n"
+        "from governance.retention.policies import retention_policy_create\n"
         "from core.actors import SYSTEM_ACTOR\n"
-        "from memory.models import Workspace\n"
+        "from tenancy.models import Workspace\n"
         "ws = Workspace.objects.get(name='bench')\n"
         "if not RetentionPolicy.objects.filter(workspace=ws).exists():\n"
         "    retention_policy_create(workspace=ws, actor=SYSTEM_ACTOR, name='default',"

@@ -12,9 +12,10 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import OperationalError
 
-from governance import erasure, retention
+from governance import erasure
 from governance.audit.writer import audit_checkpoint_heads
 from governance.redaction import review, scan
+from governance.retention.sweep import retention_schedule, retention_sweep
 
 logger = logging.getLogger(__name__)
 
@@ -37,12 +38,12 @@ class ScanRetry(Exception):
 def retention_sweep_task(sweep_id: int) -> str:
     # No retry: a failed sweep is recorded as failed, and the next scheduled sweep
     # picks up whatever is still due.
-    return retention.retention_sweep(sweep_id=sweep_id).status
+    return retention_sweep(sweep_id=sweep_id).status
 
 
 @shared_task
 def retention_schedule_task() -> dict[str, int]:
-    counts = retention.retention_schedule()
+    counts = retention_schedule()
     logger.info("retention schedule: %s", counts)
     return counts
 

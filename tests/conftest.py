@@ -15,8 +15,8 @@ from core.actors import SYSTEM_ACTOR
 from memory.engines.base import Engine
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
-from memory.services.workspaces import api_key_create, workspace_get_or_create
 from tenancy.models import Workspace
+from tenancy.services import api_key_create, workspace_get_or_create
 from tests.dashboard.factories import MembershipFactory, UserFactory
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 

@@ -14,7 +14,7 @@ from governance.models import RedactionPolicy, RetentionPolicy
 from governance.redaction.policy import POLICY_FIELDS, POLICY_LIST_LIMIT, POLICY_VALUE_MAX_CHARS
 from governance.redaction.presidio import DENY_LIST_ENTITY, OPERATORS, SUPPORTED_ENTITIES
 from governance.redaction.review import RESCAN_TIERS
-from governance.retention import MAX_DAYS
+from governance.retention.common import MAX_DAYS
 
 PREVIEW_MAX_CHARS = 5000
 # The policy service names fields as the API does (``scoreThreshold``,

@@ -15,10 +15,10 @@ from dashboard.access import access_for, get_api_key_for_user, switch_workspace
 from dashboard.forms import ApiKeyCreateForm, MemorySettingsForm, add_service_error
 from dashboard.rendering import INVALID, is_partial, render_page
 from dashboard.selectors.settings import api_keys_of
-from memory.services import workspaces as workspace_services
 from memory.services.workspace_settings import workspace_settings_update
-from memory.services.workspaces import api_key_create
+from tenancy import services as tenancy_services
 from tenancy.models import Capability, roles_with
+from tenancy.services import api_key_create
 
 # Where the switcher may send the user back to: pages that belong to no one object.
 SWITCH_RETURN_PAGES = {
@@ -93,7 +93,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
 def api_key_revoke(request: HttpRequest, api_key_id: int) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_API_KEYS)
     api_key = get_api_key_for_user(access, api_key_id)
-    api_key = workspace_services.api_key_revoke(api_key=api_key, actor=access.actor(request))
+    api_key = tenancy_services.api_key_revoke(api_key=api_key, actor=access.actor(request))
     if not is_partial(request):
         return redirect("dashboard:api_keys")
     return render_page(request, "dashboard/api_keys.html#key_row", access, {"key": api_key})

@@ -15,7 +15,6 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 from core.api import ErrorOut
-from governance import retention
 from governance.models import (
     ErasureRequest,
     RedactionFinding,
@@ -23,6 +22,7 @@ from governance.models import (
     RetentionSweep,
 )
 from governance.redaction import presidio
+from governance.retention.common import TIERS
 from governance.selectors import RedactionPreview
 
 
@@ -276,7 +276,7 @@ class SweepCountsOut(serializers.Serializer):
 
     def to_representation(self, instance: RetentionSweep) -> dict[str, int]:
         counts = instance.counts or {}
-        return {tier.kind: int(counts.get(tier.kind, 0)) for tier in retention.TIERS}
+        return {tier.kind: int(counts.get(tier.kind, 0)) for tier in TIERS}
 
 
 class SweepProgressOut(serializers.Serializer):

@@ -16,7 +16,7 @@ from core.api import (
     request_reason,
     validated,
 )
-from governance import retention, selectors
+from governance import selectors
 from governance.api.outputs import (
     RETENTION_CONFLICT,
     RetentionPolicyListOut,
@@ -26,6 +26,13 @@ from governance.api.outputs import (
 )
 from governance.models import (
     RetentionPolicy,
+)
+from governance.retention.common import MAX_DAYS
+from governance.retention.plan import retention_dry_run, retention_sweep_request
+from governance.retention.policies import (
+    retention_policy_create,
+    retention_policy_delete,
+    retention_policy_update,
 )
 from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 
@@ -37,7 +44,7 @@ def _retention_days() -> serializers.IntegerField:
         required=False,
         allow_null=True,
         min_value=1,
-        max_value=retention.MAX_DAYS,
+        max_value=MAX_DAYS,
         help_text=_RETENTION_DAYS_HELP,
     )
 
@@ -88,7 +95,7 @@ class RetentionPolicyListCreateApi(ComplianceApiView):
         fields = {
             _RETENTION_POLICY_FIELDS[k]: v for k, v in data.items() if k in _RETENTION_POLICY_FIELDS
         }
-        policy = retention.retention_policy_create(
+        policy = retention_policy_create(
             workspace=self.workspace,
             actor=self.actor(),
             reason=data.get("reason") or "",
@@ -120,7 +127,7 @@ class RetentionPolicyDetailApi(ComplianceApiView):
         fields = {
             _RETENTION_POLICY_FIELDS[k]: v for k, v in data.items() if k in _RETENTION_POLICY_FIELDS
         }
-        policy = retention.retention_policy_update(
+        policy = retention_policy_update(
             policy=policy, actor=self.actor(), reason=data.get("reason") or "", **fields
         )
         return Response(RetentionPolicyOut(policy).data)
@@ -133,7 +140,7 @@ class RetentionPolicyDetailApi(ComplianceApiView):
     )
     def delete(self, request: Request, policy_id: str) -> Response:
         policy = self.policy(policy_id)
-        retention.retention_policy_delete(
+        retention_policy_delete(
             policy=policy, actor=self.actor(), reason=request_reason(request)
         )
         return Response(status=204)
@@ -164,7 +171,7 @@ class RetentionDryRunApi(ComplianceApiView):
         "policyId previews that policy even while it is disabled.",
     )
     def post(self, request: Request) -> Response:
-        sweep = retention.retention_dry_run(
+        sweep = retention_dry_run(
             workspace=self.workspace,
             actor=self.actor(),
             policy=_retention_sweep_policy(self, request),
@@ -193,7 +200,7 @@ class RetentionSweepListCreateApi(ComplianceApiView):
         "GET /v1/retention/sweeps/{id}. 409 while another sweep of the workspace is open.",
     )
     def post(self, request: Request) -> Response:
-        sweep = retention.retention_sweep_request(
+        sweep = retention_sweep_request(
             workspace=self.workspace,
             actor=self.actor(),
             policy=_retention_sweep_policy(self, request),

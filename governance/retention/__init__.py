@@ -31,33 +31,3 @@ observed ranges comes from Observer runs, which retention keeps, so expired mess
 never come back as "recent". Conversations left empty are kept, so an agent's handle
 stays valid and seq numbers continue; erasure or a delete removes them.
 """
-
-from governance.retention.common import DEFAULT_BATCH_SIZE, MAX_DAYS, TIERS, Tier
-from governance.retention.plan import (
-    retention_dry_run,
-    retention_due_preview,
-    retention_sweep_request,
-)
-from governance.retention.policies import (
-    UNSET,
-    retention_policy_create,
-    retention_policy_delete,
-    retention_policy_update,
-)
-from governance.retention.sweep import retention_schedule, retention_sweep
-
-__all__ = [
-    "DEFAULT_BATCH_SIZE",
-    "MAX_DAYS",
-    "TIERS",
-    "UNSET",
-    "Tier",
-    "retention_dry_run",
-    "retention_due_preview",
-    "retention_policy_create",
-    "retention_policy_delete",
-    "retention_policy_update",
-    "retention_schedule",
-    "retention_sweep",
-    "retention_sweep_request",
-]

@@ -10,7 +10,7 @@ from core.api import ERRORS, query_params
 from memory import api_schema as out
 from memory.api.base import MemoryApi
 from memory.api.inputs import ContextQuery
-from memory.context_reads import context_read
+from memory.context.served import context_read
 
 
 class ContextGetApi(MemoryApi):

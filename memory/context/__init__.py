@@ -19,5 +19,7 @@ forgotten, so a value never outlives its deletion in the cache.
 
 The package: ``tiers`` (what a context reads), ``rendering`` (the body in each format),
 ``budget`` (fitting ``max_tokens``, and what each tier costs), ``caches`` (the worker's own
-and the shared cache) and ``read`` (``context_for_conversation``, through the caches).
+and the shared cache), ``read`` (``context_for_conversation``, through the caches) and
+``served`` (``context_read``: a read as the REST route and the MCP tool serve it, counted
+for the prompt-cache metric).
 """

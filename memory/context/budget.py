@@ -10,12 +10,12 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from memory.context.rendering import (
-    _Fitted,
-    _memory_block,
-    _MemoryBlock,
-    _message_cost,
+    Fitted,
+    MemoryBlock,
+    memory_block,
+    message_cost,
 )
-from memory.context.tiers import Reidentifies, _memory_tiers, _recent
+from memory.context.tiers import Reidentifies, memory_tiers, recent_messages
 from memory.models import Conversation, Message
 
 
@@ -35,12 +35,12 @@ def parse_max_tokens(raw: str | None) -> int | None:
     return value
 
 
-def _fit(block: _MemoryBlock, recent: list[Message], max_tokens: int | None) -> _Fitted:
+def budget_fit(block: MemoryBlock, recent: list[Message], max_tokens: int | None) -> Fitted:
     """Drop whole items until the context fits: the oldest recent messages first, then the
     lowest-priority (and, among equals, oldest) observations, then the oldest reflections.
     Pins are counted first and never dropped: a budget smaller than the pins leaves only
     the pins, and ``token_count`` says by how much it is exceeded."""
-    message_costs = [_message_cost(m) for m in recent]
+    message_costs = [message_cost(m) for m in recent]
     total = (
         sum(item.cost for item in block.pins)
         + sum(message_costs)
@@ -48,7 +48,7 @@ def _fit(block: _MemoryBlock, recent: list[Message], max_tokens: int | None) -> 
         + sum(item.cost for item in block.reflections)
     )
     if max_tokens is None:
-        return _Fitted(block.pins, block.reflections, block.observations, recent, total, {})
+        return Fitted(block.pins, block.reflections, block.observations, recent, total, {})
 
     drop_messages = 0
     while total > max_tokens and drop_messages < len(recent):
@@ -67,7 +67,7 @@ def _fit(block: _MemoryBlock, recent: list[Message], max_tokens: int | None) -> 
         total -= block.reflections[drop_reflections].cost
         drop_reflections += 1
 
-    return _Fitted(
+    return Fitted(
         pins=block.pins,
         reflections=block.reflections[drop_reflections:],
         observations=tuple(
@@ -125,9 +125,9 @@ def context_budget(
     Rendered afresh (not from the cache): ``reidentifier`` sees every text served."""
     max_tokens = effective_max_tokens(conversation, max_tokens)
     today = timezone.now().date()
-    tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
-    block = _memory_block(tiers, fmt="lines", conversation=conversation)
-    fitted = _fit(block, _recent(conversation, reidentifier=reidentifier), max_tokens)
+    tiers = memory_tiers(conversation, today=today, reidentifier=reidentifier)
+    block = memory_block(tiers, fmt="lines", conversation=conversation)
+    fitted = budget_fit(block, recent_messages(conversation, reidentifier=reidentifier), max_tokens)
     dropped = fitted.dropped
     costs = [
         TierCost("Pinned", len(fitted.pins), sum(item.cost for item in fitted.pins)),
@@ -146,7 +146,7 @@ def context_budget(
         TierCost(
             "Recent messages",
             len(fitted.recent),
-            sum(_message_cost(m) for m in fitted.recent),
+            sum(message_cost(m) for m in fitted.recent),
             dropped.get("recentMessages", 0),
         ),
     ]

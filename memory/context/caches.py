@@ -10,7 +10,7 @@ from typing import Any
 from cachetools import LRUCache
 
 from core.cache import cache_get, cache_set
-from memory.context.rendering import RenderedContext, _MemoryBlock, _Tail
+from memory.context.rendering import MemoryBlock, RenderedContext, Tail
 
 CACHE_SECONDS = 3600
 # Part of every cache key here: a change to the rendered shapes bumps it, so a server
@@ -32,9 +32,9 @@ class _EntriesAndItems(LRUCache[str, Any]):
 
 
 def _items_in(value: Any) -> int:
-    if isinstance(value, _Tail):
+    if isinstance(value, Tail):
         return len(value.messages)
-    if isinstance(value, _MemoryBlock):
+    if isinstance(value, MemoryBlock):
         return len(value.pins) + len(value.reflections) + len(value.observations)
     return 1
 
@@ -70,12 +70,12 @@ def local_clear() -> None:
         _BODIES.clear()
 
 
-def _local_get(key: str) -> Any:
+def local_get(key: str) -> Any:
     with _local_lock:
         return _LOCAL.get(key)
 
 
-def _local_put(key: str, value: Any, *, replaces: str | None = None) -> None:
+def local_put(key: str, value: Any, *, replaces: str | None = None) -> None:
     """Keep ``value``; ``replaces``: the key of an entry it supersedes (the same
     conversation's tail before memory changed), dropped at once. A value of more items
     than the whole bound allows is not kept."""
@@ -88,12 +88,12 @@ def _local_put(key: str, value: Any, *, replaces: str | None = None) -> None:
             _LOCAL.pop(key, None)
 
 
-def _local_body_get(key: str) -> RenderedContext | None:
+def local_body_get(key: str) -> RenderedContext | None:
     with _local_lock:
         return _BODIES.get(key)
 
 
-def _local_body_put(key: str, rendered: RenderedContext) -> None:
+def local_body_put(key: str, rendered: RenderedContext) -> None:
     if len(rendered.body) > LOCAL_BODY_BYTES_KEPT // 4:
         return
     with _local_lock:
@@ -106,11 +106,11 @@ def _local_body_put(key: str, rendered: RenderedContext) -> None:
 _TAIL_KEYS: dict[tuple[Any, str], str] = {}
 
 
-def _latest_tail_key(conversation_id: Any, names: str) -> str | None:
+def latest_tail_key(conversation_id: Any, names: str) -> str | None:
     return _TAIL_KEYS.get((conversation_id, names))
 
 
-def _latest_tail_key_set(conversation_id: Any, names: str, key: str) -> None:
+def latest_tail_key_set(conversation_id: Any, names: str, key: str) -> None:
     with _local_lock:
         if len(_TAIL_KEYS) > 4 * LOCAL_ENTRIES_KEPT:
             for stale in [k for k, v in _TAIL_KEYS.items() if v not in _LOCAL]:
@@ -126,12 +126,12 @@ def _latest_tail_key_set(conversation_id: Any, names: str, key: str) -> None:
 # next read a render.
 
 
-def _shared_get(slot: str, stamp: str) -> Any:
+def shared_get(slot: str, stamp: str) -> Any:
     kept = cache_get(slot)
     if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == stamp:
         return kept[1]
     return None
 
 
-def _shared_put(slot: str, stamp: str, value: Any) -> None:
+def shared_put(slot: str, stamp: str, value: Any) -> None:
     cache_set(slot, (stamp, value), CACHE_SECONDS)

@@ -14,28 +14,28 @@ from typing import Any
 from django.utils import timezone
 
 from core.errors import MemdeskError
-from memory.context.budget import _fit
+from memory.context.budget import budget_fit
 from memory.context.caches import (
     RENDER_VERSION,
-    _latest_tail_key,
-    _latest_tail_key_set,
-    _local_body_get,
-    _local_body_put,
-    _local_get,
-    _local_put,
-    _shared_get,
-    _shared_put,
+    latest_tail_key,
+    latest_tail_key_set,
+    local_body_get,
+    local_body_put,
+    local_get,
+    local_put,
+    shared_get,
+    shared_put,
 )
 from memory.context.rendering import (
     FORMATS,
+    Fitted,
+    MemoryBlock,
     RenderedContext,
-    _Fitted,
-    _memory_block,
-    _MemoryBlock,
-    _render,
-    _Tail,
+    Tail,
+    memory_block,
+    render,
 )
-from memory.context.tiers import Reidentifies, _memory_tiers, _recent, reidentify_items
+from memory.context.tiers import Reidentifies, memory_tiers, recent_messages, reidentify_items
 from memory.models import Conversation
 from memory.selectors import (
     ContextVersions,
@@ -69,31 +69,31 @@ def _memory_block_cached(
     today: date,
     names: str,
     reidentifier: Reidentifies | None,
-) -> _MemoryBlock:
+) -> MemoryBlock:
     kind = "json" if fmt == "json" else "lines"  # text and messages share their lines
     slot = f"memdesk:ctxmem:{RENDER_VERSION}:{source.pk}:{kind}:{names}"
     stamp = f"{source.versions.memory_version}:{today.isoformat()}"
     key = f"{slot}:{stamp}"
-    block: _MemoryBlock | None = _local_get(key) or _shared_get(slot, stamp)
+    block: MemoryBlock | None = local_get(key) or shared_get(slot, stamp)
     if block is None:
         conversation = source.conversation
-        tiers = _memory_tiers(conversation, today=today, reidentifier=reidentifier)
-        block = _memory_block(tiers, fmt=kind, conversation=conversation)
-        _shared_put(slot, stamp, block)
-    _local_put(key, block)
+        tiers = memory_tiers(conversation, today=today, reidentifier=reidentifier)
+        block = memory_block(tiers, fmt=kind, conversation=conversation)
+        shared_put(slot, stamp, block)
+    local_put(key, block)
     return block
 
 
-def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | None) -> _Tail:
-    """``_recent``, reading only the messages written since this worker's tail. Kept in
+def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | None) -> Tail:
+    """``recent_messages``, reading only the messages written since this worker's tail. Kept in
     the worker only: pickling hundreds of model instances for the shared cache cost more
     (23 ms for 1,800 messages) than reading them again once per memory change."""
     versions = source.versions
     key = f"memdesk:ctxtail:{RENDER_VERSION}:{source.pk}:{versions.memory_version}:{names}"
-    tail: _Tail | None = _local_get(key)
-    previous_key = _latest_tail_key(source.pk, names)
+    tail: Tail | None = local_get(key)
+    previous_key = latest_tail_key(source.pk, names)
     if tail is None:
-        tail = _Tail(0, tuple(covered_intervals(conversation=source.conversation)), (), {})
+        tail = Tail(0, tuple(covered_intervals(conversation=source.conversation)), (), {})
     if tail.through_seq < versions.last_seq:
         # Every message up to last_seq committed with (or before) it: none can appear
         # below it later, so the tail is complete through last_seq.
@@ -116,32 +116,32 @@ def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | 
             for message in messages[:cut]:
                 tail.wires.pop(message.pk, None)
             messages, trimmed = messages[cut:], trimmed + cut
-        tail = _Tail(versions.last_seq, tail.intervals, messages, tail.wires, trimmed)
-    _local_put(key, tail, replaces=previous_key if previous_key != key else None)
-    _latest_tail_key_set(source.pk, names, key)
+        tail = Tail(versions.last_seq, tail.intervals, messages, tail.wires, trimmed)
+    local_put(key, tail, replaces=previous_key if previous_key != key else None)
+    latest_tail_key_set(source.pk, names, key)
     return tail
 
 
 def _fit_tail(
     source: _Source,
-    block: _MemoryBlock,
-    tail: _Tail,
+    block: MemoryBlock,
+    tail: Tail,
     max_tokens: int | None,
     reidentifier: Reidentifies | None,
-) -> tuple[_Fitted, dict[Any, str]]:
-    """``_fit`` of the whole unobserved tail, and the messages' JSON to render it with.
+) -> tuple[Fitted, dict[Any, str]]:
+    """``budget_fit`` of the whole unobserved tail, and the messages' JSON to render it with.
     When the worker kept only the tail's newest messages, that is the same fit as long as
     the budget drops some of them (it drops the oldest first, so all the older ones too);
     otherwise the tail is read whole, and encoded apart from the kept JSON, which stays
     bounded."""
-    fitted = _fit(block, list(tail.messages), max_tokens)
+    fitted = budget_fit(block, list(tail.messages), max_tokens)
     if not tail.trimmed:
         return fitted, tail.wires
     if fitted.dropped.get("recentMessages"):
         dropped = fitted.dropped["recentMessages"] + tail.trimmed
         return replace(fitted, dropped={**fitted.dropped, "recentMessages": dropped}), tail.wires
-    whole = _recent(source.conversation, reidentifier=reidentifier)
-    return _fit(block, whole, max_tokens), {}
+    whole = recent_messages(source.conversation, reidentifier=reidentifier)
+    return budget_fit(block, whole, max_tokens), {}
 
 
 @dataclass(frozen=True)
@@ -184,11 +184,11 @@ def _body_key(
 
 
 def _cached_body(key: _BodyKey) -> RenderedContext | None:
-    rendered: RenderedContext | None = _local_body_get(key.local) or _shared_get(
+    rendered: RenderedContext | None = local_body_get(key.local) or shared_get(
         key.slot, key.stamp
     )
     if rendered is not None:
-        _local_body_put(key.local, rendered)
+        local_body_put(key.local, rendered)
     return rendered
 
 
@@ -207,7 +207,7 @@ def context_for_versions(
 
     The whole body is cached stamped with every version it depends on; the memory block
     apart from it with the versions memory depends on, so a message write re-renders
-    only the tail. The shared cache keeps the newest of each (``_shared_get``)."""
+    only the tail. The shared cache keeps the newest of each (``shared_get``)."""
     if max_tokens is None:
         max_tokens = versions.context_max_tokens
     key = _body_key(
@@ -226,15 +226,15 @@ def context_for_versions(
         )
         tail = _recent_cached(source, names=key.names, reidentifier=reidentifier)
         fitted, wires = _fit_tail(source, block, tail, max_tokens, reidentifier)
-        rendered = _render(
+        rendered = render(
             versions.conversation_id,
             fitted=fitted,
             wires=wires,
             fmt=fmt,
             max_tokens=max_tokens,
         )
-        _shared_put(key.slot, key.stamp, rendered)
-        _local_body_put(key.local, rendered)
+        shared_put(key.slot, key.stamp, rendered)
+        local_body_put(key.local, rendered)
     return rendered
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from memory.context.tiers import _Tiers
+from memory.context.tiers import MemoryTiers
 from memory.engines.base import MEMORY_BLOCK_HEADER
 from memory.models import PRIORITY_KEEP_RANK, Conversation, Message, Observation, Reflection
 from memory.selectors import deleted_source_ids
@@ -39,7 +39,7 @@ class RenderedContext:
     memory_digest: str = ""
 
 
-def _message_cost(message: Message) -> int:
+def message_cost(message: Message) -> int:
     return message.token_count + MESSAGE_OVERHEAD_TOKENS
 
 
@@ -54,7 +54,7 @@ class _MemoryItem:
 
 
 @dataclass(frozen=True)
-class _MemoryBlock:
+class MemoryBlock:
     """Pins, reflections and observations, each rendered once and costed: everything of a
     context that changes only with ``memory_version`` (and the day, and the pseudonyms
     forgotten). A message write appends to the tail and leaves this block, and so the
@@ -69,7 +69,7 @@ class _MemoryBlock:
 
 
 @dataclass(frozen=True)
-class _Fitted:
+class Fitted:
     """Which items of a block and a tail a budget keeps."""
 
     pins: tuple[_MemoryItem, ...]
@@ -84,7 +84,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _memory_block(tiers: _Tiers, *, fmt: str, conversation: Conversation) -> _MemoryBlock:
+def memory_block(tiers: MemoryTiers, *, fmt: str, conversation: Conversation) -> MemoryBlock:
     today = tiers.today
     as_json = fmt == "json"
     deleted: frozenset[str] = frozenset()
@@ -118,10 +118,10 @@ def _memory_block(tiers: _Tiers, *, fmt: str, conversation: Conversation) -> _Me
             tiers.observations[i].window_start_seq or 0,
         ),
     )
-    return _MemoryBlock(pins, reflections, observations, tuple(by_expendability))
+    return MemoryBlock(pins, reflections, observations, tuple(by_expendability))
 
 
-def _memory_sections(fitted: _Fitted) -> list[str]:
+def _memory_sections(fitted: Fitted) -> list[str]:
     sections = []
     if fitted.pins:
         # Only when there are pins: without them the block stays byte for byte the one
@@ -136,7 +136,7 @@ def _memory_sections(fitted: _Fitted) -> list[str]:
     return sections
 
 
-def _render_text(fitted: _Fitted) -> str:
+def _render_text(fitted: Fitted) -> str:
     """The block the neo4j-agent-memory client builds from the JSON context, byte for byte."""
     parts = _memory_sections(fitted)
     if fitted.recent:
@@ -146,7 +146,7 @@ def _render_text(fitted: _Fitted) -> str:
     return "\n\n".join(parts)
 
 
-def _render_messages(fitted: _Fitted) -> list[dict[str, Any]]:
+def _render_messages(fitted: Fitted) -> list[dict[str, Any]]:
     """An OpenAI chat ``messages`` array: the memory as one system message, then the turns.
 
     OpenAI accepts a ``tool`` message only as the answer to a ``tool_calls`` entry of an
@@ -176,7 +176,7 @@ def _render_messages(fitted: _Fitted) -> list[dict[str, Any]]:
     return chat
 
 
-def _render_json(conversation_id: Any, fitted: _Fitted, wires: dict[Any, str]) -> str:
+def _render_json(conversation_id: Any, fitted: Fitted, wires: dict[Any, str]) -> str:
     """``json.dumps`` of the payload, byte for byte, with the memory items' JSON taken from
     the block and each message's from ``wires`` (filled here), rather than encoded again."""
     recent = ",".join(
@@ -199,7 +199,7 @@ def _render_json(conversation_id: Any, fitted: _Fitted, wires: dict[Any, str]) -
 
 
 @dataclass(frozen=True)
-class _Tail:
+class Tail:
     """The recent messages up to ``through_seq``. Between two changes of memory (each
     moves ``memory_version``: an Observer run, a redaction, a deletion) the tail only
     grows at its end, so a newer one is this one plus the messages after it."""
@@ -213,10 +213,10 @@ class _Tail:
     trimmed: int = 0
 
 
-def _render(
+def render(
     conversation_id: Any,
     *,
-    fitted: _Fitted,
+    fitted: Fitted,
     wires: dict[Any, str],
     fmt: str,
     max_tokens: int | None,

@@ -32,7 +32,7 @@ class Reidentifies(Protocol):
 
 
 @dataclass
-class _Tiers:
+class MemoryTiers:
     pins: list[Pin]
     reflections: list[Reflection]
     observations: list[Observation]
@@ -65,10 +65,10 @@ def reidentify_items(
             item.token_count = token_count(after)
 
 
-def _memory_tiers(
+def memory_tiers(
     conversation: Conversation, *, today: date, reidentifier: Reidentifies | None
-) -> _Tiers:
-    tiers = _Tiers(
+) -> MemoryTiers:
+    tiers = MemoryTiers(
         pins=list(pin_list(conversation=conversation)),
         reflections=list(active_reflections(conversation=conversation)),
         observations=list(served_observations(conversation=conversation)),
@@ -80,7 +80,9 @@ def _memory_tiers(
     return tiers
 
 
-def _recent(conversation: Conversation, *, reidentifier: Reidentifies | None) -> list[Message]:
+def recent_messages(
+    conversation: Conversation, *, reidentifier: Reidentifies | None
+) -> list[Message]:
     recent = list(unobserved_messages(conversation=conversation))
     if reidentifier is not None:
         reidentify_items(reidentifier, recent)

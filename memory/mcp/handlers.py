@@ -31,7 +31,7 @@ from memory.api.presenters import (
     reflections_to_wire,
 )
 from memory.context.budget import parse_max_tokens
-from memory.context_reads import context_read
+from memory.context.served import context_read
 from memory.mcp.callers import McpToolError, ToolCall, ToolResult
 from memory.models import Conversation
 from memory.services.conversations import conversation_create

@@ -28,7 +28,7 @@ from memory.models import (
     ToolCall,
 )
 from memory.pipeline import engines
-from memory.pipeline.runs import RunOutcome, _engine_error, _execute, _finish
+from memory.pipeline.runs import RunOutcome, engine_error, run_execute, run_finish
 from memory.pipeline.scheduling import reflector_schedule_if_due
 from memory.references import references_in
 from memory.selectors import active_observations, unobserved_messages
@@ -127,7 +127,7 @@ def _through_gates(
             tool_outputs=[c.observed_output for c in calls],
         )
     except RedactionGateError as error:
-        raise _engine_error(error) from None
+        raise engine_error(error) from None
 
 
 def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
@@ -234,7 +234,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
             )
         )
     with transaction.atomic():
-        _finish(
+        run_finish(
             ObserverRun,
             run,
             token,
@@ -284,7 +284,7 @@ def observer_run_execute(
     """Claim and run the observer run; after a retryable error that is not the final
     attempt, the run is RETRYING, to be tried again in ``retry_in`` seconds. Past
     ``deadline`` (``time.monotonic()``; main thread only) the run goes back to the queue."""
-    return _execute(
+    return run_execute(
         ObserverRun,
         run_id,
         _observe,

@@ -17,7 +17,7 @@ from memory.engines.base import PRIORITIES, Engine, EngineError, SourceObservati
 from memory.grounding import grounding_score
 from memory.models import Conversation, Observation, PipelineRun, Reflection, ReflectorRun
 from memory.pipeline import engines
-from memory.pipeline.runs import RunOutcome, _engine_error, _execute, _finish
+from memory.pipeline.runs import RunOutcome, engine_error, run_execute, run_finish
 from memory.selectors import stale_reflections
 from memory.tokens import token_count
 
@@ -50,7 +50,7 @@ def _reflection_inputs(*, conversation: Conversation, include_active: bool) -> R
     try:
         texts = redaction_gate_for_reflection(conversation=conversation, observations=observations)
     except RedactionGateError as error:
-        raise _engine_error(error) from None
+        raise engine_error(error) from None
     return ReflectionInputs(
         observations=[
             SourceObservation(
@@ -202,7 +202,7 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                     token_count=token_count(draft.text.strip()),
                 )
             )
-        _finish(
+        run_finish(
             ReflectorRun,
             run,
             token,
@@ -265,7 +265,7 @@ def reflector_run_execute(
     """Claim and run the reflector run; after a retryable error that is not the final
     attempt, the run is RETRYING, to be tried again in ``retry_in`` seconds. Past
     ``deadline`` (``time.monotonic()``; main thread only) the run goes back to the queue."""
-    return _execute(
+    return run_execute(
         ReflectorRun,
         run_id,
         _reflect,

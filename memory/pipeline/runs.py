@@ -40,7 +40,7 @@ from governance.redaction.gates import RedactionGateError
 from memory.engines.base import EngineError
 from memory.models import AnyRun, ObserverRun, PipelineRun, ReflectorRun
 from memory.pipeline.scheduling import RUN_TASKS, RunT
-from memory.pipeline.waiting import RunWaitExceeded, _interrupted_at
+from memory.pipeline.waiting import RunWaitExceeded, interrupted_at
 from tenancy.models import Workspace
 
 logger = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class _Heartbeat(threading.Thread):
     """Renews the run's lease every MEMDESK_RUN_HEARTBEAT_SECONDS while the engine works,
     so a live run of any length keeps its claim and a dead worker's run is free after
     three missed beats. It stops renewing once the lease is gone (taken over or
-    cancelled); the token check in ``_finish`` then discards the results."""
+    cancelled); the token check in ``run_finish`` then discards the results."""
 
     def __init__(self, model: type[AnyRun], run_id: uuid.UUID, token: uuid.UUID) -> None:
         super().__init__(name=f"lease-heartbeat-{run_id}", daemon=True)
@@ -109,7 +109,7 @@ class _Heartbeat(threading.Thread):
         self.join()
 
 
-def _finish(
+def run_finish(
     model: type[RunT], run: RunT, token: uuid.UUID, *, started: float, **fields: Any
 ) -> None:
     """Mark the run succeeded if we still hold its lease; raise LeaseLost otherwise (the
@@ -199,7 +199,7 @@ def _fail_unexpected(model: type[RunT], run: RunT, token: uuid.UUID, error: Exce
     )
 
 
-def _engine_error(error: RedactionGateError) -> EngineError:
+def engine_error(error: RedactionGateError) -> EngineError:
     """A gate that holds a run back fails or retries it like an engine would, with the
     gate's message as the run's error."""
     return EngineError(str(error), retryable=error.retryable)
@@ -211,7 +211,7 @@ class RunOutcome:
     retry: bool  # the run is RETRYING after a retryable error
 
 
-def _execute(
+def run_execute(
     model: type[RunT],
     run_id: uuid.UUID | str,
     work: Callable[[RunT, uuid.UUID, float], None],
@@ -231,7 +231,7 @@ def _execute(
     heartbeat = _Heartbeat(model, run.pk, token)
     heartbeat.start()
     try:
-        with _interrupted_at(deadline):
+        with interrupted_at(deadline):
             work(run, token, started)
     except EngineError as error:
         heartbeat.stop()

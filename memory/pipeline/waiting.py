@@ -55,7 +55,7 @@ def can_interrupt_runs() -> bool:
 
 
 @contextmanager
-def _interrupted_at(deadline: float | None) -> Iterator[None]:
+def interrupted_at(deadline: float | None) -> Iterator[None]:
     if deadline is None:
         yield
         return

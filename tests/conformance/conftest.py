@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from core.actors import SYSTEM_ACTOR
-from memory.services.workspaces import api_key_create
 from tenancy.models import Workspace
+from tenancy.services import api_key_create
 
 CONFORMANCE_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "conformance"
 

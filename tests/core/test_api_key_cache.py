@@ -14,9 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from memory.services.workspaces import api_key_revoke
 from tenancy import auth
 from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS, ApiKey
+from tenancy.services import api_key_revoke
 from tests.core.test_cache_outage import DEAD_REDIS
 
 SETTINGS = "/v1/workspace/settings"

@@ -14,8 +14,8 @@ from governance.models import AuditEvent
 from memory.models import Conversation, Observation, Reflection
 from memory.pipeline.scheduling import observer_schedule
 from memory.services.conversations import conversation_create
-from memory.services.workspaces import api_key_create
 from tenancy.models import ApiKey, Workspace
+from tenancy.services import api_key_create
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 SCOPES = ["agent", "curator", "compliance", "admin"]

@@ -13,8 +13,8 @@ from dashboard.access import SESSION_WORKSPACE
 from memory.models import Message, Observation, ObserverRun, Pin, Reflection
 from memory.services.escalations import escalation_create
 from memory.services.pins import pin_create
-from memory.services.workspaces import api_key_create
 from tenancy.models import ROLE_CAPABILITIES, Capability, Membership, Role, roles_with
+from tenancy.services import api_key_create
 from tests.dashboard.factories import PASSWORD, MembershipFactory
 
 PAGES = ["/conversations/", "/metrics/", "/settings/api-keys/", "/settings/memory/"]
@@ -152,7 +152,7 @@ def test_a_user_only_sees_their_own_workspaces(db, workspace, other_workspace):
 
 @pytest.fixture
 def third_workspace(db):
-    from memory.services.workspaces import workspace_get_or_create
+    from tenancy.services import workspace_get_or_create
 
     return workspace_get_or_create(name="initech")
 

@@ -9,8 +9,8 @@ import pytest
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory.services.workspaces import api_key_create
 from tenancy.models import ApiKey
+from tenancy.services import api_key_create
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

@@ -300,11 +300,9 @@ def test_run_status_of_another_conversation_is_not_found(login, conversation, re
 
 
 def test_sources_deleted_by_retention_say_so_instead_of_linking_to_nothing(login, workspace):
-    from governance.retention import (
-        retention_policy_create,
-        retention_sweep,
-        retention_sweep_request,
-    )
+    from governance.retention.plan import retention_sweep_request
+    from governance.retention.policies import retention_policy_create
+    from governance.retention.sweep import retention_sweep
     from tests.governance.test_retention_support import ADMIN, conversation_with_tiers
 
     retention_policy_create(

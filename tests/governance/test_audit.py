@@ -15,7 +15,7 @@ from governance.audit.verify import audit_chain_verify
 from governance.audit.writer import audit_record
 from governance.models import AuditEvent
 from memory.models import Observation
-from memory.services.workspaces import workspace_get_or_create
+from tenancy.services import workspace_get_or_create
 
 
 def _record(workspace, n: int) -> list[AuditEvent]:

@@ -38,8 +38,8 @@ from memory.services.conversations import conversation_create
 from memory.services.escalations import escalation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.pins import pin_create
-from memory.services.workspaces import api_key_create
 from tenancy.models import ApiKey, Membership, Workspace
+from tenancy.services import api_key_create
 from tests.dashboard.factories import MembershipFactory, UserFactory, chat, observe, reflect
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory, WorkspaceFactory

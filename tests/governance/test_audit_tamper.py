@@ -32,8 +32,8 @@ from governance.audit.writer import (
 )
 from governance.checks import audit_key_check
 from governance.models import AuditChainHead, AuditEvent
-from memory.services.workspaces import workspace_get_or_create
 from tenancy.models import Workspace
+from tenancy.services import workspace_get_or_create
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIGGER = "governance_auditevent_append_only"

@@ -9,11 +9,9 @@ from django.core.serializers import serialize
 
 from governance.erasure import erasure_execute, erasure_request_create
 from governance.models import AuditEvent, Pseudonym, PseudonymSighting
-from governance.retention import (
-    retention_policy_create,
-    retention_sweep,
-    retention_sweep_request,
-)
+from governance.retention.plan import retention_sweep_request
+from governance.retention.policies import retention_policy_create
+from governance.retention.sweep import retention_sweep
 from memory.models import Conversation, Message, Observation
 from memory.pipeline.reflector import observations_for_reflection
 from memory.services.conversations import conversation_create, conversation_delete

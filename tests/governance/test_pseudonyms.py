@@ -30,8 +30,8 @@ from memory.models import Conversation, Message
 from memory.pipeline.reflector import observations_for_reflection
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from memory.services.workspaces import workspace_get_or_create
 from tenancy.models import Workspace
+from tenancy.services import workspace_get_or_create
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory
 

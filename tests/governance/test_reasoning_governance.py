@@ -7,12 +7,9 @@ from __future__ import annotations
 from governance.erasure import erasure_execute, erasure_request_create
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent
-from governance.retention import (
-    retention_dry_run,
-    retention_policy_create,
-    retention_sweep,
-    retention_sweep_request,
-)
+from governance.retention.plan import retention_dry_run, retention_sweep_request
+from governance.retention.policies import retention_policy_create
+from governance.retention.sweep import retention_sweep
 from memory.models import Conversation, ReasoningStep, ToolCall
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append

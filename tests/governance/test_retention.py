@@ -19,14 +19,10 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from governance.retention import (
-    retention_dry_run,
-    retention_policy_create,
-    retention_schedule,
-    retention_sweep,
-    retention_sweep_request,
-)
 from governance.retention import sweep as sweep_module
+from governance.retention.plan import retention_dry_run, retention_sweep_request
+from governance.retention.policies import retention_policy_create
+from governance.retention.sweep import retention_schedule, retention_sweep
 from governance.tasks import retention_sweep_task
 from memory.models import (
     Conversation,

@@ -8,11 +8,9 @@ from core.actors import SYSTEM_ACTOR, Actor, command_actor
 from governance.erasure import erasure_request_create
 from governance.models import AuditEvent
 from governance.redaction.review import rescan_run_request
-from governance.retention import (
-    retention_policy_create,
-    retention_schedule,
-    retention_sweep_request,
-)
+from governance.retention.plan import retention_sweep_request
+from governance.retention.policies import retention_policy_create
+from governance.retention.sweep import retention_schedule
 from tenancy.models import Membership
 from tests.dashboard.factories import MembershipFactory
 from tests.governance.test_retention_support import conversation_with_tiers

@@ -8,8 +8,8 @@ from rest_framework.test import APIClient
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory.models import Conversation, Message, Observation
-from memory.services.workspaces import api_key_create, api_key_revoke
 from tenancy.models import ApiKey
+from tenancy.services import api_key_create, api_key_revoke
 from tests.memory.factories import ObservationFactory
 
 ROUTES = [

@@ -11,7 +11,7 @@ from django.db import connection
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from memory.services.workspaces import workspace_get_or_create
+from tenancy.services import workspace_get_or_create
 
 THREADS = 20
 APPENDS_PER_THREAD = 5

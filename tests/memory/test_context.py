@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from memory.context import caches, read
-from memory.context.rendering import _Tail
+from memory.context.rendering import Tail
 from memory.models import Message
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
@@ -422,7 +422,7 @@ def test_a_busy_conversation_keeps_one_body_per_format_in_the_shared_cache(
     # Another worker (nothing of its own kept) serves the newest body from the shared
     # cache without rendering it.
     caches.local_clear()
-    monkeypatch.setattr(read, "_render", lambda *args, **kwargs: pytest.fail("rendered"))
+    monkeypatch.setattr(read, "render", lambda *args, **kwargs: pytest.fail("rendered"))
     assert api.get(path).content == newest
 
 
@@ -431,13 +431,13 @@ def test_a_worker_keeps_at_most_its_entries_and_nothing_larger_than_its_item_bou
 ):
     kept = caches._EntriesAndItems(entries=2, items=10)
     monkeypatch.setattr(caches, "_LOCAL", kept)
-    caches._local_put("a", "block a")
-    caches._local_put("b", "block b")
-    assert caches._local_get("a") == "block a"  # now the most recently used
-    caches._local_put("c", "block c")
-    assert (caches._local_get("a"), caches._local_get("b")) == ("block a", None)
+    caches.local_put("a", "block a")
+    caches.local_put("b", "block b")
+    assert caches.local_get("a") == "block a"  # now the most recently used
+    caches.local_put("c", "block c")
+    assert (caches.local_get("a"), caches.local_get("b")) == ("block a", None)
 
-    too_long = _Tail(0, (), tuple(range(11)), {})
-    caches._local_put("tail", too_long)
-    assert caches._local_get("tail") is None
+    too_long = Tail(0, (), tuple(range(11)), {})
+    caches.local_put("tail", too_long)
+    assert caches.local_get("tail") is None
     assert kept.currsize <= 10 and len(kept) <= 2

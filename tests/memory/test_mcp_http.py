@@ -16,8 +16,8 @@ from governance.models import AuditEvent
 from memory.models import Observation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from memory.services.workspaces import api_key_create, api_key_revoke
 from tenancy.models import ApiKey
+from tenancy.services import api_key_create, api_key_revoke
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.mcp_clients import (
     AGENT_TOOLS,

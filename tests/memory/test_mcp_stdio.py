@@ -10,7 +10,7 @@ import pytest
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
-from memory.services.workspaces import api_key_create, api_key_revoke
+from tenancy.services import api_key_create, api_key_revoke
 from tests.memory.mcp_clients import (
     ROOT,
     agent_session,

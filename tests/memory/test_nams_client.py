@@ -31,9 +31,9 @@ from memory.pipeline.on_demand import run_now
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.observations import observation_create
-from memory.services.workspaces import api_key_create, api_key_revoke
 from memory.tokens import token_count
 from tenancy.models import ApiKey
+from tenancy.services import api_key_create, api_key_revoke
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 T = TypeVar("T")

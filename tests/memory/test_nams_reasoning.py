@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from core.actors import SYSTEM_ACTOR
 from memory.models import Conversation, ReasoningStep, ToolCall
 from memory.services.conversations import conversation_create
-from memory.services.workspaces import api_key_create
+from tenancy.services import api_key_create
 
 T = TypeVar("T")
 

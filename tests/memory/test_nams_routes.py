@@ -24,7 +24,7 @@ from pydantic import SecretStr
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory import unsupported
-from memory.services.workspaces import api_key_create
+from tenancy.services import api_key_create
 from tests.governance.test_audit_coverage import allowed_methods
 
 TS_CLIENT_BUILD = (

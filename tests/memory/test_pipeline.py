@@ -15,7 +15,7 @@ from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Message, Observation, ObserverRun, Reflection, ReflectorRun
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.reflector import reflector_run_execute
-from memory.pipeline.runs import LeaseLost, _claim, _finish
+from memory.pipeline.runs import LeaseLost, _claim, run_finish
 from memory.pipeline.scheduling import observer_schedule, reflector_schedule
 from memory.pipeline.sweep import pipeline_sweep
 from memory.selectors import unobserved_messages
@@ -184,7 +184,7 @@ def test_a_run_whose_lease_expired_is_taken_over_and_stored_once(conversation):
     # The first worker wakes up and tries to store: its lease is gone, nothing is written.
     _, stale_token = first
     with pytest.raises(LeaseLost):
-        _finish(ObserverRun, run, stale_token, started=0.0)
+        run_finish(ObserverRun, run, stale_token, started=0.0)
     assert Observation.objects.filter(conversation=conversation).count() == stored
 
 

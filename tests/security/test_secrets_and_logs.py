@@ -14,8 +14,8 @@ from django.db import DatabaseError, connection, transaction
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, RedactionFinding
-from memory.services.workspaces import api_key_create
 from tenancy.models import ApiKey
+from tenancy.services import api_key_create
 
 EMAIL = "dana.pierce@example.com"
 CARD = "4111 1111 1111 1111"

@@ -23,7 +23,7 @@ from governance.retention.policies import retention_policy_create
 from governance.retention.sweep import retention_sweep
 from memory.models import Message, Observation
 from memory.services.conversations import conversation_create
-from memory.services.workspaces import api_key_create
+from tenancy.services import api_key_create
 from tests.memory.factories import ObservationFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.soak, pytest.mark.once]

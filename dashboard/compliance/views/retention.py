@@ -25,8 +25,10 @@ from dashboard.compliance.selectors import (
 )
 from dashboard.forms import add_service_error
 from dashboard.rendering import INVALID, is_partial, render_page
-from governance import retention
 from governance.models import RetentionPolicy, RetentionSweep
+from governance.retention import plan as retention_plan
+from governance.retention.plan import retention_due_preview, retention_sweep_request
+from governance.retention.policies import retention_policy_create, retention_policy_update
 from governance.selectors import (
     retention_policy_list,
     retention_sweep_list,
@@ -79,10 +81,10 @@ def _policy_save(
     actor, reason = access.actor(request), form.cleaned_data["reason"]
     try:
         if policy is None:
-            return retention.retention_policy_create(
+            return retention_policy_create(
                 workspace=access.workspace, actor=actor, reason=reason, **form.values()
             )
-        return retention.retention_policy_update(
+        return retention_policy_update(
             policy=policy, actor=actor, reason=reason, **form.values()
         )
     except MemdeskError as error:
@@ -124,7 +126,9 @@ def retention_policy_edit(request: HttpRequest, policy_id: int) -> HttpResponse:
 def retention_dry_run(request: HttpRequest) -> HttpResponse:
     """Count what a sweep would delete now; nothing is deleted."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    sweep = retention.retention_dry_run(workspace=access.workspace, actor=access.actor(request))
+    sweep = retention_plan.retention_dry_run(
+        workspace=access.workspace, actor=access.actor(request)
+    )
     if not is_partial(request):
         return redirect("dashboard:compliance_sweep", sweep.pk)
     return _sweep_response(request, access, sweep)
@@ -136,7 +140,7 @@ def retention_run(request: HttpRequest) -> HttpResponse:
     """Queue a sweep of the workspace for a worker; the page then polls its progress."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
     try:
-        sweep = retention.retention_sweep_request(
+        sweep = retention_sweep_request(
             workspace=access.workspace, actor=access.actor(request)
         )
     except MemdeskError as refused:
@@ -173,7 +177,7 @@ def _dry_run_conversations(access: Access, sweep: RetentionSweep) -> dict[str, A
     """The conversations the dry run's sweep would touch, worked out again for the
     moment it ran (same cutoffs; rows deleted since are no longer counted)."""
     try:
-        due = retention.retention_due_preview(
+        due = retention_due_preview(
             workspace=access.workspace, now=sweep.created_at, policy=sweep.policy
         )
     except MemdeskError:

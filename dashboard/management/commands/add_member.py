@@ -7,9 +7,8 @@ from django.db import transaction
 
 from core.actors import command_actor
 from core.errors import MemdeskError
-from memory.services.workspaces import workspace_get_or_create
 from tenancy.models import Role
-from tenancy.services import member_add
+from tenancy.services import member_add, workspace_get_or_create
 
 DEFAULT_REASON = "granted with manage.py add_member"
 

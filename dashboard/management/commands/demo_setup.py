@@ -16,9 +16,8 @@ from memory.models import ObserverRun, PipelineRun, ReflectorRun
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.reflector import reflector_run_execute
 from memory.pipeline.scheduling import observer_schedule, reflector_schedule
-from memory.services.workspaces import api_key_create, workspace_get_or_create
 from tenancy.models import ApiKey, Membership, Role, Workspace
-from tenancy.services import membership_grant
+from tenancy.services import api_key_create, membership_grant, workspace_get_or_create
 
 DEMO_WORKSPACE = "demo"
 DEMO_KEY_NAME = "demo (make run)"

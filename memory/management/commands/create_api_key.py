@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.actors import command_actor
 from core.errors import MemdeskError
-from memory.services.workspaces import api_key_create, workspace_get_or_create
 from tenancy.models import ApiKey
+from tenancy.services import api_key_create, workspace_get_or_create
 
 
 class Command(BaseCommand):

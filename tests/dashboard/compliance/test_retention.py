@@ -8,7 +8,9 @@ import pytest
 from core.actors import SYSTEM_ACTOR
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent, RetentionPolicy, RetentionSweep
-from governance.retention import retention_dry_run, retention_policy_create, retention_sweep
+from governance.retention.plan import retention_dry_run
+from governance.retention.policies import retention_policy_create
+from governance.retention.sweep import retention_sweep
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import RetentionSweep
-from governance.retention import retention_policy_create, retention_sweep
+from governance.retention.policies import retention_policy_create
+from governance.retention.sweep import retention_sweep
 from memory.models import Message
 from memory.services.conversations import conversation_create
 from tests.dashboard.factories import chat
