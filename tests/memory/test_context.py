@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.core.cache import cache
 from django.utils import timezone
+from django_redis import get_redis_connection
 
 from memory.context import caches, read
 from memory.context.rendering import Tail
@@ -392,11 +393,12 @@ def test_a_worker_keeps_one_tail_per_conversation_and_a_bounded_number_of_items(
 def _shared_cache_keys(fragment: str) -> list[str]:
     """The keys holding ``fragment`` in the shared cache itself (Redis or, without
     CACHE_URL, the process's in-memory cache)."""
-    store = cache._cache  # type: ignore[attr-defined]
+    store = getattr(cache, "_cache", None)
     if isinstance(store, dict):  # LocMemCache
         keys = list(store)
-    else:  # RedisCache
-        keys = [key.decode() for key in store.get_client().scan_iter(match=f"*{fragment}*")]
+    else:  # django-redis
+        redis = get_redis_connection("default")
+        keys = [key.decode() for key in redis.scan_iter(match=f"*{fragment}*")]
     return [key for key in keys if fragment in key]
 
 

@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
+from config.settings.base import cache_settings
 from memory.models import Message, ObserverRun
 from memory.pipeline.scheduling import unobserved_token_count
 from memory.pipeline.sweep import pipeline_sweep
@@ -41,13 +42,8 @@ def private_redis() -> RedisServer:
 def test_a_redis_restart_mid_ingest_loses_nothing_and_the_worker_survives(
     api, workspace, private_redis, settings, tmp_path
 ):
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": private_redis.url,
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-        }
-    }
+    # The production cache settings (django-redis, errors ignored) on the private Redis.
+    settings.CACHES = cache_settings(private_redis.url)
     workspace.observer_threshold = 60
     workspace.save()
     broker = Broker(tmp_path)
