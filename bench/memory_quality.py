@@ -22,7 +22,7 @@ Data
 Ingest and pipeline (real code, a throwaway SQLite database)
 - One workspace per variant, one fresh conversation per question. Sessions are sorted by
   their ``haystack_dates`` (about a third of the haystacks are listed out of order) and
-  appended session by session through ``memory.services.messages_append`` (chunks of at
+  appended session by session through ``memory.services.messages.messages_append`` (chunks of at
   most 100 messages, as the bulk API takes them); turn ``i`` of a session is dated the
   session's date plus ``i`` minutes.
 - ``default`` (the product at its defaults, sweeper included): ``messages_append``

@@ -19,7 +19,7 @@ every run starts from the same rows. A default policy keeps messages 30 days.
 
 - sweep: a separate Python process (as a Celery worker would be) sets up Django with
   the production settings module and DEBUG off, and calls
-  ``governance.retention.retention_sweep`` on a queued sweep, with every receipt,
+  ``governance.retention.sweep.retention_sweep`` on a queued sweep, with every receipt,
   hold check and progress update it does in production. Seconds are its wall time for
   the call; peak memory is the process's peak RSS (``ru_maxrss``, Django and all).
 - raw: psycopg in autocommit, ``DELETE FROM memory_message WHERE id IN (SELECT id FROM

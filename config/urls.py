@@ -21,7 +21,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memory.urls")),
-    # The MCP server's streamable HTTP transport (memory/mcp_server.py).
+    # The MCP server's streamable HTTP transport (memory/mcp/server.py).
     path("mcp", McpApi.as_view(), name="mcp"),
     path("v1/", include("governance.urls")),
     path("v1/audit/", include("governance.audit_urls")),

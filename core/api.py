@@ -23,7 +23,8 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 class FastProhibitSurrogateCharactersValidator(ProhibitSurrogateCharactersValidator):
     """DRF's rule, checked in C: its own validator calls ``ord()`` on every character in
-    Python, about 1 ms of CPU for a 100-message bulk append (docs/benchmarks.md)."""
+    Python, about 1 ms of CPU for a 100-message bulk append (docs/benchmarks/2026-11-29.md,
+    "Bulk ingest through the API")."""
 
     def __call__(self, value: Any) -> None:
         found = _SURROGATE.search(str(value))

@@ -26,7 +26,7 @@ INTEGER_PATH_PARAMETERS = frozenset(
     {"finding_id", "hold_id", "policy_id", "request_id", "sweep_id"}
 )
 ORIGINAL_TARGET_TYPES = ["message", "observation", "reflection"]
-# governance.pseudonyms.LABEL; the angle brackets may be left out.
+# governance.redaction.pseudonyms.LABEL; the angle brackets may be left out.
 PSEUDONYM_LABEL_PATTERN = (
     r"^(<[A-Z][A-Z0-9_]{0,49}_[1-9][0-9]{0,9}>|[A-Z][A-Z0-9_]{0,49}_[1-9][0-9]{0,9})$"
 )

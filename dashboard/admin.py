@@ -1,5 +1,5 @@
 """Accounts in ``/admin/``: every change takes a reason and is audited in each workspace
-it touches (governance/admin.py). Role grants are tenancy's (tenancy/admin.py)."""
+it touches (governance/audit/admin.py). Role grants are tenancy's (tenancy/admin.py)."""
 
 from __future__ import annotations
 

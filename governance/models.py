@@ -1,7 +1,7 @@
 """Governance: the audit trail, PII redaction, retention, legal holds and erasure.
 
 Every change to memory writes one AuditEvent, in the same transaction as the change,
-through ``governance.audit.audit_record``, which also extends the workspace's hash
+through ``governance.audit.writer.audit_record``, which also extends the workspace's hash
 chain.
 """
 
@@ -247,7 +247,7 @@ class RestrictedOriginal(models.Model):
 
 class Pseudonym(models.Model):
     """What one ``<ENTITY_TYPE_n>`` stands for in a workspace: the value, encrypted, and
-    a keyed digest of its normalised form to find it again (governance/pseudonyms.py).
+    a keyed digest of its normalised form to find it again (governance/redaction/pseudonyms.py).
 
     Numbers count per workspace and entity type in order of first sight and are never
     given twice: when the last raw message holding the value is deleted, the value and

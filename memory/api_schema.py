@@ -1,7 +1,7 @@
 """OpenAPI declarations of the bodies built by hand on hot paths (camelCase, as on the
 wire): the shapes a context carries, rendered in ``memory/wire.py`` and
-``memory/context.py`` (``memory/wire.py`` says why, with the figure), with the bodies
-that hold them (lists, search, history); and the bodies that a selector or
+``memory/context/rendering.py`` (``memory/wire.py`` says why, with the figure), with the
+bodies that hold them (lists, search, history); and the bodies that a selector or
 ``memory/metrics.py`` assembles (extraction status, metrics).
 
 These serializers only describe; tests/memory/test_openapi.py validates real responses

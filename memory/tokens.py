@@ -24,8 +24,9 @@ def token_count(text: str) -> int:
 
 
 def token_counts(texts: list[str]) -> list[int]:
-    # Not encode_batch: it starts a pool of 8 threads per call, which for a 100-message
-    # bulk append cost 3-4 times the CPU of the encoding itself (docs/benchmarks.md).
+    # Not encode_batch: it starts a pool of 8 threads per call, which for a 100-message bulk
+    # append cost 3-4 times the CPU of the encoding itself (docs/benchmarks/2026-11-29.md,
+    # "Bulk ingest through the API").
     encoding = _encoding()
     return [len(encoding.encode(text, disallowed_special=())) for text in texts]
 

@@ -2,13 +2,13 @@
 pins, observations and reflections, and the memory line of a prompt.
 
 Written by hand rather than as DRF serializers, because they are the context's hot path:
-an uncached render of a long conversation turns about 720 rows into wire dicts (65 ms
-of CPU in all, docs/benchmarks.md), and a serializer costs about five times these
-functions per row (38 against 7 us per row of a 100-row list, 0.2-0.4 ms for a single
-object, measured on the conversation shape). ``memory/api_schema.py`` declares these
-shapes for the OpenAPI document, and tests/memory/test_openapi.py checks every response
-against it. Every other shape is a DRF serializer in ``memory/api/presenters.py``,
-written once.
+an uncached render of a long conversation turns about 720 rows into wire dicts (65 ms of
+CPU in all, docs/benchmarks.md, "Context read"), and a serializer costs about five times
+these functions per row (38 against 7 us per row of a 100-row list, 0.2-0.4 ms for a
+single object, measured on the conversation shape). ``memory/api_schema.py`` declares
+these shapes for the OpenAPI document, and tests/memory/test_openapi.py checks every
+response against it. Every other shape is a DRF serializer in
+``memory/api/presenters.py``, written once.
 """
 
 from __future__ import annotations

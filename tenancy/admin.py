@@ -1,5 +1,5 @@
 """Workspaces, API keys and role grants in ``/admin/``: every change takes a reason and is
-audited in the workspace it touches (governance/admin.py). Keys are created and revoked,
+audited in the workspace it touches (governance/audit/admin.py). Keys are created and revoked,
 and the fidelity is changed, on the dashboard, where those changes are audited too."""
 
 from __future__ import annotations

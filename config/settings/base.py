@@ -346,11 +346,11 @@ if MEMDESK_RUN_WAIT_SECONDS > MEMDESK_WEB_TIMEOUT - 5:
 # package index). A larger model such as en_core_web_lg works once installed; nothing is
 # ever downloaded at run time.
 MEMDESK_REDACTION_SPACY_MODEL = os.environ.get("MEMDESK_REDACTION_SPACY_MODEL", "")
-# The secret behind pseudonyms (governance/pseudonyms.py): the key that encrypts what each
-# pseudonym stands for and keys the digests that find a value's pseudonym again. Empty
-# derives it from SECRET_KEY, so rotating SECRET_KEY would make every stored pseudonym
-# impossible to reveal or re-identify, and give known values new numbers: set it in
-# production and keep it apart from SECRET_KEY.
+# The secret behind pseudonyms (governance/redaction/pseudonyms.py): the key that encrypts
+# what each pseudonym stands for and keys the digests that find a value's pseudonym again.
+# Empty derives it from SECRET_KEY, so rotating SECRET_KEY would make every stored
+# pseudonym impossible to reveal or re-identify, and give known values new numbers: set it
+# in production and keep it apart from SECRET_KEY.
 _pseudonym_key_raw = os.environ.get("MEMDESK_PSEUDONYM_KEY", "")
 MEMDESK_PSEUDONYM_KEY = _pseudonym_key_raw.strip()
 MEMDESK_PSEUDONYM_KEY_MIN_CHARS = 32
@@ -363,10 +363,10 @@ if _pseudonym_key_raw and len(MEMDESK_PSEUDONYM_KEY) < MEMDESK_PSEUDONYM_KEY_MIN
 
 # --- Audit trail ------------------------------------------------------------------------
 # The secret that keys every audit event's hash (HMAC-SHA256) and signs the checkpoints of
-# each workspace's chain head (governance/audit.py). Someone who can write the database
-# but does not hold it cannot rewrite history and recompute the chain. Empty derives it
-# from SECRET_KEY, which usually sits beside the database: set it in production, kept
-# where the database host cannot read it.
+# each workspace's chain head (governance/audit/writer.py). Someone who can write the
+# database but does not hold it cannot rewrite history and recompute the chain. Empty
+# derives it from SECRET_KEY, which usually sits beside the database: set it in
+# production, kept where the database host cannot read it.
 _audit_key_raw = os.environ.get("MEMDESK_AUDIT_KEY", "")
 MEMDESK_AUDIT_KEY = _audit_key_raw.strip()
 MEMDESK_AUDIT_KEY_MIN_CHARS = 32
@@ -381,9 +381,10 @@ if _audit_key_raw and len(MEMDESK_AUDIT_KEY) < MEMDESK_AUDIT_KEY_MIN_CHARS:
 MEMDESK_AUDIT_OLD_KEYS = [
     key.strip() for key in os.environ.get("MEMDESK_AUDIT_OLD_KEYS", "").split(",") if key.strip()
 ]
-# Signed checkpoints of every workspace's chain head are appended, after each commit, to
-# a sink outside the database: by default a JSON Lines file (MEMDESK_AUDIT_CHECKPOINT_PATH);
-# any class with the same three methods (governance/checkpoints.py) by its dotted path.
+# Signed checkpoints of every workspace's chain head are appended, after each commit, to a
+# sink outside the database: by default a JSON Lines file (MEMDESK_AUDIT_CHECKPOINT_PATH);
+# any class with the same three methods (governance/audit/checkpoints.py) by its dotted
+# path.
 MEMDESK_AUDIT_CHECKPOINT_SINK = os.environ.get(
     "MEMDESK_AUDIT_CHECKPOINT_SINK", "governance.audit.checkpoints.FileCheckpointSink"
 )
@@ -461,8 +462,9 @@ if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
     )
 # A worker child past this much memory is replaced after its current task. spaCy keeps
 # every distinct token string it has read (about 26 MB per 18,000 messages with ids and
-# addresses in them, docs/benchmarks.md), so a long-lived child grows slowly; the new
-# child loads the PII model again (about 1 s). 0: never replaced.
+# addresses in them, docs/benchmarks/2026-12-01.md, "The scan worker's memory"), so a
+# long-lived child grows slowly; the new child loads the PII model again (about 1 s).
+# 0: never replaced.
 _max_child_mb = env_int("CELERY_WORKER_MAX_MEMORY_PER_CHILD_MB", 1024)
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = _max_child_mb * 1024 if _max_child_mb else None  # KiB
 # A retention sweep deletes in batches and may run for hours on a large backlog: it has a

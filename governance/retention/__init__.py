@@ -1,4 +1,6 @@
-"""Retention, legal holds and erasure: the writes.
+"""Retention: its policies (``policies``), what is due (``plan``), and the sweep that
+deletes it (``sweep``, with ``sql`` on PostgreSQL). Legal holds are ``governance.holds``;
+erasure is ``governance.erasure``, which shares ``common`` with the sweep.
 
 What "expired" means, per tier: a message by ``created_at``, an observation by
 ``observed_at`` (when the note was written), a reflection by ``created_at``. A

@@ -18,18 +18,19 @@ from memory.models import (
     ToolCall,
 )
 
-# Rows per batch (bench/retention.py, docs/benchmarks.md): each batch pays a commit (a WAL
-# flush, about 40 ms on the benchmark machine), the conversations' lock and version, a
-# hold re-check and its receipt. At 5,000 those made the sweep 4.5x one bare DELETE of the
-# same rows, at 20,000 2.9x (before the set-based batches). A batch holds its
-# conversations' row locks (an agent's append to them waits) for its transaction, about
-# half a second at 20,000.
+# Rows per batch (bench/retention.py; docs/benchmarks/2026-11-30.md, "Retention sweep
+# against one bare DELETE"): each batch pays a commit (a WAL flush, about 40 ms on the
+# benchmark machine), the conversations' lock and version, a hold re-check and its
+# receipt. At 5,000 those made the sweep 4.5x one bare DELETE of the same rows, at
+# 20,000 2.9x (before the set-based batches). A batch holds its conversations' row locks
+# (an agent's append to them waits) for its transaction, about half a second at 20,000.
 DEFAULT_BATCH_SIZE = 20_000
-# The set-based batches (PostgreSQL, messages and observations) take about a third of the
-# time per row, so 50,000 hold the conversations' locks about as long as 20,000 did, and
-# halve the per-batch costs (commit, probe, receipt) again: 1.8x the bare DELETE against
-# 2.0x at 20,000 (docs/benchmarks.md). No id of theirs is held in the worker, whatever
-# the size. (SQLite also caps a statement's parameters below 50,000.)
+# The set-based batches (PostgreSQL, messages and observations) take about a third of
+# the time per row, so 50,000 hold the conversations' locks about as long as 20,000 did,
+# and halve the per-batch costs (commit, probe, receipt) again: 1.8x the bare DELETE
+# against 2.0x at 20,000 (docs/benchmarks/2026-11-30.md, "Set-based batches"). No id of
+# theirs is held in the worker, whatever the size. (SQLite also caps a statement's
+# parameters below 50,000.)
 SET_BASED_BATCH_SIZE = 50_000
 MAX_DAYS = 36_500
 # A sweep still RUNNING after this long lost its worker; the scheduler marks it failed so

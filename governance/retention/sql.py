@@ -1,6 +1,7 @@
 """The SQL of the sweep written by hand: PostgreSQL statements that replaced ORM queries
-a measurement (bench/retention.py, docs/benchmarks.md) showed to be the bottleneck (off
-PostgreSQL the callers use the ORM), and the temporary table of deleted rows."""
+a measurement (bench/retention.py; docs/benchmarks/2026-11-30.md, "Retention sweep
+against one bare DELETE") showed to be the bottleneck (off PostgreSQL the callers use
+the ORM), and the temporary table of deleted rows."""
 
 from __future__ import annotations
 

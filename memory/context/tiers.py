@@ -22,7 +22,7 @@ ItemT = TypeVar("ItemT", Message, Observation, Reflection, Pin)
 
 
 class Reidentifies(Protocol):
-    """``governance.pseudonyms.Reidentifier`` as memory sees it (through the gates)."""
+    """``governance.redaction.pseudonyms.Reidentifier`` as memory sees it (through the gates)."""
 
     cache_key: str
 

@@ -1,5 +1,6 @@
 """Observer and Reflector engines. Each engine turns plain data into plain data; the
-pipeline services (``memory/pipeline.py``) load rows, call an engine, and store results."""
+pipeline (``memory/pipeline/``: ``observer``, ``reflector``) loads rows, calls an engine,
+and stores results."""
 
 from __future__ import annotations
 

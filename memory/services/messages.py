@@ -67,10 +67,10 @@ def _validate_message(item: MessageInput, field_prefix: str) -> None:
 
 
 def _messages_insert(messages: list[Message]) -> None:
-    """``bulk_create``, or one COPY on PostgreSQL, which spares the web worker building
-    and quoting a 100-row INSERT (about 5 ms of CPU per 100 rows, against 4 ms for COPY;
-    docs/benchmarks.md). Every concrete field goes through its own ``pre_save`` and
-    ``get_db_prep_save``, as in ``bulk_create``."""
+    """``bulk_create``, or one COPY on PostgreSQL, which spares the web worker building and
+    quoting a 100-row INSERT (about 5 ms of CPU per 100 rows, against 4 ms for COPY;
+    docs/benchmarks/2026-11-29.md, "Bulk ingest through the API"). Every concrete field goes
+    through its own ``pre_save`` and ``get_db_prep_save``, as in ``bulk_create``."""
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: the proxy costs per lookup
     if db.vendor != "postgresql":
         Message.objects.bulk_create(messages)
