@@ -14,7 +14,7 @@ handler500 = "core.errors.json_server_error"
 handler403 = "dashboard.views.errors.permission_denied"
 
 urlpatterns = [
-    # Signed in: the conversation list; otherwise memory.views.home, the landing page.
+    # Signed in: the conversation list; otherwise the landing page.
     path("", home, name="home"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

@@ -249,4 +249,3 @@ def errors_needing(scope: str) -> dict[int, OpenApiResponse]:
     """The error responses of a route that needs ``scope``."""
     description = f"Needs a {scope} API key (or a higher scope), or X-Workspace-Id is wrong."
     return {**ERRORS, 403: OpenApiResponse(ErrorOut, description=description)}
-
