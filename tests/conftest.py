@@ -89,6 +89,11 @@ def curator_api(make_client, workspace) -> APIClient:
 
 
 @pytest.fixture
+def admin_api(make_client, workspace) -> APIClient:
+    return make_client(workspace, scope="admin")
+
+
+@pytest.fixture
 def other_api(make_client, other_workspace) -> APIClient:
     return make_client(other_workspace)
 

@@ -25,11 +25,6 @@ EMAIL = "dana.whitfield@example.com"
 OTHER_EMAIL = "tomas.berg@example.com"
 
 
-@pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
-
-
 @pytest.fixture(autouse=True)
 def _redact_at_ingest(workspace):
     set_policy(workspace, redact_at_ingest=True)
@@ -105,12 +100,12 @@ def test_a_value_another_conversation_still_holds_keeps_its_pseudonym(workspace)
 
 
 def test_a_forgotten_pseudonym_reveals_nothing_and_its_number_is_never_given_again(
-    admin, workspace
+    admin_api, workspace
 ):
     _say(workspace, f"Mail {EMAIL}", user_id="dana")
     _erase(workspace, "dana")
 
-    response = admin.post(
+    response = admin_api.post(
         "/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {"reason": "audit"}, format="json"
     )
 

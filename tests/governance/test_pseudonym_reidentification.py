@@ -22,11 +22,6 @@ CARD = "4111 1111 1111 1111"
 
 
 @pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
-
-
-@pytest.fixture
 def conversation(workspace) -> Conversation:
     """A message pseudonymised at ingest, an observation and a reflection naming the
     same pseudonyms, and a message nobody observed yet."""
@@ -56,8 +51,10 @@ def _context(api, conversation: Conversation, fmt: str = "json", **params):
     return api.get(f"/v1/conversations/{conversation.pk}/context?{query}")
 
 
-def _allow(workspace, admin) -> None:
-    response = admin.patch("/v1/redaction/policy", {"agentsSeeReidentified": True}, format="json")
+def _allow(workspace, admin_api) -> None:
+    response = admin_api.patch(
+        "/v1/redaction/policy", {"agentsSeeReidentified": True}, format="json"
+    )
     assert response.status_code == 200 and response.json()["agentsSeeReidentified"] is True
 
 
@@ -70,8 +67,8 @@ def test_agents_read_pseudonyms_by_default(api, conversation, fmt):
 
 
 @pytest.mark.parametrize("fmt", ["json", "text", "messages"])
-def test_with_the_policy_flag_agents_read_the_values(api, admin, workspace, conversation, fmt):
-    _allow(workspace, admin)
+def test_with_the_policy_flag_agents_read_the_values(api, admin_api, workspace, conversation, fmt):
+    _allow(workspace, admin_api)
 
     response = _context(api, conversation, fmt)
 
@@ -82,8 +79,8 @@ def test_with_the_policy_flag_agents_read_the_values(api, admin, workspace, conv
         json.loads(body)  # values are escaped as JSON, not pasted into it
 
 
-def test_the_flag_is_a_policy_change_audited_as_one(admin, workspace, conversation):
-    _allow(workspace, admin)
+def test_the_flag_is_a_policy_change_audited_as_one(admin_api, workspace, conversation):
+    _allow(workspace, admin_api)
 
     event = AuditEvent.objects.filter(action="redaction_policy.update").latest("sequence")
     assert event.before["agentsSeeReidentified"] is False
@@ -91,11 +88,11 @@ def test_the_flag_is_a_policy_change_audited_as_one(admin, workspace, conversati
     assert event.actor_role == "admin"
 
 
-def test_the_etag_follows_the_flag(api, admin, workspace, conversation):
+def test_the_etag_follows_the_flag(api, admin_api, workspace, conversation):
     pseudonymised = _context(api, conversation)
     assert _context(api, conversation)["ETag"] == pseudonymised["ETag"]
 
-    _allow(workspace, admin)
+    _allow(workspace, admin_api)
     reidentified = _context(api, conversation)
 
     assert reidentified["ETag"] != pseudonymised["ETag"]
@@ -106,9 +103,9 @@ def test_the_etag_follows_the_flag(api, admin, workspace, conversation):
     assert again.status_code == 200 and EMAIL in again.content.decode()
 
 
-def test_the_budget_is_fitted_to_the_values_served(api, admin, workspace, conversation):
+def test_the_budget_is_fitted_to_the_values_served(api, admin_api, workspace, conversation):
     pseudonymised = _context(api, conversation, max_tokens=100_000).json()["tokenCount"]
-    _allow(workspace, admin)
+    _allow(workspace, admin_api)
     reidentified = _context(api, conversation, max_tokens=100_000).json()["tokenCount"]
     assert reidentified > pseudonymised  # the values cost more tokens than their labels
 
@@ -120,7 +117,7 @@ def test_the_budget_is_fitted_to_the_values_served(api, admin, workspace, conver
 
 
 def test_observation_reflection_and_message_reads_follow_the_flag(
-    api, admin, workspace, conversation
+    api, admin_api, workspace, conversation
 ):
     base = f"/v1/conversations/{conversation.pk}"
     before = [
@@ -131,7 +128,7 @@ def test_observation_reflection_and_message_reads_follow_the_flag(
     assert not any(EMAIL in body for body in before[:2])
     assert "<EMAIL_ADDRESS_1>" in before[2]  # the stored message is pseudonymised too
 
-    _allow(workspace, admin)
+    _allow(workspace, admin_api)
     observation_id = api.get(f"{base}/observations").json()["observations"][0]["id"]
     after = [
         api.get(f"{base}/observations").json()["observations"][0]["text"],
@@ -149,8 +146,8 @@ def test_observation_reflection_and_message_reads_follow_the_flag(
     assert conversation.observations.get().text.startswith("User gave <EMAIL_ADDRESS_1>")
 
 
-def test_a_forgotten_pseudonym_is_served_anonymous_at_once(api, admin, workspace, conversation):
-    _allow(workspace, admin)
+def test_a_forgotten_pseudonym_is_served_anonymous_at_once(api, admin_api, workspace, conversation):
+    _allow(workspace, admin_api)
     other = conversation_create(workspace=workspace, user_id="tomas")
     ObservationFactory(conversation=other, text="Tomas forwarded <EMAIL_ADDRESS_1>.")
     cached = _context(api, other)
