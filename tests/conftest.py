@@ -17,7 +17,7 @@ from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from tenancy.models import Workspace
 from tenancy.services import api_key_create, workspace_get_or_create
-from tests.dashboard.factories import MembershipFactory, UserFactory
+from tests.dashboard.factories import MembershipFactory, UserFactory, chat, observe, reflect
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 E2E = Path(__file__).resolve().parent / "e2e"
@@ -86,6 +86,28 @@ def api(make_client, workspace) -> APIClient:
 @pytest.fixture
 def curator_api(make_client, workspace) -> APIClient:
     return make_client(workspace, scope="curator")
+
+
+@pytest.fixture
+def conversation(workspace) -> Conversation:
+    """An empty conversation of the acme workspace."""
+    return conversation_create(workspace=workspace, user_id="dana")
+
+
+@pytest.fixture
+def conversation_id(conversation) -> str:
+    """``conversation``'s id as the API spells it."""
+    return str(conversation.pk)
+
+
+@pytest.fixture
+def reflected_conversation(workspace) -> Conversation:
+    """A support chat observed and then reflected by the real pipeline: all three tiers."""
+    conversation = conversation_create(workspace=workspace, user_id="tomas", title="Refund")
+    chat(conversation)
+    observe(conversation)
+    reflect(conversation)
+    return conversation
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from django.test import Client
 
 from memory.models import Conversation
 from memory.services.conversations import conversation_create
-from tests.dashboard.factories import chat, observe, reflect
+from tests.dashboard.factories import chat, observe
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def csrf_client(member) -> Callable[[str], Client]:
 
 
 @pytest.fixture
-def conversation(workspace) -> Conversation:
+def observed_conversation(workspace) -> Conversation:
     """A support chat the Observer has read: messages and active observations."""
     conversation = conversation_create(
         workspace=workspace, user_id="dana", title="Broken headphones"
@@ -47,17 +47,7 @@ def conversation(workspace) -> Conversation:
 
 
 @pytest.fixture
-def reflected(workspace) -> Conversation:
-    """A chat observed and then reflected: all three tiers."""
-    conversation = conversation_create(workspace=workspace, user_id="tomas", title="Refund")
-    chat(conversation)
-    observe(conversation)
-    reflect(conversation)
-    return conversation
-
-
-@pytest.fixture
-def foreign(other_workspace) -> Conversation:
+def foreign_conversation(other_workspace) -> Conversation:
     conversation = conversation_create(
         workspace=other_workspace, user_id="eve", title="Globex chat"
     )

@@ -20,7 +20,7 @@ def _page(client, url: str) -> str:
 
 
 @pytest.fixture
-def searchable(workspace, foreign) -> Conversation:
+def searchable(workspace, foreign_conversation) -> Conversation:
     conversation = conversation_create(workspace=workspace, user_id="ana/b c?", title="Parcel")
     messages_append(
         conversation=conversation,
@@ -32,9 +32,10 @@ def searchable(workspace, foreign) -> Conversation:
     ReflectionFactory(conversation=conversation, text="Zephyr kettle owner, wants a refund")
     # The same word in another workspace must not be found.
     messages_append(
-        conversation=foreign, items=[MessageInput(role="user", content="zephyr elsewhere")]
+        conversation=foreign_conversation,
+        items=[MessageInput(role="user", content="zephyr elsewhere")],
     )
-    ObservationFactory(conversation=foreign, text="zephyr in globex")
+    ObservationFactory(conversation=foreign_conversation, text="zephyr in globex")
     return conversation
 
 
@@ -64,6 +65,6 @@ def test_holds_and_erasure_start_from_an_end_users_page_for_compliance(login, se
     assert "/compliance/erasure/?user=" not in _page(login("viewer"), url)
 
 
-def test_an_end_user_of_another_workspace_is_404(login, foreign):
+def test_an_end_user_of_another_workspace_is_404(login, foreign_conversation):
     assert login("viewer").get("/users/eve/").status_code == 404
     assert login("viewer").get("/users/nobody/").status_code == 404

@@ -212,7 +212,7 @@ def test_revealing_without_javascript_shows_a_page(login, scanned):
     assert "recorded in the audit log" in html
 
 
-def test_bad_reveal_requests(login, scanned, foreign):
+def test_bad_reveal_requests(login, scanned, foreign_conversation):
     client = login("compliance")
     message = _message(scanned)
     url = f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/"
@@ -232,8 +232,10 @@ def test_bad_reveal_requests(login, scanned, foreign):
 
     not_ids = client.post(url, {"finding": "12; DROP"}, **HX)
     elsewhere = client.post(url, {"finding": str(other.pk)}, **HX)
-    foreign_message = foreign.messages.first()
-    theirs = client.post(f"/conversations/{foreign.pk}/messages/{foreign_message.pk}/reveal/", **HX)
+    foreign_message = foreign_conversation.messages.first()
+    theirs = client.post(
+        f"/conversations/{foreign_conversation.pk}/messages/{foreign_message.pk}/reveal/", **HX
+    )
     wrong_message = client.post(
         f"/conversations/{scanned.pk}/messages/{foreign_message.pk}/reveal/", **HX
     )

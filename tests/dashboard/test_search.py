@@ -39,7 +39,7 @@ def scanned(workspace, eager_tasks) -> Conversation:
 
 
 @pytest.fixture
-def searchable(workspace, foreign) -> Conversation:
+def searchable(workspace, foreign_conversation) -> Conversation:
     conversation = conversation_create(workspace=workspace, user_id="ana/b c?", title="Parcel")
     messages_append(
         conversation=conversation,
@@ -51,9 +51,10 @@ def searchable(workspace, foreign) -> Conversation:
     ReflectionFactory(conversation=conversation, text="Zephyr kettle owner, wants a refund")
     # The same word in another workspace must not be found.
     messages_append(
-        conversation=foreign, items=[MessageInput(role="user", content="zephyr elsewhere")]
+        conversation=foreign_conversation,
+        items=[MessageInput(role="user", content="zephyr elsewhere")],
     )
-    ObservationFactory(conversation=foreign, text="zephyr in globex")
+    ObservationFactory(conversation=foreign_conversation, text="zephyr in globex")
     return conversation
 
 

@@ -30,7 +30,6 @@ from governance.tasks import message_scan_task
 from memory.models import Conversation, Message, Observation, Reflection
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
-from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from tests.core.test_cache_outage import DEAD_REDIS
 from tests.governance.test_redaction_support import set_policy
@@ -39,11 +38,6 @@ CARD = "4111 1111 1111 1111"
 EMAIL = "dana.whitfield@example.com"
 TEXT = f"My card is {CARD} and my email is {EMAIL}, please send the receipt there."
 CLEAN = "The parcel arrived on Tuesday and the box was fine."
-
-
-@pytest.fixture
-def conversation(workspace) -> Conversation:
-    return conversation_create(workspace=workspace, user_id="dana")
 
 
 @pytest.fixture

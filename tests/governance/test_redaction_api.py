@@ -12,17 +12,11 @@ from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, Res
 from governance.redaction.policy import redaction_policy_snapshot
 from memory.models import Conversation, Message
 from memory.pipeline.reflector import observations_for_reflection
-from memory.services.conversations import conversation_create
 from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory
 
 EMAIL = "dana.whitfield@example.com"
 PHONE = "(977) 625-2661"
-
-
-@pytest.fixture
-def conversation(workspace) -> Conversation:
-    return conversation_create(workspace=workspace)
 
 
 def _pending_findings(conversation: Conversation, count: int = 1) -> list[RedactionFinding]:

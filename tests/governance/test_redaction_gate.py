@@ -18,7 +18,6 @@ from memory.models import Conversation, Message, Observation, Reflection
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.reflector import observations_for_reflection, reflector_run_execute
 from memory.pipeline.scheduling import observer_schedule, reflector_schedule
-from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.observations import observation_update
 from tests.governance.test_redaction_support import EchoEngine, detected_values, set_policy
@@ -36,11 +35,6 @@ NOTES = [
     "Tool crm: Account has been pulled up for Alessandro Phoenix.",
     "User's server is at 192.168.10.14 and the IBAN is DE89 3704 0044 0532 0130 00.",
 ]
-
-
-@pytest.fixture
-def conversation(workspace) -> Conversation:
-    return conversation_create(workspace=workspace, user_id="dana")
 
 
 def _observations(conversation: Conversation, texts: list[str]) -> list[Observation]:

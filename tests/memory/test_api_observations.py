@@ -15,7 +15,7 @@ def api(curator_api):
 
 
 @pytest.fixture
-def conversation(api) -> str:
+def four_turn_conversation_id(api) -> str:
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",
@@ -26,9 +26,9 @@ def conversation(api) -> str:
 
 
 @pytest.fixture
-def observation(api, conversation) -> dict:
+def observation(api, four_turn_conversation_id) -> dict:
     response = api.post(
-        f"/v1/conversations/{conversation}/observations",
+        f"/v1/conversations/{four_turn_conversation_id}/observations",
         {"text": "User prefers email.", "priority": "medium", "tags": ["contact"]},
         format="json",
     )
@@ -36,15 +36,15 @@ def observation(api, conversation) -> dict:
     return response.json()
 
 
-def test_a_curator_can_add_an_observation_tied_to_messages(api, conversation):
+def test_a_curator_can_add_an_observation_tied_to_messages(api, four_turn_conversation_id):
     message_ids = [
         str(pk)
-        for pk in Message.objects.filter(conversation_id=conversation, seq__in=[2, 3])
+        for pk in Message.objects.filter(conversation_id=four_turn_conversation_id, seq__in=[2, 3])
         .order_by("seq")
         .values_list("pk", flat=True)
     ]
     response = api.post(
-        f"/v1/conversations/{conversation}/observations",
+        f"/v1/conversations/{four_turn_conversation_id}/observations",
         {
             "text": "User asked for a refund.",
             "priority": "high",
@@ -63,13 +63,13 @@ def test_a_curator_can_add_an_observation_tied_to_messages(api, conversation):
     assert AuditEvent.objects.filter(action="observation.create", target_id=str(row.pk)).exists()
 
 
-def test_source_messages_must_belong_to_the_conversation(api, conversation):
+def test_source_messages_must_belong_to_the_conversation(api, four_turn_conversation_id):
     other = api.post("/v1/conversations", {}, format="json").json()["id"]
     foreign = api.post(
         f"/v1/conversations/{other}/messages", {"role": "user", "content": "x"}, format="json"
     ).json()["id"]
     response = api.post(
-        f"/v1/conversations/{conversation}/observations",
+        f"/v1/conversations/{four_turn_conversation_id}/observations",
         {"text": "planted", "sourceMessageIds": [foreign]},
         format="json",
     )
@@ -86,14 +86,18 @@ def test_source_messages_must_belong_to_the_conversation(api, conversation):
         ({"text": 3}, "text"),
     ],
 )
-def test_bad_observation_input_is_refused(api, conversation, body, field):
-    response = api.post(f"/v1/conversations/{conversation}/observations", body, format="json")
+def test_bad_observation_input_is_refused(api, four_turn_conversation_id, body, field):
+    response = api.post(
+        f"/v1/conversations/{four_turn_conversation_id}/observations", body, format="json"
+    )
     assert response.status_code == 400
     assert response.json()["field"] == field
 
 
-def test_edit_without_a_reason_is_refused_and_changes_nothing(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+def test_edit_without_a_reason_is_refused_and_changes_nothing(
+    api, four_turn_conversation_id, observation
+):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
     for body in ({"text": "User prefers SMS."}, {"text": "User prefers SMS.", "reason": "  "}):
         response = api.patch(path, body, format="json")
         assert response.status_code == 400
@@ -108,8 +112,10 @@ def test_edit_without_a_reason_is_refused_and_changes_nothing(api, conversation,
     assert not ObservationVersion.objects.exists()
 
 
-def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(
+    api, four_turn_conversation_id, observation
+):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
     response = api.patch(
         path, {"text": "User prefers SMS.", "reason": "customer corrected us"}, format="json"
     )
@@ -128,24 +134,26 @@ def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(api, conversa
 
 
 def test_changing_only_the_priority_is_audited_as_a_reprioritisation(
-    api, conversation, observation
+    api, four_turn_conversation_id, observation
 ):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
     response = api.patch(path, {"priority": "high", "reason": "escalated"}, format="json")
     assert response.json()["priority"] == "high"
     assert response.json()["marker"] == "\N{LARGE RED CIRCLE}"
     assert AuditEvent.objects.filter(action="observation.reprioritise").count() == 1
 
 
-def test_an_edit_with_nothing_to_change_is_refused(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+def test_an_edit_with_nothing_to_change_is_refused(api, four_turn_conversation_id, observation):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
     response = api.patch(path, {"reason": "just because"}, format="json")
     assert response.status_code == 400
     assert response.json()["code"] == "nothing_to_change"
 
 
-def test_delete_needs_a_reason_and_keeps_the_last_version(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+def test_delete_needs_a_reason_and_keeps_the_last_version(
+    api, four_turn_conversation_id, observation
+):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
     refused = api.delete(path)
     assert refused.status_code == 400
     assert refused.json()["code"] == "reason_required"
@@ -164,33 +172,53 @@ def test_delete_needs_a_reason_and_keeps_the_last_version(api, conversation, obs
     assert api.get(path).status_code == 404
 
 
-def test_reason_may_also_come_as_a_query_parameter_on_delete(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}?reason=duplicate"
+def test_reason_may_also_come_as_a_query_parameter_on_delete(
+    api, four_turn_conversation_id, observation
+):
+    path = (
+        f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
+        "?reason=duplicate"
+    )
     assert api.delete(path).status_code == 204
 
 
-def test_observation_lists_filter_by_status(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations"
+def test_observation_lists_filter_by_status(api, four_turn_conversation_id, observation):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations"
     assert [o["id"] for o in api.get(path).json()["observations"]] == [observation["id"]]
     assert api.get(f"{path}?status=reflected").json()["observations"] == []
     assert api.get(f"{path}?status=bogus").status_code == 400
-    assert api.get(f"/v1/conversations/{conversation}/reflections?status=bogus").status_code == 400
+    assert (
+        api.get(
+            f"/v1/conversations/{four_turn_conversation_id}/reflections?status=bogus"
+        ).status_code
+        == 400
+    )
 
 
-def test_history_of_an_unedited_observation_has_no_earlier_versions(api, conversation, observation):
-    response = api.get(f"/v1/conversations/{conversation}/observations/{observation['id']}/history")
+def test_history_of_an_unedited_observation_has_no_earlier_versions(
+    api, four_turn_conversation_id, observation
+):
+    response = api.get(
+        f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}/history"
+    )
     assert response.status_code == 200
     assert response.json()["versions"] == []
     assert response.json()["current"]["version"] == 1
 
 
-def test_limit_keeps_the_newest_observations_in_list_order(api, conversation):
+def test_limit_keeps_the_newest_observations_in_list_order(api, four_turn_conversation_id):
     texts = [f"User said thing {n}." for n in range(1, 5)]
     for text in texts:
-        api.post(f"/v1/conversations/{conversation}/observations", {"text": text}, format="json")
+        api.post(
+            f"/v1/conversations/{four_turn_conversation_id}/observations",
+            {"text": text},
+            format="json",
+        )
 
-    listed = api.get(f"/v1/conversations/{conversation}/observations", {"limit": 2}).json()
-    refused = api.get(f"/v1/conversations/{conversation}/observations", {"limit": 0})
+    listed = api.get(
+        f"/v1/conversations/{four_turn_conversation_id}/observations", {"limit": 2}
+    ).json()
+    refused = api.get(f"/v1/conversations/{four_turn_conversation_id}/observations", {"limit": 0})
 
     assert [o["text"] for o in listed["observations"]] == texts[-2:]
     assert all(o["createdAt"] for o in listed["observations"])

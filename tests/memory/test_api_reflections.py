@@ -18,21 +18,16 @@ def api(curator_api):
 
 
 @pytest.fixture
-def conversation(api) -> str:
-    return api.post("/v1/conversations", {}, format="json").json()["id"]
-
-
-@pytest.fixture
-def source(conversation) -> Observation:
+def source(conversation_id) -> Observation:
     return ObservationFactory(
-        conversation_id=conversation, text="User prefers email.", status="reflected"
+        conversation_id=conversation_id, text="User prefers email.", status="reflected"
     )
 
 
 @pytest.fixture
-def reflection(conversation, source) -> Reflection:
+def reflection(conversation_id, source) -> Reflection:
     reflection = ReflectionFactory(
-        conversation_id=conversation,
+        conversation_id=conversation_id,
         text="User prefers email.",
         source_observation_ids=[str(source.pk)],
     )
@@ -173,7 +168,7 @@ def test_another_workspace_s_reflection_is_not_found(make_client, other_workspac
 
 
 def test_a_reflection_of_another_conversation_is_not_found_through_this_one(
-    api, conversation, reflection
+    api, conversation_id, reflection
 ):
     other = api.post("/v1/conversations", {}, format="json").json()["id"]
     path = f"/v1/conversations/{other}/reflections/{reflection.pk}"
@@ -194,15 +189,15 @@ def test_a_superseded_reflection_is_history_it_names_what_replaced_it(api, refle
     assert api.delete(f"{_path(reflection)}?reason=held a typo'd name").status_code == 204
 
 
-def test_stale_reflections_are_listed_by_status(api, conversation, reflection, source):
+def test_stale_reflections_are_listed_by_status(api, conversation_id, reflection, source):
     api.patch(
-        f"/v1/conversations/{conversation}/observations/{source.pk}",
+        f"/v1/conversations/{conversation_id}/observations/{source.pk}",
         {"content": "User prefers SMS.", "reason": "r"},
         format="json",
     )
-    listed = api.get(f"/v1/conversations/{conversation}/reflections?status=stale").json()
+    listed = api.get(f"/v1/conversations/{conversation_id}/reflections?status=stale").json()
     assert [r["id"] for r in listed["reflections"]] == [str(reflection.pk)]
-    assert api.get(f"/v1/conversations/{conversation}/reflections?status=active").json() == {
+    assert api.get(f"/v1/conversations/{conversation_id}/reflections?status=active").json() == {
         "reflections": []
     }
 
@@ -211,9 +206,9 @@ def test_stale_reflections_are_listed_by_status(api, conversation, reflection, s
 
 
 @pytest.fixture
-def observation(api, conversation) -> dict:
+def observation(api, conversation_id) -> dict:
     return api.post(
-        f"/v1/conversations/{conversation}/observations",
+        f"/v1/conversations/{conversation_id}/observations",
         {"text": "User prefers email.", "priority": "medium"},
         format="json",
     ).json()
@@ -223,9 +218,9 @@ def _observation_path(conversation: str, observation: dict) -> str:
     return f"/v1/conversations/{conversation}/observations/{observation['id']}"
 
 
-def test_an_edit_takes_content_the_name_reads_use(api, conversation, observation):
+def test_an_edit_takes_content_the_name_reads_use(api, conversation_id, observation):
     response = api.patch(
-        _observation_path(conversation, observation),
+        _observation_path(conversation_id, observation),
         {"content": "User prefers SMS.", "reason": "r"},
         format="json",
     )
@@ -234,10 +229,10 @@ def test_an_edit_takes_content_the_name_reads_use(api, conversation, observation
 
 
 def test_content_sent_back_as_read_is_stored_without_its_marker_and_dates(
-    api, conversation, observation, reflection
+    api, conversation_id, observation, reflection
 ):
     for path, read in [
-        (_observation_path(conversation, observation), observation),
+        (_observation_path(conversation_id, observation), observation),
         (_path(reflection), api.get(_path(reflection)).json()),
     ]:
         line = read["content"]
@@ -248,8 +243,8 @@ def test_content_sent_back_as_read_is_stored_without_its_marker_and_dates(
         assert response.json()["content"] == edited
 
 
-def test_content_and_text_together_must_agree(api, conversation, observation, reflection):
-    for path in (_observation_path(conversation, observation), _path(reflection)):
+def test_content_and_text_together_must_agree(api, conversation_id, observation, reflection):
+    for path in (_observation_path(conversation_id, observation), _path(reflection)):
         same = api.patch(
             path,
             {"content": "User prefers SMS.", "text": "User prefers SMS.", "reason": "r"},
@@ -270,9 +265,9 @@ def test_content_and_text_together_must_agree(api, conversation, observation, re
     assert (reflection.text, reflection.version) == ("User prefers SMS.", 2)
 
 
-def test_empty_content_is_refused_by_its_own_name(api, conversation, observation):
+def test_empty_content_is_refused_by_its_own_name(api, conversation_id, observation):
     response = api.patch(
-        _observation_path(conversation, observation),
+        _observation_path(conversation_id, observation),
         {"content": "  ", "reason": "r"},
         format="json",
     )
@@ -281,13 +276,13 @@ def test_empty_content_is_refused_by_its_own_name(api, conversation, observation
     assert Observation.objects.get(pk=observation["id"]).version == 1
 
 
-def test_limit_keeps_the_newest_reflections_in_list_order(api, conversation):
+def test_limit_keeps_the_newest_reflections_in_list_order(api, conversation_id):
     made = [
-        ReflectionFactory(conversation_id=conversation, text=f"Gen {n}.", generation=n)
+        ReflectionFactory(conversation_id=conversation_id, text=f"Gen {n}.", generation=n)
         for n in range(1, 4)
     ]
 
-    listed = api.get(f"/v1/conversations/{conversation}/reflections", {"limit": 2}).json()
+    listed = api.get(f"/v1/conversations/{conversation_id}/reflections", {"limit": 2}).json()
 
     assert [r["id"] for r in listed["reflections"]] == [str(r.pk) for r in made[1:]]
     assert [r["createdAt"] for r in listed["reflections"]] == [

@@ -32,7 +32,7 @@ def engine() -> ExtractiveEngine:
     return ExtractiveEngine()
 
 
-def conversation(*turns: tuple[str, str], start: datetime = TUESDAY) -> list[SourceMessage]:
+def source_messages(*turns: tuple[str, str], start: datetime = TUESDAY) -> list[SourceMessage]:
     """Messages m1, m2, ... one minute apart; a turn is (role, content) or, for a tool,
     ("tool:<name>", content)."""
     messages = []
@@ -52,7 +52,7 @@ def conversation(*turns: tuple[str, str], start: datetime = TUESDAY) -> list[Sou
 
 
 def observe(*turns: tuple[str, str], previous: tuple[str, ...] = ()) -> ObserverOutput:
-    messages = conversation(*turns)
+    messages = source_messages(*turns)
     return engine().observe(messages, previous_observations=previous, now=TUESDAY)
 
 
@@ -466,7 +466,7 @@ def test_one_oversized_text_message_still_yields_cited_observations():
 
 
 def _mixed_conversation() -> list[SourceMessage]:
-    return conversation(
+    return source_messages(
         ("system", f"{MEMORY_BLOCK_HEADER}\n\nUser prefers tea."),
         ("user", "Hi! I'm Tom and I prefer phone calls. My parcel PK-88 is late."),
         ("tool:track_parcel", json.dumps({"parcel_id": "PK-88", "status": "in transit"})),

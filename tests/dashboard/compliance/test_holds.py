@@ -78,15 +78,20 @@ def test_a_bad_hold_is_refused_with_the_reason(login, quiet, data, message):
     assert not LegalHold.objects.exists()
 
 
-def test_another_workspaces_conversation_or_hold_is_not_found(login, foreign, other_workspace):
+def test_another_workspaces_conversation_or_hold_is_not_found(
+    login, foreign_conversation, other_workspace
+):
     client = login("compliance")
     response = client.post(
-        "/compliance/holds/place/", {"conversation": str(foreign.pk), "reason": "x"}
+        "/compliance/holds/place/", {"conversation": str(foreign_conversation.pk), "reason": "x"}
     )
     assert response.status_code == 422
     assert "No conversation with this id in this workspace." in response.content.decode()
     theirs = legal_hold_place(
-        workspace=other_workspace, actor=SYSTEM_ACTOR, reason="theirs", conversation=foreign
+        workspace=other_workspace,
+        actor=SYSTEM_ACTOR,
+        reason="theirs",
+        conversation=foreign_conversation,
     )
     assert "theirs" not in client.get("/compliance/holds/").content.decode()
     response = client.post(f"/compliance/holds/{theirs.pk}/release/", {"reason": "mine now"})

@@ -77,10 +77,10 @@ def test_the_audit_log_links_redacted_messages_to_their_reveal(login, redacted_m
 
 
 def test_an_original_that_is_not_kept_or_not_ours_is_not_found(
-    login, workspace, quiet, foreign, other_workspace
+    login, workspace, quiet, foreign_conversation, other_workspace
 ):
     client = login("compliance")
-    kept_nowhere = Message.objects.filter(conversation=foreign).first()
+    kept_nowhere = Message.objects.filter(conversation=foreign_conversation).first()
     assert client.post(f"/compliance/originals/message/{kept_nowhere.pk}/").status_code == 404
     assert client.post(f"/compliance/originals/essay/{kept_nowhere.pk}/").status_code == 404
     assert not AuditEvent.objects.filter(action="restricted_original.read").exists()

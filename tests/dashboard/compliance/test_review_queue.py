@@ -152,7 +152,7 @@ def test_bulk_dismiss_without_js_and_with_nothing_ticked(login, quiet):
     assert client.post("/compliance/review/bulk/", {"decision": "burn"}).status_code == 404
 
 
-def test_another_workspaces_finding_is_not_found(login, foreign, other_workspace):
+def test_another_workspaces_finding_is_not_found(login, foreign_conversation, other_workspace):
     theirs = conversation_create(workspace=other_workspace, user_id="eve")
     [finding] = _pending(theirs)
     client = login("compliance")
