@@ -307,7 +307,7 @@ def test_sources_deleted_by_retention_say_so_instead_of_linking_to_nothing(login
     from governance.retention.plan import retention_sweep_request
     from governance.retention.policies import retention_policy_create
     from governance.retention.sweep import retention_sweep
-    from tests.governance.test_retention_support import ADMIN, conversation_with_tiers
+    from tests.governance.builders import ADMIN, conversation_with_tiers
 
     retention_policy_create(
         workspace=workspace,

@@ -15,7 +15,7 @@ from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.pins import pin_create
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 
 CARD = "4111 1111 1111 1111"
 EMAIL = "dana.whitfield@example.com"

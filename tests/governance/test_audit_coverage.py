@@ -41,7 +41,7 @@ from memory.services.pins import pin_create
 from tenancy.models import ApiKey, Membership, Workspace
 from tenancy.services import api_key_create
 from tests.dashboard.factories import MembershipFactory, UserFactory, chat, observe, reflect
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory, WorkspaceFactory
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -132,9 +132,7 @@ class World:
 
     @cached_property
     def queued_run(self) -> Any:
-        return observer_schedule(
-            conversation=self.conversation, trigger=PipelineRun.Trigger.MANUAL
-        )
+        return observer_schedule(conversation=self.conversation, trigger=PipelineRun.Trigger.MANUAL)
 
     @cached_property
     def observation(self) -> Observation:

@@ -26,7 +26,7 @@ from memory.models import (
 )
 from memory.services.conversations import conversation_create
 from memory.services.escalations import escalation_create
-from tests.governance.test_retention_support import (
+from tests.governance.builders import (
     ADMIN,
     conversation_with_tiers,
     earlier_version,

@@ -11,7 +11,7 @@ from governance.models import LegalHold
 from governance.selectors import active_hold_for_conversation
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_delete
-from tests.governance.test_retention_support import ADMIN, conversation_with_tiers, events
+from tests.governance.builders import ADMIN, conversation_with_tiers, events
 
 
 def _place(admin_api, **body):

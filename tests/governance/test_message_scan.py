@@ -32,7 +32,7 @@ from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
 from memory.services.messages import MessageInput, messages_append
 from tests.core.test_cache_outage import DEAD_REDIS
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 
 CARD = "4111 1111 1111 1111"
 EMAIL = "dana.whitfield@example.com"

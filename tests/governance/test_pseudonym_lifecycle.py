@@ -17,8 +17,7 @@ from memory.pipeline.reflector import observations_for_reflection
 from memory.services.conversations import conversation_create, conversation_delete
 from memory.services.messages import MessageInput, messages_append
 from tenancy.models import Workspace
-from tests.governance.test_redaction_support import set_policy
-from tests.governance.test_retention_support import ADMIN, days_ago
+from tests.governance.builders import ADMIN, days_ago, set_policy
 from tests.memory.factories import ObservationFactory
 
 EMAIL = "dana.whitfield@example.com"

@@ -13,8 +13,7 @@ from governance.models import AuditEvent
 from memory.models import Conversation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from tests.governance.test_redaction_support import set_policy
-from tests.governance.test_retention_support import ADMIN
+from tests.governance.builders import ADMIN, set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 EMAIL = "dana.whitfield@example.com"

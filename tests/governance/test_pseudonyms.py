@@ -32,7 +32,7 @@ from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from tenancy.models import Workspace
 from tenancy.services import workspace_get_or_create
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory
 
 ROOT = Path(__file__).resolve().parents[2]

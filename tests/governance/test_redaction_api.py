@@ -12,7 +12,7 @@ from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, Res
 from governance.redaction.policy import redaction_policy_snapshot
 from memory.models import Conversation, Message
 from memory.pipeline.reflector import observations_for_reflection
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory
 
 EMAIL = "dana.whitfield@example.com"

@@ -34,7 +34,7 @@ from memory.models import (
     ReflectionVersion,
 )
 from memory.services.pins import pin_create
-from tests.governance.test_retention_support import (
+from tests.governance.builders import (
     ADMIN,
     conversation_with_tiers,
     days_ago,

@@ -19,7 +19,7 @@ from memory.models import Message, Pin
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.pins import pin_create
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 CONTRACT = "Per clause 7.2, the refund is due within 14 days of the return."

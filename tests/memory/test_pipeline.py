@@ -464,7 +464,7 @@ def test_the_quiet_time_is_a_setting_and_zero_turns_it_off(workspace, settings, 
 
 
 def test_a_message_whose_metadata_names_its_speaker_is_noted_under_that_name(workspace):
-    from tests.governance.test_redaction_support import set_policy
+    from tests.governance.builders import set_policy
 
     def observed(name: str) -> list[str]:
         chat = conversation_create(workspace=workspace, user_id=f"team-{name}")

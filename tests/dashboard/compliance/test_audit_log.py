@@ -17,8 +17,8 @@ from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from tests.dashboard.factories import chat
+from tests.governance.builders import set_policy
 from tests.governance.test_audit import _tamper
-from tests.governance.test_redaction_support import set_policy
 from tests.memory.factories import ObservationFactory
 
 HX = {"HTTP_HX_REQUEST": "true"}

@@ -9,7 +9,7 @@ from governance.models import AuditEvent
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

@@ -13,8 +13,7 @@ from memory.pipeline.reflector import observations_for_reflection
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from tenancy.models import Capability, Role, roles_with
-from tests.governance.test_redaction_support import set_policy
-from tests.governance.test_retention_support import ADMIN
+from tests.governance.builders import ADMIN, set_policy
 from tests.memory.factories import ObservationFactory
 
 HX = {"HTTP_HX_REQUEST": "true"}

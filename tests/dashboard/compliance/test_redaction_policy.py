@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from governance.models import AuditEvent, RedactionPolicy, RescanRun
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
