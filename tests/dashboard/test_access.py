@@ -130,11 +130,6 @@ def test_the_switcher_goes_to_the_list_rather_than_an_object_of_the_old_workspac
     assert offsite["Location"] == "/conversations/"
 
 
-def test_the_switcher_refuses_a_post_without_the_csrf_token(csrf_client, workspace):
-    client = csrf_client("viewer")
-    assert client.post("/workspace/", {"workspace": str(workspace.pk)}).status_code == 403
-
-
 def test_a_shared_link_to_another_of_your_workspaces_opens_there(
     login, other_workspace, foreign_conversation
 ):

@@ -286,12 +286,6 @@ def test_a_viewer_cannot_run_the_pipeline_and_is_told_which_role_can(login, obse
     )  # the fixture's
 
 
-def test_running_the_pipeline_needs_the_csrf_token(csrf_client, observed_conversation):
-    client = csrf_client("reviewer")
-    assert client.post(f"/conversations/{observed_conversation.pk}/observe/").status_code == 403
-    assert client.post(f"/conversations/{observed_conversation.pk}/reflect/").status_code == 403
-
-
 def test_run_status_of_another_conversation_is_not_found(
     login, observed_conversation, reflected_conversation
 ):

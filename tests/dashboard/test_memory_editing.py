@@ -147,28 +147,6 @@ def test_an_observation_must_belong_to_the_conversation_in_the_url(
     assert login("admin").get(mixed).status_code == 404
 
 
-@pytest.mark.parametrize(
-    ("action", "data"),
-    [
-        ("edit", {"text": "x", "priority": "low", "reason": "r"}),
-        ("delete", {"reason": "r"}),
-        ("revert", {"version": 1, "reason": "r"}),
-    ],
-)
-def test_every_memory_post_needs_the_csrf_token(csrf_client, observation, action, data):
-    response = csrf_client("admin").post(_url(observation, action), data)
-    assert response.status_code == 403
-    assert b"CSRF" in response.content
-
-
-def test_adding_needs_the_csrf_token(csrf_client, observed_conversation):
-    response = csrf_client("admin").post(
-        f"/conversations/{observed_conversation.pk}/observations/add/",
-        {"text": "x", "priority": "low", "reason": "r"},
-    )
-    assert response.status_code == 403
-
-
 # --- delete ---------------------------------------------------------------------------------
 
 

@@ -156,11 +156,6 @@ def test_another_workspaces_message_and_pin_are_not_found(login, foreign_convers
     assert Pin.objects.count() == 1
 
 
-def test_pinning_needs_the_csrf_token(csrf_client, message):
-    assert csrf_client("admin").post(_pin_url(message), {"reason": "r"}).status_code == 403
-    assert not Pin.objects.exists()
-
-
 # --- what the agent is served --------------------------------------------------------------------
 
 

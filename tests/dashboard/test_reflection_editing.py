@@ -185,18 +185,6 @@ def test_another_workspaces_reflection_is_not_found(login, workspace, other_work
     assert client.post(_url(reflection, "revert"), {"version": 1, "reason": "r"}).status_code == 404
 
 
-@pytest.mark.parametrize(
-    ("action", "data"),
-    [
-        ("edit", {"text": "x", "priority": "low", "reason": "r"}),
-        ("delete", {"reason": "r"}),
-        ("revert", {"version": 1, "reason": "r"}),
-    ],
-)
-def test_every_reflection_post_needs_the_csrf_token(csrf_client, reflection, action, data):
-    assert csrf_client("admin").post(_url(reflection, action), data).status_code == 403
-
-
 # --- stale, being re-derived, re-derived ----------------------------------------------------------
 
 

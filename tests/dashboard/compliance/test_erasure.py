@@ -218,13 +218,5 @@ def test_another_workspaces_erasure_request_is_not_found(login, other_workspace)
     assert "<code>eve</code>" not in client.get("/compliance/erasure/").content.decode()
 
 
-def test_requesting_erasure_needs_the_csrf_token(csrf_client, dana):
-    response = csrf_client("compliance").post(
-        "/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"}
-    )
-    assert response.status_code == 403
-    assert not ErasureRequest.objects.exists()
-
-
 def test_erasure_refuses_get_on_the_request_url(login, dana):
     assert login("compliance").get("/compliance/erasure/request/").status_code == 405

@@ -164,6 +164,9 @@ def test_another_workspaces_finding_is_not_found(login, foreign_conversation, ot
     assert f'id="finding-{finding.pk}"' not in client.get("/compliance/review/").content.decode()
 
 
+# Kept beside the route walk (tests/dashboard/test_csrf.py), which plants a token of its own:
+# this one sends the token the review page itself sets, in the header htmx sends it in, and
+# checks the decision is then made.
 def test_every_review_post_needs_the_csrf_token(csrf_client, quiet):
     [finding] = _pending(quiet)
     client = csrf_client("compliance")
