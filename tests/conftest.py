@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
@@ -18,6 +18,7 @@ from memory.services.conversations import conversation_create
 from tenancy.models import Workspace
 from tenancy.services import api_key_create, workspace_get_or_create
 from tests.dashboard.factories import MembershipFactory, UserFactory, chat, observe, reflect
+from tests.memory.celery_workers import Broker, publishing_to
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 E2E = Path(__file__).resolve().parent / "e2e"
@@ -141,6 +142,18 @@ def eager_tasks(
 
 
 @pytest.fixture
+def sent_tasks(monkeypatch) -> list[tuple[str, list]]:
+    """The tasks sent to the broker, by name and arguments (none of them runs)."""
+    from core import queue
+
+    calls: list[tuple[str, list]] = []
+    monkeypatch.setattr(
+        queue.current_app, "send_task", lambda name, args=(), **_: calls.append((name, args))
+    )
+    return calls
+
+
+@pytest.fixture
 def fake_engine(monkeypatch) -> Callable[[Engine], Engine]:
     """``fake_engine(engine)``: every Observer and Reflector run uses ``engine``, whatever
     its workspace is set to, until the test ends; returns the engine."""
@@ -151,6 +164,15 @@ def fake_engine(monkeypatch) -> Callable[[Engine], Engine]:
         return engine
 
     return install
+
+
+@pytest.fixture
+def broker(tmp_path) -> Iterator[Broker]:
+    """A queue of its own for real Celery workers (tests/memory/celery_workers.py); the
+    tasks this process sends go to it."""
+    broker = Broker(tmp_path)
+    with publishing_to(broker.url, broker.transport_options, broker.queue):
+        yield broker
 
 
 @pytest.fixture

@@ -7,7 +7,13 @@ from django.test import Client
 
 from memory.models import Conversation
 from memory.services.conversations import conversation_create
+from memory.services.messages import MessageInput, messages_append
 from tests.dashboard.factories import chat, observe
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+# What scanned_conversation's message holds (tests assert these are masked).
+CARD = "4111 1111 1111 1111"
+EMAIL = "dana.whitfield@example.com"
 
 
 @pytest.fixture
@@ -54,3 +60,36 @@ def foreign_conversation(other_workspace) -> Conversation:
     chat(conversation)
     observe(conversation)
     return conversation
+
+
+@pytest.fixture
+def searchable_conversation(workspace, foreign_conversation) -> Conversation:
+    """A word (zephyr) in each tier of one acme conversation, and in globex's."""
+    conversation = conversation_create(workspace=workspace, user_id="ana/b c?", title="Parcel")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="The zephyr kettle leaks.")],
+    )
+    ObservationFactory(
+        conversation=conversation, text="User's zephyr kettle leaks", priority="high"
+    )
+    ReflectionFactory(conversation=conversation, text="Zephyr kettle owner, wants a refund")
+    # The same word in another workspace must not be found.
+    messages_append(
+        conversation=foreign_conversation,
+        items=[MessageInput(role="user", content="zephyr elsewhere")],
+    )
+    ObservationFactory(conversation=foreign_conversation, text="zephyr in globex")
+    return conversation
+
+
+@pytest.fixture
+def scanned_conversation(workspace, eager_tasks) -> Conversation:
+    """A message with a card number and an e-mail address (CARD, EMAIL) the scan has read."""
+    conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
+    with eager_tasks():
+        messages_append(
+            conversation=conversation,
+            items=[MessageInput(role="user", content=f"My card is {CARD}, mail {EMAIL}.")],
+        )
+    return Conversation.objects.get(pk=conversation.pk)

@@ -7,7 +7,7 @@ import pytest
 
 from core.actors import Actor
 from memory.context.read import context_for_conversation
-from memory.models import Conversation, Message
+from memory.models import Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.pins import pin_create
@@ -83,25 +83,21 @@ def test_another_workspaces_context_is_404(login, foreign_conversation):
     )
 
 
-@pytest.fixture
-def scanned(workspace, eager_tasks) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
-    with eager_tasks():
-        messages_append(
-            conversation=conversation,
-            items=[MessageInput(role="user", content=f"My card is {CARD}, mail {EMAIL}.")],
-        )
-    return Conversation.objects.get(pk=conversation.pk)
-
-
 @pytest.mark.parametrize("role", ["viewer", "compliance"])
-def test_the_context_page_masks_what_the_conversation_page_masks(login, api, role, scanned):
-    html = _page(login(role), f"/conversations/{scanned.pk}/context/")
+def test_the_context_page_masks_what_the_conversation_page_masks(
+    login, api, role, scanned_conversation
+):
+    html = _page(login(role), f"/conversations/{scanned_conversation.pk}/context/")
     assert CARD not in html and EMAIL not in html
     assert "&lt;CREDIT_CARD&gt;" in html and "&lt;EMAIL_ADDRESS&gt;" in html
     assert "Personal data is masked here as on the conversation page" in html
     # The agent itself is served the stored text.
-    assert CARD in api.get(f"/v1/conversations/{scanned.pk}/context?format=text").content.decode()
+    assert (
+        CARD
+        in api.get(
+            f"/v1/conversations/{scanned_conversation.pk}/context?format=text"
+        ).content.decode()
+    )
 
 
 def test_re_identified_values_are_shown_as_their_pseudonyms(login, api, workspace):

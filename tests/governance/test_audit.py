@@ -165,11 +165,6 @@ def test_revert_restores_the_earlier_text_and_is_itself_audited(curator_api):
     assert "+User prefers SMS." in history[0]["diff"]
 
 
-@pytest.fixture
-def admin_api(make_client, workspace):
-    return make_client(workspace, scope="admin")
-
-
 def test_the_audit_api_is_for_compliance_keys_and_above(
     api, curator_api, make_client, workspace, admin_api
 ):

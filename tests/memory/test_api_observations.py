@@ -9,15 +9,9 @@ from memory.models import Message, Observation, ObservationVersion
 
 
 @pytest.fixture
-def api(curator_api):
-    # Changing memory is a curator's work; tests/core/test_api_scopes.py keeps agent keys out.
-    return curator_api
-
-
-@pytest.fixture
-def four_turn_conversation_id(api) -> str:
-    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
-    api.post(
+def four_turn_conversation_id(curator_api) -> str:
+    conversation_id = curator_api.post("/v1/conversations", {}, format="json").json()["id"]
+    curator_api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",
         {"messages": [{"role": "user", "content": f"turn {n}"} for n in range(4)]},
         format="json",
@@ -26,8 +20,8 @@ def four_turn_conversation_id(api) -> str:
 
 
 @pytest.fixture
-def observation(api, four_turn_conversation_id) -> dict:
-    response = api.post(
+def observation(curator_api, four_turn_conversation_id) -> dict:
+    response = curator_api.post(
         f"/v1/conversations/{four_turn_conversation_id}/observations",
         {"text": "User prefers email.", "priority": "medium", "tags": ["contact"]},
         format="json",
@@ -36,14 +30,14 @@ def observation(api, four_turn_conversation_id) -> dict:
     return response.json()
 
 
-def test_a_curator_can_add_an_observation_tied_to_messages(api, four_turn_conversation_id):
+def test_a_curator_can_add_an_observation_tied_to_messages(curator_api, four_turn_conversation_id):
     message_ids = [
         str(pk)
         for pk in Message.objects.filter(conversation_id=four_turn_conversation_id, seq__in=[2, 3])
         .order_by("seq")
         .values_list("pk", flat=True)
     ]
-    response = api.post(
+    response = curator_api.post(
         f"/v1/conversations/{four_turn_conversation_id}/observations",
         {
             "text": "User asked for a refund.",
@@ -63,12 +57,12 @@ def test_a_curator_can_add_an_observation_tied_to_messages(api, four_turn_conver
     assert AuditEvent.objects.filter(action="observation.create", target_id=str(row.pk)).exists()
 
 
-def test_source_messages_must_belong_to_the_conversation(api, four_turn_conversation_id):
-    other = api.post("/v1/conversations", {}, format="json").json()["id"]
-    foreign = api.post(
+def test_source_messages_must_belong_to_the_conversation(curator_api, four_turn_conversation_id):
+    other = curator_api.post("/v1/conversations", {}, format="json").json()["id"]
+    foreign = curator_api.post(
         f"/v1/conversations/{other}/messages", {"role": "user", "content": "x"}, format="json"
     ).json()["id"]
-    response = api.post(
+    response = curator_api.post(
         f"/v1/conversations/{four_turn_conversation_id}/observations",
         {"text": "planted", "sourceMessageIds": [foreign]},
         format="json",
@@ -86,8 +80,8 @@ def test_source_messages_must_belong_to_the_conversation(api, four_turn_conversa
         ({"text": 3}, "text"),
     ],
 )
-def test_bad_observation_input_is_refused(api, four_turn_conversation_id, body, field):
-    response = api.post(
+def test_bad_observation_input_is_refused(curator_api, four_turn_conversation_id, body, field):
+    response = curator_api.post(
         f"/v1/conversations/{four_turn_conversation_id}/observations", body, format="json"
     )
     assert response.status_code == 400
@@ -95,11 +89,11 @@ def test_bad_observation_input_is_refused(api, four_turn_conversation_id, body, 
 
 
 def test_edit_without_a_reason_is_refused_and_changes_nothing(
-    api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation
 ):
     path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
     for body in ({"text": "User prefers SMS."}, {"text": "User prefers SMS.", "reason": "  "}):
-        response = api.patch(path, body, format="json")
+        response = curator_api.patch(path, body, format="json")
         assert response.status_code == 400
         assert response.json() == {
             "error": "A reason is required to change memory.",
@@ -113,16 +107,16 @@ def test_edit_without_a_reason_is_refused_and_changes_nothing(
 
 
 def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(
-    api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation
 ):
     path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
-    response = api.patch(
+    response = curator_api.patch(
         path, {"text": "User prefers SMS.", "reason": "customer corrected us"}, format="json"
     )
     assert response.status_code == 200
     assert response.json()["version"] == 2
     assert response.json()["text"] == "User prefers SMS."
-    history = api.get(f"{path}/history").json()
+    history = curator_api.get(f"{path}/history").json()
     assert history["current"]["text"] == "User prefers SMS."
     assert [(v["version"], v["text"], v["reason"]) for v in history["versions"]] == [
         (1, "User prefers email.", "customer corrected us")
@@ -134,32 +128,34 @@ def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(
 
 
 def test_changing_only_the_priority_is_audited_as_a_reprioritisation(
-    api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation
 ):
     path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
-    response = api.patch(path, {"priority": "high", "reason": "escalated"}, format="json")
+    response = curator_api.patch(path, {"priority": "high", "reason": "escalated"}, format="json")
     assert response.json()["priority"] == "high"
     assert response.json()["marker"] == "\N{LARGE RED CIRCLE}"
     assert AuditEvent.objects.filter(action="observation.reprioritise").count() == 1
 
 
-def test_an_edit_with_nothing_to_change_is_refused(api, four_turn_conversation_id, observation):
+def test_an_edit_with_nothing_to_change_is_refused(
+    curator_api, four_turn_conversation_id, observation
+):
     path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
-    response = api.patch(path, {"reason": "just because"}, format="json")
+    response = curator_api.patch(path, {"reason": "just because"}, format="json")
     assert response.status_code == 400
     assert response.json()["code"] == "nothing_to_change"
 
 
 def test_delete_needs_a_reason_and_keeps_the_last_version(
-    api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation
 ):
     path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
-    refused = api.delete(path)
+    refused = curator_api.delete(path)
     assert refused.status_code == 400
     assert refused.json()["code"] == "reason_required"
     assert Observation.objects.filter(pk=observation["id"]).exists()
 
-    assert api.delete(path, {"reason": "wrong customer"}, format="json").status_code == 204
+    assert curator_api.delete(path, {"reason": "wrong customer"}, format="json").status_code == 204
     assert not Observation.objects.filter(pk=observation["id"]).exists()
     kept = ObservationVersion.objects.get(observation_id=observation["id"])
     assert (kept.change, kept.text, kept.reason) == (
@@ -169,26 +165,26 @@ def test_delete_needs_a_reason_and_keeps_the_last_version(
     )
     event = AuditEvent.objects.get(action="observation.delete", target_id=observation["id"])
     assert event.reason == "wrong customer"
-    assert api.get(path).status_code == 404
+    assert curator_api.get(path).status_code == 404
 
 
 def test_reason_may_also_come_as_a_query_parameter_on_delete(
-    api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation
 ):
     path = (
         f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
         "?reason=duplicate"
     )
-    assert api.delete(path).status_code == 204
+    assert curator_api.delete(path).status_code == 204
 
 
-def test_observation_lists_filter_by_status(api, four_turn_conversation_id, observation):
+def test_observation_lists_filter_by_status(curator_api, four_turn_conversation_id, observation):
     path = f"/v1/conversations/{four_turn_conversation_id}/observations"
-    assert [o["id"] for o in api.get(path).json()["observations"]] == [observation["id"]]
-    assert api.get(f"{path}?status=reflected").json()["observations"] == []
-    assert api.get(f"{path}?status=bogus").status_code == 400
+    assert [o["id"] for o in curator_api.get(path).json()["observations"]] == [observation["id"]]
+    assert curator_api.get(f"{path}?status=reflected").json()["observations"] == []
+    assert curator_api.get(f"{path}?status=bogus").status_code == 400
     assert (
-        api.get(
+        curator_api.get(
             f"/v1/conversations/{four_turn_conversation_id}/reflections?status=bogus"
         ).status_code
         == 400
@@ -196,9 +192,9 @@ def test_observation_lists_filter_by_status(api, four_turn_conversation_id, obse
 
 
 def test_history_of_an_unedited_observation_has_no_earlier_versions(
-    api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation
 ):
-    response = api.get(
+    response = curator_api.get(
         f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}/history"
     )
     assert response.status_code == 200
@@ -206,19 +202,21 @@ def test_history_of_an_unedited_observation_has_no_earlier_versions(
     assert response.json()["current"]["version"] == 1
 
 
-def test_limit_keeps_the_newest_observations_in_list_order(api, four_turn_conversation_id):
+def test_limit_keeps_the_newest_observations_in_list_order(curator_api, four_turn_conversation_id):
     texts = [f"User said thing {n}." for n in range(1, 5)]
     for text in texts:
-        api.post(
+        curator_api.post(
             f"/v1/conversations/{four_turn_conversation_id}/observations",
             {"text": text},
             format="json",
         )
 
-    listed = api.get(
+    listed = curator_api.get(
         f"/v1/conversations/{four_turn_conversation_id}/observations", {"limit": 2}
     ).json()
-    refused = api.get(f"/v1/conversations/{four_turn_conversation_id}/observations", {"limit": 0})
+    refused = curator_api.get(
+        f"/v1/conversations/{four_turn_conversation_id}/observations", {"limit": 0}
+    )
 
     assert [o["text"] for o in listed["observations"]] == texts[-2:]
     assert all(o["createdAt"] for o in listed["observations"])

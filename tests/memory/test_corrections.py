@@ -26,12 +26,6 @@ HIGH = "\N{LARGE RED CIRCLE}"
 
 
 @pytest.fixture
-def api(curator_api):
-    # Changing memory is a curator's work; tests/core/test_api_scopes.py keeps agent keys out.
-    return curator_api
-
-
-@pytest.fixture
 def note(reflected_conversation) -> Observation:
     """The reflected observation the corrections are about."""
     return Observation.objects.get(conversation=reflected_conversation, text__contains="email")
@@ -105,14 +99,14 @@ def _reflection_path(reflection: Reflection) -> str:
 
 
 def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
-    api, reflected_conversation, note, django_capture_on_commit_callbacks
+    curator_api, reflected_conversation, note, django_capture_on_commit_callbacks
 ):
     [reflection] = _built_from(note)
-    _assert_everywhere(_context(api, reflected_conversation), "email")
-    etag = _etag(api, reflected_conversation)
+    _assert_everywhere(_context(curator_api, reflected_conversation), "email")
+    etag = _etag(curator_api, reflected_conversation)
 
     with django_capture_on_commit_callbacks() as callbacks:
-        response = api.patch(
+        response = curator_api.patch(
             _path(note),
             {"content": "User prefers SMS over phone calls", "reason": "customer said SMS"},
             format="json",
@@ -122,13 +116,13 @@ def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
 
     reflection.refresh_from_db()
     assert reflection.status == "stale"
-    now = _context(api, reflected_conversation)
+    now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "email")
     _assert_everywhere(now, "User prefers SMS over phone calls")
     served = json.loads(now["json"])
     assert str(reflection.pk) not in [r["id"] for r in served["reflections"]]
     assert str(note.pk) in [o["id"] for o in served["observations"]]
-    assert _etag(api, reflected_conversation) != etag
+    assert _etag(curator_api, reflected_conversation) != etag
 
     _rederive(reflected_conversation)
     reflection.refresh_from_db()
@@ -139,33 +133,35 @@ def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
     assert successor.generation == reflection.generation
     note.refresh_from_db()
     assert (note.status, note.reflection_id) == ("reflected", successor.pk)
-    served = _served(api, reflected_conversation)
+    served = _served(curator_api, reflected_conversation)
     assert successor.text in [r["text"] for r in served["reflections"]]
     assert str(note.pk) not in [o["id"] for o in served["observations"]]
-    _assert_nowhere(_context(api, reflected_conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
 
 
 def test_reprioritising_a_reflected_observation_is_served_at_once_and_rederived(
-    api, reflected_conversation, note
+    curator_api, reflected_conversation, note
 ):
     [reflection] = _built_from(note)
     assert reflection.priority == "medium"
 
-    response = api.patch(_path(note), {"priority": "high", "reason": "escalated"}, format="json")
+    response = curator_api.patch(
+        _path(note), {"priority": "high", "reason": "escalated"}, format="json"
+    )
     assert response.status_code == 200
 
-    for fmt, body in _context(api, reflected_conversation).items():
+    for fmt, body in _context(curator_api, reflected_conversation).items():
         lines = [line for line in _memory_lines(body, fmt) if "email" in line]
         assert lines and all(line.startswith(HIGH) for line in lines), (fmt, lines)
     assert str(reflection.pk) not in [
-        r["id"] for r in _served(api, reflected_conversation)["reflections"]
+        r["id"] for r in _served(curator_api, reflected_conversation)["reflections"]
     ]
 
     _rederive(reflected_conversation)
     reflection.refresh_from_db()
     successor = Reflection.objects.get(pk=reflection.superseded_by_id)
     assert successor.priority == "high"
-    served = _served(api, reflected_conversation)
+    served = _served(curator_api, reflected_conversation)
     [line] = [r["content"] for r in served["reflections"] if "email" in r["content"]]
     assert line.startswith(HIGH)
     assert not [o for o in served["observations"] if "email" in o["text"]]
@@ -173,45 +169,47 @@ def test_reprioritising_a_reflected_observation_is_served_at_once_and_rederived(
 
 
 def test_reverting_a_reflected_observation_is_served_at_once_and_rederived(
-    api, reflected_conversation, note
+    curator_api, reflected_conversation, note
 ):
-    api.patch(
+    curator_api.patch(
         _path(note), {"text": "User prefers SMS over phone calls", "reason": "r"}, format="json"
     )
     _rederive(reflected_conversation)
-    _assert_everywhere(_context(api, reflected_conversation), "SMS")
+    _assert_everywhere(_context(curator_api, reflected_conversation), "SMS")
 
-    response = api.post(
+    response = curator_api.post(
         f"{_path(note)}/revert", {"version": 1, "reason": "it was email after all"}, format="json"
     )
     assert response.status_code == 200
 
-    now = _context(api, reflected_conversation)
+    now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "SMS")
     _assert_everywhere(now, "email")
     _rederive(reflected_conversation)
     [current] = _built_from(note)
     assert "email" in current.text and current.version == 1
-    assert current.text in [r["text"] for r in _served(api, reflected_conversation)["reflections"]]
-    _assert_nowhere(_context(api, reflected_conversation), "SMS")
+    assert current.text in [
+        r["text"] for r in _served(curator_api, reflected_conversation)["reflections"]
+    ]
+    _assert_nowhere(_context(curator_api, reflected_conversation), "SMS")
 
 
 def test_deleting_a_reflected_observation_takes_it_out_at_once_and_for_good(
-    api, reflected_conversation, note
+    curator_api, reflected_conversation, note
 ):
     [reflection] = _built_from(note)
 
-    response = api.delete(f"{_path(note)}?reason=another customer's preference")
+    response = curator_api.delete(f"{_path(note)}?reason=another customer's preference")
     assert response.status_code == 204
 
-    _assert_nowhere(_context(api, reflected_conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     reflection.refresh_from_db()
     assert reflection.status == "stale"
     _rederive(reflected_conversation)
     reflection.refresh_from_db()
     # Its only source is gone: nothing replaces it.
     assert (reflection.status, reflection.superseded_by_id) == ("superseded", None)
-    _assert_nowhere(_context(api, reflected_conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     actions = list(
         AuditEvent.objects.filter(target_id__in=[str(note.pk), str(reflection.pk)])
         .order_by("sequence")
@@ -227,7 +225,9 @@ def test_deleting_a_reflected_observation_takes_it_out_at_once_and_for_good(
     ]
 
 
-def test_the_other_sources_of_a_reflection_are_served_in_its_place(api, reflected_conversation):
+def test_the_other_sources_of_a_reflection_are_served_in_its_place(
+    curator_api, reflected_conversation
+):
     """A reflection of several observations: one is deleted, the rest are served as
     they stand until the Reflector makes the reflection again from them."""
     email, parcel = (
@@ -243,11 +243,11 @@ def test_the_other_sources_of_a_reflection_are_served_in_its_place(api, reflecte
         pk__in=[r.pk for r in _built_from(email) + _built_from(parcel)]
     ).exclude(pk=summary.pk).delete()
     Observation.objects.filter(pk__in=[email.pk, parcel.pk]).update(reflection=summary)
-    assert "User prefers email and drops" in _context(api, reflected_conversation)["text"]
+    assert "User prefers email and drops" in _context(curator_api, reflected_conversation)["text"]
 
-    api.delete(f"{_path(email)}?reason=not this customer")
+    curator_api.delete(f"{_path(email)}?reason=not this customer")
 
-    now = _context(api, reflected_conversation)
+    now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "email")
     _assert_everywhere(now, parcel.text)
     assert [o["id"] for o in json.loads(now["json"])["observations"]] == [str(parcel.pk)]
@@ -256,27 +256,27 @@ def test_the_other_sources_of_a_reflection_are_served_in_its_place(api, reflecte
     summary.refresh_from_db()
     successor = Reflection.objects.get(pk=summary.superseded_by_id)
     assert successor.source_observation_ids == [str(parcel.pk)]
-    served = _served(api, reflected_conversation)
+    served = _served(curator_api, reflected_conversation)
     assert served["observations"] == []
     assert successor.text in [r["text"] for r in served["reflections"]]
-    _assert_nowhere(_context(api, reflected_conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
 
 
-def test_a_tags_only_edit_leaves_the_reflection_served(api, reflected_conversation, note):
+def test_a_tags_only_edit_leaves_the_reflection_served(curator_api, reflected_conversation, note):
     [reflection] = _built_from(note)
-    api.patch(_path(note), {"tags": ["contact"], "reason": "filing"}, format="json")
+    curator_api.patch(_path(note), {"tags": ["contact"], "reason": "filing"}, format="json")
     reflection.refresh_from_db()
     assert reflection.status == "active"
     assert not ReflectorRun.objects.filter(status="pending").exists()
 
 
 def test_a_rederivation_leaves_active_observations_to_their_threshold(
-    api, reflected_conversation, note
+    curator_api, reflected_conversation, note
 ):
     fresh = observation_create(
         conversation=reflected_conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
     )
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
     run = _rederive(reflected_conversation)
     assert run.items_in == 1
     fresh.refresh_from_db()
@@ -284,15 +284,17 @@ def test_a_rederivation_leaves_active_observations_to_their_threshold(
 
 
 def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations_too(
-    api, reflected_conversation, note
+    curator_api, reflected_conversation, note
 ):
     fresh = observation_create(
         conversation=reflected_conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
     )
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
     waiting = ReflectorRun.objects.get(conversation=reflected_conversation, status="pending")
 
-    run = api.post(f"/v1/conversations/{reflected_conversation.pk}/reflect?wait=true").json()
+    run = curator_api.post(
+        f"/v1/conversations/{reflected_conversation.pk}/reflect?wait=true"
+    ).json()
 
     assert (run["id"], run["trigger"], run["status"]) == (str(waiting.pk), "manual", "succeeded")
     fresh.refresh_from_db()
@@ -302,9 +304,9 @@ def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations
 
 
 def test_a_correction_made_while_the_reflector_works_is_not_lost(
-    api, reflected_conversation, note, fake_engine
+    curator_api, reflected_conversation, note, fake_engine
 ):
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
 
     class CorrectedMeanwhile(ExtractiveEngine):
         def reflect(self, observations, *, now):
@@ -328,13 +330,13 @@ def test_a_correction_made_while_the_reflector_works_is_not_lost(
     assert outcome.run.status == "succeeded"
     [current] = _built_from(note)
     assert "letters" in current.text
-    _assert_nowhere(_context(api, reflected_conversation), "SMS")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "SMS")
 
 
 def test_the_sweeper_rederives_what_a_failed_run_left_stale(
-    api, reflected_conversation, note, monkeypatch
+    curator_api, reflected_conversation, note, monkeypatch
 ):
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
     ReflectorRun.objects.filter(status="pending").update(status="failed")
     monkeypatch.setattr("memory.pipeline.scheduling.FAILURE_COOLDOWN", timedelta(0))
 
@@ -354,9 +356,9 @@ def reflection(note) -> Reflection:
 
 
 def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
-    api, reflected_conversation, reflection
+    curator_api, reflected_conversation, reflection
 ):
-    response = api.patch(
+    response = curator_api.patch(
         _reflection_path(reflection),
         {"content": "User prefers SMS over phone calls.", "reason": "summary was wrong"},
         format="json",
@@ -364,12 +366,14 @@ def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
     assert response.status_code == 200
     assert (response.json()["version"], response.json()["status"]) == (2, "active")
 
-    _assert_nowhere(_context(api, reflected_conversation), "email")
-    _assert_everywhere(_context(api, reflected_conversation), "User prefers SMS over phone calls.")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
+    _assert_everywhere(
+        _context(curator_api, reflected_conversation), "User prefers SMS over phone calls."
+    )
     reflect(reflected_conversation)  # a Reflector run: nothing it reads makes it touch the edit
     reflection.refresh_from_db()
     assert (reflection.status, reflection.text) == ("active", "User prefers SMS over phone calls.")
-    _assert_nowhere(_context(api, reflected_conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     event = AuditEvent.objects.get(action="reflection.edit")
     assert (event.before["text"], event.after["text"], event.reason) == (
         "User prefers email over phone calls",
@@ -379,13 +383,13 @@ def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
 
 
 def test_a_person_s_edit_of_a_stale_reflection_stands_until_its_sources_change(
-    api, reflected_conversation, note, reflection
+    curator_api, reflected_conversation, note, reflection
 ):
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
     reflection.refresh_from_db()
     assert reflection.status == "stale"
 
-    api.patch(
+    curator_api.patch(
         _reflection_path(reflection),
         {"content": "User wants texts, never calls.", "reason": "my wording"},
         format="json",
@@ -396,12 +400,14 @@ def test_a_person_s_edit_of_a_stale_reflection_stands_until_its_sources_change(
     assert run.items_out == 0
     reflection.refresh_from_db()
     assert (reflection.status, reflection.text) == ("active", "User wants texts, never calls.")
-    served = _served(api, reflected_conversation)
+    served = _served(curator_api, reflected_conversation)
     assert "User wants texts, never calls." in [r["text"] for r in served["reflections"]]
     assert str(note.pk) not in [o["id"] for o in served["observations"]]
 
     # Its source changes again: the source is newer than the person's wording.
-    api.patch(_path(note), {"content": "User prefers letters.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(note), {"content": "User prefers letters.", "reason": "r"}, format="json"
+    )
     reflection.refresh_from_db()
     assert reflection.status == "stale"
     _rederive(reflected_conversation)
@@ -410,12 +416,14 @@ def test_a_person_s_edit_of_a_stale_reflection_stands_until_its_sources_change(
     assert "letters" in Reflection.objects.get(pk=reflection.superseded_by_id).text
 
 
-def test_reprioritising_a_reflection_is_served_at_once(api, reflected_conversation, reflection):
-    response = api.patch(
+def test_reprioritising_a_reflection_is_served_at_once(
+    curator_api, reflected_conversation, reflection
+):
+    response = curator_api.patch(
         _reflection_path(reflection), {"priority": "high", "reason": "matters"}, format="json"
     )
     assert response.status_code == 200
-    for fmt, body in _context(api, reflected_conversation).items():
+    for fmt, body in _context(curator_api, reflected_conversation).items():
         lines = [line for line in _memory_lines(body, fmt) if "email" in line]
         assert lines and all(line.startswith(HIGH) for line in lines), (fmt, lines)
     reflect(reflected_conversation)
@@ -424,32 +432,32 @@ def test_reprioritising_a_reflection_is_served_at_once(api, reflected_conversati
     assert AuditEvent.objects.filter(action="reflection.reprioritise").count() == 1
 
 
-def test_reverting_a_reflection_is_served_at_once(api, reflected_conversation, reflection):
+def test_reverting_a_reflection_is_served_at_once(curator_api, reflected_conversation, reflection):
     path = _reflection_path(reflection)
-    api.patch(path, {"text": "User prefers SMS.", "reason": "r"}, format="json")
-    _assert_everywhere(_context(api, reflected_conversation), "SMS")
+    curator_api.patch(path, {"text": "User prefers SMS.", "reason": "r"}, format="json")
+    _assert_everywhere(_context(curator_api, reflected_conversation), "SMS")
 
-    response = api.post(f"{path}/revert", {"version": 1, "reason": "undo"}, format="json")
+    response = curator_api.post(f"{path}/revert", {"version": 1, "reason": "undo"}, format="json")
     assert response.status_code == 200
     assert response.json()["version"] == 3
 
-    now = _context(api, reflected_conversation)
+    now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "SMS")
     _assert_everywhere(now, "email")
     reflect(reflected_conversation)
-    _assert_nowhere(_context(api, reflected_conversation), "SMS")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "SMS")
     assert AuditEvent.objects.get(action="reflection.revert").after["revertedTo"] == 1
 
 
 def test_deleting_a_reflection_takes_it_out_at_once_and_for_good(
-    api, reflected_conversation, note, reflection
+    curator_api, reflected_conversation, note, reflection
 ):
-    response = api.delete(_reflection_path(reflection), {"reason": "wrong"}, format="json")
+    response = curator_api.delete(_reflection_path(reflection), {"reason": "wrong"}, format="json")
     assert response.status_code == 204
 
-    _assert_nowhere(_context(api, reflected_conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     reflect(reflected_conversation)
-    _assert_nowhere(_context(api, reflected_conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     note.refresh_from_db()
     assert (note.status, note.reflection_id) == ("reflected", None)
     assert not Reflection.objects.filter(pk=reflection.pk).exists()
