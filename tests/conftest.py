@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
 from memory.engines.base import Engine
-from memory.models import Conversation, Message
+from memory.models import Conversation, Message, Observation
 from memory.services.conversations import conversation_create
 from tenancy.models import Workspace
 from tenancy.services import api_key_create, workspace_get_or_create
@@ -90,6 +90,16 @@ def curator_api(make_client, workspace) -> APIClient:
 
 
 @pytest.fixture
+def admin_api(make_client, workspace) -> APIClient:
+    return make_client(workspace, scope="admin")
+
+
+@pytest.fixture
+def other_api(make_client, other_workspace) -> APIClient:
+    return make_client(other_workspace)
+
+
+@pytest.fixture
 def conversation(workspace) -> Conversation:
     """An empty conversation of the acme workspace."""
     return conversation_create(workspace=workspace, user_id="dana")
@@ -112,13 +122,10 @@ def reflected_conversation(workspace) -> Conversation:
 
 
 @pytest.fixture
-def admin_api(make_client, workspace) -> APIClient:
-    return make_client(workspace, scope="admin")
-
-
-@pytest.fixture
-def other_api(make_client, other_workspace) -> APIClient:
-    return make_client(other_workspace)
+def reflected_observation(reflected_conversation) -> Observation:
+    """``reflected_conversation``'s observation of the e-mail preference: a reflection
+    was made from it."""
+    return Observation.objects.get(conversation=reflected_conversation, text__contains="email")
 
 
 @pytest.fixture

@@ -10,23 +10,18 @@ import pytest
 from django.utils.html import escape
 
 from governance.models import AuditEvent
-from memory.models import Conversation, Observation, Reflection, ReflectionVersion, ReflectorRun
+from memory.models import Conversation, Reflection, ReflectionVersion, ReflectorRun
 from memory.pipeline.reflector import reflector_run_execute
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def note(reflected_conversation) -> Observation:
-    return Observation.objects.get(conversation=reflected_conversation, text__contains="email")
-
-
-@pytest.fixture
-def reflection(note) -> Reflection:
+def reflection(reflected_observation) -> Reflection:
     return next(
         r
-        for r in Reflection.objects.filter(conversation=note.conversation)
-        if str(note.pk) in r.source_observation_ids
+        for r in Reflection.objects.filter(conversation=reflected_observation.conversation)
+        if str(reflected_observation.pk) in r.source_observation_ids
     )
 
 
@@ -189,12 +184,16 @@ def test_another_workspaces_reflection_is_not_found(login, workspace, other_work
 
 
 def test_a_corrected_observation_marks_its_reflection_stale_on_the_page(
-    login, reflected_conversation, note, reflection
+    login, reflected_conversation, reflected_observation, reflection
 ):
     client = login("reviewer")
     edited = client.post(
-        f"/conversations/{reflected_conversation.pk}/observations/{note.pk}/edit/",
-        {"text": "User prefers SMS over phone calls.", "priority": note.priority, "reason": "r"},
+        f"/conversations/{reflected_conversation.pk}/observations/{reflected_observation.pk}/edit/",
+        {
+            "text": "User prefers SMS over phone calls.",
+            "priority": reflected_observation.priority,
+            "reason": "r",
+        },
         **HX,
     )
     assert edited.status_code == 200
@@ -211,7 +210,7 @@ def test_a_corrected_observation_marks_its_reflection_stale_on_the_page(
 
     page = client.get(f"/conversations/{reflected_conversation.pk}/").content.decode()
     assert "stale, being re-derived" in _item(page, reflection)
-    observation = page[page.index(f'<li id="obs-{note.pk}"') :]
+    observation = page[page.index(f'<li id="obs-{reflected_observation.pk}"') :]
     assert "served while its reflection is re-derived" in observation[: observation.index("</li>")]
 
     _rederive(reflected_conversation)
@@ -239,17 +238,18 @@ def test_the_reflections_column_without_javascript_is_the_page(login, reflected_
 
 
 def test_the_observation_delete_panel_says_what_happens_to_its_reflections(
-    login, reflected_conversation, note
+    login, reflected_conversation, reflected_observation
 ):
     client = login("reviewer")
     panel = client.get(
-        f"/conversations/{reflected_conversation.pk}/observations/{note.pk}/delete/", **HX
+        f"/conversations/{reflected_conversation.pk}/observations/{reflected_observation.pk}/delete/",
+        **HX,
     )
     assert b"It leaves the agent's context at once, and so do the reflections built from it" in (
         panel.content
     )
     deleted = client.post(
-        f"/conversations/{reflected_conversation.pk}/observations/{note.pk}/delete/",
+        f"/conversations/{reflected_conversation.pk}/observations/{reflected_observation.pk}/delete/",
         {"reason": "r"},
         **HX,
     )
@@ -258,12 +258,12 @@ def test_the_observation_delete_panel_says_what_happens_to_its_reflections(
 
 
 def test_a_superseded_reflection_offers_no_edit_and_refuses_one(
-    login, reflected_conversation, note, reflection
+    login, reflected_conversation, reflected_observation, reflection
 ):
     client = login("reviewer")
     client.post(
-        f"/conversations/{reflected_conversation.pk}/observations/{note.pk}/edit/",
-        {"text": "User prefers SMS.", "priority": note.priority, "reason": "r"},
+        f"/conversations/{reflected_conversation.pk}/observations/{reflected_observation.pk}/edit/",
+        {"text": "User prefers SMS.", "priority": reflected_observation.priority, "reason": "r"},
         **HX,
     )
     _rederive(reflected_conversation)

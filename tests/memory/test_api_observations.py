@@ -20,7 +20,7 @@ def four_turn_conversation_id(curator_api) -> str:
 
 
 @pytest.fixture
-def observation(curator_api, four_turn_conversation_id) -> dict:
+def observation_body(curator_api, four_turn_conversation_id) -> dict:
     response = curator_api.post(
         f"/v1/conversations/{four_turn_conversation_id}/observations",
         {"text": "User prefers email.", "priority": "medium", "tags": ["contact"]},
@@ -89,9 +89,9 @@ def test_bad_observation_input_is_refused(curator_api, four_turn_conversation_id
 
 
 def test_edit_without_a_reason_is_refused_and_changes_nothing(
-    curator_api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation_body
 ):
-    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
     for body in ({"text": "User prefers SMS."}, {"text": "User prefers SMS.", "reason": "  "}):
         response = curator_api.patch(path, body, format="json")
         assert response.status_code == 400
@@ -101,15 +101,15 @@ def test_edit_without_a_reason_is_refused_and_changes_nothing(
             "message": "A reason is required to change memory.",
             "field": "reason",
         }
-    row = Observation.objects.get(pk=observation["id"])
+    row = Observation.objects.get(pk=observation_body["id"])
     assert (row.text, row.version) == ("User prefers email.", 1)
     assert not ObservationVersion.objects.exists()
 
 
 def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(
-    curator_api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation_body
 ):
-    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
     response = curator_api.patch(
         path, {"text": "User prefers SMS.", "reason": "customer corrected us"}, format="json"
     )
@@ -121,16 +121,16 @@ def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(
     assert [(v["version"], v["text"], v["reason"]) for v in history["versions"]] == [
         (1, "User prefers email.", "customer corrected us")
     ]
-    event = AuditEvent.objects.get(action="observation.edit", target_id=observation["id"])
+    event = AuditEvent.objects.get(action="observation.edit", target_id=observation_body["id"])
     assert event.before["text"] == "User prefers email."
     assert event.after["text"] == "User prefers SMS."
     assert event.reason == "customer corrected us"
 
 
 def test_changing_only_the_priority_is_audited_as_a_reprioritisation(
-    curator_api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation_body
 ):
-    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
     response = curator_api.patch(path, {"priority": "high", "reason": "escalated"}, format="json")
     assert response.json()["priority"] == "high"
     assert response.json()["marker"] == "\N{LARGE RED CIRCLE}"
@@ -138,49 +138,53 @@ def test_changing_only_the_priority_is_audited_as_a_reprioritisation(
 
 
 def test_an_edit_with_nothing_to_change_is_refused(
-    curator_api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation_body
 ):
-    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
     response = curator_api.patch(path, {"reason": "just because"}, format="json")
     assert response.status_code == 400
     assert response.json()["code"] == "nothing_to_change"
 
 
 def test_delete_needs_a_reason_and_keeps_the_last_version(
-    curator_api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation_body
 ):
-    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
     refused = curator_api.delete(path)
     assert refused.status_code == 400
     assert refused.json()["code"] == "reason_required"
-    assert Observation.objects.filter(pk=observation["id"]).exists()
+    assert Observation.objects.filter(pk=observation_body["id"]).exists()
 
     assert curator_api.delete(path, {"reason": "wrong customer"}, format="json").status_code == 204
-    assert not Observation.objects.filter(pk=observation["id"]).exists()
-    kept = ObservationVersion.objects.get(observation_id=observation["id"])
+    assert not Observation.objects.filter(pk=observation_body["id"]).exists()
+    kept = ObservationVersion.objects.get(observation_id=observation_body["id"])
     assert (kept.change, kept.text, kept.reason) == (
         "delete",
         "User prefers email.",
         "wrong customer",
     )
-    event = AuditEvent.objects.get(action="observation.delete", target_id=observation["id"])
+    event = AuditEvent.objects.get(action="observation.delete", target_id=observation_body["id"])
     assert event.reason == "wrong customer"
     assert curator_api.get(path).status_code == 404
 
 
 def test_reason_may_also_come_as_a_query_parameter_on_delete(
-    curator_api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation_body
 ):
     path = (
-        f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}"
+        f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
         "?reason=duplicate"
     )
     assert curator_api.delete(path).status_code == 204
 
 
-def test_observation_lists_filter_by_status(curator_api, four_turn_conversation_id, observation):
+def test_observation_lists_filter_by_status(
+    curator_api, four_turn_conversation_id, observation_body
+):
     path = f"/v1/conversations/{four_turn_conversation_id}/observations"
-    assert [o["id"] for o in curator_api.get(path).json()["observations"]] == [observation["id"]]
+    assert [o["id"] for o in curator_api.get(path).json()["observations"]] == [
+        observation_body["id"]
+    ]
     assert curator_api.get(f"{path}?status=reflected").json()["observations"] == []
     assert curator_api.get(f"{path}?status=bogus").status_code == 400
     assert (
@@ -192,10 +196,10 @@ def test_observation_lists_filter_by_status(curator_api, four_turn_conversation_
 
 
 def test_history_of_an_unedited_observation_has_no_earlier_versions(
-    curator_api, four_turn_conversation_id, observation
+    curator_api, four_turn_conversation_id, observation_body
 ):
     response = curator_api.get(
-        f"/v1/conversations/{four_turn_conversation_id}/observations/{observation['id']}/history"
+        f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}/history"
     )
     assert response.status_code == 200
     assert response.json()["versions"] == []

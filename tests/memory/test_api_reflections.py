@@ -208,7 +208,7 @@ def test_stale_reflections_are_listed_by_status(curator_api, conversation_id, re
 
 
 @pytest.fixture
-def observation(curator_api, conversation_id) -> dict:
+def observation_body(curator_api, conversation_id) -> dict:
     return curator_api.post(
         f"/v1/conversations/{conversation_id}/observations",
         {"text": "User prefers email.", "priority": "medium"},
@@ -220,9 +220,9 @@ def _observation_path(conversation: str, observation: dict) -> str:
     return f"/v1/conversations/{conversation}/observations/{observation['id']}"
 
 
-def test_an_edit_takes_content_the_name_reads_use(curator_api, conversation_id, observation):
+def test_an_edit_takes_content_the_name_reads_use(curator_api, conversation_id, observation_body):
     response = curator_api.patch(
-        _observation_path(conversation_id, observation),
+        _observation_path(conversation_id, observation_body),
         {"content": "User prefers SMS.", "reason": "r"},
         format="json",
     )
@@ -231,10 +231,10 @@ def test_an_edit_takes_content_the_name_reads_use(curator_api, conversation_id, 
 
 
 def test_content_sent_back_as_read_is_stored_without_its_marker_and_dates(
-    curator_api, conversation_id, observation, reflection
+    curator_api, conversation_id, observation_body, reflection
 ):
     for path, read in [
-        (_observation_path(conversation_id, observation), observation),
+        (_observation_path(conversation_id, observation_body), observation_body),
         (_path(reflection), curator_api.get(_path(reflection)).json()),
     ]:
         line = read["content"]
@@ -246,9 +246,9 @@ def test_content_sent_back_as_read_is_stored_without_its_marker_and_dates(
 
 
 def test_content_and_text_together_must_agree(
-    curator_api, conversation_id, observation, reflection
+    curator_api, conversation_id, observation_body, reflection
 ):
-    for path in (_observation_path(conversation_id, observation), _path(reflection)):
+    for path in (_observation_path(conversation_id, observation_body), _path(reflection)):
         same = curator_api.patch(
             path,
             {"content": "User prefers SMS.", "text": "User prefers SMS.", "reason": "r"},
@@ -264,20 +264,20 @@ def test_content_and_text_together_must_agree(
         assert different.json()["code"] == "conflicting_fields"
         assert different.json()["field"] == "content"
         assert "content and text" in different.json()["message"]
-    assert Observation.objects.get(pk=observation["id"]).text == "User prefers SMS."
+    assert Observation.objects.get(pk=observation_body["id"]).text == "User prefers SMS."
     reflection.refresh_from_db()
     assert (reflection.text, reflection.version) == ("User prefers SMS.", 2)
 
 
-def test_empty_content_is_refused_by_its_own_name(curator_api, conversation_id, observation):
+def test_empty_content_is_refused_by_its_own_name(curator_api, conversation_id, observation_body):
     response = curator_api.patch(
-        _observation_path(conversation_id, observation),
+        _observation_path(conversation_id, observation_body),
         {"content": "  ", "reason": "r"},
         format="json",
     )
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["field"]) == ("empty_text", "content")
-    assert Observation.objects.get(pk=observation["id"]).version == 1
+    assert Observation.objects.get(pk=observation_body["id"]).version == 1
 
 
 def test_limit_keeps_the_newest_reflections_in_list_order(curator_api, conversation_id):

@@ -25,12 +25,6 @@ FORMATS = ("json", "text", "messages")
 HIGH = "\N{LARGE RED CIRCLE}"
 
 
-@pytest.fixture
-def note(reflected_conversation) -> Observation:
-    """The reflected observation the corrections are about."""
-    return Observation.objects.get(conversation=reflected_conversation, text__contains="email")
-
-
 def _built_from(observation: Observation, status: str = "active") -> list[Reflection]:
     return [
         r
@@ -99,15 +93,15 @@ def _reflection_path(reflection: Reflection) -> str:
 
 
 def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
-    curator_api, reflected_conversation, note, django_capture_on_commit_callbacks
+    curator_api, reflected_conversation, reflected_observation, django_capture_on_commit_callbacks
 ):
-    [reflection] = _built_from(note)
+    [reflection] = _built_from(reflected_observation)
     _assert_everywhere(_context(curator_api, reflected_conversation), "email")
     etag = _etag(curator_api, reflected_conversation)
 
     with django_capture_on_commit_callbacks() as callbacks:
         response = curator_api.patch(
-            _path(note),
+            _path(reflected_observation),
             {"content": "User prefers SMS over phone calls", "reason": "customer said SMS"},
             format="json",
         )
@@ -121,7 +115,7 @@ def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
     _assert_everywhere(now, "User prefers SMS over phone calls")
     served = json.loads(now["json"])
     assert str(reflection.pk) not in [r["id"] for r in served["reflections"]]
-    assert str(note.pk) in [o["id"] for o in served["observations"]]
+    assert str(reflected_observation.pk) in [o["id"] for o in served["observations"]]
     assert _etag(curator_api, reflected_conversation) != etag
 
     _rederive(reflected_conversation)
@@ -129,24 +123,27 @@ def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
     assert reflection.status == "superseded"
     successor = Reflection.objects.get(pk=reflection.superseded_by_id)
     assert successor.status == "active" and "SMS" in successor.text
-    assert successor.source_observation_ids == [str(note.pk)]
+    assert successor.source_observation_ids == [str(reflected_observation.pk)]
     assert successor.generation == reflection.generation
-    note.refresh_from_db()
-    assert (note.status, note.reflection_id) == ("reflected", successor.pk)
+    reflected_observation.refresh_from_db()
+    assert (reflected_observation.status, reflected_observation.reflection_id) == (
+        "reflected",
+        successor.pk,
+    )
     served = _served(curator_api, reflected_conversation)
     assert successor.text in [r["text"] for r in served["reflections"]]
-    assert str(note.pk) not in [o["id"] for o in served["observations"]]
+    assert str(reflected_observation.pk) not in [o["id"] for o in served["observations"]]
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
 
 
 def test_reprioritising_a_reflected_observation_is_served_at_once_and_rederived(
-    curator_api, reflected_conversation, note
+    curator_api, reflected_conversation, reflected_observation
 ):
-    [reflection] = _built_from(note)
+    [reflection] = _built_from(reflected_observation)
     assert reflection.priority == "medium"
 
     response = curator_api.patch(
-        _path(note), {"priority": "high", "reason": "escalated"}, format="json"
+        _path(reflected_observation), {"priority": "high", "reason": "escalated"}, format="json"
     )
     assert response.status_code == 200
 
@@ -169,16 +166,20 @@ def test_reprioritising_a_reflected_observation_is_served_at_once_and_rederived(
 
 
 def test_reverting_a_reflected_observation_is_served_at_once_and_rederived(
-    curator_api, reflected_conversation, note
+    curator_api, reflected_conversation, reflected_observation
 ):
     curator_api.patch(
-        _path(note), {"text": "User prefers SMS over phone calls", "reason": "r"}, format="json"
+        _path(reflected_observation),
+        {"text": "User prefers SMS over phone calls", "reason": "r"},
+        format="json",
     )
     _rederive(reflected_conversation)
     _assert_everywhere(_context(curator_api, reflected_conversation), "SMS")
 
     response = curator_api.post(
-        f"{_path(note)}/revert", {"version": 1, "reason": "it was email after all"}, format="json"
+        f"{_path(reflected_observation)}/revert",
+        {"version": 1, "reason": "it was email after all"},
+        format="json",
     )
     assert response.status_code == 200
 
@@ -186,7 +187,7 @@ def test_reverting_a_reflected_observation_is_served_at_once_and_rederived(
     _assert_nowhere(now, "SMS")
     _assert_everywhere(now, "email")
     _rederive(reflected_conversation)
-    [current] = _built_from(note)
+    [current] = _built_from(reflected_observation)
     assert "email" in current.text and current.version == 1
     assert current.text in [
         r["text"] for r in _served(curator_api, reflected_conversation)["reflections"]
@@ -195,11 +196,13 @@ def test_reverting_a_reflected_observation_is_served_at_once_and_rederived(
 
 
 def test_deleting_a_reflected_observation_takes_it_out_at_once_and_for_good(
-    curator_api, reflected_conversation, note
+    curator_api, reflected_conversation, reflected_observation
 ):
-    [reflection] = _built_from(note)
+    [reflection] = _built_from(reflected_observation)
 
-    response = curator_api.delete(f"{_path(note)}?reason=another customer's preference")
+    response = curator_api.delete(
+        f"{_path(reflected_observation)}?reason=another customer's preference"
+    )
     assert response.status_code == 204
 
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
@@ -211,7 +214,7 @@ def test_deleting_a_reflected_observation_takes_it_out_at_once_and_for_good(
     assert (reflection.status, reflection.superseded_by_id) == ("superseded", None)
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     actions = list(
-        AuditEvent.objects.filter(target_id__in=[str(note.pk), str(reflection.pk)])
+        AuditEvent.objects.filter(target_id__in=[str(reflected_observation.pk), str(reflection.pk)])
         .order_by("sequence")
         .values_list("action", "reason")
     )
@@ -262,21 +265,27 @@ def test_the_other_sources_of_a_reflection_are_served_in_its_place(
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
 
 
-def test_a_tags_only_edit_leaves_the_reflection_served(curator_api, reflected_conversation, note):
-    [reflection] = _built_from(note)
-    curator_api.patch(_path(note), {"tags": ["contact"], "reason": "filing"}, format="json")
+def test_a_tags_only_edit_leaves_the_reflection_served(
+    curator_api, reflected_conversation, reflected_observation
+):
+    [reflection] = _built_from(reflected_observation)
+    curator_api.patch(
+        _path(reflected_observation), {"tags": ["contact"], "reason": "filing"}, format="json"
+    )
     reflection.refresh_from_db()
     assert reflection.status == "active"
     assert not ReflectorRun.objects.filter(status="pending").exists()
 
 
 def test_a_rederivation_leaves_active_observations_to_their_threshold(
-    curator_api, reflected_conversation, note
+    curator_api, reflected_conversation, reflected_observation
 ):
     fresh = observation_create(
         conversation=reflected_conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
     )
-    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
     run = _rederive(reflected_conversation)
     assert run.items_in == 1
     fresh.refresh_from_db()
@@ -284,12 +293,14 @@ def test_a_rederivation_leaves_active_observations_to_their_threshold(
 
 
 def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations_too(
-    curator_api, reflected_conversation, note
+    curator_api, reflected_conversation, reflected_observation
 ):
     fresh = observation_create(
         conversation=reflected_conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
     )
-    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
     waiting = ReflectorRun.objects.get(conversation=reflected_conversation, status="pending")
 
     run = curator_api.post(
@@ -299,21 +310,23 @@ def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations
     assert (run["id"], run["trigger"], run["status"]) == (str(waiting.pk), "manual", "succeeded")
     fresh.refresh_from_db()
     assert fresh.status == "reflected"
-    [current] = _built_from(note)
+    [current] = _built_from(reflected_observation)
     assert "SMS" in current.text
 
 
 def test_a_correction_made_while_the_reflector_works_is_not_lost(
-    curator_api, reflected_conversation, note, fake_engine
+    curator_api, reflected_conversation, reflected_observation, fake_engine
 ):
-    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
 
     class CorrectedMeanwhile(ExtractiveEngine):
         def reflect(self, observations, *, now):
             drafts = super().reflect(observations, now=now)
             if not Observation.objects.filter(text__contains="letters").exists():
                 observation_update(
-                    observation=note,
+                    observation=reflected_observation,
                     actor=SYSTEM_ACTOR,
                     reason="the customer wrote again",
                     text="User prefers letters.",
@@ -328,21 +341,23 @@ def test_a_correction_made_while_the_reflector_works_is_not_lost(
 
     outcome = reflector_run_execute(run_id=run.pk)
     assert outcome.run.status == "succeeded"
-    [current] = _built_from(note)
+    [current] = _built_from(reflected_observation)
     assert "letters" in current.text
     _assert_nowhere(_context(curator_api, reflected_conversation), "SMS")
 
 
 def test_the_sweeper_rederives_what_a_failed_run_left_stale(
-    curator_api, reflected_conversation, note, monkeypatch
+    curator_api, reflected_conversation, reflected_observation, monkeypatch
 ):
-    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
     ReflectorRun.objects.filter(status="pending").update(status="failed")
     monkeypatch.setattr("memory.pipeline.scheduling.FAILURE_COOLDOWN", timedelta(0))
 
     assert pipeline_sweep()["reflector_scheduled"] == 1
     _rederive(reflected_conversation)
-    [current] = _built_from(note)
+    [current] = _built_from(reflected_observation)
     assert "SMS" in current.text
 
 
@@ -350,8 +365,8 @@ def test_the_sweeper_rederives_what_a_failed_run_left_stale(
 
 
 @pytest.fixture
-def reflection(note) -> Reflection:
-    [reflection] = _built_from(note)
+def reflection(reflected_observation) -> Reflection:
+    [reflection] = _built_from(reflected_observation)
     return reflection
 
 
@@ -383,9 +398,11 @@ def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
 
 
 def test_a_person_s_edit_of_a_stale_reflection_stands_until_its_sources_change(
-    curator_api, reflected_conversation, note, reflection
+    curator_api, reflected_conversation, reflected_observation, reflection
 ):
-    curator_api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
     reflection.refresh_from_db()
     assert reflection.status == "stale"
 
@@ -402,11 +419,13 @@ def test_a_person_s_edit_of_a_stale_reflection_stands_until_its_sources_change(
     assert (reflection.status, reflection.text) == ("active", "User wants texts, never calls.")
     served = _served(curator_api, reflected_conversation)
     assert "User wants texts, never calls." in [r["text"] for r in served["reflections"]]
-    assert str(note.pk) not in [o["id"] for o in served["observations"]]
+    assert str(reflected_observation.pk) not in [o["id"] for o in served["observations"]]
 
     # Its source changes again: the source is newer than the person's wording.
     curator_api.patch(
-        _path(note), {"content": "User prefers letters.", "reason": "r"}, format="json"
+        _path(reflected_observation),
+        {"content": "User prefers letters.", "reason": "r"},
+        format="json",
     )
     reflection.refresh_from_db()
     assert reflection.status == "stale"
@@ -450,7 +469,7 @@ def test_reverting_a_reflection_is_served_at_once(curator_api, reflected_convers
 
 
 def test_deleting_a_reflection_takes_it_out_at_once_and_for_good(
-    curator_api, reflected_conversation, note, reflection
+    curator_api, reflected_conversation, reflected_observation, reflection
 ):
     response = curator_api.delete(_reflection_path(reflection), {"reason": "wrong"}, format="json")
     assert response.status_code == 204
@@ -458,7 +477,10 @@ def test_deleting_a_reflection_takes_it_out_at_once_and_for_good(
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     reflect(reflected_conversation)
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
-    note.refresh_from_db()
-    assert (note.status, note.reflection_id) == ("reflected", None)
+    reflected_observation.refresh_from_db()
+    assert (reflected_observation.status, reflected_observation.reflection_id) == (
+        "reflected",
+        None,
+    )
     assert not Reflection.objects.filter(pk=reflection.pk).exists()
     assert AuditEvent.objects.get(action="reflection.delete").before["text"] == reflection.text
