@@ -7,13 +7,9 @@ import logging
 
 import pytest
 
-from config.settings.base import cache_settings
 from core import cache as soft_cache
 from memory.engines.openai_engine import CircuitBreaker
-
-# The production cache settings on a Redis URL where nothing listens (port 1): every
-# cache call fails at once with a connection error.
-DEAD_REDIS = cache_settings("redis://127.0.0.1:1/0")
+from tests.resilience.redis_server import DEAD_REDIS
 
 
 @pytest.fixture

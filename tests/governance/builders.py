@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection, transaction
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
@@ -180,3 +181,12 @@ def set_policy(workspace: Workspace, **fields: Any) -> RedactionPolicy:
     policy.version += 1
     policy.save()
     return policy
+
+
+def tamper(sql: str, params: list[object]) -> None:
+    """Change the table behind the application's back, as someone with database access
+    could. On PostgreSQL that needs the append-only trigger switched off first."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL session_replication_role = replica")
+        cursor.execute(sql, params)

@@ -30,8 +30,8 @@ from memory.models import Conversation, Message, Observation, Reflection
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
 from memory.services.messages import MessageInput, messages_append
-from tests.core.test_cache_outage import DEAD_REDIS
 from tests.governance.builders import set_policy
+from tests.resilience.redis_server import DEAD_REDIS
 
 CARD = "4111 1111 1111 1111"
 EMAIL = "dana.whitfield@example.com"

@@ -16,8 +16,7 @@ from governance.holds import legal_hold_place
 from memory.models import Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from tests.governance.builders import set_policy
-from tests.governance.test_audit import _tamper
+from tests.governance.builders import set_policy, tamper
 from tests.memory.factories import ObservationFactory
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -115,7 +114,7 @@ def test_each_event_shows_its_before_and_after_diff(login, workspace):
 
 def test_a_broken_chain_is_flagged_at_the_broken_event(login, workspace):
     events = _record(workspace, 4)
-    _tamper("UPDATE governance_auditevent SET reason = %s WHERE id = %s", ["x", events[1].pk])
+    tamper("UPDATE governance_auditevent SET reason = %s WHERE id = %s", ["x", events[1].pk])
     html = login("compliance").get("/compliance/audit/").content.decode()
     assert "Chain broken at event #2" in html and "Chain verified" not in html
 
