@@ -7,7 +7,7 @@ from __future__ import annotations
 from memory.engines.base import FIDELITIES, ObserverOutput
 from memory.engines.extractive import ExtractiveEngine
 from memory.tokens import token_count
-from tests.memory.test_extractive import TUESDAY, source_messages, texts
+from tests.memory.builders import TUESDAY, source_messages, texts
 
 APPS = """Here are some language learning apps:
 
