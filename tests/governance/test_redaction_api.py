@@ -341,10 +341,10 @@ def test_every_redaction_response_matches_its_documented_schema(
     from referencing import Registry
     from referencing.jsonschema import DRAFT202012
 
-    from tests.memory.test_openapi import DOCUMENT_URI, OPENAPI_JSON, OpenApi, _as_json_schema
+    from tests.openapi_document import DOCUMENT_URI, OPENAPI_JSON, OpenApi, as_json_schema
 
     document = json.loads(api.get("/v1/schema/", HTTP_ACCEPT=OPENAPI_JSON).content)
-    resource = DRAFT202012.create_resource(_as_json_schema(document))
+    resource = DRAFT202012.create_resource(as_json_schema(document))
     openapi = OpenApi(document, Registry().with_resource(DOCUMENT_URI, resource))
     first, second = _pending_findings(conversation, 2)
     finding = "/v1/redaction/findings/{finding_id}"

@@ -817,9 +817,9 @@ def test_the_summary_hash_is_the_same_whichever_side_sorts_the_lines(workspace, 
 def test_every_retention_hold_and_erasure_response_matches_the_openapi_document(
     admin_api, api, workspace
 ):
-    from tests.memory.test_openapi import openapi as load_openapi
+    from tests.openapi_document import openapi_document
 
-    document = load_openapi.__wrapped__()  # the fixture's function, called directly
+    document = openapi_document()
     conversation = conversation_with_tiers(workspace, user_id="u-1")
 
     def check(method, path, response, status):
