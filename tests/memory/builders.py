@@ -1,5 +1,5 @@
-"""Engine inputs built from plain turns, for the tests of the extractive engine, and the
-reader of what it observed."""
+"""Inputs shared by the memory tests: source messages built from plain turns for the
+extractive engine (and the reader of what it observed), and the grounding examples."""
 
 from __future__ import annotations
 
@@ -31,3 +31,11 @@ def source_messages(*turns: tuple[str, str], start: datetime = TUESDAY) -> list[
 
 def texts(output: ObserverOutput) -> list[str]:
     return [o.text for o in output.observations]
+
+
+# Grounding: two source messages, and a note that names people and a sum they never mention.
+SOURCES = [
+    "My refund for order 4521 has not arrived, I need it before next Tuesday.",
+    "Please e-mail me, I do not take phone calls.",
+]
+INVENTED = "User Maria Gonzalez was promised 500 dollars by agent Alex"
