@@ -27,8 +27,9 @@ REASON = "csrf probe"
 PAGE = "conversations/<uuid:conversation_id>/"
 # Any 32 letters or digits make a valid secret; the cookie and the header must agree.
 TOKEN = "csrfprobe" * 3 + "abcde"
-# What a refused POST must leave as it was: every row the project stores.
-STORED_APPS = {"auth", "tenancy", "memory", "governance", "dashboard"}
+# What a refused POST must leave as it was: every row the project stores, sessions too (a
+# refused sign-out keeps its session).
+STORED_APPS = {"auth", "sessions", "tenancy", "memory", "governance", "dashboard"}
 
 
 def _no_data(world: World) -> dict[str, Any]:
