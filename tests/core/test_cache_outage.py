@@ -14,6 +14,7 @@ from tests.resilience.redis_server import DEAD_REDIS
 
 @pytest.fixture
 def late_order_conversation_id(api) -> str:
+    """The id of a conversation with one message, made over the API."""
     conversation = api.post("/v1/conversations", {"userId": "u1"}, format="json").json()
     path = f"/v1/conversations/{conversation['id']}/messages"
     api.post(path, {"role": "user", "content": "My order 123 is late."}, format="json")

@@ -46,6 +46,7 @@ def _order_of(html: str, *markers: str) -> list[int]:
 
 @pytest.fixture
 def reasoned_conversation(workspace) -> Conversation:
+    """Messages with the agent's reasoning steps between them, one with a tool call."""
     conversation = conversation_create(workspace=workspace, user_id="dana", title="Order")
     _say(conversation, "Where is my order ORD-7?")
     _reason(conversation, "Look the order up first", tool="order_status", output="delivered")

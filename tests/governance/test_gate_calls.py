@@ -39,6 +39,7 @@ TOOL_OUTPUTS = [f'{{"email": "{EMAIL}"}}', ""]
 
 @pytest.fixture
 def chat_with_pii(workspace) -> Conversation:
+    """Two messages with a card number and an e-mail address (CONTENTS)."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,

@@ -10,6 +10,7 @@ from memory.models import Message, Observation, ObservationVersion
 
 @pytest.fixture
 def four_turn_conversation_id(curator_api) -> str:
+    """The id of a conversation with four messages, made over the API."""
     conversation_id = curator_api.post("/v1/conversations", {}, format="json").json()["id"]
     curator_api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",
@@ -21,6 +22,7 @@ def four_turn_conversation_id(curator_api) -> str:
 
 @pytest.fixture
 def observation_body(curator_api, four_turn_conversation_id) -> dict:
+    """An observation added over the API, as the API answered it."""
     response = curator_api.post(
         f"/v1/conversations/{four_turn_conversation_id}/observations",
         {"text": "User prefers email.", "priority": "medium", "tags": ["contact"]},

@@ -209,6 +209,7 @@ def test_stale_reflections_are_listed_by_status(curator_api, conversation_id, re
 
 @pytest.fixture
 def observation_body(curator_api, conversation_id) -> dict:
+    """An observation added over the API, as the API answered it."""
     return curator_api.post(
         f"/v1/conversations/{conversation_id}/observations",
         {"text": "User prefers email.", "priority": "medium"},

@@ -17,6 +17,7 @@ from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 @pytest.fixture
 def ten_message_conversation_id(api):
+    """The id of a conversation with ten messages, made over the API."""
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",

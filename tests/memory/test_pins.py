@@ -27,6 +27,7 @@ CONTRACT = "Per clause 7.2, the refund is due within 14 days of the return."
 
 @pytest.fixture
 def blender_conversation_id(api):
+    """The id of a three-message conversation whose second message is CONTRACT."""
     conversation_id = api.post("/v1/conversations", {"userId": "dana"}, format="json").json()["id"]
     api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",

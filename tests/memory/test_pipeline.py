@@ -34,6 +34,7 @@ CHAT = [
 
 @pytest.fixture
 def refund_chat(workspace) -> Conversation:
+    """Dana's headphones refund chat (CHAT), not yet observed."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation, items=[MessageInput(role=r, content=c) for r, c in CHAT]

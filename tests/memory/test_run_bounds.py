@@ -24,6 +24,7 @@ SECRET = "My card number is 4111 1111 1111 1111, call me at dana@example.com."
 
 @pytest.fixture
 def chat_with_card_and_email(workspace) -> Conversation:
+    """A chat whose first message holds a card number and an e-mail address (SECRET)."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,

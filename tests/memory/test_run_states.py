@@ -28,6 +28,7 @@ SECRET = "My card number is 4111 1111 1111 1111 and I live at 12 Elm Street."
 
 @pytest.fixture
 def chat_with_card_and_address(workspace) -> Conversation:
+    """A chat whose first message holds a card number and a street address (SECRET)."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,

@@ -36,6 +36,7 @@ class _ProviderDown(ExtractiveEngine):
 
 @pytest.fixture
 def headphones_chat(workspace) -> Conversation:
+    """Two messages about broken headphones, not yet observed."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,
