@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
@@ -13,11 +13,12 @@ from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
 from memory.engines.base import Engine
-from memory.models import Conversation, Message
+from memory.models import Conversation, Message, Observation
 from memory.services.conversations import conversation_create
 from tenancy.models import Workspace
 from tenancy.services import api_key_create, workspace_get_or_create
-from tests.dashboard.factories import MembershipFactory, UserFactory
+from tests.dashboard.factories import MembershipFactory, UserFactory, chat, observe, reflect
+from tests.memory.celery_workers import Broker, publishing_to
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 E2E = Path(__file__).resolve().parent / "e2e"
@@ -89,8 +90,42 @@ def curator_api(make_client, workspace) -> APIClient:
 
 
 @pytest.fixture
+def admin_api(make_client, workspace) -> APIClient:
+    return make_client(workspace, scope="admin")
+
+
+@pytest.fixture
 def other_api(make_client, other_workspace) -> APIClient:
     return make_client(other_workspace)
+
+
+@pytest.fixture
+def conversation(workspace) -> Conversation:
+    """An empty conversation of the acme workspace."""
+    return conversation_create(workspace=workspace, user_id="dana")
+
+
+@pytest.fixture
+def conversation_id(conversation) -> str:
+    """``conversation``'s id as the API spells it."""
+    return str(conversation.pk)
+
+
+@pytest.fixture
+def reflected_conversation(workspace) -> Conversation:
+    """A support chat observed and then reflected by the real pipeline: all three tiers."""
+    conversation = conversation_create(workspace=workspace, user_id="tomas", title="Refund")
+    chat(conversation)
+    observe(conversation)
+    reflect(conversation)
+    return conversation
+
+
+@pytest.fixture
+def reflected_observation(reflected_conversation) -> Observation:
+    """``reflected_conversation``'s observation of the e-mail preference: a reflection
+    was made from it."""
+    return Observation.objects.get(conversation=reflected_conversation, text__contains="email")
 
 
 @pytest.fixture
@@ -114,6 +149,18 @@ def eager_tasks(
 
 
 @pytest.fixture
+def sent_tasks(monkeypatch) -> list[tuple[str, list]]:
+    """The tasks sent to the broker, by name and arguments (none of them runs)."""
+    from core import queue
+
+    calls: list[tuple[str, list]] = []
+    monkeypatch.setattr(
+        queue.current_app, "send_task", lambda name, args=(), **_: calls.append((name, args))
+    )
+    return calls
+
+
+@pytest.fixture
 def fake_engine(monkeypatch) -> Callable[[Engine], Engine]:
     """``fake_engine(engine)``: every Observer and Reflector run uses ``engine``, whatever
     its workspace is set to, until the test ends; returns the engine."""
@@ -124,6 +171,15 @@ def fake_engine(monkeypatch) -> Callable[[Engine], Engine]:
         return engine
 
     return install
+
+
+@pytest.fixture
+def broker(tmp_path) -> Iterator[Broker]:
+    """A queue of its own for real Celery workers (tests/memory/celery_workers.py); the
+    tasks this process sends go to it."""
+    broker = Broker(tmp_path)
+    with publishing_to(broker.url, broker.transport_options, broker.queue):
+        yield broker
 
 
 @pytest.fixture

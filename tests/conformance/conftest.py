@@ -32,4 +32,4 @@ def live_key(live_server, workspace: Workspace) -> str:
 
 # A real Celery worker runs what the live server queues (its request threads leave runs
 # to the workers, as a threaded production server does).
-from tests.memory.conftest import broker, workers  # noqa: E402, F401
+from tests.memory.conftest import workers  # noqa: E402, F401

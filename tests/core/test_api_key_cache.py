@@ -17,7 +17,7 @@ from core.actors import SYSTEM_ACTOR
 from tenancy import auth
 from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS, ApiKey
 from tenancy.services import api_key_revoke
-from tests.core.test_cache_outage import DEAD_REDIS
+from tests.resilience.redis_server import DEAD_REDIS
 
 SETTINGS = "/v1/workspace/settings"
 

@@ -7,17 +7,14 @@ import logging
 
 import pytest
 
-from config.settings.base import cache_settings
 from core import cache as soft_cache
 from memory.engines.openai_engine import CircuitBreaker
-
-# The production cache settings on a Redis URL where nothing listens (port 1): every
-# cache call fails at once with a connection error.
-DEAD_REDIS = cache_settings("redis://127.0.0.1:1/0")
+from tests.resilience.redis_server import DEAD_REDIS
 
 
 @pytest.fixture
-def conversation_id(api) -> str:
+def late_order_conversation_id(api) -> str:
+    """The id of a conversation with one message, made over the API."""
     conversation = api.post("/v1/conversations", {"userId": "u1"}, format="json").json()
     path = f"/v1/conversations/{conversation['id']}/messages"
     api.post(path, {"role": "user", "content": "My order 123 is late."}, format="json")
@@ -26,9 +23,9 @@ def conversation_id(api) -> str:
 
 @pytest.mark.parametrize("fmt", ["json", "text", "messages"])
 def test_context_reads_answer_while_the_cache_is_down(
-    api, conversation_id, settings, caplog, monkeypatch, fmt
+    api, late_order_conversation_id, settings, caplog, monkeypatch, fmt
 ):
-    path = f"/v1/conversations/{conversation_id}/context?format={fmt}"
+    path = f"/v1/conversations/{late_order_conversation_id}/context?format={fmt}"
     before = api.get(path)
     assert before.status_code == 200
 

@@ -10,11 +10,6 @@ from memory.models import Conversation, Message
 DEEP = 100_000
 
 
-@pytest.fixture
-def conversation_id(api) -> str:
-    return api.post("/v1/conversations", {"userId": "u1"}, format="json").json()["id"]
-
-
 def _post(api, path: str, raw: str):
     return api.generic("POST", path, raw, content_type="application/json")
 

@@ -3,22 +3,13 @@ heartbeat task, and /readyz then sees a worker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from celery import current_app
 
 from core.models import WorkerHeartbeat
-from tests.memory.celery_workers import Broker, Worker, publishing_to, wait_until
+from tests.memory.celery_workers import Worker, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def broker(tmp_path) -> Iterator[Broker]:
-    broker = Broker(tmp_path)
-    with publishing_to(broker.url, broker.transport_options, broker.queue):
-        yield broker
 
 
 def test_a_started_worker_is_seen_by_readyz(client, broker):

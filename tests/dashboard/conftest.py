@@ -7,7 +7,13 @@ from django.test import Client
 
 from memory.models import Conversation
 from memory.services.conversations import conversation_create
-from tests.dashboard.factories import chat, observe, reflect
+from memory.services.messages import MessageInput, messages_append
+from tests.dashboard.factories import chat, observe
+from tests.memory.factories import ObservationFactory, ReflectionFactory
+
+# What scanned_conversation's message holds (tests assert these are masked).
+CARD = "4111 1111 1111 1111"
+EMAIL = "dana.whitfield@example.com"
 
 
 @pytest.fixture
@@ -36,7 +42,7 @@ def csrf_client(member) -> Callable[[str], Client]:
 
 
 @pytest.fixture
-def conversation(workspace) -> Conversation:
+def observed_conversation(workspace) -> Conversation:
     """A support chat the Observer has read: messages and active observations."""
     conversation = conversation_create(
         workspace=workspace, user_id="dana", title="Broken headphones"
@@ -47,20 +53,43 @@ def conversation(workspace) -> Conversation:
 
 
 @pytest.fixture
-def reflected(workspace) -> Conversation:
-    """A chat observed and then reflected: all three tiers."""
-    conversation = conversation_create(workspace=workspace, user_id="tomas", title="Refund")
-    chat(conversation)
-    observe(conversation)
-    reflect(conversation)
-    return conversation
-
-
-@pytest.fixture
-def foreign(other_workspace) -> Conversation:
+def foreign_conversation(other_workspace) -> Conversation:
     conversation = conversation_create(
         workspace=other_workspace, user_id="eve", title="Globex chat"
     )
     chat(conversation)
     observe(conversation)
     return conversation
+
+
+@pytest.fixture
+def searchable_conversation(workspace, foreign_conversation) -> Conversation:
+    """A word (zephyr) in each tier of one acme conversation, and in globex's."""
+    conversation = conversation_create(workspace=workspace, user_id="ana/b c?", title="Parcel")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="The zephyr kettle leaks.")],
+    )
+    ObservationFactory(
+        conversation=conversation, text="User's zephyr kettle leaks", priority="high"
+    )
+    ReflectionFactory(conversation=conversation, text="Zephyr kettle owner, wants a refund")
+    # The same word in another workspace must not be found.
+    messages_append(
+        conversation=foreign_conversation,
+        items=[MessageInput(role="user", content="zephyr elsewhere")],
+    )
+    ObservationFactory(conversation=foreign_conversation, text="zephyr in globex")
+    return conversation
+
+
+@pytest.fixture
+def scanned_conversation(workspace, eager_tasks) -> Conversation:
+    """A message with a card number and an e-mail address (CARD, EMAIL) the scan has read."""
+    conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
+    with eager_tasks():
+        messages_append(
+            conversation=conversation,
+            items=[MessageInput(role="user", content=f"My card is {CARD}, mail {EMAIL}.")],
+        )
+    return Conversation.objects.get(pk=conversation.pk)

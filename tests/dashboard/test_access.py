@@ -112,13 +112,16 @@ def test_the_switcher_changes_workspace_and_refuses_one_you_are_not_in(
 
 
 def test_the_switcher_goes_to_the_list_rather_than_an_object_of_the_old_workspace(
-    login, other_workspace, conversation
+    login, other_workspace, observed_conversation
 ):
     client = login("viewer")
     MembershipFactory(user=client.user, workspace=other_workspace, role="viewer")
     response = client.post(
         "/workspace/",
-        {"workspace": str(other_workspace.pk), "next": f"/conversations/{conversation.pk}/"},
+        {
+            "workspace": str(other_workspace.pk),
+            "next": f"/conversations/{observed_conversation.pk}/",
+        },
     )
     assert response["Location"] == "/conversations/"
     offsite = client.post(
@@ -127,15 +130,12 @@ def test_the_switcher_goes_to_the_list_rather_than_an_object_of_the_old_workspac
     assert offsite["Location"] == "/conversations/"
 
 
-def test_the_switcher_refuses_a_post_without_the_csrf_token(csrf_client, workspace):
-    client = csrf_client("viewer")
-    assert client.post("/workspace/", {"workspace": str(workspace.pk)}).status_code == 403
-
-
-def test_a_shared_link_to_another_of_your_workspaces_opens_there(login, other_workspace, foreign):
+def test_a_shared_link_to_another_of_your_workspaces_opens_there(
+    login, other_workspace, foreign_conversation
+):
     client = login("viewer")
     MembershipFactory(user=client.user, workspace=other_workspace, role="reviewer")
-    page = client.get(f"/conversations/{foreign.pk}/")
+    page = client.get(f"/conversations/{foreign_conversation.pk}/")
     assert page.status_code == 200
     assert client.session[SESSION_WORKSPACE] == str(other_workspace.pk)
     assert b"Observe now" in page.content  # the role of that workspace applies
@@ -160,18 +160,23 @@ def third_workspace(db):
 # --- an object the URL does not hold -------------------------------------------------------------
 
 
-def test_an_item_of_another_conversation_is_not_found_on_any_route(login, conversation, reflected):
+def test_an_item_of_another_conversation_is_not_found_on_any_route(
+    login, observed_conversation, reflected_conversation
+):
     """Every route finds its item within the conversation its URL names: an item of
     another conversation of the same workspace is a 404, as a missing one is."""
-    observation = Observation.objects.filter(conversation=reflected).first()
-    reflection = Reflection.objects.filter(conversation=reflected).first()
-    run = ObserverRun.objects.filter(conversation=reflected).first()
-    message = Message.objects.filter(conversation=reflected).first()
+    observation = Observation.objects.filter(conversation=reflected_conversation).first()
+    reflection = Reflection.objects.filter(conversation=reflected_conversation).first()
+    run = ObserverRun.objects.filter(conversation=reflected_conversation).first()
+    message = Message.objects.filter(conversation=reflected_conversation).first()
     assert observation and reflection and run and message
     pin = pin_create(
-        conversation=reflected, actor=SYSTEM_ACTOR, message_id=message.pk, reason="keep"
+        conversation=reflected_conversation,
+        actor=SYSTEM_ACTOR,
+        message_id=message.pk,
+        reason="keep",
     )
-    base = f"/conversations/{conversation.pk}/"
+    base = f"/conversations/{observed_conversation.pk}/"
     client = login("admin")
     for url in (
         f"{base}observations/{observation.pk}/edit/",
@@ -196,20 +201,20 @@ def test_an_item_of_another_conversation_is_not_found_on_any_route(login, conver
 
 
 def test_a_link_to_an_item_not_in_the_conversation_shows_the_page_without_it(
-    login, conversation, reflected
+    login, observed_conversation, reflected_conversation
 ):
-    observation = Observation.objects.filter(conversation=reflected).first()
-    reflection = Reflection.objects.filter(conversation=reflected).first()
+    observation = Observation.objects.filter(conversation=reflected_conversation).first()
+    reflection = Reflection.objects.filter(conversation=reflected_conversation).first()
     assert observation and reflection
     client = login("viewer")
-    page = client.get(f"/conversations/{conversation.pk}/?highlight={observation.pk}")
+    page = client.get(f"/conversations/{observed_conversation.pk}/?highlight={observation.pk}")
     assert page.status_code == 200 and page.context["selected"] is None
-    page = client.get(f"/conversations/{conversation.pk}/?reflection={reflection.pk}")
+    page = client.get(f"/conversations/{observed_conversation.pk}/?reflection={reflection.pk}")
     assert page.status_code == 200 and page.context["obs_page"].reflection is None
 
 
 def test_another_workspaces_api_key_member_and_escalation_are_not_found(
-    login, other_workspace, foreign
+    login, other_workspace, foreign_conversation
 ):
     key, _ = api_key_create(
         workspace=other_workspace, actor=SYSTEM_ACTOR, name="theirs", scope="agent"
@@ -218,6 +223,8 @@ def test_another_workspaces_api_key_member_and_escalation_are_not_found(
     client = login("admin")
     assert client.post(f"/settings/api-keys/{key.pk}/revoke/").status_code == 404
     assert client.post(f"/settings/members/{theirs.pk}/remove/", {"reason": "x"}).status_code == 404
-    escalation = escalation_create(conversation=foreign, actor=SYSTEM_ACTOR, reason="help")
+    escalation = escalation_create(
+        conversation=foreign_conversation, actor=SYSTEM_ACTOR, reason="help"
+    )
     resolve = f"/escalations/{escalation.pk}/resolve/"
     assert client.post(resolve, {"note": "done"}).status_code == 404

@@ -7,11 +7,11 @@ import pytest
 
 from core.actors import Actor
 from memory.context.read import context_for_conversation
-from memory.models import Conversation, Message
+from memory.models import Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.pins import pin_create
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory
 
 CARD = "4111 1111 1111 1111"
@@ -27,13 +27,16 @@ def _page(client, url: str) -> str:
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer", "compliance", "admin"])
-def test_the_context_page_shows_exactly_what_the_api_serves(login, api, role, conversation):
+def test_the_context_page_shows_exactly_what_the_api_serves(
+    login, api, role, observed_conversation
+):
     messages_append(
-        conversation=conversation, items=[MessageInput(role="user", content="Any news on it?")]
+        conversation=observed_conversation,
+        items=[MessageInput(role="user", content="Any news on it?")],
     )
-    conversation.refresh_from_db()
-    served = api.get(f"/v1/conversations/{conversation.pk}/context?format=text")
-    html = _page(login(role), f"/conversations/{conversation.pk}/context/")
+    observed_conversation.refresh_from_db()
+    served = api.get(f"/v1/conversations/{observed_conversation.pk}/context?format=text")
+    html = _page(login(role), f"/conversations/{observed_conversation.pk}/context/")
 
     from html import unescape
 
@@ -45,56 +48,56 @@ def test_the_context_page_shows_exactly_what_the_api_serves(login, api, role, co
     assert "As chat messages" in html and "Relevant memory for this conversation" in html
 
 
-def test_the_context_page_counts_each_tier_against_the_budget(login, conversation):
+def test_the_context_page_counts_each_tier_against_the_budget(login, observed_conversation):
     pin_create(
-        conversation=conversation,
+        conversation=observed_conversation,
         actor=Actor(type="user", id="1"),
-        message_id=Message.objects.get(conversation=conversation, seq=1).pk,
+        message_id=Message.objects.get(conversation=observed_conversation, seq=1).pk,
         reason="exact wording",
     )
-    conversation.refresh_from_db()
+    observed_conversation.refresh_from_db()
     client = login("viewer")
-    html = _page(client, f"/conversations/{conversation.pk}/context/")
+    html = _page(client, f"/conversations/{observed_conversation.pk}/context/")
     for tier in ("Pinned", "Reflections", "Observations", "Recent messages"):
         assert f'<th scope="row">{tier}</th>' in html
     assert "Pinned (1)" in html and "Share of budget" not in html
 
-    budgeted = _page(client, f"/conversations/{conversation.pk}/context/?max_tokens=30")
+    budgeted = _page(client, f"/conversations/{observed_conversation.pk}/context/?max_tokens=30")
     assert "Share of budget" in budgeted and "of 30" in budgeted
     assert "over budget: pins are never dropped" in budgeted or "Left out" in budgeted
-    served = context_for_conversation(conversation=conversation, fmt="text", max_tokens=30)
+    served = context_for_conversation(conversation=observed_conversation, fmt="text", max_tokens=30)
     assert served.body.decode().splitlines()[0] in budgeted
 
 
-def test_a_bad_budget_is_refused_with_its_message(login, conversation):
-    response = login("viewer").get(f"/conversations/{conversation.pk}/context/?max_tokens=-3")
+def test_a_bad_budget_is_refused_with_its_message(login, observed_conversation):
+    response = login("viewer").get(
+        f"/conversations/{observed_conversation.pk}/context/?max_tokens=-3"
+    )
     assert response.status_code == 422
     assert "max_tokens must be a positive whole number" in response.content.decode()
 
 
-def test_another_workspaces_context_is_404(login, foreign):
-    assert login("admin").get(f"/conversations/{foreign.pk}/context/").status_code == 404
-
-
-@pytest.fixture
-def scanned(workspace, eager_tasks) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
-    with eager_tasks():
-        messages_append(
-            conversation=conversation,
-            items=[MessageInput(role="user", content=f"My card is {CARD}, mail {EMAIL}.")],
-        )
-    return Conversation.objects.get(pk=conversation.pk)
+def test_another_workspaces_context_is_404(login, foreign_conversation):
+    assert (
+        login("admin").get(f"/conversations/{foreign_conversation.pk}/context/").status_code == 404
+    )
 
 
 @pytest.mark.parametrize("role", ["viewer", "compliance"])
-def test_the_context_page_masks_what_the_conversation_page_masks(login, api, role, scanned):
-    html = _page(login(role), f"/conversations/{scanned.pk}/context/")
+def test_the_context_page_masks_what_the_conversation_page_masks(
+    login, api, role, scanned_conversation
+):
+    html = _page(login(role), f"/conversations/{scanned_conversation.pk}/context/")
     assert CARD not in html and EMAIL not in html
     assert "&lt;CREDIT_CARD&gt;" in html and "&lt;EMAIL_ADDRESS&gt;" in html
     assert "Personal data is masked here as on the conversation page" in html
     # The agent itself is served the stored text.
-    assert CARD in api.get(f"/v1/conversations/{scanned.pk}/context?format=text").content.decode()
+    assert (
+        CARD
+        in api.get(
+            f"/v1/conversations/{scanned_conversation.pk}/context?format=text"
+        ).content.decode()
+    )
 
 
 def test_re_identified_values_are_shown_as_their_pseudonyms(login, api, workspace):

@@ -26,7 +26,9 @@ def _titles(response) -> list[str]:
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_every_role_sees_the_list_with_per_tier_figures(login, role, reflected, conversation):
+def test_every_role_sees_the_list_with_per_tier_figures(
+    login, role, reflected_conversation, observed_conversation
+):
     response = login(role).get("/conversations/")
     assert response.status_code == 200
     rows = {c.title: c for c in response.context["page"].object_list}
@@ -40,13 +42,13 @@ def test_every_role_sees_the_list_with_per_tier_figures(login, role, reflected, 
     assert "Refund" in html and f"{row.compression:.1f}×" in html
 
 
-def test_it_lists_only_the_current_workspace(login, conversation, foreign):
+def test_it_lists_only_the_current_workspace(login, observed_conversation, foreign_conversation):
     response = login("admin").get("/conversations/")
     assert _titles(response) == ["Broken headphones"]
     assert b"Globex chat" not in response.content
 
 
-def test_search_matches_title_end_user_id_and_message_text(login, workspace, conversation):
+def test_search_matches_title_end_user_id_and_message_text(login, workspace, observed_conversation):
     other = conversation_create(workspace=workspace, user_id="zed", title="Shipping")
     chat(other, [("user", "Where is my parcel to Lisbon?")])
     client = login("viewer")
@@ -70,7 +72,7 @@ def test_filters_by_end_user_and_date_range(login, workspace):
     assert _titles(client.get(f"/conversations/?active_to={until}")) == ["Old"]
 
 
-def test_a_bad_date_range_is_shown_next_to_its_field(login, conversation):
+def test_a_bad_date_range_is_shown_next_to_its_field(login, observed_conversation):
     response = login("viewer").get("/conversations/?active_from=2026-02-10&active_to=2026-02-01")
     html = response.content.decode()
     assert response.status_code == 200
@@ -78,7 +80,9 @@ def test_a_bad_date_range_is_shown_next_to_its_field(login, conversation):
     assert "The end date is before the start date." in html
 
 
-def test_filters_pii_found_legal_hold_and_pipeline_failures(login, workspace, conversation):
+def test_filters_pii_found_legal_hold_and_pipeline_failures(
+    login, workspace, observed_conversation
+):
     pii = conversation_create(workspace=workspace, user_id="p", title="With PII")
     RedactionFindingFactory(conversation=pii)
     held = conversation_create(workspace=workspace, user_id="h", title="Held")
@@ -128,7 +132,7 @@ def test_pagination_keeps_the_filters(login, workspace):
     assert len(_titles(second)) == 5
 
 
-def test_the_htmx_branch_returns_only_the_results(login, conversation):
+def test_the_htmx_branch_returns_only_the_results(login, observed_conversation):
     response = login("viewer").get("/conversations/?q=headphones", HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="results"')
@@ -158,7 +162,9 @@ def test_empty_states_say_what_to_do(login, workspace):
     assert "No conversation matches these filters" in filtered
 
 
-def test_filters_conversations_whose_pipeline_run_is_retrying(login, workspace, conversation):
+def test_filters_conversations_whose_pipeline_run_is_retrying(
+    login, workspace, observed_conversation
+):
     retrying = conversation_create(workspace=workspace, user_id="r", title="Retrying")
     ObserverRun.objects.create(
         conversation=retrying,
@@ -184,9 +190,13 @@ def test_filters_conversations_whose_pipeline_run_is_retrying(login, workspace, 
     ]
 
 
-def test_the_list_counts_active_and_reflected_observations(login, reflected, conversation):
+def test_the_list_counts_active_and_reflected_observations(
+    login, reflected_conversation, observed_conversation
+):
     html = _page(login("viewer"), "/conversations/")
-    reflected_count = Observation.objects.filter(conversation=reflected, status="reflected").count()
+    reflected_count = Observation.objects.filter(
+        conversation=reflected_conversation, status="reflected"
+    ).count()
     assert reflected_count
     assert f"{reflected_count} reflected" in html
     assert "0 active" in html

@@ -34,40 +34,40 @@ def _seqs(html: str) -> list[int]:
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_every_role_sees_the_three_columns(login, role, reflected):
-    response = login(role).get(f"/conversations/{reflected.pk}/")
+def test_every_role_sees_the_three_columns(login, role, reflected_conversation):
+    response = login(role).get(f"/conversations/{reflected_conversation.pk}/")
     html = response.content.decode()
     assert response.status_code == 200
     for heading in ("Messages", "Observations", "Reflections"):
         assert f'-heading">{heading}</h2>' in html
     assert "I prefer email over phone calls." in html
-    reflection = Reflection.objects.filter(conversation=reflected).first()
-    observation = Observation.objects.filter(conversation=reflected).first()
+    reflection = Reflection.objects.filter(conversation=reflected_conversation).first()
+    observation = Observation.objects.filter(conversation=reflected_conversation).first()
     assert escape(reflection.text) in html and escape(observation.text) in html
     editing = ("Observe now", "Reflect now", ">Edit</a>", "Add an observation")
     can_edit = role != "viewer"
     assert all((label in html) is can_edit for label in editing)
 
 
-def test_another_workspaces_conversation_is_not_found(login, foreign):
+def test_another_workspaces_conversation_is_not_found(login, foreign_conversation):
     client = login("admin")
     for url in (
-        f"/conversations/{foreign.pk}/",
-        f"/conversations/{foreign.pk}/transcript",
-        f"/conversations/{foreign.pk}/messages/?before=3",
-        f"/conversations/{foreign.pk}/observations/",
+        f"/conversations/{foreign_conversation.pk}/",
+        f"/conversations/{foreign_conversation.pk}/transcript",
+        f"/conversations/{foreign_conversation.pk}/messages/?before=3",
+        f"/conversations/{foreign_conversation.pk}/observations/",
     ):
         response = client.get(url, HTTP_HX_REQUEST="true")
         assert response.status_code == 404, url
     assert client.get("/conversations/00000000-0000-0000-0000-000000000000/").status_code == 404
 
 
-def test_observations_show_marker_dates_relative_date_and_tokens(login, conversation):
-    observation = Observation.objects.filter(conversation=conversation).first()
+def test_observations_show_marker_dates_relative_date_and_tokens(login, observed_conversation):
+    observation = Observation.objects.filter(conversation=observed_conversation).first()
     observation.referenced_at = timezone.now() + timedelta(days=4)
     observation.priority = "high"
     observation.save()
-    html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
+    html = login("viewer").get(f"/conversations/{observed_conversation.pk}/").content.decode()
     item = html[html.index(f'id="obs-{observation.pk}"') :]
     item = item[: item.index("</li>")]
     # The marker is drawn, and its word is next to it: readable without colour.
@@ -159,17 +159,17 @@ def test_observations_load_incrementally(login, long_conversation):
     assert client.get(f"/conversations/{long_conversation.pk}/observations/").status_code == 302
 
 
-def test_the_htmx_branch_of_the_page_returns_the_columns(login, conversation):
+def test_the_htmx_branch_of_the_page_returns_the_columns(login, observed_conversation):
     html = (
         login("viewer")
-        .get(f"/conversations/{conversation.pk}/", HTTP_HX_REQUEST="true")
+        .get(f"/conversations/{observed_conversation.pk}/", HTTP_HX_REQUEST="true")
         .content.decode()
     )
     assert html.lstrip().startswith('<div id="columns"') and "<html" not in html
 
 
 def test_the_page_costs_the_same_queries_whatever_the_size(
-    login, conversation, long_conversation, django_assert_max_num_queries
+    login, observed_conversation, long_conversation, django_assert_max_num_queries
 ):
     client = login("viewer")
     client.get("/conversations/")  # the session's workspace is saved on the first request
@@ -178,7 +178,7 @@ def test_the_page_costs_the_same_queries_whatever_the_size(
     # by status and priority, the conversation's escalations, and the reasoning steps and
     # tool calls between messages.
     with django_assert_max_num_queries(23) as small:
-        client.get(f"/conversations/{conversation.pk}/")
+        client.get(f"/conversations/{observed_conversation.pk}/")
     with django_assert_max_num_queries(len(small.captured_queries)):
         client.get(f"/conversations/{long_conversation.pk}/")
 
@@ -196,12 +196,12 @@ def test_empty_columns_say_what_happens_next(login, workspace):
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_the_raw_transcript_is_plain_text_for_every_role(login, role, conversation):
-    response = login(role).get(f"/conversations/{conversation.pk}/transcript?format=text")
+def test_the_raw_transcript_is_plain_text_for_every_role(login, role, observed_conversation):
+    response = login(role).get(f"/conversations/{observed_conversation.pk}/transcript?format=text")
     assert response.status_code == 200
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     text = b"".join(response.streaming_content).decode()
-    assert text.startswith(f"Conversation {conversation.pk}\n")
+    assert text.startswith(f"Conversation {observed_conversation.pk}\n")
     assert "#3  " in text and "tool (lookup_order)" in text
     assert "I'll drop the parcel off next Tuesday." in text
 
@@ -234,8 +234,8 @@ def test_the_transcript_reads_few_queries_and_escapes_nothing(
     assert text.count("<script>") == 500  # plain text: shown as written, never run
 
 
-def test_the_transcript_page_has_a_title_and_wraps_wide_lines(login, conversation):
-    response = login("viewer").get(f"/conversations/{conversation.pk}/transcript")
+def test_the_transcript_page_has_a_title_and_wraps_wide_lines(login, observed_conversation):
+    response = login("viewer").get(f"/conversations/{observed_conversation.pk}/transcript")
     assert response["Content-Type"] == "text/html; charset=utf-8"
     page = b"".join(response.streaming_content).decode()
     assert "<title>Transcript · Broken headphones · Memdesk</title>" in page
@@ -268,34 +268,32 @@ def test_observe_now_queues_a_run_and_the_page_polls_it(login, workspace):
     assert client.get(poll_url).status_code == 302  # without htmx: back to the page
 
 
-def test_reflect_now_without_htmx_redirects_back_to_the_page(login, conversation):
-    response = login("admin").post(f"/conversations/{conversation.pk}/reflect/")
+def test_reflect_now_without_htmx_redirects_back_to_the_page(login, observed_conversation):
+    response = login("admin").post(f"/conversations/{observed_conversation.pk}/reflect/")
     assert response.status_code == 302
-    assert response["Location"] == f"/conversations/{conversation.pk}/#runs"
-    assert conversation.reflector_runs.count() == 1
+    assert response["Location"] == f"/conversations/{observed_conversation.pk}/#runs"
+    assert observed_conversation.reflector_runs.count() == 1
 
 
-def test_a_viewer_cannot_run_the_pipeline_and_is_told_which_role_can(login, conversation):
-    response = login("viewer").post(f"/conversations/{conversation.pk}/observe/")
+def test_a_viewer_cannot_run_the_pipeline_and_is_told_which_role_can(login, observed_conversation):
+    response = login("viewer").post(f"/conversations/{observed_conversation.pk}/observe/")
     assert response.status_code == 403
     html = response.content.decode()
     assert "To run the Observer or the Reflector in <strong>acme</strong>" in html
     assert '<strong class="required-role">reviewer</strong>' in html
-    assert ObserverRun.objects.filter(conversation=conversation).count() == 1  # the fixture's
+    assert (
+        ObserverRun.objects.filter(conversation=observed_conversation).count() == 1
+    )  # the fixture's
 
 
-def test_running_the_pipeline_needs_the_csrf_token(csrf_client, conversation):
-    client = csrf_client("reviewer")
-    assert client.post(f"/conversations/{conversation.pk}/observe/").status_code == 403
-    assert client.post(f"/conversations/{conversation.pk}/reflect/").status_code == 403
-
-
-def test_run_status_of_another_conversation_is_not_found(login, conversation, reflected):
-    run = ObserverRun.objects.get(conversation=reflected)
+def test_run_status_of_another_conversation_is_not_found(
+    login, observed_conversation, reflected_conversation
+):
+    run = ObserverRun.objects.get(conversation=reflected_conversation)
     client = login("viewer")
-    url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/"
+    url = f"/conversations/{observed_conversation.pk}/runs/observer/{run.pk}/"
     assert client.get(url, HTTP_HX_REQUEST="true").status_code == 404
-    bad_kind = f"/conversations/{reflected.pk}/runs/sideways/{run.pk}/"
+    bad_kind = f"/conversations/{reflected_conversation.pk}/runs/sideways/{run.pk}/"
     assert client.get(bad_kind, HTTP_HX_REQUEST="true").status_code == 404
 
 
@@ -303,7 +301,7 @@ def test_sources_deleted_by_retention_say_so_instead_of_linking_to_nothing(login
     from governance.retention.plan import retention_sweep_request
     from governance.retention.policies import retention_policy_create
     from governance.retention.sweep import retention_sweep
-    from tests.governance.test_retention_support import ADMIN, conversation_with_tiers
+    from tests.governance.builders import ADMIN, conversation_with_tiers
 
     retention_policy_create(
         workspace=workspace,
@@ -415,9 +413,9 @@ def test_a_reviewer_cancels_a_retrying_run_from_its_card(login, workspace):
     assert ObserverRun.objects.filter(conversation=conversation, status="pending").count() == 1
 
 
-def test_cancelling_a_run_that_has_finished_says_so(login, conversation):
-    run = ObserverRun.objects.get(conversation=conversation)
-    cancel_url = f"/conversations/{conversation.pk}/runs/observer/{run.pk}/cancel/"
+def test_cancelling_a_run_that_has_finished_says_so(login, observed_conversation):
+    run = ObserverRun.objects.get(conversation=observed_conversation)
+    cancel_url = f"/conversations/{observed_conversation.pk}/runs/observer/{run.pk}/cancel/"
 
     card = login("admin").post(cancel_url, HTTP_HX_REQUEST="true").content.decode()
 
@@ -439,7 +437,7 @@ def test_cancel_without_htmx_redirects_back_to_the_runs(login, workspace):
 
 
 def test_who_may_not_run_the_pipeline_may_not_cancel_and_others_runs_are_not_found(
-    login, csrf_client, workspace, foreign
+    login, csrf_client, workspace, foreign_conversation
 ):
     conversation = conversation_create(workspace=workspace, title="Provider down")
     run = _retrying_run(conversation)
@@ -447,8 +445,8 @@ def test_who_may_not_run_the_pipeline_may_not_cancel_and_others_runs_are_not_fou
 
     assert login("viewer").post(cancel_url).status_code == 403
     assert csrf_client("reviewer").post(cancel_url).status_code == 403  # no CSRF token
-    theirs = _retrying_run(foreign)
-    foreign_url = f"/conversations/{foreign.pk}/runs/observer/{theirs.pk}/cancel/"
+    theirs = _retrying_run(foreign_conversation)
+    foreign_url = f"/conversations/{foreign_conversation.pk}/runs/observer/{theirs.pk}/cancel/"
     assert login("admin").post(foreign_url).status_code == 404
     # Another conversation's run through this conversation's address.
     mixed = f"/conversations/{conversation.pk}/runs/observer/{theirs.pk}/cancel/"
@@ -483,77 +481,86 @@ def test_a_finished_run_reloads_the_columns_and_their_counts(login, workspace):
     assert f"{active} active" in html
 
 
-def test_messages_not_observed_yet_are_marked_on_the_conversation_page(login, conversation):
+def test_messages_not_observed_yet_are_marked_on_the_conversation_page(
+    login, observed_conversation
+):
     messages_append(
-        conversation=conversation, items=[MessageInput(role="user", content="Still there?")]
+        conversation=observed_conversation,
+        items=[MessageInput(role="user", content="Still there?")],
     )
-    html = _page(login("viewer"), f"/conversations/{conversation.pk}/")
+    html = _page(login("viewer"), f"/conversations/{observed_conversation.pk}/")
     newest = html[html.index('id="m-7"') :]
     newest = newest[: newest.index("</li>")]
     assert "is-unobserved" in newest and "not observed yet" in newest
     first = html[html.index('id="m-1"') :]
     assert "not observed yet" not in first[: first.index("</li>")]
-    assert f'href="/conversations/{conversation.pk}/context/"' in html
+    assert f'href="/conversations/{observed_conversation.pk}/context/"' in html
 
 
-def test_priorities_have_a_legend_and_a_filter_that_works_without_javascript(login, conversation):
+def test_priorities_have_a_legend_and_a_filter_that_works_without_javascript(
+    login, observed_conversation
+):
     priorities = dict(
-        Observation.objects.filter(conversation=conversation).values_list("pk", "priority")
+        Observation.objects.filter(conversation=observed_conversation).values_list("pk", "priority")
     )
     high = [pk for pk, p in priorities.items() if p == "high"]
     assert high and len(high) < len(priorities)
     client = login("viewer")
-    html = _page(client, f"/conversations/{conversation.pk}/")
+    html = _page(client, f"/conversations/{observed_conversation.pk}/")
     legend = html[html.index('class="priority-filter"') :]
     legend = legend[: legend.index("</form>")]
     for word in ("high", "medium", "low", "completed"):
         assert f'<input type="radio" name="priority" value="{word}"' in legend
         assert f'aria-hidden="true"></span>{word}' in legend
 
-    filtered = _page(client, f"/conversations/{conversation.pk}/?priority=high")
+    filtered = _page(client, f"/conversations/{observed_conversation.pk}/?priority=high")
     assert filtered.count('class="memory-item obs ') == len(high)
     assert 'value="high" checked' in filtered
     partial = client.get(
-        f"/conversations/{conversation.pk}/observations/?priority=high", **HX
+        f"/conversations/{observed_conversation.pk}/observations/?priority=high", **HX
     ).content.decode()
     assert partial.count('class="memory-item obs ') == len(high)
-    redirected = client.get(f"/conversations/{conversation.pk}/observations/?priority=high")
+    redirected = client.get(
+        f"/conversations/{observed_conversation.pk}/observations/?priority=high"
+    )
     assert redirected["Location"].endswith("?priority=high#observations")
     # An unknown priority filters nothing.
-    everything = _page(client, f"/conversations/{conversation.pk}/?priority=urgent")
+    everything = _page(client, f"/conversations/{observed_conversation.pk}/?priority=urgent")
     assert everything.count('class="memory-item obs ') == len(priorities)
 
 
-def test_a_manual_observation_says_who_wrote_it(login, conversation):
+def test_a_manual_observation_says_who_wrote_it(login, observed_conversation):
     client = login("reviewer")
     response = client.post(
-        f"/conversations/{conversation.pk}/observations/add/",
+        f"/conversations/{observed_conversation.pk}/observations/add/",
         {"text": "Call back on Monday", "priority": "high", "reason": "phone call"},
     )
     assert response.status_code == 302
-    observation = Observation.objects.get(conversation=conversation, text="Call back on Monday")
-    html = _page(login("viewer"), f"/conversations/{conversation.pk}/")
+    observation = Observation.objects.get(
+        conversation=observed_conversation, text="Call back on Monday"
+    )
+    html = _page(login("viewer"), f"/conversations/{observed_conversation.pk}/")
     item = html[html.index(f'id="obs-{observation.pk}"') :]
     assert f"written by {client.user.username}" in item[: item.index("</li>")]
     added = client.post(
-        f"/conversations/{conversation.pk}/observations/add/",
+        f"/conversations/{observed_conversation.pk}/observations/add/",
         {"text": "Another note", "priority": "low", "reason": "r"},
         **HX,
     )
     assert f"written by {client.user.username}" in added.content.decode()
 
 
-def test_an_observation_by_an_agent_is_not_called_a_person(login, conversation):
+def test_an_observation_by_an_agent_is_not_called_a_person(login, observed_conversation):
     observation_create(
-        conversation=conversation, actor=Actor(type="api_key", id="9"), text="Agent note"
+        conversation=observed_conversation, actor=Actor(type="api_key", id="9"), text="Agent note"
     )
-    html = _page(login("viewer"), f"/conversations/{conversation.pk}/")
+    html = _page(login("viewer"), f"/conversations/{observed_conversation.pk}/")
     item = html[html.index(">Agent note<") :]
     assert "an agent over the API" in item[: item.index("</li>")]
 
 
-def test_every_item_is_a_tab_stop_and_the_shortcuts_are_on_the_page(login, reflected):
-    html = _page(login("viewer"), f"/conversations/{reflected.pk}/")
+def test_every_item_is_a_tab_stop_and_the_shortcuts_are_on_the_page(login, reflected_conversation):
+    html = _page(login("viewer"), f"/conversations/{reflected_conversation.pk}/")
     assert 'Jump to: <a href="#messages"' in html
     assert 'href="#observations"' in html and 'href="#reflections"' in html
     assert "Keyboard shortcuts" in html and "<kbd>j</kbd>" in html
@@ -564,8 +571,8 @@ def test_every_item_is_a_tab_stop_and_the_shortcuts_are_on_the_page(login, refle
             assert 'tabindex="0"' in chunk[: chunk.index(">")]
 
 
-def test_the_add_bar_sits_above_the_list_not_over_it(login, conversation):
-    html = _page(login("reviewer"), f"/conversations/{conversation.pk}/")
+def test_the_add_bar_sits_above_the_list_not_over_it(login, observed_conversation):
+    html = _page(login("reviewer"), f"/conversations/{observed_conversation.pk}/")
     bar = html.index('class="add-observation"')
     assert bar < html.index('id="observation-list"')
     from pathlib import Path

@@ -7,7 +7,7 @@ from memory.grounding import grounding_score
 from memory.models import Observation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from tests.memory.test_grounding import INVENTED, SOURCES
+from tests.memory.builders import INVENTED, SOURCES
 
 
 def test_the_dashboard_marks_the_note_and_filters_its_conversation(login, workspace):

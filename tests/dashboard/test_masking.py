@@ -15,7 +15,7 @@ from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.pins import pin_create
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 
 CARD = "4111 1111 1111 1111"
 EMAIL = "dana.whitfield@example.com"
@@ -24,7 +24,7 @@ HX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def scanned(workspace, eager_tasks) -> Conversation:
+def scanned_card_and_email(workspace, eager_tasks) -> Conversation:
     """A conversation whose messages the scan task has read."""
     conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
     with eager_tasks():
@@ -53,11 +53,11 @@ def _transcript(client, conversation: Conversation) -> str:
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer", "compliance", "admin"])
-def test_every_role_sees_the_values_masked_by_type(login, role, scanned):
+def test_every_role_sees_the_values_masked_by_type(login, role, scanned_card_and_email):
     client = login(role)
 
-    page = client.get(f"/conversations/{scanned.pk}/").content.decode()
-    transcript = _transcript(client, scanned)
+    page = client.get(f"/conversations/{scanned_card_and_email.pk}/").content.decode()
+    transcript = _transcript(client, scanned_card_and_email)
 
     for text in (page, transcript):
         assert CARD not in text and EMAIL not in text
@@ -68,17 +68,19 @@ def test_every_role_sees_the_values_masked_by_type(login, role, scanned):
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer"])
-def test_viewers_and_reviewers_get_no_reveal_control(login, role, scanned):
-    page = login(role).get(f"/conversations/{scanned.pk}/").content.decode()
+def test_viewers_and_reviewers_get_no_reveal_control(login, role, scanned_card_and_email):
+    page = login(role).get(f"/conversations/{scanned_card_and_email.pk}/").content.decode()
     assert "/reveal/" not in page and "Reveal personal data" not in page
     assert 'class="pii-mask" title="CREDIT_CARD, masked for your role"' in page
 
 
 @pytest.mark.parametrize("role", ["compliance", "admin"])
-def test_compliance_and_admin_get_a_reveal_control(login, role, scanned):
-    page = login(role).get(f"/conversations/{scanned.pk}/").content.decode()
-    message = _message(scanned)
-    assert f'action="/conversations/{scanned.pk}/messages/{message.pk}/reveal/"' in page
+def test_compliance_and_admin_get_a_reveal_control(login, role, scanned_card_and_email):
+    page = login(role).get(f"/conversations/{scanned_card_and_email.pk}/").content.decode()
+    message = _message(scanned_card_and_email)
+    assert (
+        f'action="/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/"' in page
+    )
     card = _finding("CREDIT_CARD")
     assert f'form="reveal-{message.pk}" name="finding" value="{card.pk}"' in page
 
@@ -112,17 +114,17 @@ def test_a_long_message_is_masked_in_its_summary_too(login, workspace, eager_tas
     assert 'class="msg-long"' in html and CARD not in html and EMAIL not in html
 
 
-def test_pins_of_a_message_are_masked(login, scanned):
-    message = _message(scanned)
+def test_pins_of_a_message_are_masked(login, scanned_card_and_email):
+    message = _message(scanned_card_and_email)
     pin_create(
-        conversation=scanned,
+        conversation=scanned_card_and_email,
         message_id=message.pk,
         start=TEXT.index("My card"),
         end=TEXT.index(" and my email"),
         actor=SYSTEM_ACTOR,
     )
-    pin_create(conversation=scanned, message_id=message.pk, actor=SYSTEM_ACTOR)
-    html = login("viewer").get(f"/conversations/{scanned.pk}/").content.decode()
+    pin_create(conversation=scanned_card_and_email, message_id=message.pk, actor=SYSTEM_ACTOR)
+    html = login("viewer").get(f"/conversations/{scanned_card_and_email.pk}/").content.decode()
     pins = html[html.index('id="pin-list"') :]
     assert pins.count('<span class="pii-mask" title="CREDIT_CARD, masked">') == 2
     assert "&lt;EMAIL_ADDRESS&gt;" in pins and CARD not in html and EMAIL not in html
@@ -144,10 +146,10 @@ def test_a_message_not_yet_scanned_says_so(login, workspace, django_capture_on_c
 # --- revealing ---------------------------------------------------------------------------------
 
 
-def test_a_reviewer_cannot_reveal(login, scanned):
-    message = _message(scanned)
+def test_a_reviewer_cannot_reveal(login, scanned_card_and_email):
+    message = _message(scanned_card_and_email)
     response = login("reviewer").post(
-        f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/", **HX
+        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/", **HX
     )
     assert response.status_code == 403
     assert "To reveal personal data in messages" in response.content.decode()
@@ -159,11 +161,13 @@ def test_a_reviewer_cannot_reveal(login, scanned):
     assert not AuditEvent.objects.filter(action="message.reveal").exists()
 
 
-def test_compliance_reveals_a_message_and_the_reveal_is_audited(login, scanned):
+def test_compliance_reveals_a_message_and_the_reveal_is_audited(login, scanned_card_and_email):
     client = login("compliance")
-    message = _message(scanned)
+    message = _message(scanned_card_and_email)
 
-    response = client.post(f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/", **HX)
+    response = client.post(
+        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/", **HX
+    )
 
     assert response.status_code == 200
     assert response["Cache-Control"] == "private, no-store"
@@ -181,16 +185,16 @@ def test_compliance_reveals_a_message_and_the_reveal_is_audited(login, scanned):
     stored = json.dumps([event.before, event.after, event.reason])
     assert CARD not in stored and EMAIL not in stored
     # Revealing shows; it changes nothing stored, and the next page load masks again.
-    assert _message(scanned).content == TEXT
-    assert CARD not in client.get(f"/conversations/{scanned.pk}/").content.decode()
+    assert _message(scanned_card_and_email).content == TEXT
+    assert CARD not in client.get(f"/conversations/{scanned_card_and_email.pk}/").content.decode()
 
 
-def test_an_admin_reveals_one_value(login, scanned):
-    message = _message(scanned)
+def test_an_admin_reveals_one_value(login, scanned_card_and_email):
+    message = _message(scanned_card_and_email)
     card = _finding("CREDIT_CARD")
 
     response = login("admin").post(
-        f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/",
+        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/",
         {"finding": str(card.pk)},
         **HX,
     )
@@ -202,25 +206,25 @@ def test_an_admin_reveals_one_value(login, scanned):
     assert event.after["findingIds"] == [card.pk] and event.after["whole"] is False
 
 
-def test_revealing_without_javascript_shows_a_page(login, scanned):
-    message = _message(scanned)
+def test_revealing_without_javascript_shows_a_page(login, scanned_card_and_email):
+    message = _message(scanned_card_and_email)
     response = login("compliance").post(
-        f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/"
+        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/"
     )
     html = response.content.decode()
     assert response.status_code == 200 and "<html" in html and CARD in html
     assert "recorded in the audit log" in html
 
 
-def test_bad_reveal_requests(login, scanned, foreign):
+def test_bad_reveal_requests(login, scanned_card_and_email, foreign_conversation):
     client = login("compliance")
-    message = _message(scanned)
-    url = f"/conversations/{scanned.pk}/messages/{message.pk}/reveal/"
+    message = _message(scanned_card_and_email)
+    url = f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/"
     other = RedactionFinding.objects.create(
-        workspace=scanned.workspace,
-        conversation=scanned,
+        workspace=scanned_card_and_email.workspace,
+        conversation=scanned_card_and_email,
         target_type="message",
-        target_id=_message(scanned, 2).pk,
+        target_id=_message(scanned_card_and_email, 2).pk,
         entity_type="PERSON",
         start=0,
         end=6,
@@ -232,10 +236,12 @@ def test_bad_reveal_requests(login, scanned, foreign):
 
     not_ids = client.post(url, {"finding": "12; DROP"}, **HX)
     elsewhere = client.post(url, {"finding": str(other.pk)}, **HX)
-    foreign_message = foreign.messages.first()
-    theirs = client.post(f"/conversations/{foreign.pk}/messages/{foreign_message.pk}/reveal/", **HX)
+    foreign_message = foreign_conversation.messages.first()
+    theirs = client.post(
+        f"/conversations/{foreign_conversation.pk}/messages/{foreign_message.pk}/reveal/", **HX
+    )
     wrong_message = client.post(
-        f"/conversations/{scanned.pk}/messages/{foreign_message.pk}/reveal/", **HX
+        f"/conversations/{scanned_card_and_email.pk}/messages/{foreign_message.pk}/reveal/", **HX
     )
 
     assert not_ids.status_code == 400 and "finding must be" in not_ids.content.decode()
@@ -254,6 +260,6 @@ def test_values_the_policy_keeps_are_not_masked(login, workspace, eager_tasks):
     assert EMAIL in html and CARD not in html
 
 
-def test_the_agent_api_reads_messages_as_written(api, scanned):
-    messages = api.get(f"/v1/conversations/{scanned.pk}/messages").json()["messages"]
+def test_the_agent_api_reads_messages_as_written(api, scanned_card_and_email):
+    messages = api.get(f"/v1/conversations/{scanned_card_and_email.pk}/messages").json()["messages"]
     assert TEXT in [m["content"] for m in messages]

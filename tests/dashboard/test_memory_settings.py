@@ -169,13 +169,6 @@ def test_it_acts_in_the_switched_workspace_only(login, workspace, other_workspac
     assert _stored_fidelity(workspace) == ""
 
 
-def test_a_save_needs_the_csrf_token(csrf_client, workspace):
-    response = csrf_client("admin").post(URL, {"fidelity": "compact", "reason": "x"})
-
-    assert response.status_code == 403
-    assert _stored_fidelity(workspace) == ""
-
-
 def test_the_page_shows_the_default_context_budget(login, workspace):
     assert (
         '<span class="stat-value" id="context-budget">32,000</span>'

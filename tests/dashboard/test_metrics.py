@@ -56,7 +56,9 @@ def _metrics(html: str) -> dict:
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_every_role_sees_the_workspace_metrics(login, role, reflected, conversation):
+def test_every_role_sees_the_workspace_metrics(
+    login, role, reflected_conversation, observed_conversation
+):
     response = login(role).get("/metrics/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -101,20 +103,22 @@ def test_the_metrics_page_counts_failed_retrying_and_cancelled_runs(login, works
     assert "0 failed · 1 retrying" in html  # the Reflector
 
 
-def test_metrics_of_one_conversation(login, reflected, conversation):
+def test_metrics_of_one_conversation(login, reflected_conversation, observed_conversation):
     client = login("viewer")
-    html = client.get(f"/metrics/?conversation={reflected.pk}").content.decode()
+    html = client.get(f"/metrics/?conversation={reflected_conversation.pk}").content.decode()
     data = _metrics(html)
-    assert data["scope"]["conversationId"] == str(reflected.pk)
+    assert data["scope"]["conversationId"] == str(reflected_conversation.pk)
     assert data["observer"]["total"] == 1 and data["messages"] == 6
-    fragment = client.get(f"/metrics/?conversation={conversation.pk}", **HX).content.decode()
+    fragment = client.get(
+        f"/metrics/?conversation={observed_conversation.pk}", **HX
+    ).content.decode()
     assert fragment.lstrip().startswith('<div id="charts">') and "<html" not in fragment
     assert _metrics(fragment)["reflector"]["total"] == 0
 
 
-def test_metrics_of_another_workspaces_conversation_are_not_found(login, foreign):
+def test_metrics_of_another_workspaces_conversation_are_not_found(login, foreign_conversation):
     client = login("admin")
-    assert client.get(f"/metrics/?conversation={foreign.pk}").status_code == 404
+    assert client.get(f"/metrics/?conversation={foreign_conversation.pk}").status_code == 404
     assert client.get("/metrics/?conversation=not-a-uuid").status_code == 404
 
 

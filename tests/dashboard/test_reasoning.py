@@ -45,7 +45,8 @@ def _order_of(html: str, *markers: str) -> list[int]:
 
 
 @pytest.fixture
-def conversation(workspace) -> Conversation:
+def reasoned_conversation(workspace) -> Conversation:
+    """Messages with the agent's reasoning steps between them, one with a tool call."""
     conversation = conversation_create(workspace=workspace, user_id="dana", title="Order")
     _say(conversation, "Where is my order ORD-7?")
     _reason(conversation, "Look the order up first", tool="order_status", output="delivered")
@@ -55,8 +56,10 @@ def conversation(workspace) -> Conversation:
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer", "compliance", "admin"])
-def test_steps_and_tool_calls_are_shown_in_time_order_with_the_messages(login, role, conversation):
-    page = login(role).get(f"/conversations/{conversation.pk}/").content.decode()
+def test_steps_and_tool_calls_are_shown_in_time_order_with_the_messages(
+    login, role, reasoned_conversation
+):
+    page = login(role).get(f"/conversations/{reasoned_conversation.pk}/").content.decode()
 
     order = _order_of(
         page,

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-import pytest
-
-from memory.models import Conversation, Observation, Reflection
+from memory.models import Observation, Reflection
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 CARD = "4111 1111 1111 1111"
 
@@ -27,50 +24,20 @@ def _page(client, url: str) -> str:
     return response.content.decode()
 
 
-@pytest.fixture
-def scanned(workspace, eager_tasks) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Card")
-    with eager_tasks():
-        messages_append(
-            conversation=conversation,
-            items=[MessageInput(role="user", content=f"My card is {CARD}, mail {EMAIL}.")],
-        )
-    return Conversation.objects.get(pk=conversation.pk)
-
-
-@pytest.fixture
-def searchable(workspace, foreign) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="ana/b c?", title="Parcel")
-    messages_append(
-        conversation=conversation,
-        items=[MessageInput(role="user", content="The zephyr kettle leaks.")],
-    )
-    ObservationFactory(
-        conversation=conversation, text="User's zephyr kettle leaks", priority="high"
-    )
-    ReflectionFactory(conversation=conversation, text="Zephyr kettle owner, wants a refund")
-    # The same word in another workspace must not be found.
-    messages_append(
-        conversation=foreign, items=[MessageInput(role="user", content="zephyr elsewhere")]
-    )
-    ObservationFactory(conversation=foreign, text="zephyr in globex")
-    return conversation
-
-
-def test_search_finds_each_kind_and_links_to_the_item(login, searchable):
+def test_search_finds_each_kind_and_links_to_the_item(login, searchable_conversation):
     client = login("viewer")
     html = _page(client, "/search/?q=ZEPHYR")
     assert "Messages (1)" in html and "Observations (1)" in html and "Reflections (1)" in html
     assert "1 message matches “ZEPHYR”" in html
-    assert f"/conversations/{searchable.pk}/?at=1#m-1" in html
+    assert f"/conversations/{searchable_conversation.pk}/?at=1#m-1" in html
     assert "<mark>zephyr</mark>" in html and "globex" not in html
 
-    observation = Observation.objects.get(conversation=searchable)
+    observation = Observation.objects.get(conversation=searchable_conversation)
     html = _page(client, "/search/?q=zephyr&kind=observations")
     assert f"?highlight={observation.pk}#obs-{observation.pk}" in html
     assert "high</span>" in html and "elsewhere" not in html and "in globex" not in html
 
-    reflection = Reflection.objects.get(conversation=searchable)
+    reflection = Reflection.objects.get(conversation=searchable_conversation)
     html = _page(client, "/search/?q=zephyr&kind=reflections")
     assert f"?reflection={reflection.pk}#refl-{reflection.pk}" in html
 
@@ -90,7 +57,7 @@ def test_search_pages_its_results_and_works_as_an_htmx_partial(login, workspace)
     assert partial.lstrip().startswith('<section id="results"') and "<html" not in partial
 
 
-def test_search_does_not_find_masked_values(login, scanned):
+def test_search_does_not_find_masked_values(login, scanned_conversation):
     html = _page(login("viewer"), f"/search/?q={quote(EMAIL)}")
     # Found in the stored text, but only inside a masked value: not a hit.
     assert "Messages (0)" in html and "No message holds" in html

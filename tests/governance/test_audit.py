@@ -16,6 +16,7 @@ from governance.audit.writer import audit_record
 from governance.models import AuditEvent
 from memory.models import Observation
 from tenancy.services import workspace_get_or_create
+from tests.governance.builders import tamper
 
 
 def _record(workspace, n: int) -> list[AuditEvent]:
@@ -32,15 +33,6 @@ def _record(workspace, n: int) -> list[AuditEvent]:
     ]
 
 
-def _tamper(sql: str, params: list[object]) -> None:
-    """Change the table behind the application's back, as someone with database access
-    could. On PostgreSQL that needs the append-only trigger switched off first."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL session_replication_role = replica")
-        cursor.execute(sql, params)
-
-
 def test_events_form_a_chain_per_workspace(workspace, other_workspace):
     mine = _record(workspace, 3)
     theirs = _record(other_workspace, 2)
@@ -53,7 +45,7 @@ def test_events_form_a_chain_per_workspace(workspace, other_workspace):
 
 def test_altering_one_event_breaks_verification_at_that_event(workspace):
     events = _record(workspace, 5)
-    _tamper("UPDATE governance_auditevent SET reason = %s WHERE id = %s", ["hidden", events[2].pk])
+    tamper("UPDATE governance_auditevent SET reason = %s WHERE id = %s", ["hidden", events[2].pk])
     report = audit_chain_verify(workspace_id=workspace.pk)
     assert not report.ok
     assert (report.broken_event_id, report.broken_sequence) == (events[2].pk, 3)
@@ -63,13 +55,13 @@ def test_altering_one_event_breaks_verification_at_that_event(workspace):
 
 def test_removing_an_event_or_the_tail_is_detected(workspace):
     events = _record(workspace, 5)
-    _tamper("DELETE FROM governance_auditevent WHERE id = %s", [events[1].pk])
+    tamper("DELETE FROM governance_auditevent WHERE id = %s", [events[1].pk])
     report = audit_chain_verify(workspace_id=workspace.pk)
     assert (report.ok, report.broken_sequence) == (False, 3)
 
     other = workspace_get_or_create(name="tail")
     tail = _record(other, 3)
-    _tamper("DELETE FROM governance_auditevent WHERE id = %s", [tail[2].pk])
+    tamper("DELETE FROM governance_auditevent WHERE id = %s", [tail[2].pk])
     report = audit_chain_verify(workspace_id=other.pk)
     assert not report.ok and "events after #2 were removed" in report.problem
 
@@ -79,7 +71,7 @@ def test_verify_audit_command_exits_non_zero_and_names_the_broken_event(workspac
     out = StringIO()
     call_command("verify_audit", "--workspace", "acme", stdout=out)
     assert "acme: OK, 3 events" in out.getvalue()
-    _tamper("UPDATE governance_auditevent SET action = %s WHERE id = %s", ["x", events[0].pk])
+    tamper("UPDATE governance_auditevent SET action = %s WHERE id = %s", ["x", events[0].pk])
     err = StringIO()
     with pytest.raises(CommandError):
         call_command("verify_audit", stdout=StringIO(), stderr=err)
@@ -165,11 +157,6 @@ def test_revert_restores_the_earlier_text_and_is_itself_audited(curator_api):
     assert "+User prefers SMS." in history[0]["diff"]
 
 
-@pytest.fixture
-def admin_api(make_client, workspace):
-    return make_client(workspace, scope="admin")
-
-
 def test_the_audit_api_is_for_compliance_keys_and_above(
     api, curator_api, make_client, workspace, admin_api
 ):
@@ -215,6 +202,6 @@ def test_audit_export_is_json_lines_oldest_first(admin_api, workspace):
 def test_the_verify_endpoint_reports_the_chain(admin_api, workspace):
     events = _record(workspace, 2)
     assert admin_api.get("/v1/audit/verify").json()["ok"] is True
-    _tamper("UPDATE governance_auditevent SET target_id = %s WHERE id = %s", ["z", events[1].pk])
+    tamper("UPDATE governance_auditevent SET target_id = %s WHERE id = %s", ["z", events[1].pk])
     body = admin_api.get("/v1/audit/verify").json()
     assert body["ok"] is False and body["brokenEventId"] == events[1].pk

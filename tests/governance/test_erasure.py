@@ -26,7 +26,7 @@ from memory.models import (
 )
 from memory.services.conversations import conversation_create
 from memory.services.escalations import escalation_create
-from tests.governance.test_retention_support import (
+from tests.governance.builders import (
     ADMIN,
     conversation_with_tiers,
     earlier_version,
@@ -36,11 +36,6 @@ from tests.governance.test_retention_support import (
     redaction_traces,
     tier_rows,
 )
-
-
-@pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
 
 
 def _with_everything(api, workspace, user_id: str) -> Conversation:
@@ -82,7 +77,7 @@ def _snapshot(conversations):
 
 
 def test_erasure_removes_every_tier_of_that_end_user_and_nothing_else(
-    api, admin, workspace, other_workspace, make_client
+    api, admin_api, workspace, other_workspace, make_client
 ):
     theirs_api = make_client(other_workspace)
     alice = [_with_everything(api, workspace, "alice") for _ in range(2)]
@@ -93,7 +88,7 @@ def test_erasure_removes_every_tier_of_that_end_user_and_nothing_else(
     per_conversation = {c.pk: tier_rows([c]) for c in alice}
     assert IdempotencyRecord.objects.count() == 4
 
-    created = admin.post(
+    created = admin_api.post(
         "/v1/erasure-requests", {"userId": "alice", "reason": "GDPR request 12"}, format="json"
     )
     assert created.status_code == 202, created.content
@@ -102,7 +97,7 @@ def test_erasure_removes_every_tier_of_that_end_user_and_nothing_else(
 
     assert erasure_task.apply(args=[request_id]).get() == "completed"  # the worker's part
 
-    status = admin.get(f"/v1/erasure-requests/{request_id}").json()
+    status = admin_api.get(f"/v1/erasure-requests/{request_id}").json()
     assert status["status"] == "completed"
     assert status["counts"] == {
         "conversations": 2,
@@ -157,12 +152,12 @@ def test_erasure_removes_every_tier_of_that_end_user_and_nothing_else(
     assert events(workspace, "erasure.request")[0].after["endUserId"] == "alice"
 
 
-def test_a_hold_on_the_end_user_refuses_the_request_with_409(admin, workspace):
+def test_a_hold_on_the_end_user_refuses_the_request_with_409(admin_api, workspace):
     conversation = conversation_with_tiers(workspace, user_id="carol")
     hold = legal_hold_place(workspace=workspace, actor=ADMIN, reason="case", end_user_id="carol")
     before = tier_rows([conversation])
 
-    response = admin.post(
+    response = admin_api.post(
         "/v1/erasure-requests", {"userId": "carol", "reason": "asked"}, format="json"
     )
 
@@ -170,18 +165,18 @@ def test_a_hold_on_the_end_user_refuses_the_request_with_409(admin, workspace):
     body = response.json()
     assert body["code"] == "legal_hold"
     assert f"Legal hold {hold.pk}" in body["message"]
-    recorded = admin.get(f"/v1/erasure-requests/{body['erasureRequestId']}").json()
+    recorded = admin_api.get(f"/v1/erasure-requests/{body['erasureRequestId']}").json()
     assert (recorded["status"], recorded["error"]) == ("refused", body["message"])
     assert tier_rows([conversation]) == before
     assert events(workspace, "erasure.refuse")[0].after["holdIds"] == [hold.pk]
 
 
-def test_a_hold_on_one_of_their_conversations_refuses_it_too(admin, workspace):
+def test_a_hold_on_one_of_their_conversations_refuses_it_too(admin_api, workspace):
     held = conversation_with_tiers(workspace, user_id="dan")
     free = conversation_with_tiers(workspace, user_id="dan")
     legal_hold_place(workspace=workspace, actor=ADMIN, reason="case", conversation=held)
 
-    response = admin.post(
+    response = admin_api.post(
         "/v1/erasure-requests", {"userId": "dan", "reason": "asked"}, format="json"
     )
 
@@ -242,12 +237,12 @@ def test_a_last_failed_attempt_is_recorded_as_failed(workspace, monkeypatch):
     assert events(workspace, "erasure.fail")
 
 
-def test_an_end_user_with_no_memory_is_erased_with_zero_counts(admin):
-    created = admin.post(
+def test_an_end_user_with_no_memory_is_erased_with_zero_counts(admin_api):
+    created = admin_api.post(
         "/v1/erasure-requests", {"userId": "nobody", "reason": "asked"}, format="json"
     )
     erasure_task.apply(args=[created.json()["id"]])
-    status = admin.get(f"/v1/erasure-requests/{created.json()['id']}").json()
+    status = admin_api.get(f"/v1/erasure-requests/{created.json()['id']}").json()
     assert (status["status"], status["counts"]) == ("completed", {})
 
 
@@ -263,15 +258,15 @@ def test_an_end_user_with_no_memory_is_erased_with_zero_counts(admin):
         ({"userId": "u", "reason": " "}, "reason_required", "reason"),
     ],
 )
-def test_bad_erasure_requests_are_400s(admin, body, error, field):
-    response = admin.post("/v1/erasure-requests", body, format="json")
+def test_bad_erasure_requests_are_400s(admin_api, body, error, field):
+    response = admin_api.post("/v1/erasure-requests", body, format="json")
     assert response.status_code == 400, response.content
     assert (response.json()["code"], response.json().get("field")) == (error, field)
     assert not ErasureRequest.objects.exists()
 
 
 def test_erasure_routes_are_for_admin_keys_and_this_workspace(
-    api, admin, workspace, other_workspace
+    api, admin_api, workspace, other_workspace
 ):
     theirs = erasure_request_create(
         workspace=other_workspace, actor=ADMIN, end_user_id="u", reason="asked"
@@ -284,10 +279,10 @@ def test_erasure_routes_are_for_admin_keys_and_this_workspace(
         assert response.status_code == 403
         assert response.json()["code"] == "forbidden"
     assert ErasureRequest.objects.count() == 1
-    assert admin.get(f"/v1/erasure-requests/{theirs.pk}").status_code == 404
-    malformed = admin.get("/v1/erasure-requests/abc")
+    assert admin_api.get(f"/v1/erasure-requests/{theirs.pk}").status_code == 404
+    malformed = admin_api.get("/v1/erasure-requests/abc")
     assert (malformed.status_code, malformed.json()["field"]) == (400, "requestId")
-    assert admin.get("/v1/erasure-requests").json() == {"erasureRequests": []}
+    assert admin_api.get("/v1/erasure-requests").json() == {"erasureRequests": []}
 
 
 def test_an_erasure_cut_off_by_its_time_limit_is_retried_then_failed_with_the_reason(
@@ -311,17 +306,17 @@ def test_an_erasure_cut_off_by_its_time_limit_is_retried_then_failed_with_the_re
     assert len(events(workspace, "erasure.fail")) == 1
 
 
-def test_erasure_removes_the_end_users_escalations_and_counts_them(admin, workspace):
+def test_erasure_removes_the_end_users_escalations_and_counts_them(admin_api, workspace):
     theirs = conversation_create(workspace=workspace, user_id="alice")
     other = conversation_create(workspace=workspace, user_id="bob")
     for conversation in (theirs, theirs, other):
         escalation_create(conversation=conversation, actor=ADMIN, reason="Wants a person")
-    request_id = admin.post(
+    request_id = admin_api.post(
         "/v1/erasure-requests", {"userId": "alice", "reason": "GDPR"}, format="json"
     ).json()["id"]
 
     assert erasure_task.apply(args=[request_id]).get() == "completed"
 
-    counts = admin.get(f"/v1/erasure-requests/{request_id}").json()["counts"]
+    counts = admin_api.get(f"/v1/erasure-requests/{request_id}").json()["counts"]
     assert counts["escalations"] == 2
     assert list(Escalation.objects.values_list("conversation_id", flat=True)) == [other.pk]

@@ -38,7 +38,8 @@ TOOL_OUTPUTS = [f'{{"email": "{EMAIL}"}}', ""]
 
 
 @pytest.fixture
-def conversation(workspace) -> Conversation:
+def chat_with_pii(workspace) -> Conversation:
+    """Two messages with a card number and an e-mail address (CONTENTS)."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,
@@ -67,21 +68,21 @@ def _observe_flag(workspace, value: bool) -> None:
 
 
 @pytest.mark.parametrize("redacts", [True, False])
-def test_the_observer_reads_what_the_three_separate_gates_give(conversation, redacts):
-    _observe_flag(conversation.workspace, redacts)
-    messages = _messages(conversation)
+def test_the_observer_reads_what_the_three_separate_gates_give(chat_with_pii, redacts):
+    _observe_flag(chat_with_pii.workspace, redacts)
+    messages = _messages(chat_with_pii)
 
     reading = observer_reading(
-        conversation=conversation, messages=messages, tool_outputs=TOOL_OUTPUTS
+        conversation=chat_with_pii, messages=messages, tool_outputs=TOOL_OUTPUTS
     )
 
     assert list(reading.contents) == redaction_for_observer(
-        conversation=conversation, messages=messages
+        conversation=chat_with_pii, messages=messages
     )
     assert list(reading.tool_outputs) == redaction_for_observer_tool_output(
-        conversation=conversation, texts=TOOL_OUTPUTS
+        conversation=chat_with_pii, texts=TOOL_OUTPUTS
     )
-    assert reading.speakers_named == (not redacts_before_observation(conversation=conversation))
+    assert reading.speakers_named == (not redacts_before_observation(conversation=chat_with_pii))
     if redacts:
         assert not any(CARD in text or EMAIL in text for text in reading.contents)
         assert EMAIL not in reading.tool_outputs[0]
@@ -91,35 +92,35 @@ def test_the_observer_reads_what_the_three_separate_gates_give(conversation, red
 
 
 @pytest.mark.parametrize("redacts", [True, False])
-def test_a_run_reads_the_policy_once_for_its_reading_and_its_summary(conversation, redacts):
-    _observe_flag(conversation.workspace, redacts)
-    messages = _messages(conversation)
+def test_a_run_reads_the_policy_once_for_its_reading_and_its_summary(chat_with_pii, redacts):
+    _observe_flag(chat_with_pii.workspace, redacts)
+    messages = _messages(chat_with_pii)
     # The first scan of the messages reads the policy for its own bookkeeping: done
     # before counting, as the scan task would have done after the write.
-    observer_reading(conversation=conversation, messages=messages, tool_outputs=TOOL_OUTPUTS)
+    observer_reading(conversation=chat_with_pii, messages=messages, tool_outputs=TOOL_OUTPUTS)
     summary = [f"Charge the card {CARD}.", ""]
 
     with CaptureQueriesContext(connection) as queries:
         reading = observer_reading(
-            conversation=conversation, messages=messages, tool_outputs=TOOL_OUTPUTS
+            conversation=chat_with_pii, messages=messages, tool_outputs=TOOL_OUTPUTS
         )
-        kept = observer_run_summary(conversation=conversation, reading=reading, texts=summary)
+        kept = observer_run_summary(conversation=chat_with_pii, reading=reading, texts=summary)
 
     assert _policy_reads(queries) == 1
-    assert kept == redaction_for_run_summary(conversation=conversation, texts=summary)
+    assert kept == redaction_for_run_summary(conversation=chat_with_pii, texts=summary)
     if not redacts:  # read from messages as stored: the summary's values are replaced
         assert CARD not in kept[0]
 
 
 def test_a_run_with_nothing_to_observe_keeps_its_summary_as_the_separate_gate_does(
-    conversation,
+    chat_with_pii,
 ):
-    _observe_flag(conversation.workspace, False)
+    _observe_flag(chat_with_pii.workspace, False)
     summary = [f"Charge the card {CARD}.", ""]
 
-    kept = observer_run_summary(conversation=conversation, reading=None, texts=summary)
+    kept = observer_run_summary(conversation=chat_with_pii, reading=None, texts=summary)
 
-    assert kept == redaction_for_run_summary(conversation=conversation, texts=summary)
+    assert kept == redaction_for_run_summary(conversation=chat_with_pii, texts=summary)
     assert CARD not in kept[0]
 
 
@@ -142,8 +143,8 @@ def test_a_workspace_without_a_policy_gets_the_defaults_once_there_is_something_
     assert AuditEvent.objects.filter(action="redaction_policy.create").count() == 1
 
 
-def test_a_message_changed_during_the_scan_stops_the_run_for_a_retry(conversation, monkeypatch):
-    _observe_flag(conversation.workspace, True)
+def test_a_message_changed_during_the_scan_stops_the_run_for_a_retry(chat_with_pii, monkeypatch):
+    _observe_flag(chat_with_pii.workspace, True)
 
     def changed(**_: object) -> list[str]:
         raise scan.ScanConflict("a message")
@@ -152,7 +153,7 @@ def test_a_message_changed_during_the_scan_stops_the_run_for_a_retry(conversatio
 
     with pytest.raises(RedactionGateError) as raised:
         observer_reading(
-            conversation=conversation, messages=_messages(conversation), tool_outputs=[]
+            conversation=chat_with_pii, messages=_messages(chat_with_pii), tool_outputs=[]
         )
     assert raised.value.retryable
 

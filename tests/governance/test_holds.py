@@ -11,21 +11,18 @@ from governance.models import LegalHold
 from governance.selectors import active_hold_for_conversation
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_delete
-from tests.governance.test_retention_support import ADMIN, conversation_with_tiers, events
+from tests.governance.builders import ADMIN, conversation_with_tiers, events
 
 
-@pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
+def _place(admin_api, **body):
+    return admin_api.post("/v1/legal-holds", {"reason": "Smith v. Acme", **body}, format="json")
 
 
-def _place(admin, **body):
-    return admin.post("/v1/legal-holds", {"reason": "Smith v. Acme", **body}, format="json")
-
-
-def test_a_held_conversation_cannot_be_deleted_until_the_hold_is_released(api, admin, workspace):
+def test_a_held_conversation_cannot_be_deleted_until_the_hold_is_released(
+    api, admin_api, workspace
+):
     conversation = conversation_with_tiers(workspace, user_id="u-1")
-    placed = _place(admin, conversationId=str(conversation.pk))
+    placed = _place(admin_api, conversationId=str(conversation.pk))
     assert placed.status_code == 201, placed.content
     hold = placed.json()
     assert (hold["conversationId"], hold["userId"], hold["active"]) == (
@@ -44,7 +41,7 @@ def test_a_held_conversation_cannot_be_deleted_until_the_hold_is_released(api, a
     assert Message.objects.filter(conversation=conversation).count() == 5
     assert not events(workspace, "conversation.delete")
 
-    released = admin.post(
+    released = admin_api.post(
         f"/v1/legal-holds/{hold['id']}/release", {"reason": "case closed"}, format="json"
     )
     assert released.status_code == 200
@@ -61,10 +58,10 @@ def test_a_held_conversation_cannot_be_deleted_until_the_hold_is_released(api, a
 
 
 def test_a_hold_on_an_end_user_covers_all_their_conversations_even_later_ones(
-    api, admin, workspace
+    api, admin_api, workspace
 ):
     before = conversation_with_tiers(workspace, user_id="u-7")
-    assert _place(admin, userId="u-7").status_code == 201
+    assert _place(admin_api, userId="u-7").status_code == 201
     after = conversation_with_tiers(workspace, user_id="u-7")
     someone_else = conversation_with_tiers(workspace, user_id="u-8")
 
@@ -90,25 +87,25 @@ def test_the_service_refuses_too_whoever_asks(workspace):
     conversation_delete(conversation=conversation, actor=ADMIN, reason="cleanup")
 
 
-def test_two_holds_must_both_be_released(api, admin, workspace):
+def test_two_holds_must_both_be_released(api, admin_api, workspace):
     conversation = conversation_with_tiers(workspace, user_id="u-1")
-    first = _place(admin, conversationId=str(conversation.pk)).json()
-    second = _place(admin, userId="u-1").json()
+    first = _place(admin_api, conversationId=str(conversation.pk)).json()
+    second = _place(admin_api, userId="u-1").json()
 
-    admin.post(f"/v1/legal-holds/{first['id']}/release", {"reason": "x"}, format="json")
+    admin_api.post(f"/v1/legal-holds/{first['id']}/release", {"reason": "x"}, format="json")
     still = api.delete(f"/v1/conversations/{conversation.pk}")
     assert still.status_code == 409
     assert f"Legal hold {second['id']}" in still.json()["message"]
 
 
-def test_holds_are_listed_and_filtered(admin, workspace):
+def test_holds_are_listed_and_filtered(admin_api, workspace):
     conversation = conversation_with_tiers(workspace)
-    on_conversation = _place(admin, conversationId=str(conversation.pk)).json()
-    on_user = _place(admin, userId="u-2").json()
-    admin.post(f"/v1/legal-holds/{on_user['id']}/release", {"reason": "x"}, format="json")
+    on_conversation = _place(admin_api, conversationId=str(conversation.pk)).json()
+    on_user = _place(admin_api, userId="u-2").json()
+    admin_api.post(f"/v1/legal-holds/{on_user['id']}/release", {"reason": "x"}, format="json")
 
     def ids(query: str) -> list[int]:
-        response = admin.get("/v1/legal-holds" + query)
+        response = admin_api.get("/v1/legal-holds" + query)
         assert response.status_code == 200
         return [h["id"] for h in response.json()["holds"]]
 
@@ -118,7 +115,11 @@ def test_holds_are_listed_and_filtered(admin, workspace):
     assert ids(f"?conversationId={conversation.pk}") == [on_conversation["id"]]
     assert ids("?userId=u-2") == [on_user["id"]]
     assert ids("?limit=1") == [on_user["id"]]
-    assert admin.get(f"/v1/legal-holds/{on_user['id']}").json()["releasedBy"].startswith("api_key:")
+    assert (
+        admin_api.get(f"/v1/legal-holds/{on_user['id']}")
+        .json()["releasedBy"]
+        .startswith("api_key:")
+    )
 
 
 @pytest.mark.parametrize(
@@ -129,8 +130,8 @@ def test_holds_are_listed_and_filtered(admin, workspace):
         ("?limit=0", "invalid_limit", "limit"),
     ],
 )
-def test_a_bad_hold_filter_is_refused_naming_it(admin, query, error, field):
-    response = admin.get("/v1/legal-holds" + query)
+def test_a_bad_hold_filter_is_refused_naming_it(admin_api, query, error, field):
+    response = admin_api.get("/v1/legal-holds" + query)
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["field"]) == (error, field)
 
@@ -149,7 +150,7 @@ def test_a_bad_hold_filter_is_refused_naming_it(admin, query, error, field):
     ],
 )
 def test_bad_hold_requests_are_refused_clearly(
-    admin, workspace, other_workspace, body, status, error, field
+    admin_api, workspace, other_workspace, body, status, error, field
 ):
     mine = conversation_with_tiers(workspace, old=0, new=1, with_memory=False)
     theirs = conversation_with_tiers(other_workspace, old=0, new=1, with_memory=False)
@@ -160,7 +161,7 @@ def test_bad_hold_requests_are_refused_clearly(
         for key, value in {"reason": "why", **body}.items()
     }
 
-    response = admin.post("/v1/legal-holds", body, format="json")
+    response = admin_api.post("/v1/legal-holds", body, format="json")
 
     assert response.status_code == status, response.content
     assert response.json()["code"] == error
@@ -168,24 +169,26 @@ def test_bad_hold_requests_are_refused_clearly(
     assert not LegalHold.objects.exists()
 
 
-def test_release_needs_a_reason_and_happens_once(admin, workspace, other_workspace):
-    hold = _place(admin, userId="u-1").json()
+def test_release_needs_a_reason_and_happens_once(admin_api, workspace, other_workspace):
+    hold = _place(admin_api, userId="u-1").json()
     url = f"/v1/legal-holds/{hold['id']}/release"
 
-    no_reason = admin.post(url, {}, format="json")
+    no_reason = admin_api.post(url, {}, format="json")
     assert (no_reason.status_code, no_reason.json()["code"]) == (400, "reason_required")
-    assert admin.post(url, {"reason": "done"}, format="json").status_code == 200
-    twice = admin.post(url, {"reason": "done"}, format="json")
+    assert admin_api.post(url, {"reason": "done"}, format="json").status_code == 200
+    twice = admin_api.post(url, {"reason": "done"}, format="json")
     assert (twice.status_code, twice.json()["code"]) == (409, "hold_already_released")
     assert len(events(workspace, "legal_hold.release")) == 1
 
     theirs = legal_hold_place(
         workspace=other_workspace, actor=ADMIN, reason="theirs", end_user_id="u-1"
     )
-    assert admin.get(f"/v1/legal-holds/{theirs.pk}").status_code == 404
-    released = admin.post(f"/v1/legal-holds/{theirs.pk}/release", {"reason": "x"}, format="json")
+    assert admin_api.get(f"/v1/legal-holds/{theirs.pk}").status_code == 404
+    released = admin_api.post(
+        f"/v1/legal-holds/{theirs.pk}/release", {"reason": "x"}, format="json"
+    )
     assert released.status_code == 404
-    assert admin.get("/v1/legal-holds/first").status_code == 400
+    assert admin_api.get("/v1/legal-holds/first").status_code == 400
     assert LegalHold.objects.get(pk=theirs.pk).is_active
 
 

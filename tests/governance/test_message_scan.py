@@ -13,7 +13,6 @@ import pytest
 from django.apps import apps as django_apps
 from django.utils import timezone
 
-from core import queue
 from dashboard.selectors.conversations import ConversationFilters, conversation_search
 from governance.audit.verify import audit_chain_verify
 from governance.models import (
@@ -30,20 +29,14 @@ from governance.tasks import message_scan_task
 from memory.models import Conversation, Message, Observation, Reflection
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
-from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from tests.core.test_cache_outage import DEAD_REDIS
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
+from tests.resilience.redis_server import DEAD_REDIS
 
 CARD = "4111 1111 1111 1111"
 EMAIL = "dana.whitfield@example.com"
 TEXT = f"My card is {CARD} and my email is {EMAIL}, please send the receipt there."
 CLEAN = "The parcel arrived on Tuesday and the box was fine."
-
-
-@pytest.fixture
-def conversation(workspace) -> Conversation:
-    return conversation_create(workspace=workspace, user_id="dana")
 
 
 @pytest.fixture
@@ -57,16 +50,6 @@ def detect_calls(monkeypatch) -> list[int]:
         return original(self, texts, **kwargs)
 
     monkeypatch.setattr(RedactionEngine, "detect", spy)
-    return calls
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, list]]:
-    """The tasks sent to the broker, by name and arguments (none of them runs)."""
-    calls: list[tuple[str, list]] = []
-    monkeypatch.setattr(
-        queue.current_app, "send_task", lambda name, args=(), **_: calls.append((name, args))
-    )
     return calls
 
 
@@ -191,7 +174,7 @@ def _sent_scans(sent: list[tuple[str, list]]) -> list[list]:
 
 
 def test_writes_while_a_scan_task_waits_send_no_more_tasks(
-    conversation, sent, detect_calls, django_capture_on_commit_callbacks
+    conversation, sent_tasks, detect_calls, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
         first = _write(conversation, TEXT)[0]
@@ -200,7 +183,7 @@ def test_writes_while_a_scan_task_waits_send_no_more_tasks(
         _write(conversation, TEXT)
 
     # One task, for the first write; the queued task takes the others when it starts.
-    [args] = _sent_scans(sent)
+    [args] = _sent_scans(sent_tasks)
     assert args == [
         [ScanRequest.objects.get(first_seq=first.seq).pk],
         str(conversation.workspace_id),
@@ -211,48 +194,48 @@ def test_writes_while_a_scan_task_waits_send_no_more_tasks(
     # Once a task started, the next write sends one of its own.
     with django_capture_on_commit_callbacks(execute=True):
         _write(conversation, CLEAN)
-    assert len(_sent_scans(sent)) == 2
+    assert len(_sent_scans(sent_tasks)) == 2
 
 
 def test_a_task_whose_requests_were_done_already_lets_the_next_write_send(
-    conversation, sent, django_capture_on_commit_callbacks
+    conversation, sent_tasks, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
         _write(conversation, TEXT)
-    [args] = _sent_scans(sent)
+    [args] = _sent_scans(sent_tasks)
     scan.message_scan_requests(request_ids=args[0])  # a sweeper's task did the work
 
     assert message_scan_task.apply(args=args).get()["scanned"] == 0
     with django_capture_on_commit_callbacks(execute=True):
         _write(conversation, CLEAN)
-    assert len(_sent_scans(sent)) == 2
+    assert len(_sent_scans(sent_tasks)) == 2
 
 
 def test_more_than_a_batch_waiting_gets_a_follow_up_task(
-    conversation, sent, monkeypatch, django_capture_on_commit_callbacks
+    conversation, sent_tasks, monkeypatch, django_capture_on_commit_callbacks
 ):
     monkeypatch.setattr(scan, "TASK_BATCH", 2)
     with django_capture_on_commit_callbacks(execute=True):
         _write(conversation, CLEAN, CLEAN)
         _write(conversation, TEXT)
-    [args] = _sent_scans(sent)
+    [args] = _sent_scans(sent_tasks)
 
     with django_capture_on_commit_callbacks(execute=True):
         assert message_scan_task.apply(args=args).get()["scanned"] == 2
 
     # The write that did not fit is not left to the sweeper, a minute later.
-    follow_up = _sent_scans(sent)[1]
+    follow_up = _sent_scans(sent_tasks)[1]
     assert follow_up == [[ScanRequest.objects.get().pk], str(conversation.workspace_id)]
 
 
 def test_with_the_cache_down_every_write_sends_its_scan_task(
-    conversation, sent, settings, django_capture_on_commit_callbacks
+    conversation, sent_tasks, settings, django_capture_on_commit_callbacks
 ):
     settings.CACHES = DEAD_REDIS
     with django_capture_on_commit_callbacks(execute=True):
         _write(conversation, TEXT)
         _write(conversation, CLEAN)
-    assert len(_sent_scans(sent)) == 2
+    assert len(_sent_scans(sent_tasks)) == 2
 
 
 def test_a_message_rewritten_during_its_scan_is_scanned_again(conversation, monkeypatch):
@@ -286,7 +269,7 @@ def test_a_message_rewritten_during_its_scan_is_scanned_again(conversation, monk
 
 
 def test_the_sweep_sends_again_the_scans_whose_task_was_lost(
-    conversation, sent, django_capture_on_commit_callbacks
+    conversation, sent_tasks, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False):  # the broker was down
         _write(conversation, TEXT)
@@ -299,17 +282,17 @@ def test_the_sweep_sends_again_the_scans_whose_task_was_lost(
         counts = scan.message_scan_sweep()
 
     assert counts == {"requeued": 1}
-    assert sent == [("governance.tasks.message_scan_task", [[lost.pk]])]
+    assert sent_tasks == [("governance.tasks.message_scan_task", [[lost.pk]])]
     assert ScanRequest.objects.count() == 2  # deleted by the task, once it has scanned
 
 
-def test_messages_redacted_at_ingest_are_scanned_already(conversation, sent):
+def test_messages_redacted_at_ingest_are_scanned_already(conversation, sent_tasks):
     set_policy(conversation.workspace, redact_at_ingest=True)
     [message] = _write(conversation, TEXT)
 
     assert CARD not in Message.objects.get().content
     assert MessageScan.objects.get(message_id=message.pk).findings == 2
-    assert not sent and not ScanRequest.objects.exists()  # nothing left for a worker
+    assert not sent_tasks and not ScanRequest.objects.exists()  # nothing left for a worker
 
 
 # --- before observation ------------------------------------------------------------------------
@@ -378,7 +361,7 @@ def test_the_observer_scans_again_what_an_older_policy_scanned(
     assert versions == {RedactionPolicy.objects.get().version}
 
 
-def test_with_the_worker_down_the_observer_scans_the_messages_itself(conversation, sent):
+def test_with_the_worker_down_the_observer_scans_the_messages_itself(conversation, sent_tasks):
     _write(conversation, TEXT, CLEAN)  # the scan task never runs
 
     observed = _observe(conversation)

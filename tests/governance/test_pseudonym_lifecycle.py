@@ -17,17 +17,11 @@ from memory.pipeline.reflector import observations_for_reflection
 from memory.services.conversations import conversation_create, conversation_delete
 from memory.services.messages import MessageInput, messages_append
 from tenancy.models import Workspace
-from tests.governance.test_redaction_support import set_policy
-from tests.governance.test_retention_support import ADMIN, days_ago
+from tests.governance.builders import ADMIN, days_ago, set_policy
 from tests.memory.factories import ObservationFactory
 
 EMAIL = "dana.whitfield@example.com"
 OTHER_EMAIL = "tomas.berg@example.com"
-
-
-@pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
 
 
 @pytest.fixture(autouse=True)
@@ -105,12 +99,12 @@ def test_a_value_another_conversation_still_holds_keeps_its_pseudonym(workspace)
 
 
 def test_a_forgotten_pseudonym_reveals_nothing_and_its_number_is_never_given_again(
-    admin, workspace
+    admin_api, workspace
 ):
     _say(workspace, f"Mail {EMAIL}", user_id="dana")
     _erase(workspace, "dana")
 
-    response = admin.post(
+    response = admin_api.post(
         "/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {"reason": "audit"}, format="json"
     )
 

@@ -13,8 +13,7 @@ from governance.models import AuditEvent
 from memory.models import Conversation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from tests.governance.test_redaction_support import set_policy
-from tests.governance.test_retention_support import ADMIN
+from tests.governance.builders import ADMIN, set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 EMAIL = "dana.whitfield@example.com"
@@ -22,12 +21,7 @@ CARD = "4111 1111 1111 1111"
 
 
 @pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
-
-
-@pytest.fixture
-def conversation(workspace) -> Conversation:
+def pseudonymised_conversation(workspace) -> Conversation:
     """A message pseudonymised at ingest, an observation and a reflection naming the
     same pseudonyms, and a message nobody observed yet."""
     set_policy(workspace, redact_at_ingest=True)
@@ -56,24 +50,28 @@ def _context(api, conversation: Conversation, fmt: str = "json", **params):
     return api.get(f"/v1/conversations/{conversation.pk}/context?{query}")
 
 
-def _allow(workspace, admin) -> None:
-    response = admin.patch("/v1/redaction/policy", {"agentsSeeReidentified": True}, format="json")
+def _allow(workspace, admin_api) -> None:
+    response = admin_api.patch(
+        "/v1/redaction/policy", {"agentsSeeReidentified": True}, format="json"
+    )
     assert response.status_code == 200 and response.json()["agentsSeeReidentified"] is True
 
 
 @pytest.mark.parametrize("fmt", ["json", "text", "messages"])
-def test_agents_read_pseudonyms_by_default(api, conversation, fmt):
-    body = _context(api, conversation, fmt).content.decode()
+def test_agents_read_pseudonyms_by_default(api, pseudonymised_conversation, fmt):
+    body = _context(api, pseudonymised_conversation, fmt).content.decode()
 
     assert "<EMAIL_ADDRESS_1>" in body and "<CREDIT_CARD_1>" in body
     assert EMAIL not in body and CARD not in body
 
 
 @pytest.mark.parametrize("fmt", ["json", "text", "messages"])
-def test_with_the_policy_flag_agents_read_the_values(api, admin, workspace, conversation, fmt):
-    _allow(workspace, admin)
+def test_with_the_policy_flag_agents_read_the_values(
+    api, admin_api, workspace, pseudonymised_conversation, fmt
+):
+    _allow(workspace, admin_api)
 
-    response = _context(api, conversation, fmt)
+    response = _context(api, pseudonymised_conversation, fmt)
 
     body = response.content.decode()
     assert EMAIL in body and CARD in body
@@ -82,8 +80,10 @@ def test_with_the_policy_flag_agents_read_the_values(api, admin, workspace, conv
         json.loads(body)  # values are escaped as JSON, not pasted into it
 
 
-def test_the_flag_is_a_policy_change_audited_as_one(admin, workspace, conversation):
-    _allow(workspace, admin)
+def test_the_flag_is_a_policy_change_audited_as_one(
+    admin_api, workspace, pseudonymised_conversation
+):
+    _allow(workspace, admin_api)
 
     event = AuditEvent.objects.filter(action="redaction_policy.update").latest("sequence")
     assert event.before["agentsSeeReidentified"] is False
@@ -91,38 +91,44 @@ def test_the_flag_is_a_policy_change_audited_as_one(admin, workspace, conversati
     assert event.actor_role == "admin"
 
 
-def test_the_etag_follows_the_flag(api, admin, workspace, conversation):
-    pseudonymised = _context(api, conversation)
-    assert _context(api, conversation)["ETag"] == pseudonymised["ETag"]
+def test_the_etag_follows_the_flag(api, admin_api, workspace, pseudonymised_conversation):
+    pseudonymised = _context(api, pseudonymised_conversation)
+    assert _context(api, pseudonymised_conversation)["ETag"] == pseudonymised["ETag"]
 
-    _allow(workspace, admin)
-    reidentified = _context(api, conversation)
+    _allow(workspace, admin_api)
+    reidentified = _context(api, pseudonymised_conversation)
 
     assert reidentified["ETag"] != pseudonymised["ETag"]
     again = api.get(
-        f"/v1/conversations/{conversation.pk}/context",
+        f"/v1/conversations/{pseudonymised_conversation.pk}/context",
         HTTP_IF_NONE_MATCH=pseudonymised["ETag"],
     )
     assert again.status_code == 200 and EMAIL in again.content.decode()
 
 
-def test_the_budget_is_fitted_to_the_values_served(api, admin, workspace, conversation):
-    pseudonymised = _context(api, conversation, max_tokens=100_000).json()["tokenCount"]
-    _allow(workspace, admin)
-    reidentified = _context(api, conversation, max_tokens=100_000).json()["tokenCount"]
+def test_the_budget_is_fitted_to_the_values_served(
+    api, admin_api, workspace, pseudonymised_conversation
+):
+    pseudonymised = _context(api, pseudonymised_conversation, max_tokens=100_000).json()[
+        "tokenCount"
+    ]
+    _allow(workspace, admin_api)
+    reidentified = _context(api, pseudonymised_conversation, max_tokens=100_000).json()[
+        "tokenCount"
+    ]
     assert reidentified > pseudonymised  # the values cost more tokens than their labels
 
     # A budget the pseudonyms would fit but the values do not: something must go.
-    fitted = _context(api, conversation, max_tokens=pseudonymised).json()
+    fitted = _context(api, pseudonymised_conversation, max_tokens=pseudonymised).json()
 
     assert fitted["tokenCount"] <= pseudonymised
     assert sum(fitted["trimmed"].values()) >= 1
 
 
 def test_observation_reflection_and_message_reads_follow_the_flag(
-    api, admin, workspace, conversation
+    api, admin_api, workspace, pseudonymised_conversation
 ):
-    base = f"/v1/conversations/{conversation.pk}"
+    base = f"/v1/conversations/{pseudonymised_conversation.pk}"
     before = [
         api.get(f"{base}/observations").content.decode(),
         api.get(f"{base}/reflections").content.decode(),
@@ -131,7 +137,7 @@ def test_observation_reflection_and_message_reads_follow_the_flag(
     assert not any(EMAIL in body for body in before[:2])
     assert "<EMAIL_ADDRESS_1>" in before[2]  # the stored message is pseudonymised too
 
-    _allow(workspace, admin)
+    _allow(workspace, admin_api)
     observation_id = api.get(f"{base}/observations").json()["observations"][0]["id"]
     after = [
         api.get(f"{base}/observations").json()["observations"][0]["text"],
@@ -146,11 +152,15 @@ def test_observation_reflection_and_message_reads_follow_the_flag(
         f"Mail {EMAIL}, card {CARD}.",
     ]
     # Nothing was written back: the stored text keeps the pseudonyms.
-    assert conversation.observations.get().text.startswith("User gave <EMAIL_ADDRESS_1>")
+    assert pseudonymised_conversation.observations.get().text.startswith(
+        "User gave <EMAIL_ADDRESS_1>"
+    )
 
 
-def test_a_forgotten_pseudonym_is_served_anonymous_at_once(api, admin, workspace, conversation):
-    _allow(workspace, admin)
+def test_a_forgotten_pseudonym_is_served_anonymous_at_once(
+    api, admin_api, workspace, pseudonymised_conversation
+):
+    _allow(workspace, admin_api)
     other = conversation_create(workspace=workspace, user_id="tomas")
     ObservationFactory(conversation=other, text="Tomas forwarded <EMAIL_ADDRESS_1>.")
     cached = _context(api, other)
@@ -170,7 +180,7 @@ def test_a_forgotten_pseudonym_is_served_anonymous_at_once(api, admin, workspace
 
 
 def test_another_workspace_cannot_reidentify_our_labels(
-    make_client, other_workspace, workspace, conversation
+    make_client, other_workspace, workspace, pseudonymised_conversation
 ):
     set_policy(other_workspace, agents_see_reidentified=True)
     theirs = conversation_create(workspace=other_workspace)

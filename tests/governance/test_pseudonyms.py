@@ -32,17 +32,12 @@ from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from tenancy.models import Workspace
 from tenancy.services import workspace_get_or_create
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 EMAIL = "dana.whitfield@example.com"
 OTHER_EMAIL = "tomas.berg@example.com"
-
-
-@pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
 
 
 def _ingest(workspace: Workspace, *contents: str, conversation: Conversation | None = None):
@@ -288,10 +283,12 @@ def test_existing_policies_keep_their_operator_and_new_ones_pseudonymise(workspa
 # --- reveal ---------------------------------------------------------------------------------------
 
 
-def test_an_admin_key_reveals_a_pseudonym_with_a_reason_audited_without_the_value(admin, workspace):
+def test_an_admin_key_reveals_a_pseudonym_with_a_reason_audited_without_the_value(
+    admin_api, workspace
+):
     _ingest(workspace, f"Mail {EMAIL}.")
 
-    response = admin.post(
+    response = admin_api.post(
         "/v1/redaction/pseudonyms/<EMAIL_ADDRESS_1>/reveal",
         {"reason": "customer asked who we hold"},
         format="json",
@@ -307,20 +304,20 @@ def test_an_admin_key_reveals_a_pseudonym_with_a_reason_audited_without_the_valu
     assert EMAIL not in serialize("json", AuditEvent.objects.all())
 
 
-def test_the_label_may_be_written_without_brackets(admin, workspace):
+def test_the_label_may_be_written_without_brackets(admin_api, workspace):
     _ingest(workspace, f"Mail {EMAIL}.")
 
-    response = admin.post(
+    response = admin_api.post(
         "/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {"reason": "audit"}, format="json"
     )
 
     assert response.json()["value"] == EMAIL
 
 
-def test_a_reveal_without_a_reason_is_refused_and_not_audited(admin, workspace):
+def test_a_reveal_without_a_reason_is_refused_and_not_audited(admin_api, workspace):
     _ingest(workspace, f"Mail {EMAIL}.")
 
-    response = admin.post("/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {}, format="json")
+    response = admin_api.post("/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {}, format="json")
 
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["field"]) == ("reason_required", "reason")
@@ -361,18 +358,18 @@ def test_another_workspace_cannot_reveal_ours(make_client, workspace, other_work
         ("PERSON_9", 404, "not_found"),
     ],
 )
-def test_bad_labels_are_clear_errors(admin, workspace, label, status, error):
-    response = admin.post(
+def test_bad_labels_are_clear_errors(admin_api, workspace, label, status, error):
+    response = admin_api.post(
         f"/v1/redaction/pseudonyms/{label}/reveal", {"reason": "audit"}, format="json"
     )
     assert (response.status_code, response.json()["code"]) == (status, error)
 
 
-def test_a_reveal_after_the_key_changed_says_so(admin, workspace, settings):
+def test_a_reveal_after_the_key_changed_says_so(admin_api, workspace, settings):
     _ingest(workspace, f"Mail {EMAIL}.")
     settings.MEMDESK_PSEUDONYM_KEY = "another key of at least thirty-two characters"
 
-    response = admin.post(
+    response = admin_api.post(
         "/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {"reason": "audit"}, format="json"
     )
 

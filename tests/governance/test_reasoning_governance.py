@@ -15,8 +15,7 @@ from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.reasoning import reasoning_step_record, tool_call_record
 from tenancy.models import Workspace
-from tests.governance.test_redaction_support import set_policy
-from tests.governance.test_retention_support import ADMIN, days_ago, ids_hash
+from tests.governance.builders import ADMIN, days_ago, ids_hash, set_policy
 
 EMAIL = "dana.pierce@example.com"
 

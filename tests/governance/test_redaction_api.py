@@ -12,22 +12,11 @@ from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, Res
 from governance.redaction.policy import redaction_policy_snapshot
 from memory.models import Conversation, Message
 from memory.pipeline.reflector import observations_for_reflection
-from memory.services.conversations import conversation_create
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory
 
 EMAIL = "dana.whitfield@example.com"
 PHONE = "(977) 625-2661"
-
-
-@pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
-
-
-@pytest.fixture
-def conversation(workspace) -> Conversation:
-    return conversation_create(workspace=workspace)
 
 
 def _pending_findings(conversation: Conversation, count: int = 1) -> list[RedactionFinding]:
@@ -78,11 +67,11 @@ def test_preview_needs_a_text(api, body):
 # --- the policy -----------------------------------------------------------------------------
 
 
-def test_any_key_reads_the_policy_defaults_but_not_the_deny_list(api, admin, workspace):
+def test_any_key_reads_the_policy_defaults_but_not_the_deny_list(api, admin_api, workspace):
     set_policy(workspace, deny_list=["Project Bluebird"])
 
     agent_view = api.get("/v1/redaction/policy").json()
-    admin_view = admin.get("/v1/redaction/policy").json()
+    admin_view = admin_api.get("/v1/redaction/policy").json()
 
     assert agent_view["denyListCount"] == 1 and "denyList" not in agent_view
     assert admin_view["denyList"] == ["Project Bluebird"]
@@ -109,8 +98,8 @@ def test_an_agent_key_cannot_change_the_policy(api, method):
     assert not AuditEvent.objects.filter(action="redaction_policy.update").exists()
 
 
-def test_an_admin_changes_the_policy_audited_with_a_new_version(admin, workspace):
-    response = admin.patch(
+def test_an_admin_changes_the_policy_audited_with_a_new_version(admin_api, workspace):
+    response = admin_api.patch(
         "/v1/redaction/policy",
         {
             "scoreThreshold": 0.6,
@@ -143,12 +132,12 @@ def test_an_admin_changes_the_policy_audited_with_a_new_version(admin, workspace
     assert "Acme Support" not in str(event.after)
 
 
-def test_put_replaces_the_whole_policy(admin):
-    admin.patch(
+def test_put_replaces_the_whole_policy(admin_api):
+    admin_api.patch(
         "/v1/redaction/policy", {"scoreThreshold": 0.6, "keepOriginals": True}, format="json"
     )
 
-    body = admin.put("/v1/redaction/policy", {"redactAtIngest": True}, format="json").json()
+    body = admin_api.put("/v1/redaction/policy", {"redactAtIngest": True}, format="json").json()
 
     assert (body["scoreThreshold"], body["keepOriginals"], body["redactAtIngest"]) == (
         0.5,
@@ -158,9 +147,9 @@ def test_put_replaces_the_whole_policy(admin):
     assert body["version"] == 3
 
 
-def test_a_change_that_changes_nothing_is_not_a_new_version(admin):
-    admin.patch("/v1/redaction/policy", {"scoreThreshold": 0.6}, format="json")
-    body = admin.patch("/v1/redaction/policy", {"scoreThreshold": 0.6}, format="json").json()
+def test_a_change_that_changes_nothing_is_not_a_new_version(admin_api):
+    admin_api.patch("/v1/redaction/policy", {"scoreThreshold": 0.6}, format="json")
+    body = admin_api.patch("/v1/redaction/policy", {"scoreThreshold": 0.6}, format="json").json()
 
     assert body["version"] == 2
     assert AuditEvent.objects.filter(action="redaction_policy.update").count() == 1
@@ -196,8 +185,8 @@ def test_a_change_that_changes_nothing_is_not_a_new_version(admin):
         ({"colour": "blue"}, "body"),
     ],
 )
-def test_a_bad_policy_is_refused_with_the_field(admin, body, field):
-    response = admin.patch("/v1/redaction/policy", body, format="json")
+def test_a_bad_policy_is_refused_with_the_field(admin_api, body, field):
+    response = admin_api.patch("/v1/redaction/policy", body, format="json")
 
     assert response.status_code == 400
     assert response.json()["field"] == field
@@ -207,11 +196,11 @@ def test_a_bad_policy_is_refused_with_the_field(admin, body, field):
 # --- the review queue -------------------------------------------------------------------------
 
 
-def test_the_review_queue_pages_newest_first(admin, conversation):
+def test_the_review_queue_pages_newest_first(admin_api, conversation):
     findings = _pending_findings(conversation, 3)
 
-    first = admin.get("/v1/redaction/findings?status=pending_review&limit=2").json()
-    second = admin.get(
+    first = admin_api.get("/v1/redaction/findings?status=pending_review&limit=2").json()
+    second = admin_api.get(
         f"/v1/redaction/findings?status=pending_review&limit=2&cursor={first['next_cursor']}"
     ).json()
 
@@ -232,18 +221,18 @@ def test_the_review_queue_is_for_admin_keys(api):
     assert response.status_code == 403
 
 
-def test_the_queue_refuses_an_unknown_status(admin):
-    response = admin.get("/v1/redaction/findings?status=maybe")
+def test_the_queue_refuses_an_unknown_status(admin_api):
+    response = admin_api.get("/v1/redaction/findings?status=maybe")
     assert (response.status_code, response.json()["field"]) == (400, "status")
 
 
-def test_approve_and_dismiss_over_the_api(admin, conversation):
+def test_approve_and_dismiss_over_the_api(admin_api, conversation):
     first, second = _pending_findings(conversation, 2)
 
-    approved = admin.post(
+    approved = admin_api.post(
         f"/v1/redaction/findings/{first.pk}/approve", {"reason": "it is a phone"}, format="json"
     )
-    dismissed = admin.post(
+    dismissed = admin_api.post(
         f"/v1/redaction/findings/{second.pk}/dismiss", {"addToAllowList": True}, format="json"
     )
 
@@ -252,7 +241,7 @@ def test_approve_and_dismiss_over_the_api(admin, conversation):
     assert RedactionPolicy.objects.get().allow_list == [PHONE]
     actions = set(AuditEvent.objects.values_list("action", flat=True))
     assert {"redaction_finding.approve", "redaction_finding.dismiss"} <= actions
-    again = admin.post(f"/v1/redaction/findings/{first.pk}/approve", {}, format="json")
+    again = admin_api.post(f"/v1/redaction/findings/{first.pk}/approve", {}, format="json")
     assert (again.status_code, again.json()["code"]) == (409, "finding_not_pending")
 
 
@@ -268,9 +257,9 @@ def test_another_workspace_cannot_see_or_decide_a_finding(
     assert RedactionFinding.objects.get(pk=finding.pk).status == "pending_review"
 
 
-def test_an_unknown_finding_id_is_a_clear_error(admin):
-    assert admin.post("/v1/redaction/findings/x/approve", {}, format="json").status_code == 400
-    assert admin.post("/v1/redaction/findings/99/dismiss", {}, format="json").status_code == 404
+def test_an_unknown_finding_id_is_a_clear_error(admin_api):
+    assert admin_api.post("/v1/redaction/findings/x/approve", {}, format="json").status_code == 400
+    assert admin_api.post("/v1/redaction/findings/99/dismiss", {}, format="json").status_code == 404
 
 
 # --- restricted originals -----------------------------------------------------------------------
@@ -289,8 +278,8 @@ def redacted_message(api, workspace, conversation) -> Message:
     return Message.objects.get(pk=response.json()["id"])
 
 
-def test_an_admin_reads_a_restricted_original_and_the_read_is_audited(admin, redacted_message):
-    response = admin.get(f"/v1/redaction/originals/message/{redacted_message.pk}")
+def test_an_admin_reads_a_restricted_original_and_the_read_is_audited(admin_api, redacted_message):
+    response = admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")
 
     assert response.status_code == 200
     assert response.json()["text"] == f"My email is {EMAIL}"
@@ -324,12 +313,12 @@ def test_originals_are_scoped_to_the_workspace(make_client, other_workspace, red
         ("/v1/redaction/originals/message/8f1c3a52-3f0e-4d7e-9a59-000000000000", 404, "not_found"),
     ],
 )
-def test_bad_original_requests(admin, path, status, error):
-    response = admin.get(path)
+def test_bad_original_requests(admin_api, path, status, error):
+    response = admin_api.get(path)
     assert (response.status_code, response.json()["code"]) == (status, error)
 
 
-def test_a_destroyed_original_cannot_be_read(admin, api, workspace, conversation):
+def test_a_destroyed_original_cannot_be_read(admin_api, api, workspace, conversation):
     set_policy(workspace, redact_at_ingest=True, keep_originals=False)
     message_id = api.post(
         f"/v1/conversations/{conversation.pk}/messages",
@@ -337,7 +326,7 @@ def test_a_destroyed_original_cannot_be_read(admin, api, workspace, conversation
         format="json",
     ).json()["id"]
 
-    assert admin.get(f"/v1/redaction/originals/message/{message_id}").status_code == 404
+    assert admin_api.get(f"/v1/redaction/originals/message/{message_id}").status_code == 404
     assert not RestrictedOriginal.objects.exists()
 
 
@@ -345,39 +334,39 @@ def test_a_destroyed_original_cannot_be_read(admin, api, workspace, conversation
 
 
 def test_every_redaction_response_matches_its_documented_schema(
-    api, admin, workspace, conversation, redacted_message
+    api, admin_api, workspace, conversation, redacted_message
 ):
     import json
 
     from referencing import Registry
     from referencing.jsonschema import DRAFT202012
 
-    from tests.memory.test_openapi import DOCUMENT_URI, OPENAPI_JSON, OpenApi, _as_json_schema
+    from tests.openapi_document import DOCUMENT_URI, OPENAPI_JSON, OpenApi, as_json_schema
 
     document = json.loads(api.get("/v1/schema/", HTTP_ACCEPT=OPENAPI_JSON).content)
-    resource = DRAFT202012.create_resource(_as_json_schema(document))
+    resource = DRAFT202012.create_resource(as_json_schema(document))
     openapi = OpenApi(document, Registry().with_resource(DOCUMENT_URI, resource))
     first, second = _pending_findings(conversation, 2)
     finding = "/v1/redaction/findings/{finding_id}"
     original = "/v1/redaction/originals/{target_type}/{target_id}"
     calls = [
         ("get", "/v1/redaction/policy", api.get("/v1/redaction/policy")),
-        ("get", "/v1/redaction/policy", admin.get("/v1/redaction/policy")),
+        ("get", "/v1/redaction/policy", admin_api.get("/v1/redaction/policy")),
         (
             "patch",
             "/v1/redaction/policy",
-            admin.patch("/v1/redaction/policy", {"scoreThreshold": 0.55}, format="json"),
+            admin_api.patch("/v1/redaction/policy", {"scoreThreshold": 0.55}, format="json"),
         ),
         ("patch", "/v1/redaction/policy", api.patch("/v1/redaction/policy", {}, format="json")),
         (
             "patch",
             "/v1/redaction/policy",
-            admin.patch("/v1/redaction/policy", {"scoreThreshold": 2}, format="json"),
+            admin_api.patch("/v1/redaction/policy", {"scoreThreshold": 2}, format="json"),
         ),
         (
             "put",
             "/v1/redaction/policy",
-            admin.put(
+            admin_api.put(
                 "/v1/redaction/policy",
                 {"redactAtIngest": True, "keepOriginals": True},
                 format="json",
@@ -392,23 +381,23 @@ def test_every_redaction_response_matches_its_documented_schema(
         (
             "get",
             "/v1/redaction/findings",
-            admin.get("/v1/redaction/findings?status=pending_review"),
+            admin_api.get("/v1/redaction/findings?status=pending_review"),
         ),
         ("get", "/v1/redaction/findings", api.get("/v1/redaction/findings")),
         (
             "post",
             f"{finding}/approve",
-            admin.post(f"/v1/redaction/findings/{first.pk}/approve", {}, format="json"),
+            admin_api.post(f"/v1/redaction/findings/{first.pk}/approve", {}, format="json"),
         ),
         (
             "post",
             f"{finding}/approve",
-            admin.post(f"/v1/redaction/findings/{first.pk}/approve", {}, format="json"),
+            admin_api.post(f"/v1/redaction/findings/{first.pk}/approve", {}, format="json"),
         ),
         (
             "post",
             f"{finding}/dismiss",
-            admin.post(
+            admin_api.post(
                 f"/v1/redaction/findings/{second.pk}/dismiss",
                 {"addToAllowList": True},
                 format="json",
@@ -417,25 +406,25 @@ def test_every_redaction_response_matches_its_documented_schema(
         (
             "post",
             f"{finding}/dismiss",
-            admin.post("/v1/redaction/findings/999/dismiss", {}, format="json"),
+            admin_api.post("/v1/redaction/findings/999/dismiss", {}, format="json"),
         ),
-        ("get", original, admin.get(f"/v1/redaction/originals/message/{redacted_message.pk}")),
+        ("get", original, admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")),
         ("get", original, api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")),
-        ("get", original, admin.get("/v1/redaction/originals/message/x")),
+        ("get", original, admin_api.get("/v1/redaction/originals/message/x")),
     ]
     reveal = "/v1/redaction/pseudonyms/{label}/reveal"
     calls += [
         (
             "post",
             reveal,
-            admin.post(
+            admin_api.post(
                 "/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {"reason": "a"}, format="json"
             ),
         ),
         (
             "post",
             reveal,
-            admin.post("/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {}, format="json"),
+            admin_api.post("/v1/redaction/pseudonyms/EMAIL_ADDRESS_1/reveal", {}, format="json"),
         ),
         (
             "post",
@@ -447,7 +436,9 @@ def test_every_redaction_response_matches_its_documented_schema(
         (
             "post",
             reveal,
-            admin.post("/v1/redaction/pseudonyms/PERSON_7/reveal", {"reason": "a"}, format="json"),
+            admin_api.post(
+                "/v1/redaction/pseudonyms/PERSON_7/reveal", {"reason": "a"}, format="json"
+            ),
         ),
     ]
     assert calls[-4][2].json()["value"] == EMAIL
@@ -456,16 +447,16 @@ def test_every_redaction_response_matches_its_documented_schema(
         openapi.assert_documents(method, path, response)
 
 
-def test_a_refused_change_leaves_no_policy_and_no_event_behind(admin, workspace):
+def test_a_refused_change_leaves_no_policy_and_no_event_behind(admin_api, workspace):
     assert not RedactionPolicy.objects.filter(workspace=workspace).exists()
-    response = admin.patch("/v1/redaction/policy", {"scoreThreshold": 7}, format="json")
+    response = admin_api.patch("/v1/redaction/policy", {"scoreThreshold": 7}, format="json")
     assert response.status_code == 400
     assert not RedactionPolicy.objects.filter(workspace=workspace).exists()
     assert not AuditEvent.objects.filter(action__startswith="redaction_policy.").exists()
 
 
-def test_list_digests_in_the_trail_are_keyed_with_the_secret_key(admin):
-    admin.patch("/v1/redaction/policy", {"allowList": ["Ann"]}, format="json")
+def test_list_digests_in_the_trail_are_keyed_with_the_secret_key(admin_api):
+    admin_api.patch("/v1/redaction/policy", {"allowList": ["Ann"]}, format="json")
     event = AuditEvent.objects.get(action="redaction_policy.update")
     [digest] = event.after["allowList"]["digests"]
     # Not the old digest, which anyone who knows the (public) workspace id could
@@ -506,8 +497,8 @@ def test_list_digests_in_the_trail_are_keyed_with_the_secret_key(admin):
         ({"allowList": ["x" * 201]}, "allowList"),
     ],
 )
-def test_a_bad_custom_recognizer_or_list_is_refused_with_the_field(admin, body, field):
-    response = admin.patch("/v1/redaction/policy", body, format="json")
+def test_a_bad_custom_recognizer_or_list_is_refused_with_the_field(admin_api, body, field):
+    response = admin_api.patch("/v1/redaction/policy", body, format="json")
 
     assert response.status_code == 400
     assert response.json()["field"] == (field or "customRecognizers[0]")

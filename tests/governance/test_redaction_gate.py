@@ -4,6 +4,7 @@ happens to originals and whether reflection waits."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from io import StringIO
 
 import pytest
@@ -11,17 +12,17 @@ from django.core.management import call_command
 from django.core.serializers import serialize
 
 from core.actors import SYSTEM_ACTOR
-from governance.models import AuditEvent, RedactionFinding, RestrictedOriginal
+from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, RestrictedOriginal
 from governance.redaction import presidio as redaction
 from governance.redaction.review import redaction_finding_approve, redaction_finding_dismiss
+from memory.engines.base import DraftReflection, SourceObservation
 from memory.models import Conversation, Message, Observation, Reflection
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.reflector import observations_for_reflection, reflector_run_execute
 from memory.pipeline.scheduling import observer_schedule, reflector_schedule
-from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.observations import observation_update
-from tests.governance.test_redaction_support import EchoEngine, detected_values, set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 EMAIL = "dana.whitfield@example.com"
@@ -38,9 +39,37 @@ NOTES = [
 ]
 
 
-@pytest.fixture
-def conversation(workspace) -> Conversation:
-    return conversation_create(workspace=workspace, user_id="dana")
+def detected_values(texts: list[str], policy: RedactionPolicy) -> set[str]:
+    """Every value the policy's detectors find in ``texts``, applied or pending review."""
+    spec = redaction.PolicySpec.of(policy)
+    found = redaction.engine().detect(texts, spec=spec)
+    return {text[d.start : d.end] for text, ds in zip(texts, found, strict=True) for d in ds}
+
+
+@dataclass
+class EchoEngine:
+    """A Reflector that copies every observation it reads into its own reflection: what
+    the gate lets through is exactly what gets stored."""
+
+    name = "extractive"
+    model = ""
+    prompt_version = ""
+    seen: list[str] | None = None
+
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
+        raise AssertionError("not used")
+
+    def reflect(self, observations: list[SourceObservation], *, now):
+        self.seen = [o.text for o in observations]
+        return [
+            DraftReflection(
+                text=o.text,
+                priority=o.priority,
+                referenced_at=None,
+                source_observation_ids=[o.id],
+            )
+            for o in observations
+        ]
 
 
 def _observations(conversation: Conversation, texts: list[str]) -> list[Observation]:

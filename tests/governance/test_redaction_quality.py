@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bench.redaction_quality import evaluate
-from tests.governance.test_redaction_support import data_file
+from tests.governance.evaluation_data import data_file
 
 SLICE = 200
 

@@ -12,7 +12,6 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from core import queue
 from core.actors import SYSTEM_ACTOR
 from core.errors import MemdeskError
 from governance.models import AuditEvent, MessageScan, RedactionFinding, RescanRun
@@ -44,16 +43,7 @@ def old_conversation(workspace) -> Conversation:
     return conversation
 
 
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, list]]:
-    calls: list[tuple[str, list]] = []
-    monkeypatch.setattr(
-        queue.current_app, "send_task", lambda name, args=(), **_: calls.append((name, args))
-    )
-    return calls
-
-
-def test_a_rescan_needs_a_reason_and_is_audited_with_it(workspace, sent):
+def test_a_rescan_needs_a_reason_and_is_audited_with_it(workspace, sent_tasks):
     with pytest.raises(MemdeskError) as refused:
         rescan_run_request(workspace=workspace, actor=SYSTEM_ACTOR, reason="  ")
     assert refused.value.code == "reason_required" and not RescanRun.objects.exists()
@@ -67,7 +57,7 @@ def test_a_rescan_needs_a_reason_and_is_audited_with_it(workspace, sent):
     assert event.reason == "policy v3: cards added" and event.target_id == str(run.pk)
 
 
-def test_one_rescan_at_a_time_per_workspace(workspace, other_workspace, sent):
+def test_one_rescan_at_a_time_per_workspace(workspace, other_workspace, sent_tasks):
     first = rescan_run_request(workspace=workspace, actor=SYSTEM_ACTOR, reason="first")
 
     with pytest.raises(MemdeskError) as refused:
@@ -85,11 +75,11 @@ def test_unknown_tiers_are_refused(workspace):
 
 
 def test_the_worker_scans_old_messages_and_records_progress(
-    workspace, old_conversation, django_capture_on_commit_callbacks, sent
+    workspace, old_conversation, django_capture_on_commit_callbacks, sent_tasks
 ):
     with django_capture_on_commit_callbacks(execute=True):
         run = rescan_run_request(workspace=workspace, actor=SYSTEM_ACTOR, reason="old data")
-    assert sent == [("governance.tasks.redaction_rescan_task", [run.pk])]
+    assert sent_tasks == [("governance.tasks.redaction_rescan_task", [run.pk])]
     progress: list[tuple[str, int, int]] = []
 
     run = rescan_run_execute(
@@ -114,7 +104,9 @@ def test_the_worker_scans_old_messages_and_records_progress(
     assert AuditEvent.objects.filter(action="redaction.rescan").count() == 1
 
 
-def test_a_failing_rescan_is_recorded_as_failed(workspace, old_conversation, monkeypatch, sent):
+def test_a_failing_rescan_is_recorded_as_failed(
+    workspace, old_conversation, monkeypatch, sent_tasks
+):
     run = rescan_run_request(workspace=workspace, actor=SYSTEM_ACTOR, reason="x")
 
     def broken(**_: object) -> None:
@@ -129,14 +121,14 @@ def test_a_failing_rescan_is_recorded_as_failed(workspace, old_conversation, mon
 
 
 def test_the_sweep_fails_lost_rescans_and_sends_again_those_never_started(
-    workspace, other_workspace, sent, django_capture_on_commit_callbacks
+    workspace, other_workspace, sent_tasks, django_capture_on_commit_callbacks
 ):
     lost = rescan_run_request(workspace=workspace, actor=SYSTEM_ACTOR, reason="lost")
     never = rescan_run_request(workspace=other_workspace, actor=SYSTEM_ACTOR, reason="never")
     long_ago = timezone.now() - timedelta(hours=1)
     RescanRun.objects.filter(pk=lost.pk).update(status="running", updated_at=long_ago)
     RescanRun.objects.filter(pk=never.pk).update(created_at=long_ago)
-    sent.clear()
+    sent_tasks.clear()
 
     with django_capture_on_commit_callbacks(execute=True):
         counts = rescan_run_sweep()
@@ -144,10 +136,10 @@ def test_the_sweep_fails_lost_rescans_and_sends_again_those_never_started(
     assert counts == {"rescansAbandoned": 1, "rescansRequeued": 1}
     lost.refresh_from_db()
     assert lost.status == "failed" and lost.error.startswith("abandoned")
-    assert sent == [("governance.tasks.redaction_rescan_task", [never.pk])]
+    assert sent_tasks == [("governance.tasks.redaction_rescan_task", [never.pk])]
 
 
-def test_the_command_records_its_run(workspace, old_conversation, sent):
+def test_the_command_records_its_run(workspace, old_conversation, sent_tasks):
     out = StringIO()
 
     call_command("rescan_redaction", "--workspace", "acme", "--reason", "upgrade", stdout=out)
@@ -166,4 +158,4 @@ def test_the_command_records_its_run(workspace, old_conversation, sent):
         )
     ) == {("command:rescan_redaction", "system")}
     assert "messages: 3/3" in out.getvalue() and CARD not in out.getvalue()
-    assert not sent  # run by the command itself, not queued for a worker
+    assert not sent_tasks  # run by the command itself, not queued for a worker

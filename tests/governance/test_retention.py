@@ -34,7 +34,7 @@ from memory.models import (
     ReflectionVersion,
 )
 from memory.services.pins import pin_create
-from tests.governance.test_retention_support import (
+from tests.governance.builders import (
     ADMIN,
     conversation_with_tiers,
     days_ago,
@@ -505,16 +505,13 @@ def test_expired_observations_that_named_expired_messages_keep_their_provenance_
 # --- the API --------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
-
-
 POLICY = {"name": "default", "messageDays": 30, "observationDays": 60, "reflectionDays": None}
 
 
-def test_admins_create_list_update_and_delete_policies_with_audit(admin, workspace):
-    created = admin.post("/v1/retention/policies", {**POLICY, "reason": "DPA 2026"}, format="json")
+def test_admins_create_list_update_and_delete_policies_with_audit(admin_api, workspace):
+    created = admin_api.post(
+        "/v1/retention/policies", {**POLICY, "reason": "DPA 2026"}, format="json"
+    )
     assert created.status_code == 201, created.content
     body = created.json()
     assert body | {"id": 0, "createdAt": "", "updatedAt": ""} == {
@@ -529,15 +526,15 @@ def test_admins_create_list_update_and_delete_policies_with_audit(admin, workspa
         "updatedAt": "",
     }
     url = f"/v1/retention/policies/{body['id']}"
-    assert admin.get("/v1/retention/policies").json()["policies"] == [body]
-    assert admin.get(url).json() == body
+    assert admin_api.get("/v1/retention/policies").json()["policies"] == [body]
+    assert admin_api.get(url).json() == body
 
-    updated = admin.patch(url, {"messageDays": None, "enabled": False}, format="json")
+    updated = admin_api.patch(url, {"messageDays": None, "enabled": False}, format="json")
     assert updated.status_code == 200
     assert (updated.json()["messageDays"], updated.json()["enabled"]) == (None, False)
     assert updated.json()["observationDays"] == 60
 
-    assert admin.delete(url + "?reason=superseded").status_code == 204
+    assert admin_api.delete(url + "?reason=superseded").status_code == 204
     assert not RetentionPolicy.objects.exists()
 
     create, update, delete = (
@@ -594,17 +591,17 @@ def test_agent_keys_are_refused_on_every_retention_route(api, workspace, method,
         ({**POLICY, "enabled": "maybe"}, "invalid_request", "enabled"),
     ],
 )
-def test_bad_policy_input_is_a_400_naming_the_field(admin, body, error, field):
-    response = admin.post("/v1/retention/policies", body, format="json")
+def test_bad_policy_input_is_a_400_naming_the_field(admin_api, body, error, field):
+    response = admin_api.post("/v1/retention/policies", body, format="json")
     assert response.status_code == 400, response.content
     assert (response.json()["code"], response.json()["field"]) == (error, field)
     assert not RetentionPolicy.objects.exists()
 
 
-def test_a_second_policy_for_the_same_tag_or_name_is_a_conflict(admin):
-    assert admin.post("/v1/retention/policies", POLICY, format="json").status_code == 201
-    same_tag = admin.post("/v1/retention/policies", {**POLICY, "name": "b"}, format="json")
-    same_name = admin.post(
+def test_a_second_policy_for_the_same_tag_or_name_is_a_conflict(admin_api):
+    assert admin_api.post("/v1/retention/policies", POLICY, format="json").status_code == 201
+    same_tag = admin_api.post("/v1/retention/policies", {**POLICY, "name": "b"}, format="json")
+    same_name = admin_api.post(
         "/v1/retention/policies", {**POLICY, "conversationTag": "eu"}, format="json"
     )
     assert (same_tag.status_code, same_tag.json()["code"]) == (409, "duplicate_policy_tag")
@@ -612,31 +609,33 @@ def test_a_second_policy_for_the_same_tag_or_name_is_a_conflict(admin):
 
 
 def test_policy_routes_answer_404_and_400_for_ids_they_do_not_know(
-    admin, other_workspace, workspace
+    admin_api, other_workspace, workspace
 ):
     theirs = _default_policy(other_workspace)
-    empty_patch = admin.patch(
+    empty_patch = admin_api.patch(
         f"/v1/retention/policies/{_default_policy(workspace).pk}", {}, format="json"
     )
     assert empty_patch.status_code == 400
     assert empty_patch.json()["code"] == "nothing_to_change"
-    assert admin.get(f"/v1/retention/policies/{theirs.pk}").status_code == 404
-    patched = admin.patch(f"/v1/retention/policies/{theirs.pk}", {"enabled": False}, format="json")
+    assert admin_api.get(f"/v1/retention/policies/{theirs.pk}").status_code == 404
+    patched = admin_api.patch(
+        f"/v1/retention/policies/{theirs.pk}", {"enabled": False}, format="json"
+    )
     assert patched.status_code == 404
-    malformed = admin.get("/v1/retention/policies/abc")
+    malformed = admin_api.get("/v1/retention/policies/abc")
     assert (malformed.status_code, malformed.json()["field"]) == (400, "policyId")
-    unknown = admin.post("/v1/retention/dry-run", {"policyId": theirs.pk}, format="json")
+    unknown = admin_api.post("/v1/retention/dry-run", {"policyId": theirs.pk}, format="json")
     assert unknown.status_code == 404
-    bad = admin.post("/v1/retention/sweeps", {"policyId": "all"}, format="json")
+    bad = admin_api.post("/v1/retention/sweeps", {"policyId": "all"}, format="json")
     assert (bad.status_code, bad.json()["field"]) == (400, "policyId")
-    assert admin.get("/v1/retention/sweeps/999999").status_code == 404
+    assert admin_api.get("/v1/retention/sweeps/999999").status_code == 404
 
 
-def test_dry_run_then_run_now_then_follow_the_sweep(admin, workspace):
+def test_dry_run_then_run_now_then_follow_the_sweep(admin_api, workspace):
     _default_policy(workspace)
     conversation_with_tiers(workspace, old=3, new=1)
 
-    preview = admin.post("/v1/retention/dry-run", {}, format="json")
+    preview = admin_api.post("/v1/retention/dry-run", {}, format="json")
     assert preview.status_code == 200
     assert preview.json()["dryRun"] is True
     assert preview.json()["counts"] == {
@@ -647,7 +646,7 @@ def test_dry_run_then_run_now_then_follow_the_sweep(admin, workspace):
     }
     assert Message.objects.count() == 4  # a dry run deletes nothing
 
-    started = admin.post("/v1/retention/sweeps", {}, format="json")
+    started = admin_api.post("/v1/retention/sweeps", {}, format="json")
     assert started.status_code == 202
     body = started.json()
     assert (body["status"], body["dryRun"], body["progress"]) == (
@@ -655,17 +654,17 @@ def test_dry_run_then_run_now_then_follow_the_sweep(admin, workspace):
         False,
         {"done": 0, "total": 0},
     )
-    again = admin.post("/v1/retention/sweeps", format="json")
+    again = admin_api.post("/v1/retention/sweeps", format="json")
     assert (again.status_code, again.json()["code"]) == (409, "sweep_in_progress")
 
     retention_sweep_task.apply(args=[body["id"]])  # what the worker does
 
-    followed = admin.get(f"/v1/retention/sweeps/{body['id']}").json()
+    followed = admin_api.get(f"/v1/retention/sweeps/{body['id']}").json()
     assert followed["status"] == "completed"
     assert followed["progress"] == {"done": 9, "total": 9}
     assert followed["counts"] == preview.json()["counts"]
     assert followed["startedAt"] and followed["finishedAt"]
-    listed = admin.get("/v1/retention/sweeps").json()["sweeps"]
+    listed = admin_api.get("/v1/retention/sweeps").json()["sweeps"]
     assert [s["id"] for s in listed] == [body["id"], preview.json()["id"]]
     [request] = events(workspace, "retention_sweep.request")
     assert request.actor_type == "api_key"
@@ -816,11 +815,11 @@ def test_the_summary_hash_is_the_same_whichever_side_sorts_the_lines(workspace, 
 
 
 def test_every_retention_hold_and_erasure_response_matches_the_openapi_document(
-    admin, api, workspace
+    admin_api, api, workspace
 ):
-    from tests.memory.test_openapi import openapi as load_openapi
+    from tests.openapi_document import openapi_document
 
-    document = load_openapi.__wrapped__()  # the fixture's function, called directly
+    document = openapi_document()
     conversation = conversation_with_tiers(workspace, user_id="u-1")
 
     def check(method, path, response, status):
@@ -828,51 +827,54 @@ def test_every_retention_hold_and_erasure_response_matches_the_openapi_document(
         document.assert_documents(method, path, response)
 
     policies, policy = "/v1/retention/policies", "/v1/retention/policies/{policy_id}"
-    created = admin.post(policies, POLICY, format="json")
+    created = admin_api.post(policies, POLICY, format="json")
     check("post", policies, created, 201)
     url = f"/v1/retention/policies/{created.json()['id']}"
-    check("get", policies, admin.get(policies), 200)
-    check("get", policy, admin.get(url), 200)
-    check("patch", policy, admin.patch(url, {"enabled": True}, format="json"), 200)
-    check("post", policies, admin.post(policies, POLICY, format="json"), 409)
-    check("post", policies, admin.post(policies, {}, format="json"), 400)
+    check("get", policies, admin_api.get(policies), 200)
+    check("get", policy, admin_api.get(url), 200)
+    check("patch", policy, admin_api.patch(url, {"enabled": True}, format="json"), 200)
+    check("post", policies, admin_api.post(policies, POLICY, format="json"), 409)
+    check("post", policies, admin_api.post(policies, {}, format="json"), 400)
     check("get", policies, api.get(policies), 403)
-    check("get", policy, admin.get("/v1/retention/policies/999999"), 404)
+    check("get", policy, admin_api.get("/v1/retention/policies/999999"), 404)
     check(
-        "post", "/v1/retention/dry-run", admin.post("/v1/retention/dry-run", {}, format="json"), 200
+        "post",
+        "/v1/retention/dry-run",
+        admin_api.post("/v1/retention/dry-run", {}, format="json"),
+        200,
     )
     sweeps, sweep = "/v1/retention/sweeps", "/v1/retention/sweeps/{sweep_id}"
-    started = admin.post(sweeps, {}, format="json")
+    started = admin_api.post(sweeps, {}, format="json")
     check("post", sweeps, started, 202)
-    check("post", sweeps, admin.post(sweeps, {}, format="json"), 409)
+    check("post", sweeps, admin_api.post(sweeps, {}, format="json"), 409)
     retention_sweep_task.apply(args=[started.json()["id"]])
-    check("get", sweep, admin.get(f"{sweeps}/{started.json()['id']}"), 200)
-    check("get", sweeps, admin.get(sweeps), 200)
-    check("delete", policy, admin.delete(url), 204)
+    check("get", sweep, admin_api.get(f"{sweeps}/{started.json()['id']}"), 200)
+    check("get", sweeps, admin_api.get(sweeps), 200)
+    check("delete", policy, admin_api.delete(url), 204)
 
     holds, hold, release = (
         "/v1/legal-holds",
         "/v1/legal-holds/{hold_id}",
         "/v1/legal-holds/{hold_id}/release",
     )
-    placed = admin.post(holds, {"userId": "u-1", "reason": "case"}, format="json")
+    placed = admin_api.post(holds, {"userId": "u-1", "reason": "case"}, format="json")
     check("post", holds, placed, 201)
     hold_url = f"/v1/legal-holds/{placed.json()['id']}"
-    check("get", holds, admin.get(holds), 200)
-    check("get", hold, admin.get(hold_url), 200)
+    check("get", holds, admin_api.get(holds), 200)
+    check("get", hold, admin_api.get(hold_url), 200)
     # (The 409 of DELETE /v1/conversations/{id} under a hold is memory/api.py's to
     # document; tests/governance/test_holds.py checks its body.)
     assert api.delete(f"/v1/conversations/{conversation.pk}").status_code == 409
     requests_path, request_path = "/v1/erasure-requests", "/v1/erasure-requests/{request_id}"
-    refused = admin.post(requests_path, {"userId": "u-1", "reason": "asked"}, format="json")
+    refused = admin_api.post(requests_path, {"userId": "u-1", "reason": "asked"}, format="json")
     check("post", requests_path, refused, 409)
     for status in (200, 409):  # released, then already released
-        released = admin.post(f"{hold_url}/release", {"reason": "done"}, format="json")
+        released = admin_api.post(f"{hold_url}/release", {"reason": "done"}, format="json")
         check("post", release, released, status)
-    accepted = admin.post(requests_path, {"userId": "u-1", "reason": "asked"}, format="json")
+    accepted = admin_api.post(requests_path, {"userId": "u-1", "reason": "asked"}, format="json")
     check("post", requests_path, accepted, 202)
-    check("get", request_path, admin.get(f"{requests_path}/{accepted.json()['id']}"), 200)
-    check("get", requests_path, admin.get(requests_path), 200)
+    check("get", request_path, admin_api.get(f"{requests_path}/{accepted.json()['id']}"), 200)
+    check("get", requests_path, admin_api.get(requests_path), 200)
 
 
 # --- pins ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from governance.retention.policies import retention_policy_create
 from governance.retention.sweep import retention_schedule
 from tenancy.models import Membership
 from tests.dashboard.factories import MembershipFactory
-from tests.governance.test_retention_support import conversation_with_tiers
+from tests.governance.builders import conversation_with_tiers
 
 COMPLIANCE_OFFICER = Actor(type="user", id="7", role="compliance")
 

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.memory.celery_workers import Broker, Worker, publishing_to
+from tests.memory.celery_workers import Worker
 from tests.memory.fake_openai import FakeOpenAI
 
 
@@ -18,13 +18,6 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 
 # --- real Celery workers (tests/memory/test_pipeline_worker.py, tests/resilience/) ----------
-
-
-@pytest.fixture
-def broker(tmp_path) -> Iterator[Broker]:
-    broker = Broker(tmp_path)
-    with publishing_to(broker.url, broker.transport_options, broker.queue):
-        yield broker
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from memory.mcp.tools import run_tool
 from memory.models import Escalation
 from memory.recall import terms_in
 from tenancy.models import ApiKey
-from tests.core.test_cache_outage import DEAD_REDIS
+from tests.resilience.redis_server import DEAD_REDIS
 
 
 def _conversation(api) -> str:

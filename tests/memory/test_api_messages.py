@@ -10,13 +10,6 @@ from django.test import override_settings
 from memory.models import Conversation, IdempotencyRecord, Message
 
 
-@pytest.fixture
-def conversation_id(api) -> str:
-    response = api.post("/v1/conversations", {"userId": "end-user-1"}, format="json")
-    assert response.status_code == 201
-    return response.json()["id"]
-
-
 def _post(api, path: str, body, **extra):
     return api.post(path, body, format="json", **extra)
 

@@ -9,15 +9,10 @@ from memory.models import Message, Observation, ObservationVersion
 
 
 @pytest.fixture
-def api(curator_api):
-    # Changing memory is a curator's work; tests/core/test_api_scopes.py keeps agent keys out.
-    return curator_api
-
-
-@pytest.fixture
-def conversation(api) -> str:
-    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
-    api.post(
+def four_turn_conversation_id(curator_api) -> str:
+    """The id of a conversation with four messages, made over the API."""
+    conversation_id = curator_api.post("/v1/conversations", {}, format="json").json()["id"]
+    curator_api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",
         {"messages": [{"role": "user", "content": f"turn {n}"} for n in range(4)]},
         format="json",
@@ -26,9 +21,10 @@ def conversation(api) -> str:
 
 
 @pytest.fixture
-def observation(api, conversation) -> dict:
-    response = api.post(
-        f"/v1/conversations/{conversation}/observations",
+def observation_body(curator_api, four_turn_conversation_id) -> dict:
+    """An observation added over the API, as the API answered it."""
+    response = curator_api.post(
+        f"/v1/conversations/{four_turn_conversation_id}/observations",
         {"text": "User prefers email.", "priority": "medium", "tags": ["contact"]},
         format="json",
     )
@@ -36,15 +32,15 @@ def observation(api, conversation) -> dict:
     return response.json()
 
 
-def test_a_curator_can_add_an_observation_tied_to_messages(api, conversation):
+def test_a_curator_can_add_an_observation_tied_to_messages(curator_api, four_turn_conversation_id):
     message_ids = [
         str(pk)
-        for pk in Message.objects.filter(conversation_id=conversation, seq__in=[2, 3])
+        for pk in Message.objects.filter(conversation_id=four_turn_conversation_id, seq__in=[2, 3])
         .order_by("seq")
         .values_list("pk", flat=True)
     ]
-    response = api.post(
-        f"/v1/conversations/{conversation}/observations",
+    response = curator_api.post(
+        f"/v1/conversations/{four_turn_conversation_id}/observations",
         {
             "text": "User asked for a refund.",
             "priority": "high",
@@ -63,13 +59,13 @@ def test_a_curator_can_add_an_observation_tied_to_messages(api, conversation):
     assert AuditEvent.objects.filter(action="observation.create", target_id=str(row.pk)).exists()
 
 
-def test_source_messages_must_belong_to_the_conversation(api, conversation):
-    other = api.post("/v1/conversations", {}, format="json").json()["id"]
-    foreign = api.post(
+def test_source_messages_must_belong_to_the_conversation(curator_api, four_turn_conversation_id):
+    other = curator_api.post("/v1/conversations", {}, format="json").json()["id"]
+    foreign = curator_api.post(
         f"/v1/conversations/{other}/messages", {"role": "user", "content": "x"}, format="json"
     ).json()["id"]
-    response = api.post(
-        f"/v1/conversations/{conversation}/observations",
+    response = curator_api.post(
+        f"/v1/conversations/{four_turn_conversation_id}/observations",
         {"text": "planted", "sourceMessageIds": [foreign]},
         format="json",
     )
@@ -86,16 +82,20 @@ def test_source_messages_must_belong_to_the_conversation(api, conversation):
         ({"text": 3}, "text"),
     ],
 )
-def test_bad_observation_input_is_refused(api, conversation, body, field):
-    response = api.post(f"/v1/conversations/{conversation}/observations", body, format="json")
+def test_bad_observation_input_is_refused(curator_api, four_turn_conversation_id, body, field):
+    response = curator_api.post(
+        f"/v1/conversations/{four_turn_conversation_id}/observations", body, format="json"
+    )
     assert response.status_code == 400
     assert response.json()["field"] == field
 
 
-def test_edit_without_a_reason_is_refused_and_changes_nothing(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
+def test_edit_without_a_reason_is_refused_and_changes_nothing(
+    curator_api, four_turn_conversation_id, observation_body
+):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
     for body in ({"text": "User prefers SMS."}, {"text": "User prefers SMS.", "reason": "  "}):
-        response = api.patch(path, body, format="json")
+        response = curator_api.patch(path, body, format="json")
         assert response.status_code == 400
         assert response.json() == {
             "error": "A reason is required to change memory.",
@@ -103,94 +103,126 @@ def test_edit_without_a_reason_is_refused_and_changes_nothing(api, conversation,
             "message": "A reason is required to change memory.",
             "field": "reason",
         }
-    row = Observation.objects.get(pk=observation["id"])
+    row = Observation.objects.get(pk=observation_body["id"])
     assert (row.text, row.version) == ("User prefers email.", 1)
     assert not ObservationVersion.objects.exists()
 
 
-def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
-    response = api.patch(
+def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(
+    curator_api, four_turn_conversation_id, observation_body
+):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
+    response = curator_api.patch(
         path, {"text": "User prefers SMS.", "reason": "customer corrected us"}, format="json"
     )
     assert response.status_code == 200
     assert response.json()["version"] == 2
     assert response.json()["text"] == "User prefers SMS."
-    history = api.get(f"{path}/history").json()
+    history = curator_api.get(f"{path}/history").json()
     assert history["current"]["text"] == "User prefers SMS."
     assert [(v["version"], v["text"], v["reason"]) for v in history["versions"]] == [
         (1, "User prefers email.", "customer corrected us")
     ]
-    event = AuditEvent.objects.get(action="observation.edit", target_id=observation["id"])
+    event = AuditEvent.objects.get(action="observation.edit", target_id=observation_body["id"])
     assert event.before["text"] == "User prefers email."
     assert event.after["text"] == "User prefers SMS."
     assert event.reason == "customer corrected us"
 
 
 def test_changing_only_the_priority_is_audited_as_a_reprioritisation(
-    api, conversation, observation
+    curator_api, four_turn_conversation_id, observation_body
 ):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
-    response = api.patch(path, {"priority": "high", "reason": "escalated"}, format="json")
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
+    response = curator_api.patch(path, {"priority": "high", "reason": "escalated"}, format="json")
     assert response.json()["priority"] == "high"
     assert response.json()["marker"] == "\N{LARGE RED CIRCLE}"
     assert AuditEvent.objects.filter(action="observation.reprioritise").count() == 1
 
 
-def test_an_edit_with_nothing_to_change_is_refused(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
-    response = api.patch(path, {"reason": "just because"}, format="json")
+def test_an_edit_with_nothing_to_change_is_refused(
+    curator_api, four_turn_conversation_id, observation_body
+):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
+    response = curator_api.patch(path, {"reason": "just because"}, format="json")
     assert response.status_code == 400
     assert response.json()["code"] == "nothing_to_change"
 
 
-def test_delete_needs_a_reason_and_keeps_the_last_version(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}"
-    refused = api.delete(path)
+def test_delete_needs_a_reason_and_keeps_the_last_version(
+    curator_api, four_turn_conversation_id, observation_body
+):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
+    refused = curator_api.delete(path)
     assert refused.status_code == 400
     assert refused.json()["code"] == "reason_required"
-    assert Observation.objects.filter(pk=observation["id"]).exists()
+    assert Observation.objects.filter(pk=observation_body["id"]).exists()
 
-    assert api.delete(path, {"reason": "wrong customer"}, format="json").status_code == 204
-    assert not Observation.objects.filter(pk=observation["id"]).exists()
-    kept = ObservationVersion.objects.get(observation_id=observation["id"])
+    assert curator_api.delete(path, {"reason": "wrong customer"}, format="json").status_code == 204
+    assert not Observation.objects.filter(pk=observation_body["id"]).exists()
+    kept = ObservationVersion.objects.get(observation_id=observation_body["id"])
     assert (kept.change, kept.text, kept.reason) == (
         "delete",
         "User prefers email.",
         "wrong customer",
     )
-    event = AuditEvent.objects.get(action="observation.delete", target_id=observation["id"])
+    event = AuditEvent.objects.get(action="observation.delete", target_id=observation_body["id"])
     assert event.reason == "wrong customer"
-    assert api.get(path).status_code == 404
+    assert curator_api.get(path).status_code == 404
 
 
-def test_reason_may_also_come_as_a_query_parameter_on_delete(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations/{observation['id']}?reason=duplicate"
-    assert api.delete(path).status_code == 204
+def test_reason_may_also_come_as_a_query_parameter_on_delete(
+    curator_api, four_turn_conversation_id, observation_body
+):
+    path = (
+        f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}"
+        "?reason=duplicate"
+    )
+    assert curator_api.delete(path).status_code == 204
 
 
-def test_observation_lists_filter_by_status(api, conversation, observation):
-    path = f"/v1/conversations/{conversation}/observations"
-    assert [o["id"] for o in api.get(path).json()["observations"]] == [observation["id"]]
-    assert api.get(f"{path}?status=reflected").json()["observations"] == []
-    assert api.get(f"{path}?status=bogus").status_code == 400
-    assert api.get(f"/v1/conversations/{conversation}/reflections?status=bogus").status_code == 400
+def test_observation_lists_filter_by_status(
+    curator_api, four_turn_conversation_id, observation_body
+):
+    path = f"/v1/conversations/{four_turn_conversation_id}/observations"
+    assert [o["id"] for o in curator_api.get(path).json()["observations"]] == [
+        observation_body["id"]
+    ]
+    assert curator_api.get(f"{path}?status=reflected").json()["observations"] == []
+    assert curator_api.get(f"{path}?status=bogus").status_code == 400
+    assert (
+        curator_api.get(
+            f"/v1/conversations/{four_turn_conversation_id}/reflections?status=bogus"
+        ).status_code
+        == 400
+    )
 
 
-def test_history_of_an_unedited_observation_has_no_earlier_versions(api, conversation, observation):
-    response = api.get(f"/v1/conversations/{conversation}/observations/{observation['id']}/history")
+def test_history_of_an_unedited_observation_has_no_earlier_versions(
+    curator_api, four_turn_conversation_id, observation_body
+):
+    response = curator_api.get(
+        f"/v1/conversations/{four_turn_conversation_id}/observations/{observation_body['id']}/history"
+    )
     assert response.status_code == 200
     assert response.json()["versions"] == []
     assert response.json()["current"]["version"] == 1
 
 
-def test_limit_keeps_the_newest_observations_in_list_order(api, conversation):
+def test_limit_keeps_the_newest_observations_in_list_order(curator_api, four_turn_conversation_id):
     texts = [f"User said thing {n}." for n in range(1, 5)]
     for text in texts:
-        api.post(f"/v1/conversations/{conversation}/observations", {"text": text}, format="json")
+        curator_api.post(
+            f"/v1/conversations/{four_turn_conversation_id}/observations",
+            {"text": text},
+            format="json",
+        )
 
-    listed = api.get(f"/v1/conversations/{conversation}/observations", {"limit": 2}).json()
-    refused = api.get(f"/v1/conversations/{conversation}/observations", {"limit": 0})
+    listed = curator_api.get(
+        f"/v1/conversations/{four_turn_conversation_id}/observations", {"limit": 2}
+    ).json()
+    refused = curator_api.get(
+        f"/v1/conversations/{four_turn_conversation_id}/observations", {"limit": 0}
+    )
 
     assert [o["text"] for o in listed["observations"]] == texts[-2:]
     assert all(o["createdAt"] for o in listed["observations"])

@@ -16,7 +16,8 @@ from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 
 @pytest.fixture
-def conversation(api):
+def ten_message_conversation_id(api):
+    """The id of a conversation with ten messages, made over the API."""
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",
@@ -37,40 +38,44 @@ def _observe(conversation_id: str, start: int, end: int, **fields):
     )
 
 
-def test_recent_messages_are_only_those_no_observation_covers(api, conversation):
-    _observe(conversation, 1, 6, text="User counted to six.")
-    body = api.get(f"/v1/conversations/{conversation}/context").json()
+def test_recent_messages_are_only_those_no_observation_covers(api, ten_message_conversation_id):
+    _observe(ten_message_conversation_id, 1, 6, text="User counted to six.")
+    body = api.get(f"/v1/conversations/{ten_message_conversation_id}/context").json()
     assert [m["seq"] for m in body["recentMessages"]] == [7, 8, 9, 10]
     assert [o["text"] for o in body["observations"]] == ["User counted to six."]
 
 
-def test_a_gap_between_observed_windows_stays_recent(api, conversation):
-    _observe(conversation, 1, 3)
-    _observe(conversation, 6, 8)
-    body = api.get(f"/v1/conversations/{conversation}/context").json()
+def test_a_gap_between_observed_windows_stays_recent(api, ten_message_conversation_id):
+    _observe(ten_message_conversation_id, 1, 3)
+    _observe(ten_message_conversation_id, 6, 8)
+    body = api.get(f"/v1/conversations/{ten_message_conversation_id}/context").json()
     assert [m["seq"] for m in body["recentMessages"]] == [4, 5, 9, 10]
 
 
-def test_reflected_observations_leave_the_context_but_still_cover_messages(api, conversation):
-    reflection = ReflectionFactory(conversation_id=conversation, text="User counts a lot.")
-    _observe(conversation, 1, 10, status="reflected", reflection=reflection)
-    body = api.get(f"/v1/conversations/{conversation}/context").json()
+def test_reflected_observations_leave_the_context_but_still_cover_messages(
+    api, ten_message_conversation_id
+):
+    reflection = ReflectionFactory(
+        conversation_id=ten_message_conversation_id, text="User counts a lot."
+    )
+    _observe(ten_message_conversation_id, 1, 10, status="reflected", reflection=reflection)
+    body = api.get(f"/v1/conversations/{ten_message_conversation_id}/context").json()
     assert body["observations"] == []
     assert body["recentMessages"] == []
     assert [r["text"] for r in body["reflections"]] == ["User counts a lot."]
 
 
-def test_superseded_reflections_are_not_in_the_context(api, conversation):
-    ReflectionFactory(conversation_id=conversation, text="old", status="superseded")
-    ReflectionFactory(conversation_id=conversation, text="new", generation=2)
-    body = api.get(f"/v1/conversations/{conversation}/context").json()
+def test_superseded_reflections_are_not_in_the_context(api, ten_message_conversation_id):
+    ReflectionFactory(conversation_id=ten_message_conversation_id, text="old", status="superseded")
+    ReflectionFactory(conversation_id=ten_message_conversation_id, text="new", generation=2)
+    body = api.get(f"/v1/conversations/{ten_message_conversation_id}/context").json()
     assert [r["text"] for r in body["reflections"]] == ["new"]
 
 
-def test_observation_lines_carry_marker_dates_and_relative_date(api, conversation):
+def test_observation_lines_carry_marker_dates_and_relative_date(api, ten_message_conversation_id):
     now = timezone.now()
     _observe(
-        conversation,
+        ten_message_conversation_id,
         1,
         2,
         text="User will return the parcel.",
@@ -78,7 +83,9 @@ def test_observation_lines_carry_marker_dates_and_relative_date(api, conversatio
         observed_at=now - timedelta(days=2),
         referenced_at=now + timedelta(days=5),
     )
-    [item] = api.get(f"/v1/conversations/{conversation}/context").json()["observations"]
+    [item] = api.get(f"/v1/conversations/{ten_message_conversation_id}/context").json()[
+        "observations"
+    ]
     assert item["content"] == (
         f"\N{LARGE RED CIRCLE} {(now - timedelta(days=2)):%Y-%m-%d} (2 days ago) User will return"
         f" the parcel. (event date {(now + timedelta(days=5)):%Y-%m-%d}, in 5 days)"
@@ -88,10 +95,10 @@ def test_observation_lines_carry_marker_dates_and_relative_date(api, conversatio
     assert len(item["sourceMessageIds"]) == 2
 
 
-def test_text_format_is_the_three_section_block(api, conversation):
-    _observe(conversation, 1, 9, text="User counted.")
-    ReflectionFactory(conversation_id=conversation, text="User likes numbers.")
-    response = api.get(f"/v1/conversations/{conversation}/context?format=text")
+def test_text_format_is_the_three_section_block(api, ten_message_conversation_id):
+    _observe(ten_message_conversation_id, 1, 9, text="User counted.")
+    ReflectionFactory(conversation_id=ten_message_conversation_id, text="User likes numbers.")
+    response = api.get(f"/v1/conversations/{ten_message_conversation_id}/context?format=text")
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     text = response.content.decode()
     sections = text.split("\n\n")
@@ -100,9 +107,13 @@ def test_text_format_is_the_three_section_block(api, conversation):
     assert sections[2] == "## Recent Messages\n[user] message number 10"
 
 
-def test_messages_format_is_a_memory_system_message_then_the_turns(api, conversation):
-    _observe(conversation, 1, 8, text="User counted.")
-    chat = api.get(f"/v1/conversations/{conversation}/context?format=messages").json()["messages"]
+def test_messages_format_is_a_memory_system_message_then_the_turns(
+    api, ten_message_conversation_id
+):
+    _observe(ten_message_conversation_id, 1, 8, text="User counted.")
+    chat = api.get(
+        f"/v1/conversations/{ten_message_conversation_id}/context?format=messages"
+    ).json()["messages"]
     assert chat[0]["role"] == "system"
     assert chat[0]["content"].startswith("Relevant memory for this conversation\n\n")
     assert "User counted." in chat[0]["content"]
@@ -136,30 +147,43 @@ def test_messages_format_keeps_tool_results_valid_for_openai(api):
     ]
 
 
-def test_max_tokens_drops_oldest_recent_messages_first_and_says_so(api, conversation):
-    full = api.get(f"/v1/conversations/{conversation}/context?max_tokens=100000").json()
+def test_max_tokens_drops_oldest_recent_messages_first_and_says_so(
+    api, ten_message_conversation_id
+):
+    full = api.get(
+        f"/v1/conversations/{ten_message_conversation_id}/context?max_tokens=100000"
+    ).json()
     per_message = full["tokenCount"] // 10
-    body = api.get(f"/v1/conversations/{conversation}/context?max_tokens={per_message * 3}").json()
+    body = api.get(
+        f"/v1/conversations/{ten_message_conversation_id}/context?max_tokens={per_message * 3}"
+    ).json()
     assert [m["seq"] for m in body["recentMessages"]] == [8, 9, 10]
     assert body["trimmed"] == {"recentMessages": 7, "observations": 0, "reflections": 0}
     assert body["tokenCount"] <= per_message * 3
 
 
-def test_max_tokens_then_drops_lowest_priority_observations(api, conversation):
-    _observe(conversation, 1, 4, text="Background detail about weather.", priority="low")
-    _observe(conversation, 5, 8, text="Customer must get a refund today.", priority="high")
-    _observe(conversation, 9, 10, text="Customer prefers email.", priority="medium")
-    full = api.get(f"/v1/conversations/{conversation}/context?max_tokens=100000").json()
+def test_max_tokens_then_drops_lowest_priority_observations(api, ten_message_conversation_id):
+    _observe(
+        ten_message_conversation_id, 1, 4, text="Background detail about weather.", priority="low"
+    )
+    _observe(
+        ten_message_conversation_id, 5, 8, text="Customer must get a refund today.", priority="high"
+    )
+    _observe(ten_message_conversation_id, 9, 10, text="Customer prefers email.", priority="medium")
+    full = api.get(
+        f"/v1/conversations/{ten_message_conversation_id}/context?max_tokens=100000"
+    ).json()
     low_cost = next(o["tokenCount"] for o in full["observations"] if o["priority"] == "low")
     body = api.get(
-        f"/v1/conversations/{conversation}/context?max_tokens={full['tokenCount'] - low_cost}"
+        f"/v1/conversations/{ten_message_conversation_id}/context"
+        f"?max_tokens={full['tokenCount'] - low_cost}"
     ).json()
     assert [o["priority"] for o in body["observations"]] == ["high", "medium"]
     assert body["trimmed"]["observations"] == 1
 
 
-def test_max_tokens_never_splits_an_item(api, conversation):
-    body = api.get(f"/v1/conversations/{conversation}/context?max_tokens=1").json()
+def test_max_tokens_never_splits_an_item(api, ten_message_conversation_id):
+    body = api.get(f"/v1/conversations/{ten_message_conversation_id}/context?max_tokens=1").json()
     assert body["recentMessages"] == []
     assert body["trimmed"]["recentMessages"] == 10
 
@@ -168,15 +192,15 @@ def test_max_tokens_never_splits_an_item(api, conversation):
     ("query", "field"),
     [("max_tokens=0", "max_tokens"), ("max_tokens=abc", "max_tokens"), ("format=xml", "format")],
 )
-def test_bad_context_parameters_are_400(api, conversation, query, field):
-    response = api.get(f"/v1/conversations/{conversation}/context?{query}")
+def test_bad_context_parameters_are_400(api, ten_message_conversation_id, query, field):
+    response = api.get(f"/v1/conversations/{ten_message_conversation_id}/context?{query}")
     assert response.status_code == 400
     assert response.json()["field"] == field
 
 
-def test_unchanged_context_is_byte_identical_with_etag_and_304(api, conversation):
-    _observe(conversation, 1, 5)
-    path = f"/v1/conversations/{conversation}/context"
+def test_unchanged_context_is_byte_identical_with_etag_and_304(api, ten_message_conversation_id):
+    _observe(ten_message_conversation_id, 1, 5)
+    path = f"/v1/conversations/{ten_message_conversation_id}/context"
     first, second = api.get(path), api.get(path)
     assert first.content == second.content
     assert first["ETag"] == second["ETag"]
@@ -186,20 +210,22 @@ def test_unchanged_context_is_byte_identical_with_etag_and_304(api, conversation
 
 
 @pytest.mark.parametrize("change", ["message", "observation_edit"])
-def test_any_change_to_memory_changes_the_context_and_etag(curator_api, conversation, change):
+def test_any_change_to_memory_changes_the_context_and_etag(
+    curator_api, ten_message_conversation_id, change
+):
     api = curator_api
-    observation = _observe(conversation, 1, 5)
-    path = f"/v1/conversations/{conversation}/context"
+    observation = _observe(ten_message_conversation_id, 1, 5)
+    path = f"/v1/conversations/{ten_message_conversation_id}/context"
     before = api.get(path)
     if change == "message":
         api.post(
-            f"/v1/conversations/{conversation}/messages",
+            f"/v1/conversations/{ten_message_conversation_id}/messages",
             {"role": "user", "content": "new"},
             format="json",
         )
     else:
         api.patch(
-            f"/v1/conversations/{conversation}/observations/{observation.pk}",
+            f"/v1/conversations/{ten_message_conversation_id}/observations/{observation.pk}",
             {"text": "Corrected note.", "reason": "typo"},
             format="json",
         )
@@ -210,18 +236,20 @@ def test_any_change_to_memory_changes_the_context_and_etag(curator_api, conversa
 
 
 @pytest.mark.parametrize("budget", ["", "&max_tokens=100000"])
-def test_a_message_write_leaves_the_memory_sections_byte_identical(api, conversation, budget):
+def test_a_message_write_leaves_the_memory_sections_byte_identical(
+    api, ten_message_conversation_id, budget
+):
     # Prompt caches key on an exact prefix: the memory block must not move when an agent
     # writes a message, only the recent messages after it.
-    _observe(conversation, 1, 6, text="User counted to six.", priority="high")
-    ReflectionFactory(conversation_id=conversation, text="User likes numbers.")
-    path = f"/v1/conversations/{conversation}/context"
+    _observe(ten_message_conversation_id, 1, 6, text="User counted to six.", priority="high")
+    ReflectionFactory(conversation_id=ten_message_conversation_id, text="User likes numbers.")
+    path = f"/v1/conversations/{ten_message_conversation_id}/context"
     text_before = api.get(f"{path}?format=text{budget}").content.decode()
     chat_before = api.get(f"{path}?format=messages{budget}").json()["messages"]
     json_before = api.get(f"{path}?format=json{budget}").json()
 
     api.post(
-        f"/v1/conversations/{conversation}/messages",
+        f"/v1/conversations/{ten_message_conversation_id}/messages",
         {"role": "user", "content": "message number 11"},
         format="json",
     )
@@ -242,19 +270,21 @@ def test_a_message_write_leaves_the_memory_sections_byte_identical(api, conversa
     assert [m["seq"] for m in json_after["recentMessages"]] == [7, 8, 9, 10, 11]
 
 
-def test_the_memory_block_is_rendered_again_when_memory_changes(curator_api, conversation):
-    observation = _observe(conversation, 1, 6, text="User counted to six.")
-    path = f"/v1/conversations/{conversation}/context?format=text"
+def test_the_memory_block_is_rendered_again_when_memory_changes(
+    curator_api, ten_message_conversation_id
+):
+    observation = _observe(ten_message_conversation_id, 1, 6, text="User counted to six.")
+    path = f"/v1/conversations/{ten_message_conversation_id}/context?format=text"
     curator_api.get(path)
     curator_api.post(
-        f"/v1/conversations/{conversation}/messages",
+        f"/v1/conversations/{ten_message_conversation_id}/messages",
         {"role": "user", "content": "message number 11"},
         format="json",
     )
     assert "User counted to six." in curator_api.get(path).content.decode()
 
     curator_api.patch(
-        f"/v1/conversations/{conversation}/observations/{observation.pk}",
+        f"/v1/conversations/{ten_message_conversation_id}/observations/{observation.pk}",
         {"text": "User counted to six, slowly.", "reason": "detail"},
         format="json",
     )
@@ -262,14 +292,14 @@ def test_the_memory_block_is_rendered_again_when_memory_changes(curator_api, con
     assert "User counted to six, slowly." in curator_api.get(path).content.decode()
 
 
-def test_a_read_after_a_message_write_reads_only_the_new_messages(api, conversation):
+def test_a_read_after_a_message_write_reads_only_the_new_messages(api, ten_message_conversation_id):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    path = f"/v1/conversations/{conversation}/context"
+    path = f"/v1/conversations/{ten_message_conversation_id}/context"
     api.get(path)
     api.post(
-        f"/v1/conversations/{conversation}/messages",
+        f"/v1/conversations/{ten_message_conversation_id}/messages",
         {"role": "user", "content": "message number 11"},
         format="json",
     )
@@ -293,17 +323,17 @@ def test_a_read_after_a_message_write_reads_only_the_new_messages(api, conversat
 @pytest.mark.parametrize("fmt", ["json", "text", "messages"])
 @pytest.mark.parametrize("max_tokens", [None, 40, 12])
 def test_a_worker_keeping_only_the_newest_of_a_long_tail_serves_what_it_would_whole(
-    api, conversation, monkeypatch, fmt, max_tokens
+    api, ten_message_conversation_id, monkeypatch, fmt, max_tokens
 ):
     # The pipeline off: nothing shortens the tail, and a worker keeps its newest 4.
-    path = f"/v1/conversations/{conversation}/context?format={fmt}" + (
+    path = f"/v1/conversations/{ten_message_conversation_id}/context?format={fmt}" + (
         f"&max_tokens={max_tokens}" if max_tokens else ""
     )
     monkeypatch.setattr(read, "LOCAL_TAIL_MAX_MESSAGES", 4)
     api.get(path)
     for n in (11, 12, 13):
         api.post(
-            f"/v1/conversations/{conversation}/messages",
+            f"/v1/conversations/{ten_message_conversation_id}/messages",
             {"role": "user", "content": f"message number {n}"},
             format="json",
         )
@@ -316,18 +346,24 @@ def test_a_worker_keeping_only_the_newest_of_a_long_tail_serves_what_it_would_wh
     assert kept == api.get(path).content
 
 
-def test_memory_items_carry_created_at_and_their_window_as_iso_strings(api, conversation):
-    messages = list(Message.objects.filter(conversation_id=conversation).order_by("seq"))
+def test_memory_items_carry_created_at_and_their_window_as_iso_strings(
+    api, ten_message_conversation_id
+):
+    messages = list(
+        Message.objects.filter(conversation_id=ten_message_conversation_id).order_by("seq")
+    )
     note = _observe(
-        conversation,
+        ten_message_conversation_id,
         3,
         5,
         text="User counted from three.",
         window_start_at=messages[2].created_at,
         window_end_at=messages[4].created_at,
     )
-    by_hand = ObservationFactory(conversation_id=conversation, text="Written from no message.")
-    body = api.get(f"/v1/conversations/{conversation}/observations").json()
+    by_hand = ObservationFactory(
+        conversation_id=ten_message_conversation_id, text="Written from no message."
+    )
+    body = api.get(f"/v1/conversations/{ten_message_conversation_id}/observations").json()
     items = {item["id"]: item for item in body["observations"]}
 
     windowed, unwindowed = items[str(note.pk)], items[str(by_hand.pk)]
@@ -340,16 +376,22 @@ def test_memory_items_carry_created_at_and_their_window_as_iso_strings(api, conv
     assert unwindowed["windowStartSeq"] is None
 
 
-def test_a_tool_message_is_a_labelled_user_turn_in_recent_messages(api, conversation):
-    _observe(conversation, 1, 10, text="User counted to ten.")
+def test_a_tool_message_is_a_labelled_user_turn_in_recent_messages(
+    api, ten_message_conversation_id
+):
+    _observe(ten_message_conversation_id, 1, 10, text="User counted to ten.")
     api.post(
-        f"/v1/conversations/{conversation}/messages",
+        f"/v1/conversations/{ten_message_conversation_id}/messages",
         {"role": "tool", "content": "21C and sunny", "toolName": "weather"},
         format="json",
     )
 
-    [recent] = api.get(f"/v1/conversations/{conversation}/context").json()["recentMessages"]
-    stored = api.get(f"/v1/conversations/{conversation}/messages?limit=1").json()["messages"]
+    [recent] = api.get(f"/v1/conversations/{ten_message_conversation_id}/context").json()[
+        "recentMessages"
+    ]
+    stored = api.get(f"/v1/conversations/{ten_message_conversation_id}/messages?limit=1").json()[
+        "messages"
+    ]
 
     assert (recent["role"], recent["originalRole"]) == ("user", "tool")
     assert recent["content"] == "[weather result] 21C and sunny"
@@ -359,20 +401,22 @@ def test_a_tool_message_is_a_labelled_user_turn_in_recent_messages(api, conversa
 
 
 def test_a_worker_keeps_one_tail_per_conversation_and_a_bounded_number_of_items(
-    api, curator_api, conversation, monkeypatch
+    api, curator_api, ten_message_conversation_id, monkeypatch
 ):
-    path = f"/v1/conversations/{conversation}/context"
+    path = f"/v1/conversations/{ten_message_conversation_id}/context"
     api.get(path)
-    observation = _observe(conversation, 1, 3, text="User counted to three.")
+    observation = _observe(ten_message_conversation_id, 1, 3, text="User counted to three.")
     curator_api.patch(
-        f"/v1/conversations/{conversation}/observations/{observation.pk}",
+        f"/v1/conversations/{ten_message_conversation_id}/observations/{observation.pk}",
         {"text": "User counted to three, aloud.", "reason": "detail"},
         format="json",
     )
     api.get(path)
     # The tail read before memory changed is gone, not left to age out.
     tails = [
-        key for key in caches._LOCAL if key.startswith("memdesk:ctxtail:") and conversation in key
+        key
+        for key in caches._LOCAL
+        if key.startswith("memdesk:ctxtail:") and ten_message_conversation_id in key
     ]
     assert len(tails) == 1
 
@@ -403,14 +447,14 @@ def _shared_cache_keys(fragment: str) -> list[str]:
 
 
 def test_a_busy_conversation_keeps_one_body_per_format_in_the_shared_cache(
-    api, conversation, monkeypatch
+    api, ten_message_conversation_id, monkeypatch
 ):
     # Keyed by version, each write left a body behind for an hour: Redis filled up.
-    _observe(conversation, 1, 6, text="User counted to six.")
-    path = f"/v1/conversations/{conversation}/context"
+    _observe(ten_message_conversation_id, 1, 6, text="User counted to six.")
+    path = f"/v1/conversations/{ten_message_conversation_id}/context"
     for n in range(11, 16):
         api.post(
-            f"/v1/conversations/{conversation}/messages",
+            f"/v1/conversations/{ten_message_conversation_id}/messages",
             {"role": "user", "content": f"message number {n}"},
             format="json",
         )
@@ -418,8 +462,22 @@ def test_a_busy_conversation_keeps_one_body_per_format_in_the_shared_cache(
         api.get(f"{path}?format=text")
     newest = api.get(path).content
 
-    assert len(_shared_cache_keys(f"memdesk:ctx:{caches.RENDER_VERSION}:{conversation}:")) == 2
-    assert len(_shared_cache_keys(f"memdesk:ctxmem:{caches.RENDER_VERSION}:{conversation}:")) == 2
+    assert (
+        len(
+            _shared_cache_keys(
+                f"memdesk:ctx:{caches.RENDER_VERSION}:{ten_message_conversation_id}:"
+            )
+        )
+        == 2
+    )
+    assert (
+        len(
+            _shared_cache_keys(
+                f"memdesk:ctxmem:{caches.RENDER_VERSION}:{ten_message_conversation_id}:"
+            )
+        )
+        == 2
+    )
 
     # Another worker (nothing of its own kept) serves the newest body from the shared
     # cache without rendering it.

@@ -17,35 +17,12 @@ from memory.engines.extractive import ExtractiveEngine
 from memory.models import Conversation, Observation, PipelineRun, Reflection, ReflectorRun
 from memory.pipeline.reflector import reflector_run_execute
 from memory.pipeline.sweep import pipeline_sweep
-from memory.services.conversations import conversation_create
 from memory.services.observations import observation_create, observation_update
-from tests.dashboard.factories import chat, observe, reflect
+from tests.dashboard.factories import reflect
 from tests.memory.factories import ReflectionFactory
 
 FORMATS = ("json", "text", "messages")
 HIGH = "\N{LARGE RED CIRCLE}"
-
-
-@pytest.fixture
-def api(curator_api):
-    # Changing memory is a curator's work; tests/core/test_api_scopes.py keeps agent keys out.
-    return curator_api
-
-
-@pytest.fixture
-def conversation(workspace) -> Conversation:
-    """The support chat, observed and then reflected by the real pipeline."""
-    conversation = conversation_create(workspace=workspace, user_id="dana")
-    chat(conversation)
-    observe(conversation)
-    reflect(conversation)
-    return conversation
-
-
-@pytest.fixture
-def note(conversation) -> Observation:
-    """The reflected observation the corrections are about."""
-    return Observation.objects.get(conversation=conversation, text__contains="email")
 
 
 def _built_from(observation: Observation, status: str = "active") -> list[Reflection]:
@@ -116,15 +93,15 @@ def _reflection_path(reflection: Reflection) -> str:
 
 
 def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
-    api, conversation, note, django_capture_on_commit_callbacks
+    curator_api, reflected_conversation, reflected_observation, django_capture_on_commit_callbacks
 ):
-    [reflection] = _built_from(note)
-    _assert_everywhere(_context(api, conversation), "email")
-    etag = _etag(api, conversation)
+    [reflection] = _built_from(reflected_observation)
+    _assert_everywhere(_context(curator_api, reflected_conversation), "email")
+    etag = _etag(curator_api, reflected_conversation)
 
     with django_capture_on_commit_callbacks() as callbacks:
-        response = api.patch(
-            _path(note),
+        response = curator_api.patch(
+            _path(reflected_observation),
             {"content": "User prefers SMS over phone calls", "reason": "customer said SMS"},
             format="json",
         )
@@ -133,94 +110,111 @@ def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
 
     reflection.refresh_from_db()
     assert reflection.status == "stale"
-    now = _context(api, conversation)
+    now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "email")
     _assert_everywhere(now, "User prefers SMS over phone calls")
     served = json.loads(now["json"])
     assert str(reflection.pk) not in [r["id"] for r in served["reflections"]]
-    assert str(note.pk) in [o["id"] for o in served["observations"]]
-    assert _etag(api, conversation) != etag
+    assert str(reflected_observation.pk) in [o["id"] for o in served["observations"]]
+    assert _etag(curator_api, reflected_conversation) != etag
 
-    _rederive(conversation)
+    _rederive(reflected_conversation)
     reflection.refresh_from_db()
     assert reflection.status == "superseded"
     successor = Reflection.objects.get(pk=reflection.superseded_by_id)
     assert successor.status == "active" and "SMS" in successor.text
-    assert successor.source_observation_ids == [str(note.pk)]
+    assert successor.source_observation_ids == [str(reflected_observation.pk)]
     assert successor.generation == reflection.generation
-    note.refresh_from_db()
-    assert (note.status, note.reflection_id) == ("reflected", successor.pk)
-    served = _served(api, conversation)
+    reflected_observation.refresh_from_db()
+    assert (reflected_observation.status, reflected_observation.reflection_id) == (
+        "reflected",
+        successor.pk,
+    )
+    served = _served(curator_api, reflected_conversation)
     assert successor.text in [r["text"] for r in served["reflections"]]
-    assert str(note.pk) not in [o["id"] for o in served["observations"]]
-    _assert_nowhere(_context(api, conversation), "email")
+    assert str(reflected_observation.pk) not in [o["id"] for o in served["observations"]]
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
 
 
 def test_reprioritising_a_reflected_observation_is_served_at_once_and_rederived(
-    api, conversation, note
+    curator_api, reflected_conversation, reflected_observation
 ):
-    [reflection] = _built_from(note)
+    [reflection] = _built_from(reflected_observation)
     assert reflection.priority == "medium"
 
-    response = api.patch(_path(note), {"priority": "high", "reason": "escalated"}, format="json")
+    response = curator_api.patch(
+        _path(reflected_observation), {"priority": "high", "reason": "escalated"}, format="json"
+    )
     assert response.status_code == 200
 
-    for fmt, body in _context(api, conversation).items():
+    for fmt, body in _context(curator_api, reflected_conversation).items():
         lines = [line for line in _memory_lines(body, fmt) if "email" in line]
         assert lines and all(line.startswith(HIGH) for line in lines), (fmt, lines)
-    assert str(reflection.pk) not in [r["id"] for r in _served(api, conversation)["reflections"]]
+    assert str(reflection.pk) not in [
+        r["id"] for r in _served(curator_api, reflected_conversation)["reflections"]
+    ]
 
-    _rederive(conversation)
+    _rederive(reflected_conversation)
     reflection.refresh_from_db()
     successor = Reflection.objects.get(pk=reflection.superseded_by_id)
     assert successor.priority == "high"
-    served = _served(api, conversation)
+    served = _served(curator_api, reflected_conversation)
     [line] = [r["content"] for r in served["reflections"] if "email" in r["content"]]
     assert line.startswith(HIGH)
     assert not [o for o in served["observations"] if "email" in o["text"]]
     assert AuditEvent.objects.filter(action="observation.reprioritise").count() == 1
 
 
-def test_reverting_a_reflected_observation_is_served_at_once_and_rederived(api, conversation, note):
-    api.patch(
-        _path(note), {"text": "User prefers SMS over phone calls", "reason": "r"}, format="json"
+def test_reverting_a_reflected_observation_is_served_at_once_and_rederived(
+    curator_api, reflected_conversation, reflected_observation
+):
+    curator_api.patch(
+        _path(reflected_observation),
+        {"text": "User prefers SMS over phone calls", "reason": "r"},
+        format="json",
     )
-    _rederive(conversation)
-    _assert_everywhere(_context(api, conversation), "SMS")
+    _rederive(reflected_conversation)
+    _assert_everywhere(_context(curator_api, reflected_conversation), "SMS")
 
-    response = api.post(
-        f"{_path(note)}/revert", {"version": 1, "reason": "it was email after all"}, format="json"
+    response = curator_api.post(
+        f"{_path(reflected_observation)}/revert",
+        {"version": 1, "reason": "it was email after all"},
+        format="json",
     )
     assert response.status_code == 200
 
-    now = _context(api, conversation)
+    now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "SMS")
     _assert_everywhere(now, "email")
-    _rederive(conversation)
-    [current] = _built_from(note)
+    _rederive(reflected_conversation)
+    [current] = _built_from(reflected_observation)
     assert "email" in current.text and current.version == 1
-    assert current.text in [r["text"] for r in _served(api, conversation)["reflections"]]
-    _assert_nowhere(_context(api, conversation), "SMS")
+    assert current.text in [
+        r["text"] for r in _served(curator_api, reflected_conversation)["reflections"]
+    ]
+    _assert_nowhere(_context(curator_api, reflected_conversation), "SMS")
 
 
 def test_deleting_a_reflected_observation_takes_it_out_at_once_and_for_good(
-    api, conversation, note
+    curator_api, reflected_conversation, reflected_observation
 ):
-    [reflection] = _built_from(note)
+    [reflection] = _built_from(reflected_observation)
 
-    response = api.delete(f"{_path(note)}?reason=another customer's preference")
+    response = curator_api.delete(
+        f"{_path(reflected_observation)}?reason=another customer's preference"
+    )
     assert response.status_code == 204
 
-    _assert_nowhere(_context(api, conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     reflection.refresh_from_db()
     assert reflection.status == "stale"
-    _rederive(conversation)
+    _rederive(reflected_conversation)
     reflection.refresh_from_db()
     # Its only source is gone: nothing replaces it.
     assert (reflection.status, reflection.superseded_by_id) == ("superseded", None)
-    _assert_nowhere(_context(api, conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     actions = list(
-        AuditEvent.objects.filter(target_id__in=[str(note.pk), str(reflection.pk)])
+        AuditEvent.objects.filter(target_id__in=[str(reflected_observation.pk), str(reflection.pk)])
         .order_by("sequence")
         .values_list("action", "reason")
     )
@@ -234,15 +228,17 @@ def test_deleting_a_reflected_observation_takes_it_out_at_once_and_for_good(
     ]
 
 
-def test_the_other_sources_of_a_reflection_are_served_in_its_place(api, conversation):
+def test_the_other_sources_of_a_reflection_are_served_in_its_place(
+    curator_api, reflected_conversation
+):
     """A reflection of several observations: one is deleted, the rest are served as
     they stand until the Reflector makes the reflection again from them."""
     email, parcel = (
-        Observation.objects.get(conversation=conversation, text__contains=word)
+        Observation.objects.get(conversation=reflected_conversation, text__contains=word)
         for word in ("email", "parcel")
     )
     summary = ReflectionFactory(
-        conversation=conversation,
+        conversation=reflected_conversation,
         text="User prefers email and drops the parcel off on Tuesday.",
         source_observation_ids=[str(email.pk), str(parcel.pk)],
     )
@@ -250,73 +246,87 @@ def test_the_other_sources_of_a_reflection_are_served_in_its_place(api, conversa
         pk__in=[r.pk for r in _built_from(email) + _built_from(parcel)]
     ).exclude(pk=summary.pk).delete()
     Observation.objects.filter(pk__in=[email.pk, parcel.pk]).update(reflection=summary)
-    assert "User prefers email and drops" in _context(api, conversation)["text"]
+    assert "User prefers email and drops" in _context(curator_api, reflected_conversation)["text"]
 
-    api.delete(f"{_path(email)}?reason=not this customer")
+    curator_api.delete(f"{_path(email)}?reason=not this customer")
 
-    now = _context(api, conversation)
+    now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "email")
     _assert_everywhere(now, parcel.text)
     assert [o["id"] for o in json.loads(now["json"])["observations"]] == [str(parcel.pk)]
 
-    _rederive(conversation)
+    _rederive(reflected_conversation)
     summary.refresh_from_db()
     successor = Reflection.objects.get(pk=summary.superseded_by_id)
     assert successor.source_observation_ids == [str(parcel.pk)]
-    served = _served(api, conversation)
+    served = _served(curator_api, reflected_conversation)
     assert served["observations"] == []
     assert successor.text in [r["text"] for r in served["reflections"]]
-    _assert_nowhere(_context(api, conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
 
 
-def test_a_tags_only_edit_leaves_the_reflection_served(api, conversation, note):
-    [reflection] = _built_from(note)
-    api.patch(_path(note), {"tags": ["contact"], "reason": "filing"}, format="json")
+def test_a_tags_only_edit_leaves_the_reflection_served(
+    curator_api, reflected_conversation, reflected_observation
+):
+    [reflection] = _built_from(reflected_observation)
+    curator_api.patch(
+        _path(reflected_observation), {"tags": ["contact"], "reason": "filing"}, format="json"
+    )
     reflection.refresh_from_db()
     assert reflection.status == "active"
     assert not ReflectorRun.objects.filter(status="pending").exists()
 
 
-def test_a_rederivation_leaves_active_observations_to_their_threshold(api, conversation, note):
+def test_a_rederivation_leaves_active_observations_to_their_threshold(
+    curator_api, reflected_conversation, reflected_observation
+):
     fresh = observation_create(
-        conversation=conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
+        conversation=reflected_conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
     )
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
-    run = _rederive(conversation)
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
+    run = _rederive(reflected_conversation)
     assert run.items_in == 1
     fresh.refresh_from_db()
     assert fresh.status == "active"
 
 
 def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations_too(
-    api, conversation, note
+    curator_api, reflected_conversation, reflected_observation
 ):
     fresh = observation_create(
-        conversation=conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
+        conversation=reflected_conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
     )
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
-    waiting = ReflectorRun.objects.get(conversation=conversation, status="pending")
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
+    waiting = ReflectorRun.objects.get(conversation=reflected_conversation, status="pending")
 
-    run = api.post(f"/v1/conversations/{conversation.pk}/reflect?wait=true").json()
+    run = curator_api.post(
+        f"/v1/conversations/{reflected_conversation.pk}/reflect?wait=true"
+    ).json()
 
     assert (run["id"], run["trigger"], run["status"]) == (str(waiting.pk), "manual", "succeeded")
     fresh.refresh_from_db()
     assert fresh.status == "reflected"
-    [current] = _built_from(note)
+    [current] = _built_from(reflected_observation)
     assert "SMS" in current.text
 
 
 def test_a_correction_made_while_the_reflector_works_is_not_lost(
-    api, conversation, note, fake_engine
+    curator_api, reflected_conversation, reflected_observation, fake_engine
 ):
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
 
     class CorrectedMeanwhile(ExtractiveEngine):
         def reflect(self, observations, *, now):
             drafts = super().reflect(observations, now=now)
             if not Observation.objects.filter(text__contains="letters").exists():
                 observation_update(
-                    observation=note,
+                    observation=reflected_observation,
                     actor=SYSTEM_ACTOR,
                     reason="the customer wrote again",
                     text="User prefers letters.",
@@ -324,26 +334,30 @@ def test_a_correction_made_while_the_reflector_works_is_not_lost(
             return drafts
 
     fake_engine(CorrectedMeanwhile())
-    run = ReflectorRun.objects.get(conversation=conversation, status="pending")
+    run = ReflectorRun.objects.get(conversation=reflected_conversation, status="pending")
     outcome = reflector_run_execute(run_id=run.pk, final_attempt=False)
     assert outcome.retry and "corrected while the Reflector worked" in outcome.run.error
     assert not Reflection.objects.filter(text__contains="SMS").exists()
 
     outcome = reflector_run_execute(run_id=run.pk)
     assert outcome.run.status == "succeeded"
-    [current] = _built_from(note)
+    [current] = _built_from(reflected_observation)
     assert "letters" in current.text
-    _assert_nowhere(_context(api, conversation), "SMS")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "SMS")
 
 
-def test_the_sweeper_rederives_what_a_failed_run_left_stale(api, conversation, note, monkeypatch):
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+def test_the_sweeper_rederives_what_a_failed_run_left_stale(
+    curator_api, reflected_conversation, reflected_observation, monkeypatch
+):
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
     ReflectorRun.objects.filter(status="pending").update(status="failed")
     monkeypatch.setattr("memory.pipeline.scheduling.FAILURE_COOLDOWN", timedelta(0))
 
     assert pipeline_sweep()["reflector_scheduled"] == 1
-    _rederive(conversation)
-    [current] = _built_from(note)
+    _rederive(reflected_conversation)
+    [current] = _built_from(reflected_observation)
     assert "SMS" in current.text
 
 
@@ -351,15 +365,15 @@ def test_the_sweeper_rederives_what_a_failed_run_left_stale(api, conversation, n
 
 
 @pytest.fixture
-def reflection(note) -> Reflection:
-    [reflection] = _built_from(note)
+def reflection(reflected_observation) -> Reflection:
+    [reflection] = _built_from(reflected_observation)
     return reflection
 
 
 def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
-    api, conversation, reflection
+    curator_api, reflected_conversation, reflection
 ):
-    response = api.patch(
+    response = curator_api.patch(
         _reflection_path(reflection),
         {"content": "User prefers SMS over phone calls.", "reason": "summary was wrong"},
         format="json",
@@ -367,12 +381,14 @@ def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
     assert response.status_code == 200
     assert (response.json()["version"], response.json()["status"]) == (2, "active")
 
-    _assert_nowhere(_context(api, conversation), "email")
-    _assert_everywhere(_context(api, conversation), "User prefers SMS over phone calls.")
-    reflect(conversation)  # a Reflector run: nothing it reads makes it touch the edit
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
+    _assert_everywhere(
+        _context(curator_api, reflected_conversation), "User prefers SMS over phone calls."
+    )
+    reflect(reflected_conversation)  # a Reflector run: nothing it reads makes it touch the edit
     reflection.refresh_from_db()
     assert (reflection.status, reflection.text) == ("active", "User prefers SMS over phone calls.")
-    _assert_nowhere(_context(api, conversation), "email")
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     event = AuditEvent.objects.get(action="reflection.edit")
     assert (event.before["text"], event.after["text"], event.reason) == (
         "User prefers email over phone calls",
@@ -382,78 +398,89 @@ def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
 
 
 def test_a_person_s_edit_of_a_stale_reflection_stands_until_its_sources_change(
-    api, conversation, note, reflection
+    curator_api, reflected_conversation, reflected_observation, reflection
 ):
-    api.patch(_path(note), {"content": "User prefers SMS.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+    )
     reflection.refresh_from_db()
     assert reflection.status == "stale"
 
-    api.patch(
+    curator_api.patch(
         _reflection_path(reflection),
         {"content": "User wants texts, never calls.", "reason": "my wording"},
         format="json",
     )
     reflection.refresh_from_db()
     assert reflection.status == "active"
-    run = _rederive(conversation)
+    run = _rederive(reflected_conversation)
     assert run.items_out == 0
     reflection.refresh_from_db()
     assert (reflection.status, reflection.text) == ("active", "User wants texts, never calls.")
-    served = _served(api, conversation)
+    served = _served(curator_api, reflected_conversation)
     assert "User wants texts, never calls." in [r["text"] for r in served["reflections"]]
-    assert str(note.pk) not in [o["id"] for o in served["observations"]]
+    assert str(reflected_observation.pk) not in [o["id"] for o in served["observations"]]
 
     # Its source changes again: the source is newer than the person's wording.
-    api.patch(_path(note), {"content": "User prefers letters.", "reason": "r"}, format="json")
+    curator_api.patch(
+        _path(reflected_observation),
+        {"content": "User prefers letters.", "reason": "r"},
+        format="json",
+    )
     reflection.refresh_from_db()
     assert reflection.status == "stale"
-    _rederive(conversation)
+    _rederive(reflected_conversation)
     reflection.refresh_from_db()
     assert reflection.status == "superseded"
     assert "letters" in Reflection.objects.get(pk=reflection.superseded_by_id).text
 
 
-def test_reprioritising_a_reflection_is_served_at_once(api, conversation, reflection):
-    response = api.patch(
+def test_reprioritising_a_reflection_is_served_at_once(
+    curator_api, reflected_conversation, reflection
+):
+    response = curator_api.patch(
         _reflection_path(reflection), {"priority": "high", "reason": "matters"}, format="json"
     )
     assert response.status_code == 200
-    for fmt, body in _context(api, conversation).items():
+    for fmt, body in _context(curator_api, reflected_conversation).items():
         lines = [line for line in _memory_lines(body, fmt) if "email" in line]
         assert lines and all(line.startswith(HIGH) for line in lines), (fmt, lines)
-    reflect(conversation)
+    reflect(reflected_conversation)
     reflection.refresh_from_db()
     assert (reflection.status, reflection.priority) == ("active", "high")
     assert AuditEvent.objects.filter(action="reflection.reprioritise").count() == 1
 
 
-def test_reverting_a_reflection_is_served_at_once(api, conversation, reflection):
+def test_reverting_a_reflection_is_served_at_once(curator_api, reflected_conversation, reflection):
     path = _reflection_path(reflection)
-    api.patch(path, {"text": "User prefers SMS.", "reason": "r"}, format="json")
-    _assert_everywhere(_context(api, conversation), "SMS")
+    curator_api.patch(path, {"text": "User prefers SMS.", "reason": "r"}, format="json")
+    _assert_everywhere(_context(curator_api, reflected_conversation), "SMS")
 
-    response = api.post(f"{path}/revert", {"version": 1, "reason": "undo"}, format="json")
+    response = curator_api.post(f"{path}/revert", {"version": 1, "reason": "undo"}, format="json")
     assert response.status_code == 200
     assert response.json()["version"] == 3
 
-    now = _context(api, conversation)
+    now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "SMS")
     _assert_everywhere(now, "email")
-    reflect(conversation)
-    _assert_nowhere(_context(api, conversation), "SMS")
+    reflect(reflected_conversation)
+    _assert_nowhere(_context(curator_api, reflected_conversation), "SMS")
     assert AuditEvent.objects.get(action="reflection.revert").after["revertedTo"] == 1
 
 
 def test_deleting_a_reflection_takes_it_out_at_once_and_for_good(
-    api, conversation, note, reflection
+    curator_api, reflected_conversation, reflected_observation, reflection
 ):
-    response = api.delete(_reflection_path(reflection), {"reason": "wrong"}, format="json")
+    response = curator_api.delete(_reflection_path(reflection), {"reason": "wrong"}, format="json")
     assert response.status_code == 204
 
-    _assert_nowhere(_context(api, conversation), "email")
-    reflect(conversation)
-    _assert_nowhere(_context(api, conversation), "email")
-    note.refresh_from_db()
-    assert (note.status, note.reflection_id) == ("reflected", None)
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
+    reflect(reflected_conversation)
+    _assert_nowhere(_context(curator_api, reflected_conversation), "email")
+    reflected_observation.refresh_from_db()
+    assert (reflected_observation.status, reflected_observation.reflection_id) == (
+        "reflected",
+        None,
+    )
     assert not Reflection.objects.filter(pk=reflection.pk).exists()
     assert AuditEvent.objects.get(action="reflection.delete").before["text"] == reflection.text

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -24,40 +24,16 @@ from memory.engines.dates import find_dates, resolve_date
 from memory.engines.extractive import ExtractiveEngine
 from memory.engines.extractive.reflector import telegraphic
 from memory.tokens import token_count
-
-TUESDAY = datetime(2026, 2, 10, 15, 30, tzinfo=UTC)  # the example in DESIGN.md
+from tests.memory.builders import TUESDAY, source_messages, texts
 
 
 def engine() -> ExtractiveEngine:
     return ExtractiveEngine()
 
 
-def conversation(*turns: tuple[str, str], start: datetime = TUESDAY) -> list[SourceMessage]:
-    """Messages m1, m2, ... one minute apart; a turn is (role, content) or, for a tool,
-    ("tool:<name>", content)."""
-    messages = []
-    for seq, (role, content) in enumerate(turns, start=1):
-        tool_name = role.split(":", 1)[1] if role.startswith("tool:") else ""
-        messages.append(
-            SourceMessage(
-                id=f"m{seq}",
-                seq=seq,
-                role="tool" if tool_name else role,
-                content=content,
-                created_at=start + timedelta(minutes=seq),
-                tool_name=tool_name,
-            )
-        )
-    return messages
-
-
 def observe(*turns: tuple[str, str], previous: tuple[str, ...] = ()) -> ObserverOutput:
-    messages = conversation(*turns)
+    messages = source_messages(*turns)
     return engine().observe(messages, previous_observations=previous, now=TUESDAY)
-
-
-def texts(output: ObserverOutput) -> list[str]:
-    return [o.text for o in output.observations]
 
 
 def only(output: ObserverOutput) -> DraftObservation:
@@ -466,7 +442,7 @@ def test_one_oversized_text_message_still_yields_cited_observations():
 
 
 def _mixed_conversation() -> list[SourceMessage]:
-    return conversation(
+    return source_messages(
         ("system", f"{MEMORY_BLOCK_HEADER}\n\nUser prefers tea."),
         ("user", "Hi! I'm Tom and I prefer phone calls. My parcel PK-88 is late."),
         ("tool:track_parcel", json.dumps({"parcel_id": "PK-88", "status": "in transit"})),

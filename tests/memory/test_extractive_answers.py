@@ -7,7 +7,7 @@ from __future__ import annotations
 from memory.engines.base import FIDELITIES, ObserverOutput
 from memory.engines.extractive import ExtractiveEngine
 from memory.tokens import token_count
-from tests.memory.test_extractive import TUESDAY, conversation, texts
+from tests.memory.builders import TUESDAY, source_messages, texts
 
 APPS = """Here are some language learning apps:
 
@@ -21,7 +21,7 @@ Whichever you choose, practise a little every day!"""
 
 def observe(*turns: tuple[str, str], fidelity: str = "balanced") -> ObserverOutput:
     return ExtractiveEngine().observe(
-        conversation(*turns), previous_observations=(), now=TUESDAY, fidelity=fidelity
+        source_messages(*turns), previous_observations=(), now=TUESDAY, fidelity=fidelity
     )
 
 
@@ -51,7 +51,7 @@ def test_prose_answers_keep_the_names_and_counted_numbers_they_mention():
 
 def test_what_memory_already_holds_is_not_mentioned_again():
     output = ExtractiveEngine().observe(
-        conversation(("assistant", "Roscioli is open late and Pizzarium closes at 9 pm.")),
+        source_messages(("assistant", "Roscioli is open late and Pizzarium closes at 9 pm.")),
         previous_observations=["Assistant mentioned Roscioli"],
         now=TUESDAY,
     )
@@ -122,10 +122,10 @@ def test_a_label_or_a_pasted_dialogue_is_not_a_speaker():
 def test_a_named_assistant_lists_under_its_name():
     output = ExtractiveEngine().observe(
         [
-            *conversation(("user", "Which apps should I try?")),
+            *source_messages(("user", "Which apps should I try?")),
             *[
                 m.__class__(**{**m.__dict__, "id": "m2", "seq": 2, "speaker": "Nova"})
-                for m in conversation(("assistant", APPS))
+                for m in source_messages(("assistant", APPS))
             ],
         ],
         previous_observations=(),

@@ -11,12 +11,8 @@ from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
+from tests.memory.builders import INVENTED, SOURCES
 from tests.memory.fake_openai import completion
-
-SOURCES = [
-    "My refund for order 4521 has not arrived, I need it before next Tuesday.",
-    "Please e-mail me, I do not take phone calls.",
-]
 
 
 @pytest.mark.parametrize(
@@ -50,7 +46,6 @@ def test_numbers_match_by_value_and_a_note_without_claims_scores_one():
 
 
 FAITHFUL = "User needs the refund for order 4521 before next Tuesday"
-INVENTED = "User Maria Gonzalez was promised 500 dollars by agent Alex"
 
 
 @override_settings(MEMDESK_OPENAI_MAX_RETRIES=0)

@@ -18,7 +18,7 @@ from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from tenancy.models import ApiKey
 from tenancy.services import api_key_create, api_key_revoke
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.mcp_clients import (
     AGENT_TOOLS,
     agent_session,
@@ -45,9 +45,7 @@ EMAIL = "dana.pierce@example.com"
 
 
 def _key(workspace: Any, scope: str = "agent") -> tuple[ApiKey, str]:
-    return api_key_create(
-        workspace=workspace, actor=SYSTEM_ACTOR, name=f"mcp-{scope}", scope=scope
-    )
+    return api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, name=f"mcp-{scope}", scope=scope)
 
 
 @pytest.fixture

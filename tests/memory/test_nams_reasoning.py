@@ -16,7 +16,7 @@ from neo4j_agent_memory.memory.reasoning import ToolCall as ClientToolCall
 from pydantic import SecretStr
 
 from core.actors import SYSTEM_ACTOR
-from memory.models import Conversation, ReasoningStep, ToolCall
+from memory.models import ReasoningStep, ToolCall
 from memory.services.conversations import conversation_create
 from tenancy.services import api_key_create
 
@@ -47,11 +47,6 @@ def nams(live_server, workspace) -> Callable[..., Any]:
         return asyncio.run(_with_client(endpoint, raw_key, action))
 
     return run
-
-
-@pytest.fixture
-def conversation(workspace) -> Conversation:
-    return conversation_create(workspace=workspace, user_id="dana")
 
 
 def test_the_trace_lifecycle_records_steps_and_tool_calls(nams, conversation):

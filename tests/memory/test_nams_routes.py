@@ -25,7 +25,7 @@ from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent
 from memory import unsupported
 from tenancy.services import api_key_create
-from tests.governance.test_audit_coverage import allowed_methods
+from tests.routes import allowed_methods
 
 TS_CLIENT_BUILD = (
     Path(__file__).resolve().parents[2].parent

@@ -19,14 +19,15 @@ from memory.models import Message, Pin
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.pins import pin_create
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 CONTRACT = "Per clause 7.2, the refund is due within 14 days of the return."
 
 
 @pytest.fixture
-def conversation(api):
+def blender_conversation_id(api):
+    """The id of a three-message conversation whose second message is CONTRACT."""
     conversation_id = api.post("/v1/conversations", {"userId": "dana"}, format="json").json()["id"]
     api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",
@@ -57,18 +58,25 @@ def _context(api, conversation_id: str, **query):
 # --- create, list, delete ------------------------------------------------------------------------
 
 
-def test_an_agent_pins_a_span_and_the_quote_is_stored_verbatim_and_audited(api, conversation):
-    message = _message(conversation, 2)
+def test_an_agent_pins_a_span_and_the_quote_is_stored_verbatim_and_audited(
+    api, blender_conversation_id
+):
+    message = _message(blender_conversation_id, 2)
 
     response = _pin(
-        api, conversation, messageId=str(message.pk), start=4, end=14, reason="contract term"
+        api,
+        blender_conversation_id,
+        messageId=str(message.pk),
+        start=4,
+        end=14,
+        reason="contract term",
     )
 
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["text"] == "clause 7.2" == CONTRACT[4:14]
     assert (body["messageId"], body["start"], body["end"]) == (str(message.pk), 4, 14)
-    assert body["conversationId"] == conversation
+    assert body["conversationId"] == blender_conversation_id
     assert body["tokenCount"] > 0
     assert body["createdBy"].startswith("api_key:")
     event = AuditEvent.objects.get(action="pin.create")
@@ -77,25 +85,33 @@ def test_an_agent_pins_a_span_and_the_quote_is_stored_verbatim_and_audited(api, 
     assert event.reason == "contract term"
 
 
-def test_a_pin_without_a_span_quotes_the_whole_message(api, conversation):
-    body = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()
+def test_a_pin_without_a_span_quotes_the_whole_message(api, blender_conversation_id):
+    body = _pin(
+        api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 2).pk)
+    ).json()
 
     assert (body["start"], body["end"], body["text"]) == (None, None, CONTRACT)
 
 
-def test_pins_are_listed_oldest_first(api, conversation):
-    first = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()
-    second = _pin(api, conversation, messageId=str(_message(conversation, 1).pk)).json()
+def test_pins_are_listed_oldest_first(api, blender_conversation_id):
+    first = _pin(
+        api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 2).pk)
+    ).json()
+    second = _pin(
+        api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 1).pk)
+    ).json()
 
-    listed = api.get(f"/v1/conversations/{conversation}/pins").json()
+    listed = api.get(f"/v1/conversations/{blender_conversation_id}/pins").json()
 
     assert [p["id"] for p in listed["pins"]] == [first["id"], second["id"]]
     assert listed["pins"][0] == first
 
 
-def test_unpinning_needs_a_reason_and_is_audited(api, conversation):
-    pin_id = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()["id"]
-    url = f"/v1/conversations/{conversation}/pins/{pin_id}"
+def test_unpinning_needs_a_reason_and_is_audited(api, blender_conversation_id):
+    pin_id = _pin(
+        api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 2).pk)
+    ).json()["id"]
+    url = f"/v1/conversations/{blender_conversation_id}/pins/{pin_id}"
 
     refused = api.delete(url)
     assert refused.status_code == 400
@@ -120,33 +136,37 @@ def test_unpinning_needs_a_reason_and_is_audited(api, conversation):
         ({"start": -1, "end": 4}, "start"),
     ],
 )
-def test_a_span_outside_the_message_or_empty_is_refused(api, conversation, span, field):
-    response = _pin(api, conversation, messageId=str(_message(conversation, 2).pk), **span)
+def test_a_span_outside_the_message_or_empty_is_refused(api, blender_conversation_id, span, field):
+    response = _pin(
+        api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 2).pk), **span
+    )
 
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["field"]) == ("invalid_span", field)
     assert not Pin.objects.exists()
 
 
-def test_a_whitespace_only_span_is_refused(api, conversation):
-    message = _message(conversation, 2)
+def test_a_whitespace_only_span_is_refused(api, blender_conversation_id):
+    message = _message(blender_conversation_id, 2)
     space = CONTRACT.index(" ")
 
-    response = _pin(api, conversation, messageId=str(message.pk), start=space, end=space + 1)
+    response = _pin(
+        api, blender_conversation_id, messageId=str(message.pk), start=space, end=space + 1
+    )
 
     assert response.status_code == 400
     assert response.json()["code"] == "empty_span"
     assert not Pin.objects.exists()
 
 
-def test_another_workspaces_message_cannot_be_pinned(api, other_api, conversation):
+def test_another_workspaces_message_cannot_be_pinned(api, other_api, blender_conversation_id):
     theirs = other_api.post("/v1/conversations", {}, format="json").json()["id"]
     other_api.post(
         f"/v1/conversations/{theirs}/messages", {"role": "user", "content": "secret"}, format="json"
     )
     their_message = _message(theirs, 1)
 
-    response = _pin(api, conversation, messageId=str(their_message.pk))
+    response = _pin(api, blender_conversation_id, messageId=str(their_message.pk))
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["field"]) == ("unknown_message", "messageId")
     # Nor can their conversation be reached at all.
@@ -156,9 +176,11 @@ def test_another_workspaces_message_cannot_be_pinned(api, other_api, conversatio
     assert not AuditEvent.objects.filter(action="pin.create").exists()
 
 
-def test_another_conversations_pin_cannot_be_deleted_through_this_one(api, conversation):
+def test_another_conversations_pin_cannot_be_deleted_through_this_one(api, blender_conversation_id):
     other = api.post("/v1/conversations", {}, format="json").json()["id"]
-    pin_id = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()["id"]
+    pin_id = _pin(
+        api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 2).pk)
+    ).json()["id"]
 
     response = api.delete(f"/v1/conversations/{other}/pins/{pin_id}?reason=x")
 
@@ -170,11 +192,17 @@ def test_another_conversations_pin_cannot_be_deleted_through_this_one(api, conve
 
 
 @pytest.fixture
-def pinned(api, conversation):
-    ReflectionFactory(conversation_id=conversation, text="User returned a blender.")
-    ObservationFactory(conversation_id=conversation, text="User asked about a refund.")
-    _pin(api, conversation, messageId=str(_message(conversation, 2).pk), start=0, end=25)
-    return conversation
+def pinned(api, blender_conversation_id):
+    ReflectionFactory(conversation_id=blender_conversation_id, text="User returned a blender.")
+    ObservationFactory(conversation_id=blender_conversation_id, text="User asked about a refund.")
+    _pin(
+        api,
+        blender_conversation_id,
+        messageId=str(_message(blender_conversation_id, 2).pk),
+        start=0,
+        end=25,
+    )
+    return blender_conversation_id
 
 
 def test_pins_are_first_in_the_json_context(api, pinned):
@@ -198,9 +226,9 @@ def test_pins_open_the_memory_system_message(api, pinned):
     assert body.startswith(f"## Pinned\n{CONTRACT[:25]}\n\n## Reflections\n")
 
 
-def test_a_conversation_without_pins_has_no_pinned_section(api, conversation):
-    assert "## Pinned" not in _context(api, conversation, format="text").content.decode()
-    assert _context(api, conversation).json()["pins"] == []
+def test_a_conversation_without_pins_has_no_pinned_section(api, blender_conversation_id):
+    assert "## Pinned" not in _context(api, blender_conversation_id, format="text").content.decode()
+    assert _context(api, blender_conversation_id).json()["pins"] == []
 
 
 @pytest.mark.parametrize("fmt", ["json", "text", "messages"])
@@ -218,31 +246,37 @@ def test_a_tiny_budget_trims_everything_but_the_pins(api, pinned, fmt):
         assert body["tokenCount"] > body["maxTokens"]  # the pins alone exceed it, and say so
 
 
-def test_pinning_and_unpinning_change_the_cached_context_at_once(api, conversation):
-    before = _context(api, conversation, format="text")
-    pin_id = _pin(api, conversation, messageId=str(_message(conversation, 2).pk)).json()["id"]
+def test_pinning_and_unpinning_change_the_cached_context_at_once(api, blender_conversation_id):
+    before = _context(api, blender_conversation_id, format="text")
+    pin_id = _pin(
+        api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 2).pk)
+    ).json()["id"]
 
-    pinned = _context(api, conversation, format="text", HTTP_IF_NONE_MATCH=before["ETag"])
+    pinned = _context(
+        api, blender_conversation_id, format="text", HTTP_IF_NONE_MATCH=before["ETag"]
+    )
     assert pinned.status_code == 200 and "## Pinned" in pinned.content.decode()
 
-    api.delete(f"/v1/conversations/{conversation}/pins/{pin_id}?reason=wrong quote")
-    assert "## Pinned" not in _context(api, conversation, format="text").content.decode()
+    api.delete(f"/v1/conversations/{blender_conversation_id}/pins/{pin_id}?reason=wrong quote")
+    assert "## Pinned" not in _context(api, blender_conversation_id, format="text").content.decode()
 
 
 # --- governance ------------------------------------------------------------------------------
 
 
-def test_deleting_the_conversation_deletes_its_pins(api, conversation):
-    _pin(api, conversation, messageId=str(_message(conversation, 2).pk))
+def test_deleting_the_conversation_deletes_its_pins(api, blender_conversation_id):
+    _pin(api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 2).pk))
 
-    response = api.delete(f"/v1/conversations/{conversation}?reason=customer asked")
+    response = api.delete(f"/v1/conversations/{blender_conversation_id}?reason=customer asked")
 
     assert response.status_code == 204
     assert not Pin.objects.exists()
 
 
-def test_erasure_of_the_end_user_deletes_their_pins_with_a_receipt(api, workspace, conversation):
-    _pin(api, conversation, messageId=str(_message(conversation, 2).pk))
+def test_erasure_of_the_end_user_deletes_their_pins_with_a_receipt(
+    api, workspace, blender_conversation_id
+):
+    _pin(api, blender_conversation_id, messageId=str(_message(blender_conversation_id, 2).pk))
     request = erasure_request_create(
         workspace=workspace, actor=SYSTEM_ACTOR, end_user_id="dana", reason="GDPR"
     )
@@ -385,9 +419,9 @@ def test_requoting_pins_takes_the_same_queries_for_one_message_or_many(workspace
         ]
 
 
-def test_the_metrics_count_pins_among_the_tokens_served(api, pinned, conversation):
-    metrics = api.get(f"/v1/metrics?conversationId={conversation}").json()
-    [pin] = api.get(f"/v1/conversations/{conversation}/pins").json()["pins"]
+def test_the_metrics_count_pins_among_the_tokens_served(api, pinned, blender_conversation_id):
+    metrics = api.get(f"/v1/metrics?conversationId={blender_conversation_id}").json()
+    [pin] = api.get(f"/v1/conversations/{blender_conversation_id}/pins").json()["pins"]
     assert metrics["tiers"]["pinTokens"] == pin["tokenCount"] > 0
     tiers = metrics["tiers"]
     assert metrics["servedTokens"] == (

@@ -33,7 +33,8 @@ CHAT = [
 
 
 @pytest.fixture
-def conversation(workspace) -> Conversation:
+def refund_chat(workspace) -> Conversation:
+    """Dana's headphones refund chat (CHAT), not yet observed."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation, items=[MessageInput(role=r, content=c) for r, c in CHAT]
@@ -48,7 +49,7 @@ def _observe_now(conversation: Conversation) -> ObserverRun:
     return outcome.run
 
 
-def test_below_the_threshold_no_run_is_scheduled(conversation):
+def test_below_the_threshold_no_run_is_scheduled(refund_chat):
     assert not ObserverRun.objects.exists()
 
 
@@ -100,22 +101,22 @@ def test_a_conversation_threshold_overrides_the_workspace(workspace):
     assert not ObserverRun.objects.exists()
 
 
-def test_an_observer_run_stores_observations_with_provenance(conversation):
-    run = _observe_now(conversation)
+def test_an_observer_run_stores_observations_with_provenance(refund_chat):
+    run = _observe_now(refund_chat)
     assert run.status == "succeeded"
     assert (run.engine, run.window_start_seq, run.window_end_seq) == ("extractive", 1, 5)
-    assert run.tokens_in == sum(m.token_count for m in conversation.messages.all())
-    observations = list(Observation.objects.filter(conversation=conversation))
+    assert run.tokens_in == sum(m.token_count for m in refund_chat.messages.all())
+    observations = list(Observation.objects.filter(conversation=refund_chat))
     assert observations and run.items_out == len(observations)
     assert run.tokens_out == sum(o.token_count for o in observations)
-    ids_by_seq = {str(m.pk): m.seq for m in conversation.messages.all()}
+    ids_by_seq = {str(m.pk): m.seq for m in refund_chat.messages.all()}
     for observation in observations:
         seqs = [ids_by_seq[i] for i in observation.source_message_ids]
         assert seqs == sorted(seqs)
         assert (observation.window_start_seq, observation.window_end_seq) == (seqs[0], seqs[-1])
         assert observation.source == "observer" and observation.engine == "extractive"
     # Every message is now observed: none is recent, all are completed.
-    assert not unobserved_messages(conversation=conversation).exists()
+    assert not unobserved_messages(conversation=refund_chat).exists()
 
 
 @dataclass
@@ -140,12 +141,12 @@ class _AppendsDuringRun:
         return self.inner.reflect(observations, now=now)
 
 
-def test_a_message_that_arrives_during_a_run_stays_unobserved_and_recent(conversation, fake_engine):
-    engine = _AppendsDuringRun(conversation, ExtractiveEngine())
+def test_a_message_that_arrives_during_a_run_stays_unobserved_and_recent(refund_chat, fake_engine):
+    engine = _AppendsDuringRun(refund_chat, ExtractiveEngine())
     fake_engine(engine)
-    run = _observe_now(conversation)
+    run = _observe_now(refund_chat)
     assert run.window_end_seq == 5
-    recent = list(unobserved_messages(conversation=conversation))
+    recent = list(unobserved_messages(conversation=refund_chat))
     assert [m.seq for m in recent] == [6]
     cited = {i for o in Observation.objects.all() for i in o.source_message_ids}
     assert str(recent[0].pk) not in cited
@@ -172,20 +173,20 @@ def test_the_injected_memory_block_is_never_observed(workspace):
     assert not unobserved_messages(conversation=conversation).exists()
 
 
-def test_a_run_whose_lease_expired_is_taken_over_and_stored_once(conversation):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+def test_a_run_whose_lease_expired_is_taken_over_and_stored_once(refund_chat):
+    run = observer_schedule(conversation=refund_chat, trigger="manual")
     first = _claim(ObserverRun, run.pk)
     assert first is not None
     assert _claim(ObserverRun, run.pk) is None  # a second worker cannot take it
     ObserverRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(1))
     done = observer_run_execute(run_id=run.pk).run  # the crashed worker's successor
     assert done.status == "succeeded" and done.attempts == 2
-    stored = Observation.objects.filter(conversation=conversation).count()
+    stored = Observation.objects.filter(conversation=refund_chat).count()
     # The first worker wakes up and tries to store: its lease is gone, nothing is written.
     _, stale_token = first
     with pytest.raises(LeaseLost):
         run_finish(ObserverRun, run, stale_token, started=0.0)
-    assert Observation.objects.filter(conversation=conversation).count() == stored
+    assert Observation.objects.filter(conversation=refund_chat).count() == stored
 
 
 class _RecordsFidelity(ExtractiveEngine):
@@ -201,20 +202,20 @@ class _RecordsFidelity(ExtractiveEngine):
         )
 
 
-def test_the_observer_is_given_the_workspaces_fidelity(workspace, conversation, fake_engine):
+def test_the_observer_is_given_the_workspaces_fidelity(workspace, refund_chat, fake_engine):
     engine = _RecordsFidelity()
     fake_engine(engine)
-    _observe_now(conversation)
+    _observe_now(refund_chat)
     # The next run reads the setting anew: a change applies from then on.
     workspace.fidelity = "detailed"
     workspace.save()
-    messages_append(conversation=conversation, items=[MessageInput(role="user", content="Also")])
-    _observe_now(conversation)
+    messages_append(conversation=refund_chat, items=[MessageInput(role="user", content="Also")])
+    _observe_now(refund_chat)
     with override_settings(MEMDESK_OBSERVER_FIDELITY="compact"):
         workspace.fidelity = ""
         workspace.save()
-        messages_append(conversation=conversation, items=[MessageInput(role="user", content="Bye")])
-        _observe_now(conversation)
+        messages_append(conversation=refund_chat, items=[MessageInput(role="user", content="Bye")])
+        _observe_now(refund_chat)
 
     assert engine.fidelities == ["balanced", "detailed", "compact"]
 
@@ -231,24 +232,24 @@ class _FailingEngine(ExtractiveEngine):
 
 
 def test_a_failed_run_keeps_messages_recent_and_reports_them_failed(
-    api, workspace, conversation, fake_engine
+    api, workspace, refund_chat, fake_engine
 ):
     fake_engine(_FailingEngine(EngineError("provider 500")))
-    run = _observe_now(conversation)
+    run = _observe_now(refund_chat)
     assert (run.status, run.error) == ("failed", "provider 500")
-    assert unobserved_messages(conversation=conversation).count() == 5
-    status = api.get(f"/v1/conversations/{conversation.pk}/extraction-status").json()
+    assert unobserved_messages(conversation=refund_chat).count() == 5
+    status = api.get(f"/v1/conversations/{refund_chat.pk}/extraction-status").json()
     assert status["summary"] == {"stored": 0, "processing": 0, "completed": 0, "failed": 5}
     # Automatic triggers hold off for a while; a person can still ask for a run.
     workspace.observer_threshold = 1
     workspace.save()
-    messages_append(conversation=conversation, items=[MessageInput(role="user", content="hello?")])
+    messages_append(conversation=refund_chat, items=[MessageInput(role="user", content="hello?")])
     assert not ObserverRun.objects.filter(status="pending").exists()
 
 
-def test_a_retryable_failure_gives_the_run_back_for_a_retry(conversation, fake_engine):
+def test_a_retryable_failure_gives_the_run_back_for_a_retry(refund_chat, fake_engine):
     fake_engine(_FailingEngine(EngineError("timeout", retryable=True)))
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=refund_chat, trigger="manual")
     outcome = observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=30)
     assert outcome.retry and outcome.run.status == "retrying"
     assert (outcome.run.attempts, outcome.run.error) == (1, "timeout")
@@ -258,30 +259,30 @@ def test_a_retryable_failure_gives_the_run_back_for_a_retry(conversation, fake_e
     assert outcome.run.attempts == 2
 
 
-def test_reflection_condenses_observations_which_leave_the_context(api, conversation):
-    _observe_now(conversation)
+def test_reflection_condenses_observations_which_leave_the_context(api, refund_chat):
+    _observe_now(refund_chat)
     observed = set(
-        Observation.objects.filter(conversation=conversation).values_list("pk", flat=True)
+        Observation.objects.filter(conversation=refund_chat).values_list("pk", flat=True)
     )
     run = reflector_run_execute(
-        run_id=reflector_schedule(conversation=conversation, trigger="manual").pk
+        run_id=reflector_schedule(conversation=refund_chat, trigger="manual").pk
     ).run
     assert run.status == "succeeded" and run.generation == 1
-    reflections = list(Reflection.objects.filter(conversation=conversation))
+    reflections = list(Reflection.objects.filter(conversation=refund_chat))
     assert reflections
     cited = {i for r in reflections for i in r.source_observation_ids}
     assert cited <= {str(pk) for pk in observed}
     # Reflected observations are kept, but no longer active.
-    assert Observation.objects.filter(conversation=conversation).count() == len(observed)
-    assert not Observation.objects.filter(conversation=conversation, status="active").exists()
-    context = api.get(f"/v1/conversations/{conversation.pk}/context").json()
+    assert Observation.objects.filter(conversation=refund_chat).count() == len(observed)
+    assert not Observation.objects.filter(conversation=refund_chat, status="active").exists()
+    context = api.get(f"/v1/conversations/{refund_chat.pk}/context").json()
     assert context["observations"] == [] and context["recentMessages"] == []
     assert len(context["reflections"]) == len(reflections)
 
 
-def test_an_empty_reflection_is_rejected_and_memory_stays_as_it_was(conversation, fake_engine):
-    _observe_now(conversation)
-    before = list(Observation.objects.filter(conversation=conversation).values_list("pk", "status"))
+def test_an_empty_reflection_is_rejected_and_memory_stays_as_it_was(refund_chat, fake_engine):
+    _observe_now(refund_chat)
+    before = list(Observation.objects.filter(conversation=refund_chat).values_list("pk", "status"))
 
     class EmptyReflector(ExtractiveEngine):
         def reflect(self, observations, *, now):
@@ -289,27 +290,27 @@ def test_an_empty_reflection_is_rejected_and_memory_stays_as_it_was(conversation
 
     fake_engine(EmptyReflector())
     run = reflector_run_execute(
-        run_id=reflector_schedule(conversation=conversation, trigger="manual").pk
+        run_id=reflector_schedule(conversation=refund_chat, trigger="manual").pk
     ).run
     assert run.status == "failed" and "empty reflection" in run.error
     assert not Reflection.objects.exists()
     assert (
-        list(Observation.objects.filter(conversation=conversation).values_list("pk", "status"))
+        list(Observation.objects.filter(conversation=refund_chat).values_list("pk", "status"))
         == before
     )
 
 
 def test_observing_crosses_the_reflector_threshold_and_schedules_a_reflection(
-    workspace, conversation
+    workspace, refund_chat
 ):
     workspace.reflector_threshold = 5
     workspace.save()
-    _observe_now(Conversation.objects.select_related("workspace").get(pk=conversation.pk))
-    assert ReflectorRun.objects.get(conversation=conversation).status == "pending"
+    _observe_now(Conversation.objects.select_related("workspace").get(pk=refund_chat.pk))
+    assert ReflectorRun.objects.get(conversation=refund_chat).status == "pending"
 
 
 def test_the_sweeper_schedules_due_conversations_and_requeues_lost_runs(
-    workspace, conversation, django_capture_on_commit_callbacks
+    workspace, refund_chat, django_capture_on_commit_callbacks
 ):
     workspace.observer_threshold = 10
     workspace.save()
@@ -318,42 +319,42 @@ def test_the_sweeper_schedules_due_conversations_and_requeues_lost_runs(
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         counts = pipeline_sweep()
     assert counts["observer_scheduled"] == 1 and len(callbacks) == 1
-    run = ObserverRun.objects.get(conversation=conversation)
+    run = ObserverRun.objects.get(conversation=refund_chat)
     assert run.trigger == "sweeper"
     ObserverRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=5))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         counts = pipeline_sweep()
     assert counts["requeued"] == 1
-    assert ObserverRun.objects.filter(conversation=conversation).count() == 1
+    assert ObserverRun.objects.filter(conversation=refund_chat).count() == 1
 
 
-def test_observe_now_over_the_api_waits_and_returns_the_run(api, other_api, conversation):
-    response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
+def test_observe_now_over_the_api_waits_and_returns_the_run(api, other_api, refund_chat):
+    response = api.post(f"/v1/conversations/{refund_chat.pk}/observe?wait=true")
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "succeeded" and body["kind"] == "observer"
-    assert body["itemsOut"] == Observation.objects.filter(conversation=conversation).count()
+    assert body["itemsOut"] == Observation.objects.filter(conversation=refund_chat).count()
     assert api.get(f"/v1/runs/{body['id']}").json()["id"] == body["id"]
     assert other_api.get(f"/v1/runs/{body['id']}").status_code == 404
-    assert other_api.post(f"/v1/conversations/{conversation.pk}/observe").status_code == 404
-    reflect = api.post(f"/v1/conversations/{conversation.pk}/reflect?wait=true").json()
+    assert other_api.post(f"/v1/conversations/{refund_chat.pk}/observe").status_code == 404
+    reflect = api.post(f"/v1/conversations/{refund_chat.pk}/reflect?wait=true").json()
     assert reflect["status"] == "succeeded" and reflect["generation"] == 1
 
 
-def test_observe_without_wait_queues_a_run(api, conversation):
-    response = api.post(f"/v1/conversations/{conversation.pk}/observe")
+def test_observe_without_wait_queues_a_run(api, refund_chat):
+    response = api.post(f"/v1/conversations/{refund_chat.pk}/observe")
     assert response.status_code == 202
     assert response.json()["status"] == "queued"  # stored as pending
-    again = api.post(f"/v1/conversations/{conversation.pk}/observe")
+    again = api.post(f"/v1/conversations/{refund_chat.pk}/observe")
     assert again.json()["id"] == response.json()["id"]  # one open run per conversation
 
 
-def test_metrics_report_raw_and_served_tokens_and_compression(api, conversation):
-    api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
-    body = api.get(f"/v1/metrics?conversationId={conversation.pk}").json()
-    raw = sum(m.token_count for m in Message.objects.filter(conversation=conversation))
+def test_metrics_report_raw_and_served_tokens_and_compression(api, refund_chat):
+    api.post(f"/v1/conversations/{refund_chat.pk}/observe?wait=true")
+    body = api.get(f"/v1/metrics?conversationId={refund_chat.pk}").json()
+    raw = sum(m.token_count for m in Message.objects.filter(conversation=refund_chat))
     observation_tokens = sum(
-        o.token_count for o in Observation.objects.filter(conversation=conversation)
+        o.token_count for o in Observation.objects.filter(conversation=refund_chat)
     )
     assert body["rawTokens"] == raw
     assert body["servedTokens"] == observation_tokens
@@ -364,11 +365,11 @@ def test_metrics_report_raw_and_served_tokens_and_compression(api, conversation)
     assert api.get("/v1/metrics?conversationId=nope").status_code == 400
 
 
-def test_a_wait_flag_that_is_not_a_boolean_is_refused_and_schedules_nothing(api, conversation):
-    response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=maybe")
+def test_a_wait_flag_that_is_not_a_boolean_is_refused_and_schedules_nothing(api, refund_chat):
+    response = api.post(f"/v1/conversations/{refund_chat.pk}/observe?wait=maybe")
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["field"]) == ("invalid_wait", "wait")
-    assert not ObserverRun.objects.filter(conversation=conversation).exists()
+    assert not ObserverRun.objects.filter(conversation=refund_chat).exists()
 
 
 def test_an_imported_history_is_dated_by_when_it_was_said_not_by_the_run(api, workspace):
@@ -409,16 +410,16 @@ def test_an_imported_history_is_dated_by_when_it_was_said_not_by_the_run(api, wo
     assert f"2026-10-05 ({ago}) " in text
 
 
-def test_ticket_and_order_ids_in_a_note_become_its_ticket_id_and_tags(curator_api, conversation):
+def test_ticket_and_order_ids_in_a_note_become_its_ticket_id_and_tags(curator_api, refund_chat):
     api = curator_api
-    _observe_now(conversation)
-    body = api.get(f"/v1/conversations/{conversation.pk}/observations").json()
+    _observe_now(refund_chat)
+    body = api.get(f"/v1/conversations/{refund_chat.pk}/observations").json()
     [order_note] = [o for o in body["observations"] if "ORD-123456" in o["text"]]
     assert order_note["ticketId"] == "ORD-123456"
     assert "order:ORD-123456" in order_note["tags"]
 
     created = api.post(
-        f"/v1/conversations/{conversation.pk}/observations",
+        f"/v1/conversations/{refund_chat.pk}/observations",
         {"text": "Assistant opened ticket #452 for order ORD-123456", "reason": "call notes"},
         format="json",
     ).json()
@@ -464,7 +465,7 @@ def test_the_quiet_time_is_a_setting_and_zero_turns_it_off(workspace, settings, 
 
 
 def test_a_message_whose_metadata_names_its_speaker_is_noted_under_that_name(workspace):
-    from tests.governance.test_redaction_support import set_policy
+    from tests.governance.builders import set_policy
 
     def observed(name: str) -> list[str]:
         chat = conversation_create(workspace=workspace, user_id=f"team-{name}")

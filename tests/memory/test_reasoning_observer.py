@@ -11,7 +11,7 @@ from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.reasoning import reasoning_step_record, tool_call_record
 from tests.dashboard.factories import observe
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 
 ORDER = {"order_id": "ORD-7", "status": "delivered", "carrier": "DHL"}
 

@@ -23,7 +23,8 @@ SECRET = "My card number is 4111 1111 1111 1111, call me at dana@example.com."
 
 
 @pytest.fixture
-def conversation(workspace) -> Conversation:
+def chat_with_card_and_email(workspace) -> Conversation:
+    """A chat whose first message holds a card number and an e-mail address (SECRET)."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,
@@ -54,10 +55,10 @@ class _Slow(ExtractiveEngine):
 
 
 def test_an_unexpected_error_fails_the_run_once_in_words_without_content(
-    api, conversation, fake_engine, caplog
+    api, chat_with_card_and_email, fake_engine, caplog
 ):
     fake_engine(_Overflowing())
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=chat_with_card_and_email, trigger="manual")
 
     with caplog.at_level(logging.INFO):
         observe_conversation.apply(args=[str(run.pk)])
@@ -67,22 +68,26 @@ def test_an_unexpected_error_fails_the_run_once_in_words_without_content(
     body = api.get(f"/v1/runs/{run.pk}").json()
     assert body["status"] == "failed" and "OverflowError" in body["error"]
     assert "unexpected error" in body["error"]
-    assert not Observation.objects.filter(conversation=conversation).exists()
+    assert not Observation.objects.filter(conversation=chat_with_card_and_email).exists()
     logged = caplog.text
     assert str(run.pk) in logged and "OverflowError" in logged
     assert "4111" not in logged and "dana@example.com" not in logged and "4111" not in body["error"]
 
 
-def test_observe_over_the_api_fails_visibly_on_an_unexpected_error(api, conversation, fake_engine):
+def test_observe_over_the_api_fails_visibly_on_an_unexpected_error(
+    api, chat_with_card_and_email, fake_engine
+):
     fake_engine(_Overflowing())
-    response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
+    response = api.post(f"/v1/conversations/{chat_with_card_and_email.pk}/observe?wait=true")
     assert response.status_code == 200
     assert response.json()["status"] == "failed"
 
 
-def test_a_lost_database_connection_is_retried_not_failed_for_good(conversation, fake_engine):
+def test_a_lost_database_connection_is_retried_not_failed_for_good(
+    chat_with_card_and_email, fake_engine
+):
     fake_engine(_DatabaseGone())
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=chat_with_card_and_email, trigger="manual")
 
     outcome = observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=10)
 
@@ -93,12 +98,12 @@ def test_a_lost_database_connection_is_retried_not_failed_for_good(conversation,
 
 @override_settings(MEMDESK_RUN_WAIT_SECONDS=1)
 def test_a_wait_that_runs_out_answers_202_and_leaves_the_run_queued_for_a_worker(
-    api, conversation, fake_engine, django_capture_on_commit_callbacks
+    api, chat_with_card_and_email, fake_engine, django_capture_on_commit_callbacks
 ):
     fake_engine(_Slow())
     started = time.monotonic()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
+        response = api.post(f"/v1/conversations/{chat_with_card_and_email.pk}/observe?wait=true")
     assert time.monotonic() - started < 10  # the 30 s engine call was cut short
 
     assert response.status_code == 202
@@ -108,7 +113,7 @@ def test_a_wait_that_runs_out_answers_202_and_leaves_the_run_queued_for_a_worker
     run = ObserverRun.objects.get(pk=body["id"])
     assert (run.status, run.attempts, run.lease_token) == ("pending", 0, None)
     assert callbacks  # sent to the workers (once when scheduled, once when given back)
-    assert not Observation.objects.filter(conversation=conversation).exists()
+    assert not Observation.objects.filter(conversation=chat_with_card_and_email).exists()
 
     fake_engine(ExtractiveEngine())
     observe_conversation.apply(args=[str(run.pk)])  # a worker takes it from the start
@@ -116,9 +121,11 @@ def test_a_wait_that_runs_out_answers_202_and_leaves_the_run_queued_for_a_worker
     assert run.status == "succeeded"
 
 
-def test_a_threaded_server_leaves_the_run_to_the_workers(api, conversation, monkeypatch):
+def test_a_threaded_server_leaves_the_run_to_the_workers(
+    api, chat_with_card_and_email, monkeypatch
+):
     monkeypatch.setattr(on_demand, "can_interrupt_runs", lambda: False)
     with override_settings(MEMDESK_RUN_WAIT_SECONDS=1):
-        response = api.post(f"/v1/conversations/{conversation.pk}/observe?wait=true")
+        response = api.post(f"/v1/conversations/{chat_with_card_and_email.pk}/observe?wait=true")
     assert response.status_code == 202
     assert ObserverRun.objects.get(pk=response.json()["id"]).status == "pending"

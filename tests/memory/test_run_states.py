@@ -27,7 +27,8 @@ SECRET = "My card number is 4111 1111 1111 1111 and I live at 12 Elm Street."
 
 
 @pytest.fixture
-def conversation(workspace) -> Conversation:
+def chat_with_card_and_address(workspace) -> Conversation:
+    """A chat whose first message holds a card number and a street address (SECRET)."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,
@@ -59,8 +60,10 @@ def _run_body(api, run: PipelineRun) -> dict:
 # --- retrying, then failed ---------------------------------------------------------------------
 
 
-def test_a_provider_that_keeps_failing_shows_retrying_then_failed(api, conversation, provider_down):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+def test_a_provider_that_keeps_failing_shows_retrying_then_failed(
+    api, chat_with_card_and_address, provider_down
+):
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
     assert _run_body(api, run)["status"] == "queued"
 
     outcome = observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=12)
@@ -86,7 +89,7 @@ def test_a_provider_that_keeps_failing_shows_retrying_then_failed(api, conversat
     assert body["error"] and "4111" not in body["error"]
     metrics = api.get("/v1/metrics").json()["observer"]
     assert (metrics["retrying"], metrics["failures"]) == (0, 1)
-    assert not Observation.objects.filter(conversation=conversation).exists()
+    assert not Observation.objects.filter(conversation=chat_with_card_and_address).exists()
 
 
 class _ProviderDown(ExtractiveEngine):
@@ -94,7 +97,9 @@ class _ProviderDown(ExtractiveEngine):
         raise EngineError("provider 503", retryable=True)
 
 
-def test_the_next_attempt_is_when_the_task_retries(conversation, monkeypatch, fake_engine):
+def test_the_next_attempt_is_when_the_task_retries(
+    chat_with_card_and_address, monkeypatch, fake_engine
+):
     fake_engine(_ProviderDown())
     monkeypatch.setattr(tasks, "_retry_countdown", lambda task: 42)
     seen: list[tuple[str, float]] = []
@@ -108,7 +113,7 @@ def test_the_next_attempt_is_when_the_task_retries(conversation, monkeypatch, fa
         return outcome
 
     monkeypatch.setattr(tasks, "observer_run_execute", recording)
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
 
     observe_conversation.apply(args=[str(run.pk)])
 
@@ -117,9 +122,9 @@ def test_the_next_attempt_is_when_the_task_retries(conversation, monkeypatch, fa
 
 
 def test_a_retrying_run_whose_task_was_lost_is_sent_again_by_the_sweeper(
-    conversation, django_capture_on_commit_callbacks
+    chat_with_card_and_address, django_capture_on_commit_callbacks
 ):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
     ObserverRun.objects.filter(pk=run.pk).update(
         status="retrying",
         attempts=2,
@@ -135,21 +140,21 @@ def test_a_retrying_run_whose_task_was_lost_is_sent_again_by_the_sweeper(
     assert outcome.run.status == "succeeded" and outcome.run.attempts == 3
 
 
-def test_a_retrying_run_holds_the_conversations_slot(conversation):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+def test_a_retrying_run_holds_the_conversations_slot(chat_with_card_and_address):
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
     ObserverRun.objects.filter(pk=run.pk).update(status="retrying")
 
-    again = observer_schedule(conversation=conversation, trigger="manual")
+    again = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
 
     assert again.pk == run.pk
-    assert ObserverRun.objects.filter(conversation=conversation).count() == 1
+    assert ObserverRun.objects.filter(conversation=chat_with_card_and_address).count() == 1
 
 
 # --- cancel --------------------------------------------------------------------------------------
 
 
-def test_an_agent_cancels_a_queued_run_and_the_cancel_is_audited(api, conversation):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+def test_an_agent_cancels_a_queued_run_and_the_cancel_is_audited(api, chat_with_card_and_address):
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
 
     response = api.post(f"/v1/runs/{run.pk}/cancel", {"reason": "wrong model"}, format="json")
 
@@ -164,8 +169,8 @@ def test_an_agent_cancels_a_queued_run_and_the_cancel_is_audited(api, conversati
     assert api.get("/v1/metrics").json()["observer"]["cancelled"] == 1
 
 
-def test_cancelling_a_finished_run_is_a_conflict(api, conversation):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+def test_cancelling_a_finished_run_is_a_conflict(api, chat_with_card_and_address):
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
     observer_run_execute(run_id=run.pk)
 
     response = api.post(f"/v1/runs/{run.pk}/cancel")
@@ -178,28 +183,28 @@ def test_cancelling_a_finished_run_is_a_conflict(api, conversation):
     assert not AuditEvent.objects.filter(action="run.cancel").exists()
 
 
-def test_another_workspaces_run_cannot_be_cancelled(api, other_api, conversation):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+def test_another_workspaces_run_cannot_be_cancelled(api, other_api, chat_with_card_and_address):
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
 
     assert other_api.post(f"/v1/runs/{run.pk}/cancel").status_code == 404
     assert api.post("/v1/runs/not-a-run/cancel").status_code == 400
     assert ObserverRun.objects.get(pk=run.pk).status == "pending"
 
 
-def test_after_a_cancel_a_new_run_can_be_scheduled(api, conversation):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+def test_after_a_cancel_a_new_run_can_be_scheduled(api, chat_with_card_and_address):
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
     api.post(f"/v1/runs/{run.pk}/cancel")
 
-    response = api.post(f"/v1/conversations/{conversation.pk}/observe")
+    response = api.post(f"/v1/conversations/{chat_with_card_and_address.pk}/observe")
 
     assert response.status_code == 202
     assert response.json()["id"] != str(run.pk) and response.json()["status"] == "queued"
-    assert ObserverRun.objects.filter(conversation=conversation).count() == 2
+    assert ObserverRun.objects.filter(conversation=chat_with_card_and_address).count() == 2
 
 
-def test_a_cancelled_retrying_run_is_not_tried_again(api, conversation, fake_engine):
+def test_a_cancelled_retrying_run_is_not_tried_again(api, chat_with_card_and_address, fake_engine):
     fake_engine(_ProviderDown())
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
     observer_run_execute(run_id=run.pk, final_attempt=False, retry_in=30)
     assert api.post(f"/v1/runs/{run.pk}/cancel").json()["status"] == "cancelled"
 
@@ -209,35 +214,43 @@ def test_a_cancelled_retrying_run_is_not_tried_again(api, conversation, fake_eng
     assert (run.status, run.attempts, run.next_attempt_at) == ("cancelled", 1, None)
 
 
-def test_a_run_cancelled_while_the_engine_works_stores_nothing(api, conversation, fake_engine):
+def test_a_run_cancelled_while_the_engine_works_stores_nothing(
+    api, chat_with_card_and_address, fake_engine
+):
     class CancelledMeanwhile(ExtractiveEngine):
         """A person cancels the run while the provider is still answering."""
 
         def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
-            running = ObserverRun.objects.get(conversation=conversation, status="running")
+            running = ObserverRun.objects.get(
+                conversation=chat_with_card_and_address, status="running"
+            )
             assert api.post(f"/v1/runs/{running.pk}/cancel").status_code == 200
             return super().observe(
                 messages, previous_observations=previous_observations, now=now, fidelity=fidelity
             )
 
     fake_engine(CancelledMeanwhile())
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="manual")
 
     outcome = observer_run_execute(run_id=run.pk)
 
     assert outcome.run.status == "cancelled" and not outcome.retry
-    assert not Observation.objects.filter(conversation=conversation).exists()
-    assert unobserved_messages(conversation=conversation).count() == 2
+    assert not Observation.objects.filter(conversation=chat_with_card_and_address).exists()
+    assert unobserved_messages(conversation=chat_with_card_and_address).count() == 2
     body = _run_body(api, run)
     assert (body["status"], body["itemsOut"], body["tokensOut"]) == ("cancelled", 0, 0)
 
 
-def test_automatic_triggers_hold_off_after_a_cancel(workspace, conversation):
-    run = observer_schedule(conversation=conversation, trigger="threshold")
+def test_automatic_triggers_hold_off_after_a_cancel(workspace, chat_with_card_and_address):
+    run = observer_schedule(conversation=chat_with_card_and_address, trigger="threshold")
     run_cancel(run=run, actor=SYSTEM_ACTOR, reason="provider down")
     workspace.observer_threshold = 1
     workspace.save()
 
-    messages_append(conversation=conversation, items=[MessageInput(role="user", content="hi")])
+    messages_append(
+        conversation=chat_with_card_and_address, items=[MessageInput(role="user", content="hi")]
+    )
 
-    assert not ObserverRun.objects.filter(conversation=conversation, status="pending").exists()
+    assert not ObserverRun.objects.filter(
+        conversation=chat_with_card_and_address, status="pending"
+    ).exists()

@@ -35,7 +35,8 @@ class _ProviderDown(ExtractiveEngine):
 
 
 @pytest.fixture
-def conversation(workspace) -> Conversation:
+def headphones_chat(workspace) -> Conversation:
+    """Two messages about broken headphones, not yet observed."""
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,
@@ -47,9 +48,11 @@ def conversation(workspace) -> Conversation:
     return conversation
 
 
-def test_an_observer_run_past_its_soft_time_limit_fails_with_that_reason(conversation, fake_engine):
+def test_an_observer_run_past_its_soft_time_limit_fails_with_that_reason(
+    headphones_chat, fake_engine
+):
     fake_engine(_Interrupted())
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=headphones_chat, trigger="manual")
 
     assert observe_conversation.apply(args=[str(run.pk)]).get() == "failed"
 
@@ -58,30 +61,30 @@ def test_an_observer_run_past_its_soft_time_limit_fails_with_that_reason(convers
     assert run.status == "failed"
     assert run.error == f"the run exceeded its time limit of {limit} s"
     assert run.finished_at is not None and run.lease_token is None
-    assert not Observation.objects.filter(conversation=conversation).exists()
-    assert unobserved_messages(conversation=conversation).count() == 2
+    assert not Observation.objects.filter(conversation=headphones_chat).exists()
+    assert unobserved_messages(conversation=headphones_chat).count() == 2
 
 
 def test_a_reflector_run_past_its_soft_time_limit_fails_and_keeps_observations(
-    conversation, fake_engine
+    headphones_chat, fake_engine
 ):
-    ObservationFactory.create_batch(3, conversation=conversation)
+    ObservationFactory.create_batch(3, conversation=headphones_chat)
     fake_engine(_Interrupted())
-    run = reflector_schedule(conversation=conversation, trigger="manual")
+    run = reflector_schedule(conversation=headphones_chat, trigger="manual")
 
     assert reflect_conversation.apply(args=[str(run.pk)]).get() == "failed"
 
     run = ReflectorRun.objects.get(pk=run.pk)
     assert run.error.startswith("the run exceeded its time limit of ")
-    assert not Reflection.objects.filter(conversation=conversation).exists()
-    assert Observation.objects.filter(conversation=conversation, status="active").count() == 3
+    assert not Reflection.objects.filter(conversation=headphones_chat).exists()
+    assert Observation.objects.filter(conversation=headphones_chat, status="active").count() == 3
 
 
 def test_a_retryable_failure_is_retried_until_the_final_attempt_fails_the_run(
-    conversation, fake_engine
+    headphones_chat, fake_engine
 ):
     fake_engine(_ProviderDown())
-    run = observer_schedule(conversation=conversation, trigger="manual")
+    run = observer_schedule(conversation=headphones_chat, trigger="manual")
 
     # Eagerly, each retry runs at once instead of after its backoff.
     observe_conversation.apply(args=[str(run.pk)])
@@ -91,8 +94,8 @@ def test_a_retryable_failure_is_retried_until_the_final_attempt_fails_the_run(
     assert run.attempts == MAX_RETRIES + 1
 
 
-def test_a_run_already_taken_is_left_alone(conversation):
-    run = observer_schedule(conversation=conversation, trigger="manual")
+def test_a_run_already_taken_is_left_alone(headphones_chat):
+    run = observer_schedule(conversation=headphones_chat, trigger="manual")
     observer_run_execute(run_id=run.pk)
 
     assert observe_conversation.apply(args=[str(run.pk)]).get() == "succeeded"

@@ -15,11 +15,6 @@ from tenancy.models import DEFAULT_CONTEXT_MAX_TOKENS, Workspace
 SETTINGS = "/v1/workspace/settings"
 
 
-@pytest.fixture
-def admin(make_client, workspace):
-    return make_client(workspace, scope="admin")
-
-
 def _stored_fidelity(workspace: Workspace) -> str:
     workspace.refresh_from_db()
     return workspace.fidelity
@@ -79,8 +74,8 @@ def test_each_key_reads_its_own_workspace(api, other_api, workspace, other_works
 # --- changing the fidelity -----------------------------------------------------------------------
 
 
-def test_an_admin_key_changes_the_fidelity_with_a_reason_and_it_is_audited(admin, workspace):
-    response = admin.patch(
+def test_an_admin_key_changes_the_fidelity_with_a_reason_and_it_is_audited(admin_api, workspace):
+    response = admin_api.patch(
         SETTINGS,
         {"fidelity": "detailed", "reason": "agents must quote our answers"},
         format="json",
@@ -107,11 +102,11 @@ def test_an_admin_key_changes_the_fidelity_with_a_reason_and_it_is_audited(admin
 
 
 @pytest.mark.parametrize("back_to_default", [None, ""])
-def test_null_or_empty_returns_to_the_default(admin, workspace, back_to_default):
+def test_null_or_empty_returns_to_the_default(admin_api, workspace, back_to_default):
     workspace.fidelity = "compact"
     workspace.save()
 
-    response = admin.patch(
+    response = admin_api.patch(
         SETTINGS, {"fidelity": back_to_default, "reason": "as the others"}, format="json"
     )
 
@@ -135,10 +130,10 @@ def test_null_or_empty_returns_to_the_default(admin, workspace, back_to_default)
 
 
 @pytest.mark.parametrize("reason", [None, "", "   "])
-def test_it_refuses_a_change_without_a_reason(admin, workspace, reason):
+def test_it_refuses_a_change_without_a_reason(admin_api, workspace, reason):
     body = {"fidelity": "compact"} if reason is None else {"fidelity": "compact", "reason": reason}
 
-    response = admin.patch(SETTINGS, body, format="json")
+    response = admin_api.patch(SETTINGS, body, format="json")
 
     assert response.status_code == 400
     assert response.json()["code"] == "reason_required"
@@ -147,8 +142,8 @@ def test_it_refuses_a_change_without_a_reason(admin, workspace, reason):
     assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
 
 
-def test_it_refuses_an_unknown_level_naming_the_levels(admin, workspace):
-    response = admin.patch(SETTINGS, {"fidelity": "verbose", "reason": "more"}, format="json")
+def test_it_refuses_an_unknown_level_naming_the_levels(admin_api, workspace):
+    response = admin_api.patch(SETTINGS, {"fidelity": "verbose", "reason": "more"}, format="json")
 
     assert response.status_code == 400
     body = response.json()
@@ -170,8 +165,8 @@ def test_it_refuses_an_unknown_level_naming_the_levels(admin, workspace):
         ),
     ],
 )
-def test_it_refuses_a_malformed_body_and_stores_nothing(admin, workspace, body, error, field):
-    response = admin.patch(SETTINGS, body, format="json")
+def test_it_refuses_a_malformed_body_and_stores_nothing(admin_api, workspace, body, error, field):
+    response = admin_api.patch(SETTINGS, body, format="json")
 
     assert response.status_code == 400
     assert (response.json()["code"], response.json()["field"]) == (error, field)
@@ -179,20 +174,22 @@ def test_it_refuses_a_malformed_body_and_stores_nothing(admin, workspace, body, 
     assert (workspace.fidelity, workspace.observer_threshold) == ("", None)
 
 
-def test_a_change_that_changes_nothing_is_not_audited(admin, workspace):
+def test_a_change_that_changes_nothing_is_not_audited(admin_api, workspace):
     workspace.fidelity = "compact"
     workspace.save()
 
-    response = admin.patch(SETTINGS, {"fidelity": "compact", "reason": "again"}, format="json")
+    response = admin_api.patch(SETTINGS, {"fidelity": "compact", "reason": "again"}, format="json")
 
     assert response.status_code == 200
     assert response.json()["fidelity"] == "compact"
     assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
 
 
-def test_choosing_the_default_level_explicitly_is_a_change(admin, workspace):
+def test_choosing_the_default_level_explicitly_is_a_change(admin_api, workspace):
     # The workspace stops following MEMDESK_OBSERVER_FIDELITY, even at the same level.
-    response = admin.patch(SETTINGS, {"fidelity": "balanced", "reason": "pin it"}, format="json")
+    response = admin_api.patch(
+        SETTINGS, {"fidelity": "balanced", "reason": "pin it"}, format="json"
+    )
 
     assert response.json()["fidelitySource"] == "workspace"
     assert AuditEvent.objects.filter(action="workspace.settings.update").count() == 1
@@ -207,8 +204,8 @@ def test_an_agent_key_may_read_but_not_change_the_settings(api, workspace):
     assert not AuditEvent.objects.filter(action="workspace.settings.update").exists()
 
 
-def test_a_change_stays_in_the_keys_workspace(admin, other_api, workspace, other_workspace):
-    admin.patch(SETTINGS, {"fidelity": "compact", "reason": "short notes"}, format="json")
+def test_a_change_stays_in_the_keys_workspace(admin_api, other_api, workspace, other_workspace):
+    admin_api.patch(SETTINGS, {"fidelity": "compact", "reason": "short notes"}, format="json")
 
     assert _stored_fidelity(workspace) == "compact"
     assert _stored_fidelity(other_workspace) == ""
@@ -229,8 +226,8 @@ def test_the_service_is_the_one_door_for_people_and_keys(workspace):
 # --- the default context budget ----------------------------------------------------------------
 
 
-def test_an_admin_key_sets_the_default_context_budget_with_a_reason_audited(admin, workspace):
-    response = admin.patch(
+def test_an_admin_key_sets_the_default_context_budget_with_a_reason_audited(admin_api, workspace):
+    response = admin_api.patch(
         SETTINGS, {"contextMaxTokens": 8000, "reason": "keep prompts small"}, format="json"
     )
 
@@ -242,15 +239,15 @@ def test_an_admin_key_sets_the_default_context_budget_with_a_reason_audited(admi
     assert event.after["contextMaxTokens"] == 8000
     assert event.reason == "keep prompts small"
 
-    admin.patch(SETTINGS, {"contextMaxTokens": None, "reason": "no budget"}, format="json")
+    admin_api.patch(SETTINGS, {"contextMaxTokens": None, "reason": "no budget"}, format="json")
     workspace.refresh_from_db()
     assert workspace.context_max_tokens is None
     assert AuditEvent.objects.filter(action="workspace.settings.update").count() == 2
 
 
 @pytest.mark.parametrize("value", [0, -5, "lots", True, 10**12])
-def test_it_refuses_a_budget_that_is_not_a_positive_whole_number(admin, workspace, value):
-    response = admin.patch(SETTINGS, {"contextMaxTokens": value, "reason": "x"}, format="json")
+def test_it_refuses_a_budget_that_is_not_a_positive_whole_number(admin_api, workspace, value):
+    response = admin_api.patch(SETTINGS, {"contextMaxTokens": value, "reason": "x"}, format="json")
 
     assert response.status_code == 400
     assert response.json()["field"] == "contextMaxTokens"
@@ -258,7 +255,7 @@ def test_it_refuses_a_budget_that_is_not_a_positive_whole_number(admin, workspac
     assert workspace.context_max_tokens == DEFAULT_CONTEXT_MAX_TOKENS
 
 
-def test_the_default_budget_fits_a_context_read_that_names_none(admin, api, workspace):
+def test_the_default_budget_fits_a_context_read_that_names_none(admin_api, api, workspace):
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     api.post(
         f"/v1/conversations/{conversation_id}/messages/bulk",
@@ -271,7 +268,7 @@ def test_the_default_budget_fits_a_context_read_that_names_none(admin, api, work
     assert first["maxTokens"] == DEFAULT_CONTEXT_MAX_TOKENS
     assert len(first["recentMessages"]) == 10 and first["trimmed"]["recentMessages"] == 0
 
-    admin.patch(SETTINGS, {"contextMaxTokens": 30, "reason": "small"}, format="json")
+    admin_api.patch(SETTINGS, {"contextMaxTokens": 30, "reason": "small"}, format="json")
 
     default = api.get(path).json()
     assert default["maxTokens"] == 30
@@ -280,7 +277,7 @@ def test_the_default_budget_fits_a_context_read_that_names_none(admin, api, work
         api.get(f"{path}?max_tokens=100000").json()["recentMessages"] == (first["recentMessages"])
     )
 
-    admin.patch(SETTINGS, {"contextMaxTokens": None, "reason": "no budget"}, format="json")
+    admin_api.patch(SETTINGS, {"contextMaxTokens": None, "reason": "no budget"}, format="json")
     unbudgeted = api.get(path).json()
     assert "maxTokens" not in unbudgeted and len(unbudgeted["recentMessages"]) == 10
 

@@ -1,4 +1,5 @@
-"""A private redis-server for fault tests: its own port, no persistence, restartable."""
+"""Redis for fault tests: a private redis-server (its own port, no persistence,
+restartable), and the cache settings of one that is not there."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ import subprocess
 import time
 
 import redis
+
+from config.settings.base import cache_settings
+
+# The production cache settings on a Redis URL where nothing listens (port 1): every
+# cache call fails at once with a connection error.
+DEAD_REDIS = cache_settings("redis://127.0.0.1:1/0")
 
 
 def free_port() -> int:

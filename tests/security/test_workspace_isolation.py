@@ -18,7 +18,8 @@ from rest_framework.test import APIClient
 from governance.models import AuditEvent
 from memory import unsupported
 from memory.models import Message, Observation, Reflection
-from tests.governance.test_audit_coverage import World, _patterns, allowed_methods
+from tests.routes import allowed_methods, url_patterns
+from tests.world import World
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 PARAMETER = re.compile(r"<(?:str|uuid|int):(\w+)>")
@@ -39,7 +40,7 @@ DEFAULT_BODY = {"text": "probe", "reason": REASON, "enabled": False}
 
 def _api_routes_with_ids() -> list[tuple[str, str]]:
     routes = []
-    for route, view in _patterns(get_resolver().url_patterns):
+    for route, view in url_patterns(get_resolver().url_patterns):
         # The NAMS routes Memdesk does not serve read no id: they answer 501 to anyone.
         if getattr(view, "view_class", None) is unsupported.NotSupportedApi:
             continue

@@ -13,12 +13,10 @@ from django.utils import timezone
 from core.actors import SYSTEM_ACTOR
 from governance.audit.writer import audit_record
 from governance.holds import legal_hold_place
-from memory.models import Conversation, Message
+from memory.models import Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
-from tests.dashboard.factories import chat
-from tests.governance.test_audit import _tamper
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy, tamper
 from tests.memory.factories import ObservationFactory
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -116,7 +114,7 @@ def test_each_event_shows_its_before_and_after_diff(login, workspace):
 
 def test_a_broken_chain_is_flagged_at_the_broken_event(login, workspace):
     events = _record(workspace, 4)
-    _tamper("UPDATE governance_auditevent SET reason = %s WHERE id = %s", ["x", events[1].pk])
+    tamper("UPDATE governance_auditevent SET reason = %s WHERE id = %s", ["x", events[1].pk])
     html = login("compliance").get("/compliance/audit/").content.decode()
     assert "Chain broken at event #2" in html and "Chain verified" not in html
 
@@ -147,13 +145,6 @@ def test_the_audit_log_needs_sign_in(client, db):
 
 
 EMAIL = "dana.pierce@example.com"
-
-
-@pytest.fixture
-def dana(workspace) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Refund")
-    chat(conversation)
-    return conversation
 
 
 def _event(workspace, action: str, target_type: str = "thing", target_id: str = "1", **kw):
@@ -208,15 +199,19 @@ def test_the_date_range_is_inclusive_and_a_reversed_range_is_explained(login, wo
     assert "The end date is before the start date." in html
 
 
-def test_the_conversation_filter_finds_events_on_it_and_its_items(login, workspace, dana):
+def test_the_conversation_filter_finds_events_on_it_and_its_items(
+    login, workspace, dana_conversation
+):
     other = conversation_create(workspace=workspace, user_id="eve", title="Other")
-    message = Message.objects.filter(conversation=dana).first()
-    _event(workspace, "conversation.update", "conversation", str(dana.pk))
+    message = Message.objects.filter(conversation=dana_conversation).first()
+    _event(workspace, "conversation.update", "conversation", str(dana_conversation.pk))
     _event(workspace, "message.redact", "message", str(message.pk))
     _event(workspace, "conversation.update", "conversation", str(other.pk))
-    legal_hold_place(workspace=workspace, actor=SYSTEM_ACTOR, reason="claim", conversation=dana)
+    legal_hold_place(
+        workspace=workspace, actor=SYSTEM_ACTOR, reason="claim", conversation=dana_conversation
+    )
     client = login("compliance")
-    html = client.get(f"/compliance/audit/?conversation={dana.pk}").content.decode()
+    html = client.get(f"/compliance/audit/?conversation={dana_conversation.pk}").content.decode()
     assert _rows(html) == 3 and str(other.pk) not in html.split('id="events"')[1]
     bad = client.get("/compliance/audit/?conversation=nope").content.decode()
     assert "Paste a conversation id" in bad
@@ -236,13 +231,15 @@ def test_the_target_filter_and_the_export_honour_the_filters(login, workspace):
     assert len(b"".join(everything.streaming_content).splitlines()) == 3
 
 
-def test_targets_link_to_what_they_name(login, workspace, dana):
-    observation = ObservationFactory(conversation=dana, text="Wants a refund.")
-    hold = legal_hold_place(workspace=workspace, actor=SYSTEM_ACTOR, reason="x", conversation=dana)
+def test_targets_link_to_what_they_name(login, workspace, dana_conversation):
+    observation = ObservationFactory(conversation=dana_conversation, text="Wants a refund.")
+    hold = legal_hold_place(
+        workspace=workspace, actor=SYSTEM_ACTOR, reason="x", conversation=dana_conversation
+    )
     _event(workspace, "observation.update", "observation", str(observation.pk))
     _event(workspace, "observation.delete", "observation", "00000000-0000-0000-0000-000000000000")
     html = login("compliance").get("/compliance/audit/").content.decode()
-    history = f"/conversations/{dana.pk}/observations/{observation.pk}/history/"
+    history = f"/conversations/{dana_conversation.pk}/observations/{observation.pk}/history/"
     assert f'href="{history}" class="target-link"' in html
     assert f'href="/compliance/holds/#hold-{hold.pk}" class="target-link"' in html
     # A target that no longer exists has no link.
@@ -270,9 +267,9 @@ def test_reveal_original_only_where_an_original_is_kept(login, workspace):
     assert "/compliance/originals/" not in admin
 
 
-def test_an_observations_history_links_to_its_audit_events(login, dana):
-    observation = ObservationFactory(conversation=dana, text="Wants a refund.")
-    url = f"/conversations/{dana.pk}/observations/{observation.pk}/history/"
+def test_an_observations_history_links_to_its_audit_events(login, dana_conversation):
+    observation = ObservationFactory(conversation=dana_conversation, text="Wants a refund.")
+    url = f"/conversations/{dana_conversation.pk}/observations/{observation.pk}/history/"
     link = f"/compliance/audit/?target_type=observation&amp;target_id={observation.pk}"
     assert link in login("compliance").get(url).content.decode()
     assert link not in login("reviewer").get(url).content.decode()

@@ -13,19 +13,11 @@ from governance.holds import legal_hold_place
 from governance.models import AuditEvent, ErasureRequest
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
-from tests.dashboard.factories import chat
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture
-def dana(workspace) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Refund")
-    chat(conversation)
-    return conversation
-
-
-def test_the_user_id_check_counts_conversations_or_warns(login, workspace, dana):
+def test_the_user_id_check_counts_conversations_or_warns(login, workspace, dana_conversation):
     conversation_create(workspace=workspace, user_id="dana", title="Second")
     client = login("compliance")
     known = client.get("/compliance/end-users/check/?end_user=dana&target=x", **HX)
@@ -37,7 +29,7 @@ def test_the_user_id_check_counts_conversations_or_warns(login, workspace, dana)
     assert login("reviewer").get("/compliance/end-users/check/?end_user=dana").status_code == 403
 
 
-def test_erasing_an_unknown_user_warns_instead_of_completing_with_nothing(login, dana):
+def test_erasing_an_unknown_user_warns_instead_of_completing_with_nothing(login, dana_conversation):
     client = login("compliance")
     response = client.post("/compliance/erasure/request/", {"end_user": "dnaa", "reason": "gdpr"})
     assert response.status_code == 422
@@ -55,7 +47,7 @@ def test_erasing_an_unknown_user_warns_instead_of_completing_with_nothing(login,
     assert "nothing was stored under this id" in listing
 
 
-def test_the_receipt_shows_its_hash_downloads_as_json_and_prints(login, dana):
+def test_the_receipt_shows_its_hash_downloads_as_json_and_prints(login, dana_conversation):
     client = login("compliance")
     client.post("/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr art. 17"})
     erasure = ErasureRequest.objects.get()
@@ -76,7 +68,7 @@ def test_the_receipt_shows_its_hash_downloads_as_json_and_prints(login, dana):
     assert receipt["auditEvent"]["hash"] == event.hash
 
 
-def test_the_erasure_list_polls_while_a_request_is_open(login, dana):
+def test_the_erasure_list_polls_while_a_request_is_open(login, dana_conversation):
     client = login("compliance")
     client.post("/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"})
     html = client.get("/compliance/erasure/").content.decode()
@@ -87,18 +79,18 @@ def test_the_erasure_list_polls_while_a_request_is_open(login, dana):
     assert "hx-trigger" not in fragment and "completed" in fragment
 
 
-def test_hold_and_erasure_start_from_the_conversation_page_prefilled(login, dana):
+def test_hold_and_erasure_start_from_the_conversation_page_prefilled(login, dana_conversation):
     client = login("compliance")
-    page = client.get(f"/conversations/{dana.pk}/").content.decode()
-    assert f'href="/compliance/holds/?conversation={dana.pk}"' in page
+    page = client.get(f"/conversations/{dana_conversation.pk}/").content.decode()
+    assert f'href="/compliance/holds/?conversation={dana_conversation.pk}"' in page
     assert 'href="/compliance/erasure/?user=dana"' in page
     assert (
-        f'value="{dana.pk}"'
-        in client.get(f"/compliance/holds/?conversation={dana.pk}").content.decode()
+        f'value="{dana_conversation.pk}"'
+        in client.get(f"/compliance/holds/?conversation={dana_conversation.pk}").content.decode()
     )
     assert 'value="dana"' in client.get("/compliance/holds/?user=dana").content.decode()
     assert 'value="dana"' in client.get("/compliance/erasure/?user=dana").content.decode()
-    reviewer = login("reviewer").get(f"/conversations/{dana.pk}/").content.decode()
+    reviewer = login("reviewer").get(f"/conversations/{dana_conversation.pk}/").content.decode()
     assert "/compliance/holds/" not in reviewer
 
 
@@ -106,7 +98,7 @@ ROLE_403 = '<strong class="required-role">compliance officer</strong>'
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer"])
-def test_viewers_and_reviewers_cannot_see_or_request_erasure(login, role, dana):
+def test_viewers_and_reviewers_cannot_see_or_request_erasure(login, role, dana_conversation):
     client = login(role)
     for response in (
         client.get("/compliance/erasure/"),
@@ -119,7 +111,9 @@ def test_viewers_and_reviewers_cannot_see_or_request_erasure(login, role, dana):
 
 
 @pytest.mark.parametrize("role", ["compliance", "admin"])
-def test_the_erasure_page_lists_requests_with_status_and_counts(login, role, workspace, dana):
+def test_the_erasure_page_lists_requests_with_status_and_counts(
+    login, role, workspace, dana_conversation
+):
     erasure = erasure_request_create(
         workspace=workspace, actor=SYSTEM_ACTOR, end_user_id="dana", reason="asked by email"
     )
@@ -130,7 +124,7 @@ def test_the_erasure_page_lists_requests_with_status_and_counts(login, role, wor
     assert 'href="/compliance/erasure/"' in html and 'aria-current="page">Erasure' in html
 
 
-def test_requesting_erasure_queues_it_and_is_audited(login, dana):
+def test_requesting_erasure_queues_it_and_is_audited(login, dana_conversation):
     client = login("compliance")
     response = client.post(
         "/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr art. 17"}, **HX
@@ -148,7 +142,7 @@ def test_requesting_erasure_queues_it_and_is_audited(login, dana):
     )
 
 
-def test_requesting_erasure_without_js_redirects_to_its_detail(login, dana):
+def test_requesting_erasure_without_js_redirects_to_its_detail(login, dana_conversation):
     response = login("admin").post(
         "/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"}
     )
@@ -156,7 +150,9 @@ def test_requesting_erasure_without_js_redirects_to_its_detail(login, dana):
     assert response["Location"] == f"/compliance/erasure/{erasure.pk}/"
 
 
-def test_a_legal_hold_refuses_erasure_with_the_reason_next_to_the_form(login, workspace, dana):
+def test_a_legal_hold_refuses_erasure_with_the_reason_next_to_the_form(
+    login, workspace, dana_conversation
+):
     legal_hold_place(
         workspace=workspace, actor=SYSTEM_ACTOR, reason="litigation 42", end_user_id="dana"
     )
@@ -170,7 +166,7 @@ def test_a_legal_hold_refuses_erasure_with_the_reason_next_to_the_form(login, wo
     assert 'id="erasure-refused"' in html and f"Erasure request {erasure.pk} refused" in html
     assert "legal hold" in html.lower()
     assert AuditEvent.objects.filter(action="erasure.refuse").count() == 1
-    assert Message.objects.filter(conversation=dana).count() == 6
+    assert Message.objects.filter(conversation=dana_conversation).count() == 6
 
 
 @pytest.mark.parametrize(
@@ -181,7 +177,9 @@ def test_a_legal_hold_refuses_erasure_with_the_reason_next_to_the_form(login, wo
         ({"end_user": "   ", "reason": "gdpr"}, "end_user", "Give the end user id to erase."),
     ],
 )
-def test_a_bad_request_is_refused_next_to_its_field(login, dana, data, field_error, message):
+def test_a_bad_request_is_refused_next_to_its_field(
+    login, dana_conversation, data, field_error, message
+):
     response = login("compliance").post("/compliance/erasure/request/", data, **HX)
     assert response.status_code == 422
     html = response.content.decode()
@@ -190,7 +188,7 @@ def test_a_bad_request_is_refused_next_to_its_field(login, dana, data, field_err
     assert not ErasureRequest.objects.exists()
 
 
-def test_the_detail_is_polled_while_pending_then_shows_the_receipt(login, dana):
+def test_the_detail_is_polled_while_pending_then_shows_the_receipt(login, dana_conversation):
     client = login("compliance")
     client.post("/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"})
     erasure = ErasureRequest.objects.get()
@@ -206,7 +204,7 @@ def test_the_detail_is_polled_while_pending_then_shows_the_receipt(login, dana):
     polled = client.get(url, **HX).content.decode()
     assert "hx-trigger" not in polled and "completed" in polled
     assert '<dd id="count-messages">6</dd>' in polled
-    assert not Conversation.objects.filter(pk=dana.pk).exists()
+    assert not Conversation.objects.filter(pk=dana_conversation.pk).exists()
 
 
 def test_another_workspaces_erasure_request_is_not_found(login, other_workspace):
@@ -218,13 +216,5 @@ def test_another_workspaces_erasure_request_is_not_found(login, other_workspace)
     assert "<code>eve</code>" not in client.get("/compliance/erasure/").content.decode()
 
 
-def test_requesting_erasure_needs_the_csrf_token(csrf_client, dana):
-    response = csrf_client("compliance").post(
-        "/compliance/erasure/request/", {"end_user": "dana", "reason": "gdpr"}
-    )
-    assert response.status_code == 403
-    assert not ErasureRequest.objects.exists()
-
-
-def test_erasure_refuses_get_on_the_request_url(login, dana):
+def test_erasure_refuses_get_on_the_request_url(login, dana_conversation):
     assert login("compliance").get("/compliance/erasure/request/").status_code == 405

@@ -9,25 +9,19 @@ from core.actors import SYSTEM_ACTOR
 from core.errors import MemdeskError
 from governance.holds import legal_hold_place
 from governance.models import AuditEvent, LegalHold
-from memory.models import Conversation
-from memory.services.conversations import conversation_create, conversation_delete
-from tests.dashboard.factories import chat
+from memory.services.conversations import conversation_delete
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture
-def quiet(workspace) -> Conversation:
-    """A conversation with no messages: its only findings are the ones a test makes."""
-    return conversation_create(workspace=workspace, user_id="dana", title="Call notes")
-
-
 @pytest.mark.parametrize("role", ["viewer", "reviewer"])
-def test_viewers_and_reviewers_cannot_see_or_place_holds(login, role, quiet):
+def test_viewers_and_reviewers_cannot_see_or_place_holds(login, role, quiet_conversation):
     client = login(role)
     for response in (
         client.get("/compliance/holds/"),
-        client.post("/compliance/holds/place/", {"conversation": quiet.pk, "reason": "x"}),
+        client.post(
+            "/compliance/holds/place/", {"conversation": quiet_conversation.pk, "reason": "x"}
+        ),
     ):
         assert response.status_code == 403
         assert '<strong class="required-role">compliance officer</strong>' in (
@@ -36,26 +30,30 @@ def test_viewers_and_reviewers_cannot_see_or_place_holds(login, role, quiet):
     assert not LegalHold.objects.exists()
 
 
-def test_a_hold_placed_on_a_conversation_blocks_its_deletion_and_is_audited(login, quiet):
+def test_a_hold_placed_on_a_conversation_blocks_its_deletion_and_is_audited(
+    login, quiet_conversation
+):
     client = login("compliance")
-    assert client.get(f"/compliance/holds/?conversation={quiet.pk}").status_code == 200
+    assert client.get(f"/compliance/holds/?conversation={quiet_conversation.pk}").status_code == 200
     response = client.post(
-        "/compliance/holds/place/", {"conversation": str(quiet.pk), "reason": "Case 42"}, **HX
+        "/compliance/holds/place/",
+        {"conversation": str(quiet_conversation.pk), "reason": "Case 42"},
+        **HX,
     )
     assert response.status_code == 201
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="holds">') and "<html" not in html
     hold = LegalHold.objects.get()
     assert f'id="hold-{hold.pk}"' in html and "Case 42" in html and "placed." in html
-    assert hold.conversation_id == quiet.pk
+    assert hold.conversation_id == quiet_conversation.pk
     event = AuditEvent.objects.get(action="legal_hold.place")
     assert (event.target_id, event.reason) == (str(hold.pk), "Case 42")
     with pytest.raises(MemdeskError) as refused:
-        conversation_delete(conversation=quiet, actor=SYSTEM_ACTOR, reason="cleanup")
+        conversation_delete(conversation=quiet_conversation, actor=SYSTEM_ACTOR, reason="cleanup")
     assert refused.value.code == "legal_hold"
 
 
-def test_a_hold_on_an_end_user_without_js_redirects_to_the_list(login, quiet):
+def test_a_hold_on_an_end_user_without_js_redirects_to_the_list(login, quiet_conversation):
     client = login("admin")
     response = client.post("/compliance/holds/place/", {"end_user": "dana", "reason": "Claim"})
     assert response.status_code == 302 and response["Location"] == "/compliance/holds/"
@@ -71,22 +69,27 @@ def test_a_hold_on_an_end_user_without_js_redirects_to_the_list(login, quiet):
         ({"conversation": "not-a-uuid", "reason": "x"}, "Paste a conversation id (a UUID)"),
     ],
 )
-def test_a_bad_hold_is_refused_with_the_reason(login, quiet, data, message):
+def test_a_bad_hold_is_refused_with_the_reason(login, quiet_conversation, data, message):
     response = login("compliance").post("/compliance/holds/place/", data)
     assert response.status_code == 422
     assert message in response.content.decode()
     assert not LegalHold.objects.exists()
 
 
-def test_another_workspaces_conversation_or_hold_is_not_found(login, foreign, other_workspace):
+def test_another_workspaces_conversation_or_hold_is_not_found(
+    login, foreign_conversation, other_workspace
+):
     client = login("compliance")
     response = client.post(
-        "/compliance/holds/place/", {"conversation": str(foreign.pk), "reason": "x"}
+        "/compliance/holds/place/", {"conversation": str(foreign_conversation.pk), "reason": "x"}
     )
     assert response.status_code == 422
     assert "No conversation with this id in this workspace." in response.content.decode()
     theirs = legal_hold_place(
-        workspace=other_workspace, actor=SYSTEM_ACTOR, reason="theirs", conversation=foreign
+        workspace=other_workspace,
+        actor=SYSTEM_ACTOR,
+        reason="theirs",
+        conversation=foreign_conversation,
     )
     assert "theirs" not in client.get("/compliance/holds/").content.decode()
     response = client.post(f"/compliance/holds/{theirs.pk}/release/", {"reason": "mine now"})
@@ -94,8 +97,10 @@ def test_another_workspaces_conversation_or_hold_is_not_found(login, foreign, ot
     assert LegalHold.objects.get(pk=theirs.pk).released_at is None
 
 
-def test_releasing_a_hold_needs_a_reason_and_is_audited(login, workspace, quiet):
-    hold = legal_hold_place(workspace=workspace, actor=SYSTEM_ACTOR, reason="r", conversation=quiet)
+def test_releasing_a_hold_needs_a_reason_and_is_audited(login, workspace, quiet_conversation):
+    hold = legal_hold_place(
+        workspace=workspace, actor=SYSTEM_ACTOR, reason="r", conversation=quiet_conversation
+    )
     client = login("compliance")
     refused = client.post(f"/compliance/holds/{hold.pk}/release/", {"reason": " "}, **HX)
     assert refused.status_code == 422 and "A reason is required." in refused.content.decode()
@@ -110,23 +115,7 @@ def test_releasing_a_hold_needs_a_reason_and_is_audited(login, workspace, quiet)
     assert "already released" in client.get("/compliance/holds/").content.decode()
 
 
-def test_every_hold_post_needs_the_csrf_token(csrf_client, workspace, quiet):
-    hold = legal_hold_place(workspace=workspace, actor=SYSTEM_ACTOR, reason="r", conversation=quiet)
-    client = csrf_client("compliance")
-    place = {"end_user": "dana", "reason": "x"}
-    assert client.post("/compliance/holds/place/", place).status_code == 403
-    assert client.post(f"/compliance/holds/{hold.pk}/release/", {"reason": "x"}).status_code == 403
-    assert LegalHold.objects.count() == 1 and LegalHold.objects.get().released_at is None
-
-
-@pytest.fixture
-def dana(workspace) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Refund")
-    chat(conversation)
-    return conversation
-
-
-def test_a_hold_on_an_unknown_user_warns_then_is_placed_when_confirmed(login, dana):
+def test_a_hold_on_an_unknown_user_warns_then_is_placed_when_confirmed(login, dana_conversation):
     client = login("compliance")
     response = client.post("/compliance/holds/place/", {"end_user": "dnaa", "reason": "claim"})
     assert response.status_code == 422

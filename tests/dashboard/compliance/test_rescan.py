@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from core import queue
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, MessageScan, RedactionFinding, RescanRun
 from governance.redaction.review import rescan_run_request
@@ -32,15 +31,6 @@ def old_messages(workspace) -> Conversation:
     return conversation
 
 
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, list]]:
-    calls: list[tuple[str, list]] = []
-    monkeypatch.setattr(
-        queue.current_app, "send_task", lambda name, args=(), **_: calls.append((name, args))
-    )
-    return calls
-
-
 @pytest.mark.parametrize("role", ["viewer", "reviewer"])
 def test_only_compliance_and_admin_may_rescan(login, role, workspace):
     client = login(role)
@@ -56,7 +46,7 @@ def test_the_page_offers_the_form_and_lists_runs(login, workspace):
     assert 'aria-current="page">Re-scan</a>' in html
 
 
-def test_a_rescan_needs_a_reason(login, workspace, sent):
+def test_a_rescan_needs_a_reason(login, workspace, sent_tasks):
     response = login("compliance").post(
         "/compliance/redaction/rescan/start/",
         {"reason": "", "tiers": ["messages"]},
@@ -64,11 +54,11 @@ def test_a_rescan_needs_a_reason(login, workspace, sent):
     )
     assert response.status_code == 422
     assert "Give a reason: every re-scan is audited with one." in response.content.decode()
-    assert not RescanRun.objects.exists() and not sent
+    assert not RescanRun.objects.exists() and not sent_tasks
 
 
 def test_a_rescan_from_the_dashboard_scans_old_messages_with_progress(
-    login, workspace, old_messages, sent, django_capture_on_commit_callbacks
+    login, workspace, old_messages, sent_tasks, django_capture_on_commit_callbacks
 ):
     client = login("compliance")
     with django_capture_on_commit_callbacks(execute=True):
@@ -84,7 +74,7 @@ def test_a_rescan_from_the_dashboard_scans_old_messages_with_progress(
     assert html.lstrip().startswith('<article id="rescan-status"')
     assert f'hx-get="/compliance/redaction/rescan/{run.pk}/"' in html  # polls
     assert "queued" in html
-    assert sent == [("governance.tasks.redaction_rescan_task", [run.pk])]
+    assert sent_tasks == [("governance.tasks.redaction_rescan_task", [run.pk])]
     [event] = AuditEvent.objects.filter(action="redaction.rescan_request")
     assert event.reason == "messages written before the scan"
     assert event.actor_id == str(client.user.pk) and event.actor_role == "compliance"
@@ -115,7 +105,7 @@ def test_a_rescan_from_the_dashboard_scans_old_messages_with_progress(
     assert CARD not in page and "&lt;CREDIT_CARD&gt;" in page and "PII found" in page
 
 
-def test_a_second_rescan_waits_for_the_first(login, workspace, sent):
+def test_a_second_rescan_waits_for_the_first(login, workspace, sent_tasks):
     client = login("compliance")
     first = client.post(
         "/compliance/redaction/rescan/start/", {"reason": "one", "tiers": ["messages"]}
@@ -131,7 +121,7 @@ def test_a_second_rescan_waits_for_the_first(login, workspace, sent):
     assert f"Re-scan {run.pk} of this workspace is still pending" in second.content.decode()
 
 
-def test_another_workspaces_run_is_not_found(login, other_workspace, sent):
+def test_another_workspaces_run_is_not_found(login, other_workspace, sent_tasks):
     theirs = rescan_run_request(workspace=other_workspace, actor=SYSTEM_ACTOR, reason="x")
     client = login("compliance")
     assert client.get(f"/compliance/redaction/rescan/{theirs.pk}/").status_code == 404

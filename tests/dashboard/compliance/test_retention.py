@@ -19,19 +19,13 @@ HX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def quiet(workspace) -> Conversation:
-    """A conversation with no messages: its only findings are the ones a test makes."""
-    return conversation_create(workspace=workspace, user_id="dana", title="Call notes")
-
-
-@pytest.fixture
-def expiring(workspace, quiet) -> Conversation:
+def expiring(workspace, quiet_conversation) -> Conversation:
     """Six messages three days old, and a policy that keeps messages one day."""
-    chat(quiet)
+    chat(quiet_conversation)
     retention_policy_create(
         workspace=workspace, actor=SYSTEM_ACTOR, name="short", message_days=1, reason="test"
     )
-    return quiet
+    return quiet_conversation
 
 
 @pytest.mark.parametrize("role", ["viewer", "reviewer"])
@@ -103,20 +97,6 @@ def test_another_workspaces_sweep_is_not_found(login, other_workspace):
     assert login("compliance").get(f"/compliance/retention/sweeps/{theirs.pk}/").status_code == 404
 
 
-def test_every_retention_post_needs_the_csrf_token(csrf_client, expiring):
-    client = csrf_client("compliance")
-    assert client.post("/compliance/retention/dry-run/").status_code == 403
-    assert client.post("/compliance/retention/run/").status_code == 403
-    assert not RetentionSweep.objects.exists()
-
-
-@pytest.fixture
-def dana(workspace) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Refund")
-    chat(conversation)
-    return conversation
-
-
 def _retention(**changes):
     data = {
         "name": "Support chats",
@@ -171,7 +151,7 @@ def test_another_workspaces_policy_is_not_found(login, other_workspace):
     )
 
 
-def test_the_dry_run_lists_conversations_and_those_held_back(login, workspace, dana):
+def test_the_dry_run_lists_conversations_and_those_held_back(login, workspace, dana_conversation):
     held = conversation_create(workspace=workspace, user_id="eve", title="Disputed")
     chat(held)
     legal_hold_place(workspace=workspace, actor=SYSTEM_ACTOR, reason="claim", end_user_id="eve")
@@ -182,6 +162,6 @@ def test_the_dry_run_lists_conversations_and_those_held_back(login, workspace, d
     response = client.post("/compliance/retention/dry-run/")
     html = client.get(response["Location"]).content.decode()
     assert "1 conversation would lose rows" in html
-    assert f'<tr id="due-{dana.pk}">' in html and "Refund" in html
+    assert f'<tr id="due-{dana_conversation.pk}">' in html and "Refund" in html
     assert "1 conversation with expired rows is held back by a legal hold" in html
     assert "Disputed" in html.split('id="held-conversations"')[1]

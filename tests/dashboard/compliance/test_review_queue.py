@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from governance.models import AuditEvent, RedactionFinding
-from memory.models import Conversation, Observation
+from memory.models import Observation
 from memory.pipeline.reflector import observations_for_reflection
 from memory.services.conversations import conversation_create
-from tests.dashboard.factories import chat
 from tests.memory.factories import ObservationFactory
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -25,14 +24,8 @@ def _pending(conversation, count: int = 1):
     return list(RedactionFinding.objects.filter(status="pending_review").order_by("id"))
 
 
-@pytest.fixture
-def quiet(workspace) -> Conversation:
-    """A conversation with no messages: its only findings are the ones a test makes."""
-    return conversation_create(workspace=workspace, user_id="dana", title="Call notes")
-
-
-def test_viewers_cannot_open_or_decide_the_review_queue(login, quiet):
-    [finding] = _pending(quiet)
+def test_viewers_cannot_open_or_decide_the_review_queue(login, quiet_conversation):
+    [finding] = _pending(quiet_conversation)
     client = login("viewer")
     for response in (
         client.get("/compliance/review/"),
@@ -45,9 +38,9 @@ def test_viewers_cannot_open_or_decide_the_review_queue(login, quiet):
 
 
 def test_a_reviewer_works_the_review_queue_and_sees_nothing_else_of_compliance(
-    login, quiet, workspace
+    login, quiet_conversation, workspace
 ):
-    [finding] = _pending(quiet)
+    [finding] = _pending(quiet_conversation)
     client = login("reviewer")
     nav = client.get("/conversations/").content.decode()
     assert 'href="/compliance/review/"' in nav and 'href="/compliance/audit/"' not in nav
@@ -67,8 +60,8 @@ def test_a_reviewer_works_the_review_queue_and_sees_nothing_else_of_compliance(
         assert client.get(page).status_code == 403
 
 
-def test_the_queue_shows_the_text_with_the_finding_marked(login, quiet):
-    [finding] = _pending(quiet)
+def test_the_queue_shows_the_text_with_the_finding_marked(login, quiet_conversation):
+    [finding] = _pending(quiet_conversation)
     response = login("compliance").get("/compliance/review/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -79,8 +72,8 @@ def test_the_queue_shows_the_text_with_the_finding_marked(login, quiet):
     assert fragment.lstrip().startswith('<section id="queue"') and "<html" not in fragment
 
 
-def test_approving_redacts_the_value_and_writes_an_audit_event(login, quiet):
-    [finding] = _pending(quiet)
+def test_approving_redacts_the_value_and_writes_an_audit_event(login, quiet_conversation):
+    [finding] = _pending(quiet_conversation)
     response = login("compliance").post(
         f"/compliance/review/{finding.pk}/approve/", {"reason": "a phone"}, **HX
     )
@@ -97,8 +90,8 @@ def test_approving_redacts_the_value_and_writes_an_audit_event(login, quiet):
     )
 
 
-def test_dismissing_keeps_the_value_and_without_js_redirects_back(login, quiet):
-    [finding] = _pending(quiet)
+def test_dismissing_keeps_the_value_and_without_js_redirects_back(login, quiet_conversation):
+    [finding] = _pending(quiet_conversation)
     client = login("admin")
     response = client.post(f"/compliance/review/{finding.pk}/dismiss/", {"reason": "not PII"})
     assert response.status_code == 302 and response["Location"] == "/compliance/review/"
@@ -111,8 +104,8 @@ def test_dismissing_keeps_the_value_and_without_js_redirects_back(login, quiet):
     assert "Nothing waiting for review" in html
 
 
-def test_deciding_twice_is_refused_with_the_reason(login, quiet):
-    [finding] = _pending(quiet)
+def test_deciding_twice_is_refused_with_the_reason(login, quiet_conversation):
+    [finding] = _pending(quiet_conversation)
     client = login("compliance")
     client.post(f"/compliance/review/{finding.pk}/approve/", {"reason": "a phone"}, **HX)
     again = client.post(f"/compliance/review/{finding.pk}/dismiss/", {"reason": "no"}, **HX)
@@ -121,8 +114,8 @@ def test_deciding_twice_is_refused_with_the_reason(login, quiet):
     assert RedactionFinding.objects.get(pk=finding.pk).status == "approved"
 
 
-def test_bulk_approve_decides_every_checked_finding(login, quiet):
-    first, second, third = _pending(quiet, 3)
+def test_bulk_approve_decides_every_checked_finding(login, quiet_conversation):
+    first, second, third = _pending(quiet_conversation, 3)
     response = login("compliance").post(
         "/compliance/review/bulk/",
         {"decision": "approve", "finding": [first.pk, second.pk], "reason": "phones"},
@@ -140,8 +133,8 @@ def test_bulk_approve_decides_every_checked_finding(login, quiet):
     assert AuditEvent.objects.filter(action="redaction_finding.approve").count() == 2
 
 
-def test_bulk_dismiss_without_js_and_with_nothing_ticked(login, quiet):
-    [finding] = _pending(quiet)
+def test_bulk_dismiss_without_js_and_with_nothing_ticked(login, quiet_conversation):
+    [finding] = _pending(quiet_conversation)
     client = login("compliance")
     response = client.post("/compliance/review/bulk/", {"decision": "dismiss"})
     assert response.status_code == 302
@@ -152,7 +145,7 @@ def test_bulk_dismiss_without_js_and_with_nothing_ticked(login, quiet):
     assert client.post("/compliance/review/bulk/", {"decision": "burn"}).status_code == 404
 
 
-def test_another_workspaces_finding_is_not_found(login, foreign, other_workspace):
+def test_another_workspaces_finding_is_not_found(login, foreign_conversation, other_workspace):
     theirs = conversation_create(workspace=other_workspace, user_id="eve")
     [finding] = _pending(theirs)
     client = login("compliance")
@@ -164,8 +157,11 @@ def test_another_workspaces_finding_is_not_found(login, foreign, other_workspace
     assert f'id="finding-{finding.pk}"' not in client.get("/compliance/review/").content.decode()
 
 
-def test_every_review_post_needs_the_csrf_token(csrf_client, quiet):
-    [finding] = _pending(quiet)
+# Kept beside the route walk (tests/dashboard/test_csrf.py), which plants a token of its own:
+# this one sends the token the review page itself sets, in the header htmx sends it in, and
+# checks the decision is then made.
+def test_every_review_post_needs_the_csrf_token(csrf_client, quiet_conversation):
+    [finding] = _pending(quiet_conversation)
     client = csrf_client("compliance")
     assert client.post(f"/compliance/review/{finding.pk}/approve/").status_code == 403
     bulk = {"decision": "approve", "finding": [finding.pk]}
@@ -178,13 +174,6 @@ def test_every_review_post_needs_the_csrf_token(csrf_client, quiet):
     )
     assert response.status_code == 302
     assert RedactionFinding.objects.get(pk=finding.pk).status == "approved"
-
-
-@pytest.fixture
-def dana(workspace) -> Conversation:
-    conversation = conversation_create(workspace=workspace, user_id="dana", title="Refund")
-    chat(conversation)
-    return conversation
 
 
 def _findings(conversation, texts):

@@ -9,7 +9,7 @@ from memory.models import Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from tests.e2e.browser import sign_in
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 
 EMAIL = "dana.whitfield@example.com"
 

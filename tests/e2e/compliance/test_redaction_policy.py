@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from governance.models import AuditEvent, RescanRun
 from tests.e2e.browser import sign_in
-from tests.governance.test_redaction_support import set_policy
+from tests.governance.builders import set_policy
 
 EMAIL = "dana.whitfield@example.com"
 

@@ -18,7 +18,7 @@ import pytest
 
 from governance.models import RedactionFinding
 from memory.models import Reflection
-from tests.governance.test_redaction_support import data_file
+from tests.governance.evaluation_data import data_file
 
 ROLES = {"agent": "assistant", "customer": "user", "action": "tool"}
 SHOP_RECOGNIZERS = [

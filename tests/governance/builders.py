@@ -1,4 +1,5 @@
-"""Builders shared by the retention, hold and erasure tests (no tests of its own)."""
+"""Builders shared by the governance tests (redaction policy, retention, holds, erasure)
+and the readers that compare what they left behind."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection, transaction
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from governance.models import AuditEvent, MessageScan, RestrictedOriginal
+from governance.models import AuditEvent, MessageScan, RedactionPolicy, RestrictedOriginal
+from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.scan import content_digest
 from memory.models import (
     Conversation,
@@ -168,3 +171,22 @@ def earlier_version(observation: Observation, *, text: str = "earlier text") -> 
         reason="typo",
         changed_by="user:1",
     )
+
+
+def set_policy(workspace: Workspace, **fields: Any) -> RedactionPolicy:
+    """Set policy fields directly (the API tests go through the service instead)."""
+    policy = redaction_policy_get_or_create(workspace_id=workspace.pk)
+    for name, value in fields.items():
+        setattr(policy, name, value)
+    policy.version += 1
+    policy.save()
+    return policy
+
+
+def tamper(sql: str, params: list[object]) -> None:
+    """Change the table behind the application's back, as someone with database access
+    could. On PostgreSQL that needs the append-only trigger switched off first."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL session_replication_role = replica")
+        cursor.execute(sql, params)
