@@ -25,7 +25,7 @@ import uuid
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-import django_filters
+import django_filters  # type: ignore[import-untyped]  # publishes no type information
 from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
@@ -108,7 +108,7 @@ def _day_start(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min))
 
 
-class AuditEventFilter(django_filters.FilterSet):
+class AuditEventFilter(django_filters.FilterSet):  # type: ignore[misc]  # untyped base
     """One workspace's audit events, filtered. Build it with the query's values (the
     page's ``request.GET``, or the API's values under these names) and the workspace;
     ``audit_event_list`` and ``audit_export_lines`` read ``qs``."""
