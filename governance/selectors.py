@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import TypeVar
@@ -15,6 +15,7 @@ from django.db.models import Count, Model, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_pk
+from governance.audit.filters import AuditEventFilter
 from governance.models import (
     REDACTION_TARGETS,
     AuditEvent,
@@ -35,52 +36,19 @@ from tenancy.models import Workspace
 ModelT = TypeVar("ModelT", bound=Model)
 
 
-def _audit_events(
-    workspace: Workspace, filters: Mapping[str, object], where: Q | None
-) -> QuerySet[AuditEvent]:
-    events = AuditEvent.objects.filter(workspace=workspace, **filters)
-    return events.filter(where) if where is not None else events
-
-
-def audit_conversation_q(*, conversation: Conversation) -> Q:
-    """The events about one conversation: on the conversation itself, on the messages,
-    observations and reflections it holds now, and on anything whose recorded state names
-    it (a hold, a scan). Items deleted before the search are found through the events
-    that name the conversation only."""
-    ids = [str(conversation.pk)]
-    for related in ("messages", "observations", "reflections"):
-        ids += [str(pk) for pk in getattr(conversation, related).values_list("pk", flat=True)]
-    cid = str(conversation.pk)
-    return (
-        Q(target_id__in=ids)
-        | Q(after__conversationId=cid)
-        | Q(before__conversationId=cid)
-        | Q(after__conversation_id=cid)
-    )
-
-
 def audit_event_list(
-    *,
-    workspace: Workspace,
-    filters: Mapping[str, object],
-    cursor: str | None,
-    limit: int,
-    where: Q | None = None,
+    *, filters: AuditEventFilter, cursor: str | None, limit: int
 ) -> tuple[list[AuditEvent], str | None]:
-    """Newest first, keyset-paged on the chain sequence. ``filters`` are model lookups;
-    ``where`` adds what lookups cannot say (a conversation's events, any of an actor's
-    ids)."""
-    events = _audit_events(workspace, filters, where)
-    page = keyset_page(events, keys=("sequence",), limit=limit, cursor=cursor)
+    """The workspace's events that ``filters`` (built for it) let through, newest first,
+    keyset-paged on the chain sequence."""
+    page = keyset_page(filters.qs, keys=("sequence",), limit=limit, cursor=cursor)
     return page.items, page.next_cursor
 
 
-def audit_export_lines(
-    *, workspace: Workspace, filters: Mapping[str, object], where: Q | None = None
-) -> Iterator[str]:
-    """The workspace's events matching ``filters`` (model lookups) and ``where`` as JSON
-    Lines, in chain order, streamed from the database in chunks."""
-    events = _audit_events(workspace, filters, where).order_by("sequence").iterator(chunk_size=1000)
+def audit_export_lines(*, filters: AuditEventFilter) -> Iterator[str]:
+    """The workspace's events that ``filters`` let through as JSON Lines, in chain order,
+    streamed from the database in chunks."""
+    events = filters.qs.order_by("sequence").iterator(chunk_size=1000)
     for event in events:
         yield json.dumps(event.as_dict(), cls=DjangoJSONEncoder) + "\n"
 

@@ -10,39 +10,81 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import limit_field, query_params
+from core.errors import MemdeskError
 from governance.api.outputs import AuditPageOut, ChainReportOut
+from governance.audit.filters import AuditEventFilter
 from governance.audit.verify import audit_chain_verify
 from governance.selectors import audit_event_list, audit_export_lines
 from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
+from tenancy.models import Workspace
+
+# The API's names of the shared filters (governance/audit/filters.py), camelCase as the
+# rest of the API; the page reads the filter set's own names.
+API_FILTERS = {
+    "action": "action_exact",
+    "actionPrefix": "action",
+    "actor": "actor",
+    "actorType": "actor_type",
+    "actorId": "actor_id",
+    "targetType": "target_type",
+    "targetId": "target_id",
+    "conversation": "conversation",
+    "since": "created_from",
+    "until": "created_before",
+}
+API_NAMES = {name: api_name for api_name, name in API_FILTERS.items()}
+ERROR_CODES = {"since": "invalid_datetime", "until": "invalid_datetime"}
 
 FILTERS = [
-    OpenApiParameter("action", str, description="e.g. observation.edit"),
-    OpenApiParameter("targetType", str, description="e.g. observation, conversation"),
-    OpenApiParameter("targetId", str),
+    OpenApiParameter("action", str, description="The whole action name, e.g. observation.edit"),
+    OpenApiParameter(
+        "actionPrefix",
+        {"type": "string", "maxLength": 100},
+        description="The action starts with this, e.g. observation. or erasure",
+    ),
+    OpenApiParameter(
+        "actor",
+        {"type": "string", "maxLength": 200},
+        description="Who acted, as a person types it: a user name or an API key's name "
+        "(either case), an actor id, or system",
+    ),
     OpenApiParameter("actorType", str, enum=["user", "api_key", "system"]),
     OpenApiParameter("actorId", str),
+    OpenApiParameter(
+        "targetType",
+        {"type": "string", "maxLength": 50},
+        description="e.g. observation, conversation",
+    ),
+    OpenApiParameter("targetId", {"type": "string", "maxLength": 200}),
+    OpenApiParameter(
+        "conversation",
+        OpenApiTypes.UUID,
+        description="The events about this conversation: on it, on the messages, "
+        "observations and reflections it holds, and on anything whose recorded state names "
+        "it (a hold, a scan). A conversation this workspace does not hold matches nothing",
+    ),
     OpenApiParameter("since", OpenApiTypes.DATETIME, description="ISO 8601; events at or after"),
     OpenApiParameter("until", OpenApiTypes.DATETIME, description="ISO 8601; events before"),
 ]
 
 
-class AuditFilterQuery(serializers.Serializer):
-    error_codes = {"since": "invalid_datetime", "until": "invalid_datetime"}
-
-    action = serializers.CharField(required=False)
-    targetType = serializers.CharField(required=False, source="target_type")
-    targetId = serializers.CharField(required=False, source="target_id")
-    actorType = serializers.ChoiceField(
-        choices=["user", "api_key", "system"], required=False, source="actor_type"
-    )
-    actorId = serializers.CharField(required=False, source="actor_id")
-    since = serializers.DateTimeField(required=False, source="created_at__gte")
-    until = serializers.DateTimeField(required=False, source="created_at__lt")
-
-
-class AuditPageQuery(AuditFilterQuery):
+class AuditPageQuery(serializers.Serializer):
     limit = limit_field()
     cursor = serializers.CharField(required=False)
+
+
+def audit_filters(request: Request, workspace: Workspace) -> AuditEventFilter:
+    """The request's audit filters, under the API's names. A bad value is a 400 whose
+    field is the parameter's name and whose code is ``invalid_datetime`` for ``since``
+    and ``until``, ``invalid_<name>`` for the others, as ``query_params`` answers."""
+    params = request.query_params
+    data = {name: params[api_name] for api_name, name in API_FILTERS.items() if api_name in params}
+    filters = AuditEventFilter(data, workspace=workspace)
+    if not filters.is_valid():
+        name, messages = next(iter(filters.errors.items()))
+        field = API_NAMES[name]
+        raise MemdeskError(ERROR_CODES.get(field, f"invalid_{field}"), messages[0], field=field)
+    return filters
 
 
 class AuditEventListApi(ComplianceApiView):
@@ -54,13 +96,16 @@ class AuditEventListApi(ComplianceApiView):
             OpenApiParameter("cursor", str, description="next_cursor of the previous page"),
         ],
         responses={200: AuditPageOut, **COMPLIANCE_ERRORS},
-        description="Newest first.",
+        description=(
+            "Newest first. The filters combine (all must hold); `actionPrefix`, `actor` and "
+            "`conversation` mean what the dashboard's audit log filters of those names mean."
+        ),
     )
     def get(self, request: Request) -> Response:
-        query = query_params(AuditPageQuery, request)
-        limit, cursor = query.pop("limit"), query.pop("cursor", None)
+        filters = audit_filters(request, self.workspace)
+        page = query_params(AuditPageQuery, request)
         events, next_cursor = audit_event_list(
-            workspace=self.workspace, filters=query, cursor=cursor or None, limit=limit
+            filters=filters, cursor=page.get("cursor") or None, limit=page["limit"]
         )
         return Response(
             {
@@ -82,9 +127,9 @@ class AuditEventExportApi(ComplianceApiView):
         },
     )
     def get(self, request: Request) -> StreamingHttpResponse:
-        filters = query_params(AuditFilterQuery, request)
+        filters = audit_filters(request, self.workspace)
         response = StreamingHttpResponse(
-            audit_export_lines(workspace=self.workspace, filters=filters),
+            audit_export_lines(filters=filters),
             content_type="application/x-ndjson",
         )
         response["Content-Disposition"] = (

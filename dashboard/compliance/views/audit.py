@@ -11,75 +11,27 @@ from __future__ import annotations
 import difflib
 import json
 import uuid
-from datetime import date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.errors import MemdeskError
-from dashboard.access import Access, access_for
-from dashboard.compliance.forms import AuditFilterForm
-from dashboard.compliance.selectors import (
-    audit_actor_names,
-    audit_actor_q,
-    audit_originals,
-    audit_target_urls,
-)
+from dashboard.access import access_for
+from dashboard.compliance.selectors import audit_actor_names, audit_originals, audit_target_urls
 from dashboard.rendering import is_partial, render_page
+from governance.audit.filters import UNKNOWN_CONVERSATION, AuditEventFilter
 from governance.audit.verify import audit_chain_verify
 from governance.models import REDACTION_TARGETS, AuditEvent
 from governance.redaction.review import restricted_original_read
-from governance.selectors import audit_conversation_q, audit_event_list, audit_export_lines
-from memory import selectors as memory_selectors
+from governance.selectors import audit_event_list, audit_export_lines
 from tenancy.models import Capability
 
 AUDIT_EVENTS_PER_PAGE = 50
-
-
-def _audit_query(
-    access: Access, form: AuditFilterForm
-) -> tuple[dict[str, object], Q | None, dict[str, str]]:
-    """The form's valid filters as ``audit_event_list`` lookups, the condition lookups
-    cannot say, and the query string that repeats them (for paging and the export)."""
-    values = form.values()
-    filters: dict[str, object] = {}
-    where: Q | None = None
-    if "action" in values:
-        filters["action__startswith"] = values["action"]
-    if "target_type" in values:
-        filters["target_type"] = values["target_type"]
-    if "target_id" in values:
-        filters["target_id"] = values["target_id"]
-    if "since" in values:
-        filters["created_at__gte"] = _day_start(values["since"])
-    if "until" in values:
-        filters["created_at__lt"] = _day_start(values["until"] + timedelta(days=1))
-    if "actor" in values:
-        where = audit_actor_q(workspace=access.workspace, actor=values["actor"])
-    if "conversation" in values:
-        try:
-            conversation = memory_selectors.conversation_get(
-                workspace=access.workspace, conversation_id=str(values["conversation"])
-            )
-        except MemdeskError:
-            form.add_error("conversation", "No conversation with this id in this workspace.")
-            filters["pk__in"] = []
-        else:
-            about = audit_conversation_q(conversation=conversation)
-            where = about if where is None else where & about
-    query = {name: str(value) for name, value in values.items() if name in form.fields}
-    return filters, where, query
-
-
-def _day_start(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, time.min))
 
 
 def _pretty(value: dict[str, Any] | None) -> list[str]:
@@ -123,27 +75,21 @@ def _reveal_url(event: AuditEvent) -> str:
 @login_required
 def audit_log(request: HttpRequest) -> HttpResponse:
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    form = AuditFilterForm(request.GET)
-    filters, where, query = _audit_query(access, form)
+    filters = AuditEventFilter(request.GET, workspace=access.workspace)
+    query = filters.query()
     cursor = request.GET.get("cursor") or None
     try:
         events, next_cursor = audit_event_list(
-            workspace=access.workspace,
-            filters=filters,
-            where=where,
-            cursor=cursor,
-            limit=AUDIT_EVENTS_PER_PAGE,
+            filters=filters, cursor=cursor, limit=AUDIT_EVENTS_PER_PAGE
         )
     except MemdeskError:
         # A cursor mangled in the address bar: start again from the newest event.
         cursor = None
         events, next_cursor = audit_event_list(
-            workspace=access.workspace,
-            filters=filters,
-            where=where,
-            cursor=None,
-            limit=AUDIT_EVENTS_PER_PAGE,
+            filters=filters, cursor=None, limit=AUDIT_EVENTS_PER_PAGE
         )
+    if filters.unknown_conversation:  # found while filtering: said beside its field
+        filters.form.add_error("conversation", UNKNOWN_CONVERSATION)
     urls = audit_target_urls(workspace=access.workspace, events=events)
     originals = (
         audit_originals(workspace=access.workspace, events=events)
@@ -158,7 +104,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         event.reveal_url = _reveal_url(event) if key in originals else ""  # type: ignore[attr-defined]  # for the template
         event.actor_name = actors.get(f"{event.actor_type}:{event.actor_id}", "")  # type: ignore[attr-defined]  # for the template
     context: dict[str, Any] = {
-        "form": form,
+        "form": filters.form,
         "events": events,
         "query": query,
         "next_query": urlencode({**query, "cursor": next_cursor}) if next_cursor else "",
@@ -178,9 +124,8 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 def audit_log_export(request: HttpRequest) -> StreamingHttpResponse:
     """The log as JSON Lines, oldest first, streamed: the same filters as the page."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
-    filters, where, _ = _audit_query(access, AuditFilterForm(request.GET))
     response = StreamingHttpResponse(
-        audit_export_lines(workspace=access.workspace, filters=filters, where=where),
+        audit_export_lines(filters=AuditEventFilter(request.GET, workspace=access.workspace)),
         content_type="application/x-ndjson",
     )
     response["Content-Disposition"] = f'attachment; filename="audit-{access.workspace.pk}.jsonl"'
