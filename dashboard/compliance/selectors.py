@@ -161,23 +161,6 @@ def audit_actor_names(*, workspace: Workspace, events: Sequence[AuditEvent]) -> 
     return names
 
 
-def audit_actor_q(*, workspace: Workspace, actor: str) -> Q:
-    """The events of the actor a person typed: a user name, an API key's name, an id, or
-    ``system``."""
-    wanted = Q(actor_id=actor)
-    if actor.lower() == "system":
-        wanted |= Q(actor_type=AuditEvent.ActorType.SYSTEM)
-    users = get_user_model().objects.filter(username__iexact=actor).values_list("pk", flat=True)
-    for pk in users:
-        wanted |= Q(actor_type=AuditEvent.ActorType.USER, actor_id=str(pk))
-    keys = ApiKey.objects.filter(workspace=workspace, name__iexact=actor).values_list(
-        "pk", flat=True
-    )
-    for pk in keys:
-        wanted |= Q(actor_type=AuditEvent.ActorType.API_KEY, actor_id=str(pk))
-    return wanted
-
-
 # --- end users -----------------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ import uuid
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-import django_filters  # type: ignore[import-untyped]  # publishes no type information
+import django_filters
 from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
