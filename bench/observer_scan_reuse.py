@@ -1,5 +1,5 @@
 """What the message scan saves the Observer: the redaction gate in front of the Observer
-(``redaction_for_observer``, on by default) with the messages already scanned by the
+(``observer_reading``, redacting by default) with the messages already scanned by the
 scan task (it reuses the findings) and without (it runs Presidio itself, then stores the
 scan as the task would).
 
@@ -54,7 +54,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from governance.models import ScanRequest
-    from governance.redaction.gates import redaction_for_observer
+    from governance.redaction.gates import observer_reading
     from governance.redaction.presidio import PolicySpec, RedactionEngine, engine, spacy_model_name
     from governance.redaction.scan import message_scan_requests
     from memory.models import Message
@@ -108,7 +108,7 @@ def main() -> None:
             calls["texts"] = 0
             started = time.perf_counter()
             for conversation, messages in made:
-                redaction_for_observer(conversation=conversation, messages=messages)
+                observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
             elapsed = time.perf_counter() - started
             best = elapsed if best is None else min(best, elapsed)
             read = calls["texts"]

@@ -98,34 +98,6 @@ def conversations_with_pii(*, conversation_ids: Sequence[uuid.UUID]) -> set[uuid
     )
 
 
-def redacts_before_observation(*, conversation: Conversation) -> bool:
-    """Does the workspace's policy redact messages before the Observer reads them? A
-    workspace that has no policy row yet has the defaults, which do."""
-    redact = (
-        RedactionPolicy.objects.filter(workspace_id=conversation.workspace_id)
-        .values_list("redact_before_observation", flat=True)
-        .first()
-    )
-    return RedactionPolicy().redact_before_observation if redact is None else redact
-
-
-def redaction_for_observer(*, conversation: Conversation, messages: Sequence[Message]) -> list[str]:
-    """What the Observer reads of ``messages``. When the policy redacts before
-    observation, each message with its findings replaced by the policy's operators: the
-    scan's findings when the scan is current, else it scans them first (recording the
-    findings, as the scan task would). The stored messages are not changed. Otherwise
-    the contents as stored, without loading the engine."""
-    if not messages or not redacts_before_observation(conversation=conversation):
-        return [m.content for m in messages]
-    policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
-    try:
-        return scan.observer_texts(policy=policy, messages=messages)
-    except scan.ScanConflict:
-        raise RedactionGateError(
-            "a message changed while it was being scanned; the run will retry", retryable=True
-        ) from None
-
-
 def _typed_redaction(*, workspace_id: uuid.UUID, texts: Sequence[str]) -> list[str]:
     """``texts`` with what the workspace's policy finds replaced by its operators, the
     pseudonym operator by the entity type (``<CREDIT_CARD>``), pending findings
@@ -169,12 +141,17 @@ class ObserverReading:
 def observer_reading(
     *, conversation: Conversation, messages: Sequence[Message], tool_outputs: Sequence[str]
 ) -> ObserverReading:
-    """The Observer's gate, in one call: what ``redaction_for_observer``,
-    ``redaction_for_observer_tool_output`` and ``redacts_before_observation`` return,
-    from one query of the policy (a workspace with no policy row yet gets the defaults,
-    stored as ``redaction_policy_get_or_create`` does, when there is something to
-    redact). Raises ``RedactionGateError`` (retryable) when a message changed while it
-    was being scanned."""
+    """The Observer's gate, in one call and one query of the policy: what it reads of
+    ``messages`` and of the window's tool calls' ``tool_outputs``, and whether it may see
+    speakers' names. When the policy redacts before observation (a workspace with no
+    policy row yet has the defaults, which do, stored as ``redaction_policy_get_or_create``
+    does once there is something to redact), each message with its findings replaced by
+    the policy's operators (the scan's findings when the scan is current, else it scans
+    them first, recording the findings as the scan task would; the stored messages are
+    not changed), and the tool output with its values replaced by their entity type.
+    Otherwise the texts as stored, without loading the engine. Raises
+    ``RedactionGateError`` (retryable) when a message changed while it was being
+    scanned."""
     policy = RedactionPolicy.objects.filter(workspace_id=conversation.workspace_id).first()
     redacts = (policy or RedactionPolicy()).redact_before_observation
     if redacts and policy is None and (messages or any(tool_outputs)):
@@ -203,26 +180,23 @@ def observer_reading(
 def observer_run_summary(
     *, conversation: Conversation, reading: ObserverReading | None, texts: Sequence[str]
 ) -> list[str]:
-    """``redaction_for_run_summary`` under the policy ``reading`` was made with: what
-    an Observer run may keep of what its engine said beside the observations. Without a
-    reading (a run whose window had nothing to observe), as ``redaction_for_run_summary``."""
-    if reading is None:
-        return redaction_for_run_summary(conversation=conversation, texts=texts)
-    if not any(texts) or reading.redacts or reading.policy is None:
-        return list(texts)
-    return _typed_redaction_under(reading.policy, texts)
-
-
-def redaction_for_run_summary(*, conversation: Conversation, texts: Sequence[str]) -> list[str]:
     """What an Observer run may keep of what its engine said beside the observations
-    (the current task, the suggested response). Read from redacted messages, it holds
-    nothing to redact. Read from messages as stored, its values are replaced by their
-    entity type (``<CREDIT_CARD>``), pending ones included: a run row is no redaction
-    target, so a value left in it would outlive the redaction of memory, and no
-    pseudonym is numbered for it."""
-    if not any(texts) or redacts_before_observation(conversation=conversation):
+    (the current task, the suggested response), under the policy ``reading`` was made
+    with. Read from redacted messages, it holds nothing to redact. Read from messages as
+    stored, its values are replaced by their entity type (``<CREDIT_CARD>``), pending
+    ones included: a run row is no redaction target, so a value left in it would outlive
+    the redaction of memory, and no pseudonym is numbered for it. Without a reading (a
+    run whose window had nothing to observe) the policy is read here."""
+    if not any(texts):
         return list(texts)
-    return _typed_redaction(workspace_id=conversation.workspace_id, texts=texts)
+    if reading is None:
+        reading = observer_reading(conversation=conversation, messages=[], tool_outputs=[])
+    if reading.redacts:
+        return list(texts)
+    policy = reading.policy or redaction_policy_get_or_create(
+        workspace_id=conversation.workspace_id
+    )
+    return _typed_redaction_under(policy, texts)
 
 
 # --- reasoning steps and tool calls --------------------------------------------------------------
@@ -249,17 +223,6 @@ def reasoning_redaction_at_ingest(
     return _typed_redaction(workspace_id=workspace_id, texts=texts)
 
 
-def redaction_for_observer_tool_output(
-    *, conversation: Conversation, texts: Sequence[str]
-) -> list[str]:
-    """What the Observer reads of tool calls' output: redacted when the policy redacts
-    messages before observation (the same gate as ``redaction_for_observer``), as
-    stored otherwise."""
-    if not redacts_before_observation(conversation=conversation):
-        return list(texts)
-    return _typed_redaction(workspace_id=conversation.workspace_id, texts=texts)
-
-
 def reasoning_masked_for_display(*, workspace_id: uuid.UUID, texts: Sequence[str]) -> list[str]:
     """Reasoning texts as the dashboard shows them to anyone: each value the policy's
     recognizers find masked as its entity type, as messages are masked on the page."""
@@ -275,7 +238,7 @@ def redaction_engine_status() -> str:
     return "loadable" if importlib.util.find_spec(presidio.spacy_model_name()) else "missing"
 
 
-def message_scan_request(*, conversation: Conversation, messages: Sequence[Message]) -> None:
+def _scan_request(*, conversation: Conversation, messages: Sequence[Message]) -> None:
     """Have ``messages`` (one write's: consecutive seq numbers) scanned once the write
     commits: one ScanRequest row (the sweep sends again what a lost task never did) and
     one task. Call inside the transaction that inserts them; nothing here loads the
@@ -300,7 +263,7 @@ def message_scan_request(*, conversation: Conversation, messages: Sequence[Messa
 
 
 @dataclass
-class IngestRedaction:
+class _IngestRedaction:
     """What the engine found in message contents before they are stored; ``redact``
     applies it inside the transaction that stores them."""
 
@@ -334,9 +297,9 @@ class IngestRedaction:
         return [r.text for r in self.results]
 
 
-def redaction_at_ingest(
+def _ingest_redaction(
     *, workspace_id: uuid.UUID, contents: Sequence[str], redact: bool | None = None
-) -> IngestRedaction | None:
+) -> _IngestRedaction | None:
     """Find what to redact in message contents before they are stored, when the policy
     says so (None otherwise, without loading the engine, after one indexed query unless
     the caller knows the policy's ``redact_at_ingest`` already: ``redact``).
@@ -347,15 +310,15 @@ def redaction_at_ingest(
         return None
     policy = RedactionPolicy.objects.get(workspace_id=workspace_id)
     spec = presidio.PolicySpec.of(policy)
-    return IngestRedaction(
+    return _IngestRedaction(
         policy=policy,
         originals=list(contents),
         detections=presidio.engine().detect(list(contents), spec=spec),
     )
 
 
-def redaction_at_ingest_record(
-    *, conversation: Conversation, messages: Sequence[Message], ingest: IngestRedaction
+def _ingest_record(
+    *, conversation: Conversation, messages: Sequence[Message], ingest: _IngestRedaction
 ) -> None:
     """Store the findings (and originals, per policy), and where the pseudonyms' values
     were seen, of ``ingest.redact()`` for the messages just inserted. Call inside the
@@ -431,7 +394,7 @@ class MessageIngest:
     before they are stored (the policy's ``redact_at_ingest``)."""
 
     originals: tuple[str, ...]
-    redaction: IngestRedaction | None
+    redaction: _IngestRedaction | None
 
     @property
     def redacts(self) -> bool:
@@ -444,26 +407,26 @@ class MessageIngest:
 
     def record(self, *, conversation: Conversation, messages: Sequence[Message]) -> None:
         """After the insert, in the same transaction: the findings of a redaction at
-        ingest (``redaction_at_ingest_record``), or else the request to scan the messages
-        once the write commits (``message_scan_request``)."""
+        ingest (``_ingest_record``), or else the request to scan the messages
+        once the write commits (``_scan_request``)."""
         if self.redaction is not None:
-            redaction_at_ingest_record(
+            _ingest_record(
                 conversation=conversation, messages=messages, ingest=self.redaction
             )
         else:
-            message_scan_request(conversation=conversation, messages=messages)
+            _scan_request(conversation=conversation, messages=messages)
 
 
 def message_ingest(
     *, workspace_id: uuid.UUID, contents: Sequence[str], redact: bool | None = None
 ) -> MessageIngest:
-    """The append path's gate: what ``redaction_at_ingest`` decides (``redact`` as it
+    """The append path's gate: what ``_ingest_redaction`` decides (``redact`` as it
     takes it), wrapped so the write calls ``stored_contents`` and ``record`` whichever
     way the policy goes. Call before the write's transaction: detection may load the
     engine, and the transaction should not wait for it."""
     return MessageIngest(
         originals=tuple(contents),
-        redaction=redaction_at_ingest(workspace_id=workspace_id, contents=contents, redact=redact),
+        redaction=_ingest_redaction(workspace_id=workspace_id, contents=contents, redact=redact),
     )
 
 

@@ -21,10 +21,6 @@ from governance.redaction.gates import (
     message_ingest,
     observer_reading,
     observer_run_summary,
-    redaction_for_observer,
-    redaction_for_observer_tool_output,
-    redaction_for_run_summary,
-    redacts_before_observation,
 )
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
@@ -68,7 +64,9 @@ def _observe_flag(workspace, value: bool) -> None:
 
 
 @pytest.mark.parametrize("redacts", [True, False])
-def test_the_observer_reads_what_the_three_separate_gates_give(chat_with_pii, redacts):
+def test_the_observer_reads_redacted_texts_and_no_names_only_where_the_policy_says(
+    chat_with_pii, redacts
+):
     _observe_flag(chat_with_pii.workspace, redacts)
     messages = _messages(chat_with_pii)
 
@@ -76,13 +74,7 @@ def test_the_observer_reads_what_the_three_separate_gates_give(chat_with_pii, re
         conversation=chat_with_pii, messages=messages, tool_outputs=TOOL_OUTPUTS
     )
 
-    assert list(reading.contents) == redaction_for_observer(
-        conversation=chat_with_pii, messages=messages
-    )
-    assert list(reading.tool_outputs) == redaction_for_observer_tool_output(
-        conversation=chat_with_pii, texts=TOOL_OUTPUTS
-    )
-    assert reading.speakers_named == (not redacts_before_observation(conversation=chat_with_pii))
+    assert reading.speakers_named is not redacts
     if redacts:
         assert not any(CARD in text or EMAIL in text for text in reading.contents)
         assert EMAIL not in reading.tool_outputs[0]
@@ -107,21 +99,23 @@ def test_a_run_reads_the_policy_once_for_its_reading_and_its_summary(chat_with_p
         kept = observer_run_summary(conversation=chat_with_pii, reading=reading, texts=summary)
 
     assert _policy_reads(queries) == 1
-    assert kept == redaction_for_run_summary(conversation=chat_with_pii, texts=summary)
-    if not redacts:  # read from messages as stored: the summary's values are replaced
-        assert CARD not in kept[0]
+    if redacts:  # read from redacted messages: nothing in it to redact
+        assert kept == summary
+    else:  # read from messages as stored: the summary's values are replaced
+        assert CARD not in kept[0] and "<CREDIT_CARD>" in kept[0]
 
 
-def test_a_run_with_nothing_to_observe_keeps_its_summary_as_the_separate_gate_does(
-    chat_with_pii,
-):
-    _observe_flag(chat_with_pii.workspace, False)
+@pytest.mark.parametrize("redacts", [True, False])
+def test_a_run_with_nothing_to_observe_reads_the_policy_for_its_summary(chat_with_pii, redacts):
+    _observe_flag(chat_with_pii.workspace, redacts)
     summary = [f"Charge the card {CARD}.", ""]
 
     kept = observer_run_summary(conversation=chat_with_pii, reading=None, texts=summary)
 
-    assert kept == redaction_for_run_summary(conversation=chat_with_pii, texts=summary)
-    assert CARD not in kept[0]
+    if redacts:
+        assert kept == summary
+    else:
+        assert CARD not in kept[0] and "<CREDIT_CARD>" in kept[0]
 
 
 def test_a_workspace_without_a_policy_gets_the_defaults_once_there_is_something_to_read(
