@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
@@ -58,17 +57,10 @@ def _operation(trace: TracebackType | None) -> str:
     return "cache"
 
 
-def cache_get(key: str, default: Any = None) -> Any:
-    return cache.get(key, default)
 
 
-def cache_get_many(keys: Iterable[str]) -> dict[str, Any]:
-    """The keys found (one round trip); nothing when the cache is down."""
-    return dict(cache.get_many(list(keys)))
 
 
-def cache_set(key: str, value: Any, timeout: float | None) -> None:
-    cache.set(key, value, timeout)
 
 
 def cache_add(key: str, value: Any, timeout: float | None, *, when_down: bool) -> bool:
@@ -86,6 +78,3 @@ def cache_incr(key: str) -> int | None:
         return None
     return None if value is None else int(value)
 
-
-def cache_delete(keys: Iterable[str]) -> None:
-    cache.delete_many(list(keys))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 
 from celery import current_app
+from django.core.cache import cache
 from django.db import transaction
 
-from core.cache import cache_add, cache_delete
+from core.cache import cache_add
 
 logger = logging.getLogger(__name__)
 
@@ -60,4 +61,4 @@ def queued_mark_key(mark: str) -> str:
 def queued_mark_clear(mark: str) -> None:
     """Called by a task as it starts, before it reads the work waiting: a write that
     commits after this sends a task of its own."""
-    cache_delete([queued_mark_key(mark)])
+    cache.delete_many([queued_mark_key(mark)])

@@ -18,6 +18,7 @@ from statistics import median
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import (
     Avg,
     Count,
@@ -32,7 +33,6 @@ from django.db.models import (
 from django.db.models.functions import FirstValue, Lead, TruncDate, TruncHour
 from django.utils import timezone
 
-from core.cache import cache_get, cache_get_many, cache_set
 from governance.redaction.gates import reidentifier_for_measurement
 from memory.models import (
     Conversation,
@@ -253,10 +253,10 @@ def context_read_record(
 
 def _context_reads_add(conversation_id: Any, counts: dict[str, int]) -> None:
     key = _context_reads_key(conversation_id)
-    entry: dict[str, int] = cache_get(key) or _counts()
+    entry: dict[str, int] = cache.get(key) or _counts()
     for name in COUNTS:
         entry[name] = entry.get(name, 0) + counts[name]
-    cache_set(key, entry, CONTEXT_READS_SECONDS)
+    cache.set(key, entry, CONTEXT_READS_SECONDS)
 
 
 def _context_reads_wire(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -281,11 +281,11 @@ def context_read_metrics(
     """The counters of one conversation, or the sum over the workspace's most recently
     updated MEMDESK_METRICS_CONVERSATIONS conversations (one cache round trip)."""
     if conversation is not None:
-        entry = cache_get(_context_reads_key(conversation.pk))
+        entry = cache.get(_context_reads_key(conversation.pk))
         return _context_reads_wire([entry] if entry else [])
     recent = Conversation.objects.filter(workspace=workspace).order_by("-updated_at", "-id")
     ids = recent.values_list("pk", flat=True)[: settings.MEMDESK_METRICS_CONVERSATIONS]
-    found = cache_get_many([_context_reads_key(pk) for pk in ids])
+    found = cache.get_many([_context_reads_key(pk) for pk in ids])
     return _context_reads_wire(list(found.values()))
 
 

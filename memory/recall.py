@@ -24,8 +24,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 
-from core.cache import cache_get, cache_get_many, cache_set
 from memory.context.tiers import Reidentifies, reidentify_items
 from memory.models import Conversation, Message
 from memory.selectors import active_reflections, pin_list, served_observations
@@ -186,7 +186,7 @@ def recall_for_conversation(
     (``last_seq``, ``memory_version``). With ``reidentifier``, memory's pseudonyms are put
     back in memory only, so a name memory holds as ``<PERSON_1>`` counts as held."""
     key = _cache_key(conversation)
-    cached: Recall | None = cache_get(key)
+    cached: Recall | None = cache.get(key)
     if cached is not None:
         return cached
     memory_texts = _memory_texts(conversation, reidentifier)
@@ -197,7 +197,7 @@ def recall_for_conversation(
     terms = _message_terms(conversation)
     held = sum(_held(term, memory_terms, memory_text) for term in terms)
     recall = Recall(held=held, terms=len(terms))
-    cache_set(key, recall, CACHE_SECONDS)
+    cache.set(key, recall, CACHE_SECONDS)
     return recall
 
 
@@ -210,7 +210,7 @@ def recall_for_workspace(
     conversations = list(
         Conversation.objects.filter(workspace=workspace).order_by("-updated_at", "-id")[:limit]
     )
-    cached = cache_get_many([_cache_key(c) for c in conversations])
+    cached = cache.get_many([_cache_key(c) for c in conversations])
     shares: list[float] = []
     for conversation in conversations:
         recall = cached.get(_cache_key(conversation)) or recall_for_conversation(

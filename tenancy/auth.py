@@ -6,13 +6,13 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
-from core.cache import cache_delete, cache_get, cache_set
 from tenancy.models import ApiKey
 
 # Recording every use would turn each read into a write; a minute's precision is enough
@@ -47,14 +47,14 @@ def _cache_api_key(api_key: ApiKey) -> None:
     # (its settings change, and the view loads it with what it reads).
     values = tuple(getattr(api_key, name) for name in _key_fields())
     shared_seconds = API_KEY_CACHE_SECONDS - API_KEY_LOCAL_SECONDS
-    cache_set(ApiKey.cache_key_of(api_key.key_hash), values, shared_seconds)
+    cache.set(ApiKey.cache_key_of(api_key.key_hash), values, shared_seconds)
     _keep_locally(api_key.key_hash, values)
 
 
 def forget_api_key(key_hash: str) -> None:
     """Drop the key from this process and from the shared cache (a revocation)."""
     _LOCAL_KEYS.pop(key_hash, None)
-    cache_delete([ApiKey.cache_key_of(key_hash)])
+    cache.delete_many([ApiKey.cache_key_of(key_hash)])
 
 
 def _api_key_for(key_hash: str) -> ApiKey | None:
@@ -62,7 +62,7 @@ def _api_key_for(key_hash: str) -> ApiKey | None:
     kept = _LOCAL_KEYS.get(key_hash)
     if kept is not None and kept[0] > time.monotonic():
         return ApiKey.from_db(DEFAULT_DB_ALIAS, _key_fields(), kept[1])
-    values = cache_get(ApiKey.cache_key_of(key_hash))
+    values = cache.get(ApiKey.cache_key_of(key_hash))
     if values is not None:
         _keep_locally(key_hash, values)
         return ApiKey.from_db(DEFAULT_DB_ALIAS, _key_fields(), values)

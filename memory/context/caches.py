@@ -8,8 +8,8 @@ import threading
 from typing import Any
 
 from cachetools import LRUCache
+from django.core.cache import cache
 
-from core.cache import cache_get, cache_set
 from memory.context.rendering import MemoryBlock, RenderedContext, Tail
 
 CACHE_SECONDS = 3600
@@ -127,11 +127,11 @@ def latest_tail_key_set(conversation_id: Any, names: str, key: str) -> None:
 
 
 def shared_get(slot: str, stamp: str) -> Any:
-    kept = cache_get(slot)
+    kept = cache.get(slot)
     if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == stamp:
         return kept[1]
     return None
 
 
 def shared_put(slot: str, stamp: str, value: Any) -> None:
-    cache_set(slot, (stamp, value), CACHE_SECONDS)
+    cache.set(slot, (stamp, value), CACHE_SECONDS)

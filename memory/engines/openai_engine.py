@@ -56,8 +56,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import openai
+from django.core.cache import cache
 
-from core.cache import cache_add, cache_delete, cache_get, cache_incr, cache_set
+from core.cache import cache_add, cache_incr
 from memory.engines.base import (
     DEFAULT_FIDELITY,
     MEMORY_BLOCK_HEADER,
@@ -136,7 +137,7 @@ class CircuitBreaker:
 
     def before_call(self) -> bool:
         """Raise if the circuit is open; return True when this call is the half-open trial."""
-        open_until = cache_get(self._open_until_key)
+        open_until = cache.get(self._open_until_key)
         if open_until is None:
             return False
         if time.time() < open_until:
@@ -151,23 +152,23 @@ class CircuitBreaker:
         return True
 
     def record_success(self) -> None:
-        cache_delete([self._failures_key, self._open_until_key, self._trial_key])
+        cache.delete_many([self._failures_key, self._open_until_key, self._trial_key])
 
     def record_failure(self, *, trial: bool) -> bool:
         """Count a failed attempt; return True when the circuit is (now) open."""
         cache_add(self._failures_key, 0, self._state_ttl, when_down=False)
         failures = cache_incr(self._failures_key)
         if failures is None:  # expired between add and incr, or the cache is down
-            cache_set(self._failures_key, 1, self._state_ttl)
+            cache.set(self._failures_key, 1, self._state_ttl)
             failures = 1
         if trial or failures >= self.failure_threshold:
-            cache_set(self._open_until_key, time.time() + self.cooldown, self._state_ttl)
-            cache_delete([self._trial_key])
+            cache.set(self._open_until_key, time.time() + self.cooldown, self._state_ttl)
+            cache.delete_many([self._trial_key])
             return True
         return False
 
     def is_open(self) -> bool:
-        open_until = cache_get(self._open_until_key)
+        open_until = cache.get(self._open_until_key)
         return open_until is not None and time.time() < open_until
 
 

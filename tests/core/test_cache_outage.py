@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from django.core.cache import cache
 
 from core import cache as soft_cache
 from memory.engines.openai_engine import CircuitBreaker
@@ -60,9 +61,9 @@ def test_the_warning_names_the_operation_and_the_error_never_a_key(settings, cap
     settings.CACHES = DEAD_REDIS
     monkeypatch.setattr(soft_cache, "_last_warning", 0.0)
     with caplog.at_level(logging.WARNING, logger="core.cache"):
-        assert soft_cache.cache_get_many(["memdesk:user:dana@example.com"]) == {}
-        soft_cache.cache_set("memdesk:user:dana@example.com", 1, 60)
-        assert soft_cache.cache_get("memdesk:user:dana@example.com", "miss") == "miss"
+        assert cache.get_many(["memdesk:user:dana@example.com"]) == {}
+        cache.set("memdesk:user:dana@example.com", 1, 60)
+        assert cache.get("memdesk:user:dana@example.com", "miss") == "miss"
 
     assert [r.getMessage() for r in caplog.records] == [
         "cache unavailable (get_many: ConnectionError); serving without it"
@@ -75,4 +76,4 @@ def test_add_and_incr_answer_what_the_caller_asks_while_the_cache_is_down(settin
     assert soft_cache.cache_add("k", 1, 60, when_down=True) is True
     assert soft_cache.cache_add("k", 1, 60, when_down=False) is False
     assert soft_cache.cache_incr("k") is None
-    soft_cache.cache_delete(["k"])
+    cache.delete_many(["k"])
