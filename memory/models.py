@@ -64,6 +64,9 @@ class Message(models.Model):
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
     content = models.TextField()
+    # The speaker's name, as OpenAI chat messages carry it ("Maria", "Tom (agent)"): two
+    # people who share a role stay apart. Blank when the client sends only the role.
+    name = models.CharField(max_length=64, blank=True, default="")
     tool_name = models.CharField(max_length=200, blank=True, default="")
     tool_call_id = models.CharField(max_length=200, blank=True, default="")
     token_count = models.PositiveIntegerField()

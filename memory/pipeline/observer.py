@@ -46,9 +46,12 @@ MAX_SPEAKER_NAME_CHARS = 64
 
 
 def speaker_name(message: Message) -> str:
-    """The participant's name a message carries in ``metadata.name`` (as OpenAI's chat
-    messages do), or "" when it carries none that reads as a name."""
-    name = message.metadata.get("name") if isinstance(message.metadata, dict) else None
+    """The participant's name a message carries: its ``name`` (as OpenAI's chat messages
+    carry it), else ``metadata.name`` (where clients put it before ``name`` existed), or
+    "" when it carries none that reads as a name."""
+    name: object = message.name
+    if not name and isinstance(message.metadata, dict):
+        name = message.metadata.get("name")
     if not isinstance(name, str):
         return ""
     name = " ".join(name.split())

@@ -35,6 +35,7 @@ class MessageInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     tool_name: str = ""
     tool_call_id: str = ""
+    name: str = ""  # the speaker's name; blank when the client sends only the role
 
 
 def _validate_message(item: MessageInput, field_prefix: str) -> None:
@@ -161,6 +162,7 @@ def messages_append(
                 seq=first_seq + offset,
                 role=item.role,
                 content=content,
+                name=item.name,
                 tool_name=item.tool_name,
                 tool_call_id=item.tool_call_id,
                 token_count=tokens,
