@@ -2,19 +2,22 @@
 serves keep what a later question needs, how small is it, how readable, how well dated,
 and what do its pseudonyms look like. Per dataset, every variant side by side.
 
-Run: ``.venv/bin/python bench/memory_quality.py`` (every dataset at the sizes below);
-``--datasets lme_s,lme_oracle,friendsqa,qmsum,abcd`` picks datasets, ``--s-limit N``,
-``--oracle-sample N``, ``--friendsqa-limit N`` (episodes) and ``--qmsum-limit N``
-(series) size them. A quick run: ``--datasets friendsqa --friendsqa-limit 2`` (about a
-minute). It prints figures only, never message content; ``--samples`` also prints 20
-random notes per dataset (seeded) and the labels each known person got: the only content
-printed. ``--fidelity-curve`` adds ``default`` at the other fidelity levels (no reflect
-run). Reads ``../shared/data/conversations/``; nothing from it is copied into the
-repository.
+Run: ``.venv/bin/python bench/memory_quality.py`` runs every dataset whole (well over an
+hour on two cores). ``--datasets lme_s,lme_oracle,friendsqa,qmsum,abcd`` picks datasets;
+``--s-limit N`` or ``--s-sample N``, ``--oracle-sample N``, ``--friendsqa-limit N``
+(episodes) and ``--qmsum-limit N`` (series) size them. A quick run:
+``--datasets friendsqa --friendsqa-limit 2`` (under a minute); the run of
+docs/benchmarks/2026-12-04-issue22-before.md (about 15 minutes):
+``--s-sample 6 --oracle-sample 60 --qmsum-limit 8 --samples``. It prints figures only,
+never message content; ``--samples`` also prints 20 random notes per dataset (seeded)
+and the labels each known person got: the only content printed. ``--fidelity-curve``
+adds ``default`` at the other fidelity levels (no reflect run). Reads
+``../shared/data/conversations/``; nothing from it is copied into the repository.
 
 Data (bench/quality/datasets.py says how each file becomes conversations)
 - ``lme_s``: ``longmemeval/longmemeval_s_subset68.json``, 68 questions, each with its
-  whole haystack of 42-55 sessions (about 115k tokens); the first ``--s-limit``.
+  whole haystack of 42-55 sessions (about 115k tokens); the first ``--s-limit``, or a
+  seeded sample of ``--s-sample`` (the file is sorted by question type).
 - ``lme_oracle``: ``longmemeval/longmemeval_oracle.json``, 500 questions with their
   evidence sessions only; a seeded sample of ``--oracle-sample``.
   LongMemEval's abstention questions (``_abs``) are left out and counted.
@@ -89,12 +92,14 @@ Scores (pure functions in bench/quality/scoring.py and baselines.py, tested in
   (``scoring.malformed_labels``); in brackets, the notes holding one.
 - Pseudonyms, per workspace, from its mapping after every run: PERSON and LOCATION
   labels allocated; where the dataset names people (FriendsQA speakers, ABCD
-  customers), the PERSON labels whose value is a known person's name or part of it
-  ("Monica", "Monica Geller", "Mr. Geller": titles and a possessive left out; a value
-  several names share goes to the one who speaks most), per known person labelled
-  (target <= 1.2); false people: PERSON and LOCATION labels whose value is no known
-  person's name (on FriendsQA and ABCD mostly products, places, brands and months; a
-  real place is counted too); people as LOCATION: a known person's name labelled a place.
+  customers), the PERSON labels whose value names a known person (shares a word of the
+  name, titles, possessives and stopwords left out: "Monica", "Mr. Geller", "I'm Monica
+  Geller"; a value several names fit goes to the name it shares most words with, then to
+  the one who speaks most), per known person labelled (target <= 1.2), and how many of
+  them are overlong (the value holds words beyond the name: a span that swallowed a
+  word); false people: PERSON and LOCATION labels whose value names no known person
+  (on FriendsQA and ABCD mostly exclamations, products, brands and months; a real place
+  counts too); people as LOCATION: a known person's name labelled a place.
 - Cost: CPU ms (``time.process_time``) per 1,000 raw input tokens, in the engine's
   ``observe`` and ``reflect`` alone, and in the whole pipeline runs (claim, redaction
   gates, engine, storing). Ingest and scoring are not counted.
@@ -124,6 +129,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"comma-separated, from {', '.join(DATASETS)} (default: all)",
     )
     parser.add_argument("--s-limit", type=int, default=None, help="first N LongMemEval_S questions")
+    parser.add_argument(
+        "--s-sample", type=int, default=None, help="a seeded sample of N LongMemEval_S questions"
+    )
     parser.add_argument("--oracle-sample", type=int, default=100)
     parser.add_argument("--friendsqa-limit", type=int, default=None, help="first N episodes")
     parser.add_argument("--qmsum-limit", type=int, default=None, help="first N series")
@@ -151,10 +159,20 @@ def load_dataset(key: str, args: argparse.Namespace) -> Dataset:
 
     if key == "lme_s":
         histories, abstentions = d.load_longmemeval(
-            d.LONGMEMEVAL / "longmemeval_s_subset68.json", limit=args.s_limit
+            d.LONGMEMEVAL / "longmemeval_s_subset68.json",
+            sample=args.s_sample,
+            limit=args.s_limit,
+            seed=args.seed,
         )
-        return d.Dataset(key, "LongMemEval_S subset (whole haystacks)", histories,
-                         [f"{abstentions} abstention questions excluded"])  # fmt: skip
+        chosen = (
+            f"a seeded sample of {args.s_sample} (seed {args.seed})" if args.s_sample else ""
+        ) or (f"the first {args.s_limit}" if args.s_limit is not None else "all")
+        return d.Dataset(
+            key,
+            f"LongMemEval_S subset (whole haystacks; {chosen})",
+            histories,
+            [f"{abstentions} abstention questions excluded"],
+        )
     if key == "lme_oracle":
         histories, abstentions = d.load_longmemeval(
             d.LONGMEMEVAL / "longmemeval_oracle.json", sample=args.oracle_sample, seed=args.seed

@@ -301,6 +301,8 @@ def run_dataset(
                      raw, sum(_tokens(tail)))  # fmt: skip
         rows.append([item.label, f"{item.tokens:,}", f"{item.compression:.1f}x",
                      _ratio(item.coverage), "", "", "", "", ""])  # fmt: skip
+    stutter = _share([garbled_reason(t.content) == "repeat" for h in histories for t in h.turns])
+    print(f"raw turns with a word said twice in a row: {stutter:.1%} (what notes may copy)")
     first = next(iter(scored.values())).coverage
     if first:
         print(
@@ -367,7 +369,9 @@ def run_dataset(
                 f"{found.location_labels:,}",
                 f"{len(people):,}" if people else "-",
                 f"{found.people_labelled:,}" if people else "-",
-                f"{found.per_person:.2f} (max {counts[0]})" if counts else "-",
+                f"{found.per_person:.2f} (max {counts[0]}; {found.overlong} overlong)"
+                if counts
+                else "-",
                 f"{found.false_person:,} + {found.false_location:,}" if people else "-",
                 f"{found.person_as_location:,}" if people else "-",
             ]

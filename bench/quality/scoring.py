@@ -238,7 +238,7 @@ _NAME_WORD = re.compile(r"[a-z0-9]+")
 
 def _name_words(value: str) -> list[str]:
     words = _NAME_WORD.findall(value.casefold().replace("'s ", " ").removesuffix("'s"))
-    return [w for w in words if w not in TITLES]
+    return [w for w in words if w not in TITLES and w not in STOPWORDS and not w.isdigit()]
 
 
 @dataclass
@@ -246,9 +246,10 @@ class PeopleLabels:
     """How a workspace's PERSON and LOCATION pseudonyms fall on the people a dataset names."""
 
     by_person: dict[str, list[str]] = field(default_factory=dict)  # person -> labels
+    overlong: int = 0  # labels on people whose value holds more than the name ("I'm Maria")
     false_person: int = 0  # PERSON labels whose value is no known person
     false_location: int = 0  # LOCATION labels whose value is no known person
-    person_as_location: int = 0  # LOCATION labels whose value is a known person's name
+    person_as_location: int = 0  # LOCATION labels whose value names a known person
     person_labels: int = 0  # PERSON labels in the mapping
     location_labels: int = 0  # LOCATION labels in the mapping
 
@@ -266,17 +267,22 @@ class PeopleLabels:
         return self.labels_on_people / self.people_labelled if self.people_labelled else 0.0
 
 
-def person_of(value: str, people: Mapping[str, int]) -> str | None:
-    """The known person ``value`` names: every word of it (titles and a possessive left
-    out) is a word of that person's name. Where it fits several ("Geller"), the one who
-    speaks most, then the first by name; None where it fits nobody."""
-    words = _name_words(value)
+def person_of(value: str, people: Mapping[str, int]) -> tuple[str, bool] | None:
+    """The known person ``value`` names, and whether the value holds only words of that
+    name (titles, a possessive, stopwords and digits left out). A value names a person
+    when it shares a word with the name: "Monica", "Mr. Geller", and "I'm Monica Geller"
+    (a span that swallowed a word) all do. Where it fits several, the one whose name it
+    shares most words with, then the one who speaks most, then the first by name; None
+    where it fits nobody."""
+    words = set(_name_words(value))
     if not words:
         return None
-    fits = [p for p in people if set(words) <= set(_name_words(p))]
+    shared = {p: len(words & set(_name_words(p))) for p in people}
+    fits = [p for p, n in shared.items() if n]
     if not fits:
         return None
-    return min(fits, key=lambda p: (-people[p], p))
+    person = min(fits, key=lambda p: (-shared[p], -people[p], p))
+    return person, words <= set(_name_words(person))
 
 
 def people_labels(values: Mapping[str, str], people: Mapping[str, int]) -> PeopleLabels:
@@ -288,16 +294,17 @@ def people_labels(values: Mapping[str, str], people: Mapping[str, int]) -> Peopl
         match = LABEL.fullmatch(label)
         if match is None or match.group(1) not in ("PERSON", "LOCATION"):
             continue
-        person = person_of(value, people)
+        found = person_of(value, people)
         if match.group(1) == "PERSON":
             result.person_labels += 1
-            if person is None:
+            if found is None:
                 result.false_person += 1
             else:
-                by_person[person].append(label)
+                by_person[found[0]].append(label)
+                result.overlong += not found[1]
         else:
             result.location_labels += 1
-            if person is None:
+            if found is None:
                 result.false_location += 1
             else:
                 result.person_as_location += 1

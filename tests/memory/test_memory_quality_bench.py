@@ -335,14 +335,16 @@ def test_read_back_puts_the_mapping_values_in_place_of_the_labels() -> None:
 
 def test_a_value_goes_to_the_known_person_whose_name_holds_it() -> None:
     people = {"Monica Geller": 40, "Ross Geller": 55, "Fake Monica": 5, "Joey Tribbiani": 30}
-    assert person_of("Monica", people) == "Monica Geller"  # she speaks more than Fake Monica
-    assert person_of("Geller", people) == "Ross Geller"  # the one who speaks most
-    assert person_of("Mr. Geller", people) == "Ross Geller"
-    assert person_of("monica's", people) == "Monica Geller"
-    assert person_of("JOEY TRIBBIANI", people) == "Joey Tribbiani"
-    assert person_of("Joey Geller", people) is None
+    assert person_of("Monica", people) == ("Monica Geller", True)  # she speaks more
+    assert person_of("Fake Monica", people) == ("Fake Monica", True)  # shares two words
+    assert person_of("Geller", people) == ("Ross Geller", True)  # the one who speaks most
+    assert person_of("Mr. Geller", people) == ("Ross Geller", True)
+    assert person_of("monica's", people) == ("Monica Geller", True)
+    assert person_of("JOEY TRIBBIANI", people) == ("Joey Tribbiani", True)
+    assert person_of("Tell Joey Tribbiani", people) == ("Joey Tribbiani", False)  # overlong
     assert person_of("Philips Hue", people) is None
     assert person_of("Dr.", people) is None
+    assert person_of("No. 1", {"Casting Director No. 1": 1}) is None
 
 
 def test_it_counts_pseudonyms_per_known_person_and_false_people() -> None:
@@ -350,9 +352,10 @@ def test_it_counts_pseudonyms_per_known_person_and_false_people() -> None:
     values = {
         "<PERSON_1>": "Maria Gonzalez",
         "<PERSON_2>": "Maria",
-        "<PERSON_3>": "I'm Maria Gonzalez",  # the span swallowed "I'm": no known person
+        "<PERSON_3>": "I'm Maria Gonzalez",  # the span swallowed "I'm": one more for her
         "<PERSON_4>": "Tom",
         "<PERSON_5>": "Kafka",
+        "<PERSON_6>": "Sep",
         "<LOCATION_1>": "La Mer",
         "<LOCATION_2>": "Berg",
         "<EMAIL_ADDRESS_1>": "maria@example.com",
@@ -361,13 +364,13 @@ def test_it_counts_pseudonyms_per_known_person_and_false_people() -> None:
     found = people_labels(values, people)
 
     assert found.by_person == {
-        "Maria Gonzalez": ["<PERSON_1>", "<PERSON_2>"],
+        "Maria Gonzalez": ["<PERSON_1>", "<PERSON_2>", "<PERSON_3>"],
         "Tom Berg": ["<PERSON_4>"],
     }
-    assert (found.people_labelled, found.labels_on_people) == (2, 3)
-    assert found.per_person == pytest.approx(1.5)
+    assert (found.people_labelled, found.labels_on_people, found.overlong) == (2, 4, 1)
+    assert found.per_person == pytest.approx(2.0)
     assert (found.false_person, found.false_location, found.person_as_location) == (2, 1, 1)
-    assert (found.person_labels, found.location_labels) == (5, 2)
+    assert (found.person_labels, found.location_labels) == (6, 2)
     assert people_labels({}, people).per_person == 0.0
 
 
