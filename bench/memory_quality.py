@@ -97,7 +97,8 @@ Scores (pure functions in bench/quality/scoring.py and baselines.py, tested in
   Geller"; a value several names fit goes to the name it shares most words with, then to
   the one who speaks most), per known person labelled (target <= 1.2), and how many of
   them are overlong (the value holds words beyond the name: a span that swallowed a
-  word); false people: PERSON and LOCATION labels whose value names no known person
+  word); the same per main person (one who speaks at least 1% of the turns: FriendsQA's
+  friends rather than its one-line "Man"); false people: PERSON and LOCATION labels whose value names no known person
   (on FriendsQA and ABCD mostly exclamations, products, brands and months; a real place
   counts too); people as LOCATION: a known person's name labelled a place.
 - Cost: CPU ms (``time.process_time``) per 1,000 raw input tokens, in the engine's

@@ -54,13 +54,18 @@ class Bm25Turns:
         # BM25Okapi divides by the mean document length: a conversation of empty turns
         # has nothing to rank.
         self._index = BM25Okapi(documents) if any(documents) else None
+        self._ranked: dict[str, list[int]] = {}  # every variant asks the same questions
 
     def ranked(self, question: str) -> list[int]:
         """Turn indexes, best first; equal scores in the conversation's order."""
         if self._index is None:
             return list(range(len(self.texts)))
-        scores = self._index.get_scores(content_word_list(question))
-        return sorted(range(len(self.texts)), key=lambda i: (-float(scores[i]), i))
+        if question not in self._ranked:
+            scores = self._index.get_scores(content_word_list(question))
+            self._ranked[question] = sorted(
+                range(len(self.texts)), key=lambda i: (-float(scores[i]), i)
+            )
+        return self._ranked[question]
 
     def within_budget(
         self,

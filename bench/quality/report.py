@@ -21,6 +21,7 @@ from bench.quality.scoring import (
     coverage,
     garbled_reason,
     interpolate_curve,
+    main_people,
     malformed_labels,
     people_labels,
     read_back,
@@ -355,6 +356,7 @@ def run_dataset(
     people: dict[str, int] = Counter()
     for history in histories:
         people.update(history.people)
+    main = main_people(people)
     print()
     pseudonym_rows = []
     labelled = {}
@@ -362,24 +364,26 @@ def run_dataset(
         found = people_labels(values[variant.label], people)
         labelled[variant.label] = found
         counts = sorted((len(v) for v in found.by_person.values()), reverse=True)
+        main_labelled, main_per_person = found.per_person_among(main)
         pseudonym_rows.append(
             [
                 f"{variant.label} workspace",
                 f"{found.person_labels:,}",
                 f"{found.location_labels:,}",
-                f"{len(people):,}" if people else "-",
-                f"{found.people_labelled:,}" if people else "-",
+                f"{found.people_labelled:,} of {len(people):,}" if people else "-",
                 f"{found.per_person:.2f} (max {counts[0]}; {found.overlong} overlong)"
                 if counts
                 else "-",
+                f"{main_per_person:.2f} ({main_labelled} of {len(main)})" if main else "-",
                 f"{found.false_person:,} + {found.false_location:,}" if people else "-",
                 f"{found.person_as_location:,}" if people else "-",
             ]
         )
     print_table(
         pseudonym_rows,
-        ["pseudonyms", "PERSON", "LOCATION", "known people", "people labelled",
-         "PERSON labels per person", "false people (PERSON + LOCATION)", "people as LOCATION"],
+        ["pseudonyms", "PERSON", "LOCATION", "known people labelled", "PERSON labels per person",
+         "per main person (1%+ of turns)", "false people (PERSON + LOCATION)",
+         "people as LOCATION"],
     )  # fmt: skip
 
     if has_questions:
