@@ -55,6 +55,7 @@ class Bm25Turns:
         # has nothing to rank.
         self._index = BM25Okapi(documents) if any(documents) else None
         self._ranked: dict[str, list[int]] = {}  # every variant asks the same questions
+        self._counted: dict[str, int] = {}  # and counts the same turns
 
     def ranked(self, question: str) -> list[int]:
         """Turn indexes, best first; equal scores in the conversation's order."""
@@ -75,8 +76,13 @@ class Bm25Turns:
         count: Callable[[str], int],
         cut: Callable[[str, int], str],
     ) -> str:
+        def counted(text: str) -> int:
+            if text not in self._counted:
+                self._counted[text] = count(text)
+            return self._counted[text]
+
         return take_within_budget(
-            [self.texts[i] for i in self.ranked(question)], budget, count=count, cut=cut
+            [self.texts[i] for i in self.ranked(question)], budget, count=counted, cut=cut
         )
 
 
