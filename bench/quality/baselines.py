@@ -47,7 +47,7 @@ class Bm25Turns:
     """One conversation's turns, indexed once for all its questions."""
 
     def __init__(self, texts: Sequence[str]) -> None:
-        from rank_bm25 import BM25Okapi
+        from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
         self.texts = list(texts)
         documents = [content_word_list(text) for text in self.texts]

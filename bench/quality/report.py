@@ -278,11 +278,8 @@ def run_dataset(
             else None
             for curve in curves.values()
         ]
-        share = (
-            item.coverage.ratio / bm25[label].coverage.ratio
-            if item.coverage and bm25[label].coverage and bm25[label].coverage.ratio
-            else None
-        )
+        base = bm25[label].coverage
+        share = item.coverage.ratio / base.ratio if item.coverage and base and base.ratio else None
         rows.append(
             [
                 label,
