@@ -7,7 +7,7 @@ hour on two cores). ``--datasets lme_s,lme_oracle,friendsqa,qmsum,abcd`` picks d
 ``--s-limit N`` or ``--s-sample N``, ``--oracle-sample N``, ``--friendsqa-limit N``
 (episodes) and ``--qmsum-limit N`` (series) size them. A quick run:
 ``--datasets friendsqa --friendsqa-limit 2`` (under a minute); the run of
-docs/benchmarks/2026-12-04-issue22-before.md (about 15 minutes):
+docs/benchmarks/2026-12-04-issue22-before.md (17 minutes on two busy cores):
 ``--s-sample 6 --oracle-sample 60 --qmsum-limit 8 --samples``. It prints figures only,
 never message content; ``--samples`` also prints 20 random notes per dataset (seeded)
 and the labels each known person got: the only content printed. ``--fidelity-curve``
@@ -97,9 +97,11 @@ Scores (pure functions in bench/quality/scoring.py and baselines.py, tested in
   Geller"; a value several names fit goes to the name it shares most words with, then to
   the one who speaks most), per known person labelled (target <= 1.2), and how many of
   them are overlong (the value holds words beyond the name: a span that swallowed a
-  word); false people: PERSON and LOCATION labels whose value names no known person
-  (on FriendsQA and ABCD mostly exclamations, products, brands and months; a real place
-  counts too); people as LOCATION: a known person's name labelled a place.
+  word); the same per main person (one who speaks at least 1% of the turns: FriendsQA's
+  friends rather than its one-line "Man"); false people: PERSON and LOCATION labels
+  whose value names no known person (on FriendsQA and ABCD mostly exclamations,
+  products, brands and months; a real place counts too); people as LOCATION: a known
+  person's name labelled a place.
 - Cost: CPU ms (``time.process_time``) per 1,000 raw input tokens, in the engine's
   ``observe`` and ``reflect`` alone, and in the whole pipeline runs (claim, redaction
   gates, engine, storing). Ingest and scoring are not counted.

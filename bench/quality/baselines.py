@@ -47,20 +47,26 @@ class Bm25Turns:
     """One conversation's turns, indexed once for all its questions."""
 
     def __init__(self, texts: Sequence[str]) -> None:
-        from rank_bm25 import BM25Okapi
+        from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
         self.texts = list(texts)
         documents = [content_word_list(text) for text in self.texts]
         # BM25Okapi divides by the mean document length: a conversation of empty turns
         # has nothing to rank.
         self._index = BM25Okapi(documents) if any(documents) else None
+        self._ranked: dict[str, list[int]] = {}  # every variant asks the same questions
+        self._counted: dict[str, int] = {}  # and counts the same turns
 
     def ranked(self, question: str) -> list[int]:
         """Turn indexes, best first; equal scores in the conversation's order."""
         if self._index is None:
             return list(range(len(self.texts)))
-        scores = self._index.get_scores(content_word_list(question))
-        return sorted(range(len(self.texts)), key=lambda i: (-float(scores[i]), i))
+        if question not in self._ranked:
+            scores = self._index.get_scores(content_word_list(question))
+            self._ranked[question] = sorted(
+                range(len(self.texts)), key=lambda i: (-float(scores[i]), i)
+            )
+        return self._ranked[question]
 
     def within_budget(
         self,
@@ -70,8 +76,13 @@ class Bm25Turns:
         count: Callable[[str], int],
         cut: Callable[[str, int], str],
     ) -> str:
+        def counted(text: str) -> int:
+            if text not in self._counted:
+                self._counted[text] = count(text)
+            return self._counted[text]
+
         return take_within_budget(
-            [self.texts[i] for i in self.ranked(question)], budget, count=count, cut=cut
+            [self.texts[i] for i in self.ranked(question)], budget, count=counted, cut=cut
         )
 
 

@@ -58,7 +58,8 @@ class Served:
 
 def split_context(text: str) -> tuple[str, str]:
     """(memory sections, recent-messages section) of a rendered text context."""
-    memory, recent = [], []
+    memory: list[str] = []
+    recent: list[str] = []
     for section in text.split("\n\n## "):
         section = section.removeprefix("## ")
         (recent if section.startswith("Recent Messages") else memory).append(section)
@@ -180,7 +181,7 @@ class Pipeline:
                 # when the session's last turn was said, not when the bench appended it
                 # (which is what messages_append records), so the idle rule sees the gaps
                 # between sessions.
-                said = items[-1].created_at
+                said = session.began + (len(items) - 1) * history.turn_step
                 Conversation.objects.filter(pk=conversation.pk).update(updated_at=said)
                 conversation.updated_at = said
         if sweep:
@@ -217,10 +218,12 @@ class Pipeline:
             for o in items
         ]
         cited = {str(i) for r in reflections for i in r.source_observation_ids}
-        tokens = dict(
-            Observation.objects.filter(conversation=conversation).values_list("pk", "token_count")
-        )
-        tokens = {str(k): v for k, v in tokens.items()}
+        tokens = {
+            str(pk): count
+            for pk, count in Observation.objects.filter(conversation=conversation).values_list(
+                "pk", "token_count"
+            )
+        }
         reflected = Reflected(
             reflections=len(reflections),
             single_source=sum(1 for r in reflections if len(r.source_observation_ids) == 1),

@@ -21,6 +21,7 @@ from bench.quality.scoring import (
     coverage,
     garbled_reason,
     interpolate_curve,
+    main_people,
     malformed_labels,
     people_labels,
     read_back,
@@ -277,11 +278,8 @@ def run_dataset(
             else None
             for curve in curves.values()
         ]
-        share = (
-            item.coverage.ratio / bm25[label].coverage.ratio
-            if item.coverage and bm25[label].coverage and bm25[label].coverage.ratio
-            else None
-        )
+        base = bm25[label].coverage
+        share = item.coverage.ratio / base.ratio if item.coverage and base and base.ratio else None
         rows.append(
             [
                 label,
@@ -355,6 +353,7 @@ def run_dataset(
     people: dict[str, int] = Counter()
     for history in histories:
         people.update(history.people)
+    main = main_people(people)
     print()
     pseudonym_rows = []
     labelled = {}
@@ -362,24 +361,26 @@ def run_dataset(
         found = people_labels(values[variant.label], people)
         labelled[variant.label] = found
         counts = sorted((len(v) for v in found.by_person.values()), reverse=True)
+        main_labelled, main_per_person = found.per_person_among(main)
         pseudonym_rows.append(
             [
                 f"{variant.label} workspace",
                 f"{found.person_labels:,}",
                 f"{found.location_labels:,}",
-                f"{len(people):,}" if people else "-",
-                f"{found.people_labelled:,}" if people else "-",
+                f"{found.people_labelled:,} of {len(people):,}" if people else "-",
                 f"{found.per_person:.2f} (max {counts[0]}; {found.overlong} overlong)"
                 if counts
                 else "-",
+                f"{main_per_person:.2f} ({main_labelled} of {len(main)})" if main else "-",
                 f"{found.false_person:,} + {found.false_location:,}" if people else "-",
                 f"{found.person_as_location:,}" if people else "-",
             ]
         )
     print_table(
         pseudonym_rows,
-        ["pseudonyms", "PERSON", "LOCATION", "known people", "people labelled",
-         "PERSON labels per person", "false people (PERSON + LOCATION)", "people as LOCATION"],
+        ["pseudonyms", "PERSON", "LOCATION", "known people labelled", "PERSON labels per person",
+         "per main person (1%+ of turns)", "false people (PERSON + LOCATION)",
+         "people as LOCATION"],
     )  # fmt: skip
 
     if has_questions:

@@ -266,6 +266,18 @@ class PeopleLabels:
         """PERSON labels allocated per distinct known person that has one (1.0 is ideal)."""
         return self.labels_on_people / self.people_labelled if self.people_labelled else 0.0
 
+    def per_person_among(self, people: Iterable[str]) -> tuple[int, float]:
+        """(how many of ``people`` have a label, labels per such person)."""
+        counts = [len(self.by_person[p]) for p in people if p in self.by_person]
+        return len(counts), (sum(counts) / len(counts) if counts else 0.0)
+
+
+def main_people(people: Mapping[str, int], share: float = 0.01) -> list[str]:
+    """The people who speak at least ``share`` of all the turns the people speak: the
+    main characters, without the one-line "Man" and "Girl 1" of a script."""
+    total = sum(people.values())
+    return sorted(p for p, turns in people.items() if total and turns >= share * total)
+
 
 def person_of(value: str, people: Mapping[str, int]) -> tuple[str, bool] | None:
     """The known person ``value`` names, and whether the value holds only words of that

@@ -39,6 +39,7 @@ from bench.quality.scoring import (
     coverage,
     garbled_reason,
     interpolate_curve,
+    main_people,
     malformed_labels,
     normalise_dates,
     people_labels,
@@ -372,6 +373,14 @@ def test_it_counts_pseudonyms_per_known_person_and_false_people() -> None:
     assert (found.false_person, found.false_location, found.person_as_location) == (2, 1, 1)
     assert (found.person_labels, found.location_labels) == (6, 2)
     assert people_labels({}, people).per_person == 0.0
+    assert found.per_person_among(["Maria Gonzalez", "Nobody"]) == (1, 3.0)
+
+
+def test_main_people_speak_at_least_a_share_of_the_turns() -> None:
+    people = {"Monica Geller": 97, "Ross Geller": 68, "Man": 1, "Girl 1": 2}
+    assert main_people(people, share=0.02) == ["Monica Geller", "Ross Geller"]
+    assert main_people(people, share=0.0) == ["Girl 1", "Man", "Monica Geller", "Ross Geller"]
+    assert main_people({}) == []
 
 
 # --- loaders ---------------------------------------------------------------------------------
