@@ -1,5 +1,8 @@
 """The context rules that lower a score where the words around a value say it is
-something else: a record's id taken for a phone number, a field label taken for a name.
+something else (a record's id taken for a phone number, a field label or a title taken
+for a name), and that set the bounds of a name: "I'm Maria" names "Maria", "Murakami's"
+names "Murakami", and a first name beside a word tagged as a place is one name
+("Alessandro Phoenix").
 
 Imported by ``governance.redaction.presidio`` only when the engine loads (it imports
 Presidio). What each rule changed is measured in docs/benchmarks/2026-11-30.md
@@ -10,15 +13,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from presidio_analyzer import RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
 
+from governance.redaction.name_recognizers import (
+    NOT_NAMES,
+    common_words,
+    name_lists,
+)
 from governance.redaction.recognizers import (
     ACCOUNT_NUMBER,
     ADDRESS,
     ID_WORDS,
     PHONE_WORDS,
-    name_lists,
     words_before,
     wordset,
 )
@@ -62,8 +71,127 @@ def _known_name(value: str) -> bool:
 # keys are, and the tagger takes some of them for names.
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 
+# Capitalised words linked by a lowercase "the", with or without a preposition: the title
+# of a work or the name of a thing ("Kafka on the Shore", "Walk the Moon", "Lord of the
+# Rings"). No person's name holds one.
+_TITLE_LINK = r"(?:[ ](?:of|on|in|and|to|for|from|with|at|by|upon|under|over|into))?[ ]the[ ]"
+_TITLE_AFTER = re.compile(rf"{_TITLE_LINK}[A-Z]")
+_TITLE_BEFORE = re.compile(rf"[A-Z][\w'’-]*{_TITLE_LINK}$")
+# An indefinite article before a name uses it as a kind of thing: "an AI language model",
+# "a Broadway show", "a Wonder Mop".
+_INDEFINITE = re.compile(r"(?:^|[^\w'’])(?:a|an|A|An)[ ]$")
+_POSSESSIVE = re.compile(r"['’]s?$")
+_LEADING_THE = re.compile(r"^(?:the|The)[ ]+")
+_TRAILING = ":;,.!?-–—*_\"'“”‘’()[] \t\n"
 
-def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerResult]:
+
+def _first_word_is_no_name(word: str, common: frozenset[str]) -> bool:
+    """Whether the first word of a detected name is a word before the name: lower case,
+    a contraction ("I'm"), a greeting or a role, or a common word no name list holds
+    ("Later Maria Lopez")."""
+    first_names, surnames = name_lists()
+    if word in first_names or word in surnames:
+        return False
+    return (
+        not word[:1].isupper()
+        or "'" in word
+        or "’" in word
+        or word.lower() in NOT_NAMES
+        or word.lower() in common
+    )
+
+
+def _bounded(text: str, result: RecognizerResult, common: frozenset[str]) -> bool:
+    """Set a person's or a place's span to the name itself: without the words before a
+    person's name ("Later", "I'm"), a place's article, a possessive or punctuation after
+    it. False when nothing of a name is left."""
+    start, end = result.start, result.end
+    value = text[start:end]
+    stripped = value.rstrip(_TRAILING)
+    stripped = _POSSESSIVE.sub("", stripped).rstrip(_TRAILING)
+    end = start + len(stripped)
+    if result.entity_type == "LOCATION":
+        article = _LEADING_THE.match(text[start:end])
+        if article:
+            start += article.end()
+    else:
+        while True:
+            word = text[start:end].split(" ", 1)
+            if len(word) < 2 or not _first_word_is_no_name(word[0], common):
+                break
+            start += len(word[0]) + 1
+            while start < end and text[start] == " ":
+                start += 1
+    start += len(text[start:end]) - len(text[start:end].lstrip(_TRAILING))
+    if end <= start:
+        return False
+    result.start, result.end = start, end
+    return True
+
+
+def _recognizer_name(result: RecognizerResult) -> str:
+    return str((result.recognition_metadata or {}).get("recognizer_name", ""))
+
+
+def _token_at(nlp_artifacts: NlpArtifacts | None, start: int) -> Any:
+    if nlp_artifacts is None or nlp_artifacts.tokens is None:
+        return None
+    for token in nlp_artifacts.tokens:
+        if token.idx == start:
+            return token
+        if token.idx > start:
+            break
+    return None
+
+
+def _names_no_one(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None) -> bool:
+    """Whether a name the tagger found reads as no person or place here: in a title
+    ("Kafka on the Shore"), after an indefinite article ("an AI"), or, for a person, a
+    single word the tagger reads as no proper noun and no list has as a name ("Bake for
+    15 minutes", "Lunch break")."""
+    start, end = result.start, result.end
+    if _TITLE_AFTER.match(text, end) or _TITLE_BEFORE.search(text, 0, start):
+        return True
+    value = text[start:end]
+    first_names, surnames = name_lists()
+    listed = value.split()[0] in first_names or value.split()[-1] in surnames
+    if not listed and _INDEFINITE.search(text[max(0, start - 4) : start]):
+        return True  # not "a Timothy Laarman concert"
+    if (
+        result.entity_type == "PERSON"
+        and " " not in value
+        and not listed
+        and value not in surnames
+        and _recognizer_name(result) == "SpacyRecognizer"
+    ):
+        token = _token_at(nlp_artifacts, start)
+        return token is not None and token.pos_ != "PROPN"
+    return False
+
+
+def _joined(text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+    """A person's name and a word tagged as a place right beside it, with one space
+    between, are one name ("Alessandro Phoenix", "Chandler Bing"): one PERSON span."""
+    ordered = sorted(results, key=lambda r: (r.start, -r.end))
+    joined: list[RecognizerResult] = []
+    for result in ordered:
+        previous = joined[-1] if joined else None
+        if (
+            previous is not None
+            and {previous.entity_type, result.entity_type} == {"PERSON", "LOCATION"}
+            and text[previous.end : result.start] == " "
+        ):
+            previous.entity_type = "PERSON"
+            previous.end = result.end
+            previous.score = max(previous.score, result.score)
+            continue
+        joined.append(result)
+    return joined
+
+
+def rescore(
+    text: str, results: Sequence[RecognizerResult], nlp_artifacts: NlpArtifacts | None = None
+) -> list[RecognizerResult]:
     """Lower (never raise) scores where the text says a value is something else:
     - a number whose nearest cue word before it is an order, ticket, case, invoice or
       tracking word ("order 5551234567", "Ticket #48213") is that record's id, not a
@@ -72,10 +200,18 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
     - a UK NHS number with no NHS word near it: Presidio's checksum passes one number in
       eleven, so most ten-digit phone numbers would otherwise come out as NHS numbers;
     - a person's name with a digit in it ("question4"), right after an order or product
-      word, or written as a field name ("order_id") is a label, not a name."""
+      word, or written as a field name ("order_id") is a label, not a name;
+    - a person's or a place's span is set to the name itself (``_bounded``), dropped where
+      it reads as no one (``_names_no_one``), and joined with a place tagged right
+      beside it (``_joined``)."""
+    common = common_words(nlp_artifacts)
     kept: list[RecognizerResult] = []
     for result in results:
         kind = result.entity_type
+        if kind in ("PERSON", "LOCATION") and (
+            not _bounded(text, result, common) or _names_no_one(text, result, nlp_artifacts)
+        ):
+            continue
         before = words_before(text, result.start)
         if kind in _NUMBER_TYPES:
             cue = next((w for w in reversed(before) if w in ID_WORDS or w in _VALUE_WORDS), None)
@@ -104,6 +240,7 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
         ):
             continue  # "#TravelGoals", "RSVP", "question4", "order Jasper", "order_id"
         kept.append(result)
+    kept = _joined(text, kept)
     # A town the tagger found inside a street address, or a street named after a person
     # ("Nelson Mandela Drive"), is part of that address.
     addresses = [r for r in kept if r.entity_type == ADDRESS]

