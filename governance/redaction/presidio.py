@@ -639,10 +639,11 @@ class RedactionEngine:
         n_process: int = N_PROCESS,
         known: KnownValues | None = None,
     ) -> list[list[Detection]]:
-        """Detections per text, in order: spaCy over the batch, then the recognizers,
-        then the other places of the names found (``governance.redaction.recurrence``):
-        in the same text, and, with ``known`` (the workspace's pseudonym mapping),
-        wherever a name the workspace holds a pseudonym for recurs."""
+        """Detections per text, in order: spaCy over the batch, then the recognizers and
+        the context rules, then the other places of the names found
+        (``governance.redaction.recurrence``), put through the same rules: in the same
+        text, and, with ``known`` (the workspace's pseudonym mapping), wherever a name
+        the workspace holds a pseudonym for recurs."""
         from governance.redaction.recurrence import RECURRING_TYPES, candidates, recurrences
 
         ad_hoc = self._ad_hoc(spec)
@@ -664,20 +665,24 @@ class RedactionEngine:
                     ad_hoc_recognizers=ad_hoc,
                     allow_list=allow_list,
                 )
-                merged = _merge(self._rescore(text, results, artifacts), spec)
-                analysed.append((text, artifacts, merged, candidates(text)))
-            held: set[tuple[str, str]] = set()
-            if known is not None:
-                types = [t for t in RECURRING_TYPES if t in entities]
-                held = known.held(
-                    sorted({(t, c[2]) for *_, found in analysed for c in found for t in types})
+                analysed.append((text, artifacts, self._rescore(text, results, artifacts)))
+            found = [candidates(text) for text, *_ in analysed]
+            held: dict[str, str] = {}
+            types = [t for t in RECURRING_TYPES if t in entities]
+            if known is not None and types:
+                pairs = sorted({(t, c[2]) for cs in found for c in cs for t in types})
+                held = {
+                    " ".join(value.casefold().split()): entity_type
+                    for entity_type, value in sorted(known.held(pairs))
+                }
+            for (text, artifacts, results), candidates_here in zip(analysed, found, strict=True):
+                again = recurrences(
+                    text, results, found=candidates_here, tokens=artifacts.tokens, held=held
                 )
-            for text, artifacts, merged, found in analysed:
-                detections.append(
-                    recurrences(
-                        text, merged, spec=spec, tokens=artifacts.tokens, held=held, found=found
-                    )
-                )
+                if allow_list:
+                    again = [r for r in again if text[r.start : r.end] not in allow_list]
+                results = results + self._rescore(text, again, artifacts)
+                detections.append(_merge(results, spec))
         return detections
 
     def _rescore(

@@ -49,6 +49,7 @@ from governance.models import (
     RedactionFinding,
     RedactionPolicy,
 )
+from governance.redaction.labels import LABEL
 from memory.models import Message, Observation, Reflection
 from tenancy.models import Workspace
 
@@ -56,8 +57,6 @@ logger = logging.getLogger(__name__)
 
 DIGEST_SALT = "memdesk.governance.pseudonyms.digest"
 FERNET_SALT = "memdesk.governance.pseudonyms.fernet"
-# A label as written into text: the entity type, an underscore and a number from 1.
-LABEL = re.compile(r"<([A-Z][A-Z0-9_]{0,49})_([1-9][0-9]{0,9})>")
 # Numbering is serialised per workspace (see _serialise); the unique constraints are the
 # backstop, and a writer that collides reads the new highest number and tries again.
 ALLOCATION_ATTEMPTS = 10

@@ -15,10 +15,11 @@ Imported by ``governance.redaction.presidio`` when it detects (``detect``).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from governance.redaction.presidio import Detection, PolicySpec
+from presidio_analyzer import AnalysisExplanation, RecognizerResult
+
 from governance.redaction.pseudonyms import normalise
 
 # Types whose values are names of words: the ones a tagger finds by context, and so
@@ -28,11 +29,13 @@ RECURRENCE = "Recurrence"
 KNOWN_PSEUDONYM = "KnownPseudonym"
 # A value the workspace holds a pseudonym for is as certain as a name after a cue.
 KNOWN_SCORE = 0.85
-# A capitalised word: "Maria", "O'Brien", "Jean-Luc", "José"; a possessive is not part
-# of it ("Maria's").
-_LETTER = r"[^\W\d_]"
-_WORD = rf"[A-ZÀ-ÖØ-Þ]{_LETTER}*(?:-[A-ZÀ-ÖØ-Þ]?{_LETTER}+|['’](?!s\b)[A-ZÀ-ÖØ-Þ]?{_LETTER}+)*"
+# A capitalised word, not in capitals: "Maria", "O'Brien", "Jean-Luc", "José"; a
+# possessive is not part of it ("Maria's").
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_LOWER = "a-zß-öø-ÿ"
+_WORD = rf"[{_UPPER}][{_LOWER}]+(?:-[{_UPPER}]?[{_LOWER}]+|['’](?!s\b)[{_UPPER}]?[{_LOWER}]+)*"
 _RUN = re.compile(rf"(?<![\w'’-]){_WORD}(?:[ ]{_WORD}){{0,3}}(?![\w-])")
+_SPACE = re.compile(r"\S+")
 MAX_WORDS = 4
 
 
@@ -51,10 +54,7 @@ def candidates(text: str) -> list[Candidate]:
     within it, longest first."""
     found: list[Candidate] = []
     for run in _RUN.finditer(text):
-        words = [
-            (m.start() + run.start(), m.end() + run.start())
-            for m in re.finditer(r"\S+", run.group(0))
-        ]
+        words = [(run.start() + m.start(), run.start() + m.end()) for m in _SPACE.finditer(run[0])]
         for size in range(min(len(words), MAX_WORDS), 0, -1):
             for first in range(len(words) - size + 1):
                 start, end = words[first][0], words[first + size - 1][1]
@@ -74,72 +74,55 @@ def _reads_as_name(tokens: Any, start: int, end: int) -> bool:
     return len(inside) != 1 or inside[0].pos_ == "PROPN"
 
 
+def _result(entity_type: str, start: int, end: int, score: float, name: str) -> RecognizerResult:
+    return RecognizerResult(
+        entity_type,
+        start,
+        end,
+        score,
+        analysis_explanation=AnalysisExplanation(recognizer=name, original_score=score),
+        recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: name},
+    )
+
+
 def recurrences(
     text: str,
-    detections: Sequence[Detection],
+    results: Sequence[RecognizerResult],
     *,
-    spec: PolicySpec,
+    found: Sequence[Candidate],
     tokens: Any = None,
-    held: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
-    found: Sequence[Candidate] | None = None,
-) -> list[Detection]:
-    """``detections`` with the other places of their names added, and the places of
-    names the workspace holds (``held``: (entity type, value) pairs), in text order.
-    ``tokens`` (spaCy's) keep a capitalised word at a sentence's start from being taken
-    for a name it spells ("Will", "Hope"). ``found`` are ``candidates(text)`` when the
-    caller has them."""
-    analysed = set(spec.analysed_entities)
-    seen: dict[str, Detection] = {}
-    for detection in detections:
-        if detection.entity_type in RECURRING_TYPES:
-            value = normalise(detection.entity_type, text[detection.start : detection.end])
-            best = seen.get(value)
-            if best is None or detection.score > best.score:
-                seen[value] = detection
-    held_by_value = {
-        normalise(entity_type, value): entity_type
-        for entity_type, value in held
-        if entity_type in analysed
-    }
-    if not seen and not held_by_value:
-        return list(detections)
-    taken = [(d.start, d.end) for d in detections]
-    added: list[Detection] = []
-    for start, end, value in candidates(text) if found is None else found:
+    held: Mapping[str, str] | None = None,
+) -> list[RecognizerResult]:
+    """New results at the other places of the names in ``results`` (the same words,
+    written the same way), and at the places of names the workspace holds (``held``:
+    normalised value -> entity type), among ``found`` (``candidates(text)``), none
+    overlapping another. ``tokens`` (spaCy's) keep a capitalised word at a sentence's
+    start from being taken for a name it spells ("Will", "Hope"). The caller puts them
+    through the same context rules as the rest."""
+    seen: dict[str, RecognizerResult] = {}
+    for result in results:
+        if result.entity_type in RECURRING_TYPES:
+            value = " ".join(text[result.start : result.end].split())
+            if value not in seen or result.score > seen[value].score:
+                seen[value] = result
+    held = held or {}
+    if not seen and not held:
+        return []
+    taken = [(r.start, r.end) for r in results]
+    added: list[RecognizerResult] = []
+    for start, end, value in found:
         if any(start < e and s < end for s, e in taken):
             continue
-        key = normalise("PERSON", value)
-        origin = seen.get(key)
-        if origin is not None and _reads_as_name(tokens, start, end):
-            added.append(
-                Detection(
-                    entity_type=origin.entity_type,
-                    start=start,
-                    end=end,
-                    score=origin.score,
-                    recognizer=RECURRENCE,
-                    operator=origin.operator,
-                    status=origin.status,
-                )
-            )
-        elif key in held_by_value and _reads_as_name(tokens, start, end):
-            entity_type = held_by_value[key]
-            operator = spec.operator_for(entity_type)
-            status = spec.status_for(KNOWN_SCORE, operator)
-            if status is None:
-                continue
-            added.append(
-                Detection(
-                    entity_type=entity_type,
-                    start=start,
-                    end=end,
-                    score=KNOWN_SCORE,
-                    recognizer=KNOWN_PSEUDONYM,
-                    operator=operator,
-                    status=status,
-                )
+        origin = seen.get(value)
+        if origin is not None:
+            new = _result(origin.entity_type, start, end, origin.score, RECURRENCE)
+        elif normalise("PERSON", value) in held:
+            new = _result(
+                held[normalise("PERSON", value)], start, end, KNOWN_SCORE, KNOWN_PSEUDONYM
             )
         else:
             continue
-        taken.append((start, end))
-    return sorted([*detections, *added], key=lambda d: (d.start, d.end))
+        if _reads_as_name(tokens, start, end):
+            added.append(new)
+            taken.append((start, end))
+    return added

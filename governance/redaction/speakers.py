@@ -1,0 +1,71 @@
+"""Speakers' names as an engine may read them, and as they are stored when the policy
+redacts at ingest.
+
+A message's ``name`` is a person's name (or a role a client gave as one: "Project
+Manager"), so a policy that redacts people redacts it whole, with the operator it gives
+PERSON: under the default, the pseudonym the workspace's mapping gives that person, the
+same label as where the contents mention them ("Maria Gonzalez" speaking and "Maria
+Gonzalez" mentioned are one ``<PERSON_n>``). A qualifier in brackets stays as written:
+"Tom (agent)" becomes "<PERSON_2> (agent)". A name the policy allows, or a policy that
+does not redact people, leaves it as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from governance.redaction import presidio
+from memory.models import Message
+
+PERSON = "PERSON"
+MAX_SPEAKER_NAME_CHARS = 64
+# "Tom (agent)", "Dana [support]": the name, then a qualifier that says the role.
+_QUALIFIED = re.compile(r"^(?P<name>.*?\S)\s*(?P<qualifier>[(\[][^()\[\]]*[)\]])$")
+
+
+def speaker_name(message: Message) -> str:
+    """The participant's name a message carries: its ``name``, else ``metadata.name``
+    (where clients put it before ``name`` existed), whitespace collapsed; "" when it
+    carries none that reads as a name (as ``memory.pipeline.observer.speaker_name``)."""
+    name: object = message.name
+    if not name and isinstance(message.metadata, dict):
+        name = message.metadata.get("name")
+    if not isinstance(name, str):
+        return ""
+    name = " ".join(name.split())
+    return name if 0 < len(name) <= MAX_SPEAKER_NAME_CHARS else ""
+
+
+def person_of(name: str) -> str:
+    """The person a speaker's name names, without a bracketed qualifier."""
+    match = _QUALIFIED.match(name)
+    return match.group("name") if match else name
+
+
+def people_of(names: Iterable[str]) -> list[str]:
+    """The persons of these speakers' names (for ``WorkspacePseudonyms.people``)."""
+    return [person_of(name) for name in names if name]
+
+
+def speaker_redacted(
+    name: str, *, spec: presidio.PolicySpec, pseudonyms: presidio.Pseudonymiser
+) -> str:
+    """``name`` as the policy lets it be read (the module docstring)."""
+    person = person_of(name)
+    if (
+        not person
+        or PERSON not in spec.analysed_entities
+        or person in spec.allow_list
+        or spec.operator_for(PERSON) == "keep"
+    ):
+        return name
+    replaced = presidio.operate(
+        person,
+        entity_type=PERSON,
+        operator=spec.operator_for(PERSON),
+        spec=spec,
+        pseudonyms=pseudonyms,
+    )
+    qualified = replaced + name[len(person) :]
+    return qualified if len(qualified) <= MAX_SPEAKER_NAME_CHARS else replaced
