@@ -17,6 +17,7 @@ from typing import Any
 
 from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
+from spacy.lang.en.stop_words import STOP_WORDS
 
 from governance.redaction.name_recognizers import (
     NOT_NAMES,
@@ -71,12 +72,19 @@ def _known_name(value: str) -> bool:
 # keys are, and the tagger takes some of them for names.
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 
-# Capitalised words linked by a lowercase "the", with or without a preposition: the title
-# of a work or the name of a thing ("Kafka on the Shore", "Walk the Moon", "Lord of the
-# Rings"). No person's name holds one.
-_TITLE_LINK = r"(?:[ ](?:of|on|in|and|to|for|from|with|at|by|upon|under|over|into))?[ ]the[ ]"
-_TITLE_AFTER = re.compile(rf"{_TITLE_LINK}[A-Z]")
-_TITLE_BEFORE = re.compile(rf"[A-Z][\w'’-]*{_TITLE_LINK}$")
+# Capitalised words linked by a lowercase "the", "of the" or "on the": the title of a
+# work or the name of a thing ("Kafka on the Shore", "Walk the Moon", "Lord of the
+# Rings"). No person's name holds one. (Not "at the", "in the": "Maria at the Hilton".)
+_TITLE_LINK = r"(?:[ ](?:of|on))?[ ]the[ ]"
+_TITLE_AFTER = re.compile(rf"{_TITLE_LINK}[A-Z][a-z]")
+_TITLE_BEFORE = re.compile(rf"(?<![\w'’-])(?P<word>[A-Z][a-z][\w'’-]*){_TITLE_LINK}$")
+# The small pipeline calls brands and products facilities ("moisturizer from La Mer",
+# "the Citi Double Cash Card"); a facility is a place where the words before it put
+# something there ("at the Riverside Park", "near Tokyo Tower").
+_AT_A_PLACE = wordset(
+    "at in near to on into inside outside around across past towards toward behind "
+    "opposite beside by via through"
+)
 # An indefinite article before a name uses it as a kind of thing: "an AI language model",
 # "a Broadway show", "a Wonder Mop".
 _INDEFINITE = re.compile(r"(?:^|[^\w'’])(?:a|an|A|An)[ ]$")
@@ -146,13 +154,22 @@ def _token_at(nlp_artifacts: NlpArtifacts | None, start: int) -> Any:
 
 def _names_no_one(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None) -> bool:
     """Whether a name the tagger found reads as no person or place here: in a title
-    ("Kafka on the Shore"), after an indefinite article ("an AI"), or, for a person, a
+    ("Kafka on the Shore"), a facility nothing places anyone at ("moisturizer from La
+    Mer"), after an indefinite article ("an AI"), or, for a person, a
     single word the tagger reads as no proper noun and no list has as a name ("Bake for
     15 minutes", "Lunch break")."""
     start, end = result.start, result.end
-    if _TITLE_AFTER.match(text, end) or _TITLE_BEFORE.search(text, 0, start):
+    titled = _TITLE_BEFORE.search(text, max(0, start - 40), start)
+    if _TITLE_AFTER.match(text, end) or (
+        titled and titled["word"].lower() not in STOP_WORDS | NOT_NAMES  # not "It's the"
+    ):
         return True
     value = text[start:end]
+    if result.entity_type == "LOCATION":
+        token = _token_at(nlp_artifacts, start)
+        if token is not None and token.ent_type_ == "FAC":
+            before = [w for w in words_before(text, start, 3) if w != "the"]
+            return not before or before[-1] not in _AT_A_PLACE
     first_names, surnames = name_lists()
     listed = value.split()[0] in first_names or value.split()[-1] in surnames
     if not listed and _INDEFINITE.search(text[max(0, start - 4) : start]):

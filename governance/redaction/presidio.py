@@ -125,13 +125,11 @@ SUPPORTED_ENTITIES = frozenset(
 ENTITY_NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,49}$")
 
 # spaCy labels that Presidio maps to its entity types; the others are never reported.
-# Not FAC (buildings, airports, bridges): a facility identifies no one (a street address
-# is the address recognizers'), and the small pipeline gives it to brands and products
-# ("moisturizer from La Mer", "the Citi Double Cash Card").
 NER_MAPPING = {
     "PER": "PERSON",
     "PERSON": "PERSON",
     "NORP": "NRP",
+    "FAC": "LOCATION",
     "LOC": "LOCATION",
     "GPE": "LOCATION",
     "ORG": "ORGANIZATION",
@@ -141,7 +139,6 @@ NER_MAPPING = {
 NER_IGNORED = [
     "CARDINAL",
     "EVENT",
-    "FAC",
     "LANGUAGE",
     "LAW",
     "MONEY",
