@@ -24,6 +24,7 @@ from governance.redaction.name_recognizers import (
     common_words,
     name_lists,
 )
+from governance.redaction.pseudonyms import HONORIFICS
 from governance.redaction.recognizers import (
     ACCOUNT_NUMBER,
     ADDRESS,
@@ -88,6 +89,8 @@ _AT_A_PLACE = wordset(
 # An indefinite article before a name uses it as a kind of thing: "an AI language model",
 # "a Broadway show", "a Wonder Mop".
 _INDEFINITE = re.compile(r"(?:^|[^\w'’])(?:a|an|A|An)[ ]$")
+# A letter three times over: a word drawn out in speech, never a name.
+_DRAWN_OUT = re.compile(r"([^\W\d_])\1\1", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s?$")
 _LEADING_THE = re.compile(r"^(?:the|The)[ ]+")
 _TRAILING = ":;,.!?-–—*_\"'“”‘’()[] \t\n"
@@ -122,7 +125,7 @@ def _bounded(text: str, result: RecognizerResult, common: frozenset[str]) -> boo
         article = _LEADING_THE.match(text[start:end])
         if article:
             start += article.end()
-    else:
+    elif not text[start:end].islower():  # "tracy sukhorukova" is written so
         while True:
             word = text[start:end].split(" ", 1)
             if len(word) < 2 or not _first_word_is_no_name(word[0], common):
@@ -131,8 +134,8 @@ def _bounded(text: str, result: RecognizerResult, common: frozenset[str]) -> boo
             while start < end and text[start] == " ":
                 start += 1
     start += len(text[start:end]) - len(text[start:end].lstrip(_TRAILING))
-    if end <= start:
-        return False
+    if end <= start or text[start:end].rstrip(".").lower() in HONORIFICS:
+        return False  # nothing left, or a title alone ("Dr")
     result.start, result.end = start, end
     return True
 
@@ -154,11 +157,13 @@ def _token_at(nlp_artifacts: NlpArtifacts | None, start: int) -> Any:
 
 def _names_no_one(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None) -> bool:
     """Whether a name the tagger found reads as no person or place here: in a title
-    ("Kafka on the Shore"), a facility nothing places anyone at ("moisturizer from La
-    Mer"), after an indefinite article ("an AI"), or, for a person, a
-    single word the tagger reads as no proper noun and no list has as a name ("Bake for
-    15 minutes", "Lunch break")."""
+    ("Kafka on the Shore"), a word drawn out ("Nooo"), a facility nothing places anyone
+    at ("moisturizer from La Mer"), after an indefinite article ("an AI"), or, for a
+    person the tagger alone found, a single word it reads as no proper noun and no list
+    has as a name ("Bake for 15 minutes")."""
     start, end = result.start, result.end
+    if _DRAWN_OUT.search(text, start, end):
+        return True  # "Nooo", "Helloooo"
     titled = _TITLE_BEFORE.search(text, max(0, start - 40), start)
     if _TITLE_AFTER.match(text, end) or (
         titled and titled["word"].lower() not in STOP_WORDS | NOT_NAMES  # not "It's the"

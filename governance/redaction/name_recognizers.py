@@ -27,6 +27,7 @@ from typing import Any
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.presidio import LANGUAGE
+from governance.redaction.pseudonyms import HONORIFIC
 from governance.redaction.recognizers import Spans, _Recognizer, wordset
 
 # Faker's name lists (offline, in the package) of these locales, ASCII and Latin spellings.
@@ -96,6 +97,26 @@ def name_lists() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(first - not_names), frozenset(last - not_names)
 
 
+@lru_cache(maxsize=1)
+def widespread_first_names() -> frozenset[str]:
+    """The first names of at least two of ``NAME_LOCALES`` ("Bob", "Rose"): given to
+    people in more than one country, where a word one list holds ("Kit", "Forum") may be
+    an oddity of that list."""
+    seen: dict[str, int] = {}
+    for locale in NAME_LOCALES:
+        try:
+            provider: Any = import_module(f"faker.providers.person.{locale}").Provider
+        except ImportError:
+            continue
+        names: set[str] = set()
+        for attribute in ("first_names", "first_names_male", "first_names_female"):
+            names.update(getattr(provider, attribute, ()))
+        for name in names:
+            seen[name] = seen.get(name, 0) + 1
+    first_names, _ = name_lists()
+    return frozenset(name for name, count in seen.items() if count > 1) & first_names
+
+
 # spaCy labels under which a known first name is a place or a thing, where a name is
 # extended or read after a cue. Not its dates and times: without the parser's sentence
 # boundaries the small pipeline stretches a time over the words after it ("[2:16 PM]
@@ -126,6 +147,13 @@ def _lexicon(nlp: Any) -> frozenset[str]:
         return frozenset()
     table = lookups.get_table("lemma_index")
     return frozenset(word for key in table for word in table[key] if word.isalpha())
+
+
+def lexicon() -> frozenset[str]:
+    """``common_words`` of the process's redaction engine (loading it if need be)."""
+    from governance.redaction.presidio import engine
+
+    return _lexicon(engine().nlp)
 
 
 def thing_word(word: str, common: frozenset[str]) -> bool:
@@ -196,8 +224,11 @@ def _names_a_thing_span(doc: Any, start: int, end: int) -> bool:
 class NameListRecognizer(_Recognizer):
     """Names the small pipeline misses, read from its tokens: a capitalised first name
     from the lists followed by capitalised surnames (certain), or standing alone where
-    the tagger reads it as a proper noun (uncertain: "Mark" is also a verb); neither where
-    the words say it names a thing (``names_a_thing``)."""
+    the tagger reads it as a proper noun (uncertain); neither where the words say it
+    names a thing (``names_a_thing``). A first name that is also a word of the lexicon
+    stands alone only when it is widespread ("Bob", "Rose"); the others ("Kit", "Forum",
+    "Case") are left to the tagger's own label and to the cues
+    (``PersonCueRecognizer``)."""
 
     ENTITY = "PERSON"
 
@@ -206,6 +237,7 @@ class NameListRecognizer(_Recognizer):
             return
         first_names, _ = name_lists()
         common = common_words(nlp_artifacts)
+        widespread = widespread_first_names()
         doc = nlp_artifacts.tokens
         index = 0
         while index < len(doc):
@@ -221,7 +253,11 @@ class NameListRecognizer(_Recognizer):
             if end > index + 1:
                 if not _names_a_thing_span(doc, index, end):
                     yield token.idx, doc[end - 1].idx + len(doc[end - 1].text), 0.85
-            elif token.pos_ == "PROPN" and not names_a_thing(doc, index, common):
+            elif (
+                token.pos_ == "PROPN"
+                and (token.text.lower() not in common or token.text in widespread)
+                and not names_a_thing(doc, index, common)
+            ):
                 yield token.idx, token.idx + len(token.text), 0.6
             index = end
 
@@ -258,7 +294,7 @@ class PersonCueRecognizer(_Recognizer):
     STRONG = re.compile(
         rf"\b(?:(?i:my name is|name is|name's|name:|i am|i'm|this is|signed|signed by|"
         rf"called|pulled up for|account (?:of|for)|attn:?|attention:?)[ ]+"
-        rf"|(?i:mr|mrs|ms|mx|miss|dr|prof|sir|dame|mister|madam)\.?[ ]+)"
+        rf"|(?i:{HONORIFIC})\.?[ ]+)"
         rf"(?P<value>{_INITIAL_NAME})\b"
     )
     WEAK = re.compile(

@@ -70,6 +70,9 @@ DIGITS_ONLY = frozenset(
 LOWER_CASE = frozenset({"EMAIL_ADDRESS", "IP_ADDRESS", "URL", "MAC_ADDRESS", "UUID"})
 COMPACT_CODES = frozenset({"IBAN_CODE", "US_PASSPORT", "US_DRIVER_LICENSE", "MEDICAL_LICENSE"})
 PERSON = "PERSON"
+# The titles a name may follow ("Dr. Baldhara"): "Dr. Baldhara" is found by "Baldhara".
+HONORIFIC = "mr|mrs|ms|mx|miss|dr|prof|sir|dame|mister|madam"
+HONORIFICS = frozenset(HONORIFIC.split("|"))
 _NOT_DIGIT = re.compile(r"[^0-9]")
 _SPACE_OR_HYPHEN = re.compile(r"[\s-]")
 
@@ -156,7 +159,8 @@ class WorkspacePseudonyms:
     redacted (a conversation's, a window's, a text's): a first name alone, or a word
     tagged as a place that is one of their first names ("Phoebe"), gets the full name's
     pseudonym when exactly one of them has it, and a full name tagged as a place gets
-    the person's. An ambiguous first name keeps a pseudonym of its own."""
+    the person's. A surname alone ("Mr. Bing") does the same when no one in scope has it
+    as a first name. An ambiguous name keeps a pseudonym of its own."""
 
     def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
         self.workspace_id = workspace_id
@@ -171,16 +175,23 @@ class WorkspacePseudonyms:
         self._serialised = False  # the workspace's numbering lock is taken
         self._exclusive = False  # ... and held on a row: nobody else numbers until commit
         self._next_allocated: dict[str, int] = {}
-        # first name (normalised) -> the full names in scope that start with it
+        # first name (normalised) -> the full names in scope that start with it, and the
+        # same by surname
         self._people: dict[str, dict[str, str]] = {}
+        self._surnames: dict[str, dict[str, str]] = {}
 
     def people(self, names: Iterable[str]) -> None:
-        """Add full names (two words or more) to the people in scope."""
+        """Add full names to the people in scope: found by their first word, or, after a
+        title, by their surname ("Dr. Franzblau" by "Franzblau")."""
         for name in names:
             full = normalise(PERSON, name)
             words = full.split()
-            if len(words) > 1:
-                self._people.setdefault(words[0], {}).setdefault(full, " ".join(name.split()))
+            titled = bool(words) and words[0].rstrip(".") in HONORIFICS
+            if len(words) > 1 and (not titled or len(words) == 2):
+                key = words[-1] if titled else words[0]
+                written = " ".join(name.split())
+                self._people.setdefault(key, {}).setdefault(full, written)
+                self._surnames.setdefault(words[-1], {}).setdefault(full, written)
 
     def people_of_conversation(self, conversation_id: Any) -> None:
         """Add the people already named in a conversation: the values of the PERSON
@@ -207,7 +218,7 @@ class WorkspacePseudonyms:
                 return None
             named = self._people.get(key.split()[0], {})
             return named.get(key)
-        named = self._people.get(key, {})
+        named = self._people.get(key) or self._surnames.get(key, {})
         return next(iter(named.values())) if len(named) == 1 else None
 
     def held(self, candidates: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -246,7 +257,25 @@ class WorkspacePseudonyms:
         person = self._person(entity_type, value)
         if person is not None:
             return self._label(PERSON, person, seen=value)
+        if entity_type == "LOCATION" and self._stored(PERSON, value) is not None:
+            # The small pipeline tags first names as places ("Lydia"): one the mapping
+            # holds as a person is that person.
+            return self._label(PERSON, value, seen=value)
         return self._label(entity_type, value, seen=value)
+
+    def _stored(self, entity_type: str, value: str) -> Pseudonym | None:
+        """The stored pseudonym of ``value``, if any (looked up once per value)."""
+        digest = self._digest(entity_type, value)
+        row = self._by_digest.get(digest)
+        if row is None and digest not in self._absent:
+            row = Pseudonym.objects.filter(
+                workspace_id=self.workspace_id, digest=digest, forgotten_at__isnull=True
+            ).first()
+            if row is None:
+                self._absent.add(digest)
+            else:
+                self._by_digest[digest] = row
+        return row if row is not None and row.pk is not None else None
 
     def _label(self, entity_type: str, value: str, *, seen: str) -> str:
         """The label of ``value``, numbered if new; ``seen`` is what the text said (the

@@ -1,13 +1,15 @@
 """Speakers' names as an engine may read them, and as they are stored when the policy
 redacts at ingest.
 
-A message's ``name`` is a person's name (or a role a client gave as one: "Project
-Manager"), so a policy that redacts people redacts it whole, with the operator it gives
-PERSON: under the default, the pseudonym the workspace's mapping gives that person, the
-same label as where the contents mention them ("Maria Gonzalez" speaking and "Maria
-Gonzalez" mentioned are one ``<PERSON_n>``). A qualifier in brackets stays as written:
-"Tom (agent)" becomes "<PERSON_2> (agent)". A name the policy allows, or a policy that
-does not redact people, leaves it as it is.
+A message's ``name`` names a person, or several ("Chandler & Joey"), so a policy that
+redacts people redacts each of them whole, with the operator it gives PERSON: under the
+default, the pseudonym the workspace's mapping gives that person, the same label as
+where the contents mention them ("Maria Gonzalez" speaking and "Maria Gonzalez"
+mentioned are one ``<PERSON_n>``). What is no one's name stays as written: a qualifier
+in brackets ("Tom (agent)" becomes "<PERSON_2> (agent)"), and a role a client gave as a
+name, words of the English lexicon that no name list holds ("Narrator", "Project
+Manager"). A name the policy allows, or a policy that does not redact people, leaves it
+as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ PERSON = "PERSON"
 MAX_SPEAKER_NAME_CHARS = 64
 # "Tom (agent)", "Dana [support]": the name, then a qualifier that says the role.
 _QUALIFIED = re.compile(r"^(?P<name>.*?\S)\s*(?P<qualifier>[(\[][^()\[\]]*[)\]])$")
+# Between the people of one name: "Chandler & Joey", "Ross, Rachel and Monica".
+_BETWEEN = re.compile(r"(\s*(?:&|,|/|\+|\band\b)\s*)")
 
 
 def speaker_name(message: Message) -> str:
@@ -45,7 +49,26 @@ def person_of(name: str) -> str:
 
 def people_of(names: Iterable[str]) -> list[str]:
     """The persons of these speakers' names (for ``WorkspacePseudonyms.people``)."""
-    return [person_of(name) for name in names if name]
+    return [
+        part
+        for name in names
+        if name
+        for index, part in enumerate(_BETWEEN.split(person_of(name)))
+        if index % 2 == 0 and part
+    ]
+
+
+def _a_role(words: str) -> bool:
+    """Words of the lexicon no name list holds ("Narrator", "Project Manager")."""
+    from governance.redaction.name_recognizers import lexicon, name_lists
+
+    first_names, surnames = name_lists()
+    common = lexicon()
+    alphabetic = [w.strip(".") for w in words.split() if w.strip(".").isalpha()]
+    return bool(alphabetic) and all(
+        w.lower() in common and w.capitalize() not in first_names | surnames
+        for w in alphabetic
+    )
 
 
 def speaker_redacted(
@@ -60,12 +83,17 @@ def speaker_redacted(
         or spec.operator_for(PERSON) == "keep"
     ):
         return name
-    replaced = presidio.operate(
-        person,
-        entity_type=PERSON,
-        operator=spec.operator_for(PERSON),
-        spec=spec,
-        pseudonyms=pseudonyms,
-    )
+    parts = _BETWEEN.split(person)
+    for index in range(0, len(parts), 2):
+        part = parts[index]
+        if part and part not in spec.allow_list and not _a_role(part):
+            parts[index] = presidio.operate(
+                part,
+                entity_type=PERSON,
+                operator=spec.operator_for(PERSON),
+                spec=spec,
+                pseudonyms=pseudonyms,
+            )
+    replaced = "".join(parts)
     qualified = replaced + name[len(person) :]
     return qualified if len(qualified) <= MAX_SPEAKER_NAME_CHARS else replaced

@@ -15,7 +15,6 @@ from governance.models import Pseudonym, RedactionPolicy
 from governance.redaction.gates import message_ingest, observer_reading
 from governance.redaction.labels import malformed_pseudonyms
 from governance.redaction.presidio import PolicySpec, engine
-from governance.redaction.pseudonyms import WorkspacePseudonyms
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
@@ -239,6 +238,87 @@ def test_ingest_without_redaction_stores_the_name_as_given(workspace):
     assert ingest.stored_name(0) == "Maria Gonzalez"
 
 
+def test_a_name_of_several_speakers_gives_each_their_label_and_roles_stay(workspace):
+    conversation, messages = _chat(
+        workspace,
+        [
+            MessageInput(role="user", name="Maria Gonzalez", content="Hello."),
+            MessageInput(role="user", name="Tom Berg", content="Hi."),
+            MessageInput(role="user", name="Maria Gonzalez & Tom Berg", content="Bye!"),
+            MessageInput(role="user", name="Narrator", content="They leave."),
+            MessageInput(role="user", name="Project Manager", content="Next item."),
+        ],
+    )
+
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+
+    maria, tom, both, narrator, manager = reading.speakers
+    assert both == f"{maria} & {tom}"
+    assert (narrator, manager) == ("Narrator", "Project Manager")
+
+
+def test_a_surname_after_a_title_is_the_titled_speaker(workspace):
+    conversation, messages = _chat(
+        workspace,
+        [
+            MessageInput(role="user", name="Dr. Okafor", content="Your results are in."),
+            MessageInput(role="user", name="Maria Gonzalez", content="Thank you, Okafor."),
+        ],
+    )
+
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+
+    assert reading.contents[1] == f"Thank you, {reading.speakers[0]}."
+
+
+def test_a_first_name_tagged_as_a_place_or_missed_is_the_person_the_mapping_holds(workspace):
+    conversation, messages = _chat(
+        workspace,
+        [
+            MessageInput(role="user", content="Hi Lydia, thanks for calling."),
+            # The small pipeline calls her a place here,
+            MessageInput(role="user", content="I talked to Lydia about the refund."),
+        ],
+    )
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+    [lydia] = _labels(reading.contents[0])
+    assert lydia.startswith("<PERSON_")
+    assert reading.contents[1] == f"I talked to {lydia} about the refund."
+    # ... and an organisation here: the mapping finds her all the same.
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="(The girls wait. Lydia settles it)")],
+    )
+    later = list(conversation.messages.filter(seq__gt=messages[-1].seq))
+
+    reading = observer_reading(conversation=conversation, messages=later, tool_outputs=[])
+
+    assert reading.contents[0] == f"(The girls wait. {lydia} settles it)"
+
+
+def test_an_observer_run_gives_the_engine_the_speakers_label(workspace, fake_engine):
+    from memory.engines.base import ObserverOutput
+    from memory.pipeline.observer import observer_run_execute
+    from memory.pipeline.scheduling import observer_schedule
+
+    class Capturing:
+        name, model, prompt_version = "capturing", "", ""
+        speakers: list[str] = []
+
+        def observe(self, messages, **_):
+            self.speakers = [m.speaker for m in messages]
+            return ObserverOutput(observations=[])
+
+    engine = fake_engine(Capturing())
+    conversation, _ = _chat(workspace, SUPPORT_CHAT)
+
+    observer_run_execute(run_id=observer_schedule(conversation=conversation, trigger="manual").pk)
+
+    maria, tom, _ = engine.speakers
+    assert re.fullmatch(r"<PERSON_\d+>", maria)
+    assert re.fullmatch(r"<PERSON_\d+> \(agent\)", tom)
+
+
 # --- the engine alone -----------------------------------------------------------------------
 
 
@@ -258,7 +338,7 @@ def test_the_engine_asks_the_mapping_about_capitalised_runs_only_once_per_batch(
 
     found = engine().detect(["Zorbo Quill again?", "nothing to see here"], spec=spec, known=known)
 
-    assert [("PERSON", 0, 11)] == [(d.entity_type, d.start, d.end) for d in found[0]]
+    assert [(d.entity_type, d.start, d.end) for d in found[0]] == [("PERSON", 0, 11)]
     assert found[1] == []
     assert ("PERSON", "Zorbo Quill") in known.asked
     assert all(value[:1].isupper() for _, value in known.asked)
