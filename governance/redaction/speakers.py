@@ -66,7 +66,7 @@ def _a_role(words: str) -> bool:
     common = lexicon()
     alphabetic = [w.strip(".") for w in words.split() if w.strip(".").isalpha()]
     return bool(alphabetic) and all(
-        w.lower() in common and w.capitalize() not in first_names | surnames
+        w.lower() in common and w.capitalize() not in first_names and w.capitalize() not in surnames
         for w in alphabetic
     )
 

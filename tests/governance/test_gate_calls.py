@@ -63,9 +63,7 @@ def _observe_flag(workspace, value: bool) -> None:
 
 
 @pytest.mark.parametrize("redacts", [True, False])
-def test_the_observer_reads_redacted_texts_only_where_the_policy_says(
-    chat_with_pii, redacts
-):
+def test_the_observer_reads_redacted_texts_only_where_the_policy_says(chat_with_pii, redacts):
     _observe_flag(chat_with_pii.workspace, redacts)
     messages = _messages(chat_with_pii)
 
