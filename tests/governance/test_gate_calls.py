@@ -1,5 +1,6 @@
 """The gates a pipeline step passes in one call: the Observer's reading of a window (its
-messages, its speakers' names and its tool calls' output, from one read of the policy) and a message write's passage (redacted at ingest, or scanned after the write)."""
+messages, its speakers' names and its tool calls' output, from one read of the policy)
+and a message write's passage (redacted at ingest, or scanned after the write)."""
 
 from __future__ import annotations
 
