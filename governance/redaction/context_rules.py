@@ -81,11 +81,14 @@ _TITLE_AFTER = re.compile(rf"{_TITLE_LINK}[A-Z][a-z]")
 _TITLE_BEFORE = re.compile(rf"(?<![\w'’-])(?P<word>[A-Z][a-z][\w'’-]*){_TITLE_LINK}$")
 # The small pipeline calls brands and products facilities ("moisturizer from La Mer",
 # "the Citi Double Cash Card"); a facility is a place where the words before it put
-# something there ("at the Riverside Park", "near Tokyo Tower").
+# something there ("at the Riverside Park", "near Tokyo Tower", "visit the Statue of
+# Liberty"), after a house number ("456 Tech Park") or as a form's field ("Branch: Main
+# Street").
 _AT_A_PLACE = wordset(
     "at in near to on into inside outside around across past towards toward behind "
-    "opposite beside by via through"
+    "opposite beside by via through visit visited visiting visits"
 )
+_FIELD_OR_NUMBER = re.compile(r"(?:\d|:)[ \t]*(?:the[ ]+)?$", re.IGNORECASE)
 # An indefinite article before a name uses it as a kind of thing: "an AI language model",
 # "a Broadway show", "a Wonder Mop".
 _INDEFINITE = re.compile(r"(?:^|[^\w'’])(?:a|an|A|An)[ ]$")
@@ -173,6 +176,8 @@ def _names_no_one(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifac
     if result.entity_type == "LOCATION":
         token = _token_at(nlp_artifacts, start)
         if token is not None and token.ent_type_ == "FAC":
+            if _FIELD_OR_NUMBER.search(text, max(0, start - 12), start):
+                return False
             before = [w for w in words_before(text, start, 3) if w != "the"]
             return not before or before[-1] not in _AT_A_PLACE
     first_names, surnames = name_lists()

@@ -168,6 +168,23 @@ def thing_word(word: str, common: frozenset[str]) -> bool:
     )
 
 
+def _in_an_organisation(doc: Any, index: int) -> bool:
+    """Whether the token at ``index`` is part of a spaCy ORG entity that holds a word no
+    name list has, and is not a possessive's owner ("John's Post")."""
+    if index + 1 < len(doc) and doc[index + 1].text in ("'s", "’s"):
+        return False
+    first_names, surnames = name_lists()
+    entity = next((e for e in doc.ents if e.start <= index < e.end), None)
+    if entity is None:
+        return False
+    start, end = entity.start, entity.end
+    return any(
+        t.is_alpha and t.lower_ != "the" and t.text not in first_names and t.text not in surnames
+        for t in doc[start:end]
+        if t.i != index
+    )
+
+
 def names_a_thing(doc: Any, index: int, common: frozenset[str]) -> bool:
     """Whether the capitalised word at ``index``, standing alone, names a thing rather
     than a person (the module docstring's cues)."""
@@ -177,6 +194,11 @@ def names_a_thing(doc: Any, index: int, common: frozenset[str]) -> bool:
         # The small pipeline calls some names times ("call me Roland"): a date is a
         # word of the lexicon ("Winter", "Sep", "Monday").
         if token.text.lower() in common:
+            return True
+    elif token.ent_type_ == "ORG":
+        # ... and lone names organisations ("Alice's email", "The address for Alice"):
+        # an organisation is a name with other words ("Amazon Alexa").
+        if _in_an_organisation(doc, index):
             return True
     elif token.ent_type_ in _THING_LABELS:
         return True
