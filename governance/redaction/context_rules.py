@@ -22,6 +22,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from governance.redaction.name_recognizers import (
     NOT_NAMES,
     common_words,
+    in_lexicon,
     name_lists,
 )
 from governance.redaction.pseudonyms import HONORIFICS
@@ -79,6 +80,7 @@ _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _TITLE_LINK = r"(?:[ ](?:of|on))?[ ]the[ ]"
 _TITLE_AFTER = re.compile(rf"{_TITLE_LINK}[A-Z][a-z]")
 _TITLE_BEFORE = re.compile(rf"(?<![\w'’-])(?P<word>[A-Z][a-z][\w'’-]*){_TITLE_LINK}$")
+_NO_TITLE_WORDS = frozenset(STOP_WORDS) | NOT_NAMES
 # The small pipeline calls brands and products facilities ("moisturizer from La Mer",
 # "the Citi Double Cash Card"); a facility is a place where the words before it put
 # something there ("at the Riverside Park", "near Tokyo Tower", "visit the Statue of
@@ -158,18 +160,35 @@ def _token_at(nlp_artifacts: NlpArtifacts | None, start: int) -> Any:
     return None
 
 
-def _names_no_one(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None) -> bool:
+def _in_a_run(token: Any) -> bool:
+    """Whether a capitalised word stands beside another, in one run of a name."""
+    doc = token.doc
+    before = doc[token.i - 1] if token.i > 0 else None
+    after = doc[token.i + 1] if token.i + 1 < len(doc) else None
+    return bool(
+        (before is not None and before.is_title and before.is_alpha and before.whitespace_)
+        or (after is not None and after.is_title and after.is_alpha and token.whitespace_)
+    )
+
+
+def _names_no_one(
+    text: str,
+    result: RecognizerResult,
+    nlp_artifacts: NlpArtifacts | None,
+    common: frozenset[str],
+) -> bool:
     """Whether a name the tagger found reads as no person or place here: in a title
     ("Kafka on the Shore"), a word drawn out ("Nooo"), a facility nothing places anyone
     at ("moisturizer from La Mer"), after an indefinite article ("an AI"), or, for a
-    person the tagger alone found, a single word it reads as no proper noun and no list
-    has as a name ("Bake for 15 minutes")."""
+    person the tagger alone found, a single word no list has as a name that it reads as
+    no proper noun, or a word of the lexicon it cut out of a longer name ("Bake for 15
+    minutes", "Google Cloud Storage")."""
     start, end = result.start, result.end
     if _DRAWN_OUT.search(text, start, end):
         return True  # "Nooo", "Helloooo"
     titled = _TITLE_BEFORE.search(text, max(0, start - 40), start)
     if _TITLE_AFTER.match(text, end) or (
-        titled and titled["word"].lower() not in STOP_WORDS | NOT_NAMES  # not "It's the"
+        titled and titled["word"].lower() not in _NO_TITLE_WORDS  # not "It's the"
     ):
         return True
     value = text[start:end]
@@ -181,18 +200,22 @@ def _names_no_one(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifac
             before = [w for w in words_before(text, start, 3) if w != "the"]
             return not before or before[-1] not in _AT_A_PLACE
     first_names, surnames = name_lists()
-    listed = value.split()[0] in first_names or value.split()[-1] in surnames
+    words = value.split()
+    listed = words[0].capitalize() in first_names or words[-1].capitalize() in surnames
     if not listed and _INDEFINITE.search(text[max(0, start - 4) : start]):
         return True  # not "a Timothy Laarman concert"
     if (
         result.entity_type == "PERSON"
         and " " not in value
         and not listed
-        and value not in surnames
         and _recognizer_name(result) == "SpacyRecognizer"
     ):
         token = _token_at(nlp_artifacts, start)
-        return token is not None and token.pos_ != "PROPN"
+        # "Bake for 15 minutes"; "Google Cloud Storage", "Lighthouse Builders Inc.": a
+        # common word the tagger cut out of a longer name
+        return token is not None and (
+            token.pos_ != "PROPN" or (in_lexicon(token, common) and _in_a_run(token))
+        )
     return False
 
 
@@ -236,7 +259,7 @@ def rescore(
     for result in results:
         kind = result.entity_type
         if kind in ("PERSON", "LOCATION") and (
-            not _bounded(text, result, common) or _names_no_one(text, result, nlp_artifacts)
+            not _bounded(text, result, common) or _names_no_one(text, result, nlp_artifacts, common)
         ):
             continue
         before = words_before(text, result.start)

@@ -156,15 +156,27 @@ def lexicon() -> frozenset[str]:
     return _lexicon(engine().nlp)
 
 
-def thing_word(word: str, common: frozenset[str]) -> bool:
+def in_lexicon(token: Any, common: frozenset[str]) -> bool:
+    """Whether a token is a word of the lexicon, as written, by its lemma, or as the
+    plural of one (the tagger gives a proper noun no lemma: "Tips", "Builders")."""
+    word = token.lower_
+    return (
+        word in common
+        or token.lemma_.lower() in common
+        or (word.endswith("s") and word[:-1] in common)
+    )
+
+
+def thing_word(token: Any, common: frozenset[str]) -> bool:
     """A capitalised common word that no name list holds ("Museum", "Party", "Tips")."""
     first_names, surnames = name_lists()
+    word = token.text
     return (
         word.istitle()
         and word.isalpha()
         and word not in first_names
         and word not in surnames
-        and word.lower() in common
+        and in_lexicon(token, common)
     )
 
 
@@ -207,9 +219,7 @@ def names_a_thing(doc: Any, index: int, common: frozenset[str]) -> bool:
     after = doc[index + 1] if index + 1 < len(doc) else None
     # "Sep 10", "Brooklyn Museum"
     return bool(
-        after is not None
-        and token.whitespace_
-        and (after.like_num or thing_word(after.text, common))
+        after is not None and token.whitespace_ and (after.like_num or thing_word(after, common))
     )
 
 
@@ -226,7 +236,7 @@ def _extends_name(token: Any, common: frozenset[str]) -> bool:
         and (
             text in surnames
             or text in first_names
-            or (token.pos_ == "PROPN" and text.lower() not in common)
+            or (token.pos_ == "PROPN" and not in_lexicon(token, common))
         )
     )
 
