@@ -139,6 +139,17 @@ def test_things_with_first_names_in_them_are_not_people(api):
     assert _labels(redacted) == ["<PERSON_1>"]
 
 
+def test_words_cut_out_of_longer_names_and_headings_are_not_people(api):
+    text = (
+        "**General Tips:** back up to Google Cloud Storage weekly. Ask Lighthouse Builders "
+        "Inc. for a quote. Dana Whitfield agreed."
+    )
+
+    redacted = _preview(api, text)["redactedText"]
+
+    assert redacted == text.replace("Dana Whitfield", "<PERSON_1>")
+
+
 def test_a_place_is_a_place_where_something_is_placed(api):
     redacted = _preview(api, "The party starts at 8 PM at the City Hall, Tom Berg said.")[
         "redactedText"
