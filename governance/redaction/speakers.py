@@ -96,4 +96,13 @@ def speaker_redacted(
             )
     replaced = "".join(parts)
     qualified = replaced + name[len(person) :]
-    return qualified if len(qualified) <= MAX_SPEAKER_NAME_CHARS else replaced
+    if len(qualified) <= MAX_SPEAKER_NAME_CHARS:
+        return qualified
+    # Labels are longer than most names: what does not fit is left out whole, never
+    # cut (a cut label is a malformed one).
+    kept = parts[0]
+    for index in range(1, len(parts) - 1, 2):
+        if len(kept + parts[index] + parts[index + 1]) > MAX_SPEAKER_NAME_CHARS - 2:
+            return kept + " …"
+        kept += parts[index] + parts[index + 1]
+    return kept

@@ -268,6 +268,18 @@ def test_a_name_of_several_speakers_gives_each_their_label_and_roles_stay(worksp
     assert (narrator, manager) == ("Narrator", "Project Manager")
 
 
+def test_a_speaker_name_too_long_for_its_labels_keeps_whole_labels(workspace):
+    names = "Ann Lee & Bo Kim & Cy Ng & Di Wu & Ed Li & Flo Ma & Gus Yu"
+    conversation, messages = _chat(workspace, [MessageInput(role="user", name=names, content="Hi")])
+
+    [speaker] = observer_reading(
+        conversation=conversation, messages=messages, tool_outputs=[]
+    ).speakers
+
+    assert len(speaker) <= 64 and speaker.endswith(" …")
+    assert malformed_pseudonyms(speaker) == [] and len(_labels(speaker)) >= 3
+
+
 def test_a_surname_after_a_title_is_the_titled_speaker(workspace):
     conversation, messages = _chat(
         workspace,
