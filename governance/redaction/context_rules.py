@@ -119,8 +119,8 @@ def _first_word_is_no_name(word: str, common: frozenset[str]) -> bool:
 
 def _bounded(text: str, result: RecognizerResult, common: frozenset[str]) -> bool:
     """Set a person's or a place's span to the name itself: without the words before a
-    person's name ("Later", "I'm"), a place's article, a possessive or punctuation after
-    it. False when nothing of a name is left."""
+    person's name ("Later", "I'm") or lower-case words after it, a place's article, a
+    possessive or punctuation after it. False when nothing of a name is left."""
     start, end = result.start, result.end
     value = text[start:end]
     stripped = value.rstrip(_TRAILING)
@@ -131,6 +131,10 @@ def _bounded(text: str, result: RecognizerResult, common: frozenset[str]) -> boo
         if article:
             start += article.end()
     elif not text[start:end].islower():  # "tracy sukhorukova" is written so
+        # Nor the words after it in lower case ("Monica kiss"): a name's particles
+        # ("van", "de") stand inside it, not at its end.
+        while " " in text[start:end] and text[start:end].rsplit(" ", 1)[1].islower():
+            end = start + len(text[start:end].rsplit(" ", 1)[0].rstrip(_TRAILING))
         while True:
             word = text[start:end].split(" ", 1)
             if len(word) < 2 or not _first_word_is_no_name(word[0], common):
@@ -219,6 +223,19 @@ def _names_no_one(
     return False
 
 
+def _acts(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None) -> bool:
+    """Whether a single first name the tagger calls a place is the subject of a verb
+    right after it ("Phoebe settles it", "Lauren is coming"): a person. Either way the
+    word is redacted; this only keeps a person's label a person's."""
+    value = text[result.start : result.end]
+    first_names, _ = name_lists()
+    token = _token_at(nlp_artifacts, result.start)
+    if " " in value or value not in first_names or token is None:
+        return False
+    after = token.doc[token.i + 1] if token.i + 1 < len(token.doc) else None
+    return after is not None and after.pos_ in ("VERB", "AUX") and after.lower_ != "'s"
+
+
 def _joined(text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
     """A person's name and a word tagged as a place right beside it, with one space
     between, are one name ("Alessandro Phoenix", "Chandler Bing"): one PERSON span."""
@@ -253,7 +270,8 @@ def rescore(
       word, or written as a field name ("order_id") is a label, not a name;
     - a person's or a place's span is set to the name itself (``_bounded``), dropped where
       it reads as no one (``_names_no_one``), and joined with a place tagged right
-      beside it (``_joined``)."""
+      beside it (``_joined``); a first name tagged as a place that acts is a person
+      (``_acts``)."""
     common = common_words(nlp_artifacts)
     kept: list[RecognizerResult] = []
     for result in results:
@@ -291,6 +309,9 @@ def rescore(
             continue  # "#TravelGoals", "RSVP", "question4", "order Jasper", "order_id"
         kept.append(result)
     kept = _joined(text, kept)
+    for result in kept:
+        if result.entity_type == "LOCATION" and _acts(text, result, nlp_artifacts):
+            result.entity_type = "PERSON"
     # A town the tagger found inside a street address, or a street named after a person
     # ("Nelson Mandela Drive"), is part of that address.
     addresses = [r for r in kept if r.entity_type == ADDRESS]

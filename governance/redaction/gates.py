@@ -312,7 +312,7 @@ class _IngestRedaction:
         if self.conversation_id is not None:
             pseudonyms.people_of_conversation(self.conversation_id)
         names = self.names or [""] * len(self.originals)
-        pseudonyms.people(people_of(names))
+        pseudonyms.people(people_of(names), speakers=True)
         pseudonyms.people(
             text[d.start : d.end]
             for text, found in zip(self.originals, self.detections, strict=True)

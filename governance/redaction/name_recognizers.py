@@ -181,19 +181,17 @@ def thing_word(token: Any, common: frozenset[str]) -> bool:
 
 
 def _in_an_organisation(doc: Any, index: int) -> bool:
-    """Whether the token at ``index`` is part of a spaCy ORG entity that holds a word no
-    name list has, and is not a possessive's owner ("John's Post")."""
-    if index + 1 < len(doc) and doc[index + 1].text in ("'s", "’s"):
-        return False
+    """Whether the token at ``index`` follows, in a spaCy ORG entity, a capitalised word
+    no name list has ("Amazon Alexa"). A name that opens the entity ("Ludwig van
+    Beethoven") is a person the pipeline mislabelled; a thing word after it is
+    ``names_a_thing``'s ("Green Party")."""
     first_names, surnames = name_lists()
     entity = next((e for e in doc.ents if e.start <= index < e.end), None)
     if entity is None:
         return False
-    start, end = entity.start, entity.end
     return any(
-        t.is_alpha and t.lower_ != "the" and t.text not in first_names and t.text not in surnames
-        for t in doc[start:end]
-        if t.i != index
+        t.is_title and t.is_alpha and t.text not in first_names and t.text not in surnames
+        for t in doc[entity.start : index]
     )
 
 

@@ -290,7 +290,7 @@ class Pseudonymiser(Protocol):
 
     def label(self, entity_type: str, value: str) -> str: ...
 
-    def people(self, names: Iterable[str]) -> None:
+    def people(self, names: Iterable[str], *, speakers: bool = False) -> None:
         """Full names of people in scope, whose first name alone gets their label."""
 
 

@@ -50,6 +50,7 @@ from governance.models import (
     RedactionPolicy,
 )
 from governance.redaction.labels import LABEL as LABEL  # re-exported: pages find labels too
+from governance.redaction.speakers import people_of
 from memory.models import Message, Observation, Reflection
 from tenancy.models import Workspace
 
@@ -158,9 +159,10 @@ class WorkspacePseudonyms:
     People in scope. ``people`` names the full names of the people of what is being
     redacted (a conversation's, a window's, a text's): a first name alone, or a word
     tagged as a place that is one of their first names ("Phoebe"), gets the full name's
-    pseudonym when exactly one of them has it, and a full name tagged as a place gets
-    the person's. A surname alone ("Mr. Bing") does the same when no one in scope has it
-    as a first name. An ambiguous name keeps a pseudonym of its own."""
+    pseudonym when exactly one of them has it (a participant before anyone a text merely
+    mentions), and a full name tagged as a place gets the person's. A surname alone
+    ("Mr. Bing") does the same when no one in scope has it as a first name. An ambiguous
+    name keeps a pseudonym of its own."""
 
     def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
         self.workspace_id = workspace_id
@@ -175,27 +177,39 @@ class WorkspacePseudonyms:
         self._serialised = False  # the workspace's numbering lock is taken
         self._exclusive = False  # ... and held on a row: nobody else numbers until commit
         self._next_allocated: dict[str, int] = {}
-        # first name (normalised) -> the full names in scope that start with it, and the
-        # same by surname
-        self._people: dict[str, dict[str, str]] = {}
-        self._surnames: dict[str, dict[str, str]] = {}
+        # first name (normalised) -> the full names in scope that start with it, each with
+        # its rank (0: a participant) and its spelling; and the same by surname
+        self._people: dict[str, dict[str, tuple[int, str]]] = {}
+        self._surnames: dict[str, dict[str, tuple[int, str]]] = {}
 
-    def people(self, names: Iterable[str]) -> None:
+    def people(self, names: Iterable[str], *, speakers: bool = False) -> None:
         """Add full names to the people in scope: found by their first word, or, after a
-        title, by their surname ("Dr. Franzblau" by "Franzblau")."""
+        title, by their surname ("Dr. Franzblau" by "Franzblau"). ``speakers``: they are
+        the conversation's participants, whom a first name alone names before anyone a
+        text merely mentions (a text's names are the tagger's, spelling slips and all)."""
+        rank = 0 if speakers else 1
         for name in names:
             full = normalise(PERSON, name)
             words = full.split()
             titled = bool(words) and words[0].rstrip(".") in HONORIFICS
             if len(words) > 1 and (not titled or len(words) == 2):
                 key = words[-1] if titled else words[0]
-                written = " ".join(name.split())
-                self._people.setdefault(key, {}).setdefault(full, written)
-                self._surnames.setdefault(words[-1], {}).setdefault(full, written)
+                written = (rank, " ".join(name.split()))
+                for index, word in ((self._people, key), (self._surnames, words[-1])):
+                    known = index.setdefault(word, {})
+                    known[full] = min(known.get(full, written), written)
 
     def people_of_conversation(self, conversation_id: Any) -> None:
-        """Add the people already named in a conversation: the values of the PERSON
-        pseudonyms it holds (decrypted here, never returned)."""
+        """Add the people a conversation names: its messages' speakers (as stored), and
+        the values of the PERSON pseudonyms it holds (decrypted here, never returned)."""
+        speakers = (
+            Message.objects.filter(conversation_id=conversation_id)
+            .exclude(name="")
+            .values_list("name", flat=True)
+            .distinct()
+            .order_by("name")
+        )
+        self.people(people_of(speakers), speakers=True)
         rows = Pseudonym.objects.filter(
             workspace_id=self.workspace_id,
             entity_type=PERSON,
@@ -216,10 +230,14 @@ class WorkspacePseudonyms:
         if " " in key:
             if entity_type == PERSON:
                 return None
-            named = self._people.get(key.split()[0], {})
-            return named.get(key)
+            full = self._people.get(key.split()[0], {}).get(key)
+            return full[1] if full else None
         named = self._people.get(key) or self._surnames.get(key, {})
-        return next(iter(named.values())) if len(named) == 1 else None
+        if not named:
+            return None
+        best = min(rank for rank, _ in named.values())
+        chosen = [written for rank, written in named.values() if rank == best]
+        return chosen[0] if len(chosen) == 1 else None
 
     def held(self, candidates: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these (entity type, value) pairs the workspace holds a pseudonym for,

@@ -412,7 +412,7 @@ def observer_texts(
         pseudonyms = WorkspacePseudonyms(policy.workspace_id)
         for conversation_id in sorted({m.conversation_id for m in messages}):
             pseudonyms.people_of_conversation(conversation_id)
-        pseudonyms.people(people_of(names))
+        pseudonyms.people(people_of(names), speakers=True)
         pseudonyms.people(
             m.content[f.start : f.end]
             for m in messages
