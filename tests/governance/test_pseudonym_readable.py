@@ -150,6 +150,22 @@ def test_words_cut_out_of_longer_names_and_headings_are_not_people(api):
     assert redacted == text.replace("Dana Whitfield", "<PERSON_1>")
 
 
+@pytest.mark.parametrize(
+    "text, person",
+    [
+        # The small pipeline calls these an organisation and a place.
+        ("Ludwig van Beethoven wrote it for Elise.", "Ludwig"),
+        ("(The girls wait. Phoebe settles it)", "Phoebe"),
+        ("Alice's email bounced again.", "Alice"),
+    ],
+)
+def test_a_name_the_tagger_mislabels_is_still_a_person(api, text, person):
+    redacted = _preview(api, text)["redactedText"]
+
+    assert person not in redacted
+    assert _labels(redacted)[0].startswith("<PERSON_")
+
+
 def test_a_place_is_a_place_where_something_is_placed(api):
     redacted = _preview(api, "The party starts at 8 PM at the City Hall, Tom Berg said.")[
         "redactedText"
