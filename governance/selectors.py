@@ -224,8 +224,8 @@ def redaction_preview(
     if policy is None:
         policy = redaction_policy_or_defaults(workspace_id=workspace_id)
     spec = presidio.PolicySpec.of(policy)
-    [detections] = presidio.engine().detect([text], spec=spec)
     pseudonyms = WorkspacePseudonyms(workspace_id, allocate=False)
+    [detections] = presidio.engine().detect([text], spec=spec, known=pseudonyms)
     redacted = presidio.redact_text(text, detections, spec=spec, pseudonyms=pseudonyms)
     findings = [
         presidio.Finding(

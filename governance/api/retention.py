@@ -140,9 +140,7 @@ class RetentionPolicyDetailApi(ComplianceApiView):
     )
     def delete(self, request: Request, policy_id: str) -> Response:
         policy = self.policy(policy_id)
-        retention_policy_delete(
-            policy=policy, actor=self.actor(), reason=request_reason(request)
-        )
+        retention_policy_delete(policy=policy, actor=self.actor(), reason=request_reason(request))
         return Response(status=204)
 
 

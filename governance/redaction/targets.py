@@ -247,7 +247,11 @@ def redact_targets(
     ).exclude(status=RedactionFinding.Status.DETECTED):
         known[str(finding.target_id)].append(finding)
     detections = presidio.engine().detect(
-        texts, spec=spec, batch_size=batch_size, n_process=n_process
+        texts,
+        spec=spec,
+        batch_size=batch_size,
+        n_process=n_process,
+        known=WorkspacePseudonyms(policy.workspace_id, allocate=False),
     )
     work = []
     for target, text, found in zip(targets, texts, detections, strict=True):

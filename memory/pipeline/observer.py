@@ -180,7 +180,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                         content=content,
                         created_at=m.created_at,
                         tool_name=m.tool_name,
-                        speaker=speaker_name(m) if reading.speakers_named else "",
+                        speaker=reading.speaker_of(m),
                     )
                     for m, content in zip(observable, contents, strict=True)
                 ],

@@ -143,7 +143,11 @@ def messages_append(
     # Analysed before anything is stored when the policy redacts at ingest (nothing
     # otherwise, without loading the redaction engine: the write path stays fast).
     ingest = message_ingest(
-        workspace_id=conversation.workspace_id, contents=contents, redact=redact_at_ingest
+        workspace_id=conversation.workspace_id,
+        contents=contents,
+        redact=redact_at_ingest,
+        names=[item.name for item in items],
+        conversation_id=conversation.pk,
     )
     counts = [] if ingest.redacts else token_counts(contents)
     now = timezone.now()
@@ -162,7 +166,7 @@ def messages_append(
                 seq=first_seq + offset,
                 role=item.role,
                 content=content,
-                name=item.name,
+                name=ingest.stored_name(offset),
                 tool_name=item.tool_name,
                 tool_call_id=item.tool_call_id,
                 token_count=tokens,

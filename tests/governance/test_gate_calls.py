@@ -1,6 +1,6 @@
 """The gates a pipeline step passes in one call: the Observer's reading of a window (its
-messages, its tool calls' output and whether it may see names, from one read of the
-policy) and a message write's passage (redacted at ingest, or scanned after the write)."""
+messages, its speakers' names and its tool calls' output, from one read of the policy)
+and a message write's passage (redacted at ingest, or scanned after the write)."""
 
 from __future__ import annotations
 
@@ -64,9 +64,7 @@ def _observe_flag(workspace, value: bool) -> None:
 
 
 @pytest.mark.parametrize("redacts", [True, False])
-def test_the_observer_reads_redacted_texts_and_no_names_only_where_the_policy_says(
-    chat_with_pii, redacts
-):
+def test_the_observer_reads_redacted_texts_only_where_the_policy_says(chat_with_pii, redacts):
     _observe_flag(chat_with_pii.workspace, redacts)
     messages = _messages(chat_with_pii)
 
@@ -74,7 +72,7 @@ def test_the_observer_reads_redacted_texts_and_no_names_only_where_the_policy_sa
         conversation=chat_with_pii, messages=messages, tool_outputs=TOOL_OUTPUTS
     )
 
-    assert reading.speakers_named is not redacts
+    assert reading.redacts is redacts
     if redacts:
         assert not any(CARD in text or EMAIL in text for text in reading.contents)
         assert EMAIL not in reading.tool_outputs[0]
@@ -126,7 +124,7 @@ def test_a_workspace_without_a_policy_gets_the_defaults_once_there_is_something_
 
     empty = observer_reading(conversation=conversation, messages=[], tool_outputs=[""])
 
-    assert empty.speakers_named is False  # the defaults redact before observation
+    assert empty.redacts is True  # the defaults redact before observation
     assert not RedactionPolicy.objects.filter(workspace=workspace).exists()
     assert not AuditEvent.objects.filter(action="redaction_policy.create").exists()
 

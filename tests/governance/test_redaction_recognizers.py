@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.redaction import recognizers
+from governance.redaction import name_recognizers, recognizers
 from governance.redaction.presidio import DEFAULT_ENTITIES, SUPPORTED_ENTITIES, PolicySpec, engine
 
 SPEC = PolicySpec(workspace_id="w1", version=1)
@@ -172,7 +172,7 @@ def test_names_in_their_places_are_found(text, name):
 
 
 def test_a_first_name_from_the_list_is_found_with_its_surname():
-    first_names, surnames = recognizers.name_lists()
+    first_names, surnames = name_recognizers.name_lists()
     assert {"Emily", "Giovanni", "Agnieszka"} <= first_names
     assert "Kowalski" in surnames
     assert ("PERSON", "Agnieszka Kowalski", "applied") in found(

@@ -1,0 +1,48 @@
+"""How a pseudonym is written, and what only looks like one.
+
+A pseudonym is written ``<ENTITY_TYPE_n>``: the entity type in capitals, an underscore,
+a number from 1, in angle brackets (``<PERSON_2>``). Anything else that spells an entity
+type with a number is a *malformed* pseudonym (``<PERSON158>``, a bare ``PERSON131``,
+``<PERSON_145`` without its bracket, ``person_3>``): a reader cannot reveal it, and the
+reveal page refuses it. ``malformed_pseudonyms`` finds them, for the pipeline and the
+benchmarks to count and refuse. Plain text: nothing here reads the database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from governance.redaction.presidio import DENY_LIST_ENTITY, SUPPORTED_ENTITIES
+
+# A label as written into text: the entity type, an underscore and a number from 1.
+LABEL = re.compile(r"<([A-Z][A-Z0-9_]{0,49})_([1-9][0-9]{0,9})>")
+
+
+@lru_cache(maxsize=16)
+def _spelled(entity_types: tuple[str, ...]) -> re.Pattern[str]:
+    # Longest first, so that "US_BANK_NUMBER" is not read as a shorter type.
+    names = "|".join(re.escape(t) for t in sorted(entity_types, key=lambda t: (-len(t), t)))
+    return re.compile(
+        rf"(?P<open><[ \t]*)?(?<![\w])(?P<type>{names})(?P<sep>[ \t]*[_-]?[ \t]*)"
+        rf"(?P<number>\d+)(?![\w])(?P<close>[ \t]*>)?",
+        re.IGNORECASE,
+    )
+
+
+def malformed_pseudonyms(text: str, entity_types: Iterable[str] = ()) -> list[str]:
+    """The strings of ``text`` that spell an entity type with a number but are not
+    written ``<ENTITY_TYPE_n>``, in the order they appear. ``entity_types`` adds types
+    to Presidio's and Memdesk's (a workspace's custom recognizers'). A type in lower or
+    mixed case counts only with an angle bracket: "Person 3 said" is prose."""
+    types = tuple(sorted({*SUPPORTED_ENTITIES, DENY_LIST_ENTITY, *entity_types}))
+    found: list[str] = []
+    for match in _spelled(types).finditer(text):
+        written = match.group(0).strip()
+        if LABEL.fullmatch(written):
+            continue
+        bracketed = bool(match.group("open") or match.group("close"))
+        if match.group("type").isupper() or bracketed:
+            found.append(written)
+    return found

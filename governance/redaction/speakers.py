@@ -1,0 +1,108 @@
+"""Speakers' names as an engine may read them, and as they are stored when the policy
+redacts at ingest.
+
+A message's ``name`` names a person, or several ("Chandler & Joey"), so a policy that
+redacts people redacts each of them whole, with the operator it gives PERSON: under the
+default, the pseudonym the workspace's mapping gives that person, the same label as
+where the contents mention them ("Maria Gonzalez" speaking and "Maria Gonzalez"
+mentioned are one ``<PERSON_n>``). What is no one's name stays as written: a qualifier
+in brackets ("Tom (agent)" becomes "<PERSON_2> (agent)"), and a role a client gave as a
+name, words of the English lexicon that no name list holds ("Narrator", "Project
+Manager"). A name the policy allows, or a policy that does not redact people, leaves it
+as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from governance.redaction import presidio
+from memory.models import Message
+
+PERSON = "PERSON"
+MAX_SPEAKER_NAME_CHARS = 64
+# "Tom (agent)", "Dana [support]": the name, then a qualifier that says the role.
+_QUALIFIED = re.compile(r"^(?P<name>.*?\S)\s*(?P<qualifier>[(\[][^()\[\]]*[)\]])$")
+# Between the people of one name: "Chandler & Joey", "Ross, Rachel and Monica".
+_BETWEEN = re.compile(r"(\s*(?:&|,|/|\+|\band\b)\s*)")
+
+
+def speaker_name(message: Message) -> str:
+    """The participant's name a message carries: its ``name``, else ``metadata.name``
+    (where clients put it before ``name`` existed), whitespace collapsed; "" when it
+    carries none that reads as a name (as ``memory.pipeline.observer.speaker_name``)."""
+    name: object = message.name
+    if not name and isinstance(message.metadata, dict):
+        name = message.metadata.get("name")
+    if not isinstance(name, str):
+        return ""
+    name = " ".join(name.split())
+    return name if 0 < len(name) <= MAX_SPEAKER_NAME_CHARS else ""
+
+
+def person_of(name: str) -> str:
+    """The person a speaker's name names, without a bracketed qualifier."""
+    match = _QUALIFIED.match(name)
+    return match.group("name") if match else name
+
+
+def people_of(names: Iterable[str]) -> list[str]:
+    """The persons of these speakers' names (for ``WorkspacePseudonyms.people``)."""
+    return [
+        part
+        for name in names
+        if name
+        for index, part in enumerate(_BETWEEN.split(person_of(name)))
+        if index % 2 == 0 and part
+    ]
+
+
+def _a_role(words: str) -> bool:
+    """Words of the lexicon no name list holds ("Narrator", "Project Manager")."""
+    from governance.redaction.name_recognizers import lexicon, name_lists
+
+    first_names, surnames = name_lists()
+    common = lexicon()
+    alphabetic = [w.strip(".") for w in words.split() if w.strip(".").isalpha()]
+    return bool(alphabetic) and all(
+        w.lower() in common and w.capitalize() not in first_names and w.capitalize() not in surnames
+        for w in alphabetic
+    )
+
+
+def speaker_redacted(
+    name: str, *, spec: presidio.PolicySpec, pseudonyms: presidio.Pseudonymiser
+) -> str:
+    """``name`` as the policy lets it be read (the module docstring)."""
+    person = person_of(name)
+    if (
+        not person
+        or PERSON not in spec.analysed_entities
+        or person in spec.allow_list
+        or spec.operator_for(PERSON) == "keep"
+    ):
+        return name
+    parts = _BETWEEN.split(person)
+    for index in range(0, len(parts), 2):
+        part = parts[index]
+        if part and part not in spec.allow_list and not _a_role(part):
+            parts[index] = presidio.operate(
+                part,
+                entity_type=PERSON,
+                operator=spec.operator_for(PERSON),
+                spec=spec,
+                pseudonyms=pseudonyms,
+            )
+    replaced = "".join(parts)
+    qualified = replaced + name[len(person) :]
+    if len(qualified) <= MAX_SPEAKER_NAME_CHARS:
+        return qualified
+    # Labels are longer than most names: what does not fit is left out whole, never
+    # cut (a cut label is a malformed one).
+    kept = parts[0]
+    for index in range(1, len(parts) - 1, 2):
+        if len(kept + parts[index] + parts[index + 1]) > MAX_SPEAKER_NAME_CHARS - 2:
+            return kept + " …"
+        kept += parts[index] + parts[index + 1]
+    return kept
