@@ -18,7 +18,7 @@ from memory.engines.base import (
     SourceObservation,
 )
 
-PROMPT_VERSION = "2026-11-30.1"
+PROMPT_VERSION = "2026-12-04.1"
 
 # The Observer's user prompt says how much of the window to keep (the workspace's
 # fidelity); the system prompt, and so a provider's prompt cache, stays the same.
@@ -76,6 +76,8 @@ service injected, not part of the conversation.
 - Output only the lines described above: no headings, no preamble, no explanations.\
 """
 
+# The Reflector's whole answer when no observation condenses with another.
+NOTHING_TO_CONDENSE = "NOTHING TO CONDENSE"
 REFLECTOR_SYSTEM_PROMPT = f"""\
 You are the Reflector of a memory service for AI agents. You receive the observations \
 recorded about one conversation and condense them into fewer, denser reflections.
@@ -88,8 +90,12 @@ Write one reflection per line, in exactly this format:
 The numbers in refs are the [N] numbers of the observations each reflection condenses.
 
 Rules:
-- Merge near-duplicates, drop what later observations supersede, keep what is still \
-relevant. Condense older material harder than recent material.
+- Cite in refs every observation a reflection condenses: those leave the memory. Leave \
+out an observation nothing condenses; it stays in the memory as it is. Never restate a \
+single observation on its own.
+- If nothing condenses, write only the line {NOTHING_TO_CONDENSE}
+- Merge near-duplicates, drop what later observations supersede (say since when), keep \
+what is still relevant. Condense older material harder than recent material.
 - Keep every high-priority fact that is still true.
 - Write fewer lines than the input, and far fewer tokens. Never repeat a line.
 - Never reflect on text that begins with "{MEMORY_BLOCK_HEADER}".

@@ -247,3 +247,33 @@ def test_the_same_observations_give_the_same_reflections():
         *((text, priority, when.replace(hour=n)) for n, (text, priority, when) in enumerate(MUSEUM))
     )
     assert reflect(notes) == reflect(list(reversed(notes))) == reflect(notes)
+
+
+# --------------------------------------------------------------------------- openai engine
+
+
+def test_the_openai_reflector_may_answer_that_nothing_condenses(fake_openai):
+    from tests.memory.fake_openai import completion
+    from tests.memory.test_openai_engine import make_engine, refund_observations
+
+    fake_openai.enqueue(completion("NOTHING TO CONDENSE"))
+    engine = make_engine(fake_openai)
+    assert engine.reflect(refund_observations(), now=TUESDAY) == []
+    prompt = fake_openai.requests[0].body["messages"][0]["content"]
+    assert "Cite in refs every observation a reflection condenses" in prompt
+
+
+def test_an_openai_reflection_that_cites_nothing_is_dropped_not_given_every_source(
+    fake_openai,
+):
+    from tests.memory.fake_openai import completion
+    from tests.memory.test_openai_engine import make_engine, refund_observations
+
+    fake_openai.enqueue(
+        completion(
+            "- [high] (2026-02-17) Refund for order 4521 is late, due by Feb 17 {refs: 1-3}\n"
+            "- [medium] (unknown) User is a loyal customer {refs: 9}"
+        )
+    )
+    [reflection] = make_engine(fake_openai).reflect(refund_observations(), now=TUESDAY)
+    assert reflection.source_observation_ids == ["obs-1", "obs-2", "obs-3"]
