@@ -97,6 +97,7 @@ class _Item:
     # beside the preference it changed.
     carried: list[str] = field(default_factory=list)
     alive: bool = True
+    _statements: list[_Statement] | None = field(default=None, repr=False)
 
     @property
     def event_day(self) -> datetime:
@@ -141,10 +142,14 @@ class _Item:
 
     @property
     def statements(self) -> list[_Statement]:
-        """The note's clauses as statements, each with its speaker."""
-        if "; " not in self.text:
-            return [_statement(self.text)]
-        return [_statement(clause.written) for clause in clauses_of(self.text)]
+        """The note's clauses as statements, each with its speaker (read once: only
+        superseding reads them, before any text changes)."""
+        if self._statements is None:
+            if "; " not in self.text:
+                self._statements = [_statement(self.text)]
+            else:
+                self._statements = [_statement(c.written) for c in clauses_of(self.text)]
+        return self._statements
 
 
 def _ids_in_order(items: Iterable[_Item]) -> list[str]:

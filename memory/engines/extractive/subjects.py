@@ -139,7 +139,7 @@ def clauses_of(text: str, speakers: frozenset[str] = frozenset()) -> list[Clause
 def word_key(word: str) -> str:
     """The key of a word: a pseudonym as written; any other word lower-cased, without a
     possessive or a plural "s"."""
-    if is_pseudonym(word):
+    if word[:1] == "<" and is_pseudonym(word):
         return word
     key = word.lower().replace("’", "'")
     key = key.removesuffix("'s")
@@ -148,30 +148,25 @@ def word_key(word: str) -> str:
     return key
 
 
+_NOT_KEYS = STOPWORDS | VAGUE_WORDS | _NOT_A_SUBJECT
+
+
 def keys_of(text: str) -> set[str]:
     """The words of a text that can name a subject."""
     keys = set()
     for word in _WORD.findall(text):
         key = word_key(word)
-        if is_strong_key(key):
+        if key[:1].isalpha() and len(key) >= 3 and key not in _NOT_KEYS or is_strong_key(key):
             keys.add(key)
-            continue
-        if (
-            len(key) < 3
-            or not key[0].isalpha()
-            or key in STOPWORDS
-            or key in VAGUE_WORDS
-            or key in _NOT_A_SUBJECT
-        ):
-            continue
-        keys.add(key)
     return keys
 
 
 def is_strong_key(key: str) -> bool:
     """A person's pseudonym or an id: the same one in two notes is the same subject, on
     whatever day."""
-    return is_pseudonym(key) or (_ID_LIKE.match(key) is not None and not _YEAR.match(key))
+    if key[:1] == "<":
+        return is_pseudonym(key)
+    return _ID_LIKE.match(key) is not None and not _YEAR.match(key)
 
 
 _CAPITALISED = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z][\w'’-]*")
@@ -237,9 +232,9 @@ def _cohesive(
         index
         for index in run
         if any(
-            other != key and len(members.intersection(by_key.get(other, ()))) >= 2
+            other != key and len(members.intersection(by_key[other])) >= 2
             for other in notes[index].keys
-            if len(by_key.get(other, ())) <= 3 or other in notes[index].names
+            if other in by_key and (len(by_key[other]) <= 3 or other in notes[index].names)
         )
     ]
 
