@@ -277,3 +277,39 @@ def test_an_openai_reflection_that_cites_nothing_is_dropped_not_given_every_sour
     )
     [reflection] = make_engine(fake_openai).reflect(refund_observations(), now=TUESDAY)
     assert reflection.source_observation_ids == ["obs-1", "obs-2", "obs-3"]
+
+
+def test_a_person_the_user_names_is_a_subject_across_days_not_one_an_answer_lists():
+    friend = (
+        "User went hiking with User's friend <PERSON_5> on Mar 2, who is training for the "
+        "Lisbon marathon; asked for trail snacks; Assistant listed Trail mix; Dried mango; "
+        "Energy bars; Peanut butter sandwiches",
+        "medium",
+        day(3, 2),
+    )
+    later = (
+        "User said <PERSON_5> finished the Lisbon marathon in 3 hours 50 minutes on Mar 20; "
+        "asked for recovery meal ideas; Assistant listed Salmon and rice; Lentil soup; Greek "
+        "yogurt bowl; Smoothies",
+        "medium",
+        day(3, 21),
+    )
+    tail = [("User's cat is called Miso", "low", day(3, 22)), ("User likes tea", "low", day(3, 23))]
+    [about_friend] = reflect(stored(friend, later, *tail))
+    assert about_friend.source_observation_ids == ["o1", "o2"]
+    assert about_friend.topics == ["<PERSON_5>"]
+    assert "3 hours 50 minutes" in about_friend.text and "(Mar 21)" in about_friend.text
+    # The same label only in two of the assistant's lists, weeks apart: most likely a
+    # product or a place the detector took for a person, and nothing to group by.
+    listed = [
+        (
+            f"User asked for {topic}; Assistant listed <PERSON_5>; {a}; {b}; {c}",
+            "low",
+            when,
+        )
+        for topic, a, b, c, when in (
+            ("running shoes", "Trail runners", "Stability shoes", "Racing flats", day(3, 2)),
+            ("rain jackets", "Shell jackets", "Ponchos", "Insulated parkas", day(3, 21)),
+        )
+    ]
+    assert reflect(stored(*listed, *tail)) == []

@@ -34,10 +34,10 @@ _QUOTED = re.compile(r"\"[^\"]{2,80}\"|“[^”]{2,80}”")
 _DIGIT = re.compile(r"\d")
 _COMMITMENT = re.compile(r"\b(?:will|promised?|guarantee[ds]?|committed|must)\b", re.I)
 _TRAILING_PUNCTUATION = " ,;:.-"
-# A note is condensed to its best parts in a third of its words (at least its best part
-# in half of them); a part worth this much or more is never left out of it.
+# A note is condensed to its best parts in a third of its words (its best part alone may
+# take up to 1/1.8 of them); a part worth this much or more is never left out of it.
 TARGET_RATIO = 3.0
-MIN_RATIO = 2.0
+MIN_RATIO = 1.8
 ESSENTIAL_VALUE = 6.0
 
 
@@ -162,9 +162,9 @@ def _says(said: set[str], part: Part) -> bool:
 
 def digest(parts: Sequence[Sequence[Part]], words: Sequence[int]) -> tuple[list[Part], list[int]]:
     """(the parts a line says, in order; the notes it condenses). Each note, in order,
-    is said by its best parts that the line does not say already, in a third of its
-    words; a note whose best part alone takes more than half of them, or that would lose
-    an essential part, does not condense and is not cited. A note all of whose parts
+    is said by its best parts that the line does not say already, best first, in a third
+    of its words; a note whose best part alone takes more than 1/MIN_RATIO of them, or that would
+    lose an essential part, does not condense and is not cited. A note all of whose parts
     the line already says is cited: it repeats them."""
     kept: list[Part] = []
     cited: list[int] = []
@@ -177,9 +177,10 @@ def digest(parts: Sequence[Sequence[Part]], words: Sequence[int]) -> tuple[list[
         used = 0
         for part in sorted(fresh, key=lambda p: (-p.value, p.position)):
             fits = used + part.words <= words[note] / TARGET_RATIO
-            if fits or (not chosen and part.words <= words[note] / MIN_RATIO):
-                chosen.append(part)
-                used += part.words
+            if not (fits or (not chosen and part.words <= words[note] / MIN_RATIO)):
+                break  # never a lesser part in the place of a better one that does not fit
+            chosen.append(part)
+            used += part.words
         left_out = [p for p in fresh if p not in chosen]
         if fresh and not chosen or any(p.value >= ESSENTIAL_VALUE for p in left_out):
             continue

@@ -482,7 +482,13 @@ def reflect_observations(observations: Sequence[SourceObservation]) -> list[Draf
 
 
 def _clause_keys(clause: Clause) -> set[str]:
+    """The subject keys of a clause. A person is a subject where a speaker other than the
+    assistant names them: the assistant's answers name products, places and titles by the
+    dozen, and a pseudonym there is more often one of those than someone in the
+    conversation. Ids count wherever they are, a list's items only by their ids."""
     keys = keys_of(clause.text)
+    if clause.actor == "Assistant":
+        keys = {k for k in keys if not is_pseudonym(k)}
     for item in clause.items:
-        keys.update(k for k in keys_of(item) if is_strong_key(k))
+        keys.update(k for k in keys_of(item) if is_strong_key(k) and not is_pseudonym(k))
     return keys

@@ -143,8 +143,8 @@ def word_key(word: str) -> str:
         return word
     key = word.lower().replace("’", "'")
     key = key.removesuffix("'s")
-    if len(key) > 3 and key.endswith("s") and not key.endswith("ss"):
-        key = key[:-1]
+    if len(key) > 3 and key.endswith("s") and not key.endswith(("ss", "is", "us")):
+        key = key[:-1]  # "postcards" is "postcard"; "tennis" and "status" stay
     return key
 
 
@@ -156,7 +156,9 @@ def keys_of(text: str) -> set[str]:
     keys = set()
     for word in _WORD.findall(text):
         key = word_key(word)
-        if key[:1].isalpha() and len(key) >= 3 and key not in _NOT_KEYS or is_strong_key(key):
+        if (
+            key[:1].isalpha() and len(key) >= 3 and "'" not in key and key not in _NOT_KEYS
+        ) or is_strong_key(key):
             keys.add(key)
     return keys
 
