@@ -156,9 +156,7 @@ def _tokens_since_last_reflection(conversation: Conversation) -> int | None:
     observations are those that run left uncondensed: reading them again alone would
     find nothing new to condense."""
     last_started = (
-        ReflectorRun.objects.filter(
-            conversation=conversation, status=PipelineRun.Status.SUCCEEDED
-        )
+        ReflectorRun.objects.filter(conversation=conversation, status=PipelineRun.Status.SUCCEEDED)
         .exclude(trigger=PipelineRun.Trigger.CORRECTION)
         .order_by("-started_at")
         .values_list("started_at", flat=True)
