@@ -57,6 +57,8 @@ def _refund_with_tools(rng: random.Random, who: tuple[str, str, str, str]) -> li
             "business days. I've also emailed you a return label.",
         ),
         ("user", "Great, thanks. I'll drop the parcel off next Tuesday."),
+        ("user", "I prefer phone calls for updates."),
+        ("user", "Actually, I now prefer email over phone calls for updates."),
     ]
 
 

@@ -64,6 +64,9 @@ class SourceObservation:
 
 @dataclass(frozen=True)
 class DraftReflection:
+    """One condensed fact; ``source_observation_ids`` are the observations it stands for
+    (see ``Engine.reflect``)."""
+
     text: str
     priority: str
     referenced_at: datetime | None
@@ -100,4 +103,12 @@ class Engine(Protocol):
 
     def reflect(
         self, observations: Sequence[SourceObservation], *, now: datetime
-    ) -> list[DraftReflection]: ...
+    ) -> list[DraftReflection]:
+        """Condense the observations into fewer, shorter reflections.
+
+        A reflection cites every observation it condenses (merges, supersedes, sums
+        up); what it cites leaves the context, what no reflection cites stays served as
+        an observation. So a reflection never repeats one observation: an observation
+        nothing condenses is simply left out, and no reflection at all is a legitimate
+        answer (nothing to condense)."""
+        ...

@@ -31,12 +31,16 @@ Output validation (every rejection is ``retryable=False``, nothing is stored):
 - Output that does not compress: output tokens >= input tokens (the rendered messages or
   observations). The Observer is held to it only from 200 input tokens up, where a
   summary line can no longer legitimately be as long as what it summarises.
-- An empty reflection for a non-empty input.
+- An empty reflection for a non-empty input (the Reflector's "nothing to condense"
+  answer, ``prompts.NOTHING_TO_CONDENSE``, is no reflection, and legitimate).
 
 Provenance: ``refs`` name the ``#seq`` of input messages (Observer) or the ``[N]`` index of
-input observations (Reflector). Refs that name nothing in the input are dropped. A line
-left with no valid ref is attributed to the whole input window: it was certainly derived
-from that window, and dropping the line would lose memory for a citation mistake.
+input observations (Reflector). Refs that name nothing in the input are dropped. An
+observation line left with no valid ref is attributed to the whole input window: it was
+certainly derived from that window, and dropping the line would lose memory for a
+citation mistake. A reflection line left with none is dropped: what a reflection cites
+leaves the context, so it would take out every observation, and dropping it loses
+nothing (the observations stay).
 
 Logs carry ids, counts, models, status codes and timings, never prompt or output text.
 """
@@ -71,6 +75,7 @@ from memory.engines.base import (
     SourceObservation,
 )
 from memory.engines.prompts import (
+    NOTHING_TO_CONDENSE,
     OBSERVER_SYSTEM_PROMPT,
     PROMPT_VERSION,
     REFLECTOR_SYSTEM_PROMPT,
@@ -473,6 +478,8 @@ class OpenAIEngine:
         )
         if not completion.content.strip():
             raise EngineError("reflect: the model returned an empty reflection", retryable=False)
+        if completion.content.strip().rstrip(".").upper() == NOTHING_TO_CONDENSE:
+            return []
         _check_not_degenerate(completion.content, kind="reflect")
         parsed = parse_output(completion.content, zone=_zone(now))
         if not parsed.lines:
@@ -486,9 +493,10 @@ class OpenAIEngine:
                 text=line.text,
                 priority=line.priority,
                 referenced_at=line.referenced_at,
-                source_observation_ids=_observation_sources(line.refs, observations),
+                source_observation_ids=sources,
             )
             for line in parsed.lines
+            if (sources := _observation_sources(line.refs, observations))
         ]
         logger.info(
             "openai reflect parsed: observations=%d reflections=%d skipped_lines=%d "
@@ -647,8 +655,6 @@ def _observation_sources(
     refs: Sequence[int], observations: Sequence[SourceObservation]
 ) -> list[str]:
     indices = sorted({ref for ref in refs if 1 <= ref <= len(observations)})
-    if not indices:
-        return [observation.id for observation in observations]
     return [observations[index - 1].id for index in indices]
 
 

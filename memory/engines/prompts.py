@@ -85,6 +85,8 @@ service injected, not part of the conversation.
 - Output only the lines described above: no headings, no preamble, no explanations.\
 """
 
+# The Reflector's whole answer when no observation condenses with another.
+NOTHING_TO_CONDENSE = "NOTHING TO CONDENSE"
 REFLECTOR_SYSTEM_PROMPT = f"""\
 You are the Reflector of a memory service for AI agents. You receive the observations \
 recorded about one conversation and condense them into fewer, denser reflections.
@@ -97,8 +99,12 @@ Write one reflection per line, in exactly this format:
 The numbers in refs are the [N] numbers of the observations each reflection condenses.
 
 Rules:
-- Merge near-duplicates, drop what later observations supersede, keep what is still \
-relevant. Condense older material harder than recent material.
+- Cite in refs every observation a reflection condenses: those leave the memory. Leave \
+out an observation nothing condenses; it stays in the memory as it is. Never restate a \
+single observation on its own.
+- If nothing condenses, write only the line {NOTHING_TO_CONDENSE}
+- Merge near-duplicates, drop what later observations supersede (say since when), keep \
+what is still relevant. Condense older material harder than recent material.
 - Keep every high-priority fact that is still true.
 - Keep who said or did what, by the names the observations use (and placeholders such \
 as <PERSON_3> exactly as written); never merge two people into one.

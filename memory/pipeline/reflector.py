@@ -1,5 +1,12 @@
 """The Reflector: active observations (and the sources of stale reflections), through the
-redaction gate to the engine, condensed into reflections."""
+redaction gate to the engine, condensed into reflections.
+
+Only what a reflection cites leaves the context: an observation the engine condensed
+(merged, superseded, summed up) is cited by the reflection that says it now, and becomes
+reflected; one nothing condensed stays active and is served as it is. An engine that
+finds nothing to condense returns no reflection, and the run succeeds having changed
+nothing. The run's ``items_in`` and ``tokens_in`` count the observations its reflections
+condensed, so that tokens in over tokens out is the Reflector's own compression."""
 
 from __future__ import annotations
 
@@ -142,12 +149,10 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
     engine = engines.engine_for_workspace(conversation.workspace)
     sources_in = inputs.observations
     drafts = engine.reflect(sources_in, now=timezone.now()) if sources_in else []
-    if sources_in and not drafts:
-        # Storing nothing would silently drop the observations from the context.
-        raise EngineError("the engine returned an empty reflection")
     input_ids = {o.id for o in sources_in}
     observed = {o.id: o.observed_at for o in sources_in}
     texts = {o.id: o.text for o in sources_in}
+    tokens_of = {o.id: o.token_count for o in sources_in}
     written_at = timezone.now()
     windows = {
         str(pk): (start, end, start_at, end_at)
@@ -202,6 +207,7 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                     token_count=token_count(draft.text.strip()),
                 )
             )
+        cited = list(dict.fromkeys(i for r in reflections for i in r.source_observation_ids))
         run_finish(
             ReflectorRun,
             run,
@@ -211,9 +217,9 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
             model_name=_reflector_model(engine),
             prompt_version=engine.prompt_version,
             generation=max((r.generation for r in reflections), default=None),
-            items_in=len(sources_in),
+            items_in=len(cited),
             items_out=len(reflections),
-            tokens_in=sum(o.token_count for o in sources_in),
+            tokens_in=sum(tokens_of[i] for i in cited),
             tokens_out=sum(r.token_count for r in reflections),
         )
         Reflection.objects.bulk_create(reflections)
@@ -227,16 +233,13 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                 pk__in=ids,
             ).update(status=Observation.Status.REFLECTED, reflection=reflection)
             linked.update(ids)
-        # Inputs no reflection cites (merged away or superseded) leave the context too;
-        # they stay stored and inspectable.
-        Observation.objects.filter(pk__in=input_ids, status=Observation.Status.ACTIVE).update(
-            status=Observation.Status.REFLECTED
-        )
-        Observation.objects.filter(
-            pk__in=stale_sources - linked, reflection__in=[r.pk for r in inputs.stale]
-        ).update(reflection=None)
+        # An active input no reflection cites stays active. A stale reflection's source
+        # that nothing cites now is served again as an observation, unless another
+        # reflection still in the context says it.
+        restored = _restore_uncited(conversation, inputs, stale_sources - linked)
         _supersede_stale(conversation, inputs, reflections)
-        if reflections:
+        changed = bool(reflections or inputs.stale or restored)
+        if changed:
             audit_record(
                 workspace_id=conversation.workspace_id,
                 actor=SYSTEM_ACTOR,
@@ -246,13 +249,36 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                 after={
                     "conversationId": str(conversation.pk),
                     "reflections": [str(r.pk) for r in reflections],
-                    "observationsReflected": len(input_ids),
+                    "observationsRead": len(input_ids),
+                    "observationsReflected": len(cited),
+                    "observationsRestored": restored,
                     "trigger": run.trigger,
                 },
             )
-        Conversation.objects.filter(pk=conversation.pk).update(
-            memory_version=F("memory_version") + 1
-        )
+            Conversation.objects.filter(pk=conversation.pk).update(
+                memory_version=F("memory_version") + 1
+            )
+
+
+def _restore_uncited(
+    conversation: Conversation, inputs: ReflectionInputs, uncited: set[str]
+) -> int:
+    """Serve again the stale reflections' sources that no new reflection cites: each
+    goes back to active, unless a reflection still active cites it (then it links to
+    that one). Returns how many became active."""
+    if not uncited:
+        return 0
+    still_cited: dict[str, Reflection] = {}
+    for reflection in Reflection.objects.filter(
+        conversation=conversation, status=Reflection.Status.ACTIVE
+    ).exclude(pk__in=[r.pk for r in inputs.stale]):
+        for i in reflection.source_observation_ids:
+            still_cited.setdefault(str(i), reflection)
+    for pk in sorted(set(still_cited) & uncited):
+        Observation.objects.filter(pk=pk).update(reflection=still_cited[pk])
+    return Observation.objects.filter(pk__in=uncited - set(still_cited)).update(
+        status=Observation.Status.ACTIVE, reflection=None
+    )
 
 
 def reflector_run_execute(

@@ -150,17 +150,48 @@ def reflector_schedule_for_correction(*, conversation: Conversation) -> Reflecto
     return reflector_schedule(conversation=conversation, trigger=PipelineRun.Trigger.CORRECTION)
 
 
+def _tokens_since_last_reflection(conversation: Conversation) -> int | None:
+    """Tokens of the active observations written since the last successful Reflector run
+    over active observations started; None when no run has read them yet. Older active
+    observations are those that run left uncondensed: reading them again alone would
+    find nothing new to condense."""
+    last_started = (
+        ReflectorRun.objects.filter(conversation=conversation, status=PipelineRun.Status.SUCCEEDED)
+        .exclude(trigger=PipelineRun.Trigger.CORRECTION)
+        .order_by("-started_at")
+        .values_list("started_at", flat=True)
+        .first()
+    )
+    if last_started is None:
+        return None
+    total = (
+        active_observations(conversation=conversation)
+        .filter(created_at__gt=last_started)
+        .aggregate(total=Sum("token_count"))
+    )
+    return total["total"] or 0
+
+
 def reflector_schedule_if_due(
     *, conversation: Conversation, trigger: str = PipelineRun.Trigger.THRESHOLD
 ) -> ReflectorRun | None:
     """Schedule a Reflector run if the active observations reached the threshold, or if
-    stale reflections wait to be re-derived (their run failed, or was never sent)."""
+    stale reflections wait to be re-derived (their run failed, or was never sent).
+
+    The observations a run leaves uncondensed stay active, so after a first run the
+    threshold counts what was written since: active tokens must have grown by the
+    threshold again, or a conversation whose notes do not condense would be reflected
+    on every write and every sweep."""
     if not settings.MEMDESK_PIPELINE_ENABLED:
         return None
     if _has_open_run(ReflectorRun, conversation):
         return None
-    tokens = active_observation_token_count(conversation=conversation)
-    if tokens < conversation.effective_reflector_threshold:
+    threshold = conversation.effective_reflector_threshold
+    due = active_observation_token_count(conversation=conversation) >= threshold
+    if due:
+        since = _tokens_since_last_reflection(conversation)
+        due = since is None or since >= threshold
+    if not due:
         if not stale_reflections(conversation=conversation).exists():
             return None
         trigger = PipelineRun.Trigger.CORRECTION

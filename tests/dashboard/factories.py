@@ -19,7 +19,11 @@ from tests.memory.factories import WorkspaceFactory
 PASSWORD = "correct horse battery staple"
 ROLES = ["viewer", "reviewer", "compliance", "admin"]
 CHAT = [
-    ("user", "Hi, I'm Dana. My Aero 2 headphones arrived broken, order ORD-123456."),
+    (
+        "user",
+        "Hi, I'm Dana. My Aero 2 headphones arrived broken, order ORD-123456. "
+        "I usually prefer phone calls.",
+    ),
     ("assistant", "Sorry to hear that. I can refund $129 or send a replacement."),
     ("tool", '{"order_id": "ORD-123456", "status": "delivered", "total": 129.0}'),
     ("user", "Refund please. I prefer email over phone calls."),

@@ -119,7 +119,8 @@ def test_a_reflection_never_holds_a_value_the_detectors_find_in_its_input(
 
 def test_the_extractive_reflector_behind_the_gate_keeps_no_value_either(workspace, conversation):
     policy = set_policy(workspace)
-    _observations(conversation, NOTES)
+    # Each note said twice: the Reflector merges the repeats, so it writes them all.
+    _observations(conversation, [*NOTES, *NOTES])
     values = detected_values(NOTES, policy)
 
     assert _reflect(conversation).status == "succeeded"
@@ -280,14 +281,14 @@ def test_running_the_gate_twice_records_nothing_twice(workspace, conversation):
 
 def test_reflection_waits_for_reviews_when_the_policy_says_so(workspace, conversation):
     set_policy(workspace, reflection_waits_for_review=True)
-    _observations(conversation, [NOTES[2], NOTES[4]])
+    _observations(conversation, [NOTES[2], NOTES[4], NOTES[4]])  # a repeat to condense
 
     run = _reflect(conversation, final=False)
 
     assert run.status == "retrying"  # the worker tries it again later
     assert "pending review" in run.error
     assert not Reflection.objects.exists()
-    assert Observation.objects.filter(status="active").count() == 2
+    assert Observation.objects.filter(status="active").count() == 3
 
     redaction_finding_approve(
         finding=RedactionFinding.objects.get(status="pending_review"), actor=SYSTEM_ACTOR

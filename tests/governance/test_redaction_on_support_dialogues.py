@@ -17,7 +17,7 @@ import re
 import pytest
 
 from governance.models import RedactionFinding
-from memory.models import Reflection
+from memory.models import Observation, Reflection
 from tests.governance.evaluation_data import data_file
 
 ROLES = {"agent": "assistant", "customer": "user", "action": "tool"}
@@ -70,7 +70,10 @@ CAUGHT_IN = {True: ["message", "observation"], False: ["observation"]}
 # names "Alessandro", so the scan leaves it in what the Observer reads. Without
 # redaction before observation the observation says "User said Alessandro Phoenix",
 # whose naming cue the reflection gate catches. Name recall is the detectors' part.
-KNOWN_MISSES: dict[bool, set[tuple[int, str]]] = {True: set(), False: set()}
+# Without redaction before observation, the same customer's bare username
+# ("Aphoenix939", typed alone) is kept by the Observer as "User said Aphoenix939", and
+# nothing in the gate detects a login name with no cue: the observation keeps it.
+KNOWN_MISSES: dict[bool, set[tuple[int, str]]] = {True: set(), False: {(9489, "aphoenix939")}}
 
 
 @pytest.mark.parametrize("before_observation", [True, False], ids=["default", "at-reflection"])
@@ -112,7 +115,14 @@ def test_no_personal_data_from_a_dialogue_reaches_a_reflection(
             assert run.status_code == 200 and run.json()["status"] == "succeeded", run.json()
         conversations.append((dialogue, conversation_id))
 
-    reflections = " ".join(Reflection.objects.values_list("text", flat=True)).lower()
+    # What the Reflector read, behind its gate: the observations it left as they are and
+    # the reflections it wrote.
+    reflections = " ".join(
+        [
+            *Reflection.objects.values_list("text", flat=True),
+            *Observation.objects.values_list("text", flat=True),
+        ]
+    ).lower()
     assert reflections
     checked = 0
     for dialogue, conversation_id in conversations:

@@ -123,7 +123,8 @@ def test_editing_a_reflected_observation_is_served_at_once_and_rederived(
     assert reflection.status == "superseded"
     successor = Reflection.objects.get(pk=reflection.superseded_by_id)
     assert successor.status == "active" and "SMS" in successor.text
-    assert successor.source_observation_ids == [str(reflected_observation.pk)]
+    # Made again from the same sources: the corrected note still supersedes the older one.
+    assert successor.source_observation_ids == reflection.source_observation_ids
     assert successor.generation == reflection.generation
     reflected_observation.refresh_from_db()
     assert (reflected_observation.status, reflected_observation.reflection_id) == (
@@ -253,15 +254,18 @@ def test_the_other_sources_of_a_reflection_are_served_in_its_place(
     now = _context(curator_api, reflected_conversation)
     _assert_nowhere(now, "email")
     _assert_everywhere(now, parcel.text)
-    assert [o["id"] for o in json.loads(now["json"])["observations"]] == [str(parcel.pk)]
+    assert str(parcel.pk) in [o["id"] for o in json.loads(now["json"])["observations"]]
 
     _rederive(reflected_conversation)
     summary.refresh_from_db()
-    successor = Reflection.objects.get(pk=summary.superseded_by_id)
-    assert successor.source_observation_ids == [str(parcel.pk)]
+    # One note alone condenses into nothing: the summary goes, and the parcel note is
+    # served as the observation it is.
+    assert (summary.status, summary.superseded_by_id) == ("superseded", None)
+    parcel.refresh_from_db()
+    assert (parcel.status, parcel.reflection_id) == ("active", None)
     served = _served(curator_api, reflected_conversation)
-    assert served["observations"] == []
-    assert successor.text in [r["text"] for r in served["reflections"]]
+    assert parcel.text in [o["text"] for o in served["observations"]]
+    assert summary.text not in [r["text"] for r in served["reflections"]]
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
 
 
@@ -280,26 +284,37 @@ def test_a_tags_only_edit_leaves_the_reflection_served(
 def test_a_rederivation_leaves_active_observations_to_their_threshold(
     curator_api, reflected_conversation, reflected_observation
 ):
+    # A newer change of mind, which a run reading the active observations would condense
+    # with the corrected one.
     fresh = observation_create(
-        conversation=reflected_conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
+        conversation=reflected_conversation,
+        actor=SYSTEM_ACTOR,
+        text="User now prefers letters over phone calls.",
     )
     curator_api.patch(
-        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+        _path(reflected_observation),
+        {"content": "User prefers SMS over phone calls.", "reason": "r"},
+        format="json",
     )
     run = _rederive(reflected_conversation)
-    assert run.items_in == 1
+    assert run.items_in == 2  # the stale reflection's two sources, condensed again
     fresh.refresh_from_db()
     assert fresh.status == "active"
+    assert all(str(fresh.pk) not in r.source_observation_ids for r in Reflection.objects.all())
 
 
 def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations_too(
     curator_api, reflected_conversation, reflected_observation
 ):
     fresh = observation_create(
-        conversation=reflected_conversation, actor=SYSTEM_ACTOR, text="User's dog is called Rex."
+        conversation=reflected_conversation,
+        actor=SYSTEM_ACTOR,
+        text="User now prefers letters over phone calls.",
     )
     curator_api.patch(
-        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+        _path(reflected_observation),
+        {"content": "User prefers SMS over phone calls.", "reason": "r"},
+        format="json",
     )
     waiting = ReflectorRun.objects.get(conversation=reflected_conversation, status="pending")
 
@@ -311,14 +326,17 @@ def test_reflect_now_while_a_rederivation_waits_reflects_the_active_observations
     fresh.refresh_from_db()
     assert fresh.status == "reflected"
     [current] = _built_from(reflected_observation)
-    assert "SMS" in current.text
+    # The active change of mind, read with the stale reflection's sources, supersedes them.
+    assert "letters" in current.text and str(fresh.pk) in current.source_observation_ids
 
 
 def test_a_correction_made_while_the_reflector_works_is_not_lost(
     curator_api, reflected_conversation, reflected_observation, fake_engine
 ):
     curator_api.patch(
-        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+        _path(reflected_observation),
+        {"content": "User prefers SMS over phone calls.", "reason": "r"},
+        format="json",
     )
 
     class CorrectedMeanwhile(ExtractiveEngine):
@@ -329,7 +347,7 @@ def test_a_correction_made_while_the_reflector_works_is_not_lost(
                     observation=reflected_observation,
                     actor=SYSTEM_ACTOR,
                     reason="the customer wrote again",
-                    text="User prefers letters.",
+                    text="User prefers letters over phone calls.",
                 )
             return drafts
 
@@ -350,7 +368,9 @@ def test_the_sweeper_rederives_what_a_failed_run_left_stale(
     curator_api, reflected_conversation, reflected_observation, monkeypatch
 ):
     curator_api.patch(
-        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+        _path(reflected_observation),
+        {"content": "User prefers SMS over phone calls.", "reason": "r"},
+        format="json",
     )
     ReflectorRun.objects.filter(status="pending").update(status="failed")
     monkeypatch.setattr("memory.pipeline.scheduling.FAILURE_COOLDOWN", timedelta(0))
@@ -390,8 +410,8 @@ def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
     assert (reflection.status, reflection.text) == ("active", "User prefers SMS over phone calls.")
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     event = AuditEvent.objects.get(action="reflection.edit")
-    assert (event.before["text"], event.after["text"], event.reason) == (
-        "User prefers email over phone calls",
+    assert event.before["text"].startswith("User prefers email over phone calls, since ")
+    assert (event.after["text"], event.reason) == (
         "User prefers SMS over phone calls.",
         "summary was wrong",
     )
@@ -401,7 +421,9 @@ def test_a_person_s_edit_of_a_stale_reflection_stands_until_its_sources_change(
     curator_api, reflected_conversation, reflected_observation, reflection
 ):
     curator_api.patch(
-        _path(reflected_observation), {"content": "User prefers SMS.", "reason": "r"}, format="json"
+        _path(reflected_observation),
+        {"content": "User prefers SMS over phone calls.", "reason": "r"},
+        format="json",
     )
     reflection.refresh_from_db()
     assert reflection.status == "stale"
@@ -424,7 +446,7 @@ def test_a_person_s_edit_of_a_stale_reflection_stands_until_its_sources_change(
     # Its source changes again: the source is newer than the person's wording.
     curator_api.patch(
         _path(reflected_observation),
-        {"content": "User prefers letters.", "reason": "r"},
+        {"content": "User prefers letters over phone calls.", "reason": "r"},
         format="json",
     )
     reflection.refresh_from_db()

@@ -22,7 +22,6 @@ from memory.engines.base import (
 )
 from memory.engines.dates import find_dates, resolve_date
 from memory.engines.extractive import ExtractiveEngine
-from memory.engines.extractive.reflector import telegraphic
 from memory.tokens import token_count
 from tests.memory.builders import TUESDAY, source_messages, texts
 
@@ -492,132 +491,7 @@ def test_every_observation_cites_real_messages_in_seq_order():
         assert observation.priority in ("high", "medium", "low", "completed")
 
 
-# --------------------------------------------------------------------------- reflector
-
-
-def test_reflect_merges_near_duplicates():
-    notes = stored(
-        ("User prefers email for updates", "medium", day(2026, 2, 1)),
-        ("User's dog is called Rex", "medium", day(2026, 2, 2)),
-        ("User prefers email for all updates", "medium", day(2026, 2, 3)),
-    )
-    reflections = engine().reflect(notes, now=TUESDAY)
-    about_email = [r for r in reflections if "email" in r.text]
-    assert len(about_email) == 1
-    assert about_email[0].source_observation_ids == ["o1", "o3"]
-
-
-def test_a_changed_preference_supersedes_the_old_one():
-    notes = stored(
-        ("User prefers email over SMS", "medium", day(2026, 1, 5)),
-        ("User's dog is called Rex", "medium", day(2026, 1, 6)),
-        ("User now prefers SMS over email", "medium", day(2026, 2, 9)),
-    )
-    reflections = engine().reflect(notes, now=TUESDAY)
-    all_text = " | ".join(r.text for r in reflections)
-    assert "User prefers email over SMS" not in all_text
-    assert "User now prefers SMS over email" in all_text
-    winner = next(r for r in reflections if "SMS" in r.text)
-    assert winner.source_observation_ids == ["o1", "o3"]
-
-
-def test_a_changed_attribute_supersedes_the_old_value():
-    notes = stored(
-        ("User's email is anna@old.example", "medium", day(2026, 1, 5)),
-        ("User's email is anna@new.example", "medium", day(2026, 2, 9)),
-    )
-    reflections = engine().reflect(notes, now=TUESDAY)
-    assert [r.text for r in reflections] == ["User's email is anna@new.example"]
-    assert reflections[0].source_observation_ids == ["o1", "o2"]
-
-
-def test_different_amounts_are_not_merged():
-    notes = stored(
-        ("Assistant promised a refund of $129", "high", day(2026, 2, 1)),
-        ("Assistant promised a refund of $130", "high", day(2026, 2, 2)),
-    )
-    assert len(engine().reflect(notes, now=TUESDAY)) == 2
-
-
-def test_old_background_is_compressed_harder_than_recent_notes():
-    old_days = [day(2026, 1, d) for d in range(1, 13)]
-    notes = stored(
-        *(
-            (f"User went to the {place} with a friend and had a very nice time", "low", d)
-            for place, d in zip(
-                [
-                    "park",
-                    "museum",
-                    "zoo",
-                    "beach",
-                    "lake",
-                    "market",
-                    "cinema",
-                    "library",
-                    "harbour",
-                    "castle",
-                    "garden",
-                    "gallery",
-                ],
-                old_days,
-                strict=True,
-            )
-        ),  # fmt: skip
-        ("User's flight LH123 to Oslo was cancelled", "high", day(2026, 1, 3)),
-        ("User went to the theatre with a friend and had a very nice time", "low", TUESDAY),
-    )
-    reflections = engine().reflect(notes, now=TUESDAY)
-    texts_out = [r.text for r in reflections]
-    assert "User's flight LH123 to Oslo was cancelled" in " ".join(texts_out)  # old but high
-    assert texts_out[-1] == "User went to the theatre with a friend and had a very nice time"
-    summary = next(r for r in reflections if "summary" in r.tags)
-    assert summary.text == (
-        "User went to park (Jan 1); museum (Jan 2); zoo (Jan 3); beach (Jan 4); lake (Jan 5); "
-        "market (Jan 6); cinema (Jan 7); library (Jan 8); harbour (Jan 9) with friend and had "
-        "nice time"
-    )
-    assert summary.source_observation_ids == [f"o{n}" for n in range(1, 10)]
-    summarised = sum(n.token_count for n in notes if n.id in summary.source_observation_ids)
-    assert token_count(summary.text) <= 0.5 * summarised  # recent notes stay verbatim
-    reflected = [i for r in reflections for i in r.source_observation_ids]
-    assert sorted(reflected) == sorted(n.id for n in notes)  # every note accounted for once
-
-
-def test_reflect_never_returns_nothing_for_something():
-    one = stored(("User likes tea", "low", day(2026, 2, 1)))
-    assert [r.text for r in engine().reflect(one, now=TUESDAY)] == ["User likes tea"]
-    same = stored(*(("User likes tea", "low", day(2026, 2, d)) for d in range(1, 6)))
-    reflections = engine().reflect(same, now=TUESDAY)
-    assert len(reflections) == 1
-    assert reflections[0].source_observation_ids == ["o1", "o2", "o3", "o4", "o5"]
-    assert engine().reflect([], now=TUESDAY) == []
-
-
-def test_money_a_deadline_or_a_promise_is_never_background():
-    # Observer: an assistant's amount alone was background before.
+def test_an_assistants_amount_is_never_background():
+    # An assistant's amount alone was background before.
     note = only(observe(("assistant", "The replacement costs $129 including shipping.")))
     assert note.priority == "medium"
-    # Reflector: a note someone marked background keeps its weight when it names money,
-    # a deadline or a promise; plain background stays background.
-    notes = stored(
-        ("User's refund will arrive by Feb 17", "low", day(2026, 2, 1)),
-        ("User paid 40 dollars for the cable", "low", day(2026, 2, 2)),
-        ("User watched a film at the Odeon", "low", day(2026, 2, 3)),
-        ("User likes tea", "low", day(2026, 2, 4)),
-    )
-    priorities = {r.text: r.priority for r in engine().reflect(notes, now=TUESDAY)}
-    refund = next(p for t, p in priorities.items() if "refund" in t)
-    cable = next(p for t, p in priorities.items() if "cable" in t)
-    odeon = next(p for t, p in priorities.items() if "Odeon" in t)
-    assert (refund, cable, odeon) == ("medium", "medium", "low")
-
-
-def test_compressed_old_notes_keep_whole_clauses():
-    long_note = (
-        "User moved to Berlin in March, started a new job at Zalando, "
-        "and is looking for a quiet flat near the river with a balcony and a garden"
-    )
-    shortened = telegraphic(long_note, 8)
-    assert "…" not in shortened and not shortened.endswith(("the", "a", "and", ","))
-    assert shortened.startswith("User moved to Berlin in March")  # the first clause whole
-    assert "Zalando" in shortened  # a later clause with a name is kept

@@ -23,6 +23,7 @@ CHAT = [
     ("assistant", "I can refund $129 or send a replacement."),
     ("user", "Refund please. I prefer email over phone calls."),
     ("assistant", "Done: the refund of $129 will land within 5 business days."),
+    ("user", "Actually, I now prefer SMS over email."),  # a change the Reflector condenses
 ]
 
 

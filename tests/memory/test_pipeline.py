@@ -259,45 +259,127 @@ def test_a_retryable_failure_gives_the_run_back_for_a_retry(refund_chat, fake_en
     assert outcome.run.attempts == 2
 
 
-def test_reflection_condenses_observations_which_leave_the_context(api, refund_chat):
-    _observe_now(refund_chat)
-    observed = set(
-        Observation.objects.filter(conversation=refund_chat).values_list("pk", flat=True)
+# Dana's chat with a change of mind in it: the Reflector has something to condense.
+CHANGED_MIND = [CHAT[0], ("user", "By the way, I usually prefer phone calls."), *CHAT[1:]]
+
+
+def _reflect_now(conversation: Conversation) -> ReflectorRun:
+    outcome = reflector_run_execute(
+        run_id=reflector_schedule(conversation=conversation, trigger="manual").pk
     )
-    run = reflector_run_execute(
-        run_id=reflector_schedule(conversation=refund_chat, trigger="manual").pk
-    ).run
+    assert outcome.run is not None
+    return outcome.run
+
+
+def test_a_reflection_takes_out_of_the_context_only_the_observations_it_cites(api, workspace):
+    conversation = conversation_create(workspace=workspace, user_id="dana")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role=r, content=c) for r, c in CHANGED_MIND],
+    )
+    _observe_now(conversation)
+    observed = {str(o.pk): o for o in Observation.objects.filter(conversation=conversation)}
+    run = _reflect_now(conversation)
     assert run.status == "succeeded" and run.generation == 1
-    reflections = list(Reflection.objects.filter(conversation=refund_chat))
-    assert reflections
-    cited = {i for r in reflections for i in r.source_observation_ids}
-    assert cited <= {str(pk) for pk in observed}
-    # Reflected observations are kept, but no longer active.
-    assert Observation.objects.filter(conversation=refund_chat).count() == len(observed)
-    assert not Observation.objects.filter(conversation=refund_chat, status="active").exists()
-    context = api.get(f"/v1/conversations/{refund_chat.pk}/context").json()
-    assert context["observations"] == [] and context["recentMessages"] == []
-    assert len(context["reflections"]) == len(reflections)
+    [reflection] = Reflection.objects.filter(conversation=conversation)
+    assert reflection.text.startswith("User prefers email over phone calls, since ")
+    cited = reflection.source_observation_ids
+    assert [observed[i].text for i in cited] == [
+        "User usually prefers phone calls",
+        "User prefers email over phone calls",
+    ]
+    # The run counts what it condensed: its tokens in over out is the Reflector's ratio.
+    assert (run.items_in, run.items_out) == (2, 1)
+    assert run.tokens_in == sum(observed[i].token_count for i in cited)
+    assert run.tokens_out == reflection.token_count
+    # Cited observations are kept but leave the context; the rest stay active, served.
+    statuses = dict(
+        Observation.objects.filter(conversation=conversation).values_list("pk", "status")
+    )
+    assert {str(pk) for pk, status in statuses.items() if status == "reflected"} == set(cited)
+    context = api.get(f"/v1/conversations/{conversation.pk}/context").json()
+    assert [r["text"] for r in context["reflections"]] == [reflection.text]
+    served = [o["id"] for o in context["observations"]]
+    assert sorted(served) == sorted(set(observed) - set(cited))
+    assert "Aero 2" in " ".join(o["text"] for o in context["observations"])
 
 
-def test_an_empty_reflection_is_rejected_and_memory_stays_as_it_was(refund_chat, fake_engine):
+def test_a_run_that_finds_nothing_to_condense_succeeds_and_changes_nothing(api, refund_chat):
+    from governance.models import AuditEvent
+
+    _observe_now(refund_chat)
+    before = list(Observation.objects.filter(conversation=refund_chat).values_list("pk", "status"))
+    version = Conversation.objects.get(pk=refund_chat.pk).memory_version
+    served = api.get(f"/v1/conversations/{refund_chat.pk}/context").json()
+
+    run = _reflect_now(refund_chat)  # the real engine: each note says something else
+
+    assert run.status == "succeeded" and run.error == ""
+    assert (run.items_in, run.items_out, run.tokens_in, run.tokens_out) == (0, 0, 0, 0)
+    assert run.generation is None
+    assert not Reflection.objects.exists()
+    after = Observation.objects.filter(conversation=refund_chat).values_list("pk", "status")
+    assert list(after) == before and {status for _, status in before} == {"active"}
+    assert Conversation.objects.get(pk=refund_chat.pk).memory_version == version
+    assert not AuditEvent.objects.filter(action="memory.reflect").exists()
+    assert api.get(f"/v1/conversations/{refund_chat.pk}/context").json() == served
+
+
+def test_a_reflection_without_valid_sources_is_rejected_and_memory_stays_as_it_was(
+    refund_chat, fake_engine
+):
+    from memory.engines.base import DraftReflection
+
     _observe_now(refund_chat)
     before = list(Observation.objects.filter(conversation=refund_chat).values_list("pk", "status"))
 
-    class EmptyReflector(ExtractiveEngine):
+    class Unsourced(ExtractiveEngine):
         def reflect(self, observations, *, now):
-            return []
+            return [DraftReflection("User likes tea", "low", None, ["not-an-input"])]
 
-    fake_engine(EmptyReflector())
-    run = reflector_run_execute(
-        run_id=reflector_schedule(conversation=refund_chat, trigger="manual").pk
-    ).run
-    assert run.status == "failed" and "empty reflection" in run.error
+    fake_engine(Unsourced())
+    run = _reflect_now(refund_chat)
+    assert run.status == "failed" and "without valid sources" in run.error
     assert not Reflection.objects.exists()
-    assert (
-        list(Observation.objects.filter(conversation=refund_chat).values_list("pk", "status"))
-        == before
+    after = Observation.objects.filter(conversation=refund_chat).values_list("pk", "status")
+    assert list(after) == before
+
+
+def test_uncondensable_observations_do_not_make_the_reflector_run_again_and_again(
+    workspace, refund_chat, django_capture_on_commit_callbacks
+):
+    from memory.pipeline.scheduling import reflector_schedule_if_due
+
+    workspace.reflector_threshold = 20
+    workspace.save()
+    conversation = Conversation.objects.select_related("workspace").get(pk=refund_chat.pk)
+    _observe_now(conversation)  # over the threshold: the Observer schedules the Reflector
+    first = ReflectorRun.objects.get(conversation=conversation)
+    assert (first.status, first.trigger) == ("pending", "threshold")
+    reflector_run_execute(run_id=first.pk)
+    assert not Reflection.objects.exists()  # nothing to condense: all stay active
+
+    # Still over the threshold, but nothing new since that run: neither a write nor the
+    # sweeper schedules another.
+    assert reflector_schedule_if_due(conversation=conversation) is None
+    assert pipeline_sweep()["reflector_scheduled"] == 0
+    assert ReflectorRun.objects.filter(conversation=conversation).count() == 1
+
+    # Notes written since, as many tokens as the threshold: due again.
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content="I now prefer SMS over email and phone calls."),
+            MessageInput(role="user", content="My brother Jonas also ordered the Aero 2."),
+        ],
     )
+    with django_capture_on_commit_callbacks(execute=False):
+        _observe_now(conversation)
+    second = ReflectorRun.objects.filter(conversation=conversation).latest("created_at")
+    assert second.pk != first.pk and second.status == "pending"
+    reflector_run_execute(run_id=second.pk)
+    [update] = Reflection.objects.filter(conversation=conversation)
+    assert "SMS" in update.text and len(update.source_observation_ids) == 2
 
 
 def test_observing_crosses_the_reflector_threshold_and_schedules_a_reflection(
@@ -338,7 +420,9 @@ def test_observe_now_over_the_api_waits_and_returns_the_run(api, other_api, refu
     assert other_api.get(f"/v1/runs/{body['id']}").status_code == 404
     assert other_api.post(f"/v1/conversations/{refund_chat.pk}/observe").status_code == 404
     reflect = api.post(f"/v1/conversations/{refund_chat.pk}/reflect?wait=true").json()
-    assert reflect["status"] == "succeeded" and reflect["generation"] == 1
+    # Each note of the chat says something else: nothing condenses, and that is a success.
+    assert reflect["status"] == "succeeded" and reflect["kind"] == "reflector"
+    assert (reflect["itemsOut"], reflect["generation"]) == (0, None)
 
 
 def test_observe_without_wait_queues_a_run(api, refund_chat):
@@ -380,7 +464,7 @@ def test_an_imported_history_is_dated_by_when_it_was_said_not_by_the_run(api, wo
         conversation=conversation,
         items=[
             MessageInput(role=r, content=c, created_at=said + timedelta(minutes=i))
-            for i, (r, c) in enumerate(CHAT)
+            for i, (r, c) in enumerate(CHANGED_MIND)
         ],
     )
     before_run = timezone.now()

@@ -1,10 +1,13 @@
-"""The Reflector: observations merged and compressed into reflections.
+"""The Reflector: observations about one subject condensed into short facts.
 
-A later note about the same subject supersedes the earlier one ("User now prefers SMS"
-replaces "User prefers email"), near-duplicates (token-set similarity) are merged, and
-the older part of memory is compressed harder than the recent part: old high-priority
-notes stay as they are, other old notes become one line per topic, and background and
-completed ones are shortened on the way.
+Notes about the same subject (a person, an id, a topic two notes name) are grouped; what
+repeats is merged, and a later note that updates an earlier one supersedes it, keeping
+the day of the change ("User now prefers SMS over email, since Feb 9"). A group becomes
+one line that says its best parts (facts before questions, named things before advice)
+in a third of its words; a note none of whose parts the line says is not cited and stays
+an observation. So no reflection ever repeats a single observation, and a conversation
+with nothing to condense gets no reflection at all. The newest notes are only merged or
+superseded, never summed up: older material is condensed harder than recent material.
 """
 
 from __future__ import annotations
@@ -13,32 +16,49 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory.engines.base import DraftReflection, SourceObservation
+from memory.engines.extractive.condense import (
+    Part,
+    day_label,
+    digest,
+    factor_id,
+    parts_of,
+    write_line,
+)
 from memory.engines.extractive.cues import never_background
+from memory.engines.extractive.subjects import (
+    Clause,
+    Subjected,
+    clauses_of,
+    group_by_subject,
+    is_pseudonym,
+    is_strong_key,
+    keys_of,
+    lowercase_keys,
+    name_keys,
+    speakers_of,
+)
 from memory.engines.extractive.vocabulary import (
     ADVERBS,
     COMPLETED,
-    HIGH,
     LOW,
     MEDIUM,
     PRIORITY_STRENGTH,
     VAGUE_WORDS,
     content_tokens,
     numbers_in,
-    wordset,
 )
 
 # Token-set Jaccard at which two notes say the same thing. Lower merges distinct events
 # ("went to the park with a friend" / "went to the zoo with a friend" share 4 of 6).
 DUPLICATE_SIMILARITY = 0.75
-RECENT_SHARE = 0.25  # the newest quarter of observations is reflected verbatim
-OLD_HIGH_WORDS = 60  # in practice no limit: old high-priority notes are kept whole
-OLD_MEDIUM_WORDS = 18  # old medium notes keep about this many words each, no articles
-OLD_BACKGROUND_WORDS = 10  # old low and completed notes, harder still
-MAX_GROUP_ITEMS = 12
+RECENT_SHARE = 0.25  # the newest quarter of notes is only merged or superseded
+MAX_GROUP_NOTES = 12
+LIST_ITEMS = 4  # named items of one quoted list a line keeps
+MAX_STATEMENT_WORDS = 20  # a value, a preference or a change of mind: one short clause
 MAX_SUPERSEDE_CANDIDATES = 64  # per word: bounds a very long memory to linear time
 _NEGATION = re.compile(r"\b(?:not|never|yet|no\s+longer|\w+n't)\b|\bn't\b", re.IGNORECASE)
 
@@ -63,25 +83,73 @@ class _Item:
     observed_at: datetime
     referenced_at: datetime | None
     ids: dict[str, int]  # observation id -> its place in time, for ordered output
+    words: int  # of every note it stands for
     tokens: frozenset[str]
     numbers: frozenset[str]
     actor: str
     topic: str
     remainder: str
     subject: tuple[str, ...] | None
+    clauses: list[Clause] = field(default_factory=list)
+    since: datetime | None = None  # the day a later note changed what an earlier said
+    was: str = ""  # the value a changed attribute had before
+    # What the notes this one superseded also said, still true: "User's name is Dana"
+    # beside the preference it changed.
+    carried: list[str] = field(default_factory=list)
     alive: bool = True
+    _statements: list[_Statement] | None = field(default=None, repr=False)
 
     @property
     def event_day(self) -> datetime:
         return self.referenced_at or self.observed_at
+
+    @property
+    def stands_for_several(self) -> bool:
+        return len(self.ids) > 1
 
     def absorb(self, other: _Item) -> None:
         # The smaller set goes into the larger one: a long run of duplicates stays linear.
         small, large = sorted((self.ids, other.ids), key=len)
         large.update(small)
         self.ids = large
+        self.words += other.words
         other.ids = {}
         other.alive = False
+
+    def supersede(self, earlier: _Item, *, keeping: Sequence[str] = ()) -> None:
+        """This later note replaces ``earlier`` (all but its clauses ``keeping``, which
+        it carries on): said as of this note's day."""
+        self.carried.extend([*keeping, *earlier.carried])
+        if (
+            self.subject is not None
+            and earlier.subject == self.subject
+            and earlier.remainder.strip() != self.remainder.strip()
+        ):
+            self.was = earlier.remainder.strip(" .;")
+        self.since = self.event_day
+        self.absorb(earlier)
+
+    @property
+    def restated(self) -> str:
+        """The note as a reflection says it: with the day of a change and the value
+        before it."""
+        text = self.text.rstrip(" .;")
+        if self.was:
+            text += f" (was {self.was})"
+        if self.since is not None:
+            text += f", since {day_label(self.since)}"
+        return "; ".join([text, *self.carried])
+
+    @property
+    def statements(self) -> list[_Statement]:
+        """The note's clauses as statements, each with its speaker (read once: only
+        superseding reads them, before any text changes)."""
+        if self._statements is None:
+            if "; " not in self.text:
+                self._statements = [_statement(self.text)]
+            else:
+                self._statements = [_statement(c.written) for c in clauses_of(self.text)]
+        return self._statements
 
 
 def _ids_in_order(items: Iterable[_Item]) -> list[str]:
@@ -91,26 +159,28 @@ def _ids_in_order(items: Iterable[_Item]) -> list[str]:
     return sorted(merged, key=merged.__getitem__)
 
 
+# Who a note is by: a role, a pseudonym, or a name ("Maria", "Tom Berg").
+_WHO = r"(?P<actor>User|Assistant|System|<[A-Z]+(?:_[A-Z]+)*_\d+>|[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
 _ATTRIBUTE = re.compile(
-    r"^(?P<actor>User|Assistant|System)'s\s+(?P<attribute>[\w-]+(?:\s+[\w-]+)?)\s+"
-    r"(?:is|are|was|were)\s+"
+    "^" + _WHO + r"'s\s+(?P<attribute>[\w-]+(?:\s+[\w-]+)?)\s+(?:is|are|was|were)\s+"
 )
 _ACTOR_VERB = re.compile(
-    r"^(?P<actor>User|Assistant|System)\s+(?:(?:" + "|".join(sorted(ADVERBS)) + r")\s+)*"
-    r"(?P<verb>[\w'-]+)\s*"
+    "^" + _WHO + r"\s+(?:(?:" + "|".join(sorted(ADVERBS)) + r")\s+)*(?P<verb>[a-z][\w'-]*)\s*"
 )
 _TOOL_LINE = re.compile(r"^Tool\s+(?P<tool>[\w.:-]+):\s*")
 _TOOL_OBJECT = re.compile(r"^[a-z ]{2,20} ([A-Z]*-?\d[\w-]*)")
 _CHANGE_MARKER = re.compile(
     r"\b(?:now|no\s+longer|anymore|instead|switched|changed|actually)\b", re.IGNORECASE
 )
-_EXCLUSIVE_VERB = re.compile(
+# A second statement with one of these verbs replaces the first ("prefers SMS" after
+# "prefers email"); "wants" and "needs" add up unless a change is said ("now", "no longer").
+_EXCLUSIVE_VERB = re.compile(r"^(?:prefers?|chose|chooses|picked|switched)$", re.IGNORECASE)
+_PREFERENCE_VERB = re.compile(
     r"^(?:prefers?|wants?|needs?|chose|chooses|picked|switched|uses?)$", re.IGNORECASE
 )
 _POLAR_VERB = re.compile(
     r"^(?:likes?|loves?|enjoys?|prefers?|hates?|dislikes?|doesn't|does|no|is|isn't)$", re.I
 )
-_TELEGRAPHIC_DROP = wordset("a an the that which who very really just some quite also so")
 
 
 def topic_of(text: str) -> tuple[str, str, str, tuple[str, ...] | None]:
@@ -127,7 +197,7 @@ def topic_of(text: str) -> tuple[str, str, str, tuple[str, ...] | None]:
         )
         return "Tool", text[: tool.end()].strip(), rest, subject
     attribute = _ATTRIBUTE.match(text)
-    if attribute:
+    if attribute and "; " not in text and len(text.split()) <= MAX_STATEMENT_WORDS:
         actor = attribute.group("actor")
         subject = (actor, attribute.group("attribute").lower())
         return actor, text[: attribute.end()].strip(), text[attribute.end() :], subject
@@ -159,6 +229,7 @@ def _make_items(observations: Sequence[SourceObservation]) -> list[_Item]:
                 observed_at=observation.observed_at,
                 referenced_at=observation.referenced_at,
                 ids={observation.id: order},
+                words=len(observation.text.split()),
                 tokens=tokens,
                 numbers=numbers_in(tokens),
                 actor=actor,
@@ -170,19 +241,45 @@ def _make_items(observations: Sequence[SourceObservation]) -> list[_Item]:
     return items
 
 
-def _is_preference_like(item: _Item) -> bool:
-    verb = item.topic.split()[-1] if item.topic else ""
+@dataclass(frozen=True)
+class _Statement:
+    """One clause of a note, as a statement someone makes about something."""
+
+    text: str
+    actor: str
+    topic: str
+    remainder: str
+
+
+def _statement(text: str) -> _Statement:
+    actor, topic, remainder, _ = topic_of(text)
+    return _Statement(text, actor, topic, remainder)
+
+
+def _is_preference_like(statement: _Statement) -> bool:
+    """A short statement of a preference, a choice or a change of mind."""
+    if len(statement.text.split()) > MAX_STATEMENT_WORDS:
+        return False
+    verb = statement.topic.split()[-1] if statement.topic else ""
     return bool(
-        _EXCLUSIVE_VERB.match(verb) or _POLAR_VERB.match(verb) or _CHANGE_MARKER.search(item.text)
+        _PREFERENCE_VERB.match(verb)
+        or _POLAR_VERB.match(verb)
+        or _CHANGE_MARKER.search(statement.text)
     )
 
 
-def _replaces(later: _Item, earlier: _Item) -> bool:
-    """Does a later preference-like statement overturn an earlier one?"""
-    if earlier.actor != later.actor:
+def _object_words(statement: _Statement) -> frozenset[str]:
+    return content_tokens(statement.remainder) - VAGUE_WORDS
+
+
+def _replaces(later: _Statement, earlier: _Statement) -> bool:
+    """Does a later preference-like statement overturn an earlier one about the same
+    things (at least half the words of what the shorter one is about)?"""
+    if earlier.actor != later.actor or not _is_preference_like(earlier):
         return False
-    shared = (content_tokens(later.remainder) & content_tokens(earlier.remainder)) - VAGUE_WORDS
-    if not shared:
+    later_words, earlier_words = _object_words(later), _object_words(earlier)
+    shared = later_words & earlier_words
+    if not shared or 2 * len(shared) < min(len(later_words), len(earlier_words)):
         return False
     flipped = (_NEGATION.search(later.text) is None) != (_NEGATION.search(earlier.text) is None)
     if _CHANGE_MARKER.search(later.text) or flipped:
@@ -191,35 +288,58 @@ def _replaces(later: _Item, earlier: _Item) -> bool:
     return earlier.topic == later.topic and _EXCLUSIVE_VERB.match(verb) is not None
 
 
+def _said_again(later: _Statement, earlier: _Statement) -> bool:
+    """A repeat of a statement rather than a change of it: nearly the same words, no
+    change marker, the same polarity."""
+    flipped = (_NEGATION.search(later.text) is None) != (_NEGATION.search(earlier.text) is None)
+    return (
+        not flipped
+        and _CHANGE_MARKER.search(later.text) is None
+        and jaccard(content_tokens(later.text), content_tokens(earlier.text))
+        >= DUPLICATE_SIMILARITY
+    )
+
+
 def supersede(items: list[_Item]) -> None:
     """A later note about the same subject replaces the earlier one: a changed attribute,
-    a new state of the same tool object, a changed or reversed preference."""
+    a new state of the same tool object, a changed or reversed preference. A preference
+    may be one clause of an earlier note: the other clauses live on in the later one."""
     latest_by_subject: dict[tuple[str, ...], _Item] = {}
-    # Preference-like notes by the words of what they are about: only notes that share
-    # one can overturn each other, and the index keeps a long memory from going quadratic.
-    by_object_word: dict[str, list[_Item]] = defaultdict(list)
+    # Preference-like statements by the words of what they are about: only those that
+    # share one can overturn each other, and the index keeps a long memory linear.
+    by_object_word: dict[str, list[tuple[_Item, int]]] = defaultdict(list)
     for item in items:
         if item.subject is not None:
             earlier = latest_by_subject.get(item.subject)
             if earlier is not None and earlier.alive:
-                item.absorb(earlier)
+                item.supersede(earlier)
             latest_by_subject[item.subject] = item
             continue
-        if not _is_preference_like(item):
-            continue
-        object_words = sorted(content_tokens(item.remainder) - VAGUE_WORDS)
-        candidates: dict[int, _Item] = {}
-        for word in object_words:
-            alive = [e for e in by_object_word[word] if e.alive]
-            by_object_word[word] = alive
-            # The latest few statements about a word are the ones a new one can overturn.
-            candidates.update((e.order, e) for e in alive[-MAX_SUPERSEDE_CANDIDATES:])
-        for order in sorted(candidates):
-            earlier = candidates[order]
-            if earlier.alive and _replaces(item, earlier):
-                item.absorb(earlier)
-        for word in object_words:
-            by_object_word[word].append(item)
+        statements = item.statements
+        if len(statements) == 1 and _is_preference_like(statements[0]):
+            later = statements[0]
+            candidates: dict[tuple[int, int], tuple[_Item, int]] = {}
+            for word in sorted(_object_words(later)):
+                alive = [(e, c) for e, c in by_object_word[word] if e.alive]
+                by_object_word[word] = alive
+                # The latest few statements about a word are those a new one can overturn.
+                candidates.update(
+                    ((e.order, c), (e, c)) for e, c in alive[-MAX_SUPERSEDE_CANDIDATES:]
+                )
+            for key in sorted(candidates):
+                earlier, clause = candidates[key]
+                earlier_statements = earlier.statements
+                if not earlier.alive or not _replaces(later, earlier_statements[clause]):
+                    continue
+                keeping = [st.text for i, st in enumerate(earlier_statements) if i != clause]
+                if not keeping and _said_again(later, earlier_statements[clause]):
+                    item.absorb(earlier)
+                else:
+                    item.supersede(earlier, keeping=keeping)
+        for clause, statement in enumerate(statements):
+            if _is_preference_like(statement):
+                for word in sorted(_object_words(statement)):
+                    by_object_word[word].append((item, clause))
 
 
 def merge_near_duplicates(items: list[_Item]) -> None:
@@ -252,6 +372,7 @@ def merge_near_duplicates(items: list[_Item]) -> None:
                     item.text, item.remainder = other.text, other.remainder
                 item.priority = _merged_priority(other.priority, item.priority)
                 item.referenced_at = item.referenced_at or other.referenced_at
+                item.since, item.was = item.since or other.since, item.was or other.was
                 item.absorb(other)
         for token in prefix:
             index[token].append(item)
@@ -267,133 +388,107 @@ def _merged_priority(earlier: str, later: str) -> str:
     return _strongest([earlier, later])
 
 
-_CONJUNCTIONS = frozenset({"and", "but", "while", "because"})
-_CLAUSE_BOUNDARY = re.compile(r"(?<=[,;])\s+|\s+(?=(?:and|but|while|because)\s)")
+def _merged_priority_of(items: Sequence[_Item]) -> str:
+    """A line is as urgent as its most urgent note; it is done only when all of them are."""
+    priorities = [i.priority for i in items]
+    if all(p == COMPLETED for p in priorities):
+        return COMPLETED
+    return _strongest(p for p in priorities if p != COMPLETED)
 
 
-def _is_specific(clause: str) -> bool:
-    return any(
-        w[:1].isupper() or w[:1] == '"' or any(c.isdigit() for c in w) for w in clause.split()
+def _draft(
+    items: Sequence[_Item], text: str, tags: list[str], *, topics: list[str] | None = None
+) -> DraftReflection:
+    referenced = [i.referenced_at for i in items if i.referenced_at is not None]
+    return DraftReflection(
+        text=text,
+        priority=_merged_priority_of(items),
+        referenced_at=max(referenced) if referenced else None,
+        source_observation_ids=_ids_in_order(items),
+        tags=tags,
+        topics=topics if topics is not None else sorted({i.topic for i in items if i.topic})[:1],
     )
 
 
-def telegraphic(text: str, limit: int) -> str:
-    """Drop articles and fillers; past the word limit drop whole clauses that carry no
-    name or number. A clause is never cut in the middle: the first one always stays."""
-    words = [w for w in text.split() if w.lower() not in _TELEGRAPHIC_DROP]
-    if len(words) <= limit:
-        return " ".join(words)
-    clauses = [c.strip(" ,;") for c in _CLAUSE_BOUNDARY.split(" ".join(words)) if c.strip(" ,;")]
-    kept, used = [clauses[0]], len(clauses[0].split())
-    for clause in clauses[1:]:
-        size = len(clause.split())
-        if used + size <= limit or _is_specific(clause):
-            kept.append(clause)
-            used += size
-    joined = kept[0]
-    for clause in kept[1:]:
-        joined += (" " if clause.split()[0].lower() in _CONJUNCTIONS else "; ") + clause
-    return joined
-
-
-def _summary_line(topic: str, group: list[_Item], words_per_item: int, dated: bool) -> str:
-    """One line for a topic: "User went to park (Jan 1); zoo (Jan 3) with a friend"."""
-    recent = group[-MAX_GROUP_ITEMS:]
-    parts: list[str] = []
-    days: list[datetime] = []
-    for item in recent:
-        part = telegraphic(item.remainder if topic else item.text, words_per_item).rstrip(" .;")
-        if parts and part.lower() == parts[-1].lower() and item.event_day.date() == days[-1].date():
-            continue
-        parts.append(part)
-        days.append(item.event_day)
-    head, middles, tail = _factor_common_words(parts)
-    if dated and len({d.date() for d in days}) > 1:
-        middles = [_with_day(m, d, i + 1 == len(days) or days[i + 1].date() != d.date())
-                   for i, (m, d) in enumerate(zip(middles, days, strict=True))]  # fmt: skip
-    earlier = len(group) - len(recent)
-    body = "; ".join(m for m in middles if m) + (f"; +{earlier} earlier" if earlier else "")
-    return " ".join(piece for piece in (topic, head, body, tail) if piece)
-
-
-def _with_day(part: str, day: datetime, last_of_day: bool) -> str:
-    label = f"{day:%b} {day.day}"
-    return f"{part} ({label})" if last_of_day and label not in part else part
-
-
-def _factor_common_words(parts: list[str]) -> tuple[str, list[str], str]:
-    """Words every part starts or ends with, said once: "to park with a friend", "to zoo
-    with a friend" -> ("to", ["park", "zoo"], "with a friend")."""
-    if len(parts) < 3:
-        return "", parts, ""
-    split = [p.split() for p in parts]
-    shortest = min(len(words) for words in split)
-    lead = 0
-    while lead < shortest - 1 and len({words[lead].lower() for words in split}) == 1:
-        lead += 1
-    trail = 0
-    while trail < shortest - lead - 1 and len({words[-1 - trail].lower() for words in split}) == 1:
-        trail += 1
-    if trail < 2:
-        trail = 0  # one shared last word is usually chance, not a pattern
-    head = " ".join(split[0][:lead])
-    tail = " ".join(split[0][len(split[0]) - trail :]) if trail else ""
-    middles = [" ".join(words[lead : len(words) - trail]) for words in split]
-    return head, middles, tail
-
-
-def _summarise(
-    items: list[_Item], words_per_item: int, *, dated: bool
-) -> list[tuple[int, DraftReflection]]:
-    """One line per priority and topic, each note shortened to about ``words_per_item``."""
-    groups: dict[tuple[str, str], list[_Item]] = {}
-    for item in items:
-        groups.setdefault((item.priority, item.topic or item.text), []).append(item)
-    drafts = []
-    for (priority, _), group in groups.items():
-        topic = group[0].topic
-        text = _summary_line(topic, group, words_per_item, dated)
-        referenced = [i.referenced_at for i in group if i.referenced_at is not None]
-        draft = DraftReflection(
-            text=text,
-            priority=priority,
-            referenced_at=max(referenced) if referenced else None,
-            source_observation_ids=_ids_in_order(group),
-            tags=["summary"] if len(group) > 1 else [],
-            topics=[topic] if topic else [],
+def _condense(group: list[_Item], *, key: str, speakers: frozenset[str]) -> DraftReflection | None:
+    """One line for a group of notes about one subject, citing the notes it condenses;
+    None when fewer than two of them condense."""
+    parts: list[list[Part]] = []
+    for index, item in enumerate(group):
+        clauses = clauses_of(item.text, speakers)
+        if clauses:
+            # What changed, and since when, goes with the last thing the note says.
+            clauses[-1].text += (f" (was {item.was})" if item.was else "") + (
+                f", since {day_label(item.since)}" if item.since else ""
+            )
+        for carried in item.carried:
+            clauses.extend(clauses_of(carried, speakers))
+        parts.append(
+            parts_of(
+                index, clauses, priority=item.priority, day=item.event_day, list_limit=LIST_ITEMS
+            )
         )
-        drafts.append((group[0].order, draft))
-    return drafts
-
-
-def _keep(item: _Item, *, words: int | None = None) -> tuple[int, DraftReflection]:
-    return item.order, DraftReflection(
-        text=telegraphic(item.text, words) if words else item.text,
-        priority=item.priority,
-        referenced_at=item.referenced_at,
-        source_observation_ids=_ids_in_order([item]),
-        topics=[item.topic] if item.topic else [],
-    )
+    head = ""
+    if is_strong_key(key) and not is_pseudonym(key):
+        head = factor_id([p for own in parts for p in own], key)
+    kept, cited = digest(parts, [item.words for item in group])
+    if len(cited) < 2 or not kept:
+        return None
+    dated = len({group[n].event_day.date() for n in cited}) > 1
+    text = write_line(kept, dated=dated, head=head)
+    return _draft([group[n] for n in cited], text, ["summary"], topics=[key])
 
 
 def reflect_observations(observations: Sequence[SourceObservation]) -> list[DraftReflection]:
+    """Reflections for what condenses; notes no reflection cites stay as they are."""
     if not observations:
         return []
     items = _make_items(observations)
     supersede(items)
     merge_near_duplicates(items)
     alive = [i for i in items if i.alive]
-    recent_count = max(1, math.ceil(len(alive) * RECENT_SHARE))
-    old, recent = alive[:-recent_count], alive[-recent_count:]
+    speakers = speakers_of(i.text for i in alive)
+    recent = math.ceil(len(alive) * RECENT_SHARE)
+    older = alive[: len(alive) - recent]
+    subjected = []
+    common_words = {k for item in older for k in lowercase_keys(item.text)}
+    for item in older:
+        item.clauses = clauses_of(item.text, speakers)
+        keys = {k for clause in item.clauses for k in _clause_keys(clause)}
+        names = {k for clause in item.clauses for k in name_keys(clause.text)} & keys
+        subjected.append(
+            Subjected(
+                day=item.event_day.toordinal(),
+                keys=frozenset(keys),
+                names=frozenset(names - common_words),
+            )
+        )
     drafts: list[tuple[int, DraftReflection]] = []
-    # Old high-priority notes keep every fact; they only lose articles and fillers.
-    drafts.extend(_keep(i, words=OLD_HIGH_WORDS) for i in old if i.priority == HIGH)
-    relevant = [i for i in old if i.priority == MEDIUM]
-    drafts.extend(_summarise(relevant, OLD_MEDIUM_WORDS, dated=False))
-    background = [i for i in old if i.priority in (LOW, COMPLETED)]
-    drafts.extend(_summarise(background, OLD_BACKGROUND_WORDS, dated=True))
-    drafts.extend(_keep(i) for i in recent)
-    if not drafts:  # cannot happen (the newest note always survives); never return []
-        drafts.append(_keep(items[-1]))
+    condensed: set[int] = set()
+    for key, members in group_by_subject(subjected, max_group=MAX_GROUP_NOTES):
+        group = [older[m] for m in members]
+        draft = _condense(group, key=key, speakers=speakers)
+        if draft is None:
+            continue
+        cited = set(draft.source_observation_ids)
+        condensed.update(i.order for i in group if cited & set(i.ids))
+        drafts.append((group[0].order, draft))
+    for item in alive:
+        if item.order not in condensed and item.stands_for_several:
+            tags = ["update"] if item.since else ["merged"]
+            drafts.append((item.order, _draft([item], item.restated, tags)))
     drafts.sort(key=lambda pair: pair[0])
     return [draft for _, draft in drafts]
+
+
+def _clause_keys(clause: Clause) -> set[str]:
+    """The subject keys of a clause. A person is a subject where a speaker other than the
+    assistant names them: the assistant's answers name products, places and titles by the
+    dozen, and a pseudonym there is more often one of those than someone in the
+    conversation. Ids count wherever they are, a list's items only by their ids."""
+    keys = keys_of(clause.text)
+    if clause.actor == "Assistant":
+        keys = {k for k in keys if not is_pseudonym(k)}
+    for item in clause.items:
+        keys.update(k for k in keys_of(item) if is_strong_key(k) and not is_pseudonym(k))
+    return keys

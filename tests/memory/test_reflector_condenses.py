@@ -1,0 +1,315 @@
+"""The extractive Reflector condenses: it merges what repeats, supersedes what a later
+note updates, sums up a subject's notes in fewer words, and never repeats one
+observation. Pure functions over plain dataclasses: no database, no network."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from memory.engines.base import DraftReflection, SourceObservation
+from memory.engines.extractive import ExtractiveEngine
+from memory.tokens import token_count
+from tests.memory.builders import TUESDAY
+
+
+def day(month: int, date: int) -> datetime:
+    return datetime(2026, month, date, 12, 0, tzinfo=UTC)
+
+
+def stored(*notes: tuple[str, str, datetime]) -> list[SourceObservation]:
+    """Observations o1, o2, ... as the Reflector receives them: (text, priority, day)."""
+    return [
+        SourceObservation(
+            id=f"o{number}",
+            text=text,
+            priority=priority,
+            observed_at=when,
+            referenced_at=None,
+            token_count=token_count(text),
+        )
+        for number, (text, priority, when) in enumerate(notes, start=1)
+    ]
+
+
+def reflect(notes: list[SourceObservation]) -> list[DraftReflection]:
+    return ExtractiveEngine().reflect(notes, now=TUESDAY)
+
+
+def cited(reflections: list[DraftReflection]) -> set[str]:
+    return {i for r in reflections for i in r.source_observation_ids}
+
+
+# A history with something to condense: a museum outing talked over across two days,
+# with long answers from the assistant, and two unrelated notes.
+MUSEUM = (
+    (
+        "User went to the science museum with a friend who's a chemistry professor on Mar 2; "
+        "asked for tips on museum memberships; Assistant listed Family membership ($120 a "
+        "year); Individual membership ($75 a year); Free entry on first Sundays; Skip the "
+        "queue; Bring snacks",
+        "medium",
+        day(3, 2),
+    ),
+    (
+        "User asked whether the museum membership covers the special exhibits; Assistant said "
+        "special exhibits cost $15 extra for members; listed Dinosaur Hall; Space Gallery; "
+        "Check the calendar; Book ahead; Arrive early",
+        "low",
+        day(3, 2),
+    ),
+    (
+        "User thinks User will buy the family membership for the museum before the Space "
+        "Gallery opens; asked what else to see; Assistant listed Planetarium shows; "
+        "Cafeteria; Gift shop; Garden",
+        "medium",
+        day(3, 3),
+    ),
+    ("User's cat is called Miso", "low", day(3, 4)),
+    ("User is learning Portuguese", "medium", day(3, 5)),
+)
+
+
+def test_a_single_observation_is_never_copied_into_a_reflection():
+    assert reflect(stored(("User likes tea", "low", day(2, 1)))) == []
+    unrelated = stored(
+        ("User's cat is called Miso", "low", day(2, 1)),
+        ("User is learning Portuguese", "medium", day(2, 2)),
+        ("Assistant promised a refund of $40 for the broken kettle", "high", day(2, 3)),
+        ("User moved to Porto in January", "medium", day(2, 4)),
+    )
+    assert reflect(unrelated) == []
+    notes = stored(*MUSEUM)
+    reflections = reflect(notes)
+    assert reflections
+    texts = {n.id: n.text for n in notes}
+    for reflection in reflections:
+        assert len(reflection.source_observation_ids) >= 2
+        assert reflection.text not in texts.values()
+
+
+def test_an_observation_nothing_condenses_is_not_cited():
+    notes = stored(*MUSEUM)
+    reflections = reflect(notes)
+    # The cat and the language course have nothing to condense with: no reflection
+    # cites them, so the pipeline keeps serving them as observations.
+    assert {"o4", "o5"}.isdisjoint(cited(reflections))
+    assert all("Miso" not in r.text and "Portuguese" not in r.text for r in reflections)
+
+
+def test_a_subjects_notes_become_one_shorter_line_keeping_qualifiers_amounts_and_dates():
+    notes = stored(*MUSEUM)
+    [museum] = reflect(notes)
+    assert museum.source_observation_ids == ["o1", "o2", "o3"]
+    assert "friend who's a chemistry professor" in museum.text
+    assert "$15" in museum.text and "Space Gallery" in museum.text
+    assert "(Mar 2)" in museum.text and "(Mar 3)" in museum.text  # each day's part dated
+    assert "family membership" in museum.text
+    sources = sum(n.token_count for n in notes if n.id in museum.source_observation_ids)
+    assert token_count(museum.text) * 2 <= sources
+    assert museum.tags == ["summary"] and museum.priority == "medium"
+
+
+def test_repeats_merge_into_one_reflection_citing_every_repeat():
+    notes = stored(
+        ("User prefers email for updates", "medium", day(2, 1)),
+        ("User's dog is called Rex", "medium", day(2, 2)),
+        ("User prefers email for all updates", "medium", day(2, 3)),
+    )
+    [merged] = reflect(notes)
+    assert merged.text == "User prefers email for all updates"
+    assert merged.source_observation_ids == ["o1", "o3"]
+    same = stored(*(("User likes tea", "low", day(2, d)) for d in range(1, 6)))
+    [tea] = reflect(same)
+    assert tea.source_observation_ids == ["o1", "o2", "o3", "o4", "o5"]
+
+
+def test_a_later_update_supersedes_with_the_date_of_the_change():
+    notes = stored(
+        ("Maria prefers e-mail over SMS", "medium", day(1, 5)),
+        ("Maria's dog is called Rex", "medium", day(1, 6)),
+        ("Maria now prefers SMS over e-mail", "medium", day(3, 2)),
+    )
+    [update] = reflect(notes)
+    assert update.text == "Maria now prefers SMS over e-mail, since Mar 2"
+    assert update.source_observation_ids == ["o1", "o3"]
+    assert update.tags == ["update"]
+    changed = stored(
+        ("User's email is anna@old.example", "medium", day(1, 5)),
+        ("User's email is anna@new.example", "medium", day(2, 9)),
+    )
+    [email] = reflect(changed)
+    assert email.text == "User's email is anna@new.example (was anna@old.example), since Feb 9"
+    assert email.source_observation_ids == ["o1", "o2"]
+
+
+def test_different_amounts_are_different_facts():
+    notes = stored(
+        ("Assistant promised a refund of $129", "high", day(2, 1)),
+        ("Assistant promised a refund of $130", "high", day(2, 2)),
+    )
+    assert reflect(notes) == []
+
+
+def test_a_pseudonym_survives_reflection_byte_for_byte():
+    notes = stored(
+        (
+            "<PERSON_12> said the parcel for order ORD-5521 never arrived; asked "
+            "<PERSON_3>'s team for a refund; Assistant listed Track the parcel; Wait two "
+            "days; Ask the neighbours; Check the post office",
+            "high",
+            day(3, 9),
+        ),
+        (
+            "Assistant said order ORD-5521 left the <LOCATION_51> depot on Mar 2 and the "
+            "courier <PERSON_3> marked it delivered; listed Refund; Replacement; Store "
+            "credit; Voucher",
+            "medium",
+            day(3, 9),
+        ),
+        (
+            "<PERSON_12> wants the refund for order ORD-5521 on the card, not store credit; "
+            "said <PERSON_12>'s neighbour <PERSON_7> saw no courier; asked how long it takes; "
+            "Assistant listed Five business days; Card statement; Email receipt",
+            "medium",
+            day(3, 10),
+        ),
+        ("User's cat is called Miso", "low", day(3, 11)),
+    )
+    reflections = reflect(notes)
+    assert reflections and all(len(r.source_observation_ids) >= 2 for r in reflections)
+    text = " ".join(r.text for r in reflections)
+    labels = re.compile(r"<[A-Z]+(?:_[A-Z]+)*_\d+>")
+    given = {label for n in notes for label in labels.findall(n.text)}
+    kept = labels.findall(text)
+    assert "<PERSON_12>" in kept and set(kept) <= given
+    # Nothing label-like is left once the whole labels are taken out: no "<PERSON12>",
+    # "PERSON_12", "<person_12>" or a label cut in two.
+    assert not re.search(r"person|location|<|>|_\d", labels.sub("", text), re.IGNORECASE)
+
+
+def test_an_id_a_group_is_about_is_said_once_at_its_head():
+    notes = stored(
+        (
+            "User said the headphones of order ORD-5521 arrived broken, with a cracked left "
+            "ear cup; asked for a refund; Assistant listed Refund; Replacement; Repair; "
+            "Store credit",
+            "high",
+            day(3, 9),
+        ),
+        (
+            "Assistant said order ORD-5521 is within the 30-day return window; listed "
+            "Print the label; Pack the box; Drop it off; Keep the receipt",
+            "medium",
+            day(3, 9),
+        ),
+        ("User's cat is called Miso", "low", day(3, 11)),
+        ("User is learning Portuguese", "medium", day(3, 12)),
+    )
+    [order] = reflect(notes)
+    assert order.text.startswith("order ORD-5521: ")
+    assert order.text.count("ORD-5521") == 1
+    assert "cracked left ear cup" in order.text and "30-day return window" in order.text
+
+
+def test_the_newest_notes_are_not_summed_up():
+    # Four notes about the museum, the last of them among the newest quarter of memory.
+    notes = stored(*MUSEUM[:3], ("User's cat is called Miso", "low", day(3, 4)))
+    newest = stored(
+        *MUSEUM,
+        (
+            "User asked about museum membership discounts for students; Assistant listed "
+            "Student card; Half price; Weekday only",
+            "low",
+            day(3, 6),
+        ),
+    )
+    assert cited(reflect(notes)) == {"o1", "o2", "o3"}
+    assert "o6" not in cited(reflect(newest))
+
+
+def test_money_a_deadline_or_a_promise_is_never_background():
+    notes = stored(
+        ("User's refund for order 4521 will arrive by Feb 17", "low", day(2, 1)),
+        ("User's refund for order 4521 will arrive by Feb 17", "low", day(2, 2)),
+        ("User watched a film at the Odeon", "low", day(2, 3)),
+        ("User watched a film at the Odeon", "low", day(2, 4)),
+    )
+    priorities = {r.text: r.priority for r in reflect(notes)}
+    assert priorities == {
+        "User's refund for order 4521 will arrive by Feb 17": "medium",
+        "User watched a film at the Odeon": "low",
+    }
+
+
+def test_the_same_observations_give_the_same_reflections():
+    notes = stored(
+        *((text, priority, when.replace(hour=n)) for n, (text, priority, when) in enumerate(MUSEUM))
+    )
+    assert reflect(notes) == reflect(list(reversed(notes))) == reflect(notes)
+
+
+# --------------------------------------------------------------------------- openai engine
+
+
+def test_the_openai_reflector_may_answer_that_nothing_condenses(fake_openai):
+    from tests.memory.fake_openai import completion
+    from tests.memory.test_openai_engine import make_engine, refund_observations
+
+    fake_openai.enqueue(completion("NOTHING TO CONDENSE"))
+    engine = make_engine(fake_openai)
+    assert engine.reflect(refund_observations(), now=TUESDAY) == []
+    prompt = fake_openai.requests[0].body["messages"][0]["content"]
+    assert "Cite in refs every observation a reflection condenses" in prompt
+
+
+def test_an_openai_reflection_that_cites_nothing_is_dropped_not_given_every_source(
+    fake_openai,
+):
+    from tests.memory.fake_openai import completion
+    from tests.memory.test_openai_engine import make_engine, refund_observations
+
+    fake_openai.enqueue(
+        completion(
+            "- [high] (2026-02-17) Refund for order 4521 is late, due by Feb 17 {refs: 1-3}\n"
+            "- [medium] (unknown) User is a loyal customer {refs: 9}"
+        )
+    )
+    [reflection] = make_engine(fake_openai).reflect(refund_observations(), now=TUESDAY)
+    assert reflection.source_observation_ids == ["obs-1", "obs-2", "obs-3"]
+
+
+def test_a_person_the_user_names_is_a_subject_across_days_not_one_an_answer_lists():
+    friend = (
+        "User went hiking with User's friend <PERSON_5> on Mar 2, who is training for the "
+        "Lisbon marathon; asked for trail snacks; Assistant listed Trail mix; Dried mango; "
+        "Energy bars; Peanut butter sandwiches",
+        "medium",
+        day(3, 2),
+    )
+    later = (
+        "User said <PERSON_5> finished the Lisbon marathon in 3 hours 50 minutes on Mar 20; "
+        "asked for recovery meal ideas; Assistant listed Salmon and rice; Lentil soup; Greek "
+        "yogurt bowl; Smoothies",
+        "medium",
+        day(3, 21),
+    )
+    tail = [("User's cat is called Miso", "low", day(3, 22)), ("User likes tea", "low", day(3, 23))]
+    [about_friend] = reflect(stored(friend, later, *tail))
+    assert about_friend.source_observation_ids == ["o1", "o2"]
+    assert about_friend.topics == ["<PERSON_5>"]
+    assert "3 hours 50 minutes" in about_friend.text and "(Mar 21)" in about_friend.text
+    # The same label only in two of the assistant's lists, weeks apart: most likely a
+    # product or a place the detector took for a person, and nothing to group by.
+    listed = [
+        (
+            f"User asked for {topic}; Assistant listed <PERSON_5>; {a}; {b}; {c}",
+            "low",
+            when,
+        )
+        for topic, a, b, c, when in (
+            ("running shoes", "Trail runners", "Stability shoes", "Racing flats", day(3, 2)),
+            ("rain jackets", "Shell jackets", "Ponchos", "Insulated parkas", day(3, 21)),
+        )
+    ]
+    assert reflect(stored(*listed, *tail)) == []
