@@ -27,6 +27,7 @@ from memory.engines.base import (
 from memory.engines.extractive.answers import detail_for
 from memory.engines.extractive.clauses import Clause, WindowState, message_clauses
 from memory.engines.extractive.cues import never_background
+from memory.engines.extractive.pseudonyms import Pseudonyms
 from memory.engines.extractive.sentences import named_speaker, speaker_of
 from memory.engines.extractive.tools import ToolFold, fold_tool_output
 from memory.engines.extractive.vocabulary import (
@@ -406,6 +407,30 @@ def observe_window(
     *,
     previous_observations: Sequence[str],
     fidelity: str = DEFAULT_FIDELITY,
+) -> ObserverOutput:
+    labels = Pseudonyms(
+        [*(m.content for m in messages), *(m.speaker for m in messages), *previous_observations]
+    )
+    if labels:
+        messages = [
+            replace(m, content=labels.hide(m.content), speaker=labels.hide(m.speaker))
+            for m in messages
+        ]
+        previous_observations = [labels.hide(text) for text in previous_observations]
+    output = _observe(messages, previous_observations, fidelity)
+    if not labels:
+        return output
+    return ObserverOutput(
+        observations=[replace(o, text=labels.show(o.text)) for o in output.observations],
+        current_task=labels.show(output.current_task) if output.current_task else None,
+        suggested_response=(
+            labels.show(output.suggested_response) if output.suggested_response else None
+        ),
+    )
+
+
+def _observe(
+    messages: Sequence[SourceMessage], previous_observations: Sequence[str], fidelity: str
 ) -> ObserverOutput:
     ordered = sorted(messages, key=lambda m: m.seq)
     visible = [_with_speaker(m) for m in ordered if not _is_memory_block(m)]

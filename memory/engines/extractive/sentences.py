@@ -9,6 +9,7 @@ import re
 from functools import lru_cache
 from importlib import import_module
 
+from memory.engines.extractive.pseudonyms import is_person_placeholder, is_placeholder
 from memory.engines.extractive.vocabulary import ADVERBS, VAGUE_WORDS, content_tokens, wordset
 
 IRREGULAR_THIRD_PERSON = {
@@ -83,6 +84,8 @@ def has_substance(text: str) -> bool:
 
 def _third_person_s(verb: str) -> str:
     lower = verb.lower()
+    if is_placeholder(verb):
+        return verb  # a pseudonym after a subject ("I <PERSON_3>, ...") is no verb
     if lower in IRREGULAR_THIRD_PERSON:
         return IRREGULAR_THIRD_PERSON[lower]
     past = lower.endswith("ed") and not lower.endswith("eed")  # "need" is not a past form
@@ -146,7 +149,7 @@ def named_speaker(content: str) -> tuple[str, str] | None:
     if match is None:
         return None
     name = match.group(1)
-    if name.split()[0] not in first_names():
+    if name.split()[0] not in first_names() and not is_person_placeholder(name):
         return None
     if any(word in LABELS or word in NOT_NAMES for word in name.split()):
         return None
