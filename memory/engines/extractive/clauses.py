@@ -26,8 +26,11 @@ from memory.engines.extractive.cues import (
     COMMITMENT,
     COMPLETION,
     CONCRETE_ACTION,
+    DECISIVE_QUANTITY,
+    DONE_BY_SPEAKER,
     EVENT,
     EXPLICIT_REQUEST,
+    FUTURE,
     HABIT,
     IDENTITY,
     IMPERATIVE_VERBS,
@@ -35,14 +38,20 @@ from memory.engines.extractive.cues import (
     PLAN,
     PREFERENCE,
     PROBLEM,
+    REFUSAL,
+    SELF_DESCRIPTION,
     SMALL_TALK_QUESTION,
+    STATE,
+    UNFINISHED,
     URGENT,
     is_negated,
 )
+from memory.engines.extractive.details import AskedDetails, given_detail, is_bare_identifier
 from memory.engines.extractive.relative_dates import absolute_dates, has_date
 from memory.engines.extractive.sentences import (
     as_said_by,
     clean_sentence,
+    first_names,
     names_in,
     speaker_names,
     split_sentences,
@@ -61,6 +70,9 @@ from memory.engines.extractive.vocabulary import (
 )
 
 MAX_CLAUSES_PER_MESSAGE = 12  # a pasted document must not become a hundred notes
+# An assistant turn this short is a support answer, read for what it decides (a refusal, a
+# state, a duration, an amount); a longer one is advice, read for its promises and names.
+SHORT_TURN_WORDS = 50
 TRIM_CLAUSES_FROM_WORDS = 14  # longer sentences lose their clauses that carry no signal
 FILLER_WORDS = re.compile(
     r"\b(?:really|very|quite|actually|definitely|particularly|truly|totally|absolutely|"
@@ -71,7 +83,8 @@ _SENTENCE_STARTERS = wordset(
     """the it it's this that that's there there's these those a an some my our we they he
     she what what's how when where why which who is are was were do does did can could would
     should will in on at for if as so but and today yesterday tomorrow sometimes recently
-    lately now then here every each all many most no not maybe perhaps"""
+    lately now then here every each all many most no not maybe perhaps less more only about
+    around roughly approximately nearly almost over under within"""
 )
 # "I'll send it off": a promise about "it" is routine, not something to hold anyone to.
 _VAGUE_OBJECT = re.compile(
@@ -85,14 +98,17 @@ _INTRODUCTION = re.compile(
 _SPECIFIC_NUMBER = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+|\d+(?:[.,:]\d+)?\s?(?:%|[a-zA-Z]+)?")
 _MONEY_OR_REFERENCE = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+")
 _CLAUSE_SPLIT = re.compile(
-    r",\s+(?=(?:and|but|so|which|because|while|although|though|as)\b)|;\s+|\s+because\s+"
+    r"(,\s+(?=(?:and|but|so|which|because|while|although|though|as)\b)|;\s+|\s+because\s+)"
 )
 
 
 def _lower_first(text: str) -> str:
-    """Lowercase a sentence's first word after "User said", unless it is a name."""
+    """Lowercase a sentence's first word after "User said", unless it is a name: a word
+    that opens sentences, or an adverb ("Unfortunately") that is nobody's first name."""
     first = text.split(" ", 1)[0]
-    if first.lower() in _SENTENCE_STARTERS:
+    lower = first.lower()
+    adverb = lower.endswith("ly") and first.isalpha() and first not in first_names()
+    if lower in _SENTENCE_STARTERS or adverb:
         return text[:1].lower() + text[1:]
     return text
 
@@ -120,6 +136,8 @@ class WindowState:
     def __init__(self, previous: Sequence[str]) -> None:
         self._known: list[str] = [text.lower() for text in previous]
         self._joined: str | None = None
+        self.asked = AskedDetails()  # what the last question for details asked
+        self.asked_by: tuple[str, str] = ("", "")  # (role, speaker) of who asked it
 
     def remember(self, text: str) -> None:
         self._known.append(text.lower())
@@ -172,10 +190,13 @@ def _is_request(sentence: Sentence) -> bool:
     return EXPLICIT_REQUEST.found(sentence) or first_word in IMPERATIVE_VERBS
 
 
-def classify(sentence: Sentence, role: str, state: WindowState) -> tuple[str, str] | None:
-    """(kind, priority) of a sentence worth keeping, or None to drop it."""
+def classify(
+    sentence: Sentence, role: str, state: WindowState, *, short: bool = False
+) -> tuple[str, str] | None:
+    """(kind, priority) of a sentence worth keeping, or None to drop it. ``short``: the
+    sentence is from a short assistant turn (``SHORT_TURN_WORDS``)."""
     if role == "assistant":
-        return _classify_assistant(sentence, state)
+        return _classify_assistant(sentence, state, short)
     if _introduces_someone(sentence) and _INTRODUCTION.search(sentence.text):
         return "introduction", MEDIUM
     if _is_small_talk_statement(sentence):
@@ -202,8 +223,11 @@ def classify(sentence: Sentence, role: str, state: WindowState) -> tuple[str, st
     if IDENTITY.found(sentence) or HABIT.found(sentence):
         return "fact", MEDIUM
     if PLAN.found(sentence):
-        # "I'll check those out": agreeing to advice, not a plan anyone needs to recall.
-        return None if ACKNOWLEDGED_ADVICE.found(sentence) else ("plan", MEDIUM)
+        # "I'll check those out": agreeing to advice, not a plan anyone needs to recall;
+        # "I will fix it by Friday" is a promise with its day.
+        promise = has_date(sentence) and CONCRETE_ACTION.found(sentence)
+        agreed = ACKNOWLEDGED_ADVICE.found(sentence) and not promise
+        return None if agreed else ("plan", MEDIUM)
     if EVENT.found(sentence):
         return "event", LOW
     if (sentence.has_digit and _SPECIFIC_NUMBER.search(sentence.text)) or state.fresh_names(
@@ -213,29 +237,69 @@ def classify(sentence: Sentence, role: str, state: WindowState) -> tuple[str, st
     return None
 
 
-def _classify_assistant(sentence: Sentence, state: WindowState) -> tuple[str, str] | None:
+def _classify_assistant(
+    sentence: Sentence, state: WindowState, short: bool
+) -> tuple[str, str] | None:
     if sentence.is_question:
         return None
     specific = bool(_MONEY_OR_REFERENCE.search(sentence.text)) or has_date(sentence)
     concrete = CONCRETE_ACTION.found(sentence) and not _VAGUE_OBJECT.search(sentence.lower)
+    decisive = short and bool(DECISIVE_QUANTITY.search(sentence.text))
     if COMMITMENT.found(sentence) and (concrete or specific):
         return "commitment", HIGH
-    done = COMPLETION.found(sentence) and not is_negated(sentence)
+    if short and REFUSAL.found(sentence) and not SELF_DESCRIPTION.search(sentence.lower):
+        return "refusal", HIGH  # "we cannot accept the return because ...": with its reason
+    wish = _WISH.match(sentence.lower) is not None
+    if short and FUTURE.search(sentence.lower) and (concrete or specific or decisive) and not wish:
+        return "commitment", HIGH  # "a courier will call you tomorrow"
+    unfinished = UNFINISHED.search(sentence.lower) is not None
+    done = COMPLETION.found(sentence) and not is_negated(sentence) and not unfinished
     if done and (specific or "your" in sentence.words):
         return "completed", COMPLETED
+    if short and concrete and DONE_BY_SPEAKER.search(sentence.lower) and not unfinished:
+        return "completed", COMPLETED  # "I have escalated it"
     if _MONEY_OR_REFERENCE.search(sentence.text):
         return "fact", LOW  # money and reference numbers the user may need later
+    if decisive or (short and STATE.search(sentence.lower)):
+        # "less than a week", "all promo codes expire after 7 days", "it is in progress":
+        # low, so that it shares the line of the question it answers.
+        return "fact", LOW
     return None
 
 
-def _trim_long(sentence: Sentence, role: str, state: WindowState, max_words: int) -> Sentence:
+# "I hope the choices you make will ...": a wish, not a promise.
+_WISH = re.compile(r"^(?:i\s+|we\s+)?(?:hope|wish|think|believe|guess|bet|trust)\b")
+
+
+def _trim_long(
+    sentence: Sentence, role: str, state: WindowState, max_words: int, *, short: bool = False
+) -> Sentence:
     """Keep only the clauses of a long sentence that carry a signal of their own, and no
-    more whole clauses than fit in ``max_words``: a clause is never cut short."""
+    more whole clauses than fit in ``max_words``: a clause is never cut short. A reason
+    ("because ...") stays with the clause it explains, joined as it was written."""
     if len(sentence.words) <= TRIM_CLAUSES_FROM_WORDS:
         return sentence
-    parts = [p.strip(" ,;") for p in _CLAUSE_SPLIT.split(sentence.text) if p.strip(" ,;")]
-    kept = [p for i, p in enumerate(parts) if i == 0 or classify(Sentence.of(p), role, state)]
-    return Sentence.of("; ".join(whole_clauses(kept, max_words)))
+    pieces = _CLAUSE_SPLIT.split(sentence.text)
+    parts = [(pieces[i - 1] if i else "", pieces[i].strip(" ,;")) for i in range(0, len(pieces), 2)]
+    kept: list[tuple[str, str]] = []
+    previous_kept = False
+    for index, (separator, part) in enumerate(parts):
+        if not part:
+            previous_kept = False
+            continue
+        reason = short and separator.strip() == "because" and previous_kept
+        keep = index == 0 or reason or classify(Sentence.of(part), role, state, short=short)
+        if keep:
+            joined = previous_kept and (reason or separator.startswith(","))
+            kept.append((separator if joined else "; ", part))
+        previous_kept = bool(keep)
+    if not kept:
+        return sentence
+    chosen = whole_clauses([part for _, part in kept], max_words)
+    text = chosen[0]
+    for (separator, part), _ in zip(kept[1:], chosen[1:], strict=False):
+        text += separator + part
+    return Sentence.of(text)
 
 
 def whole_clauses(clauses: list[str], max_words: int) -> list[str]:
@@ -252,10 +316,56 @@ def whole_clauses(clauses: list[str], max_words: int) -> list[str]:
 
 
 def _commitment_clause(text: str) -> str:
-    """ "Please confirm the order and I'll send it off" -> the part with the promise."""
-    parts = re.split(r",\s*|\s+and\s+|;\s*", text)
-    promised = [p for p in parts if COMMITMENT.found(Sentence.of(p))]
-    return promised[0] if promised else text
+    """ "Please confirm the order and I'll send it off" -> the part with the promise; "I
+    have escalated it; a courier will call you" -> both parts: what was done and what
+    will be."""
+    parts = [p for p in _PROMISE_SPLIT.split(text) if p.strip()]
+    promised = [p for p in parts if _promises(Sentence.of(p))]
+    if not promised or len(promised) == len(parts):
+        return text
+    return "; ".join(promised)
+
+
+# Clauses of a sentence: "and" splits only where a new subject follows, so that "will be
+# made and delivered" stays whole.
+_PROMISE_SPLIT = re.compile(
+    r",\s*|;\s*|\s+and\s+(?=(?:i|we|you|they|he|she|it|the|your|my|our|this|that)\b)",
+    re.IGNORECASE,
+)
+
+
+def _promises(part: Sentence) -> bool:
+    """A promise, or what the speaker already did about it ("I have let my manager know")."""
+    return bool(
+        COMMITMENT.found(part) or FUTURE.search(part.lower) or DONE_BY_SPEAKER.search(part.lower)
+    )
+
+
+# "because it has been more than 90 days we cannot accept the return": the refusal first,
+# then its reason.
+_REASON_FIRST = re.compile(
+    r"^(?P<before>(?:\w+,?\s+)?)because\s+(?P<reason>.+?),?\s+"
+    r"(?P<main>(?:we|i|you|they|it|this|that|the\s+\w+)\s+(?:cannot|can't|can\s+not|won't|"
+    r"will\s+not|couldn't|could\s+not|are|is|am|'re|'m|don't|do\s+not|doesn't|does\s+not)\b.*)$",
+    re.IGNORECASE,
+)
+
+
+# "I'm so sorry but", "Unfortunately,": what a refusal says before the refusal itself.
+_APOLOGY = re.compile(
+    r"^(?:(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:so\s+|very\s+|really\s+)?sorry(?:,?\s+but)?|"
+    r"unfortunately)\b[\s,]*",
+    re.IGNORECASE,
+)
+
+
+def _reason_last(text: str) -> str:
+    text = _APOLOGY.sub("", text)
+    match = _REASON_FIRST.match(text)
+    if match is None:
+        return text
+    main = match.group("main").rstrip(" .!")
+    return f"{match.group('before')}{main} because {match.group('reason')}"
 
 
 _REQUEST_FOR = re.compile(
@@ -272,6 +382,8 @@ _ASK_FOR_ITEM = re.compile(
     re.IGNORECASE,
 )
 _PLEASE = re.compile(r"\bplease\b,?\s*", re.IGNORECASE)
+# "I need it before Friday" asks for nothing new: the writer needs it.
+_PRONOUN_OBJECT = re.compile(r"(?:it|this|that|them|these|those)\b", re.IGNORECASE)
 
 
 def _rewrite_request(text: str, role: str) -> str:
@@ -282,7 +394,7 @@ def _rewrite_request(text: str, role: str) -> str:
         topic = " ".join(f"{wanted.group(1)} {wanted.group(2)}".split())
         return f"{speaker} asked for {third_person(topic, role)}"
     item = _ASK_FOR_ITEM.match(body)
-    if item:
+    if item and not _PRONOUN_OBJECT.match(item.group(1)):
         verb = "asked for" if body.lower().startswith(("do ", "does ")) else "requested"
         return f"{speaker} {verb} {third_person(item.group(1), role)}"
     ask = _ASK_TO.match(body)
@@ -307,7 +419,7 @@ def _rewrite_statement(text: str, role: str) -> str:
     return f"{speaker} said {_lower_first(rewritten)}"
 
 
-def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
+def rewrite(text: str, kind: str, role: str, state: WindowState, *, short: bool = False) -> str:
     text = FILLER_WORDS.sub("", text)
     introduction = _INTRODUCTION.search(text) if kind == "introduction" else None
     if kind == "introduction" and introduction:
@@ -316,13 +428,23 @@ def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
         return _rewrite_request(text, role)
     if kind == "commitment":
         return _rewrite_statement(_commitment_clause(text), role)
+    if kind == "refusal":
+        return _rewrite_statement(_reason_last(text), role)
     return _rewrite_statement(text, role)
+
+
+# A refusal names what it refuses: "we don't offer that" says nothing on its own.
+_REFUSAL_WORDS = wordset(
+    "can't cannot don't won't unable able offer sell carry accept find help see do allow"
+)
 
 
 def _is_vague(text: str, kind: str) -> bool:
     tokens = content_tokens(text) - VAGUE_WORDS
     if kind == "request":
         tokens -= {"requested"}
+    if kind == "refusal":
+        tokens -= _REFUSAL_WORDS
     return not tokens
 
 
@@ -341,26 +463,75 @@ def _split_question(text: str) -> list[str]:
     return [text[:cut] + ".", tail[:1].upper() + tail[1:]]
 
 
-def _clause(text: str, message: SourceMessage, state: WindowState, detail: Detail) -> Clause | None:
-    sentence = _trim_long(Sentence.of(text), message.role, state, detail.max_sentence_words)
-    verdict = classify(sentence, message.role, state)
+@dataclass(frozen=True)
+class Turn:
+    """A message with what its neighbours say about it: who it was said to (a name, when
+    the message before it named its speaker) and whether it is a short support answer."""
+
+    message: SourceMessage
+    listener: str = ""
+    short: bool = False
+
+
+def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause | None:
+    message = turn.message
+    if message.role == "assistant" and SELF_DESCRIPTION.search(text.lower()):
+        return None  # "As an AI, I can't go for walks": about the assistant, not the user
+    sentence = _trim_long(
+        Sentence.of(text), message.role, state, detail.max_sentence_words, short=turn.short
+    )
+    verdict = classify(sentence, message.role, state, short=turn.short)
     if verdict is None:
         return None
     kind, priority = verdict
     dated_text, referenced_at = absolute_dates(sentence, message)
-    rewritten = rewrite(dated_text, kind, message.role, state)
-    if _is_vague(rewritten, kind):
+    rewritten = rewrite(dated_text, kind, message.role, state, short=turn.short)
+    if _is_vague(rewritten, kind) or (kind == "introduction" and _known_speaker(rewritten, turn)):
         return None
-    rewritten = as_said_by(rewritten, message.role, message.speaker)
-    state.remember(rewritten)
+    return _said(rewritten, turn, state, kind=kind, priority=priority, referenced_at=referenced_at)
+
+
+def _known_speaker(introduction: str, turn: Turn) -> bool:
+    """ "I'm Maria" from Maria: the note would say that Maria's name is Maria."""
+    name = introduction.rsplit(" is ", 1)[-1].lower().split()
+    return bool(turn.message.speaker) and set(name) <= set(turn.message.speaker.lower().split())
+
+
+def _said(
+    text: str,
+    turn: Turn,
+    state: WindowState,
+    *,
+    kind: str,
+    priority: str,
+    referenced_at: datetime | None = None,
+) -> Clause:
+    """A rewritten clause with the participants' names, remembered."""
+    message = turn.message
+    text = _with_role(as_said_by(text, message.role, message.speaker, turn.listener), turn, state)
+    state.remember(text)
     return Clause(
-        text=rewritten,
+        text=text,
         priority=priority,
         kind=kind,
         message=message,
         referenced_at=referenced_at,
-        tokens=content_tokens(rewritten),
+        tokens=content_tokens(text),
     )
+
+
+def _with_role(text: str, turn: Turn, state: WindowState) -> str:
+    """ "Tom, the agent, will call Maria back": between two named people, an agent's name
+    says which side they are on the first time memory meets it."""
+    name = turn.message.speaker
+    if turn.message.role != "assistant" or not (name and turn.listener):
+        return text
+    if not text.startswith(f"{name} "):
+        return text
+    introduced = f"{name}, the agent,"
+    if introduced.lower() in state.known_text():
+        return text
+    return f"{introduced} {text[len(name) + 1 :]}"
 
 
 _ASSISTANT_CUE = re.compile(
@@ -377,16 +548,49 @@ def _assistant_may_matter(content: str) -> bool:
     return bool(_MONEY_OR_REFERENCE.search(content))
 
 
+# Words without which no sentence of a short answer is kept (``_classify_assistant``).
+_SHORT_ANSWER_GATE = (
+    REFUSAL.gate
+    | CONCRETE_ACTION.gate
+    | COMMITMENT.gate
+    | COMPLETION.gate
+    | wordset(
+        """will won't should going progress pending way transit delivery being hold review
+        stock expired approved eligible hour hours day days night nights week weeks
+        fortnight month months year years percent dollars euros pounds"""
+    )
+)
+
+
+def _short_answer_may_matter(content: str) -> bool:
+    sentence = Sentence.of(content)
+    if sentence.has_digit or "'ll" in sentence.lower or _MONEY_OR_REFERENCE.search(content):
+        return True
+    return not _SHORT_ANSWER_GATE.isdisjoint(sentence.words)
+
+
 def message_clauses(
-    message: SourceMessage, state: WindowState, detail: Detail = DETAIL[DEFAULT_FIDELITY]
+    message: SourceMessage,
+    state: WindowState,
+    detail: Detail = DETAIL[DEFAULT_FIDELITY],
+    *,
+    listener: str = "",
 ) -> list[Clause]:
     """The sentences of one conversational message worth keeping, rewritten; for an
-    assistant message, also what its answer named (answers.py)."""
+    assistant message, also what its answer named (answers.py). ``listener``: the name of
+    who the message answers, when the message before it named its speaker."""
+    short = message.role == "assistant" and len(message.content.split()) <= SHORT_TURN_WORDS
+    turn = Turn(message, listener, short)
+    replied = _reply_clauses(turn, state)
+    state_asks(message, state)
+    if replied is not None:
+        return replied
     clauses: list[Clause] = []
     text = message.content
     if message.role == "assistant":
         # List items are the answer note's; here only the prose, without markup.
-        text = prose_text(text) if _assistant_may_matter(text) else ""
+        may_matter = _short_answer_may_matter(text) if short else _assistant_may_matter(text)
+        text = prose_text(text) if may_matter else ""
     elif "```" in text or "{" in text or ";" in text:
         text = without_code(text)  # pasted code is not something said
     said: set[str] = set()  # sentences kept as clauses, which the answer note skips
@@ -398,7 +602,7 @@ def message_clauses(
             for part in _split_question(cleaned):
                 if part.endswith("?") and _QUESTION_FRAGMENT.match(part):
                     continue
-                clause = _clause(part, message, state, detail)
+                clause = _clause(part, turn, state, detail)
                 if clause is not None:
                     clauses.append(clause)
                     said.add(raw)
@@ -406,20 +610,41 @@ def message_clauses(
     if message.role == "assistant":
         answer = answer_note(message.content, state.known_text(), detail, said=said)
         if answer is not None:
-            answer = as_said_by(answer, message.role, message.speaker)
-        if answer is not None:
-            state.remember(answer)
-            clauses.append(
-                Clause(
-                    text=answer,
-                    priority=LOW,
-                    kind="answer",
-                    message=message,
-                    referenced_at=None,
-                    tokens=content_tokens(answer),
-                )
-            )
+            clauses.append(_said(answer, turn, state, kind="answer", priority=LOW))
     return clauses
+
+
+def _reply_clauses(turn: Turn, state: WindowState) -> list[Clause] | None:
+    """A reply that gives details ("Crystal Minh" to "may I have your name?") as the note
+    of what it gives ("User's name is Crystal Minh"), or none for a login name or a bare
+    identifier nobody asked about; None when the message is to be read sentence by
+    sentence."""
+    message = turn.message
+    if message.role != "user":
+        return None  # the customer gives details; the agent's answers are read as such
+    asked = state.asked if (message.role, message.speaker) != state.asked_by else AskedDetails()
+    given = given_detail(message.content, asked)
+    if given is not None:
+        if given.value is None:
+            return []  # a login name is not a fact about anyone
+        speaker = speaker_names(message.role)[0]
+        text = f"{speaker}'s {given.detail} is {given.value}"
+        return [_said(text, turn, state, kind="detail", priority=MEDIUM)]
+    if is_bare_identifier(message.content):
+        return []  # an id without what it identifies
+    return None
+
+
+# A question for details closes a message: the end of a long one is enough to read.
+ASKING_TAIL_CHARACTERS = 400
+
+
+def state_asks(message: SourceMessage, state: WindowState) -> None:
+    """Remember the details this message asks for, for the replies after it."""
+    before = state.asked.pending
+    state.asked.ask(message.content[-ASKING_TAIL_CHARACTERS:])
+    if state.asked.pending is not before:
+        state.asked_by = (message.role, message.speaker)
 
 
 def _cap_clauses(clauses: list[Clause]) -> list[Clause]:

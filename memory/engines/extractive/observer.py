@@ -211,7 +211,7 @@ def fold_fulfilled_requests(
     ends = [n.last_seq for n in by_end]
     kept = []
     for clause in clauses:
-        wanted = clause.tokens - VAGUE_WORDS - {"requested", "asked"}
+        wanted = clause.tokens - VAGUE_WORDS - {"requested", "asked", "need", "want"}
         fulfilled = None
         if clause.is_request and clause.priority == LOW and wanted:
             seq = clause.message.seq
@@ -359,11 +359,47 @@ def _drop_known_tool_notes(notes: list[Note], previous: Sequence[str]) -> list[N
 
 
 def _raise_unanswered_requests(clauses: list[Clause], messages: Sequence[SourceMessage]) -> None:
-    """A request that nothing in the window answered is pending: high priority."""
-    last_answer = max((m.seq for m in messages if m.role in ("assistant", "tool")), default=-1)
+    """A request that nothing in the window answered is pending: high priority. An answer
+    is a later message of the assistant, a tool, or another named participant (in a
+    meeting, a colleague answers)."""
+    answered: set[str] = set()
+    later: list[tuple[str, str]] = []  # up to two participants seen after, newest first
+    for message in reversed(messages):
+        who = _participant(message)
+        if any(other != who for other in later):
+            answered.add(message.id)
+        if who not in later:
+            later = [who, *later][:2]
     for clause in clauses:
-        if clause.is_request and clause.message.seq > last_answer:
+        if clause.is_request and clause.message.id not in answered:
             clause.priority = HIGH
+
+
+def _participant(message: SourceMessage) -> tuple[str, str]:
+    """Who a message is from: a tool answers as the assistant does."""
+    if message.role == "tool":
+        return ("assistant", "")
+    return (message.role, message.speaker)
+
+
+def _listeners(messages: Sequence[SourceMessage]) -> dict[str, str]:
+    """Message id -> the name of who it answers: the speaker of the last message before it
+    by someone else, when that message named its speaker ("you" in Tom's reply to Maria
+    is Maria)."""
+    listeners: dict[str, str] = {}
+    last: SourceMessage | None = None  # the latest message
+    last_other: SourceMessage | None = None  # the latest one by someone other than ``last``'s
+    for message in messages:
+        if message.role not in ("user", "assistant"):
+            continue
+        who = _participant(message)
+        answered = last if last is not None and _participant(last) != who else last_other
+        if answered is not None and answered.speaker:
+            listeners[message.id] = answered.speaker
+        if last is not None and _participant(last) != who:
+            last_other = last
+        last = message
+    return listeners
 
 
 def _current_task(clauses: list[Clause]) -> tuple[str | None, str | None]:
@@ -438,11 +474,13 @@ def _observe(
     detail = detail_for(fidelity)
     clauses: list[Clause] = []
     tool_notes: list[Note] = []
+    listeners = _listeners(visible)
     for message in visible:
         if message.role == "tool":
             tool_notes.append(_tool_note(message))
         elif message.content.strip():
-            clauses.extend(message_clauses(message, state, detail))
+            listener = listeners.get(message.id, "")
+            clauses.extend(message_clauses(message, state, detail, listener=listener))
     _raise_unanswered_requests(clauses, visible)
     clauses = _drop_known_clauses(clauses, KnownFacts(previous_observations))
     tool_notes = _drop_known_tool_notes(fold_tool_notes(tool_notes), previous_observations)

@@ -63,6 +63,12 @@ _DISCOURSE_PREFIX = re.compile(
 _TRAILING_VOCATIVE = re.compile(
     r",\s*(?:my\s+)?(?:dear\s+)?(?:friend|buddy|pal)\s*(?=[.!?]*$)", re.I
 )
+# "Ben, can you ...", "Tom, please ...": the name of who is spoken to, before a question
+# or a request.
+_LEADING_VOCATIVE = re.compile(
+    r"^(?P<name>[A-Z][a-z]+),\s+(?=(?i:can|could|would|will|please|do|did|are|is|what|how|why|"
+    r"when|where|you|you're|let|thanks|thank)\b)"
+)
 _FIRST_CLAUSE_END = re.compile(r",\s|;|\s+(?:and|but|so)\s|[.!?]")
 _LEADING_TIME = re.compile(
     r"^(?P<time>today|yesterday|tonight|this\s+(?:morning|afternoon|evening|week)|"
@@ -141,6 +147,10 @@ def first_names() -> frozenset[str]:
     return frozenset(names)
 
 
+def _is_first_name(word: str) -> bool:
+    return word in first_names() or is_person_placeholder(word)
+
+
 def named_speaker(content: str) -> tuple[str, str] | None:
     """(name, the rest) of "Jo: I moved to Oslo"; None when the message does not open
     with one speaker's name: a label ("Note:", "Remember:"; a name must start with a known
@@ -164,12 +174,18 @@ def speaker_of(role: str, speaker: str = "") -> str:
     return speaker or speaker_names(role)[0]
 
 
-def as_said_by(text: str, role: str, speaker: str) -> str:
-    """A note written with the role's name ("User moved") with the participant's name
-    instead ("Jo moved"), when the message names its speaker."""
-    if not speaker:
+def as_said_by(text: str, role: str, speaker: str, listener: str = "") -> str:
+    """A note written with the roles' names ("User asked Assistant to ...") with the
+    participants' names instead ("Maria asked Tom to ..."): the speaker's when the message
+    names its speaker, the listener's when the message before it named its own."""
+    if role not in ("user", "assistant") or not (speaker or listener):
         return text
-    return re.sub(rf"\b{speaker_names(role)[0]}\b", lambda _: speaker, text)
+    said_by, said_to = speaker_names(role)
+    names = {said_by: speaker or said_by, said_to: listener or said_to}
+    return _ROLE_NAMES.sub(lambda m: names[m.group(0)], text)
+
+
+_ROLE_NAMES = re.compile(r"\b(?:User|Assistant)\b")
 
 
 # Contractions come first so that "I'm" is not read as "I" + "'m".
@@ -289,6 +305,9 @@ def clean_sentence(raw: str) -> str | None:
         if not has_substance(sentence):
             return None
     sentence = _TRAILING_VOCATIVE.sub("", sentence)
+    vocative = _LEADING_VOCATIVE.match(sentence)
+    if vocative and _is_first_name(vocative.group("name")):
+        sentence = sentence[vocative.end() :]  # "Ben, can you fix it?" asks Ben
     time = _LEADING_TIME.match(sentence)
     if time:
         # "Today I went to the park, and ..." reads better as "I went to the park today,
@@ -297,7 +316,31 @@ def clean_sentence(raw: str) -> str | None:
         boundary = _FIRST_CLAUSE_END.search(body)
         cut = boundary.start() if boundary else len(body.rstrip(" .!"))
         sentence = f"{body[:cut]} {time.group('time').lower()}{body[cut:]}"
+    if _NO_SUBJECT.match(sentence):
+        sentence = "I " + sentence  # "just wanted to check my refund": the writer wants
+    if _UNMARKED_QUESTION.match(sentence) and len(sentence.split()) <= UNMARKED_QUESTION_WORDS:
+        sentence = sentence.rstrip(" .") + "?"  # "how long till it is refunded"
+    first = sentence.split(None, 1)[0] if sentence else ""
+    if not (first.replace("'", "").isalpha() and first.islower()):
+        return sentence  # "cminh730@email.com", "iPhone", a pseudonym: as written
     return sentence[:1].upper() + sentence[1:]
+
+
+# "just wanted to check on my refund", "need to change my address": the writer is the
+# subject a chat message leaves out.
+_NO_SUBJECT = re.compile(
+    r"^(?:just\s+)?(?:want(?:ed)?|need(?:ed)?|would\s+like|trying|hoping|looking)\s+to\s", re.I
+)
+# "how long till it is refunded", "can you check my order": questions without their mark.
+_UNMARKED_QUESTION = re.compile(
+    r"^(?:how\s+(?:much|many|long|soon|often|far|do|does|did|can|could|is|are|was|will)|"
+    r"(?:when|where|why|what|which|who)\s+(?:will|is|are|was|were|can|could|do|does|did|should|"
+    r"would|has|have|hasn't|haven't|isn't|aren't)|(?:can|could|would|will)\s+(?:you|i|we)|"
+    r"(?:is|are)\s+(?:it|there|my|your|the|this|that)|(?:do|does|did)\s+(?:you|i|it|my))\b"
+    r"[^.!?]*\.?$",
+    re.IGNORECASE,
+)
+UNMARKED_QUESTION_WORDS = 15
 
 
 def names_in(sentence: str) -> list[str]:
