@@ -138,6 +138,25 @@ class WindowState:
         self._joined: str | None = None
         self.asked = AskedDetails()  # what the last question for details asked
         self.asked_by: tuple[str, str] = ("", "")  # (role, speaker) of who asked it
+        self.first_names: dict[str, str] = {}  # a speaker's full name -> the first name
+        self.named: set[str] = set()  # full names memory already holds
+        self.introduced: set[str] = set()  # agents memory already introduced with their role
+
+    def meet(self, speakers: Sequence[str]) -> None:
+        """The window's speakers: a full name whose first name is a first name nobody else
+        of the window has can be shortened to it once memory holds the full name."""
+        firsts: dict[str, set[str]] = {}
+        for name in speakers:
+            if " " in name:
+                firsts.setdefault(name.split(" ", 1)[0], set()).add(name)
+        self.first_names = {
+            next(iter(names)): first
+            for first, names in sorted(firsts.items())
+            if len(names) == 1 and first in first_names() and first not in speakers
+        }
+        known = self.known_text()
+        self.named = {name for name in self.first_names if name.lower() in known}
+        self.introduced = {name for name in speakers if f"{name.lower()}, the agent," in known}
 
     def remember(self, text: str) -> None:
         self._known.append(text.lower())
@@ -413,7 +432,7 @@ def _rewrite_request(text: str, role: str) -> str:
 
 def _rewrite_statement(text: str, role: str) -> str:
     speaker, _ = speaker_names(role)
-    rewritten = third_person(text.rstrip(" .!"), role)
+    rewritten = third_person(text.rstrip(" .!,;:-"), role)
     if rewritten.startswith(speaker):
         return rewritten
     return f"{speaker} said {_lower_first(rewritten)}"
@@ -508,7 +527,8 @@ def _said(
 ) -> Clause:
     """A rewritten clause with the participants' names, remembered."""
     message = turn.message
-    text = _with_role(as_said_by(text, message.role, message.speaker, turn.listener), turn, state)
+    text = as_said_by(text, message.role, message.speaker, turn.listener)
+    text = _with_role(_short_names(text, state), turn, state)
     state.remember(text)
     return Clause(
         text=text,
@@ -520,6 +540,21 @@ def _said(
     )
 
 
+def _short_names(text: str, state: WindowState) -> str:
+    """ "Monica Geller said Monica's mother ...": a speaker's full name once in memory,
+    the first name after it."""
+    for name, first in state.first_names.items():
+        if name not in text:
+            continue
+        if name in state.named:
+            text = text.replace(name, first)
+        else:
+            head, found, tail = text.partition(name)
+            text = head + found + tail.replace(name, first)
+            state.named.add(name)
+    return text
+
+
 def _with_role(text: str, turn: Turn, state: WindowState) -> str:
     """ "Tom, the agent, will call Maria back": between two named people, an agent's name
     says which side they are on the first time memory meets it."""
@@ -528,10 +563,10 @@ def _with_role(text: str, turn: Turn, state: WindowState) -> str:
         return text
     if not text.startswith(f"{name} "):
         return text
-    introduced = f"{name}, the agent,"
-    if introduced.lower() in state.known_text():
+    if name in state.introduced:
         return text
-    return f"{introduced} {text[len(name) + 1 :]}"
+    state.introduced.add(name)
+    return f"{name}, the agent, {text[len(name) + 1 :]}"
 
 
 _ASSISTANT_CUE = re.compile(
@@ -622,7 +657,8 @@ def _reply_clauses(turn: Turn, state: WindowState) -> list[Clause] | None:
     message = turn.message
     if message.role != "user":
         return None  # the customer gives details; the agent's answers are read as such
-    asked = state.asked if (message.role, message.speaker) != state.asked_by else AskedDetails()
+    # An agent asks a customer for details; among colleagues a short reply is talk.
+    asked = state.asked if state.asked_by[0] == "assistant" else AskedDetails()
     given = given_detail(message.content, asked)
     if given is not None:
         if given.value is None:
@@ -641,6 +677,8 @@ ASKING_TAIL_CHARACTERS = 400
 
 def state_asks(message: SourceMessage, state: WindowState) -> None:
     """Remember the details this message asks for, for the replies after it."""
+    if message.role != "assistant":
+        return  # only an agent's questions for details are paired with replies
     before = state.asked.pending
     state.asked.ask(message.content[-ASKING_TAIL_CHARACTERS:])
     if state.asked.pending is not before:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from memory.engines.extractive.pseudonyms import placeholder_kind
+from memory.engines.extractive.sentences import without_disfluencies
 from memory.engines.extractive.vocabulary import STOPWORDS, wordset
 
 MAX_DETAIL_WORDS = 3  # "membership level", "order ID", "date of birth"
@@ -63,6 +64,7 @@ class AskedDetails:
     def ask(self, question: str) -> None:
         if "your" not in question and "the" not in question:
             return
+        question = without_disfluencies(question)
         asked = [d for match in _ASK.finditer(question) for d in _details(match.group("details"))]
         if asked:
             self.pending = list(dict.fromkeys(asked))
@@ -79,10 +81,13 @@ def _details(phrase: str) -> list[str]:
         words: list[str] = []
         ended = False
         for word in part.split():
-            if word.lower() in _LIST_END or not (word.islower() or word in _ACRONYMS):
+            plain = word.isalpha() and word.islower()
+            if word.lower() in _LIST_END or not (plain or word in _ACRONYMS):
                 ended = True  # "please", or a name the question ends with
                 break
             words.append(word)
+        while words and words[-1] == "of":
+            words.pop()  # "the date of" lost what it was of
         if words and len(words) <= MAX_DETAIL_WORDS:
             details.append(" ".join(words))
         if ended or len(words) > MAX_DETAIL_WORDS:
@@ -138,6 +143,8 @@ def _looks_like_value(value: str) -> bool:
     are neither function words nor agreement ("bronze", "gold member")."""
     if any(c.isdigit() for c in value) or "@" in value:
         return True
+    if len(value) < 3:
+        return False  # "f", "W": a word cut off
     words = [w.strip(".,!'’") for w in value.split()]
     if any(placeholder_kind(w) for w in words):
         return True
@@ -164,7 +171,7 @@ def given_detail(reply: str, asked: AskedDetails) -> Given | None:
     value ("Order ID: 3348917502"); None when it is a sentence to read as one."""
     if reply.count(" ") > MAX_REPLY_WORDS + 2:
         return None
-    text = _ENDING.sub("", reply.strip())
+    text = _ENDING.sub("", without_disfluencies(reply.strip()))
     if not text or len(text.split()) > MAX_REPLY_WORDS or text.endswith("?"):
         return None
     labelled = _LABELLED.match(text)

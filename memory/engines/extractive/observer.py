@@ -399,7 +399,22 @@ def _listeners(messages: Sequence[SourceMessage]) -> dict[str, str]:
         if last is not None and _participant(last) != who:
             last_other = last
         last = message
+    if not any(m.role == "assistant" for m in messages):
+        # Among named people with no assistant, whoever opens the window speaks to whoever
+        # answers it.
+        _first_answered_by_next(messages, listeners)
     return listeners
+
+
+def _first_answered_by_next(messages: Sequence[SourceMessage], listeners: dict[str, str]) -> None:
+    people = [m for m in messages if m.role == "user"]
+    for index, message in enumerate(people):
+        if message.id in listeners:
+            break
+        nxt = next((m for m in people[index + 1 :] if m.speaker != message.speaker), None)
+        if nxt is None or not nxt.speaker or not message.speaker:
+            break
+        listeners[message.id] = nxt.speaker
 
 
 def _current_task(clauses: list[Clause]) -> tuple[str | None, str | None]:
@@ -471,6 +486,7 @@ def _observe(
     ordered = sorted(messages, key=lambda m: m.seq)
     visible = [_with_speaker(m) for m in ordered if not _is_memory_block(m)]
     state = WindowState(previous_observations)
+    state.meet(sorted({m.speaker for m in visible if m.speaker}))
     detail = detail_for(fidelity)
     clauses: list[Clause] = []
     tool_notes: list[Note] = []

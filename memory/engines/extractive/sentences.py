@@ -60,6 +60,20 @@ _DISCOURSE_PREFIX = re.compile(
     r"additionally|firstly|secondly|finally)\b[\s,!.:;-]*)+",
     re.IGNORECASE,
 )
+# What speech leaves in a transcript: "um", "uh", "mm-hmm", "y'know", a word said twice.
+_DISFLUENCY_HINT = re.compile(r"\b(?:[uU][hm]|[hH]mm|[mM]m\b|y'know)")
+_DISFLUENCY = re.compile(r"\b(?:uh-huh|mm-hmm|u+[mh]+|h?mm+|y'know)\b[\s,.]*", re.IGNORECASE)
+_REPEATED_WORD = re.compile(r"\b(?!(?:had|that)\b)(\w+)(?:\s+\1\b)+", re.IGNORECASE)
+
+
+def without_disfluencies(text: str) -> str:
+    """ "Um, well this is our our project" -> "well this is our project": a word said
+    twice is looked for only in speech that has fillers."""
+    if _DISFLUENCY_HINT.search(text) is None:
+        return text
+    return _REPEATED_WORD.sub(r"\1", _DISFLUENCY.sub("", text)).strip()
+
+
 _TRAILING_VOCATIVE = re.compile(
     r",\s*(?:my\s+)?(?:dear\s+)?(?:friend|buddy|pal)\s*(?=[.!?]*$)", re.I
 )
@@ -78,7 +92,11 @@ _LEADING_TIME = re.compile(
 )
 QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'&-]*(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][\w'&-]*)*")
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
+# A sentence ends at ". ", "! ", "? ", or a line break; not after a title ("Dr. Johnson").
+_SENTENCE_SPLIT = re.compile(
+    r"(?<=[.!?…])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bJr\.)"
+    r"(?<!\bSr\.)(?<!\bProf\.)(?<!\bvs\.)[\"'”’)\]]*\s+|\n+"
+)
 _AFTER_QUOTE_SPLIT = re.compile(r"(?<=[\"”])\s+(?=[A-Z])")  # 'a movie, "Up" Have you seen it?'
 _SEGMENT = re.compile(r"[A-Za-z']+|[^A-Za-z']+")
 
@@ -292,6 +310,7 @@ def clean_sentence(raw: str) -> str | None:
     """The sentence without greetings, vocatives and discourse markers ("Well, hi Anna,
     I moved" -> "I moved"), or None when nothing but pleasantries is left."""
     sentence = raw.strip().replace("’", "'")
+    sentence = without_disfluencies(sentence)
     while _opens_with_filler(sentence):
         shorter = _GREETING_PREFIX.sub("", _DISCOURSE_PREFIX.sub("", sentence)).strip()
         if shorter == sentence:
