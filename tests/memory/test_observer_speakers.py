@@ -126,3 +126,57 @@ def test_an_unnamed_chat_still_reads_user_and_assistant():
         "User asked to email User the invoice for order 88",
         "Assistant will email User the invoice for order 88",
     ]
+
+
+def test_a_full_name_is_written_once_then_the_first_name():
+    output = observe(
+        said(
+            ("user", "Rachel Green", "Monica Geller, you lost your keys at the coffee house."),
+            ("user", "Monica Geller", "I paid for new keys twice, I'm so tired."),
+            ("user", "Monica Geller", "I moved my spare key to my sister's flat in Queens."),
+        )
+    )
+    assert texts(output) == [
+        "Rachel Green said Monica Geller lost Monica's keys at the coffee house",
+        "Monica paid for new keys twice, Monica is so tired",
+        "Monica moved Monica's spare key to Monica's sister's flat in Queens",
+    ]
+
+
+def test_two_people_with_one_first_name_keep_their_full_names():
+    output = observe(
+        said(
+            ("user", "Anna Berg", "I booked the venue for the launch on Friday."),
+            ("user", "Anna Lopez", "I ordered the catering for Friday."),
+            ("user", "Anna Berg", "I will print the badges tomorrow."),
+        )
+    )
+    joined = " ".join(texts(output))
+    assert "Anna Berg will print the badges" in joined
+    assert "Anna Lopez ordered the catering" in joined
+
+
+def test_speech_fillers_are_not_written_down():
+    output = observe(
+        said(
+            ("user", "Project Manager", "Um, we're gonna sell this remote for twenty five "
+                                        "Euro, uh, and we want the the cost under twelve Euro."),
+            ("user", "Marketing", "Mm-hmm."),
+        )
+    )  # fmt: skip
+    joined = " ".join(texts(output))
+    assert "twenty five Euro" in joined and "twelve Euro" in joined
+    assert not any(f in joined.lower().split() for f in ("um", "uh", "um,", "uh,", "mm-hmm"))
+    assert "the the" not in joined
+
+
+def test_a_colleagues_short_reply_is_not_taken_for_a_detail_asked():
+    output = observe(
+        said(
+            ("user", "Project Manager", "What's your idea for the shape?"),
+            ("user", "Industrial Designer", "Maybe round"),
+        )
+    )
+    assert texts(output) == [
+        "Project Manager asked what's Industrial Designer's idea for the shape"
+    ]

@@ -191,10 +191,18 @@ _OPINION = re.compile(
 )
 
 
-def _is_small_talk_statement(sentence: Sentence) -> bool:
+_SECOND_PERSON = re.compile(r"\b(?:you're|you've|you'll|you'd|yours|yourself|your|you)\b", re.I)
+_AS_FIRST = {
+    "you're": "I'm", "you've": "I've", "you'll": "I'll", "you'd": "I'd", "yours": "mine",
+    "yourself": "myself", "your": "my", "you": "I",
+}  # fmt: skip
+
+
+def _is_small_talk_statement(sentence: Sentence, to_person: bool) -> bool:
     """ "You are a smart companion", "I think that's a great way to relax", "That sounds
-    difficult": remarks about the assistant or the advice, not about the user."""
-    if _ABOUT_THE_LISTENER.match(sentence.lower):
+    difficult": remarks about the assistant or the advice, not about the user. Said to a
+    named person, "you left your keys" is about that person."""
+    if _ABOUT_THE_LISTENER.match(sentence.lower) and not to_person:
         # "You can watch "Home Cooking" on CCTV" passes on names worth keeping.
         return FIRST_PERSON.isdisjoint(sentence.words) and not names_in(sentence.text)
     if _OPINION.match(sentence.lower):
@@ -210,15 +218,26 @@ def _is_request(sentence: Sentence) -> bool:
 
 
 def classify(
-    sentence: Sentence, role: str, state: WindowState, *, short: bool = False
+    sentence: Sentence,
+    role: str,
+    state: WindowState,
+    *,
+    short: bool = False,
+    to_person: bool = False,
 ) -> tuple[str, str] | None:
     """(kind, priority) of a sentence worth keeping, or None to drop it. ``short``: the
-    sentence is from a short assistant turn (``SHORT_TURN_WORDS``)."""
+    sentence is from a short assistant turn (``SHORT_TURN_WORDS``); ``to_person``: it is
+    said to a named person, not to the assistant."""
     if role == "assistant":
         return _classify_assistant(sentence, state, short)
+    if to_person and _ABOUT_THE_LISTENER.match(sentence.lower):
+        # "You left your keys" to Monica says what "I left my keys" would say of Monica.
+        sentence = Sentence.of(
+            _SECOND_PERSON.sub(lambda m: _AS_FIRST[m.group(0).lower()], sentence.text)
+        )
     if _introduces_someone(sentence) and _INTRODUCTION.search(sentence.text):
         return "introduction", MEDIUM
-    if _is_small_talk_statement(sentence):
+    if _is_small_talk_statement(sentence, to_person):
         return None
     if sentence.is_question:
         if _is_request(sentence):
@@ -499,7 +518,9 @@ def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause
     sentence = _trim_long(
         Sentence.of(text), message.role, state, detail.max_sentence_words, short=turn.short
     )
-    verdict = classify(sentence, message.role, state, short=turn.short)
+    verdict = classify(
+        sentence, message.role, state, short=turn.short, to_person=bool(turn.listener)
+    )
     if verdict is None:
         return None
     kind, priority = verdict

@@ -15,6 +15,7 @@ from memory.engines.extractive.vocabulary import ADVERBS, VAGUE_WORDS, content_t
 IRREGULAR_THIRD_PERSON = {
     "am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "were": "was",
     "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't",
+    "dunno": "doesn't know", "wanna": "wants to", "gotta": "has to",
 }  # fmt: skip
 # Words after a subject that must not take a third-person "s": modals, past forms, and
 # words that are not verbs at all.
@@ -80,7 +81,7 @@ _TRAILING_VOCATIVE = re.compile(
 # "Ben, can you ...", "Tom, please ...": the name of who is spoken to, before a question
 # or a request.
 _LEADING_VOCATIVE = re.compile(
-    r"^(?P<name>[A-Z][a-z]+),\s+(?=(?i:can|could|would|will|please|do|did|are|is|what|how|why|"
+    r"^(?P<name>[A-Z][a-z]+)(?:\s[A-Z][a-z]+)?,\s+(?=(?i:can|could|would|will|please|do|did|are|is|what|how|why|"
     r"when|where|you|you're|let|thanks|thank)\b)"
 )
 _FIRST_CLAUSE_END = re.compile(r",\s|;|\s+(?:and|but|so)\s|[.!?]")
