@@ -39,9 +39,10 @@ Modules, each importing only from those listed before it: ``vocabulary`` (priori
 shared word lists, word sets), ``pseudonyms`` (labels as one word), ``cues`` (what a
 sentence says), ``sentences`` (splitting, cleaning, names, who speaks, third person),
 ``relative_dates`` (dates written out), ``answers`` (what an assistant's answer named, and
-the fidelity levels), ``details`` (values asked for and given), ``clauses`` (which
-sentences are kept and how they are rewritten), ``tools`` (one line per tool call),
-``observer`` (the notes of a window) and ``reflector``.
+the fidelity levels), ``decisions`` (what an assistant's turn decides), ``details``
+(values asked for and given), ``clauses`` (which sentences are kept and how they are
+rewritten), ``tools`` (one line per tool call), ``observer`` (the notes of a window) and
+``reflector``.
 
 Everything here is deterministic: no clocks, no randomness, and output is never built by
 iterating over an unordered set. The engine never touches the database; see

@@ -23,14 +23,10 @@ from memory.engines.extractive.answers import (
 )
 from memory.engines.extractive.cues import (
     ACKNOWLEDGED_ADVICE,
-    COMMITMENT,
     COMPLETION,
     CONCRETE_ACTION,
-    DECISIVE_QUANTITY,
-    DONE_BY_SPEAKER,
     EVENT,
     EXPLICIT_REQUEST,
-    FUTURE,
     HABIT,
     IDENTITY,
     IMPERATIVE_VERBS,
@@ -38,13 +34,19 @@ from memory.engines.extractive.cues import (
     PLAN,
     PREFERENCE,
     PROBLEM,
-    REFUSAL,
     SELF_DESCRIPTION,
     SMALL_TALK_QUESTION,
-    STATE,
-    UNFINISHED,
     URGENT,
     is_negated,
+)
+from memory.engines.extractive.decisions import (
+    REFUSAL_WORDS,
+    SHORT_TURN_WORDS,
+    answer_may_matter,
+    classify_answer,
+    promised_part,
+    reason_last,
+    short_answer_may_matter,
 )
 from memory.engines.extractive.details import AskedDetails, given_detail, is_bare_identifier
 from memory.engines.extractive.relative_dates import absolute_dates, has_date
@@ -70,9 +72,6 @@ from memory.engines.extractive.vocabulary import (
 )
 
 MAX_CLAUSES_PER_MESSAGE = 12  # a pasted document must not become a hundred notes
-# An assistant turn this short is a support answer, read for what it decides (a refusal, a
-# state, a duration, an amount); a longer one is advice, read for its promises and names.
-SHORT_TURN_WORDS = 50
 TRIM_CLAUSES_FROM_WORDS = 14  # longer sentences lose their clauses that carry no signal
 FILLER_WORDS = re.compile(
     r"\b(?:really|very|quite|actually|definitely|particularly|truly|totally|absolutely|"
@@ -86,17 +85,11 @@ _SENTENCE_STARTERS = wordset(
     lately now then here every each all many most no not maybe perhaps less more only about
     around roughly approximately nearly almost over under within"""
 )
-# "I'll send it off": a promise about "it" is routine, not something to hold anyone to.
-_VAGUE_OBJECT = re.compile(
-    r"\b(?:send|sending|process|processing|book|booking|update|updating|arrange|ship)"
-    r"\s+(?:it|this|that|them|one)\b"
-)
 # "I'm Gary", "My name is Gary", "Call me Gary".
 _INTRODUCTION = re.compile(
     r"(?:^I'm|^I am|\b[Mm]y name is|\b[Cc]all me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)"
 )
 _SPECIFIC_NUMBER = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+|\d+(?:[.,:]\d+)?\s?(?:%|[a-zA-Z]+)?")
-_MONEY_OR_REFERENCE = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+")
 _CLAUSE_SPLIT = re.compile(
     r"(,\s+(?=(?:and|but|so|which|because|while|although|though|as)\b)|;\s+|\s+because\s+)"
 )
@@ -229,7 +222,7 @@ def classify(
     sentence is from a short assistant turn (``SHORT_TURN_WORDS``); ``to_person``: it is
     said to a named person, not to the assistant."""
     if role == "assistant":
-        return _classify_assistant(sentence, state, short)
+        return classify_answer(sentence, short)
     if to_person and _ABOUT_THE_LISTENER.match(sentence.lower):
         # "You left your keys" to Monica says what "I left my keys" would say of Monica.
         sentence = Sentence.of(
@@ -275,40 +268,6 @@ def classify(
     return None
 
 
-def _classify_assistant(
-    sentence: Sentence, state: WindowState, short: bool
-) -> tuple[str, str] | None:
-    if sentence.is_question:
-        return None
-    specific = bool(_MONEY_OR_REFERENCE.search(sentence.text)) or has_date(sentence)
-    concrete = CONCRETE_ACTION.found(sentence) and not _VAGUE_OBJECT.search(sentence.lower)
-    decisive = short and bool(DECISIVE_QUANTITY.search(sentence.text))
-    if COMMITMENT.found(sentence) and (concrete or specific):
-        return "commitment", HIGH
-    if short and REFUSAL.found(sentence) and not SELF_DESCRIPTION.search(sentence.lower):
-        return "refusal", HIGH  # "we cannot accept the return because ...": with its reason
-    wish = _WISH.match(sentence.lower) is not None
-    if short and FUTURE.search(sentence.lower) and (concrete or specific or decisive) and not wish:
-        return "commitment", HIGH  # "a courier will call you tomorrow"
-    unfinished = UNFINISHED.search(sentence.lower) is not None
-    done = COMPLETION.found(sentence) and not is_negated(sentence) and not unfinished
-    if done and (specific or "your" in sentence.words):
-        return "completed", COMPLETED
-    if short and concrete and DONE_BY_SPEAKER.search(sentence.lower) and not unfinished:
-        return "completed", COMPLETED  # "I have escalated it"
-    if _MONEY_OR_REFERENCE.search(sentence.text):
-        return "fact", LOW  # money and reference numbers the user may need later
-    if decisive or (short and STATE.search(sentence.lower)):
-        # "less than a week", "all promo codes expire after 7 days", "it is in progress":
-        # low, so that it shares the line of the question it answers.
-        return "fact", LOW
-    return None
-
-
-# "I hope the choices you make will ...": a wish, not a promise.
-_WISH = re.compile(r"^(?:i\s+|we\s+)?(?:hope|wish|think|believe|guess|bet|trust)\b")
-
-
 def _trim_long(
     sentence: Sentence, role: str, state: WindowState, max_words: int, *, short: bool = False
 ) -> Sentence:
@@ -351,59 +310,6 @@ def whole_clauses(clauses: list[str], max_words: int) -> list[str]:
         kept.append(clause)
         words += size
     return kept
-
-
-def _commitment_clause(text: str) -> str:
-    """ "Please confirm the order and I'll send it off" -> the part with the promise; "I
-    have escalated it; a courier will call you" -> both parts: what was done and what
-    will be."""
-    parts = [p for p in _PROMISE_SPLIT.split(text) if p.strip()]
-    promised = [p for p in parts if _promises(Sentence.of(p))]
-    if not promised or len(promised) == len(parts):
-        return text
-    return "; ".join(promised)
-
-
-# Clauses of a sentence: "and" splits only where a new subject follows, so that "will be
-# made and delivered" stays whole.
-_PROMISE_SPLIT = re.compile(
-    r",\s*|;\s*|\s+and\s+(?=(?:i|we|you|they|he|she|it|the|your|my|our|this|that)\b)",
-    re.IGNORECASE,
-)
-
-
-def _promises(part: Sentence) -> bool:
-    """A promise, or what the speaker already did about it ("I have let my manager know")."""
-    return bool(
-        COMMITMENT.found(part) or FUTURE.search(part.lower) or DONE_BY_SPEAKER.search(part.lower)
-    )
-
-
-# "because it has been more than 90 days we cannot accept the return": the refusal first,
-# then its reason.
-_REASON_FIRST = re.compile(
-    r"^(?P<before>(?:\w+,?\s+)?)because\s+(?P<reason>.+?),?\s+"
-    r"(?P<main>(?:we|i|you|they|it|this|that|the\s+\w+)\s+(?:cannot|can't|can\s+not|won't|"
-    r"will\s+not|couldn't|could\s+not|are|is|am|'re|'m|don't|do\s+not|doesn't|does\s+not)\b.*)$",
-    re.IGNORECASE,
-)
-
-
-# "I'm so sorry but", "Unfortunately,": what a refusal says before the refusal itself.
-_APOLOGY = re.compile(
-    r"^(?:(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:so\s+|very\s+|really\s+)?sorry(?:,?\s+but)?|"
-    r"unfortunately)\b[\s,]*",
-    re.IGNORECASE,
-)
-
-
-def _reason_last(text: str) -> str:
-    text = _APOLOGY.sub("", text)
-    match = _REASON_FIRST.match(text)
-    if match is None:
-        return text
-    main = match.group("main").rstrip(" .!")
-    return f"{match.group('before')}{main} because {match.group('reason')}"
 
 
 _REQUEST_FOR = re.compile(
@@ -457,7 +363,7 @@ def _rewrite_statement(text: str, role: str) -> str:
     return f"{speaker} said {_lower_first(rewritten)}"
 
 
-def rewrite(text: str, kind: str, role: str, state: WindowState, *, short: bool = False) -> str:
+def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
     text = FILLER_WORDS.sub("", text)
     introduction = _INTRODUCTION.search(text) if kind == "introduction" else None
     if kind == "introduction" and introduction:
@@ -465,16 +371,10 @@ def rewrite(text: str, kind: str, role: str, state: WindowState, *, short: bool 
     if kind == "request":
         return _rewrite_request(text, role)
     if kind == "commitment":
-        return _rewrite_statement(_commitment_clause(text), role)
+        return _rewrite_statement(promised_part(text), role)
     if kind == "refusal":
-        return _rewrite_statement(_reason_last(text), role)
+        return _rewrite_statement(reason_last(text), role)
     return _rewrite_statement(text, role)
-
-
-# A refusal names what it refuses: "we don't offer that" says nothing on its own.
-_REFUSAL_WORDS = wordset(
-    "can't cannot don't won't unable able offer sell carry accept find help see do allow"
-)
 
 
 def _is_vague(text: str, kind: str) -> bool:
@@ -482,7 +382,7 @@ def _is_vague(text: str, kind: str) -> bool:
     if kind == "request":
         tokens -= {"requested"}
     if kind == "refusal":
-        tokens -= _REFUSAL_WORDS
+        tokens -= REFUSAL_WORDS
     return not tokens
 
 
@@ -525,7 +425,7 @@ def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause
         return None
     kind, priority = verdict
     dated_text, referenced_at = absolute_dates(sentence, message)
-    rewritten = rewrite(dated_text, kind, message.role, state, short=turn.short)
+    rewritten = rewrite(dated_text, kind, message.role, state)
     if _is_vague(rewritten, kind) or (kind == "introduction" and _known_speaker(rewritten, turn)):
         return None
     return _said(rewritten, turn, state, kind=kind, priority=priority, referenced_at=referenced_at)
@@ -590,41 +490,6 @@ def _with_role(text: str, turn: Turn, state: WindowState) -> str:
     return f"{name}, the agent, {text[len(name) + 1 :]}"
 
 
-_ASSISTANT_CUE = re.compile(
-    r"\b(?:" + "|".join(sorted(COMMITMENT.gate | COMPLETION.gate, key=len)[::-1]) + r")\b"
-)
-
-
-def _assistant_may_matter(content: str) -> bool:
-    """Most assistant sentences advise or ask; only promises, completed actions, money and
-    references are kept as clauses, and a turn with none of their cues is not read
-    sentence by sentence (its names and lists still make its answer note)."""
-    if _ASSISTANT_CUE.search(content.lower()):
-        return True
-    return bool(_MONEY_OR_REFERENCE.search(content))
-
-
-# Words without which no sentence of a short answer is kept (``_classify_assistant``).
-_SHORT_ANSWER_GATE = (
-    REFUSAL.gate
-    | CONCRETE_ACTION.gate
-    | COMMITMENT.gate
-    | COMPLETION.gate
-    | wordset(
-        """will won't should going progress pending way transit delivery being hold review
-        stock expired approved eligible hour hours day days night nights week weeks
-        fortnight month months year years percent dollars euros pounds"""
-    )
-)
-
-
-def _short_answer_may_matter(content: str) -> bool:
-    sentence = Sentence.of(content)
-    if sentence.has_digit or "'ll" in sentence.lower or _MONEY_OR_REFERENCE.search(content):
-        return True
-    return not _SHORT_ANSWER_GATE.isdisjoint(sentence.words)
-
-
 def message_clauses(
     message: SourceMessage,
     state: WindowState,
@@ -645,7 +510,7 @@ def message_clauses(
     text = message.content
     if message.role == "assistant":
         # List items are the answer note's; here only the prose, without markup.
-        may_matter = _short_answer_may_matter(text) if short else _assistant_may_matter(text)
+        may_matter = short_answer_may_matter(text) if short else answer_may_matter(text)
         text = prose_text(text) if may_matter else ""
     elif "```" in text or "{" in text or ";" in text:
         text = without_code(text)  # pasted code is not something said
