@@ -28,6 +28,11 @@ class MessageOut(serializers.Serializer):
     createdAt = serializers.DateTimeField()
     tokenCount = serializers.IntegerField()
     metadata = serializers.DictField()
+    name = serializers.CharField(
+        required=False,
+        help_text="Who said it (the speaker's name, as in OpenAI chat messages); absent "
+        "when the message names no one.",
+    )
     toolName = serializers.CharField(required=False)
     toolCallId = serializers.CharField(required=False)
     score = serializers.FloatField(required=False, allow_null=True)
@@ -171,6 +176,13 @@ class ContextOut(serializers.Serializer):
 class ChatMessageOut(serializers.Serializer):
     role = serializers.ChoiceField(choices=["user", "assistant", "system", "tool"])
     content = serializers.CharField()
+    name = serializers.RegexField(
+        r"^[A-Za-z0-9_-]{1,64}$",
+        required=False,
+        help_text="Who said it, in the form OpenAI accepts for a chat message's name "
+        '(letters, digits, _ and -: "Maria Lopez" is "Maria_Lopez"); absent when the '
+        "message names no one. Drop it for a provider that takes no name.",
+    )
     tool_calls = serializers.ListField(
         child=serializers.DictField(),
         required=False,

@@ -67,6 +67,10 @@ def message_to_wire(message: Message, *, score: float | None = None) -> dict[str
         "tokenCount": message.token_count,
         "metadata": message.metadata,
     }
+    # Present only when set, as toolName: a client that sends only {role, content}
+    # reads the shape it always has.
+    if message.name:
+        body["name"] = message.name
     if message.tool_name:
         body["toolName"] = message.tool_name
     if message.tool_call_id:

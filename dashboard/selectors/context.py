@@ -12,6 +12,7 @@ from governance.redaction.masking import masked_spans
 from governance.redaction.pseudonyms import LABEL
 from memory.context.budget import ContextBudget, context_budget
 from memory.context.read import context_for_conversation
+from memory.context.rendering import chat_name
 from memory.context.tiers import Reidentifies
 from memory.models import Conversation, Message, Pin
 from memory.recall import Recall, recall_for_conversation
@@ -92,9 +93,14 @@ def served_context(*, conversation: Conversation, max_tokens: int | None) -> Ser
         found.update({value: label for value, label in recorder.values.items() if value})
     # Longest first: a value inside another is not masked half.
     replacements = sorted(found.items(), key=lambda pair: -len(pair[0]))
+    # A turn's name is in the form OpenAI takes ("Maria_Lopez"): masked when it is that
+    # form of a masked value.
+    chat_names = {chat_name(value): chat_name(label) or label for value, label in replacements}
     for turn in chat:
         if isinstance(turn.get("content"), str):
             turn["content"] = _mask_values(turn["content"], replacements)
+        if turn.get("name") in chat_names:
+            turn["name"] = chat_names[turn["name"]]
     return ServedContext(
         text=_mask_values(text, replacements),
         chat=chat,

@@ -6,15 +6,16 @@ on both edges."""
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, cast
 
 from rest_framework import serializers
 
-from core.api import MetadataField, ParsedField, limit_field, text_field
+from core.api import MetadataField, ParsedField, StrictCharField, limit_field, text_field
 from core.errors import MemdeskError
 from core.paging import parse_limit
 from memory.context.budget import parse_max_tokens
-from memory.models import ToolCall
+from memory.models import Message, ToolCall
 from memory.services.escalations import ESCALATION_REASON_MAX_CHARS
 from memory.services.messages import MessageInput
 from memory.services.workspace_settings import MAX_CONTEXT_MAX_TOKENS
@@ -27,6 +28,49 @@ class ConversationCreateIn(serializers.Serializer):
     metadata = MetadataField(required=False, allow_null=True)
 
 
+# The stored column's bound (64).
+SPEAKER_NAME_MAX_CHARS = cast(int, Message._meta.get_field("name").max_length)
+# What a speaker's name may not hold once its whitespace is collapsed: the C0 and C1
+# controls and DEL, and the bidirectional embeddings, overrides and isolates, which make
+# a name display as another one on a page or in a prompt.
+_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def speaker_name_checked(value: str) -> str:
+    """``value`` with its runs of whitespace (newlines and tabs included) made one space
+    and its ends trimmed, or a ValidationError saying why it cannot name a speaker."""
+    name = " ".join(value.split())
+    found = _NOT_IN_A_NAME.search(name)
+    if found:
+        raise serializers.ValidationError(
+            f"must not hold control characters; it holds U+{ord(found.group()):04X}."
+        )
+    if len(name) > SPEAKER_NAME_MAX_CHARS:
+        raise serializers.ValidationError(
+            f"is {len(name)} characters once its whitespace is collapsed; the limit is "
+            f"{SPEAKER_NAME_MAX_CHARS}."
+        )
+    return name
+
+
+class SpeakerNameField(StrictCharField):
+    """A speaker's name: text, whitespace collapsed, at most ``SPEAKER_NAME_MAX_CHARS``,
+    no control characters. null, absent or blank is no name."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            required=False,
+            allow_null=True,
+            allow_blank=True,
+            trim_whitespace=False,
+            max_length=SPEAKER_NAME_MAX_CHARS,
+            **kwargs,
+        )
+
+    def to_internal_value(self, data: Any) -> str:
+        return speaker_name_checked(super().to_internal_value(data))
+
+
 class MessageIn(serializers.Serializer):
     role = text_field()
     content = text_field(allow_blank=True)
@@ -34,6 +78,14 @@ class MessageIn(serializers.Serializer):
     metadata = MetadataField(required=False, allow_null=True)
     toolName = text_field(required=False, allow_blank=True, max_length=200)
     toolCallId = text_field(required=False, allow_blank=True, max_length=200)
+    name = SpeakerNameField(
+        help_text='Who said it, as in OpenAI chat messages ("Maria Lopez", "Tom (agent)"): '
+        "people who share a role, a customer and a supervisor or four people in a meeting, "
+        "stay apart in memory, and notes say who by name. At most 64 characters once runs "
+        "of whitespace are collapsed to one space; no control characters. null, empty or "
+        "left out: no name, unless metadata.name (where clients put it before) is a name "
+        "by these rules, which is then taken as the name. Reads return it only when set."
+    )
 
 
 class BulkMessagesIn(serializers.Serializer):
@@ -161,14 +213,29 @@ class MetricsQuery(serializers.Serializer):
     conversationId = serializers.UUIDField(required=False)
 
 
+def _name_in_metadata(metadata: dict[str, Any]) -> str:
+    """``metadata.name``, where clients put the speaker before messages had a ``name``,
+    when it passes the rules of ``name``; otherwise "" (metadata is the client's own
+    JSON: what it holds never fails a write)."""
+    value = metadata.get("name")
+    if not isinstance(value, str):
+        return ""
+    try:
+        return speaker_name_checked(value)
+    except serializers.ValidationError:
+        return ""
+
+
 def message_input(data: dict[str, Any]) -> MessageInput:
+    metadata = data.get("metadata") or {}
     return MessageInput(
         role=data["role"],
         content=data["content"],
         created_at=data.get("createdAt"),
-        metadata=data.get("metadata") or {},
+        metadata=metadata,
         tool_name=data.get("toolName") or "",
         tool_call_id=data.get("toolCallId") or "",
+        name=data.get("name") or _name_in_metadata(metadata),
     )
 
 

@@ -15,7 +15,7 @@ from memory.context.rendering import MemoryBlock, RenderedContext, Tail
 CACHE_SECONDS = 3600
 # Part of every cache key here: a change to the rendered shapes bumps it, so a server
 # that is upgraded never serves a body cached in the shape before.
-RENDER_VERSION = 3
+RENDER_VERSION = 4
 
 
 class _EntriesAndItems(LRUCache[str, Any]):

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 from typing import Any
 
 from memory.context.tiers import MemoryTiers
@@ -39,8 +42,36 @@ class RenderedContext:
     memory_digest: str = ""
 
 
+@lru_cache(maxsize=1024)
+def _name_cost(name: str) -> int:
+    # A conversation has a few speakers and many turns: each name is counted once.
+    return token_count(name) + 1  # + the separator OpenAI counts for a name
+
+
 def message_cost(message: Message) -> int:
-    return message.token_count + MESSAGE_OVERHEAD_TOKENS
+    cost = message.token_count + MESSAGE_OVERHEAD_TOKENS
+    if message.name:
+        cost += _name_cost(message.name)
+    return cost
+
+
+def speaker_label(message: Message) -> str:
+    """Who said a message as the text block shows it: ``user``, or ``Maria Lopez (user)``."""
+    return f"{message.name} ({message.role})" if message.name else message.role
+
+
+# What OpenAI accepts as a chat message's ``name`` (it refuses any other with a 400).
+_CHAT_NAME_REFUSED = re.compile(r"[^A-Za-z0-9_-]+")
+CHAT_NAME_MAX_CHARS = 64
+
+
+@lru_cache(maxsize=1024)  # a conversation's few speakers, over its many turns
+def chat_name(name: str) -> str:
+    """``name`` in the form OpenAI takes for a chat message's ``name``: accents dropped
+    ("José" is "Jose"), every other run of characters it refuses made one "_" ("Maria
+    Lopez" is "Maria_Lopez", "<PERSON_3>" is "PERSON_3"); "" when nothing is left."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    return _CHAT_NAME_REFUSED.sub("_", ascii_name).strip("_")[:CHAT_NAME_MAX_CHARS].rstrip("_")
 
 
 def _memory_cost(item: Observation | Reflection, today: date) -> int:
@@ -137,11 +168,13 @@ def _memory_sections(fitted: Fitted) -> list[str]:
 
 
 def _render_text(fitted: Fitted) -> str:
-    """The block the neo4j-agent-memory client builds from the JSON context, byte for byte."""
+    """The block the neo4j-agent-memory client builds from the JSON context, byte for byte,
+    but for the speaker's name beside the role of a message that names one."""
     parts = _memory_sections(fitted)
     if fitted.recent:
         parts.append(
-            "## Recent Messages\n" + "\n".join(f"[{m.role}] {m.content}" for m in fitted.recent)
+            "## Recent Messages\n"
+            + "\n".join(f"[{speaker_label(m)}] {m.content}" for m in fitted.recent)
         )
     return "\n\n".join(parts)
 
@@ -153,6 +186,8 @@ def _render_messages(fitted: Fitted) -> list[dict[str, Any]]:
     earlier assistant message. Assistant messages carry those calls in
     ``metadata.toolCalls``; a tool result whose call is not in the array (never sent, or
     trimmed away) becomes a user message that names the tool, so the array stays valid.
+    A turn whose message names its speaker carries the name as OpenAI takes it
+    (``chat_name``).
     """
     chat: list[dict[str, Any]] = []
     memory_parts = _memory_sections(fitted)
@@ -172,6 +207,10 @@ def _render_messages(fitted: Fitted) -> list[dict[str, Any]]:
                 turn["tool_call_id"] = message.tool_call_id
             else:
                 turn = {"role": "user", "content": tool_result_text(message)}
+        if message.name and turn["role"] != Message.Role.TOOL:
+            name = chat_name(message.name)
+            if name:
+                turn["name"] = name
         chat.append(turn)
     return chat
 

@@ -52,17 +52,24 @@ def readable_items(reidentifier: Reidentifies | None, items: Iterable[ItemT]) ->
 def reidentify_items(
     reidentifier: Reidentifies, items: Iterable[Message | Observation | Reflection | Pin]
 ) -> None:
-    """Put the values back into these rows' texts, in memory only (they are never saved),
-    recounting the tokens of those that changed."""
+    """Put the values back into these rows' texts, a message's speaker name included, in
+    memory only (they are never saved), recounting the tokens of those whose text
+    changed."""
     items = list(items)
     fields = [("content" if isinstance(item, Message) else "text") for item in items]
-    reidentifier.prepare(getattr(item, name) for item, name in zip(items, fields, strict=True))
+    names = [item for item in items if isinstance(item, Message) and item.name]
+    reidentifier.prepare(
+        [getattr(item, name) for item, name in zip(items, fields, strict=True)]
+        + [message.name for message in names]
+    )
     for item, name in zip(items, fields, strict=True):
         before = getattr(item, name)
         after = reidentifier.text(before)
         if after != before:
             setattr(item, name, after)
             item.token_count = token_count(after)
+    for message in names:
+        message.name = reidentifier.text(message.name)
 
 
 def memory_tiers(

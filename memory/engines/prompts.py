@@ -18,7 +18,7 @@ from memory.engines.base import (
     SourceObservation,
 )
 
-PROMPT_VERSION = "2026-11-30.1"
+PROMPT_VERSION = "2026-12-04.1"
 
 # The Observer's user prompt says how much of the window to keep (the workspace's
 # fidelity); the system prompt, and so a provider's prompt cache, stays the same.
@@ -54,6 +54,8 @@ conversation later without the raw messages.
 
 The input lists messages one per entry as:
 #SEQ [ROLE] (TIMESTAMP) CONTENT
+or, when the message names its speaker:
+#SEQ [NAME (ROLE)] (TIMESTAMP) CONTENT
 
 Write one observation per line, in exactly this format:
 {_LINE_FORMAT}
@@ -69,6 +71,13 @@ Rules:
 - Write at least one observation. Record facts, decisions, preferences, commitments, \
 problems, dates, numbers and names. Fold repetitive tool output into one line per tool \
 call with the salient values.
+- Say who: when a message names its speaker, write the name, not the role ("Maria asked \
+for a refund"), adding the role when it matters ("Tom, the agent, promised a call back by \
+Friday"). Several people may share a role (a customer and a supervisor, a meeting): never \
+attribute one person's words to another. Write "User" or "Assistant" only for a message \
+that names no speaker.
+- Copy a placeholder such as <PERSON_3> exactly as written, brackets included: it stands \
+for a name that was redacted.
 - Be much shorter than the input. Never repeat a line. Do not restate observations that \
 are already recorded (they are listed under "Already recorded", if any).
 - Never observe a message that begins with "{MEMORY_BLOCK_HEADER}": it is memory this \
@@ -91,6 +100,8 @@ Rules:
 - Merge near-duplicates, drop what later observations supersede, keep what is still \
 relevant. Condense older material harder than recent material.
 - Keep every high-priority fact that is still true.
+- Keep who said or did what, by the names the observations use (and placeholders such \
+as <PERSON_3> exactly as written); never merge two people into one.
 - Write fewer lines than the input, and far fewer tokens. Never repeat a line.
 - Never reflect on text that begins with "{MEMORY_BLOCK_HEADER}".
 - Output only reflection lines: no headings, no preamble, no explanations.\
@@ -109,9 +120,11 @@ def _one_line(text: str) -> str:
 def render_messages(messages: Sequence[SourceMessage]) -> str:
     lines = []
     for message in messages:
-        role = f"{message.role}:{message.tool_name}" if message.tool_name else message.role
+        who = f"{message.role}:{message.tool_name}" if message.tool_name else message.role
+        if message.speaker:
+            who = f"{_one_line(message.speaker)} ({who})"
         lines.append(
-            f"#{message.seq} [{role}] ({_stamp(message.created_at)}) {_one_line(message.content)}"
+            f"#{message.seq} [{who}] ({_stamp(message.created_at)}) {_one_line(message.content)}"
         )
     return "\n".join(lines)
 

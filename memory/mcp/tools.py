@@ -23,6 +23,7 @@ from core.api import query_values, validated
 from core.errors import api_exception_handler
 from core.paging import PAGE_LIMIT_MAX
 from memory.api.inputs import (
+    SPEAKER_NAME_MAX_CHARS,
     ConversationCreateIn,
     ConversationListQuery,
     ReasoningStepIn,
@@ -123,6 +124,13 @@ MESSAGE = {
             "description": "Who said it.",
         },
         "content": {"type": "string", "description": "What was said, verbatim."},
+        "name": {
+            "type": ["string", "null"],
+            "maxLength": SPEAKER_NAME_MAX_CHARS,
+            "description": 'The speaker\'s name ("Maria Lopez", "Tom (agent)"), so that '
+            "people who share a role (a customer and a supervisor, several people in a "
+            "meeting) stay apart and notes say who by name. No control characters.",
+        },
         "createdAt": {
             "type": "string",
             "format": "date-time",

@@ -4,8 +4,11 @@ the agent, each tier against the budget, masked as the conversation page masks."
 from __future__ import annotations
 
 import pytest
+from django.db import transaction
+from django.utils.html import escape
 
 from core.actors import Actor
+from governance.redaction.pseudonyms import WorkspacePseudonyms
 from memory.context.read import context_for_conversation
 from memory.models import Message
 from memory.services.conversations import conversation_create
@@ -115,3 +118,27 @@ def test_re_identified_values_are_shown_as_their_pseudonyms(login, api, workspac
     assert EMAIL not in html
     assert "User gave &lt;EMAIL_ADDRESS_1&gt;." in html
     assert "re-identifies memory for agents" in html
+
+
+def test_a_speakers_name_the_agent_reads_re_identified_is_shown_as_its_pseudonym(
+    login, api, workspace
+):
+    set_policy(workspace, agents_see_reidentified=True)
+    with transaction.atomic():
+        label = WorkspacePseudonyms(workspace.pk).label("PERSON", "Maria Lopez")
+    conversation = conversation_create(workspace=workspace, user_id="maria")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", name=label, content="Where is my parcel?")],
+    )
+    conversation.refresh_from_db()
+    served = api.get(f"/v1/conversations/{conversation.pk}/context?format=messages").json()
+    assert served["messages"][0]["name"] == "Maria_Lopez"
+
+    html = _page(login("viewer"), f"/conversations/{conversation.pk}/context/")
+
+    assert "Maria" not in html
+    assert f"[{escape(label)} (user)] Where is my parcel?" in html
+    assert (
+        '<strong class="chat-name">PERSON_1</strong> <span class="chat-role">(user)</span>' in html
+    )

@@ -222,8 +222,9 @@ def test_the_transcript_reads_few_queries_and_escapes_nothing(
     )
     client = login("viewer")
     client.get("/conversations/")
-    # 7: the page's 5, and the findings and scans that mask each chunk of 2,000 messages.
-    with django_assert_max_num_queries(7):
+    # 8: the page's 5, the findings and scans that mask each chunk of 2,000 messages, and
+    # the speakers' names, read beside the rows.
+    with django_assert_max_num_queries(8):
         response = client.get(f"/conversations/{conversation.pk}/transcript")
         page = b"".join(response.streaming_content).decode()
     assert page.count("&lt;script&gt;") == 500 and "<script>" not in page
@@ -579,3 +580,31 @@ def test_the_add_bar_sits_above_the_list_not_over_it(login, observed_conversatio
 
     css = (Path(__file__).resolve().parents[2] / "static/css/memdesk.css").read_text()
     assert ".add-observation[open] + .column-body" in css
+
+
+def test_a_named_speaker_is_shown_beside_the_role_and_an_unnamed_one_as_before(login, workspace):
+    conversation = conversation_create(workspace=workspace, title="Hand-over")
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content="My parcel is late.", name="Maria <Lopez>"),
+            MessageInput(role="assistant", content="Let me check.", name="Tom Berg"),
+            MessageInput(role="assistant", content="Anything else?"),
+        ],
+    )
+    client = login("viewer")
+
+    html = _page(client, f"/conversations/{conversation.pk}/")
+    page = b"".join(client.get(f"/conversations/{conversation.pk}/transcript").streaming_content)
+
+    assert (
+        '<strong class="speaker">Maria &lt;Lopez&gt;</strong> <span class="role">(user)</span>'
+        in html
+    )
+    assert 'aria-label="Message 2, Tom Berg (assistant)' in html
+    assert '<strong class="role">assistant</strong>' in html  # message 3, as before
+    assert 'aria-label="Message 3, assistant' in html
+    transcript = page.decode()
+    assert "Maria &lt;Lopez&gt; (user)" in transcript and "<Lopez>" not in transcript
+    assert re.search(r"#2  \S+ \S+  Tom Berg \(assistant\)", transcript)
+    assert re.search(r"#3  \S+ \S+  assistant(  \[|\n)", transcript)

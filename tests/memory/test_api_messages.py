@@ -297,3 +297,72 @@ def test_a_deleted_conversation_takes_its_stored_replies_with_it(api, conversati
 
     assert not IdempotencyRecord.objects.filter(key__in=["m-1", "m-2"]).exists()
     assert IdempotencyRecord.objects.get(key="c-2").conversation_id == uuid.UUID(other["id"])
+
+
+# --- the speaker's name -------------------------------------------------------------------
+
+
+def test_a_name_is_stored_with_its_whitespace_collapsed_and_read_back(api, conversation_id):
+    response = _post(
+        api,
+        f"/v1/conversations/{conversation_id}/messages",
+        {"role": "user", "content": "Hi", "name": "  Maria \n\t Lopez "},
+    )
+    assert response.status_code == 201
+    assert response.json()["name"] == "Maria Lopez"
+    assert Message.objects.get(pk=response.json()["id"]).name == "Maria Lopez"
+    [listed] = api.get(f"/v1/conversations/{conversation_id}/messages").json()["messages"]
+    assert listed["name"] == "Maria Lopez"
+
+
+def test_a_name_of_64_characters_once_collapsed_is_taken(api, conversation_id):
+    long_name = " ".join(["Abcdefghijklmno"] * 4)  # 63 characters
+    response = _post(
+        api,
+        f"/v1/conversations/{conversation_id}/messages/bulk",
+        {
+            "messages": [
+                {"role": "user", "content": "a", "name": "x" * 64},
+                {"role": "user", "content": "b", "name": long_name.replace(" ", "      ")},
+            ]
+        },
+    )
+    assert response.status_code == 201
+    assert [m["name"] for m in response.json()["messages"]] == ["x" * 64, long_name]
+
+
+@pytest.mark.parametrize("name", [None, "", "   \n "])
+def test_a_null_or_blank_name_is_no_name(api, conversation_id, name):
+    response = _post(
+        api,
+        f"/v1/conversations/{conversation_id}/messages",
+        {"role": "user", "content": "Hi", "name": name},
+    )
+    assert response.status_code == 201
+    assert "name" not in response.json()
+    assert Message.objects.get(pk=response.json()["id"]).name == ""
+
+
+def test_a_name_in_metadata_is_taken_as_the_name_and_metadata_kept_as_sent(api, conversation_id):
+    """Clients that put the speaker in metadata.name (before messages had a name) get
+    it reported as the name; metadata is the client's own and stays as it was sent."""
+    response = _post(
+        api,
+        f"/v1/conversations/{conversation_id}/messages/bulk",
+        {
+            "messages": [
+                {"role": "user", "content": "a", "metadata": {"name": " Jo  Park", "x": 1}},
+                {"role": "user", "content": "b", "name": "Ana", "metadata": {"name": "Jo"}},
+                {"role": "user", "content": "c", "metadata": {"name": "y" * 65}},
+                {"role": "user", "content": "d", "metadata": {"name": 42}},
+                {"role": "user", "content": "e", "metadata": {"name": "Jo\x07"}},
+            ]
+        },
+    )
+    assert response.status_code == 201
+    body = response.json()["messages"]
+    assert [m.get("name") for m in body] == ["Jo Park", "Ana", None, None, None]
+    assert body[0]["metadata"] == {"name": " Jo  Park", "x": 1}
+    rows = Message.objects.filter(conversation_id=conversation_id).order_by("seq")
+    assert [r.name for r in rows] == ["Jo Park", "Ana", "", "", ""]
+    assert rows[2].metadata == {"name": "y" * 65}

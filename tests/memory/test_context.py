@@ -6,12 +6,16 @@ from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
+from django.db import transaction
 from django.utils import timezone
 from django_redis import get_redis_connection
 
+from governance.redaction.pseudonyms import WorkspacePseudonyms
 from memory.context import caches, read
 from memory.context.rendering import Tail
 from memory.models import Message
+from memory.tokens import token_count
+from tests.governance.builders import set_policy
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 
@@ -501,3 +505,86 @@ def test_a_worker_keeps_at_most_its_entries_and_nothing_larger_than_its_item_bou
     caches.local_put("tail", too_long)
     assert caches.local_get("tail") is None
     assert kept.currsize <= 10 and len(kept) <= 2
+
+
+# --- who spoke the recent messages -----------------------------------------------------------
+
+
+def _named_conversation(api, messages: list[dict]) -> str:
+    conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
+    response = api.post(
+        f"/v1/conversations/{conversation_id}/messages/bulk", {"messages": messages}, format="json"
+    )
+    assert response.status_code == 201
+    return conversation_id
+
+
+MEETING = [
+    {"role": "user", "name": "José Álvarez", "content": "Shall we ship on Monday?"},
+    {"role": "user", "name": "Ana Kim", "content": "Only if QA signs off."},
+    {"role": "assistant", "content": "I will book the QA slot."},
+    {"role": "user", "name": "李雷", "content": "Agreed."},
+]
+
+
+def test_every_format_says_who_spoke_each_recent_message(api):
+    conversation_id = _named_conversation(api, MEETING)
+    url = f"/v1/conversations/{conversation_id}/context"
+
+    recent = api.get(url).json()["recentMessages"]
+    text = api.get(f"{url}?format=text").content.decode()
+    chat = api.get(f"{url}?format=messages").json()["messages"]
+
+    assert [m.get("name") for m in recent] == ["José Álvarez", "Ana Kim", None, "李雷"]
+    assert text == (
+        "## Recent Messages\n"
+        "[José Álvarez (user)] Shall we ship on Monday?\n"
+        "[Ana Kim (user)] Only if QA signs off.\n"
+        "[assistant] I will book the QA slot.\n"
+        "[李雷 (user)] Agreed."
+    )
+    # OpenAI refuses a chat message whose name is not letters, digits, _ and -: the
+    # name is given in that form, and left out when nothing of it is left.
+    assert chat == [
+        {"role": "user", "content": "Shall we ship on Monday?", "name": "Jose_Alvarez"},
+        {"role": "user", "content": "Only if QA signs off.", "name": "Ana_Kim"},
+        {"role": "assistant", "content": "I will book the QA slot."},
+        {"role": "user", "content": "Agreed."},
+    ]
+
+
+def test_a_budget_counts_the_speakers_name(api):
+    unnamed = _named_conversation(api, [{"role": "user", "content": "Shall we ship?"}])
+    named = _named_conversation(
+        api, [{"role": "user", "content": "Shall we ship?", "name": "José Álvarez"}]
+    )
+    costs = [
+        api.get(f"/v1/conversations/{cid}/context?max_tokens=1000").json()["tokenCount"]
+        for cid in (unnamed, named)
+    ]
+    assert costs[1] - costs[0] == token_count("José Álvarez") + 1
+
+
+def test_a_pseudonymised_name_is_served_as_the_content_is(api, workspace):
+    """A name stored as a pseudonym (a workspace that redacts at ingest) is served as a
+    pseudonym, or as its value where the policy lets agents see values, as the content
+    beside it is."""
+    with transaction.atomic():
+        label = WorkspacePseudonyms(workspace.pk).label("PERSON", "Maria Lopez")
+    conversation_id = _named_conversation(
+        api, [{"role": "user", "name": label, "content": f"Hi, I'm {label}."}]
+    )
+    url = f"/v1/conversations/{conversation_id}/context"
+
+    assert api.get(f"{url}?format=text").content.decode() == (
+        f"## Recent Messages\n[{label} (user)] Hi, I'm {label}."
+    )
+    set_policy(workspace, agents_see_reidentified=True)
+    [recent] = api.get(url).json()["recentMessages"]
+    assert (recent["name"], recent["content"]) == ("Maria Lopez", "Hi, I'm Maria Lopez.")
+    assert api.get(f"{url}?format=text").content.decode() == (
+        "## Recent Messages\n[Maria Lopez (user)] Hi, I'm Maria Lopez."
+    )
+    [listed] = api.get(f"/v1/conversations/{conversation_id}/messages").json()["messages"]
+    assert listed["name"] == "Maria Lopez"
+    assert api.get(f"{url}?format=messages").json()["messages"][0]["name"] == "Maria_Lopez"

@@ -95,6 +95,7 @@ def test_a_curator_key_sees_and_uses_the_curator_tools(workspace, mcp_url):
 def _refusal_cases(rest: httpx.Client, c: str, elsewhere: str) -> list[tuple[str, dict, Any]]:
     """(tool, arguments, the REST API's answer to the same request)."""
     bad_message = [{"role": "user"}]
+    bad_name = [{"role": "user", "content": "Hi", "name": "Maria\x07"}]
     too_many = [{"role": "user", "content": "x"}] * 101
     no_such_message = "7a1f1f5e-0000-4000-8000-000000000000"
     return [
@@ -122,6 +123,11 @@ def _refusal_cases(rest: httpx.Client, c: str, elsewhere: str) -> list[tuple[str
             "add_messages",
             {"conversationId": c, "messages": bad_message},
             rest.post(f"/conversations/{c}/messages/bulk", json={"messages": bad_message}),
+        ),
+        (
+            "add_messages",
+            {"conversationId": c, "messages": bad_name},
+            rest.post(f"/conversations/{c}/messages/bulk", json={"messages": bad_name}),
         ),
         (
             "add_messages",
@@ -165,6 +171,31 @@ def test_refusals_are_the_rest_apis_sentences(workspace, other_workspace, mcp_ur
         assert is_error, (name, sentence)
         assert sentence == rest_response.json()["message"], name
     assert not conversation.messages.exists()
+
+
+def test_add_messages_keeps_each_speakers_name(workspace, mcp_url):
+    _, raw_key = _key(workspace)
+    conversation = conversation_create(workspace=workspace)
+    turns = [
+        {"role": "user", "content": "Shall we ship on Monday?", "name": "Ana  Kim"},
+        {"role": "user", "content": "Only if QA signs off.", "name": "Ben Ode"},
+        {"role": "assistant", "content": "I will book the QA slot.", "name": None},
+    ]
+
+    async def session(client: ClientSession) -> tuple[dict[str, Any], str]:
+        arguments = {"conversationId": str(conversation.pk), "messages": turns}
+        added = structured(await client.call_tool("add_messages", arguments))
+        context = await client.call_tool("get_context", {"conversationId": str(conversation.pk)})
+        return added, text_of(context)
+
+    added, context = over_http(mcp_url, raw_key, session)
+    assert [m.get("name") for m in added["messages"]] == ["Ana Kim", "Ben Ode", None]
+    stored = conversation.messages.order_by("seq").values_list("name", flat=True)
+    assert list(stored) == ["Ana Kim", "Ben Ode", ""]
+    assert context == (
+        "## Recent Messages\n[Ana Kim (user)] Shall we ship on Monday?\n"
+        "[Ben Ode (user)] Only if QA signs off.\n[assistant] I will book the QA slot."
+    )
 
 
 def test_a_model_is_told_what_it_sent_wrong(workspace, mcp_url):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -161,6 +162,26 @@ def test_it_sends_the_window_without_the_injected_memory_block(fake_openai):
     assert "Relevant memory for this conversation" not in user["content"]
     assert "Already recorded:\n- User likes cats" in user["content"]
     assert engine.prompt_version == PROMPT_VERSION
+
+
+def test_it_tells_the_model_who_said_each_message_and_to_write_it(fake_openai):
+    fake_openai.enqueue(completion(GOOD_OBSERVER_OUTPUT))
+    window = [
+        replace(message(1, "My parcel is late."), speaker="Maria Lopez"),
+        replace(message(2, "A courier will call.", role="assistant"), speaker="Tom  Berg"),
+        replace(message(3, "Refund approved.", role="assistant"), speaker="Priya Shah"),
+        message(4, "Thanks.", role="user"),
+    ]
+
+    make_engine(fake_openai).observe(window, previous_observations=[], now=NOW)
+
+    system, user = fake_openai.requests[0].body["messages"]
+    assert "#1 [Maria Lopez (user)] (2026-02-10T09:01+00:00) My parcel is late." in user["content"]
+    assert "#2 [Tom Berg (assistant)] (" in user["content"]
+    assert "#3 [Priya Shah (assistant)] (" in user["content"]
+    assert "#4 [user] (" in user["content"]
+    assert "#SEQ [NAME (ROLE)] (TIMESTAMP) CONTENT" in system["content"]
+    assert "never attribute one person's words to another" in system["content"]
 
 
 @pytest.mark.parametrize(

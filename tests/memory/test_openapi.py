@@ -392,6 +392,13 @@ CASES: list[Case] = [
     Case(
         "post",
         MESSAGES,
+        201,
+        body={"role": "user", "content": "Thanks!", "name": "Maria Lopez"},
+        label="named",
+    ),
+    Case(
+        "post",
+        MESSAGES,
         409,
         "idempotency_key_reused",
         body={"role": "user", "content": "Another text."},
@@ -400,6 +407,15 @@ CASES: list[Case] = [
     Case("post", MESSAGES, 400, "invalid_role", "role", body={"role": "bot", "content": "Hi"}),
     Case("post", MESSAGES, 400, "empty_content", "content", body={"role": "user", "content": ""}),
     Case("post", MESSAGES, 400, "invalid_request", "content", body={"role": "user", "content": 5}),
+    Case(
+        "post",
+        MESSAGES,
+        400,
+        "invalid_request",
+        "name",
+        body={"role": "user", "content": "Hi", "name": "x" * 65},
+        label="name too long",
+    ),
     *_not_found("post", MESSAGES, body={"role": "user", "content": "Hello?"}),
     *_unauthenticated("post", MESSAGES),
     Case(
@@ -430,6 +446,20 @@ CASES: list[Case] = [
         "invalid_request",
         "messages[1].role",
         body={"messages": [{"role": "user", "content": "ok"}, {"content": "no role"}]},
+    ),
+    Case(
+        "post",
+        BULK,
+        400,
+        "invalid_request",
+        "messages[1].name",
+        body={
+            "messages": [
+                {"role": "user", "content": "ok"},
+                {"role": "user", "content": "y", "name": 7},
+            ]
+        },
+        label="name not text",
     ),
     Case(
         "post",
@@ -922,7 +952,9 @@ def world(workspace, other_workspace, api, other_api, make_client) -> World:
                 tool_name="lookup_order",
                 tool_call_id="call_1",
             ),
-            MessageInput(role="user", content="Please ship it to Berlin instead."),
+            MessageInput(
+                role="user", content="Please ship it to Berlin instead.", name="Maria Lopez"
+            ),
         ],
     )
     observation = observation_create(
@@ -1110,3 +1142,20 @@ def test_serializer_rendered_bodies_keep_the_clients_wire_formats(api, workspace
     assert reflector_body["generation"] is None
     assert observer_body["engine"] is None and observer_body["startedAt"] is None
     assert observer_body["createdAt"].endswith("+00:00")
+
+
+def test_the_document_names_and_describes_the_speakers_name(openapi):
+    """A client generated from the document can send a message's speaker and read it
+    back: ``name`` is an optional, bounded, nullable text on writes and an optional text on
+    reads (absent, not null, when no one is named), described in words."""
+    components = openapi.document["components"]["schemas"]
+    sent = components["MessageInRequest"]["properties"]["name"]
+    assert sent["type"] == "string" and sent["maxLength"] == 64 and sent["nullable"] is True
+    assert "OpenAI" in sent["description"] and "metadata.name" in sent["description"]
+    assert "name" not in components["MessageInRequest"]["required"]
+    for shape in ("MessageOut", "RecentMessageOut"):
+        read = components[shape]["properties"]["name"]
+        assert read["type"] == "string" and "absent" in read["description"]
+        assert "name" not in components[shape]["required"]
+    chat = components["ChatMessageOut"]["properties"]["name"]
+    assert chat["pattern"] == "^[A-Za-z0-9_-]{1,64}$"
