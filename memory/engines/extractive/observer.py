@@ -253,19 +253,43 @@ def _exchanges(messages: Sequence[SourceMessage]) -> dict[str, str]:
     return exchange
 
 
+# Words of a line that holds several people's turns of a meeting or a scene: more turns
+# per line save each its own marker and date in the served context.
+TALK_LINE_WORDS = 60
+
+
+def _words(text: str) -> int:
+    return text.count(" ") + 1
+
+
+def _is_group_talk(messages: Sequence[SourceMessage]) -> bool:
+    """Named people talking among themselves, with no assistant in the window."""
+    if any(m.role == "assistant" for m in messages):
+        return False
+    return len({m.speaker for m in messages if m.role == "user" and m.speaker}) > 1
+
+
 def group_clauses(clauses: list[Clause], messages: Sequence[SourceMessage]) -> list[Note]:
     """One note per exchange and priority: "User likes tea; lives in Oslo", "User asked
-    for vegan recipes; Assistant listed Chana masala; Dal". A pending problem, a promise
-    or a finished task stays a note of its own message, to be followed up on its own."""
+    for vegan recipes; Assistant listed Chana masala; Dal"; among named people talking,
+    consecutive turns share a line of up to ``TALK_LINE_WORDS`` words ("Anna prefers a
+    March launch; Ben said the login flow is broken"). A pending problem, a promise or a
+    finished task stays a note of its own message, to be followed up on its own."""
     exchange = _exchanges(messages)
+    talk = _is_group_talk(messages)
     notes: list[Note] = []
     by_key: dict[tuple[str, str], Note] = {}
     speakers: dict[int, str] = {}  # who the note's last clause was said by
     for clause in clauses:
         shared = clause.priority in (MEDIUM, LOW)
-        key = (exchange[clause.message.id] if shared else clause.message.id, clause.priority)
+        if talk and shared:
+            key = ("talk", clause.priority)  # a meeting's turns share lines
+        else:
+            key = (exchange[clause.message.id] if shared else clause.message.id, clause.priority)
         speaker = speaker_of(clause.message.role, clause.message.speaker)
         note = by_key.get(key)
+        if note is not None and talk and _words(note.text) + _words(clause.text) > TALK_LINE_WORDS:
+            note = None  # a line of talk ends where a reader would want a new one
         if note is None:
             note = Note.of(
                 clause.message,

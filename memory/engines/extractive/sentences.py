@@ -62,7 +62,7 @@ _DISCOURSE_PREFIX = re.compile(
     re.IGNORECASE,
 )
 # What speech leaves in a transcript: "um", "uh", "mm-hmm", "y'know", a word said twice.
-_DISFLUENCY_HINT = re.compile(r"\b(?:[uU][hm]|[hH]mm|[mM]m\b|y'know)")
+_DISFLUENCY_HINT = re.compile(r"\b(?:[uU][hm]|[hH]mm|[mM]m\b|[yY]'know)")
 _DISFLUENCY = re.compile(r"\b(?:uh-huh|mm-hmm|u+[mh]+|h?mm+|y'know)\b[\s,.]*", re.IGNORECASE)
 _REPEATED_WORD = re.compile(r"\b(?!(?:had|that)\b)(\w+)(?:\s+\1\b)+", re.IGNORECASE)
 
