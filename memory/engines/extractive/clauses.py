@@ -401,6 +401,15 @@ def _split_question(text: str) -> list[str]:
     return [text[:cut] + ".", tail[:1].upper() + tail[1:]]
 
 
+# "we could make it out of the", "I mean, and": speech that trailed off; the words it
+# stopped on say nothing.
+_TRAILING_OFF = re.compile(
+    r"(?:[\s,;:-]+(?:and|or|but|nor|because|the|a|an|of|with|than|my|your|their|our))+"
+    r"[\s,;:-]*$",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True)
 class Turn:
     """A message with what its neighbours say about it: who it was said to (a name, when
@@ -416,7 +425,11 @@ def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause
     if message.role == "assistant" and SELF_DESCRIPTION.search(text.lower()):
         return None  # "As an AI, I can't go for walks": about the assistant, not the user
     sentence = _trim_long(
-        Sentence.of(text), message.role, state, detail.max_sentence_words, short=turn.short
+        Sentence.of(_TRAILING_OFF.sub("", text)),
+        message.role,
+        state,
+        detail.max_sentence_words,
+        short=turn.short,
     )
     verdict = classify(
         sentence, message.role, state, short=turn.short, to_person=bool(turn.listener)

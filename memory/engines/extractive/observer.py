@@ -263,10 +263,11 @@ def _words(text: str) -> int:
 
 
 def _is_group_talk(messages: Sequence[SourceMessage]) -> bool:
-    """Named people talking among themselves, with no assistant in the window."""
+    """People talking among themselves (or one person writing on), with no assistant in
+    the window: no turn answers another's request, so no exchange holds a line."""
     if any(m.role == "assistant" for m in messages):
         return False
-    return len({m.speaker for m in messages if m.role == "user" and m.speaker}) > 1
+    return sum(m.role == "user" for m in messages) > 1
 
 
 def group_clauses(clauses: list[Clause], messages: Sequence[SourceMessage]) -> list[Note]:

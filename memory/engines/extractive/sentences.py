@@ -64,15 +64,17 @@ _DISCOURSE_PREFIX = re.compile(
 # What speech leaves in a transcript: "um", "uh", "mm-hmm", "y'know", a word said twice.
 _DISFLUENCY_HINT = re.compile(r"\b(?:[uU][hm]|[hH]mm|[mM]m\b|[yY]'know)")
 _DISFLUENCY = re.compile(r"\b(?:uh-huh|mm-hmm|u+[mh]+|h?mm+|y'know)\b[\s,.]*", re.IGNORECASE)
+_DOUBLED_WORD = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
 _REPEATED_WORD = re.compile(r"\b(?!(?:had|that)\b)(\w+)(?:\s+\1\b)+", re.IGNORECASE)
 
 
 def without_disfluencies(text: str) -> str:
-    """ "Um, well this is our our project" -> "well this is our project": a word said
-    twice is looked for only in speech that has fillers."""
-    if _DISFLUENCY_HINT.search(text) is None:
-        return text
-    return _REPEATED_WORD.sub(r"\1", _DISFLUENCY.sub("", text)).strip()
+    """ "Um, well this is our our project" -> "well this is our project"."""
+    if _DISFLUENCY_HINT.search(text) is not None:
+        text = _DISFLUENCY.sub("", text).strip()
+    if _DOUBLED_WORD.search(text) is not None:
+        text = _REPEATED_WORD.sub(r"\1", text)
+    return text
 
 
 _TRAILING_VOCATIVE = re.compile(
