@@ -188,3 +188,18 @@ def test_a_colleagues_short_reply_is_not_taken_for_a_detail_asked():
     assert texts(output) == [
         "Project Manager asked what's Industrial Designer's idea for the shape"
     ]
+
+
+def test_a_name_said_to_is_who_the_sentence_asks():
+    output = observe(
+        said(
+            ("user", "Joey Tribbiani", "Look how much they spent on my card!"),
+            ("user", "Rachel Green", "Monica, would you calm down?"),
+        )
+    )
+    assert "Rachel Green asked Monica to calm down" in " ".join(texts(output))
+
+
+def test_a_pseudonym_said_to_stays_in_the_note_when_nobody_is_named():
+    output = observe(said(("user", "", "<PERSON_1>, would you calm down?")))
+    assert texts(output) == ["User asked <PERSON_1> to calm down"]

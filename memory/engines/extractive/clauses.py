@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memory.engines.base import DEFAULT_FIDELITY, SourceMessage
@@ -51,6 +51,7 @@ from memory.engines.extractive.decisions import (
 from memory.engines.extractive.details import AskedDetails, given_detail, is_bare_identifier
 from memory.engines.extractive.relative_dates import absolute_dates, has_date
 from memory.engines.extractive.sentences import (
+    addressee,
     as_said_by,
     clean_sentence,
     first_names,
@@ -132,6 +133,7 @@ class WindowState:
         self.asked = AskedDetails()  # what the last question for details asked
         self.asked_by: tuple[str, str] = ("", "")  # (role, speaker) of who asked it
         self.first_names: dict[str, str] = {}  # a speaker's full name -> the first name
+        self.full_names: dict[str, str] = {}  # and back
         self.named: set[str] = set()  # full names memory already holds
         self.introduced: set[str] = set()  # agents memory already introduced with their role
 
@@ -149,6 +151,7 @@ class WindowState:
         }
         known = self.known_text()
         self.named = {name for name in self.first_names if name.lower() in known}
+        self.full_names = {first: name for name, first in self.first_names.items()}
         self.introduced = {name for name in speakers if f"{name.lower()}, the agent," in known}
 
     def remember(self, text: str) -> None:
@@ -533,10 +536,11 @@ def message_clauses(
             cleaned = clean_sentence(raw)
             if cleaned is None:
                 continue
+            spoken_to = _spoken_to(raw, turn, state)
             for part in _split_question(cleaned):
                 if part.endswith("?") and _QUESTION_FRAGMENT.match(part):
                     continue
-                clause = _clause(part, turn, state, detail)
+                clause = _clause(part, spoken_to, state, detail)
                 if clause is not None:
                     clauses.append(clause)
                     said.add(raw)
@@ -546,6 +550,17 @@ def message_clauses(
         if answer is not None:
             clauses.append(_said(answer, turn, state, kind="answer", priority=LOW))
     return clauses
+
+
+def _spoken_to(raw: str, turn: Turn, state: WindowState) -> Turn:
+    """The turn, said to whom the sentence names ("Monica, would you calm down?") when it
+    names someone: a speaker of the window by their full name."""
+    if turn.message.role != "user" or "," not in raw:
+        return turn
+    name = addressee(raw)
+    if name is None:
+        return turn
+    return replace(turn, listener=state.full_names.get(name, name))
 
 
 def _reply_clauses(turn: Turn, state: WindowState) -> list[Clause] | None:

@@ -83,9 +83,12 @@ _TRAILING_VOCATIVE = re.compile(
 # "Ben, can you ...", "Tom, please ...": the name of who is spoken to, before a question
 # or a request.
 _LEADING_VOCATIVE = re.compile(
-    r"^(?P<name>[A-Z][a-z]+)(?:\s[A-Z][a-z]+)?,\s+(?=(?i:can|could|would|will|please|do|did|are|is|what|how|why|"
-    r"when|where|you|you're|let|thanks|thank)\b)"
+    r"^(?P<name>[A-Z][a-z]+)(?:\s[A-Z][a-z]+)?,\s+(?=(?i:can|could|would|will|please|do|did|"
+    r"are|is|what|how|why|when|where|you|you're|let|thanks|thank)\b)"
 )
+# "Calm down, Monica.", "Hi Ross, ...": who else a sentence names as spoken to.
+_TRAILING_NAME = re.compile(r",\s*(?P<name>[A-Z][a-z]+)\s*(?=[.!?]*$)")
+_GREETED = re.compile(r"^(?i:hi|hello|hey|dear|thanks|thank\s+you)[\s,]+(?P<name>[A-Z][a-z]+)\b")
 _FIRST_CLAUSE_END = re.compile(r",\s|;|\s+(?:and|but|so)\s|[.!?]")
 _LEADING_TIME = re.compile(
     r"^(?P<time>today|yesterday|tonight|this\s+(?:morning|afternoon|evening|week)|"
@@ -170,6 +173,21 @@ def first_names() -> frozenset[str]:
 
 def _is_first_name(word: str) -> bool:
     return word in first_names() or is_person_placeholder(word)
+
+
+def addressee(raw: str) -> str | None:
+    """The first name a sentence is said to ("Monica, would you calm down?", "Hi Ross,
+    ...", "Calm down, Joey."), or None."""
+    text = raw.strip()
+    opened = _DISCOURSE_PREFIX.sub("", text) if _opens_with_filler(text) else text
+    for match in (
+        _LEADING_VOCATIVE.match(opened),
+        _GREETED.match(text),
+        _TRAILING_NAME.search(text),
+    ):
+        if match is not None and _is_first_name(match.group("name")):
+            return match.group("name")
+    return None
 
 
 def named_speaker(content: str) -> tuple[str, str] | None:
@@ -327,6 +345,9 @@ def clean_sentence(raw: str) -> str | None:
         if not has_substance(sentence):
             return None
     sentence = _TRAILING_VOCATIVE.sub("", sentence)
+    trailing = _TRAILING_NAME.search(sentence)
+    if trailing and _is_first_name(trailing.group("name")):
+        sentence = sentence[: trailing.start()] + sentence[trailing.end() :]
     vocative = _LEADING_VOCATIVE.match(sentence)
     if vocative and _is_first_name(vocative.group("name")):
         sentence = sentence[vocative.end() :]  # "Ben, can you fix it?" asks Ben
