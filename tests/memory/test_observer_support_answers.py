@@ -42,11 +42,12 @@ def test_the_eta_the_agent_gives_shares_the_line_of_the_question():
     )
 
 
-def test_each_detail_given_is_noted_with_what_it_is():
+def test_each_detail_given_is_noted_with_what_it_is_on_one_line():
     notes = texts(observe(*REFUND_CHAT))
-    assert "User's full name is Dana Whitfield" in notes
-    assert "User's order number is 55102934" in notes
-    assert "User's email is dana.w@example.com" in notes  # as written, not re-cased
+    assert (
+        "User's full name is Dana Whitfield; User's order number is 55102934; "
+        "User's email is dana.w@example.com"  # as written, not re-cased
+    ) in notes
 
 
 def test_the_reason_for_contact_and_the_state_of_the_refund_are_kept():
@@ -201,10 +202,7 @@ def test_details_given_under_pseudonyms_keep_their_labels():
         ("user", "<PERSON_4>"),
         ("user", "<EMAIL_ADDRESS_2>"),
     )
-    assert texts(output) == [
-        "User's name is <PERSON_4>",
-        "User's email address is <EMAIL_ADDRESS_2>",
-    ]
+    assert texts(output) == ["User's name is <PERSON_4>; User's email address is <EMAIL_ADDRESS_2>"]
 
 
 def test_a_long_advice_answer_is_not_read_as_a_refusal_or_an_eta():

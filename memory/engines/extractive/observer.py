@@ -281,12 +281,17 @@ def group_clauses(clauses: list[Clause], messages: Sequence[SourceMessage]) -> l
     notes: list[Note] = []
     by_key: dict[tuple[str, str], Note] = {}
     speakers: dict[int, str] = {}  # who the note's last clause was said by
+    details_run = 0  # details given one after another ("name ...; email ...") share a line
     for clause in clauses:
         shared = clause.priority in (MEDIUM, LOW)
-        if talk and shared:
+        if clause.kind == "detail":
+            key = (f"details {details_run}", clause.priority)
+        elif talk and shared:
             key = ("talk", clause.priority)  # a meeting's turns share lines
         else:
             key = (exchange[clause.message.id] if shared else clause.message.id, clause.priority)
+        if clause.kind != "detail":
+            details_run += 1
         speaker = speaker_of(clause.message.role, clause.message.speaker)
         note = by_key.get(key)
         if note is not None and talk and _words(note.text) + _words(clause.text) > TALK_LINE_WORDS:
