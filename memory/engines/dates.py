@@ -24,7 +24,9 @@ Conventions (day precision unless the text gives a clock time):
   weekends are the Saturday of the current, next or previous Monday-based week; "end of
   the month" is its last day, "end of the week" its Friday.
 - "in 3 days", "3 days ago", "within 5 business days" (weekends skipped) count from the
-  message day; "in 2 hours" counts from the message time and keeps the time.
+  message day; "in 2 hours" counts from the message time and keeps the time. "after 3
+  days" is a day only in a sentence about the future ("I'll call back after 3 days"):
+  "codes expire after 7 days" states a rule.
 - Slashed dates without a month name are accepted only when unambiguous: one part above
   12 ("13/04", "04/13") or both parts equal. Without a year they also need a preposition
   ("on 13/04"), so "24/7" and "3/4 cup" are not dates.
@@ -367,6 +369,8 @@ def _within(match: re.Match[str], anchor: datetime, tense: str | None) -> date |
     amount = _amount(match.group("wi_n"))
     if amount is None:
         return None
+    if match.group("wi_kind").lower() == "after" and tense != "future":
+        return None  # "codes expire after 7 days" is a rule, not a day
     unit = match.group("wi_unit").lower().rstrip("s")
     if match.group("wi_business"):
         if unit != "day":

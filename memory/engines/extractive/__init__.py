@@ -14,9 +14,20 @@ and written out ("yesterday" becomes "on Apr 27"). A fact already in the previou
 observations is not repeated. An assistant's answer keeps what later questions ask it
 about: the heads of its lists' items and the names and counted numbers of its prose
 ("Assistant listed Duolingo; Babbel (10 minutes); Memrise"), beside its promises,
-finished tasks and sums. A question and its answer share a line. How much is kept is the
-workspace's fidelity (``answers.DETAIL``: compact, balanced, detailed); no level cuts a
-clause short.
+finished tasks and sums. A short support answer is read for what it decides: an ETA ("about
+five business days"), a policy with its condition, a refusal with its reason, a state, a
+promise someone else will keep ("a courier will call you tomorrow"). A value given when
+asked for it is noted with what it is ("User's order ID is 3348917502"); a login name, or
+an id nobody asked for, is not noted. A question and its answer share a line. How much is
+kept is the workspace's fidelity (``answers.DETAIL``: compact, balanced, detailed); no
+level cuts a clause short.
+
+Speakers. A message's speaker name replaces its role in the notes ("Maria asked for a
+refund"), and "you" is who spoke before ("Tom will call Maria back"); between two named
+people an agent is introduced with its role once ("Tom, the agent, ..."). Three or more
+named people, as in a meeting, each keep their own lines. Pseudonyms (``<PERSON_12>``) are
+one word: the Observer reads a window with each label swapped for a placeholder that its
+rules take for a name, and writes the labels back byte for byte.
 
 Reflector. A later note about the same subject supersedes the earlier one ("User now
 prefers SMS" replaces "User prefers email"), near-duplicates (token-set similarity) are
@@ -25,11 +36,13 @@ high-priority notes stay as they are, other old notes become one line per topic,
 background and completed ones are shortened on the way.
 
 Modules, each importing only from those listed before it: ``vocabulary`` (priorities,
-shared word lists, word sets), ``cues`` (what a sentence says), ``sentences`` (splitting,
-cleaning, names, who speaks, third person), ``relative_dates`` (dates written out),
-``answers`` (what an assistant's answer named, and the fidelity levels), ``clauses``
-(which sentences are kept and how they are rewritten), ``tools`` (one line per tool
-call), ``observer`` (the notes of a window) and ``reflector``.
+shared word lists, word sets), ``pseudonyms`` (labels as one word), ``cues`` (what a
+sentence says), ``sentences`` (splitting, cleaning, names, who speaks, third person),
+``relative_dates`` (dates written out), ``answers`` (what an assistant's answer named, and
+the fidelity levels), ``decisions`` (what an assistant's turn decides), ``details``
+(values asked for and given), ``clauses`` (which sentences are kept and how they are
+rewritten), ``tools`` (one line per tool call), ``observer`` (the notes of a window) and
+``reflector``.
 
 Everything here is deterministic: no clocks, no randomness, and output is never built by
 iterating over an unordered set. The engine never touches the database; see

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memory.engines.base import DEFAULT_FIDELITY, SourceMessage
@@ -23,7 +23,6 @@ from memory.engines.extractive.answers import (
 )
 from memory.engines.extractive.cues import (
     ACKNOWLEDGED_ADVICE,
-    COMMITMENT,
     COMPLETION,
     CONCRETE_ACTION,
     EVENT,
@@ -35,14 +34,27 @@ from memory.engines.extractive.cues import (
     PLAN,
     PREFERENCE,
     PROBLEM,
+    SELF_DESCRIPTION,
     SMALL_TALK_QUESTION,
     URGENT,
     is_negated,
 )
+from memory.engines.extractive.decisions import (
+    REFUSAL_WORDS,
+    SHORT_TURN_WORDS,
+    answer_may_matter,
+    classify_answer,
+    promised_part,
+    reason_last,
+    short_answer_may_matter,
+)
+from memory.engines.extractive.details import AskedDetails, given_detail, is_bare_identifier
 from memory.engines.extractive.relative_dates import absolute_dates, has_date
 from memory.engines.extractive.sentences import (
+    addressee,
     as_said_by,
     clean_sentence,
+    first_names,
     names_in,
     speaker_names,
     split_sentences,
@@ -71,28 +83,26 @@ _SENTENCE_STARTERS = wordset(
     """the it it's this that that's there there's these those a an some my our we they he
     she what what's how when where why which who is are was were do does did can could would
     should will in on at for if as so but and today yesterday tomorrow sometimes recently
-    lately now then here every each all many most no not maybe perhaps"""
-)
-# "I'll send it off": a promise about "it" is routine, not something to hold anyone to.
-_VAGUE_OBJECT = re.compile(
-    r"\b(?:send|sending|process|processing|book|booking|update|updating|arrange|ship)"
-    r"\s+(?:it|this|that|them|one)\b"
+    lately now then here every each all many most no not maybe perhaps less more only about
+    around roughly approximately nearly almost over under within"""
 )
 # "I'm Gary", "My name is Gary", "Call me Gary".
 _INTRODUCTION = re.compile(
     r"(?:^I'm|^I am|\b[Mm]y name is|\b[Cc]all me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)"
 )
 _SPECIFIC_NUMBER = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+|\d+(?:[.,:]\d+)?\s?(?:%|[a-zA-Z]+)?")
-_MONEY_OR_REFERENCE = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+")
 _CLAUSE_SPLIT = re.compile(
-    r",\s+(?=(?:and|but|so|which|because|while|although|though|as)\b)|;\s+|\s+because\s+"
+    r"(,\s+(?=(?:and|but|so|which|because|while|although|though|as)\b)|;\s+|\s+because\s+)"
 )
 
 
 def _lower_first(text: str) -> str:
-    """Lowercase a sentence's first word after "User said", unless it is a name."""
+    """Lowercase a sentence's first word after "User said", unless it is a name: a word
+    that opens sentences, or an adverb ("Unfortunately") that is nobody's first name."""
     first = text.split(" ", 1)[0]
-    if first.lower() in _SENTENCE_STARTERS:
+    lower = first.lower()
+    adverb = lower.endswith("ly") and first.isalpha() and first not in first_names()
+    if lower in _SENTENCE_STARTERS or adverb:
         return text[:1].lower() + text[1:]
     return text
 
@@ -120,6 +130,29 @@ class WindowState:
     def __init__(self, previous: Sequence[str]) -> None:
         self._known: list[str] = [text.lower() for text in previous]
         self._joined: str | None = None
+        self.asked = AskedDetails()  # what the last question for details asked
+        self.asked_by: tuple[str, str] = ("", "")  # (role, speaker) of who asked it
+        self.first_names: dict[str, str] = {}  # a speaker's full name -> the first name
+        self.full_names: dict[str, str] = {}  # and back
+        self.named: set[str] = set()  # full names memory already holds
+        self.introduced: set[str] = set()  # agents memory already introduced with their role
+
+    def meet(self, speakers: Sequence[str]) -> None:
+        """The window's speakers: a full name whose first name is a first name nobody else
+        of the window has can be shortened to it once memory holds the full name."""
+        firsts: dict[str, set[str]] = {}
+        for name in speakers:
+            if " " in name:
+                firsts.setdefault(name.split(" ", 1)[0], set()).add(name)
+        self.first_names = {
+            next(iter(names)): first
+            for first, names in sorted(firsts.items())
+            if len(names) == 1 and first in first_names() and first not in speakers
+        }
+        known = self.known_text()
+        self.named = {name for name in self.first_names if name.lower() in known}
+        self.full_names = {first: name for name, first in self.first_names.items()}
+        self.introduced = {name for name in speakers if f"{name.lower()}, the agent," in known}
 
     def remember(self, text: str) -> None:
         self._known.append(text.lower())
@@ -154,10 +187,18 @@ _OPINION = re.compile(
 )
 
 
-def _is_small_talk_statement(sentence: Sentence) -> bool:
+_SECOND_PERSON = re.compile(r"\b(?:you're|you've|you'll|you'd|yours|yourself|your|you)\b", re.I)
+_AS_FIRST = {
+    "you're": "I'm", "you've": "I've", "you'll": "I'll", "you'd": "I'd", "yours": "mine",
+    "yourself": "myself", "your": "my", "you": "I",
+}  # fmt: skip
+
+
+def _is_small_talk_statement(sentence: Sentence, to_person: bool) -> bool:
     """ "You are a smart companion", "I think that's a great way to relax", "That sounds
-    difficult": remarks about the assistant or the advice, not about the user."""
-    if _ABOUT_THE_LISTENER.match(sentence.lower):
+    difficult": remarks about the assistant or the advice, not about the user. Said to a
+    named person, "you left your keys" is about that person."""
+    if _ABOUT_THE_LISTENER.match(sentence.lower) and not to_person:
         # "You can watch "Home Cooking" on CCTV" passes on names worth keeping.
         return FIRST_PERSON.isdisjoint(sentence.words) and not names_in(sentence.text)
     if _OPINION.match(sentence.lower):
@@ -172,13 +213,27 @@ def _is_request(sentence: Sentence) -> bool:
     return EXPLICIT_REQUEST.found(sentence) or first_word in IMPERATIVE_VERBS
 
 
-def classify(sentence: Sentence, role: str, state: WindowState) -> tuple[str, str] | None:
-    """(kind, priority) of a sentence worth keeping, or None to drop it."""
+def classify(
+    sentence: Sentence,
+    role: str,
+    state: WindowState,
+    *,
+    short: bool = False,
+    to_person: bool = False,
+) -> tuple[str, str] | None:
+    """(kind, priority) of a sentence worth keeping, or None to drop it. ``short``: the
+    sentence is from a short assistant turn (``SHORT_TURN_WORDS``); ``to_person``: it is
+    said to a named person, not to the assistant."""
     if role == "assistant":
-        return _classify_assistant(sentence, state)
+        return classify_answer(sentence, short)
+    if to_person and _ABOUT_THE_LISTENER.match(sentence.lower):
+        # "You left your keys" to Monica says what "I left my keys" would say of Monica.
+        sentence = Sentence.of(
+            _SECOND_PERSON.sub(lambda m: _AS_FIRST[m.group(0).lower()], sentence.text)
+        )
     if _introduces_someone(sentence) and _INTRODUCTION.search(sentence.text):
         return "introduction", MEDIUM
-    if _is_small_talk_statement(sentence):
+    if _is_small_talk_statement(sentence, to_person):
         return None
     if sentence.is_question:
         if _is_request(sentence):
@@ -202,8 +257,11 @@ def classify(sentence: Sentence, role: str, state: WindowState) -> tuple[str, st
     if IDENTITY.found(sentence) or HABIT.found(sentence):
         return "fact", MEDIUM
     if PLAN.found(sentence):
-        # "I'll check those out": agreeing to advice, not a plan anyone needs to recall.
-        return None if ACKNOWLEDGED_ADVICE.found(sentence) else ("plan", MEDIUM)
+        # "I'll check those out": agreeing to advice, not a plan anyone needs to recall;
+        # "I will fix it by Friday" is a promise with its day.
+        promise = has_date(sentence) and CONCRETE_ACTION.found(sentence)
+        agreed = ACKNOWLEDGED_ADVICE.found(sentence) and not promise
+        return None if agreed else ("plan", MEDIUM)
     if EVENT.found(sentence):
         return "event", LOW
     if (sentence.has_digit and _SPECIFIC_NUMBER.search(sentence.text)) or state.fresh_names(
@@ -213,29 +271,35 @@ def classify(sentence: Sentence, role: str, state: WindowState) -> tuple[str, st
     return None
 
 
-def _classify_assistant(sentence: Sentence, state: WindowState) -> tuple[str, str] | None:
-    if sentence.is_question:
-        return None
-    specific = bool(_MONEY_OR_REFERENCE.search(sentence.text)) or has_date(sentence)
-    concrete = CONCRETE_ACTION.found(sentence) and not _VAGUE_OBJECT.search(sentence.lower)
-    if COMMITMENT.found(sentence) and (concrete or specific):
-        return "commitment", HIGH
-    done = COMPLETION.found(sentence) and not is_negated(sentence)
-    if done and (specific or "your" in sentence.words):
-        return "completed", COMPLETED
-    if _MONEY_OR_REFERENCE.search(sentence.text):
-        return "fact", LOW  # money and reference numbers the user may need later
-    return None
-
-
-def _trim_long(sentence: Sentence, role: str, state: WindowState, max_words: int) -> Sentence:
+def _trim_long(
+    sentence: Sentence, role: str, state: WindowState, max_words: int, *, short: bool = False
+) -> Sentence:
     """Keep only the clauses of a long sentence that carry a signal of their own, and no
-    more whole clauses than fit in ``max_words``: a clause is never cut short."""
+    more whole clauses than fit in ``max_words``: a clause is never cut short. A reason
+    ("because ...") stays with the clause it explains, joined as it was written."""
     if len(sentence.words) <= TRIM_CLAUSES_FROM_WORDS:
         return sentence
-    parts = [p.strip(" ,;") for p in _CLAUSE_SPLIT.split(sentence.text) if p.strip(" ,;")]
-    kept = [p for i, p in enumerate(parts) if i == 0 or classify(Sentence.of(p), role, state)]
-    return Sentence.of("; ".join(whole_clauses(kept, max_words)))
+    pieces = _CLAUSE_SPLIT.split(sentence.text)
+    parts = [(pieces[i - 1] if i else "", pieces[i].strip(" ,;")) for i in range(0, len(pieces), 2)]
+    kept: list[tuple[str, str]] = []
+    previous_kept = False
+    for index, (separator, part) in enumerate(parts):
+        if not part:
+            previous_kept = False
+            continue
+        reason = short and separator.strip() == "because" and previous_kept
+        keep = index == 0 or reason or classify(Sentence.of(part), role, state, short=short)
+        if keep:
+            joined = previous_kept and (reason or separator.startswith(","))
+            kept.append((separator if joined else "; ", part))
+        previous_kept = bool(keep)
+    if not kept:
+        return sentence
+    chosen = whole_clauses([part for _, part in kept], max_words)
+    text = chosen[0]
+    for (separator, part), _ in zip(kept[1:], chosen[1:], strict=False):
+        text += separator + part
+    return Sentence.of(text)
 
 
 def whole_clauses(clauses: list[str], max_words: int) -> list[str]:
@@ -249,13 +313,6 @@ def whole_clauses(clauses: list[str], max_words: int) -> list[str]:
         kept.append(clause)
         words += size
     return kept
-
-
-def _commitment_clause(text: str) -> str:
-    """ "Please confirm the order and I'll send it off" -> the part with the promise."""
-    parts = re.split(r",\s*|\s+and\s+|;\s*", text)
-    promised = [p for p in parts if COMMITMENT.found(Sentence.of(p))]
-    return promised[0] if promised else text
 
 
 _REQUEST_FOR = re.compile(
@@ -272,6 +329,8 @@ _ASK_FOR_ITEM = re.compile(
     re.IGNORECASE,
 )
 _PLEASE = re.compile(r"\bplease\b,?\s*", re.IGNORECASE)
+# "I need it before Friday" asks for nothing new: the writer needs it.
+_PRONOUN_OBJECT = re.compile(r"(?:it|this|that|them|these|those)\b", re.IGNORECASE)
 
 
 def _rewrite_request(text: str, role: str) -> str:
@@ -282,7 +341,7 @@ def _rewrite_request(text: str, role: str) -> str:
         topic = " ".join(f"{wanted.group(1)} {wanted.group(2)}".split())
         return f"{speaker} asked for {third_person(topic, role)}"
     item = _ASK_FOR_ITEM.match(body)
-    if item:
+    if item and not _PRONOUN_OBJECT.match(item.group(1)):
         verb = "asked for" if body.lower().startswith(("do ", "does ")) else "requested"
         return f"{speaker} {verb} {third_person(item.group(1), role)}"
     ask = _ASK_TO.match(body)
@@ -301,7 +360,7 @@ def _rewrite_request(text: str, role: str) -> str:
 
 def _rewrite_statement(text: str, role: str) -> str:
     speaker, _ = speaker_names(role)
-    rewritten = third_person(text.rstrip(" .!"), role)
+    rewritten = third_person(text.rstrip(" .!,;:-"), role)
     if rewritten.startswith(speaker):
         return rewritten
     return f"{speaker} said {_lower_first(rewritten)}"
@@ -315,7 +374,9 @@ def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
     if kind == "request":
         return _rewrite_request(text, role)
     if kind == "commitment":
-        return _rewrite_statement(_commitment_clause(text), role)
+        return _rewrite_statement(promised_part(text), role)
+    if kind == "refusal":
+        return _rewrite_statement(reason_last(text), role)
     return _rewrite_statement(text, role)
 
 
@@ -323,6 +384,8 @@ def _is_vague(text: str, kind: str) -> bool:
     tokens = content_tokens(text) - VAGUE_WORDS
     if kind == "request":
         tokens -= {"requested"}
+    if kind == "refusal":
+        tokens -= REFUSAL_WORDS
     return not tokens
 
 
@@ -341,52 +404,130 @@ def _split_question(text: str) -> list[str]:
     return [text[:cut] + ".", tail[:1].upper() + tail[1:]]
 
 
-def _clause(text: str, message: SourceMessage, state: WindowState, detail: Detail) -> Clause | None:
-    sentence = _trim_long(Sentence.of(text), message.role, state, detail.max_sentence_words)
-    verdict = classify(sentence, message.role, state)
+# "we could make it out of the", "I mean, and": speech that trailed off; the words it
+# stopped on say nothing.
+_TRAILING_OFF = re.compile(
+    r"(?:[\s,;:-]+(?:and|or|but|nor|because|the|a|an|of|with|than|my|your|their|our))+"
+    r"[\s,;:-]*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A message with what its neighbours say about it: who it was said to (a name, when
+    the message before it named its speaker) and whether it is a short support answer."""
+
+    message: SourceMessage
+    listener: str = ""
+    short: bool = False
+
+
+def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause | None:
+    message = turn.message
+    if message.role == "assistant" and SELF_DESCRIPTION.search(text.lower()):
+        return None  # "As an AI, I can't go for walks": about the assistant, not the user
+    sentence = _trim_long(
+        Sentence.of(_TRAILING_OFF.sub("", text)),
+        message.role,
+        state,
+        detail.max_sentence_words,
+        short=turn.short,
+    )
+    verdict = classify(
+        sentence, message.role, state, short=turn.short, to_person=bool(turn.listener)
+    )
     if verdict is None:
         return None
     kind, priority = verdict
     dated_text, referenced_at = absolute_dates(sentence, message)
     rewritten = rewrite(dated_text, kind, message.role, state)
-    if _is_vague(rewritten, kind):
+    if _is_vague(rewritten, kind) or (kind == "introduction" and _known_speaker(rewritten, turn)):
         return None
-    rewritten = as_said_by(rewritten, message.role, message.speaker)
-    state.remember(rewritten)
+    return _said(rewritten, turn, state, kind=kind, priority=priority, referenced_at=referenced_at)
+
+
+def _known_speaker(introduction: str, turn: Turn) -> bool:
+    """ "I'm Maria" from Maria: the note would say that Maria's name is Maria."""
+    name = introduction.rsplit(" is ", 1)[-1].lower().split()
+    return bool(turn.message.speaker) and set(name) <= set(turn.message.speaker.lower().split())
+
+
+def _said(
+    text: str,
+    turn: Turn,
+    state: WindowState,
+    *,
+    kind: str,
+    priority: str,
+    referenced_at: datetime | None = None,
+) -> Clause:
+    """A rewritten clause with the participants' names, remembered."""
+    message = turn.message
+    text = as_said_by(text, message.role, message.speaker, turn.listener)
+    text = _with_role(_short_names(text, state), turn, state)
+    state.remember(text)
     return Clause(
-        text=rewritten,
+        text=text,
         priority=priority,
         kind=kind,
         message=message,
         referenced_at=referenced_at,
-        tokens=content_tokens(rewritten),
+        tokens=content_tokens(text),
     )
 
 
-_ASSISTANT_CUE = re.compile(
-    r"\b(?:" + "|".join(sorted(COMMITMENT.gate | COMPLETION.gate, key=len)[::-1]) + r")\b"
-)
+def _short_names(text: str, state: WindowState) -> str:
+    """ "Monica Geller said Monica's mother ...": a speaker's full name once in memory,
+    the first name after it."""
+    for name, first in state.first_names.items():
+        if name not in text:
+            continue
+        if name in state.named:
+            text = text.replace(name, first)
+        else:
+            head, found, tail = text.partition(name)
+            text = head + found + tail.replace(name, first)
+            state.named.add(name)
+    return text
 
 
-def _assistant_may_matter(content: str) -> bool:
-    """Most assistant sentences advise or ask; only promises, completed actions, money and
-    references are kept as clauses, and a turn with none of their cues is not read
-    sentence by sentence (its names and lists still make its answer note)."""
-    if _ASSISTANT_CUE.search(content.lower()):
-        return True
-    return bool(_MONEY_OR_REFERENCE.search(content))
+def _with_role(text: str, turn: Turn, state: WindowState) -> str:
+    """ "Tom, the agent, will call Maria back": between two named people, an agent's name
+    says which side they are on the first time memory meets it."""
+    name = turn.message.speaker
+    if turn.message.role != "assistant" or not (name and turn.listener):
+        return text
+    if not text.startswith(f"{name} "):
+        return text
+    if name in state.introduced:
+        return text
+    state.introduced.add(name)
+    return f"{name}, the agent, {text[len(name) + 1 :]}"
 
 
 def message_clauses(
-    message: SourceMessage, state: WindowState, detail: Detail = DETAIL[DEFAULT_FIDELITY]
+    message: SourceMessage,
+    state: WindowState,
+    detail: Detail = DETAIL[DEFAULT_FIDELITY],
+    *,
+    listener: str = "",
 ) -> list[Clause]:
     """The sentences of one conversational message worth keeping, rewritten; for an
-    assistant message, also what its answer named (answers.py)."""
+    assistant message, also what its answer named (answers.py). ``listener``: the name of
+    who the message answers, when the message before it named its speaker."""
+    short = message.role == "assistant" and len(message.content.split()) <= SHORT_TURN_WORDS
+    turn = Turn(message, listener, short)
+    replied = _reply_clauses(turn, state)
+    state_asks(message, state)
+    if replied is not None:
+        return replied
     clauses: list[Clause] = []
     text = message.content
     if message.role == "assistant":
         # List items are the answer note's; here only the prose, without markup.
-        text = prose_text(text) if _assistant_may_matter(text) else ""
+        may_matter = short_answer_may_matter(text) if short else answer_may_matter(text)
+        text = prose_text(text) if may_matter else ""
     elif "```" in text or "{" in text or ";" in text:
         text = without_code(text)  # pasted code is not something said
     said: set[str] = set()  # sentences kept as clauses, which the answer note skips
@@ -395,10 +536,11 @@ def message_clauses(
             cleaned = clean_sentence(raw)
             if cleaned is None:
                 continue
+            spoken_to = _spoken_to(raw, turn, state)
             for part in _split_question(cleaned):
                 if part.endswith("?") and _QUESTION_FRAGMENT.match(part):
                     continue
-                clause = _clause(part, message, state, detail)
+                clause = _clause(part, spoken_to, state, detail)
                 if clause is not None:
                     clauses.append(clause)
                     said.add(raw)
@@ -406,20 +548,55 @@ def message_clauses(
     if message.role == "assistant":
         answer = answer_note(message.content, state.known_text(), detail, said=said)
         if answer is not None:
-            answer = as_said_by(answer, message.role, message.speaker)
-        if answer is not None:
-            state.remember(answer)
-            clauses.append(
-                Clause(
-                    text=answer,
-                    priority=LOW,
-                    kind="answer",
-                    message=message,
-                    referenced_at=None,
-                    tokens=content_tokens(answer),
-                )
-            )
+            clauses.append(_said(answer, turn, state, kind="answer", priority=LOW))
     return clauses
+
+
+def _spoken_to(raw: str, turn: Turn, state: WindowState) -> Turn:
+    """The turn, said to whom the sentence names ("Monica, would you calm down?") when it
+    names someone: a speaker of the window by their full name."""
+    if turn.message.role != "user" or "," not in raw:
+        return turn
+    name = addressee(raw)
+    if name is None:
+        return turn
+    return replace(turn, listener=state.full_names.get(name, name))
+
+
+def _reply_clauses(turn: Turn, state: WindowState) -> list[Clause] | None:
+    """A reply that gives details ("Crystal Minh" to "may I have your name?") as the note
+    of what it gives ("User's name is Crystal Minh"), or none for a login name or a bare
+    identifier nobody asked about; None when the message is to be read sentence by
+    sentence."""
+    message = turn.message
+    if message.role != "user":
+        return None  # the customer gives details; the agent's answers are read as such
+    # An agent asks a customer for details; among colleagues a short reply is talk.
+    asked = state.asked if state.asked_by[0] == "assistant" else AskedDetails()
+    given = given_detail(message.content, asked)
+    if given is not None:
+        if given.value is None:
+            return []  # a login name is not a fact about anyone
+        speaker = speaker_names(message.role)[0]
+        text = f"{speaker}'s {given.detail} is {given.value}"
+        return [_said(text, turn, state, kind="detail", priority=MEDIUM)]
+    if is_bare_identifier(message.content):
+        return []  # an id without what it identifies
+    return None
+
+
+# A question for details closes a message: the end of a long one is enough to read.
+ASKING_TAIL_CHARACTERS = 400
+
+
+def state_asks(message: SourceMessage, state: WindowState) -> None:
+    """Remember the details this message asks for, for the replies after it."""
+    if message.role != "assistant":
+        return  # only an agent's questions for details are paired with replies
+    before = state.asked.pending
+    state.asked.ask(message.content[-ASKING_TAIL_CHARACTERS:])
+    if state.asked.pending is not before:
+        state.asked_by = (message.role, message.speaker)
 
 
 def _cap_clauses(clauses: list[Clause]) -> list[Clause]:

@@ -70,11 +70,11 @@ HABIT = _cue(
     r"\bi\s+(?:usually|often|always|normally|regularly|sometimes|never|mainly|mostly)\b",
 )
 PLAN = _cue(
-    "i'll we'll will going plan planning intend decided chose want would i'd hope need "
+    "i'll we'll will going plan planning intend decided chose want wanted would i'd hope need "
     "registered signed booked enrolled",
     r"\b(?:i|we)(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to|\s+plan|\s+am\s+planning|"
     r"'m\s+planning|\s+intend|\s+decided|\s+have\s+decided|'ve\s+decided|\s+chose|"
-    r"\s+want\s+to|\s+would\s+like\s+to|'d\s+like\s+to|\s+hope\s+to|\s+need\s+to|"
+    r"(?:\s+just)?\s+want(?:ed)?\s+to|\s+would\s+like\s+to|'d\s+like\s+to|\s+hope\s+to|\s+need\s+to|"
     r"(?:\s+just)?\s+(?:registered|signed\s+up|booked|enrolled))\b",
 )
 EVENT = _cue(
@@ -136,6 +136,53 @@ RECOMMENDATION = _cue(
     r"\b(?:recommend\w*|suggest\w*|try|consider|check\s+out|good\s+choices?|worth|"
     r"might\s+(?:want|like|enjoy))\b",
 )
+# What a short support answer decides, beside its promises: a refusal and its reason, a
+# state, a duration, an amount. Read in short turns only: in a long answer "we can't" and
+# "two weeks" are advice.
+REFUSAL = _cue(
+    "cannot can't unable able won't couldn't could unfortunately afraid eligible possible "
+    "allowed permitted covered refundable don't do",
+    r"\b(?:(?:we|i)\s+(?:really\s+)?(?:cannot|can't|can\s+not|couldn't|could\s+not|"
+    r"(?:am|are|'m|'re)\s+(?:not\s+able|unable)|won't\s+be\s+able|will\s+not\s+be\s+able)"
+    r"(?!\s+(?:be|help\s+but|say|wait|thank|imagine|stress|recommend|emphasi[sz]e)\b)|"
+    r"(?:we|i)\s+(?:don't|do\s+not)\s+(?:offer|accept|allow|ship|refund|provide|support|sell|"
+    r"deliver|cover|issue|take|exchange|match)\b|"
+    r"unfortunately|not\s+(?:eligible|possible|allowed|permitted|covered|refundable)|"
+    r"i'm\s+afraid\s+(?:we|i|that|it|this|there|the|not))\b",
+)
+# An AI describing itself ("as an AI, I can't go for a walk") decides nothing.
+SELF_DESCRIPTION = re.compile(
+    r"\b(?:as\s+an?\s+(?:ai|artificial|virtual|intelligent|language\s+model|digital|chatbot|"
+    r"bot)|physical\s+(?:body|form|presence))\b"
+)
+# A later event someone else carries out: "a courier will call you", "it should arrive".
+FUTURE = re.compile(
+    r"\b(?:will|'ll|won't|is\s+going\s+to|are\s+going\s+to|should\s+(?:arrive|reach|be|get))\b"
+)
+# The agent's own finished action: "I have escalated it", "we've refunded the fee".
+DONE_BY_SPEAKER = re.compile(
+    r"\b(?:i|we)(?:'ve|\s+have|\s+just|\s+already)*\s+(?:just\s+|already\s+)?"
+    r"(?:\w*[^\We]ed|sent|made|put|set|gave|given|let|told|spoke|wrote|left|got|taken|took)\b"
+)
+STATE = re.compile(
+    r"\b(?:in\s+progress|pending|on\s+(?:its|the|their)\s+way|in\s+transit|out\s+for\s+"
+    r"delivery|being\s+(?:processed|shipped|prepared|reviewed|handled)|on\s+hold|under\s+"
+    r"review|(?:out\s+of|back\s+in)\s+stock|expired|approved|eligible)\b"
+)
+# A duration, an amount or a share someone can hold the speaker to: "3-5 business days",
+# "a week", "$20", "15%"; not "a few days", nor minutes, over before anyone reads them.
+DECISIVE_QUANTITY = re.compile(
+    r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(?:%|percent\b|dollars?\b|euros?\b|pounds?\b)|"
+    r"\b(?:(?:\d+(?:\s?[-–]\s?\d+)?|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve|fourteen|fifteen|twenty|thirty|forty|sixty|ninety)\s+(?:business\s+|working\s+|"
+    r"calendar\s+)?(?:hours?|days?|nights?|weeks?|months?|years?)|"
+    r"an?\s+(?:business\s+)?(?:day|week|fortnight|month|year))\b",
+    re.IGNORECASE,
+)
+# "is being processed", "in progress": not finished, whatever verb it uses.
+UNFINISHED = re.compile(r"\b(?:being|in\s+progress|pending|not\s+yet)\b")
+
+
 NEGATION_WORDS = wordset(
     "not never yet don't doesn't didn't isn't wasn't aren't weren't can't couldn't won't "
     "wouldn't shouldn't haven't hasn't hadn't"

@@ -27,6 +27,7 @@ from memory.engines.base import (
 from memory.engines.extractive.answers import detail_for
 from memory.engines.extractive.clauses import Clause, WindowState, message_clauses
 from memory.engines.extractive.cues import never_background
+from memory.engines.extractive.pseudonyms import Pseudonyms
 from memory.engines.extractive.sentences import named_speaker, speaker_of
 from memory.engines.extractive.tools import ToolFold, fold_tool_output
 from memory.engines.extractive.vocabulary import (
@@ -210,7 +211,7 @@ def fold_fulfilled_requests(
     ends = [n.last_seq for n in by_end]
     kept = []
     for clause in clauses:
-        wanted = clause.tokens - VAGUE_WORDS - {"requested", "asked"}
+        wanted = clause.tokens - VAGUE_WORDS - {"requested", "asked", "need", "want"}
         fulfilled = None
         if clause.is_request and clause.priority == LOW and wanted:
             seq = clause.message.seq
@@ -252,19 +253,49 @@ def _exchanges(messages: Sequence[SourceMessage]) -> dict[str, str]:
     return exchange
 
 
+# Words of a line that holds several people's turns of a meeting or a scene: more turns
+# per line save each its own marker and date in the served context.
+TALK_LINE_WORDS = 60
+
+
+def _words(text: str) -> int:
+    return text.count(" ") + 1
+
+
+def _is_group_talk(messages: Sequence[SourceMessage]) -> bool:
+    """People talking among themselves (or one person writing on), with no assistant in
+    the window: no turn answers another's request, so no exchange holds a line."""
+    if any(m.role == "assistant" for m in messages):
+        return False
+    return sum(m.role == "user" for m in messages) > 1
+
+
 def group_clauses(clauses: list[Clause], messages: Sequence[SourceMessage]) -> list[Note]:
     """One note per exchange and priority: "User likes tea; lives in Oslo", "User asked
-    for vegan recipes; Assistant listed Chana masala; Dal". A pending problem, a promise
-    or a finished task stays a note of its own message, to be followed up on its own."""
+    for vegan recipes; Assistant listed Chana masala; Dal"; among named people talking,
+    consecutive turns share a line of up to ``TALK_LINE_WORDS`` words ("Anna prefers a
+    March launch; Ben said the login flow is broken"). A pending problem, a promise or a
+    finished task stays a note of its own message, to be followed up on its own."""
     exchange = _exchanges(messages)
+    talk = _is_group_talk(messages)
     notes: list[Note] = []
     by_key: dict[tuple[str, str], Note] = {}
     speakers: dict[int, str] = {}  # who the note's last clause was said by
+    details_run = 0  # details given one after another ("name ...; email ...") share a line
     for clause in clauses:
         shared = clause.priority in (MEDIUM, LOW)
-        key = (exchange[clause.message.id] if shared else clause.message.id, clause.priority)
+        if clause.kind == "detail":
+            key = (f"details {details_run}", clause.priority)
+        elif talk and shared:
+            key = ("talk", clause.priority)  # a meeting's turns share lines
+        else:
+            key = (exchange[clause.message.id] if shared else clause.message.id, clause.priority)
+        if clause.kind != "detail":
+            details_run += 1
         speaker = speaker_of(clause.message.role, clause.message.speaker)
         note = by_key.get(key)
+        if note is not None and talk and _words(note.text) + _words(clause.text) > TALK_LINE_WORDS:
+            note = None  # a line of talk ends where a reader would want a new one
         if note is None:
             note = Note.of(
                 clause.message,
@@ -358,11 +389,62 @@ def _drop_known_tool_notes(notes: list[Note], previous: Sequence[str]) -> list[N
 
 
 def _raise_unanswered_requests(clauses: list[Clause], messages: Sequence[SourceMessage]) -> None:
-    """A request that nothing in the window answered is pending: high priority."""
-    last_answer = max((m.seq for m in messages if m.role in ("assistant", "tool")), default=-1)
+    """A request that nothing in the window answered is pending: high priority. An answer
+    is a later message of the assistant, a tool, or another named participant (in a
+    meeting, a colleague answers)."""
+    answered: set[str] = set()
+    later: list[tuple[str, str]] = []  # up to two participants seen after, newest first
+    for message in reversed(messages):
+        who = _participant(message)
+        if any(other != who for other in later):
+            answered.add(message.id)
+        if who not in later:
+            later = [who, *later][:2]
     for clause in clauses:
-        if clause.is_request and clause.message.seq > last_answer:
+        if clause.is_request and clause.message.id not in answered:
             clause.priority = HIGH
+
+
+def _participant(message: SourceMessage) -> tuple[str, str]:
+    """Who a message is from: a tool answers as the assistant does."""
+    if message.role == "tool":
+        return ("assistant", "")
+    return (message.role, message.speaker)
+
+
+def _listeners(messages: Sequence[SourceMessage]) -> dict[str, str]:
+    """Message id -> the name of who it answers: the speaker of the last message before it
+    by someone else, when that message named its speaker ("you" in Tom's reply to Maria
+    is Maria)."""
+    listeners: dict[str, str] = {}
+    last: SourceMessage | None = None  # the latest message
+    last_other: SourceMessage | None = None  # the latest one by someone other than ``last``'s
+    for message in messages:
+        if message.role not in ("user", "assistant"):
+            continue
+        who = _participant(message)
+        answered = last if last is not None and _participant(last) != who else last_other
+        if answered is not None and answered.speaker:
+            listeners[message.id] = answered.speaker
+        if last is not None and _participant(last) != who:
+            last_other = last
+        last = message
+    if not any(m.role == "assistant" for m in messages):
+        # Among named people with no assistant, whoever opens the window speaks to whoever
+        # answers it.
+        _first_answered_by_next(messages, listeners)
+    return listeners
+
+
+def _first_answered_by_next(messages: Sequence[SourceMessage], listeners: dict[str, str]) -> None:
+    people = [m for m in messages if m.role == "user"]
+    for index, message in enumerate(people):
+        if message.id in listeners:
+            break
+        nxt = next((m for m in people[index + 1 :] if m.speaker != message.speaker), None)
+        if nxt is None or not nxt.speaker or not message.speaker:
+            break
+        listeners[message.id] = nxt.speaker
 
 
 def _current_task(clauses: list[Clause]) -> tuple[str | None, str | None]:
@@ -407,17 +489,44 @@ def observe_window(
     previous_observations: Sequence[str],
     fidelity: str = DEFAULT_FIDELITY,
 ) -> ObserverOutput:
+    labels = Pseudonyms(
+        [*(m.content for m in messages), *(m.speaker for m in messages), *previous_observations]
+    )
+    if labels:
+        messages = [
+            replace(m, content=labels.hide(m.content), speaker=labels.hide(m.speaker))
+            for m in messages
+        ]
+        previous_observations = [labels.hide(text) for text in previous_observations]
+    output = _observe(messages, previous_observations, fidelity)
+    if not labels:
+        return output
+    return ObserverOutput(
+        observations=[replace(o, text=labels.show(o.text)) for o in output.observations],
+        current_task=labels.show(output.current_task) if output.current_task else None,
+        suggested_response=(
+            labels.show(output.suggested_response) if output.suggested_response else None
+        ),
+    )
+
+
+def _observe(
+    messages: Sequence[SourceMessage], previous_observations: Sequence[str], fidelity: str
+) -> ObserverOutput:
     ordered = sorted(messages, key=lambda m: m.seq)
     visible = [_with_speaker(m) for m in ordered if not _is_memory_block(m)]
     state = WindowState(previous_observations)
+    state.meet(sorted({m.speaker for m in visible if m.speaker}))
     detail = detail_for(fidelity)
     clauses: list[Clause] = []
     tool_notes: list[Note] = []
+    listeners = _listeners(visible)
     for message in visible:
         if message.role == "tool":
             tool_notes.append(_tool_note(message))
         elif message.content.strip():
-            clauses.extend(message_clauses(message, state, detail))
+            listener = listeners.get(message.id, "")
+            clauses.extend(message_clauses(message, state, detail, listener=listener))
     _raise_unanswered_requests(clauses, visible)
     clauses = _drop_known_clauses(clauses, KnownFacts(previous_observations))
     tool_notes = _drop_known_tool_notes(fold_tool_notes(tool_notes), previous_observations)

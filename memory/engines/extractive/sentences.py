@@ -9,11 +9,13 @@ import re
 from functools import lru_cache
 from importlib import import_module
 
+from memory.engines.extractive.pseudonyms import is_person_placeholder, is_placeholder
 from memory.engines.extractive.vocabulary import ADVERBS, VAGUE_WORDS, content_tokens, wordset
 
 IRREGULAR_THIRD_PERSON = {
     "am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "were": "was",
     "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't",
+    "dunno": "doesn't know", "wanna": "wants to", "gotta": "has to",
 }  # fmt: skip
 # Words after a subject that must not take a third-person "s": modals, past forms, and
 # words that are not verbs at all.
@@ -59,9 +61,34 @@ _DISCOURSE_PREFIX = re.compile(
     r"additionally|firstly|secondly|finally)\b[\s,!.:;-]*)+",
     re.IGNORECASE,
 )
+# What speech leaves in a transcript: "um", "uh", "mm-hmm", "y'know", a word said twice.
+_DISFLUENCY_HINT = re.compile(r"\b(?:[uU][hm]|[hH]mm|[mM]m\b|[yY]'know)")
+_DISFLUENCY = re.compile(r"\b(?:uh-huh|mm-hmm|u+[mh]+|h?mm+|y'know)\b[\s,.]*", re.IGNORECASE)
+_DOUBLED_WORD = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
+_REPEATED_WORD = re.compile(r"\b(?!(?:had|that)\b)(\w+)(?:\s+\1\b)+", re.IGNORECASE)
+
+
+def without_disfluencies(text: str) -> str:
+    """ "Um, well this is our our project" -> "well this is our project"."""
+    if _DISFLUENCY_HINT.search(text) is not None:
+        text = _DISFLUENCY.sub("", text).strip()
+    if _DOUBLED_WORD.search(text) is not None:
+        text = _REPEATED_WORD.sub(r"\1", text)
+    return text
+
+
 _TRAILING_VOCATIVE = re.compile(
     r",\s*(?:my\s+)?(?:dear\s+)?(?:friend|buddy|pal)\s*(?=[.!?]*$)", re.I
 )
+# "Ben, can you ...", "Tom, please ...": the name of who is spoken to, before a question
+# or a request.
+_LEADING_VOCATIVE = re.compile(
+    r"^(?P<name>[A-Z][a-z]+)(?:\s[A-Z][a-z]+)?,\s+(?=(?i:can|could|would|will|please|do|did|"
+    r"are|is|what|how|why|when|where|you|you're|let|thanks|thank)\b)"
+)
+# "Calm down, Monica.", "Hi Ross, ...": who else a sentence names as spoken to.
+_TRAILING_NAME = re.compile(r",\s*(?P<name>[A-Z][a-z]+)\s*(?=[.!?]*$)")
+_GREETED = re.compile(r"^(?i:hi|hello|hey|dear|thanks|thank\s+you)[\s,]+(?P<name>[A-Z][a-z]+)\b")
 _FIRST_CLAUSE_END = re.compile(r",\s|;|\s+(?:and|but|so)\s|[.!?]")
 _LEADING_TIME = re.compile(
     r"^(?P<time>today|yesterday|tonight|this\s+(?:morning|afternoon|evening|week)|"
@@ -71,7 +98,11 @@ _LEADING_TIME = re.compile(
 )
 QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'&-]*(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][\w'&-]*)*")
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
+# A sentence ends at ". ", "! ", "? ", or a line break; not after a title ("Dr. Johnson").
+_SENTENCE_SPLIT = re.compile(
+    r"(?<=[.!?…])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bJr\.)"
+    r"(?<!\bSr\.)(?<!\bProf\.)(?<!\bvs\.)[\"'”’)\]]*\s+|\n+"
+)
 _AFTER_QUOTE_SPLIT = re.compile(r"(?<=[\"”])\s+(?=[A-Z])")  # 'a movie, "Up" Have you seen it?'
 _SEGMENT = re.compile(r"[A-Za-z']+|[^A-Za-z']+")
 
@@ -83,6 +114,8 @@ def has_substance(text: str) -> bool:
 
 def _third_person_s(verb: str) -> str:
     lower = verb.lower()
+    if is_placeholder(verb):
+        return verb  # a pseudonym after a subject ("I <PERSON_3>, ...") is no verb
     if lower in IRREGULAR_THIRD_PERSON:
         return IRREGULAR_THIRD_PERSON[lower]
     past = lower.endswith("ed") and not lower.endswith("eed")  # "need" is not a past form
@@ -138,6 +171,25 @@ def first_names() -> frozenset[str]:
     return frozenset(names)
 
 
+def _is_first_name(word: str) -> bool:
+    return word in first_names() or is_person_placeholder(word)
+
+
+def addressee(raw: str) -> str | None:
+    """The first name a sentence is said to ("Monica, would you calm down?", "Hi Ross,
+    ...", "Calm down, Joey."), or None."""
+    text = raw.strip()
+    opened = _DISCOURSE_PREFIX.sub("", text) if _opens_with_filler(text) else text
+    for match in (
+        _LEADING_VOCATIVE.match(opened),
+        _GREETED.match(text),
+        _TRAILING_NAME.search(text),
+    ):
+        if match is not None and _is_first_name(match.group("name")):
+            return match.group("name")
+    return None
+
+
 def named_speaker(content: str) -> tuple[str, str] | None:
     """(name, the rest) of "Jo: I moved to Oslo"; None when the message does not open
     with one speaker's name: a label ("Note:", "Remember:"; a name must start with a known
@@ -146,7 +198,7 @@ def named_speaker(content: str) -> tuple[str, str] | None:
     if match is None:
         return None
     name = match.group(1)
-    if name.split()[0] not in first_names():
+    if name.split()[0] not in first_names() and not is_person_placeholder(name):
         return None
     if any(word in LABELS or word in NOT_NAMES for word in name.split()):
         return None
@@ -161,12 +213,18 @@ def speaker_of(role: str, speaker: str = "") -> str:
     return speaker or speaker_names(role)[0]
 
 
-def as_said_by(text: str, role: str, speaker: str) -> str:
-    """A note written with the role's name ("User moved") with the participant's name
-    instead ("Jo moved"), when the message names its speaker."""
-    if not speaker:
+def as_said_by(text: str, role: str, speaker: str, listener: str = "") -> str:
+    """A note written with the roles' names ("User asked Assistant to ...") with the
+    participants' names instead ("Maria asked Tom to ..."): the speaker's when the message
+    names its speaker, the listener's when the message before it named its own."""
+    if role not in ("user", "assistant") or not (speaker or listener):
         return text
-    return re.sub(rf"\b{speaker_names(role)[0]}\b", lambda _: speaker, text)
+    said_by, said_to = speaker_names(role)
+    names = {said_by: speaker or said_by, said_to: listener or said_to}
+    return _ROLE_NAMES.sub(lambda m: names[m.group(0)], text)
+
+
+_ROLE_NAMES = re.compile(r"\b(?:User|Assistant)\b")
 
 
 # Contractions come first so that "I'm" is not read as "I" + "'m".
@@ -273,6 +331,7 @@ def clean_sentence(raw: str) -> str | None:
     """The sentence without greetings, vocatives and discourse markers ("Well, hi Anna,
     I moved" -> "I moved"), or None when nothing but pleasantries is left."""
     sentence = raw.strip().replace("’", "'")
+    sentence = without_disfluencies(sentence)
     while _opens_with_filler(sentence):
         shorter = _GREETING_PREFIX.sub("", _DISCOURSE_PREFIX.sub("", sentence)).strip()
         if shorter == sentence:
@@ -286,6 +345,12 @@ def clean_sentence(raw: str) -> str | None:
         if not has_substance(sentence):
             return None
     sentence = _TRAILING_VOCATIVE.sub("", sentence)
+    trailing = _TRAILING_NAME.search(sentence)
+    if trailing and _is_first_name(trailing.group("name")):
+        sentence = sentence[: trailing.start()] + sentence[trailing.end() :]
+    vocative = _LEADING_VOCATIVE.match(sentence)
+    if vocative and _is_first_name(vocative.group("name")):
+        sentence = sentence[vocative.end() :]  # "Ben, can you fix it?" asks Ben
     time = _LEADING_TIME.match(sentence)
     if time:
         # "Today I went to the park, and ..." reads better as "I went to the park today,
@@ -294,7 +359,31 @@ def clean_sentence(raw: str) -> str | None:
         boundary = _FIRST_CLAUSE_END.search(body)
         cut = boundary.start() if boundary else len(body.rstrip(" .!"))
         sentence = f"{body[:cut]} {time.group('time').lower()}{body[cut:]}"
+    if _NO_SUBJECT.match(sentence):
+        sentence = "I " + sentence  # "just wanted to check my refund": the writer wants
+    if _UNMARKED_QUESTION.match(sentence) and len(sentence.split()) <= UNMARKED_QUESTION_WORDS:
+        sentence = sentence.rstrip(" .") + "?"  # "how long till it is refunded"
+    first = sentence.split(None, 1)[0] if sentence else ""
+    if not (first.replace("'", "").isalpha() and first.islower()):
+        return sentence  # "cminh730@email.com", "iPhone", a pseudonym: as written
     return sentence[:1].upper() + sentence[1:]
+
+
+# "just wanted to check on my refund", "need to change my address": the writer is the
+# subject a chat message leaves out.
+_NO_SUBJECT = re.compile(
+    r"^(?:just\s+)?(?:want(?:ed)?|need(?:ed)?|would\s+like|trying|hoping|looking)\s+to\s", re.I
+)
+# "how long till it is refunded", "can you check my order": questions without their mark.
+_UNMARKED_QUESTION = re.compile(
+    r"^(?:how\s+(?:much|many|long|soon|often|far|do|does|did|can|could|is|are|was|will)|"
+    r"(?:when|where|why|what|which|who)\s+(?:will|is|are|was|were|can|could|do|does|did|should|"
+    r"would|has|have|hasn't|haven't|isn't|aren't)|(?:can|could|would|will)\s+(?:you|i|we)|"
+    r"(?:is|are)\s+(?:it|there|my|your|the|this|that)|(?:do|does|did)\s+(?:you|i|it|my))\b"
+    r"[^.!?]*\.?$",
+    re.IGNORECASE,
+)
+UNMARKED_QUESTION_WORDS = 15
 
 
 def names_in(sentence: str) -> list[str]:

@@ -305,9 +305,13 @@ def _json_fold(tool: str, payload: Any, message: SourceMessage) -> ToolFold:
     )
 
 
+_TRAILING_ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…)\s*$")
+
+
 def _short_text_fold(tool: str, content: str, message: SourceMessage) -> ToolFold:
     """A short plain-text result is its own summary."""
     text = "; ".join(line.strip() for line in content.splitlines() if line.strip()) or "no output"
+    text = _TRAILING_ELLIPSIS.sub("", text)  # "Searching the FAQ pages ...": nothing was cut
     sentence = Sentence.of(text)
     if _ERROR_LINE.search(text):
         priority = HIGH

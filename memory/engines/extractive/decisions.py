@@ -1,0 +1,166 @@
+"""What an assistant's turn decides. A long answer is advice: only its promises, finished
+tasks, money and references are kept as clauses (its lists and names make the answer note,
+``answers.py``). A short one (``SHORT_TURN_WORDS``) is a support answer, read for what it
+decides: a refusal and its reason ("we cannot accept the return because it has been more
+than 90 days"), a promise someone else keeps ("a courier will call you tomorrow"), the
+agent's finished action ("I have escalated it"), a state ("being processed"), a duration
+or an amount ("less than a week", "all promo codes expire after 7 days")."""
+
+from __future__ import annotations
+
+import re
+
+from memory.engines.extractive.cues import (
+    COMMITMENT,
+    COMPLETION,
+    CONCRETE_ACTION,
+    DECISIVE_QUANTITY,
+    DONE_BY_SPEAKER,
+    FUTURE,
+    REFUSAL,
+    SELF_DESCRIPTION,
+    STATE,
+    UNFINISHED,
+    is_negated,
+)
+from memory.engines.extractive.relative_dates import has_date
+from memory.engines.extractive.vocabulary import COMPLETED, HIGH, LOW, Sentence, wordset
+
+# An assistant turn this short is a support answer, read for what it decides (a refusal, a
+# state, a duration, an amount); a longer one is advice, read for its promises and names.
+SHORT_TURN_WORDS = 50
+
+# "I'll send it off": a promise about "it" is routine, not something to hold anyone to.
+_VAGUE_OBJECT = re.compile(
+    r"\b(?:send|sending|process|processing|book|booking|update|updating|arrange|ship)"
+    r"\s+(?:it|this|that|them|one)\b"
+)
+
+MONEY_OR_REFERENCE = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+")
+
+# "I hope the choices you make will ...": a wish, not a promise.
+_WISH = re.compile(r"^(?:i\s+|we\s+)?(?:hope|wish|think|believe|guess|bet|trust)\b")
+
+
+def classify_answer(sentence: Sentence, short: bool) -> tuple[str, str] | None:
+    """(kind, priority) of a sentence of an assistant's turn worth keeping, or None."""
+    if sentence.is_question:
+        return None
+    specific = bool(MONEY_OR_REFERENCE.search(sentence.text)) or has_date(sentence)
+    concrete = CONCRETE_ACTION.found(sentence) and not _VAGUE_OBJECT.search(sentence.lower)
+    decisive = short and bool(DECISIVE_QUANTITY.search(sentence.text))
+    if COMMITMENT.found(sentence) and (concrete or specific):
+        return "commitment", HIGH
+    if short and REFUSAL.found(sentence) and not SELF_DESCRIPTION.search(sentence.lower):
+        return "refusal", HIGH  # "we cannot accept the return because ...": with its reason
+    wish = _WISH.match(sentence.lower) is not None
+    if short and FUTURE.search(sentence.lower) and (concrete or specific or decisive) and not wish:
+        return "commitment", HIGH  # "a courier will call you tomorrow"
+    unfinished = UNFINISHED.search(sentence.lower) is not None
+    done = COMPLETION.found(sentence) and not is_negated(sentence) and not unfinished
+    if done and (specific or "your" in sentence.words):
+        return "completed", COMPLETED
+    if short and concrete and DONE_BY_SPEAKER.search(sentence.lower) and not unfinished:
+        return "completed", COMPLETED  # "I have escalated it"
+    if MONEY_OR_REFERENCE.search(sentence.text):
+        return "fact", LOW  # money and reference numbers the user may need later
+    if decisive or (short and STATE.search(sentence.lower)):
+        # "less than a week", "all promo codes expire after 7 days", "it is in progress":
+        # low, so that it shares the line of the question it answers.
+        return "fact", LOW
+    return None
+
+
+def promised_part(text: str) -> str:
+    """ "Please confirm the order and I'll send it off" -> the part with the promise; "I
+    have escalated it; a courier will call you" -> both parts: what was done and what
+    will be."""
+    parts = [p for p in _PROMISE_SPLIT.split(text) if p.strip()]
+    promised = [p for p in parts if _promises(Sentence.of(p))]
+    if not promised or len(promised) == len(parts):
+        return text
+    return "; ".join(promised)
+
+
+# Clauses of a sentence: "and" splits only where a new subject follows, so that "will be
+# made and delivered" stays whole.
+_PROMISE_SPLIT = re.compile(
+    r",\s*|;\s*|\s+and\s+(?=(?:i|we|you|they|he|she|it|the|your|my|our|this|that)\b)",
+    re.IGNORECASE,
+)
+
+
+def _promises(part: Sentence) -> bool:
+    """A promise, or what the speaker already did about it ("I have let my manager know")."""
+    return bool(
+        COMMITMENT.found(part) or FUTURE.search(part.lower) or DONE_BY_SPEAKER.search(part.lower)
+    )
+
+
+# "because it has been more than 90 days we cannot accept the return": the refusal first,
+# then its reason.
+_REASON_FIRST = re.compile(
+    r"^(?P<before>(?:\w+,?\s+)?)because\s+(?P<reason>.+?),?\s+"
+    r"(?P<main>(?:we|i|you|they|it|this|that|the\s+\w+)\s+(?:cannot|can't|can\s+not|won't|"
+    r"will\s+not|couldn't|could\s+not|are|is|am|'re|'m|don't|do\s+not|doesn't|does\s+not)\b.*)$",
+    re.IGNORECASE,
+)
+
+
+# "I'm so sorry but", "Unfortunately,": what a refusal says before the refusal itself.
+_APOLOGY = re.compile(
+    r"^(?:(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:so\s+|very\s+|really\s+)?sorry(?:,?\s+but)?|"
+    r"unfortunately)\b[\s,]*",
+    re.IGNORECASE,
+)
+
+
+def reason_last(text: str) -> str:
+    """A refusal without its apology, its reason after it."""
+    text = _APOLOGY.sub("", text)
+    match = _REASON_FIRST.match(text)
+    if match is None:
+        return text
+    main = match.group("main").rstrip(" .!")
+    return f"{match.group('before')}{main} because {match.group('reason')}"
+
+
+# A refusal names what it refuses: "we don't offer that" says nothing on its own.
+REFUSAL_WORDS = wordset(
+    "can't cannot don't won't unable able offer sell carry accept find help see do allow"
+)
+
+
+_ASSISTANT_CUE = re.compile(
+    r"\b(?:" + "|".join(sorted(COMMITMENT.gate | COMPLETION.gate, key=len)[::-1]) + r")\b"
+)
+
+
+def answer_may_matter(content: str) -> bool:
+    """Most assistant sentences advise or ask; only promises, completed actions, money and
+    references are kept as clauses, and a turn with none of their cues is not read
+    sentence by sentence (its names and lists still make its answer note)."""
+    if _ASSISTANT_CUE.search(content.lower()):
+        return True
+    return bool(MONEY_OR_REFERENCE.search(content))
+
+
+# Words without which no sentence of a short answer is kept (``classify_answer``).
+_SHORT_ANSWER_GATE = (
+    REFUSAL.gate
+    | CONCRETE_ACTION.gate
+    | COMMITMENT.gate
+    | COMPLETION.gate
+    | wordset(
+        """will won't should going progress pending way transit delivery being hold review
+        stock expired approved eligible hour hours day days night nights week weeks
+        fortnight month months year years percent dollars euros pounds"""
+    )
+)
+
+
+def short_answer_may_matter(content: str) -> bool:
+    sentence = Sentence.of(content)
+    if sentence.has_digit or "'ll" in sentence.lower or MONEY_OR_REFERENCE.search(content):
+        return True
+    return not _SHORT_ANSWER_GATE.isdisjoint(sentence.words)

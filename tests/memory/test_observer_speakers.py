@@ -1,0 +1,205 @@
+"""Named speakers: the notes say who by name ("Maria asked for a refund"), an agent's role
+beside its name when two named people talk, and three or more people each stay apart,
+never merged into "User". A pseudonym as a speaker's name reads the same way. Pure engine
+tests: no database."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from memory.engines.base import ObserverOutput, SourceMessage
+from memory.engines.extractive import ExtractiveEngine
+from tests.memory.builders import TUESDAY, source_messages, texts
+
+
+def said(*turns: tuple[str, str, str]) -> list[SourceMessage]:
+    """Messages from (role, speaker, content)."""
+    messages = source_messages(*[(role, content) for role, _, content in turns])
+    return [replace(m, speaker=name) for m, (_, name, _) in zip(messages, turns, strict=True)]
+
+
+def observe(messages: list[SourceMessage]) -> ObserverOutput:
+    return ExtractiveEngine().observe(messages, previous_observations=(), now=TUESDAY)
+
+
+SUPPORT = said(
+    ("user", "Maria", "Hi, I'm Maria. I was charged twice for order 5521 and I need a refund."),
+    ("assistant", "Tom", "I'm sorry about that. I will refund the duplicate charge of $49 by "
+                         "Friday and I'll email you the receipt."),
+    ("user", "Maria", "Thanks Tom, please call me back if anything changes."),
+    ("assistant", "Tom", "I'll call you back by Friday."),
+)  # fmt: skip
+
+
+def test_the_customer_and_the_agent_are_named():
+    notes = texts(observe(SUPPORT))
+    assert "Maria was charged twice for order 5521 and Maria needs a refund" in notes
+    assert "Tom will call Maria back by Feb 13" in notes
+
+
+def test_the_agent_is_introduced_with_its_role_once():
+    notes = texts(observe(SUPPORT))
+    assert notes[1] == (
+        "Tom, the agent, will refund the duplicate charge of $49 by Feb 13 and Tom will "
+        "email Maria the receipt"
+    )
+    assert sum("the agent" in n for n in notes) == 1
+
+
+def test_a_speaker_introducing_themselves_is_not_a_note():
+    assert not any("name is" in n for n in texts(observe(SUPPORT)))
+
+
+def test_nobody_named_is_called_user_or_assistant():
+    joined = " ".join(texts(observe(SUPPORT)))
+    assert "User" not in joined and "Assistant" not in joined
+
+
+def test_an_agent_already_introduced_in_memory_is_not_introduced_again():
+    output = ExtractiveEngine().observe(
+        SUPPORT[2:],
+        previous_observations=("Tom, the agent, will refund the duplicate charge",),
+        now=TUESDAY,
+    )
+    assert "Tom will call Maria back by Feb 13" in texts(output)
+
+
+MEETING = said(
+    ("user", "Anna", "I think we should launch the beta in March."),
+    ("user", "Ben", "I disagree, the login flow is broken and we need two more weeks."),
+    ("user", "Chloe", "Ben, can you fix the login flow by Friday?"),
+    ("user", "Ben", "Yes, I will fix it by Friday."),
+    ("user", "Anna", "Okay, then I prefer a launch on March 20."),
+)
+
+
+def test_three_people_in_a_meeting_stay_apart():
+    output = observe(MEETING)
+    notes = texts(output)
+    joined = "\n".join(notes)
+    assert "Ben disagrees, the login flow is broken and we need two more weeks" in joined
+    assert "Chloe asked Ben to fix the login flow by Feb 13" in joined
+    assert "Ben will fix it by Feb 13" in joined
+    assert "Anna prefers a launch on March 20" in joined
+    assert "User" not in joined
+
+
+def test_a_meetings_turns_share_lines_instead_of_one_line_each():
+    output = observe(MEETING)
+    assert len(output.observations) < len(MEETING)
+    cited = [i for o in output.observations for i in o.source_message_ids]
+    assert sorted(cited) == sorted(set(cited))  # each turn in one line only
+
+
+def test_a_question_a_colleague_answers_is_not_left_pending():
+    output = observe(MEETING)
+    assert output.current_task is None
+    question = next(o for o in output.observations if "m3" in o.source_message_ids)
+    assert question.priority != "high"
+
+
+def test_you_in_a_conversation_of_named_people_is_who_spoke_before():
+    output = observe(
+        said(
+            ("user", "Priya", "I finally finished the quarterly report."),
+            ("user", "Omar", "Can you send me your draft before lunch?"),
+        )
+    )
+    assert "Omar asked Priya to send Omar Priya's draft before lunch" in texts(output)
+
+
+def test_pseudonyms_as_speakers_read_as_names():
+    output = observe(
+        said(
+            ("user", "<PERSON_3>", "I moved to <LOCATION_2> last month and I love it."),
+            ("user", "<PERSON_4>", "Do you like the weather there?"),
+            ("user", "<PERSON_3>", "I hate the rain, but my job at <ORGANIZATION_1> pays well."),
+        )
+    )
+    assert texts(output) == [
+        "<PERSON_3> moved to <LOCATION_2> in January and <PERSON_3> loves it; hates the rain, "
+        "but <PERSON_3>'s job at <ORGANIZATION_1> pays well"
+    ]
+
+
+def test_an_unnamed_chat_still_reads_user_and_assistant():
+    output = observe(
+        said(
+            ("user", "", "Please email me the invoice for order 88."),
+            ("assistant", "", "I'll email you the invoice for order 88 today."),
+        )
+    )
+    assert texts(output) == [
+        "User asked to email User the invoice for order 88",
+        "Assistant will email User the invoice for order 88",
+    ]
+
+
+def test_a_full_name_is_written_once_then_the_first_name():
+    output = observe(
+        said(
+            ("user", "Rachel Green", "Monica Geller, you lost your keys at the coffee house."),
+            ("user", "Monica Geller", "I paid for new keys twice, I'm so tired."),
+            ("user", "Monica Geller", "I moved my spare key to my sister's flat in Queens."),
+        )
+    )
+    assert texts(output) == [
+        "Rachel Green said Monica Geller lost Monica's keys at the coffee house",
+        "Monica paid for new keys twice, Monica is so tired",
+        "Monica moved Monica's spare key to Monica's sister's flat in Queens",
+    ]
+
+
+def test_two_people_with_one_first_name_keep_their_full_names():
+    output = observe(
+        said(
+            ("user", "Anna Berg", "I booked the venue for the launch on Friday."),
+            ("user", "Anna Lopez", "I ordered the catering for Friday."),
+            ("user", "Anna Berg", "I will print the badges tomorrow."),
+        )
+    )
+    assert texts(output) == [
+        "Anna Berg booked the venue for the launch on Feb 6; will print the badges on Feb 11",
+        "Anna Lopez ordered the catering for Feb 6",
+    ]
+
+
+def test_speech_fillers_are_not_written_down():
+    output = observe(
+        said(
+            ("user", "Project Manager", "Um, we're gonna sell this remote for twenty five "
+                                        "Euro, uh, and we want the the cost under twelve Euro."),
+            ("user", "Marketing", "Mm-hmm."),
+        )
+    )  # fmt: skip
+    joined = " ".join(texts(output))
+    assert "twenty five Euro" in joined and "twelve Euro" in joined
+    assert not any(f in joined.lower().split() for f in ("um", "uh", "um,", "uh,", "mm-hmm"))
+    assert "the the" not in joined
+
+
+def test_a_colleagues_short_reply_is_not_taken_for_a_detail_asked():
+    output = observe(
+        said(
+            ("user", "Project Manager", "What's your idea for the shape?"),
+            ("user", "Industrial Designer", "Maybe round"),
+        )
+    )
+    assert texts(output) == [
+        "Project Manager asked what's Industrial Designer's idea for the shape"
+    ]
+
+
+def test_a_name_said_to_is_who_the_sentence_asks():
+    output = observe(
+        said(
+            ("user", "Joey Tribbiani", "Look how much they spent on my card!"),
+            ("user", "Rachel Green", "Monica, would you calm down?"),
+        )
+    )
+    assert "Rachel Green asked Monica to calm down" in " ".join(texts(output))
+
+
+def test_a_pseudonym_said_to_stays_in_the_note_when_nobody_is_named():
+    output = observe(said(("user", "", "<PERSON_1>, would you calm down?")))
+    assert texts(output) == ["User asked <PERSON_1> to calm down"]
