@@ -70,10 +70,10 @@ CAUGHT_IN = {True: ["message", "observation"], False: ["observation"]}
 # names "Alessandro", so the scan leaves it in what the Observer reads. Without
 # redaction before observation the observation says "User said Alessandro Phoenix",
 # whose naming cue the reflection gate catches. Name recall is the detectors' part.
-# Without redaction before observation, the same customer's bare username
-# ("Aphoenix939", typed alone) is kept by the Observer as "User said Aphoenix939", and
-# nothing in the gate detects a login name with no cue: the observation keeps it.
-KNOWN_MISSES: dict[bool, set[tuple[int, str]]] = {True: set(), False: {(9489, "aphoenix939")}}
+# The same customer's bare username ("Aphoenix939", typed alone) got through without
+# redaction before observation while the Observer kept it as "User said Aphoenix939"; a
+# login name is no fact about the user, and the Observer keeps none now.
+KNOWN_MISSES: dict[bool, set[tuple[int, str]]] = {True: set(), False: set()}
 
 
 @pytest.mark.parametrize("before_observation", [True, False], ids=["default", "at-reflection"])
@@ -153,6 +153,11 @@ def test_no_personal_data_from_a_dialogue_reaches_a_reflection(
             "order_id": "ORDER_ID",
         }
         for kind, value in values.items():
+            if kind == "username" and not before_observation:
+                # Caught at reflection only if a note holds it, and none does: a login
+                # name is no fact about the customer, so the Observer keeps none (the leak
+                # check above holds it out of every note).
+                continue
             if _said(dialogue, value):
                 assert expected[kind] in findings, (kind, dialogue["convo_id"], findings)
     assert checked >= 10
