@@ -56,6 +56,15 @@ def _validate_message(item: MessageInput, field_prefix: str) -> None:
             f"{settings.MEMDESK_MAX_MESSAGE_CHARS}.",
             field=f"{field_prefix}content",
         )
+    name_limit = Message._meta.get_field("name").max_length or 0
+    if len(item.name) > name_limit:
+        # The API's field checks more (whitespace, control characters); this holds for
+        # every caller, so a command or a script gets the error, not the database's.
+        raise MemdeskError(
+            "invalid_name",
+            f"name is {len(item.name)} characters; the limit is {name_limit}.",
+            field=f"{field_prefix}name",
+        )
     if item.created_at is not None and not (
         EARLIEST_MESSAGE_TIME <= item.created_at <= timezone.now() + MESSAGE_CLOCK_SKEW
     ):

@@ -10,8 +10,10 @@ import re
 import pytest
 from django.test import Client
 
+from core.errors import MemdeskError
 from governance.redaction.policy import redaction_policy_get_or_create
 from memory.models import Conversation, Message, Observation
+from memory.services.messages import MessageInput, messages_append
 from tests.memory.fake_openai import completion
 
 HAND_OVER = [
@@ -226,3 +228,14 @@ def test_a_client_that_sends_only_role_and_content_is_served_as_before(api):
     assert text == "## Recent Messages\n[user] Where is my parcel?"
     chat = api.get(f"/v1/conversations/{cid}/context?format=messages").json()["messages"]
     assert chat == [{"role": "user", "content": "Where is my parcel?"}]
+
+
+def test_a_caller_of_the_service_gets_a_clear_error_for_a_name_too_long(conversation):
+    with pytest.raises(MemdeskError) as raised:
+        messages_append(
+            conversation=conversation,
+            items=[MessageInput(role="user", content="hello", name="x" * 65)],
+        )
+    assert raised.value.code == "invalid_name"
+    assert "65 characters; the limit is 64" in str(raised.value)
+    assert not Message.objects.filter(conversation=conversation).exists()
