@@ -59,6 +59,7 @@ from memory.engines.extractive.sentences import (
     speaker_names,
     split_sentences,
     third_person,
+    without_disfluencies,
 )
 from memory.engines.extractive.vocabulary import (
     COMPLETED,
@@ -413,6 +414,16 @@ _TRAILING_OFF = re.compile(
 )
 
 
+_DANGLING = wordset("and or but nor because the a an of with than my your their our")
+
+
+def _without_trailing_off(text: str) -> str:
+    last = text.rstrip(" ,;:-").rsplit(None, 1)[-1:]
+    if not last or last[0].lower() not in _DANGLING:
+        return text
+    return _TRAILING_OFF.sub("", text)
+
+
 @dataclass(frozen=True)
 class Turn:
     """A message with what its neighbours say about it: who it was said to (a name, when
@@ -428,7 +439,7 @@ def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause
     if message.role == "assistant" and SELF_DESCRIPTION.search(text.lower()):
         return None  # "As an AI, I can't go for walks": about the assistant, not the user
     sentence = _trim_long(
-        Sentence.of(_TRAILING_OFF.sub("", text)),
+        Sentence.of(_without_trailing_off(text)),
         message.role,
         state,
         detail.max_sentence_words,
@@ -528,8 +539,10 @@ def message_clauses(
         # List items are the answer note's; here only the prose, without markup.
         may_matter = short_answer_may_matter(text) if short else answer_may_matter(text)
         text = prose_text(text) if may_matter else ""
-    elif "```" in text or "{" in text or ";" in text:
-        text = without_code(text)  # pasted code is not something said
+    else:
+        if "```" in text or "{" in text or ";" in text:
+            text = without_code(text)  # pasted code is not something said
+        text = without_disfluencies(text)  # speech is transcribed as people's turns
     said: set[str] = set()  # sentences kept as clauses, which the answer note skips
     if text:
         for raw in split_sentences(text):
@@ -593,8 +606,11 @@ def state_asks(message: SourceMessage, state: WindowState) -> None:
     """Remember the details this message asks for, for the replies after it."""
     if message.role != "assistant":
         return  # only an agent's questions for details are paired with replies
+    tail = message.content[-ASKING_TAIL_CHARACTERS:]
+    if "?" not in tail and "need" not in tail:
+        return  # "may I have your name?", "I'd just need your phone number"
     before = state.asked.pending
-    state.asked.ask(message.content[-ASKING_TAIL_CHARACTERS:])
+    state.asked.ask(tail)
     if state.asked.pending is not before:
         state.asked_by = (message.role, message.speaker)
 

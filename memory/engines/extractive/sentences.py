@@ -63,15 +63,25 @@ _DISCOURSE_PREFIX = re.compile(
 )
 # What speech leaves in a transcript: "um", "uh", "mm-hmm", "y'know", a word said twice.
 _DISFLUENCY_HINT = re.compile(r"\b(?:[uU][hm]|[hH]mm|[mM]m\b|[yY]'know)")
-_DISFLUENCY = re.compile(r"\b(?:uh-huh|mm-hmm|u+[mh]+|h?mm+|y'know)\b[\s,.]*", re.IGNORECASE)
-_DOUBLED_WORD = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
+# Spelled out in both cases rather than IGNORECASE, which would make re try every position.
+_DISFLUENCY = re.compile(
+    r"\b(?:[uU][hH]-[hH][uU][hH]|[mM][mM]-[hH][mM][mM]|[uU]+[mMhH]+|[hH]?[mM][mM]+|[yY]'know)"
+    r"\b[\s,.]*"
+)
+_DOUBLED_WORD = re.compile(r"\b([A-Za-z]+) \1\b")
 _REPEATED_WORD = re.compile(r"\b(?!(?:had|that)\b)(\w+)(?:\s+\1\b)+", re.IGNORECASE)
+
+
+def _filler_or_length(match: re.Match[str]) -> str:
+    """ "um" goes; "5 mm" is a length and stays."""
+    before = match.string[max(0, match.start() - 2) : match.start()]
+    return match.group(0) if before[:1].isdigit() and before[1:] == " " else ""
 
 
 def without_disfluencies(text: str) -> str:
     """ "Um, well this is our our project" -> "well this is our project"."""
     if _DISFLUENCY_HINT.search(text) is not None:
-        text = _DISFLUENCY.sub("", text).strip()
+        text = _DISFLUENCY.sub(_filler_or_length, text).strip()
     if _DOUBLED_WORD.search(text) is not None:
         text = _REPEATED_WORD.sub(r"\1", text)
     return text
@@ -329,9 +339,9 @@ def _opens_with_filler(sentence: str) -> bool:
 
 def clean_sentence(raw: str) -> str | None:
     """The sentence without greetings, vocatives and discourse markers ("Well, hi Anna,
-    I moved" -> "I moved"), or None when nothing but pleasantries is left."""
+    I moved" -> "I moved"), or None when nothing but pleasantries is left. Speech fillers
+    are the message's to drop (``without_disfluencies``), once for all its sentences."""
     sentence = raw.strip().replace("’", "'")
-    sentence = without_disfluencies(sentence)
     while _opens_with_filler(sentence):
         shorter = _GREETING_PREFIX.sub("", _DISCOURSE_PREFIX.sub("", sentence)).strip()
         if shorter == sentence:
