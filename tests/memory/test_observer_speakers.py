@@ -229,3 +229,13 @@ def test_a_short_scene_keeps_its_questions():
         )
     )
     assert "credit card number" in " ".join(texts(output))
+
+
+def test_a_name_at_the_end_of_a_long_sentence_is_an_apposition_not_who_is_spoken_to():
+    output = observe(
+        said(
+            ("user", "Ana", "The film follows an unemployed father who struggles to raise his "
+                            "son, Christopher."),
+        )
+    )  # fmt: skip
+    assert "Christopher" in " ".join(texts(output))

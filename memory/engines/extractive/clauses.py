@@ -53,6 +53,7 @@ from memory.engines.extractive.relative_dates import absolute_dates, has_date
 from memory.engines.extractive.sentences import (
     addressee,
     as_said_by,
+    asks_something,
     clean_sentence,
     first_names,
     names_in,
@@ -135,6 +136,7 @@ class WindowState:
         self.asked_by: tuple[str, str] = ("", "")  # (role, speaker) of who asked it
         self.first_names: dict[str, str] = {}  # a speaker's full name -> the first name
         self.full_names: dict[str, str] = {}  # and back
+        self.user_asked = False  # the last user turn asked something
         self.named: set[str] = set()  # full names memory already holds
         self.introduced: set[str] = set()  # agents memory already introduced with their role
 
@@ -226,7 +228,7 @@ def classify(
     sentence is from a short assistant turn (``SHORT_TURN_WORDS``); ``to_person``: it is
     said to a named person, not to the assistant."""
     if role == "assistant":
-        return classify_answer(sentence, short)
+        return classify_answer(sentence, short, asked=state.user_asked)
     if to_person and _ABOUT_THE_LISTENER.match(sentence.lower):
         # "You left your keys" to Monica says what "I left my keys" would say of Monica.
         sentence = Sentence.of(
@@ -329,6 +331,9 @@ _ASK_FOR_ITEM = re.compile(
     r"\s+(.+)$",
     re.IGNORECASE,
 )
+_TELL_ME = re.compile(
+    r"(?:tell|show)\s+me\s+(?=(?:what|which|who|where|when|why|how|if|whether)\b)"
+)
 _PLEASE = re.compile(r"\bplease\b,?\s*", re.IGNORECASE)
 # "I need it before Friday" asks for nothing new: the writer needs it.
 _PRONOUN_OBJECT = re.compile(r"(?:it|this|that|them|these|those)\b", re.IGNORECASE)
@@ -347,6 +352,9 @@ def _rewrite_request(text: str, role: str) -> str:
         return f"{speaker} {verb} {third_person(item.group(1), role)}"
     ask = _ASK_TO.match(body)
     if ask:
+        told = _TELL_ME.match(ask.group(1))
+        if told:  # "can you tell me what's in a Cold Brew" asks what's in a Cold Brew
+            return f"{speaker} asked {third_person(ask.group(1)[told.end() :], role)}"
         return f"{speaker} asked Assistant to {third_person(ask.group(1), role)}"
     rewritten = third_person(body, role)
     if rewritten.startswith(speaker):
@@ -530,6 +538,8 @@ def message_clauses(
     short = message.role == "assistant" and len(message.content.split()) <= SHORT_TURN_WORDS
     turn = Turn(message, listener, short)
     replied = _reply_clauses(turn, state)
+    if message.role == "user" and replied is None:
+        state.user_asked = asks_something(message.content)  # a detail given asks nothing new
     state_asks(message, state)
     if replied is not None:
         return replied

@@ -42,8 +42,11 @@ MONEY_OR_REFERENCE = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+")
 _WISH = re.compile(r"^(?:i\s+|we\s+)?(?:hope|wish|think|believe|guess|bet|trust)\b")
 
 
-def classify_answer(sentence: Sentence, short: bool) -> tuple[str, str] | None:
-    """(kind, priority) of a sentence of an assistant's turn worth keeping, or None."""
+def classify_answer(
+    sentence: Sentence, short: bool, *, asked: bool = True
+) -> tuple[str, str] | None:
+    """(kind, priority) of a sentence of an assistant's turn worth keeping, or None.
+    ``asked``: the user's turn before it asked something, so a state is an answer."""
     if sentence.is_question:
         return None
     lower = sentence.lower
@@ -68,7 +71,7 @@ def classify_answer(sentence: Sentence, short: bool) -> tuple[str, str] | None:
         return "completed", COMPLETED  # "I have escalated it"
     if reference:
         return "fact", LOW  # money and reference numbers the user may need later
-    if decisive or (short and STATE.search(lower)):
+    if decisive or (short and asked and STATE.search(lower)):
         # "less than a week", "all promo codes expire after 7 days", "it is in progress":
         # low, so that it shares the line of the question it answers.
         return "fact", LOW
