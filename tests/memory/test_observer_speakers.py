@@ -203,3 +203,39 @@ def test_a_name_said_to_is_who_the_sentence_asks():
 def test_a_pseudonym_said_to_stays_in_the_note_when_nobody_is_named():
     output = observe(said(("user", "", "<PERSON_1>, would you calm down?")))
     assert texts(output) == ["User asked <PERSON_1> to calm down"]
+
+
+def test_a_long_meeting_is_noted_as_minutes_without_its_questions():
+    people = ("Project Manager", "Marketing", "Industrial Designer")
+    chatter = [
+        ("user", people[n % 3], f"Is option {n} the one with the blue case?") for n in range(160)
+    ]
+    decided = [
+        ("user", "Project Manager", "We decided the remote will cost twenty five Euro."),
+        ("user", "Marketing", "I prefer a rubber case in lemon yellow."),
+    ]
+    output = observe(said(*decided, *chatter, ("user", "Marketing", "Okay.")))
+    joined = " ".join(texts(output))
+    assert "Project Manager said we decided the remote will cost twenty five Euro" in joined
+    assert "Marketing prefers a rubber case in lemon yellow" in joined
+    assert "blue case" not in joined
+
+
+def test_a_short_scene_keeps_its_questions():
+    output = observe(
+        said(
+            ("user", "Joey Tribbiani", "How could someone get a hold of your credit card number?"),
+            ("user", "Monica Geller", "I have no idea."),
+        )
+    )
+    assert "credit card number" in " ".join(texts(output))
+
+
+def test_a_name_at_the_end_of_a_long_sentence_is_an_apposition_not_who_is_spoken_to():
+    output = observe(
+        said(
+            ("user", "Ana", "The film follows an unemployed father who struggles to raise his "
+                            "son, Christopher."),
+        )
+    )  # fmt: skip
+    assert "Christopher" in " ".join(texts(output))

@@ -217,3 +217,21 @@ def test_a_long_advice_answer_is_not_read_as_a_refusal_or_an_eta():
     output = observe(("user", "How do I start a sourdough starter?"), ("assistant", advice))
     notes = joined(output)
     assert "can't rush" not in notes and "two weeks" not in notes
+
+
+def test_a_state_is_kept_as_the_answer_to_what_was_asked_not_as_a_sign_off():
+    asked = observe(
+        ("user", "can you let me know where my package is"),
+        ("assistant", "It is in transit and should reach the depot soon."),
+    )
+    assert "Assistant said it is in transit" in joined(asked)
+    told = observe(
+        ("user", "That's my order, thanks."),
+        ("assistant", "Your order is submitted and it's being prepared."),
+    )
+    assert "being prepared" not in joined(told)
+
+
+def test_tell_me_what_asks_what():
+    output = observe(("user", "Can you tell me what's in the Cold Brew?"))
+    assert texts(output) == ["User asked what's in the Cold Brew"]

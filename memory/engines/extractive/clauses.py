@@ -53,12 +53,14 @@ from memory.engines.extractive.relative_dates import absolute_dates, has_date
 from memory.engines.extractive.sentences import (
     addressee,
     as_said_by,
+    asks_something,
     clean_sentence,
     first_names,
     names_in,
     speaker_names,
     split_sentences,
     third_person,
+    without_disfluencies,
 )
 from memory.engines.extractive.vocabulary import (
     COMPLETED,
@@ -134,6 +136,7 @@ class WindowState:
         self.asked_by: tuple[str, str] = ("", "")  # (role, speaker) of who asked it
         self.first_names: dict[str, str] = {}  # a speaker's full name -> the first name
         self.full_names: dict[str, str] = {}  # and back
+        self.user_asked = False  # the last user turn asked something
         self.named: set[str] = set()  # full names memory already holds
         self.introduced: set[str] = set()  # agents memory already introduced with their role
 
@@ -225,7 +228,7 @@ def classify(
     sentence is from a short assistant turn (``SHORT_TURN_WORDS``); ``to_person``: it is
     said to a named person, not to the assistant."""
     if role == "assistant":
-        return classify_answer(sentence, short)
+        return classify_answer(sentence, short, asked=state.user_asked)
     if to_person and _ABOUT_THE_LISTENER.match(sentence.lower):
         # "You left your keys" to Monica says what "I left my keys" would say of Monica.
         sentence = Sentence.of(
@@ -328,6 +331,9 @@ _ASK_FOR_ITEM = re.compile(
     r"\s+(.+)$",
     re.IGNORECASE,
 )
+_TELL_ME = re.compile(
+    r"(?:tell|show)\s+me\s+(?=(?:what|which|who|where|when|why|how|if|whether)\b)"
+)
 _PLEASE = re.compile(r"\bplease\b,?\s*", re.IGNORECASE)
 # "I need it before Friday" asks for nothing new: the writer needs it.
 _PRONOUN_OBJECT = re.compile(r"(?:it|this|that|them|these|those)\b", re.IGNORECASE)
@@ -346,6 +352,9 @@ def _rewrite_request(text: str, role: str) -> str:
         return f"{speaker} {verb} {third_person(item.group(1), role)}"
     ask = _ASK_TO.match(body)
     if ask:
+        told = _TELL_ME.match(ask.group(1))
+        if told:  # "can you tell me what's in a Cold Brew" asks what's in a Cold Brew
+            return f"{speaker} asked {third_person(ask.group(1)[told.end() :], role)}"
         return f"{speaker} asked Assistant to {third_person(ask.group(1), role)}"
     rewritten = third_person(body, role)
     if rewritten.startswith(speaker):
@@ -413,6 +422,16 @@ _TRAILING_OFF = re.compile(
 )
 
 
+_DANGLING = wordset("and or but nor because the a an of with than my your their our")
+
+
+def _without_trailing_off(text: str) -> str:
+    last = text.rstrip(" ,;:-").rsplit(None, 1)[-1:]
+    if not last or last[0].lower() not in _DANGLING:
+        return text
+    return _TRAILING_OFF.sub("", text)
+
+
 @dataclass(frozen=True)
 class Turn:
     """A message with what its neighbours say about it: who it was said to (a name, when
@@ -428,7 +447,7 @@ def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause
     if message.role == "assistant" and SELF_DESCRIPTION.search(text.lower()):
         return None  # "As an AI, I can't go for walks": about the assistant, not the user
     sentence = _trim_long(
-        Sentence.of(_TRAILING_OFF.sub("", text)),
+        Sentence.of(_without_trailing_off(text)),
         message.role,
         state,
         detail.max_sentence_words,
@@ -519,6 +538,8 @@ def message_clauses(
     short = message.role == "assistant" and len(message.content.split()) <= SHORT_TURN_WORDS
     turn = Turn(message, listener, short)
     replied = _reply_clauses(turn, state)
+    if message.role == "user" and replied is None:
+        state.user_asked = asks_something(message.content)  # a detail given asks nothing new
     state_asks(message, state)
     if replied is not None:
         return replied
@@ -528,8 +549,10 @@ def message_clauses(
         # List items are the answer note's; here only the prose, without markup.
         may_matter = short_answer_may_matter(text) if short else answer_may_matter(text)
         text = prose_text(text) if may_matter else ""
-    elif "```" in text or "{" in text or ";" in text:
-        text = without_code(text)  # pasted code is not something said
+    else:
+        if "```" in text or "{" in text or ";" in text:
+            text = without_code(text)  # pasted code is not something said
+        text = without_disfluencies(text)  # speech is transcribed as people's turns
     said: set[str] = set()  # sentences kept as clauses, which the answer note skips
     if text:
         for raw in split_sentences(text):
@@ -593,8 +616,11 @@ def state_asks(message: SourceMessage, state: WindowState) -> None:
     """Remember the details this message asks for, for the replies after it."""
     if message.role != "assistant":
         return  # only an agent's questions for details are paired with replies
+    tail = message.content[-ASKING_TAIL_CHARACTERS:]
+    if "?" not in tail and "need" not in tail:
+        return  # "may I have your name?", "I'd just need your phone number"
     before = state.asked.pending
-    state.asked.ask(message.content[-ASKING_TAIL_CHARACTERS:])
+    state.asked.ask(tail)
     if state.asked.pending is not before:
         state.asked_by = (message.role, message.speaker)
 

@@ -42,29 +42,36 @@ MONEY_OR_REFERENCE = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+")
 _WISH = re.compile(r"^(?:i\s+|we\s+)?(?:hope|wish|think|believe|guess|bet|trust)\b")
 
 
-def classify_answer(sentence: Sentence, short: bool) -> tuple[str, str] | None:
-    """(kind, priority) of a sentence of an assistant's turn worth keeping, or None."""
+def classify_answer(
+    sentence: Sentence, short: bool, *, asked: bool = True
+) -> tuple[str, str] | None:
+    """(kind, priority) of a sentence of an assistant's turn worth keeping, or None.
+    ``asked``: the user's turn before it asked something, so a state is an answer."""
     if sentence.is_question:
         return None
-    specific = bool(MONEY_OR_REFERENCE.search(sentence.text)) or has_date(sentence)
-    concrete = CONCRETE_ACTION.found(sentence) and not _VAGUE_OBJECT.search(sentence.lower)
-    decisive = short and bool(DECISIVE_QUANTITY.search(sentence.text))
-    if COMMITMENT.found(sentence) and (concrete or specific):
-        return "commitment", HIGH
-    if short and REFUSAL.found(sentence) and not SELF_DESCRIPTION.search(sentence.lower):
-        return "refusal", HIGH  # "we cannot accept the return because ...": with its reason
-    wish = _WISH.match(sentence.lower) is not None
-    if short and FUTURE.search(sentence.lower) and (concrete or specific or decisive) and not wish:
-        return "commitment", HIGH  # "a courier will call you tomorrow"
-    unfinished = UNFINISHED.search(sentence.lower) is not None
+    lower = sentence.lower
+    promise = COMMITMENT.found(sentence)
+    future = short and FUTURE.search(lower) is not None and _WISH.match(lower) is None
+    unfinished = UNFINISHED.search(lower) is not None
     done = COMPLETION.found(sentence) and not is_negated(sentence) and not unfinished
+    reference = MONEY_OR_REFERENCE.search(sentence.text) is not None
+    decisive = short and DECISIVE_QUANTITY.search(sentence.text) is not None
+    # Finding a date is the costly test: only a promise or a finished task needs it.
+    specific = (promise or future or done) and (reference or has_date(sentence))
+    concrete = CONCRETE_ACTION.found(sentence) and not _VAGUE_OBJECT.search(lower)
+    if promise and (concrete or specific):
+        return "commitment", HIGH
+    if short and REFUSAL.found(sentence) and not SELF_DESCRIPTION.search(lower):
+        return "refusal", HIGH  # "we cannot accept the return because ...": with its reason
+    if future and (concrete or specific or decisive):
+        return "commitment", HIGH  # "a courier will call you tomorrow"
     if done and (specific or "your" in sentence.words):
         return "completed", COMPLETED
-    if short and concrete and DONE_BY_SPEAKER.search(sentence.lower) and not unfinished:
+    if short and concrete and DONE_BY_SPEAKER.search(lower) and not unfinished:
         return "completed", COMPLETED  # "I have escalated it"
-    if MONEY_OR_REFERENCE.search(sentence.text):
+    if reference:
         return "fact", LOW  # money and reference numbers the user may need later
-    if decisive or (short and STATE.search(sentence.lower)):
+    if decisive or (short and asked and STATE.search(lower)):
         # "less than a week", "all promo codes expire after 7 days", "it is in progress":
         # low, so that it shares the line of the question it answers.
         return "fact", LOW
@@ -145,22 +152,19 @@ def answer_may_matter(content: str) -> bool:
     return bool(MONEY_OR_REFERENCE.search(content))
 
 
-# Words without which no sentence of a short answer is kept (``classify_answer``).
-_SHORT_ANSWER_GATE = (
-    REFUSAL.gate
-    | CONCRETE_ACTION.gate
-    | COMMITMENT.gate
-    | COMPLETION.gate
-    | wordset(
-        """will won't should going progress pending way transit delivery being hold review
-        stock expired approved eligible hour hours day days night nights week weeks
-        fortnight month months year years percent dollars euros pounds"""
-    )
-)
+# Words without which a short answer refuses nothing (``REFUSAL``).
+_REFUSAL_GATE = wordset("cannot can't unable couldn't won't unfortunately afraid don't not")
 
 
 def short_answer_may_matter(content: str) -> bool:
-    sentence = Sentence.of(content)
-    if sentence.has_digit or "'ll" in sentence.lower or MONEY_OR_REFERENCE.search(content):
+    """Could ``classify_answer`` keep a sentence of this short turn? Most short turns are
+    chat ("Sounds fun! Enjoy your walk"), and reading them sentence by sentence costs."""
+    if answer_may_matter(content):
         return True
-    return not _SHORT_ANSWER_GATE.isdisjoint(sentence.words)
+    sentence = Sentence.of(content)
+    if not _REFUSAL_GATE.isdisjoint(sentence.words):
+        return True
+    if STATE.search(sentence.lower) or DECISIVE_QUANTITY.search(content):
+        return True
+    acts = not CONCRETE_ACTION.gate.isdisjoint(sentence.words)
+    return acts and bool(FUTURE.search(sentence.lower) or DONE_BY_SPEAKER.search(sentence.lower))

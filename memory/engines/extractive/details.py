@@ -171,6 +171,8 @@ def given_detail(reply: str, asked: AskedDetails) -> Given | None:
     value ("Order ID: 3348917502"); None when it is a sentence to read as one."""
     if reply.count(" ") > MAX_REPLY_WORDS + 2:
         return None
+    if not asked.pending and ":" not in reply and "=" not in reply:
+        return None  # nothing asked, no label: a short remark
     text = _ENDING.sub("", without_disfluencies(reply.strip()))
     if not text or len(text.split()) > MAX_REPLY_WORDS or text.endswith("?"):
         return None
@@ -196,13 +198,14 @@ def given_detail(reply: str, asked: AskedDetails) -> Given | None:
     return Given(detail, None if is_login(detail) else value)
 
 
+_ID_CHARACTER = re.compile(r"[\d@]|Zq[et]")  # a digit, an e-mail, or their pseudonyms
 # A reply that is nothing but identifiers: "3348917502", "cminh730", "(977) 625-2661".
 _IDENTIFIER = re.compile(r"^(?:[\w.+-]+@[\w.-]+|[\w-]*\d[\w-]*|[\d\s().+-]{4,})$")
 
 
 def is_bare_identifier(sentence: str) -> bool:
     """Is this sentence only identifiers, with no word saying what they identify?"""
-    if sentence.count(" ") > MAX_DETAIL_WORDS + 2:
+    if sentence.count(" ") > MAX_DETAIL_WORDS + 2 or _ID_CHARACTER.search(sentence) is None:
         return False
     words = sentence.strip(" .,;!").split()
     if not words or len(words) > MAX_DETAIL_WORDS:

@@ -30,7 +30,8 @@ NOT_NAMES = wordset(
     """I I'm I've I'll I'd AI OK Okay Hi Hello Hey Yes No The A An It This That My Your We
     You He She They What Which Who How When Where Why Do Does Did Can Could Would Should
     Will Is Are Was Were Thanks Thank Please Sorry Oh Well So But And Or If Then Also Sure
-    Great Good Nice Dear Mr Mrs Ms Dr There Here Its Our Their His Her Let"""
+    Great Good Nice Dear Mr Mrs Ms Dr There Here Its Our Their His Her Let Ill Im Ive Id
+    Youll Youre Dont Cant Wont Didnt Doesnt Isnt Thats Lets"""
 )
 _GREETING = re.compile(
     r"^(?:hi|hello|hey|greetings|howdy|good\s+(?:morning|afternoon|evening|night|day)|"
@@ -63,15 +64,25 @@ _DISCOURSE_PREFIX = re.compile(
 )
 # What speech leaves in a transcript: "um", "uh", "mm-hmm", "y'know", a word said twice.
 _DISFLUENCY_HINT = re.compile(r"\b(?:[uU][hm]|[hH]mm|[mM]m\b|[yY]'know)")
-_DISFLUENCY = re.compile(r"\b(?:uh-huh|mm-hmm|u+[mh]+|h?mm+|y'know)\b[\s,.]*", re.IGNORECASE)
-_DOUBLED_WORD = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
+# Spelled out in both cases rather than IGNORECASE, which would make re try every position.
+_DISFLUENCY = re.compile(
+    r"\b(?:[uU][hH]-[hH][uU][hH]|[mM][mM]-[hH][mM][mM]|[uU]+[mMhH]+|[hH]?[mM][mM]+|[yY]'know)"
+    r"\b[\s,.]*"
+)
+_DOUBLED_WORD = re.compile(r"\b([A-Za-z]+) \1\b")
 _REPEATED_WORD = re.compile(r"\b(?!(?:had|that)\b)(\w+)(?:\s+\1\b)+", re.IGNORECASE)
+
+
+def _filler_or_length(match: re.Match[str]) -> str:
+    """ "um" goes; "5 mm" is a length and stays."""
+    before = match.string[max(0, match.start() - 2) : match.start()]
+    return match.group(0) if before[:1].isdigit() and before[1:] == " " else ""
 
 
 def without_disfluencies(text: str) -> str:
     """ "Um, well this is our our project" -> "well this is our project"."""
     if _DISFLUENCY_HINT.search(text) is not None:
-        text = _DISFLUENCY.sub("", text).strip()
+        text = _DISFLUENCY.sub(_filler_or_length, text).strip()
     if _DOUBLED_WORD.search(text) is not None:
         text = _REPEATED_WORD.sub(r"\1", text)
     return text
@@ -175,16 +186,24 @@ def _is_first_name(word: str) -> bool:
     return word in first_names() or is_person_placeholder(word)
 
 
+def _trailing_name(sentence: str) -> re.Match[str] | None:
+    """ "Calm down, Joey.": a short sentence that ends with a name is said to it; a long
+    one ends with an apposition ("... and raise his son, Christopher.")."""
+    if sentence.count(" ") >= VOCATIVE_SENTENCE_WORDS:
+        return None
+    match = _TRAILING_NAME.search(sentence)
+    return match if match and _is_first_name(match.group("name")) else None
+
+
+VOCATIVE_SENTENCE_WORDS = 8
+
+
 def addressee(raw: str) -> str | None:
     """The first name a sentence is said to ("Monica, would you calm down?", "Hi Ross,
     ...", "Calm down, Joey."), or None."""
     text = raw.strip()
     opened = _DISCOURSE_PREFIX.sub("", text) if _opens_with_filler(text) else text
-    for match in (
-        _LEADING_VOCATIVE.match(opened),
-        _GREETED.match(text),
-        _TRAILING_NAME.search(text),
-    ):
+    for match in (_LEADING_VOCATIVE.match(opened), _GREETED.match(text), _trailing_name(text)):
         if match is not None and _is_first_name(match.group("name")):
             return match.group("name")
     return None
@@ -329,9 +348,9 @@ def _opens_with_filler(sentence: str) -> bool:
 
 def clean_sentence(raw: str) -> str | None:
     """The sentence without greetings, vocatives and discourse markers ("Well, hi Anna,
-    I moved" -> "I moved"), or None when nothing but pleasantries is left."""
+    I moved" -> "I moved"), or None when nothing but pleasantries is left. Speech fillers
+    are the message's to drop (``without_disfluencies``), once for all its sentences."""
     sentence = raw.strip().replace("’", "'")
-    sentence = without_disfluencies(sentence)
     while _opens_with_filler(sentence):
         shorter = _GREETING_PREFIX.sub("", _DISCOURSE_PREFIX.sub("", sentence)).strip()
         if shorter == sentence:
@@ -345,8 +364,8 @@ def clean_sentence(raw: str) -> str | None:
         if not has_substance(sentence):
             return None
     sentence = _TRAILING_VOCATIVE.sub("", sentence)
-    trailing = _TRAILING_NAME.search(sentence)
-    if trailing and _is_first_name(trailing.group("name")):
+    trailing = _trailing_name(sentence)
+    if trailing:
         sentence = sentence[: trailing.start()] + sentence[trailing.end() :]
     vocative = _LEADING_VOCATIVE.match(sentence)
     if vocative and _is_first_name(vocative.group("name")):
@@ -364,7 +383,8 @@ def clean_sentence(raw: str) -> str | None:
     if _UNMARKED_QUESTION.match(sentence) and len(sentence.split()) <= UNMARKED_QUESTION_WORDS:
         sentence = sentence.rstrip(" .") + "?"  # "how long till it is refunded"
     first = sentence.split(None, 1)[0] if sentence else ""
-    if not (first.replace("'", "").isalpha() and first.islower()):
+    word = first.strip(',.;:!?"').replace("'", "")
+    if not (word.isalpha() and word.islower()):
         return sentence  # "cminh730@email.com", "iPhone", a pseudonym: as written
     return sentence[:1].upper() + sentence[1:]
 
@@ -384,6 +404,22 @@ _UNMARKED_QUESTION = re.compile(
     re.IGNORECASE,
 )
 UNMARKED_QUESTION_WORDS = 15
+
+
+def asks_something(text: str) -> bool:
+    """Does a message ask a question or for something ("how long till it is refunded",
+    "let me know")?"""
+    if "?" in text:
+        return True
+    opening = text.strip()
+    return bool(_UNMARKED_QUESTION.match(opening) or _ASKING.search(opening))
+
+
+_ASKING = re.compile(
+    r"\b(?:please|can\s+you|could\s+you|let\s+me\s+know|tell\s+me|(?:i\s+)?(?:just\s+)?"
+    r"(?:want|wanted|need|needed|would\s+like)\s+to\s+(?:know|check|see|ask))\b",
+    re.IGNORECASE,
+)
 
 
 def names_in(sentence: str) -> list[str]:
