@@ -31,7 +31,7 @@ _BETWEEN = re.compile(r"(\s*(?:&|,|/|\+|\band\b)\s*)")
 def speaker_name(message: Message) -> str:
     """The participant's name a message carries: its ``name``, else ``metadata.name``
     (where clients put it before ``name`` existed), whitespace collapsed; "" when it
-    carries none that reads as a name (as ``memory.pipeline.observer.speaker_name``)."""
+    carries none that reads as a name."""
     name: object = message.name
     if not name and isinstance(message.metadata, dict):
         name = message.metadata.get("name")

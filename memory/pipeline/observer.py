@@ -42,22 +42,6 @@ def _is_injected_memory(message: Message) -> bool:
     return message.role == Message.Role.SYSTEM and message.content.startswith(MEMORY_BLOCK_HEADER)
 
 
-MAX_SPEAKER_NAME_CHARS = 64
-
-
-def speaker_name(message: Message) -> str:
-    """The participant's name a message carries: its ``name`` (as OpenAI's chat messages
-    carry it), else ``metadata.name`` (where clients put it before ``name`` existed), or
-    "" when it carries none that reads as a name."""
-    name: object = message.name
-    if not name and isinstance(message.metadata, dict):
-        name = message.metadata.get("name")
-    if not isinstance(name, str):
-        return ""
-    name = " ".join(name.split())
-    return name if 0 < len(name) <= MAX_SPEAKER_NAME_CHARS else ""
-
-
 def _window_tool_calls(conversation: Conversation, window: list[Message]) -> list[ToolCall]:
     """The tool calls the Observer reads with ``window``: those recorded after the
     message before it and before its last message, each read with the message that
