@@ -142,3 +142,13 @@ def test_text_that_only_looks_like_a_placeholder_is_left_alone():
     output = ExtractiveEngine().observe(sources, previous_observations=(), now=TUESDAY)
     joined = " ".join(texts(output))
     assert "Zqpav" in joined and "<PERSON_1>" in joined
+
+
+def test_a_label_glued_to_a_word_is_set_apart_and_stays_whole():
+    output = observe(
+        ("user", "Who holds the 100 metre record?"),
+        ("assistant", "The record is held by <PERSON_12>Joyner of the USA since 1988."),
+    )
+    joined = "\n".join(texts(output))
+    assert "<PERSON_12> Joyner" in joined
+    assert not BROKEN.search(joined)

@@ -394,14 +394,20 @@ def _raise_unanswered_requests(clauses: list[Clause], messages: Sequence[SourceM
     """A request that nothing in the window answered is pending: high priority. An answer
     is a later message of the assistant, a tool, or another named participant (in a
     meeting, a colleague answers)."""
+    asking = {c.message.id for c in clauses if c.is_request}
+    if not asking:
+        return
     answered: set[str] = set()
-    later: list[tuple[str, str]] = []  # up to two participants seen after, newest first
+    newest: tuple[str, str] | None = None  # the participant of the newest message seen
+    other: tuple[str, str] | None = None  # the newest one seen who is not ``newest``
     for message in reversed(messages):
         who = _participant(message)
-        if any(other != who for other in later):
+        if (newest is not None and newest != who) or (other is not None and other != who):
             answered.add(message.id)
-        if who not in later:
-            later = [who, *later][:2]
+        if newest is None:
+            newest = who
+        elif who != newest and other is None:
+            other = who
     for clause in clauses:
         if clause.is_request and clause.message.id not in answered:
             clause.priority = HIGH
@@ -419,19 +425,24 @@ def _listeners(messages: Sequence[SourceMessage]) -> dict[str, str]:
     by someone else, when that message named its speaker ("you" in Tom's reply to Maria
     is Maria)."""
     listeners: dict[str, str] = {}
-    last: SourceMessage | None = None  # the latest message
-    last_other: SourceMessage | None = None  # the latest one by someone other than ``last``'s
+    last_who: tuple[str, str] | None = None  # the latest message's participant
+    last_name = ""  # its speaker's name
+    other_name = ""  # the name of the latest one by someone other than ``last_who``
+    assistant = False
     for message in messages:
         if message.role not in ("user", "assistant"):
             continue
-        who = _participant(message)
-        answered = last if last is not None and _participant(last) != who else last_other
-        if answered is not None and answered.speaker:
-            listeners[message.id] = answered.speaker
-        if last is not None and _participant(last) != who:
-            last_other = last
-        last = message
-    if not any(m.role == "assistant" for m in messages):
+        assistant = assistant or message.role == "assistant"
+        who = (message.role, message.speaker)
+        if last_who is not None and last_who != who:
+            other_name = last_name
+            answered_name = last_name
+        else:
+            answered_name = other_name
+        if answered_name:
+            listeners[message.id] = answered_name
+        last_who, last_name = who, message.speaker
+    if not assistant:
         # Among named people with no assistant, whoever opens the window speaks to whoever
         # answers it.
         _first_answered_by_next(messages, listeners)

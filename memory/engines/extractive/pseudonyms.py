@@ -75,10 +75,19 @@ class Pseudonyms:
         return bool(self._placeholders)
 
     def hide(self, text: str) -> str:
-        """The text with each label as its placeholder."""
+        """The text with each label as its placeholder, set apart from a word it was glued
+        to ("<PERSON_3>Joyner", where a redaction span ended inside a name): the engine
+        reads it as a word of its own, and the note shows a label a reader can reveal."""
         if not self._placeholders:
             return text
-        return self._hidden.sub(lambda m: self._placeholders[m.group(0)], text)
+        return self._hidden.sub(self._placeholder_of, text)
+
+    def _placeholder_of(self, match: re.Match[str]) -> str:
+        placeholder = self._placeholders[match.group(0)]
+        text, start, end = match.string, match.start(), match.end()
+        before = " " if start and (text[start - 1].isalnum() or text[start - 1] == "_") else ""
+        after = " " if end < len(text) and (text[end].isalnum() or text[end] == "_") else ""
+        return f"{before}{placeholder}{after}"
 
     def show(self, text: str) -> str:
         """The text with each placeholder as its label (or look-alike word) again."""

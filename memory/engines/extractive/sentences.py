@@ -81,7 +81,10 @@ def _filler_or_length(match: re.Match[str]) -> str:
 
 def without_disfluencies(text: str) -> str:
     """ "Um, well this is our our project" -> "well this is our project"."""
-    if _DISFLUENCY_HINT.search(text) is not None:
+    lower = text.lower()
+    if ("um" in lower or "uh" in lower or "mm" in lower or "y'know" in lower) and (
+        _DISFLUENCY_HINT.search(text) is not None
+    ):
         text = _DISFLUENCY.sub(_filler_or_length, text).strip()
     if _DOUBLED_WORD.search(text) is not None:
         text = _REPEATED_WORD.sub(r"\1", text)
