@@ -12,7 +12,6 @@ from django.utils.html import escape
 from django.views.decorators.http import require_GET
 
 from dashboard.access import get_conversation_for_user
-from dashboard.selectors.transcript import transcript_speakers
 from governance.redaction.masking import transcript_rows
 from memory.models import Conversation
 
@@ -26,17 +25,12 @@ def _transcript_lines(conversation: Conversation) -> Iterator[str]:
     yield f"Title:      {conversation.title or '-'}\n"
     yield f"Started:    {conversation.created_at:%Y-%m-%d %H:%M:%S} UTC\n"
     yield "Personal data the scan found is shown as <ENTITY_TYPE>.\n\n"
-    # Both are in seq order: the names are walked beside the rows, never held whole.
-    names = transcript_speakers(conversation=conversation)
-    named = next(names, None)
-    for seq, role, created_at, tool_name, content, pending in transcript_rows(
+    for seq, role, name, created_at, tool_name, content, pending in transcript_rows(
         conversation=conversation
     ):
         speaker = f"{role} ({tool_name})" if tool_name else role
-        while named is not None and named[0] < seq:
-            named = next(names, None)
-        if named is not None and named[0] == seq:
-            speaker = f"{named[1]} ({speaker})"
+        if name:
+            speaker = f"{name} ({speaker})"
         note = TRANSCRIPT_NOT_SCANNED if pending else ""
         yield f"#{seq}  {created_at:%Y-%m-%d %H:%M:%S}  {speaker}{note}\n{content}\n\n"
 

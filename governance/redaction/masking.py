@@ -147,7 +147,9 @@ def mask_pins(*, pins: Sequence[Pin]) -> None:
         pin.masked_text = masked_text(parts)  # type: ignore[attr-defined]  # for the template
 
 
-TranscriptRow = tuple[int, str, datetime, str, str, bool]
+# seq, role, the speaker's name ("" when unnamed), created_at, tool_name, masked content,
+# scan pending.
+TranscriptRow = tuple[int, str, str, datetime, str, str, bool]
 
 
 def transcript_rows(
@@ -160,14 +162,14 @@ def transcript_rows(
     rows = (
         Message.objects.filter(conversation=conversation)
         .order_by("seq")
-        .values_list("pk", "seq", "role", "created_at", "tool_name", "content")
+        .values_list("pk", "seq", "role", "name", "created_at", "tool_name", "content")
         .iterator(chunk_size=chunk_size)
     )
     while chunk := list(itertools.islice(rows, chunk_size)):
         ids = [row[0] for row in chunk]
         spans = masked_spans(ids)
         digests = _scanned_digests(ids)
-        for pk, seq, role, created_at, tool_name, content in chunk:
+        for pk, seq, role, name, created_at, tool_name, content in chunk:
             text = masked_text(mask_parts(content, spans.get(pk, [])))
             pending = digests.get(pk) != content_digest(content)
-            yield seq, role, created_at, tool_name, text, pending
+            yield seq, role, name, created_at, tool_name, text, pending

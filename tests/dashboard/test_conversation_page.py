@@ -222,9 +222,9 @@ def test_the_transcript_reads_few_queries_and_escapes_nothing(
     )
     client = login("viewer")
     client.get("/conversations/")
-    # 8: the page's 5, the findings and scans that mask each chunk of 2,000 messages, and
-    # the speakers' names, read beside the rows.
-    with django_assert_max_num_queries(8):
+    # 7: the page's 5, and the findings and scans that mask each chunk of 2,000 messages
+    # (the speakers' names come with the rows).
+    with django_assert_max_num_queries(7):
         response = client.get(f"/conversations/{conversation.pk}/transcript")
         page = b"".join(response.streaming_content).decode()
     assert page.count("&lt;script&gt;") == 500 and "<script>" not in page
