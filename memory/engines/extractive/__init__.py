@@ -41,7 +41,8 @@ sentence says), ``sentences`` (splitting, cleaning, names, who speaks, third per
 ``relative_dates`` (dates written out), ``answers`` (what an assistant's answer named, and
 the fidelity levels), ``decisions`` (what an assistant's turn decides), ``details``
 (values asked for and given), ``clauses`` (which sentences are kept and how they are
-rewritten), ``tools`` (one line per tool call), ``observer`` (the notes of a window) and
+rewritten), ``tools`` (one line per tool call), ``observer`` (the notes of a window), ``subjects``
+(what a note is about, and the groups), ``condense`` (what a group's line says) and
 ``reflector``.
 
 Everything here is deterministic: no clocks, no randomness, and output is never built by

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.engines.extractive.pseudonyms import PSEUDONYM, is_pseudonym
+from memory.engines.extractive.sentences import QUOTED
 from memory.engines.extractive.subjects import (
     ASKING_VERBS,
     LISTING_VERBS,
     Clause,
-    is_pseudonym,
     keys_of,
 )
 from memory.engines.extractive.vocabulary import HIGH, MEDIUM, wordset
@@ -30,7 +31,6 @@ _HEDGE = re.compile(
     r"(?=(?:will|would|might|should|could|is\s+going\s+to|wants|needs)\b)"
 )
 _THINKING_OF = re.compile(r"^is\s+(?:thinking|considering)\s+(?:of|about)\s+")
-_QUOTED = re.compile(r"\"[^\"]{2,80}\"|“[^”]{2,80}”")
 _DIGIT = re.compile(r"\d")
 _COMMITMENT = re.compile(r"\b(?:will|promised?|guarantee[ds]?|committed|must)\b", re.I)
 _TRAILING_PUNCTUATION = " ,;:.-"
@@ -62,7 +62,7 @@ def compact(text: str) -> str:
 
 def names_something(text: str) -> bool:
     """A number, a pseudonym, a quoted title or a capitalised word past the first."""
-    if _DIGIT.search(text) or _QUOTED.search(text) or "<" in text and "_" in text:
+    if _DIGIT.search(text) or QUOTED.search(text) or PSEUDONYM.search(text):
         return True
     words = text.split()
     return any(word[:1].isupper() for word in words[1:])
@@ -99,9 +99,9 @@ def _named_items(clause: Clause, limit: int) -> list[str]:
     for item in _list_items(clause):
         words = item.split()
         capitalised = sum(1 for w in words if w[:1].isupper())
-        if len(words) < 2 and not _QUOTED.search(item):
+        if len(words) < 2 and not QUOTED.search(item):
             continue  # "Focus", "155": a word alone says nothing about what it names
-        if _DIGIT.search(item) or _QUOTED.search(item) or any(is_pseudonym(w) for w in words):
+        if _DIGIT.search(item) or QUOTED.search(item) or any(is_pseudonym(w) for w in words):
             named.append(item)
         elif len(words) >= 2 and capitalised == len(words):
             named.append(item)  # "Philips Hue Bridge", "Kiwi Crate"

@@ -16,6 +16,9 @@ from collections.abc import Iterable
 
 # The label a redaction operator writes: ``<TYPE_n>`` (pseudonymise) or ``<TYPE>``.
 LABEL = re.compile(r"<[A-Z][A-Z0-9_]{0,49}>")
+# A pseudonym: the label of one person or one value, ``<TYPE_n>`` (a ``<TYPE>`` mask names
+# no one).
+PSEUDONYM = re.compile(r"<[A-Z]+(?:_[A-Z]+)*_\d+>")
 # "Zq", a letter for what the label stands for (``KINDS``), the label's index written with
 # the letters a-j for the digits 0-9, and "v". Matched in any case: a rule that lower-cased
 # a word still gives the label back.
@@ -23,6 +26,10 @@ KINDS = {"PERSON": "p", "EMAIL_ADDRESS": "e", "PHONE_NUMBER": "t", "LOCATION": "
 OTHER_KIND = "o"
 PLACEHOLDER = re.compile(r"Zq[pelto][a-j]+v", re.IGNORECASE)
 _DIGIT_LETTERS = str.maketrans("0123456789", "abcdefghij")
+
+
+def is_pseudonym(word: str) -> bool:
+    return PSEUDONYM.fullmatch(word) is not None
 
 
 def placeholder_kind(word: str) -> str | None:

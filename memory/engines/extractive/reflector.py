@@ -29,12 +29,12 @@ from memory.engines.extractive.condense import (
     write_line,
 )
 from memory.engines.extractive.cues import never_background
+from memory.engines.extractive.pseudonyms import is_pseudonym
 from memory.engines.extractive.subjects import (
     Clause,
     Subjected,
     clauses_of,
     group_by_subject,
-    is_pseudonym,
     is_strong_key,
     keys_of,
     lowercase_keys,

@@ -17,10 +17,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from memory.engines.extractive.pseudonyms import PSEUDONYM, is_pseudonym
 from memory.engines.extractive.vocabulary import STOPWORDS, VAGUE_WORDS, wordset
 
-PSEUDONYM = re.compile(r"<[A-Z]+(?:_[A-Z]+)*_\d+>")
-_LABEL = r"<[A-Z]+(?:_[A-Z]+)*_\d+>"
+_LABEL = PSEUDONYM.pattern
 _WORD = re.compile(_LABEL + r"|[A-Za-z0-9$€£]+(?:['’.,/-][A-Za-z0-9]+)*")
 _ROLE_ACTOR = re.compile(r"^(User|Assistant|System)(?=['’]s\b|[\s,])")
 _TOOL_ACTOR = re.compile(r"^(Tool\s+[\w.:-]+:)\s*")
@@ -57,10 +57,6 @@ _NOT_A_SUBJECT = wordset(
 # An order, ticket or account number: "3348917502", "ord-123456", "pk-88", "#4471".
 _ID_LIKE = re.compile(r"^(?:#?[a-z]{0,4}\d{4,}|[a-z]{1,5}-\d{2,}[a-z\d-]*)$")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
-
-
-def is_pseudonym(word: str) -> bool:
-    return PSEUDONYM.fullmatch(word) is not None
 
 
 @dataclass
