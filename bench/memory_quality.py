@@ -88,8 +88,9 @@ Scores (pure functions in bench/quality/scoring.py and baselines.py, tested in
   reflections cite / tokens of those reflections.
 - ``malformed``: labels in the whole served context (memory and recent messages) that
   look like pseudonyms but are not written ``<ENTITY_TYPE_n>`` (``<PERSON158>``,
-  ``PERSON131``, ``<PERSON_12``, ``person_3>``), by the bench's own regex
-  (``scoring.malformed_labels``); in brackets, the notes holding one.
+  ``PERSON131``, ``<PERSON_12``, ``person_3>``), by the product's own
+  definition (``governance.redaction.labels.malformed_pseudonyms``); in brackets, the
+  notes holding one.
 - Pseudonyms, per workspace, from its mapping after every run: PERSON and LOCATION
   labels allocated; where the dataset names people (FriendsQA speakers, ABCD
   customers), the PERSON labels whose value names a known person (shares a word of the

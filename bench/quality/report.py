@@ -22,11 +22,11 @@ from bench.quality.scoring import (
     garbled_reason,
     interpolate_curve,
     main_people,
-    malformed_labels,
     people_labels,
     read_back,
     relative_coverage,
 )
+from governance.redaction.labels import malformed_pseudonyms
 
 BASELINE_SIZES = (5, 10, 20, 40)
 SAMPLE_NOTES = 20
@@ -154,8 +154,8 @@ def note_figures(histories: Sequence[History], served: Sequence[Served]) -> dict
         "within_span": _share(within),
         "referenced": len(referenced),
         "referenced_not_later": _share(referenced),
-        "malformed_context": sum(len(malformed_labels(s.text)) for s in served),
-        "malformed_notes": sum(1 for _, n in notes if malformed_labels(n.text)),
+        "malformed_context": sum(len(malformed_pseudonyms(s.text)) for s in served),
+        "malformed_notes": sum(1 for _, n in notes if malformed_pseudonyms(n.text)),
         "recent_tokens": sum(_tokens([s.recent_text for s in served])),
     }
 

@@ -1,6 +1,7 @@
 """The bench's pure scoring: content words and answer coverage, garbled lines, malformed
-pseudonyms, pseudonyms read back, and pseudonyms per known person. No Django, no data
-files: every function here is tested on hand-made inputs
+pseudonyms, pseudonyms read back, and pseudonyms per known person. No database, no data
+files (the pseudonym format is the product's, read from governance.redaction.labels,
+plain text): every function here is tested on hand-made inputs
 (tests/memory/test_memory_quality_bench.py)."""
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+# How the product writes a pseudonym, and what only looks like one: the bench counts by
+# the product's own definition.
+from governance.redaction.labels import LABEL
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -189,39 +194,6 @@ def interpolate_curve(points: Sequence[tuple[float, float]], compression: float)
 
 
 # --------------------------------------------------------------------------- pseudonyms
-
-# A pseudonym as the product writes it (governance/redaction/pseudonyms.py's LABEL).
-LABEL = re.compile(r"<([A-Z][A-Z0-9_]{0,49})_([1-9][0-9]{0,9})>")
-# The entity types a label can carry: the redaction engine's (presidio.SUPPORTED_ENTITIES)
-# and the deny list's. A copy, so that this module stays pure; a type added there and
-# not here only goes unseen by the malformed count.
-ENTITY_TYPES = (
-    "PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS",
-    "LOCATION", "ADDRESS", "USERNAME", "ACCOUNT_NUMBER", "PERSONAL_ID", "US_SSN",
-    "US_BANK_NUMBER", "US_DRIVER_LICENSE", "US_ITIN", "US_PASSPORT", "UK_NHS",
-    "MEDICAL_LICENSE", "CRYPTO", "DATE_TIME", "NRP", "ORGANIZATION", "URL", "MAC_ADDRESS",
-    "UUID", "DENY_LIST",
-)  # fmt: skip
-# Anything that reads as an entity type followed by a number, with or without the angle
-# brackets and the underscore, in any case: "<PERSON158>", "PERSON131", "<PERSON_12",
-# "person_3>". The well-formed ones among the matches are dropped by malformed_labels.
-_LABEL_LIKE = re.compile(
-    r"(?<![A-Za-z0-9_])<?(?:"
-    + "|".join(sorted(ENTITY_TYPES, key=len, reverse=True))
-    + r")_?\d+>?(?![A-Za-z0-9_])",
-    re.IGNORECASE,
-)
-
-
-def malformed_labels(text: str) -> list[str]:
-    """The labels in ``text`` that look like pseudonyms but are not written
-    ``<ENTITY_TYPE_n>`` (the bench's own regex; the reveal page refuses them all)."""
-    found = []
-    for match in _LABEL_LIKE.finditer(text):
-        label = match.group(0)
-        if not LABEL.fullmatch(label):
-            found.append(label)
-    return found
 
 
 def read_back(text: str, values: Mapping[str, str]) -> str:

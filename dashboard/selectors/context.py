@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.redaction.gates import reidentifier_for_api, reidentifier_for_measurement
+from governance.redaction.labels import LABEL
 from governance.redaction.masking import masked_spans
-from governance.redaction.pseudonyms import LABEL
 from memory.context.budget import ContextBudget, context_budget
 from memory.context.read import context_for_conversation
 from memory.context.rendering import chat_name

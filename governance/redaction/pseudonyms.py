@@ -49,7 +49,7 @@ from governance.models import (
     RedactionFinding,
     RedactionPolicy,
 )
-from governance.redaction.labels import LABEL as LABEL  # re-exported: pages find labels too
+from governance.redaction.labels import LABEL
 from governance.redaction.speakers import people_of
 from memory.models import Message, Observation, Reflection
 from tenancy.models import Workspace

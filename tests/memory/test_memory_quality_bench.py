@@ -40,13 +40,13 @@ from bench.quality.scoring import (
     garbled_reason,
     interpolate_curve,
     main_people,
-    malformed_labels,
     normalise_dates,
     people_labels,
     person_of,
     read_back,
     relative_coverage,
 )
+from governance.redaction.labels import malformed_pseudonyms
 
 
 @pytest.mark.parametrize(
@@ -305,7 +305,7 @@ def test_bm25_counts_repeated_words() -> None:
     ],
 )
 def test_it_finds_malformed_pseudonyms(text: str, found: list[str]) -> None:
-    assert malformed_labels(text) == found
+    assert malformed_pseudonyms(text) == found
 
 
 @pytest.mark.parametrize(
@@ -318,7 +318,7 @@ def test_it_finds_malformed_pseudonyms(text: str, found: list[str]) -> None:
     ],
 )
 def test_well_formed_pseudonyms_and_ordinary_words_are_not_malformed(text: str) -> None:
-    assert malformed_labels(text) == []
+    assert malformed_pseudonyms(text) == []
 
 
 def test_read_back_puts_the_mapping_values_in_place_of_the_labels() -> None:
