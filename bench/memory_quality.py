@@ -111,7 +111,6 @@ Scores (pure functions in bench/quality/scoring.py and baselines.py, tested in
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -214,25 +213,11 @@ def main() -> None:
 
     harness.stop_on_sigterm()
     started = time.monotonic()
-    with harness.scratch_dir() as folder:
-        os.environ.update(
-            harness.django_env(
-                f"sqlite:///{folder / 'bench.sqlite3'}",
-                folder,
-                CELERY_BROKER_URL="memory://",
-                LOG_LEVEL="ERROR",
-            )
-        )
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
+    with harness.scratch_django():
         from bench.quality.pipeline import Pipeline
         from bench.quality.report import DEFAULT_VARIANTS, Variant, run_dataset
         from memory.engines.base import FIDELITIES
 
-        call_command("migrate", verbosity=0)
         pipeline = Pipeline()
         pipeline.clock_engine()
         from django.conf import settings
@@ -249,9 +234,6 @@ def main() -> None:
             run_dataset(
                 pipeline, load_dataset(key, args), variants, samples=args.samples, seed=args.seed
             )
-        from django.db import connection
-
-        connection.close()
     print(f"\ntotal wall time {time.monotonic() - started:.0f} s")
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -200,21 +199,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.path.insert(0, str(ROOT))
     import harness
 
-    with harness.scratch_dir() as folder:
-        os.environ.update(
-            harness.django_env(
-                f"sqlite:///{folder / 'bench.sqlite3'}",
-                folder,
-                CELERY_BROKER_URL="memory://",
-                LOG_LEVEL="ERROR",
-            )
-        )
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+    with harness.scratch_django():
         datasets: list[tuple[str, list[Dialogue]]] = [
             ("abcd", load_abcd()),
             (
@@ -236,9 +221,6 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{_fmt(result.per_person):>13s} {result.most:4d} {result.other_person:12d} "
                 f"{result.location:8d}"
             )
-        from django.db import connection
-
-        connection.close()
 
 
 if __name__ == "__main__":
