@@ -24,7 +24,6 @@ from governance.models import (
     ScanRequest,
 )
 from governance.redaction import presidio, scan
-from governance.redaction.labels import malformed_pseudonyms as malformed_pseudonyms
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.pseudonyms import (
     Reidentifier,
@@ -43,9 +42,6 @@ from governance.redaction.targets import (
     redact_targets,
 )
 from memory.models import Conversation, Message, Observation
-
-# ``malformed_pseudonyms`` is imported above for memory, which reaches governance through
-# the gates only: it finds labels an engine garbled (``<PERSON158>``).
 
 
 class RedactionGateError(Exception):
@@ -136,22 +132,14 @@ class ObserverReading:
     ``contents``, ``speakers`` and ``tool_outputs`` are in the order they were given:
     ``speakers`` holds each message's speaker's name as the engine may read it ("" for
     none): as stored, or, when the contents are redacted, redacted the same way (the
-    pseudonym the contents give that person; ``speaker_of`` finds it by message). The
-    policy is kept for ``observer_run_summary``, so a run reads it once."""
+    pseudonym the contents give that person). The policy is kept for
+    ``observer_run_summary``, so a run reads it once."""
 
     contents: tuple[str, ...]
+    speakers: tuple[str, ...]
     tool_outputs: tuple[str, ...]
     redacts: bool
     policy: RedactionPolicy | None
-    speakers: tuple[str, ...] = ()
-    message_ids: tuple[uuid.UUID, ...] = ()
-
-    def speaker_of(self, message: Message) -> str:
-        """The speaker's name of one of the window's messages, as the engine may read it."""
-        try:
-            return self.speakers[self.message_ids.index(message.pk)]
-        except ValueError:
-            return ""
 
 
 def observer_reading(
@@ -191,7 +179,6 @@ def observer_reading(
         redacts=redacts,
         policy=policy,
         speakers=tuple(speakers),
-        message_ids=tuple(m.pk for m in messages),
     )
 
 

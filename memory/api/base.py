@@ -73,9 +73,7 @@ class MemoryApi(ApiView):
         key = request.headers.get("Idempotency-Key")
         # Canonical JSON of a 100-message body is not free; only a keyed write needs it.
         fingerprint = (
-            request_fingerprint(
-                method=request.method or "", path=request.path, body=request.data
-            )
+            request_fingerprint(method=request.method or "", path=request.path, body=request.data)
             if key
             else ""
         )

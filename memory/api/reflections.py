@@ -117,9 +117,7 @@ class ReflectionDetailApi(_ReflectionApi):
     )
     def delete(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         reflection = self.reflection(conversation_id, reflection_id)
-        reflection_delete(
-            reflection=reflection, actor=self.actor(), reason=request_reason(request)
-        )
+        reflection_delete(reflection=reflection, actor=self.actor(), reason=request_reason(request))
         return Response(status=204)
 
 

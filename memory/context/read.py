@@ -184,9 +184,7 @@ def _body_key(
 
 
 def _cached_body(key: _BodyKey) -> RenderedContext | None:
-    rendered: RenderedContext | None = local_body_get(key.local) or shared_get(
-        key.slot, key.stamp
-    )
+    rendered: RenderedContext | None = local_body_get(key.local) or shared_get(key.slot, key.stamp)
     if rendered is not None:
         local_body_put(key.local, rendered)
     return rendered

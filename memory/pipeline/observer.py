@@ -143,6 +143,7 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
         calls = _window_tool_calls(conversation, window)
         reading = _through_gates(conversation, observable, calls)
         contents, outputs = list(reading.contents), list(reading.tool_outputs)
+        speakers = list(reading.speakers)
         said = {
             m.pk: f"{content} {m.tool_name}"
             for m, content in zip(observable, contents, strict=True)
@@ -164,9 +165,9 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                         content=content,
                         created_at=m.created_at,
                         tool_name=m.tool_name,
-                        speaker=reading.speaker_of(m),
+                        speaker=speaker,
                     )
-                    for m, content in zip(observable, contents, strict=True)
+                    for m, content, speaker in zip(observable, contents, speakers, strict=True)
                 ],
                 calls,
                 outputs,

@@ -199,7 +199,7 @@ def test_the_observer_reads_speakers_as_the_label_their_mentions_get(workspace):
 
     reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
 
-    maria, tom, maria_again = (reading.speaker_of(m) for m in messages)
+    maria, tom, maria_again = reading.speakers
     assert re.fullmatch(r"<PERSON_\d+>", maria) and maria_again == maria
     assert re.fullmatch(r"<PERSON_\d+> \(agent\)", tom)
     tom_label = tom.removesuffix(" (agent)")
