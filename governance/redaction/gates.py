@@ -32,7 +32,7 @@ from governance.redaction.pseudonyms import (
     pseudonym_sightings_record,
     pseudonyms_forget_unheld,
 )
-from governance.redaction.speakers import people_of, speaker_name, speaker_redacted
+from governance.redaction.speakers import speaker_name, speaker_redacted
 from governance.redaction.targets import (
     RedactionConflict,
     finding_rows,
@@ -296,15 +296,16 @@ class _IngestRedaction:
             for text, found in zip(self.originals, self.detections, strict=True)
             for pair in pseudonym_values(text, found, [], spec)
         )
-        if self.conversation_id is not None:
-            pseudonyms.people_of_conversation(self.conversation_id)
         names = self.names or [""] * len(self.originals)
-        pseudonyms.people(people_of(names), speakers=True)
-        pseudonyms.people(
-            text[d.start : d.end]
-            for text, found in zip(self.originals, self.detections, strict=True)
-            for d in found
-            if d.entity_type == "PERSON"
+        pseudonyms.people_in_scope(
+            conversation_ids=[self.conversation_id] if self.conversation_id else [],
+            speakers=names,
+            mentioned=(
+                text[d.start : d.end]
+                for text, found in zip(self.originals, self.detections, strict=True)
+                for d in found
+                if d.entity_type == "PERSON"
+            ),
         )
         self.results, self.stored_names, self.used = [], [], []
         for text, found, name in zip(self.originals, self.detections, names, strict=True):

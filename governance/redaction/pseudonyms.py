@@ -199,6 +199,17 @@ class WorkspacePseudonyms:
                     known = index.setdefault(word, {})
                     known[full] = min(known.get(full, written), written)
 
+    def people_in_scope(
+        self, *, conversation_ids: Iterable[Any], speakers: Iterable[str], mentioned: Iterable[str]
+    ) -> None:
+        """The people a first name alone may name in one write or window: those the
+        ``conversation_ids`` already name, the persons of its ``speakers``' names, and the
+        full names its texts mention (the tagger's PERSON values)."""
+        for conversation_id in sorted(set(conversation_ids)):
+            self.people_of_conversation(conversation_id)
+        self.people(people_of(speakers), speakers=True)
+        self.people(mentioned)
+
     def people_of_conversation(self, conversation_id: Any) -> None:
         """Add the people a conversation names: its messages' speakers (as stored), and
         the values of the PERSON pseudonyms it holds (decrypted here, never returned)."""

@@ -42,7 +42,7 @@ from governance.models import MessageScan, RedactionFinding, RedactionPolicy, Sc
 from governance.redaction import presidio
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.pseudonyms import WorkspacePseudonyms, pseudonym_sightings_record
-from governance.redaction.speakers import people_of, speaker_name, speaker_redacted
+from governance.redaction.speakers import speaker_name, speaker_redacted
 from memory.models import Message
 
 logger = logging.getLogger(__name__)
@@ -410,14 +410,15 @@ def observer_texts(
     # transaction: the message holds its own values (its speaker's name too).
     with transaction.atomic():
         pseudonyms = WorkspacePseudonyms(policy.workspace_id)
-        for conversation_id in sorted({m.conversation_id for m in messages}):
-            pseudonyms.people_of_conversation(conversation_id)
-        pseudonyms.people(people_of(names), speakers=True)
-        pseudonyms.people(
-            m.content[f.start : f.end]
-            for m in messages
-            for f in outcome.findings.get(m.pk, [])
-            if f.entity_type == "PERSON"
+        pseudonyms.people_in_scope(
+            conversation_ids=(m.conversation_id for m in messages),
+            speakers=names,
+            mentioned=(
+                m.content[f.start : f.end]
+                for m in messages
+                for f in outcome.findings.get(m.pk, [])
+                if f.entity_type == "PERSON"
+            ),
         )
         for message, name in zip(messages, names, strict=True):
             contents.append(
