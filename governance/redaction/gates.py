@@ -32,7 +32,7 @@ from governance.redaction.pseudonyms import (
     pseudonym_sightings_record,
     pseudonyms_forget_unheld,
 )
-from governance.redaction.speakers import speaker_name, speaker_redacted
+from governance.redaction.speakers import speaker_redacted
 from governance.redaction.targets import (
     RedactionConflict,
     finding_rows,
@@ -161,7 +161,7 @@ def observer_reading(
     if redacts and policy is None and (messages or any(tool_outputs)):
         policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
     contents = [m.content for m in messages]
-    speakers = [speaker_name(m) for m in messages]
+    speakers = [m.name for m in messages]
     outputs = list(tool_outputs)
     if redacts and policy is not None:
         if messages:

@@ -42,7 +42,7 @@ from governance.models import MessageScan, RedactionFinding, RedactionPolicy, Sc
 from governance.redaction import presidio
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.pseudonyms import WorkspacePseudonyms, pseudonym_sightings_record
-from governance.redaction.speakers import speaker_name, speaker_redacted
+from governance.redaction.speakers import speaker_redacted
 from memory.models import Message
 
 logger = logging.getLogger(__name__)
@@ -402,7 +402,7 @@ def observer_texts(
     if outcome.skipped:
         raise ScanConflict(str(outcome.skipped[0]))
     spec = presidio.PolicySpec.of(policy)
-    names = [speaker_name(m) for m in messages]
+    names = [m.name for m in messages]
     contents: list[str] = []
     speakers: list[str] = []
     uses = []

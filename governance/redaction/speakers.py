@@ -21,24 +21,11 @@ from governance.redaction import presidio
 from memory.models import Message
 
 PERSON = "PERSON"
-MAX_SPEAKER_NAME_CHARS = 64
+MAX_SPEAKER_NAME_CHARS = Message._meta.get_field("name").max_length or 64
 # "Tom (agent)", "Dana [support]": the name, then a qualifier that says the role.
 _QUALIFIED = re.compile(r"^(?P<name>.*?\S)\s*(?P<qualifier>[(\[][^()\[\]]*[)\]])$")
 # Between the people of one name: "Chandler & Joey", "Ross, Rachel and Monica".
 _BETWEEN = re.compile(r"(\s*(?:&|,|/|\+|\band\b)\s*)")
-
-
-def speaker_name(message: Message) -> str:
-    """The participant's name a message carries: its ``name``, else ``metadata.name``
-    (where clients put it before ``name`` existed), whitespace collapsed; "" when it
-    carries none that reads as a name."""
-    name: object = message.name
-    if not name and isinstance(message.metadata, dict):
-        name = message.metadata.get("name")
-    if not isinstance(name, str):
-        return ""
-    name = " ".join(name.split())
-    return name if 0 < len(name) <= MAX_SPEAKER_NAME_CHARS else ""
 
 
 def person_of(name: str) -> str:

@@ -6,8 +6,7 @@ on both edges."""
 from __future__ import annotations
 
 import json
-import re
-from typing import Any, cast
+from typing import Any
 
 from rest_framework import serializers
 
@@ -15,9 +14,9 @@ from core.api import MetadataField, ParsedField, StrictCharField, limit_field, t
 from core.errors import MemdeskError
 from core.paging import parse_limit
 from memory.context.budget import parse_max_tokens
-from memory.models import Message, ToolCall
+from memory.models import ToolCall
 from memory.services.escalations import ESCALATION_REASON_MAX_CHARS
-from memory.services.messages import MessageInput
+from memory.services.messages import SPEAKER_NAME_MAX_CHARS, MessageInput, speaker_name_problem
 from memory.services.workspace_settings import MAX_CONTEXT_MAX_TOKENS
 from memory.wire import text_from_content
 
@@ -28,28 +27,13 @@ class ConversationCreateIn(serializers.Serializer):
     metadata = MetadataField(required=False, allow_null=True)
 
 
-# The stored column's bound (64).
-SPEAKER_NAME_MAX_CHARS = cast(int, Message._meta.get_field("name").max_length)
-# What a speaker's name may not hold once its whitespace is collapsed: the C0 and C1
-# controls and DEL, and the bidirectional embeddings, overrides and isolates, which make
-# a name display as another one on a page or in a prompt.
-_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
 def speaker_name_checked(value: str) -> str:
     """``value`` with its runs of whitespace (newlines and tabs included) made one space
     and its ends trimmed, or a ValidationError saying why it cannot name a speaker."""
     name = " ".join(value.split())
-    found = _NOT_IN_A_NAME.search(name)
-    if found:
-        raise serializers.ValidationError(
-            f"must not hold control characters; it holds U+{ord(found.group()):04X}."
-        )
-    if len(name) > SPEAKER_NAME_MAX_CHARS:
-        raise serializers.ValidationError(
-            f"is {len(name)} characters once its whitespace is collapsed; the limit is "
-            f"{SPEAKER_NAME_MAX_CHARS}."
-        )
+    problem = speaker_name_problem(name)
+    if problem:
+        raise serializers.ValidationError(problem)
     return name
 
 
@@ -213,29 +197,15 @@ class MetricsQuery(serializers.Serializer):
     conversationId = serializers.UUIDField(required=False)
 
 
-def _name_in_metadata(metadata: dict[str, Any]) -> str:
-    """``metadata.name``, where clients put the speaker before messages had a ``name``,
-    when it passes the rules of ``name``; otherwise "" (metadata is the client's own
-    JSON: what it holds never fails a write)."""
-    value = metadata.get("name")
-    if not isinstance(value, str):
-        return ""
-    try:
-        return speaker_name_checked(value)
-    except serializers.ValidationError:
-        return ""
-
-
 def message_input(data: dict[str, Any]) -> MessageInput:
-    metadata = data.get("metadata") or {}
     return MessageInput(
         role=data["role"],
         content=data["content"],
         created_at=data.get("createdAt"),
-        metadata=metadata,
+        metadata=data.get("metadata") or {},
         tool_name=data.get("toolName") or "",
         tool_call_id=data.get("toolCallId") or "",
-        name=data.get("name") or _name_in_metadata(metadata),
+        name=data.get("name") or "",
     )
 
 

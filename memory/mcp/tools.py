@@ -23,7 +23,6 @@ from core.api import query_values, validated
 from core.errors import api_exception_handler
 from core.paging import PAGE_LIMIT_MAX
 from memory.api.inputs import (
-    SPEAKER_NAME_MAX_CHARS,
     ConversationCreateIn,
     ConversationListQuery,
     ReasoningStepIn,
@@ -50,7 +49,7 @@ from memory.mcp.handlers import (
     record_tool_call,
     search_memory,
 )
-from memory.services.messages import MAX_BULK_MESSAGES
+from memory.services.messages import MAX_BULK_MESSAGES, SPEAKER_NAME_MAX_CHARS
 from tenancy.auth import RequiresScope
 from tenancy.models import ApiKey
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,41 @@ class MessageInput:
     name: str = ""  # the speaker's name; blank when the client sends only the role
 
 
+# The stored column's bound (64).
+SPEAKER_NAME_MAX_CHARS = Message._meta.get_field("name").max_length or 64
+# What a speaker's name may not hold once its whitespace is collapsed: the C0 and C1
+# controls and DEL, and the bidirectional embeddings, overrides and isolates, which make
+# a name display as another one on a page or in a prompt.
+_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def speaker_name_problem(name: str) -> str | None:
+    """Why ``name`` (its whitespace collapsed) cannot name a speaker, said after the
+    field's name ("is 70 characters ..."); None when it can."""
+    found = _NOT_IN_A_NAME.search(name)
+    if found:
+        return f"must not hold control characters; it holds U+{ord(found.group()):04X}."
+    if len(name) > SPEAKER_NAME_MAX_CHARS:
+        return (
+            f"is {len(name)} characters once its whitespace is collapsed; the limit is "
+            f"{SPEAKER_NAME_MAX_CHARS}."
+        )
+    return None
+
+
+def _speaker_name(item: MessageInput) -> str:
+    """Who said ``item``: its ``name``, else a ``metadata.name`` (where clients put the
+    speaker before messages had a ``name``) that passes the rules of ``name``, else "".
+    Metadata is the client's own JSON: what it holds never fails a write."""
+    if item.name:
+        return " ".join(item.name.split())
+    value = item.metadata.get("name") if isinstance(item.metadata, dict) else None
+    if not isinstance(value, str):
+        return ""
+    name = " ".join(value.split())
+    return "" if speaker_name_problem(name) else name
+
+
 def _validate_message(item: MessageInput, field_prefix: str) -> None:
     if item.role not in Message.Role.values:
         raise MemdeskError(
@@ -56,15 +92,10 @@ def _validate_message(item: MessageInput, field_prefix: str) -> None:
             f"{settings.MEMDESK_MAX_MESSAGE_CHARS}.",
             field=f"{field_prefix}content",
         )
-    name_limit = Message._meta.get_field("name").max_length or 0
-    if len(item.name) > name_limit:
-        # The API's field checks more (whitespace, control characters); this holds for
-        # every caller, so a command or a script gets the error, not the database's.
-        raise MemdeskError(
-            "invalid_name",
-            f"name is {len(item.name)} characters; the limit is {name_limit}.",
-            field=f"{field_prefix}name",
-        )
+    problem = speaker_name_problem(" ".join(item.name.split()))
+    if problem:
+        # The API's field says the same; this holds for every caller (a command, a script).
+        raise MemdeskError("invalid_name", f"name {problem}", field=f"{field_prefix}name")
     if item.created_at is not None and not (
         EARLIEST_MESSAGE_TIME <= item.created_at <= timezone.now() + MESSAGE_CLOCK_SKEW
     ):
@@ -155,7 +186,7 @@ def messages_append(
         workspace_id=conversation.workspace_id,
         contents=contents,
         redact=redact_at_ingest,
-        names=[item.name for item in items],
+        names=[_speaker_name(item) for item in items],
         conversation_id=conversation.pk,
     )
     counts = [] if ingest.redacts else token_counts(contents)

@@ -237,5 +237,30 @@ def test_a_caller_of_the_service_gets_a_clear_error_for_a_name_too_long(conversa
             items=[MessageInput(role="user", content="hello", name="x" * 65)],
         )
     assert raised.value.code == "invalid_name"
-    assert "65 characters; the limit is 64" in str(raised.value)
+    assert "is 65 characters" in str(raised.value) and "the limit is 64" in str(raised.value)
     assert not Message.objects.filter(conversation=conversation).exists()
+
+
+def test_messages_stored_before_names_existed_get_theirs_from_metadata(conversation):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("memory.migrations.0020_message_name_from_metadata")
+    old, bad, unnamed, named = messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content="one", metadata={"name": "  Jo\n Smith "}),
+            MessageInput(role="user", content="two", metadata={"name": "Jo\u202eSmith"}),
+            MessageInput(role="user", content="three", metadata={"kind": "note"}),
+            MessageInput(role="user", content="four", name="Ana", metadata={"name": "Other"}),
+        ],
+    )
+
+    migration.names_from_metadata(apps, None)
+
+    names = dict(Message.objects.values_list("pk", "name"))
+    assert names[old.pk] == "Jo Smith"
+    assert names[bad.pk] == "" and names[unnamed.pk] == ""
+    assert names[named.pk] == "Ana"
+    assert Message.objects.get(pk=old.pk).metadata == {"name": "  Jo\n Smith "}

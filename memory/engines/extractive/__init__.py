@@ -4,7 +4,7 @@ Observer. Each sentence of a user, assistant or system message is kept only when
 carries something worth remembering (a fact about the user, a preference, a decision, a
 plan, a commitment, a problem, a request, a new name or a number) and is rewritten in the
 third person ("I prefer email" becomes "User prefers email"; "Jo: I moved" or a message
-whose ``metadata.name`` is Jo becomes "Jo moved"). Greetings, thanks,
+whose ``name`` is Jo becomes "Jo moved"). Greetings, thanks,
 acknowledgements and chit-chat are dropped. Each tool call becomes one line with the
 salient values of its output; a later state of the same object replaces an earlier one,
 and a line whose values another line of the window already holds is folded into it, as
