@@ -11,6 +11,7 @@ condensed, so that tokens in over tokens out is the Reflector's own compression.
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -274,8 +275,11 @@ def _restore_uncited(
     ).exclude(pk__in=[r.pk for r in inputs.stale]):
         for i in reflection.source_observation_ids:
             still_cited.setdefault(str(i), reflection)
+    relinked: dict[Reflection, list[str]] = defaultdict(list)
     for pk in sorted(set(still_cited) & uncited):
-        Observation.objects.filter(pk=pk).update(reflection=still_cited[pk])
+        relinked[still_cited[pk]].append(pk)
+    for reflection, pks in relinked.items():
+        Observation.objects.filter(pk__in=pks).update(reflection=reflection)
     return Observation.objects.filter(pk__in=uncited - set(still_cited)).update(
         status=Observation.Status.ACTIVE, reflection=None
     )
