@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 
 import pytest
 
 from governance.models import RedactionFinding
+from memory.engines.base import SourceMessage
+from memory.engines.extractive import ExtractiveEngine
 from memory.models import Observation, Reflection
 from tests.governance.evaluation_data import data_file
 
@@ -54,6 +57,24 @@ def _personal_values(dialogue: dict) -> dict[str, str]:
     if order_id:
         values["order_id"] = order_id
     return values
+
+
+def _observed_as_written(dialogue: dict) -> str:
+    """What the Observer writes of the dialogue read unredacted, lower-cased."""
+    said_at = datetime(2024, 1, 1, tzinfo=UTC)
+    messages = [
+        SourceMessage(
+            id=f"m{seq}",
+            seq=seq,
+            role=ROLES[speaker],
+            content=text,
+            created_at=said_at,
+            tool_name="crm" if speaker == "action" else "",
+        )
+        for seq, (speaker, text) in enumerate(dialogue["original"], start=1)
+    ]
+    output = ExtractiveEngine().observe(messages, previous_observations=[], now=said_at)
+    return " ".join(o.text for o in output.observations).lower()
 
 
 def _said(dialogue: dict, value: str) -> bool:
@@ -152,12 +173,14 @@ def test_no_personal_data_from_a_dialogue_reaches_a_reflection(
             "username": "USERNAME",
             "order_id": "ORDER_ID",
         }
+        # Scanned before observation, every value said is caught in the messages. Scanned
+        # at reflection, only the values a note holds reach the gate: those the Observer
+        # writes (it keeps no login detail given to prove who one is, for one).
+        noted = "" if before_observation else _observed_as_written(dialogue)
         for kind, value in values.items():
-            if kind == "username" and not before_observation:
-                # Caught at reflection only if a note holds it, and none does: a login
-                # name is no fact about the customer, so the Observer keeps none (the leak
-                # check above holds it out of every note).
-                continue
-            if _said(dialogue, value):
+            # As a value of its own: a username is not held by the e-mail address it opens.
+            held = re.search(rf"(?<![\w@.]){re.escape(value.lower())}(?![\w@])", noted)
+            reaches_the_gate = before_observation or held is not None
+            if _said(dialogue, value) and reaches_the_gate:
                 assert expected[kind] in findings, (kind, dialogue["convo_id"], findings)
     assert checked >= 10
