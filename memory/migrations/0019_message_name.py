@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0018_workspace_apikey_to_tenancy'),
+        ("memory", "0018_workspace_apikey_to_tenancy"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='message',
-            name='name',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="message",
+            name="name",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
     ]
