@@ -25,7 +25,9 @@ def _name_of(metadata):
 def names_from_metadata(apps, schema_editor):
     Message = apps.get_model("memory", "Message")
     rows = (
-        Message.objects.filter(name="", metadata__has_key="name")
+        # Metadata is stored as ``json`` on PostgreSQL (it keeps the client's key order),
+        # which has no key operators: the text is searched, and the key checked here.
+        Message.objects.filter(name="", metadata__icontains='"name"')
         .only("pk", "metadata")
         .iterator(chunk_size=2000)
     )
