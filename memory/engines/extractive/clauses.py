@@ -442,10 +442,37 @@ class Turn:
     short: bool = False
 
 
+# "For the party I need a main course": what a phrase before the need says goes after it,
+# so that the need is read as one ("I need a main course for the party").
+_FRONTED_NEED = re.compile(
+    r"^(?P<lead>(?:for|at|on|in|by|before|after|with|about)\s+[^,.;:!?]{2,40}?),?\s+"
+    r"(?P<need>(?:i|we)(?:'d|\s+would)?\s+(?:need|want|like|love)\b.*?)(?P<end>[.!?]*)$",
+    re.IGNORECASE,
+)
+# "The user is planning a dinner party": a system message that says something of the user.
+_ABOUT_THE_USER = re.compile(
+    r"^(?:the\s+)?user\s+(?=(?:is|was|has|had|will|wants|needs|"
+    r"likes|prefers|plans|lives|works|asked|said)\b)",
+    re.IGNORECASE,
+)
+
+
+def _need_first(text: str) -> str:
+    fronted = _FRONTED_NEED.match(text)
+    if fronted is None:
+        return text
+    lead = fronted.group("lead")
+    return f"{fronted.group('need')} {lead[:1].lower()}{lead[1:]}{fronted.group('end')}"
+
+
 def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause | None:
     message = turn.message
     if message.role == "assistant" and SELF_DESCRIPTION.search(text.lower()):
         return None  # "As an AI, I can't go for walks": about the assistant, not the user
+    if message.role == "system":
+        return _system_clause(text, turn, state)
+    if message.role == "user":
+        text = _need_first(text)
     sentence = _trim_long(
         Sentence.of(_without_trailing_off(text)),
         message.role,
@@ -464,6 +491,16 @@ def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause
     if _is_vague(rewritten, kind) or (kind == "introduction" and _known_speaker(rewritten, turn)):
         return None
     return _said(rewritten, turn, state, kind=kind, priority=priority, referenced_at=referenced_at)
+
+
+def _system_clause(text: str, turn: Turn, state: WindowState) -> Clause | None:
+    """What a system message says of the user ("The user is planning a dinner party"),
+    as a fact about them; its instructions to the assistant are not memory."""
+    about = _ABOUT_THE_USER.match(text)
+    if about is None:
+        return None
+    fact = "User " + text[about.end() :].rstrip(" .!;:")
+    return _said(fact, turn, state, kind="fact", priority=MEDIUM)
 
 
 def _known_speaker(introduction: str, turn: Turn) -> bool:

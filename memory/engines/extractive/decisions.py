@@ -71,11 +71,24 @@ def classify_answer(
         return "completed", COMPLETED  # "I have escalated it"
     if reference:
         return "fact", LOW  # money and reference numbers the user may need later
+    if short and asked and _PROPOSAL.match(lower):
+        return "fact", LOW  # "a mushroom wellington would serve eight": what was offered
     if decisive or (short and asked and STATE.search(lower)):
         # "less than a week", "all promo codes expire after 7 days", "it is in progress":
         # low, so that it shares the line of the question it answers.
         return "fact", LOW
     return None
+
+
+# A short answer that puts something forward for what was asked: "A mushroom wellington
+# would serve eight", "the blue model should fit".
+_PROPOSAL = re.compile(
+    r"^(?:an?|the|our|this|that|one|some)\s+[^,.;:!?]{3,60}?\s+(?:would|could|should|will|can)"
+    r"\s+(?:serve|suit|fit|feed|work|do|cover|match|go)\b"
+)
+
+
+_PROPOSED = re.compile(r"(?:^|[.!?]\s+)" + _PROPOSAL.pattern[1:])
 
 
 def promised_part(text: str) -> str:
@@ -165,6 +178,8 @@ def short_answer_may_matter(content: str) -> bool:
     if not _REFUSAL_GATE.isdisjoint(sentence.words):
         return True
     if STATE.search(sentence.lower) or DECISIVE_QUANTITY.search(content):
+        return True
+    if _PROPOSED.search(sentence.lower):
         return True
     acts = not CONCRETE_ACTION.gate.isdisjoint(sentence.words)
     return acts and bool(FUTURE.search(sentence.lower) or DONE_BY_SPEAKER.search(sentence.lower))

@@ -420,7 +420,8 @@ def asks_something(text: str) -> bool:
 
 _ASKING = re.compile(
     r"\b(?:please|can\s+you|could\s+you|let\s+me\s+know|tell\s+me|(?:i\s+)?(?:just\s+)?"
-    r"(?:want|wanted|need|needed|would\s+like)\s+to\s+(?:know|check|see|ask))\b",
+    r"(?:want|wanted|need|needed|would\s+like)\s+to\s+(?:know|check|see|ask)|"
+    r"(?:i|we)(?:'d|\s+would)?\s+(?:need|want|like)\s+(?:an?|some|two|three|four|five)\s)\b",
     re.IGNORECASE,
 )
 
