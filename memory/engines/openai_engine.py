@@ -465,7 +465,11 @@ class OpenAIEngine:
         )
 
     def reflect(
-        self, observations: Sequence[SourceObservation], *, now: datetime
+        self,
+        observations: Sequence[SourceObservation],
+        *,
+        now: datetime,
+        on_request: bool = False,  # the model is given every observation either way
     ) -> list[DraftReflection]:
         if not observations:
             return []

@@ -313,3 +313,51 @@ def test_a_person_the_user_names_is_a_subject_across_days_not_one_an_answer_list
         )
     ]
     assert reflect(stored(*listed, *tail)) == []
+
+
+def test_a_preference_for_another_way_to_be_reached_replaces_the_earlier_one():
+    notes = stored(
+        ("User usually prefers phone calls", "medium", day(2, 1)),
+        ("User's dog is called Rex", "medium", day(2, 3)),
+        ("User prefers SMS", "medium", day(2, 9)),
+    )
+    [update] = reflect(notes)
+    assert update.source_observation_ids == ["o1", "o3"]
+    assert update.text.startswith("User prefers SMS") and "since Feb 9" in update.text
+    # A preference for something else is not a change of channel.
+    unrelated = stored(
+        ("User prefers green tea", "medium", day(2, 1)),
+        ("User prefers SMS", "medium", day(2, 9)),
+    )
+    assert reflect(unrelated) == []
+
+
+def test_a_run_someone_asks_for_condenses_the_newest_notes_too():
+    # The third museum note is the newest of four: a run on threshold leaves it be.
+    notes = stored(("User's cat is called Miso", "low", day(3, 1)), *MUSEUM[:3])
+    assert "o4" not in cited(reflect(notes))
+    asked = ExtractiveEngine().reflect(notes, now=TUESDAY, on_request=True)
+    assert {"o2", "o3", "o4"} <= cited(asked)
+
+
+PARTY = (
+    ("User is planning a dinner party", "medium", day(3, 2)),
+    (
+        "User requested a vegetarian main course for eight people for the party; Assistant "
+        "said a mushroom and chestnut wellington would serve eight",
+        "low",
+        day(3, 2),
+    ),
+    ("User's sister is allergic to peanuts", "low", day(3, 2)),
+)
+
+
+def test_short_notes_about_one_thing_become_one_line_that_keeps_the_answer():
+    """ "the party" refers back to the dinner party: two short notes about it become one
+    line, shorter than the two, that keeps what was asked and what was suggested."""
+    notes = stored(*PARTY)
+    [party] = ExtractiveEngine().reflect(notes, now=TUESDAY, on_request=True)
+    assert party.source_observation_ids == ["o1", "o2"]
+    assert "dinner party" in party.text and "vegetarian main course" in party.text
+    assert "wellington would serve eight" in party.text
+    assert len(party.text.split()) < len(PARTY[0][0].split()) + len(PARTY[1][0].split())

@@ -90,9 +90,13 @@ class ExtractiveEngine:
             forget_texts()  # a worker keeps nothing of a run's texts
 
     def reflect(
-        self, observations: Sequence[SourceObservation], *, now: datetime
+        self,
+        observations: Sequence[SourceObservation],
+        *,
+        now: datetime,
+        on_request: bool = False,
     ) -> list[DraftReflection]:
         try:
-            return reflect_observations(observations)
+            return reflect_observations(observations, newest_too=on_request)
         finally:
             forget_texts()

@@ -39,6 +39,12 @@ _TRAILING_PUNCTUATION = " ,;:.-"
 TARGET_RATIO = 3.0
 MIN_RATIO = 1.8
 ESSENTIAL_VALUE = 6.0
+# A clause this short is one fact, which a third of its words cannot say: a note of one
+# or two such clauses (a fact; a request and its answer) joins a line whole (its fillers
+# dropped, its speaker said once for the line), and the line must still be shorter than
+# its notes together.
+SHORT_CLAUSE_WORDS = 12
+SHORT_NOTE_CLAUSES = 2
 
 
 def day_label(moment: datetime) -> str:
@@ -141,6 +147,8 @@ def parts_of(
                 value = 3.0 + (1.0 if specific else 0.0)
             if _COMMITMENT.search(clause.text):
                 value += 1.0
+            if _answers(clause, clauses[position - 1] if position else None):
+                value = max(value, ESSENTIAL_VALUE)  # what was asked for is never dropped
         parts.append(
             Part(
                 note=note,
@@ -153,6 +161,19 @@ def parts_of(
             )
         )
     return parts
+
+
+def _answers(clause: Clause, before: Clause | None) -> bool:
+    """Is this clause someone's answer to the request just before it ("User requested a
+    main course; Assistant said a wellington would serve eight")? A list of options is
+    not: its named items are worth what they name."""
+    return (
+        before is not None
+        and clause.verb not in LISTING_VERBS
+        and before.actor != clause.actor
+        and bool(clause.actor)
+        and before.verb in ASKING_VERBS
+    )
 
 
 def _says(said: set[str], part: Part) -> bool:
@@ -175,8 +196,10 @@ def digest(parts: Sequence[Sequence[Part]], words: Sequence[int]) -> tuple[list[
         fresh = [p for p in own if not _says(said, p)]
         chosen: list[Part] = []
         used = 0
+        short = len(own) <= SHORT_NOTE_CLAUSES and all(p.words <= SHORT_CLAUSE_WORDS for p in own)
+        budget = words[note] if short else words[note] / TARGET_RATIO
         for part in sorted(fresh, key=lambda p: (-p.value, p.position)):
-            fits = used + part.words <= words[note] / TARGET_RATIO
+            fits = used + part.words <= budget
             if not (fits or (not chosen and part.words <= words[note] / MIN_RATIO)):
                 break  # never a lesser part in the place of a better one that does not fit
             chosen.append(part)

@@ -6,8 +6,9 @@ the day of the change ("User now prefers SMS over email, since Feb 9"). A group 
 one line that says its best parts (facts before questions, named things before advice)
 in a third of its words; a note none of whose parts the line says is not cited and stays
 an observation. So no reflection ever repeats a single observation, and a conversation
-with nothing to condense gets no reflection at all. The newest notes are only merged or
-superseded, never summed up: older material is condensed harder than recent material.
+with nothing to condense gets no reflection at all. On a run that memory's growth set off,
+the newest notes are only merged or superseded, never summed up: older material is
+condensed harder than recent material; a run someone asks for condenses them all.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from memory.engines.extractive.subjects import (
     Clause,
     Subjected,
     clauses_of,
+    definite_keys,
     group_by_subject,
     is_strong_key,
     keys_of,
@@ -50,6 +52,7 @@ from memory.engines.extractive.vocabulary import (
     VAGUE_WORDS,
     content_tokens,
     numbers_in,
+    wordset,
 )
 
 # Token-set Jaccard at which two notes say the same thing. Lower merges distinct events
@@ -57,6 +60,7 @@ from memory.engines.extractive.vocabulary import (
 DUPLICATE_SIMILARITY = 0.75
 RECENT_SHARE = 0.25  # the newest quarter of notes is only merged or superseded
 MAX_GROUP_NOTES = 12
+ABOUT_THE_SUBJECT = 2.0  # what a part that names the group's subject is worth the more
 LIST_ITEMS = 4  # named items of one quoted list a line keeps
 MAX_STATEMENT_WORDS = 20  # a value, a preference or a change of mind: one short clause
 MAX_SUPERSEDE_CANDIDATES = 64  # per word: bounds a very long memory to linear time
@@ -178,6 +182,11 @@ _EXCLUSIVE_VERB = re.compile(r"^(?:prefers?|chose|chooses|picked|switched)$", re
 _PREFERENCE_VERB = re.compile(
     r"^(?:prefers?|wants?|needs?|chose|chooses|picked|switched|uses?)$", re.IGNORECASE
 )
+# Ways to reach someone: a preference for one replaces a preference for another ("prefers
+# SMS" after "prefers phone calls"), though the two share no word.
+CONTACT_CHANNELS = wordset(
+    "email e-mail mail post letter sms text phone call telephone whatsapp chat message"
+)
 _POLAR_VERB = re.compile(
     r"^(?:likes?|loves?|enjoys?|prefers?|hates?|dislikes?|doesn't|does|no|is|isn't)$", re.I
 )
@@ -279,6 +288,9 @@ def _replaces(later: _Statement, earlier: _Statement) -> bool:
         return False
     later_words, earlier_words = _object_words(later), _object_words(earlier)
     shared = later_words & earlier_words
+    if _channel_choices(later_words, earlier_words):
+        verb = later.topic.split()[-1] if later.topic else ""
+        return _EXCLUSIVE_VERB.match(verb) is not None
     if not shared or 2 * len(shared) < min(len(later_words), len(earlier_words)):
         return False
     flipped = (_NEGATION.search(later.text) is None) != (_NEGATION.search(earlier.text) is None)
@@ -286,6 +298,20 @@ def _replaces(later: _Statement, earlier: _Statement) -> bool:
         return True
     verb = later.topic.split()[-1] if later.topic else ""
     return earlier.topic == later.topic and _EXCLUSIVE_VERB.match(verb) is not None
+
+
+_A_CHANNEL = "(a way to be reached)"  # indexes every statement about channels together
+
+
+def _index_words(statement: _Statement) -> frozenset[str]:
+    """The words a statement is found by, for those that may overturn it."""
+    words = _object_words(statement)
+    return words | {_A_CHANNEL} if words and words <= CONTACT_CHANNELS else words
+
+
+def _channel_choices(later: frozenset[str], earlier: frozenset[str]) -> bool:
+    """Both statements are about ways to be reached, and nothing else."""
+    return bool(later and earlier) and (later | earlier) <= CONTACT_CHANNELS
 
 
 def _said_again(later: _Statement, earlier: _Statement) -> bool:
@@ -319,7 +345,7 @@ def supersede(items: list[_Item]) -> None:
         if len(statements) == 1 and _is_preference_like(statements[0]):
             later = statements[0]
             candidates: dict[tuple[int, int], tuple[_Item, int]] = {}
-            for word in sorted(_object_words(later)):
+            for word in sorted(_index_words(later)):
                 alive = [(e, c) for e, c in by_object_word[word] if e.alive]
                 by_object_word[word] = alive
                 # The latest few statements about a word are those a new one can overturn.
@@ -338,7 +364,7 @@ def supersede(items: list[_Item]) -> None:
                     item.supersede(earlier, keeping=keeping)
         for clause, statement in enumerate(statements):
             if _is_preference_like(statement):
-                for word in sorted(_object_words(statement)):
+                for word in sorted(_index_words(statement)):
                     by_object_word[word].append((item, clause))
 
 
@@ -423,11 +449,13 @@ def _condense(group: list[_Item], *, key: str, speakers: frozenset[str]) -> Draf
             )
         for carried in item.carried:
             clauses.extend(clauses_of(carried, speakers))
-        parts.append(
-            parts_of(
-                index, clauses, priority=item.priority, day=item.event_day, list_limit=LIST_ITEMS
-            )
+        own = parts_of(
+            index, clauses, priority=item.priority, day=item.event_day, list_limit=LIST_ITEMS
         )
+        for part in own:
+            if key in part.keys:
+                part.value += ABOUT_THE_SUBJECT  # the line is about its key first
+        parts.append(own)
     head = ""
     if is_strong_key(key) and not is_pseudonym(key):
         head = factor_id([p for own in parts for p in own], key)
@@ -436,11 +464,17 @@ def _condense(group: list[_Item], *, key: str, speakers: frozenset[str]) -> Draf
         return None
     dated = len({group[n].event_day.date() for n in cited}) > 1
     text = write_line(kept, dated=dated, head=head)
+    if len(text.split()) >= sum(group[n].words for n in cited):
+        return None  # short notes that a line would not shorten stay as they are
     return _draft([group[n] for n in cited], text, ["summary"], topics=[key])
 
 
-def reflect_observations(observations: Sequence[SourceObservation]) -> list[DraftReflection]:
-    """Reflections for what condenses; notes no reflection cites stay as they are."""
+def reflect_observations(
+    observations: Sequence[SourceObservation], *, newest_too: bool = False
+) -> list[DraftReflection]:
+    """Reflections for what condenses; notes no reflection cites stay as they are.
+    ``newest_too``: the newest notes are summed up with the rest (a run someone asked
+    for), not only merged or superseded."""
     if not observations:
         return []
     items = _make_items(observations)
@@ -448,7 +482,7 @@ def reflect_observations(observations: Sequence[SourceObservation]) -> list[Draf
     merge_near_duplicates(items)
     alive = [i for i in items if i.alive]
     speakers = speakers_of(i.text for i in alive)
-    recent = math.ceil(len(alive) * RECENT_SHARE)
+    recent = 0 if newest_too else math.ceil(len(alive) * RECENT_SHARE)
     older = alive[: len(alive) - recent]
     subjected = []
     common_words = {k for item in older for k in lowercase_keys(item.text)}
@@ -461,6 +495,7 @@ def reflect_observations(observations: Sequence[SourceObservation]) -> list[Draf
                 day=item.event_day.toordinal(),
                 keys=frozenset(keys),
                 names=frozenset(names - common_words),
+                definite=frozenset(definite_keys(item.text) & keys),
             )
         )
     drafts: list[tuple[int, DraftReflection]] = []

@@ -195,6 +195,17 @@ class Subjected:
     day: int
     keys: frozenset[str]
     names: frozenset[str] = frozenset()
+    # Keys the note refers back to, as something already met: "the party".
+    definite: frozenset[str] = frozenset()
+
+
+_DEFINITE = re.compile(r"\b[Tt]he\s+([A-Za-z][\w'’-]*)")
+
+
+def definite_keys(text: str) -> set[str]:
+    """Keys of the words a text says "the" before: "for the party" refers back to a
+    party a note before it named ("User is planning a dinner party")."""
+    return {word_key(word) for word in _DEFINITE.findall(text)}
 
 
 def _rare_enough(key: str, frequency: int, notes: int) -> bool:
@@ -223,10 +234,11 @@ def _runs(members: list[int], notes: Sequence[Subjected], *, gap: int) -> list[l
 def _cohesive(
     run: list[int], notes: Sequence[Subjected], key: str, by_key: dict[str, list[int]]
 ) -> list[int]:
-    """The notes of a word's run that share another subject word with one of the others:
-    one word in common may be chance ("prioritize" papers, "prioritize" cards)."""
+    """The notes of a word's run that share another subject word with one of the others,
+    or that refer back to the word ("the party") and the note before that named it: one
+    word in common may be chance ("prioritize" papers, "prioritize" cards)."""
     members = set(run)
-    return [
+    cohesive = {
         index
         for index in run
         if any(
@@ -234,7 +246,11 @@ def _cohesive(
             for other in notes[index].keys
             if other in by_key and (len(by_key[other]) <= 3 or other in notes[index].names)
         )
-    ]
+    }
+    for before, index in zip(run, run[1:], strict=False):
+        if key in notes[index].definite:
+            cohesive.update((before, index))
+    return sorted(cohesive)
 
 
 def group_by_subject(notes: Sequence[Subjected], *, max_group: int) -> list[tuple[str, list[int]]]:
