@@ -302,13 +302,14 @@ class PersonalIdRecognizer(_Recognizer):
 
 class UsernameRecognizer(_Recognizer):
     """A handle named as one ("username: jdoe42", "my handle is @dana_w", "user name
-    dana.whitfield"), certain; an @handle in running text (not an e-mail address),
-    uncertain."""
+    dana.whitfield", "my account ID is aphoenix939"), certain; an @handle in running text
+    (not an e-mail address), uncertain. An account id of digits alone is an account
+    number's."""
 
     ENTITY = USERNAME
     NAMED = re.compile(
         r"\b(?i:user\s?name|user\s?id|login(?: name| id)?|handle|screen\s?name|gamertag|"
-        r"nick(?:name)?|account name)(?P<colon>\s*[:=])?(?i:\s*(?:is|was)(?![\w'’]))?"
+        r"nick(?:name)?|account name|(?P<account>account\s?id))(?P<colon>\s*[:=])?(?i:\s*(?:is|was)(?![\w'’]))?"
         r"\s*[\"'“‘]?(?P<value>@?[A-Za-z0-9][A-Za-z0-9._-]{1,31}[A-Za-z0-9_])(?![\w@])"
     )
     # A value without a colon before it must look like a handle, not a word: "login
@@ -320,7 +321,7 @@ class UsernameRecognizer(_Recognizer):
     def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
         for match in self.NAMED.finditer(text):
             value = match.group("value")
-            if value.lower() in self.NOT_HANDLES:
+            if value.lower() in self.NOT_HANDLES or (match.group("account") and value.isdigit()):
                 continue
             if match.group("colon") or self.HANDLE.search(value):
                 yield match.start("value"), match.end("value"), 0.85

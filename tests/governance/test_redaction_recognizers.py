@@ -142,10 +142,15 @@ def test_the_answer_to_an_account_question_is_an_account_number():
         ("username: dana_w", "dana_w"),
         ("My user name is jdoe42.", "jdoe42"),
         ("Follow my handle @dana.whitfield for updates", "@dana.whitfield"),
+        ("Sure, my account ID is aphoenix939.", "aphoenix939"),  # ABCD's way of asking
     ],
 )
 def test_a_username_is_found(text, handle):
     assert "USERNAME" in types_of(text, handle)
+
+
+def test_an_account_id_of_digits_is_an_account_number_not_a_username():
+    assert types_of("Account ID 77812345", "77812345") == {"ACCOUNT_NUMBER"}
 
 
 def test_words_after_login_are_not_usernames():
