@@ -102,17 +102,9 @@ class Engine(Protocol):
     ) -> ObserverOutput: ...
 
     def reflect(
-        self,
-        observations: Sequence[SourceObservation],
-        *,
-        now: datetime,
-        on_request: bool = False,
+        self, observations: Sequence[SourceObservation], *, now: datetime
     ) -> list[DraftReflection]:
         """Condense the observations into fewer, shorter reflections.
-
-        ``on_request``: someone asked for this run (``POST .../reflect``), rather than
-        memory growing past its threshold; the newest observations are condensed too,
-        where a run on threshold leaves them as they are for a while.
 
         A reflection cites every observation it condenses (merges, supersedes, sums
         up); what it cites leaves the context, what no reflection cites stays served as

@@ -465,11 +465,7 @@ class OpenAIEngine:
         )
 
     def reflect(
-        self,
-        observations: Sequence[SourceObservation],
-        *,
-        now: datetime,
-        on_request: bool = False,  # the model is given every observation either way
+        self, observations: Sequence[SourceObservation], *, now: datetime
     ) -> list[DraftReflection]:
         if not observations:
             return []

@@ -149,10 +149,7 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
     # Looked up through its module: the one place a test installs a fake engine.
     engine = engines.engine_for_workspace(conversation.workspace)
     sources_in = inputs.observations
-    on_request = run.trigger == PipelineRun.Trigger.MANUAL
-    drafts = (
-        engine.reflect(sources_in, now=timezone.now(), on_request=on_request) if sources_in else []
-    )
+    drafts = engine.reflect(sources_in, now=timezone.now()) if sources_in else []
     input_ids = {o.id for o in sources_in}
     observed = {o.id: o.observed_at for o in sources_in}
     texts = {o.id: o.text for o in sources_in}

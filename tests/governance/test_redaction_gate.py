@@ -59,7 +59,7 @@ class EchoEngine:
     def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         raise AssertionError("not used")
 
-    def reflect(self, observations: list[SourceObservation], *, now, on_request=False):
+    def reflect(self, observations: list[SourceObservation], *, now):
         self.seen = [o.text for o in observations]
         return [
             DraftReflection(

@@ -340,7 +340,7 @@ def test_a_correction_made_while_the_reflector_works_is_not_lost(
     )
 
     class CorrectedMeanwhile(ExtractiveEngine):
-        def reflect(self, observations, *, now, on_request=False):
+        def reflect(self, observations, *, now):
             drafts = super().reflect(observations, now=now)
             if not Observation.objects.filter(text__contains="letters").exists():
                 observation_update(

@@ -137,7 +137,7 @@ class _AppendsDuringRun:
         )
         return self.inner.observe(messages, previous_observations=previous_observations, now=now)
 
-    def reflect(self, observations, *, now, on_request=False):
+    def reflect(self, observations, *, now):
         return self.inner.reflect(observations, now=now)
 
 
@@ -227,7 +227,7 @@ class _FailingEngine(ExtractiveEngine):
     def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         raise self.error
 
-    def reflect(self, observations, *, now, on_request=False):
+    def reflect(self, observations, *, now):
         raise self.error
 
 
@@ -334,7 +334,7 @@ def test_a_reflection_without_valid_sources_is_rejected_and_memory_stays_as_it_w
     before = list(Observation.objects.filter(conversation=refund_chat).values_list("pk", "status"))
 
     class Unsourced(ExtractiveEngine):
-        def reflect(self, observations, *, now, on_request=False):
+        def reflect(self, observations, *, now):
             return [DraftReflection("User likes tea", "low", None, ["not-an-input"])]
 
     fake_engine(Unsourced())

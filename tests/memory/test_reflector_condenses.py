@@ -332,12 +332,20 @@ def test_a_preference_for_another_way_to_be_reached_replaces_the_earlier_one():
     assert reflect(unrelated) == []
 
 
-def test_a_run_someone_asks_for_condenses_the_newest_notes_too():
-    # The third museum note is the newest of four: a run on threshold leaves it be.
-    notes = stored(("User's cat is called Miso", "low", day(3, 1)), *MUSEUM[:3])
-    assert "o4" not in cited(reflect(notes))
-    asked = ExtractiveEngine().reflect(notes, now=TUESDAY, on_request=True)
-    assert {"o2", "o3", "o4"} <= cited(asked)
+def test_a_memory_of_a_few_notes_is_condensed_whole():
+    unrelated = (
+        ("User's cat is called Miso", "low", day(2, 20)),
+        ("User is learning Portuguese", "medium", day(2, 21)),
+        ("User moved to Porto in January", "medium", day(2, 22)),
+        ("User's sister plays the cello", "low", day(2, 23)),
+        ("User bought a red bicycle", "low", day(2, 24)),
+    )
+    # Of eight notes, the last two museum notes are the newest quarter: held back.
+    many = stored(*unrelated, *MUSEUM[:3])
+    assert {"o7", "o8"}.isdisjoint(cited(reflect(many)))
+    # Of four, there is no older part: the museum notes are condensed together.
+    few = stored(unrelated[0], *MUSEUM[:3])
+    assert cited(reflect(few)) == {"o2", "o3", "o4"}
 
 
 PARTY = (
@@ -356,7 +364,7 @@ def test_short_notes_about_one_thing_become_one_line_that_keeps_the_answer():
     """ "the party" refers back to the dinner party: two short notes about it become one
     line, shorter than the two, that keeps what was asked and what was suggested."""
     notes = stored(*PARTY)
-    [party] = ExtractiveEngine().reflect(notes, now=TUESDAY, on_request=True)
+    [party] = reflect(notes)
     assert party.source_observation_ids == ["o1", "o2"]
     assert "dinner party" in party.text and "vegetarian main course" in party.text
     assert "wellington would serve eight" in party.text

@@ -25,7 +25,7 @@ class _Interrupted(ExtractiveEngine):
     def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
         raise SoftTimeLimitExceeded()
 
-    def reflect(self, observations, *, now, on_request=False):
+    def reflect(self, observations, *, now):
         raise SoftTimeLimitExceeded()
 
 

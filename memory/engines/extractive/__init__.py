@@ -90,13 +90,9 @@ class ExtractiveEngine:
             forget_texts()  # a worker keeps nothing of a run's texts
 
     def reflect(
-        self,
-        observations: Sequence[SourceObservation],
-        *,
-        now: datetime,
-        on_request: bool = False,
+        self, observations: Sequence[SourceObservation], *, now: datetime
     ) -> list[DraftReflection]:
         try:
-            return reflect_observations(observations, newest_too=on_request)
+            return reflect_observations(observations)
         finally:
             forget_texts()

@@ -32,6 +32,7 @@ _HEDGE = re.compile(
 )
 _THINKING_OF = re.compile(r"^is\s+(?:thinking|considering)\s+(?:of|about)\s+")
 _DIGIT = re.compile(r"\d")
+_AMOUNT = re.compile(r"[$€£¥]?\d[\d.,:/-]*\d|[$€£¥]?\d")  # "$130", "129.0", "10:30", "7"
 _COMMITMENT = re.compile(r"\b(?:will|promised?|guarantee[ds]?|committed|must)\b", re.I)
 _TRAILING_PUNCTUATION = " ,;:.-"
 # A note is condensed to its best parts in a third of its words (its best part alone may
@@ -156,7 +157,7 @@ def parts_of(
                 actor=clause.actor,
                 text=text,
                 value=value + weight,
-                keys=frozenset(keys_of(text)),
+                keys=frozenset(keys_of(text) | set(_AMOUNT.findall(text))),
                 day=day,
             )
         )
@@ -177,8 +178,14 @@ def _answers(clause: Clause, before: Clause | None) -> bool:
 
 
 def _says(said: set[str], part: Part) -> bool:
-    """Do the words already said name (nearly) all this part is about?"""
-    return bool(part.keys) and len(part.keys - said) <= len(part.keys) // 5
+    """Do the words already said name (nearly) all this part is about, and every amount
+    and number in it? "$130" after "$129" is another fact."""
+    unsaid = part.keys - said
+    return (
+        bool(part.keys)
+        and len(unsaid) <= len(part.keys) // 5
+        and not any(_DIGIT.search(k) for k in unsaid)
+    )
 
 
 def digest(parts: Sequence[Sequence[Part]], words: Sequence[int]) -> tuple[list[Part], list[int]]:

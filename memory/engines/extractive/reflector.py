@@ -6,9 +6,9 @@ the day of the change ("User now prefers SMS over email, since Feb 9"). A group 
 one line that says its best parts (facts before questions, named things before advice)
 in a third of its words; a note none of whose parts the line says is not cited and stays
 an observation. So no reflection ever repeats a single observation, and a conversation
-with nothing to condense gets no reflection at all. On a run that memory's growth set off,
-the newest notes are only merged or superseded, never summed up: older material is
-condensed harder than recent material; a run someone asks for condenses them all.
+with nothing to condense gets no reflection at all. The newest notes are only merged or
+superseded, never summed up: older material is condensed harder than recent material (a
+memory of a few notes is condensed whole: it has no older part).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from memory.engines.extractive.vocabulary import (
 # ("went to the park with a friend" / "went to the zoo with a friend" share 4 of 6).
 DUPLICATE_SIMILARITY = 0.75
 RECENT_SHARE = 0.25  # the newest quarter of notes is only merged or superseded
+RECENT_FROM_NOTES = 8  # a memory of fewer notes has no older part to condense harder
 MAX_GROUP_NOTES = 12
 ABOUT_THE_SUBJECT = 2.0  # what a part that names the group's subject is worth the more
 LIST_ITEMS = 4  # named items of one quoted list a line keeps
@@ -469,12 +470,8 @@ def _condense(group: list[_Item], *, key: str, speakers: frozenset[str]) -> Draf
     return _draft([group[n] for n in cited], text, ["summary"], topics=[key])
 
 
-def reflect_observations(
-    observations: Sequence[SourceObservation], *, newest_too: bool = False
-) -> list[DraftReflection]:
-    """Reflections for what condenses; notes no reflection cites stay as they are.
-    ``newest_too``: the newest notes are summed up with the rest (a run someone asked
-    for), not only merged or superseded."""
+def reflect_observations(observations: Sequence[SourceObservation]) -> list[DraftReflection]:
+    """Reflections for what condenses; notes no reflection cites stay as they are."""
     if not observations:
         return []
     items = _make_items(observations)
@@ -482,7 +479,7 @@ def reflect_observations(
     merge_near_duplicates(items)
     alive = [i for i in items if i.alive]
     speakers = speakers_of(i.text for i in alive)
-    recent = 0 if newest_too else math.ceil(len(alive) * RECENT_SHARE)
+    recent = math.ceil(len(alive) * RECENT_SHARE) if len(alive) >= RECENT_FROM_NOTES else 0
     older = alive[: len(alive) - recent]
     subjected = []
     common_words = {k for item in older for k in lowercase_keys(item.text)}
