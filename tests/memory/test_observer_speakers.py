@@ -239,3 +239,20 @@ def test_a_name_at_the_end_of_a_long_sentence_is_an_apposition_not_who_is_spoken
         )
     )  # fmt: skip
     assert "Christopher" in " ".join(texts(output))
+
+
+def test_a_scene_heading_says_where_and_a_stage_direction_is_nobody_s_words():
+    """A transcript's bracketed lines are not said by anyone, whatever name the turn
+    carries: a scene heading is a note of where the talk is, an action leaves none."""
+    notes = texts(
+        observe(
+            said(
+                ("user", "Narrator", "[Scene: Central Perk, Joey and Chandler are on the couch.]"),
+                ("user", "Joey", "I bought the tickets for the play on Friday."),
+                ("user", "Narrator", "(The waitress brings their coffee.)"),
+                ("user", "Chandler", "I'm allergic to peanuts."),
+            )
+        )
+    )
+    assert "Scene: Central Perk, Joey and Chandler are on the couch" in "\n".join(notes)
+    assert not any("Narrator" in note or "waitress" in note for note in notes)

@@ -580,6 +580,9 @@ def message_clauses(
     state_asks(message, state)
     if replied is not None:
         return replied
+    direction = stage_direction(message.content)
+    if direction is not None:
+        return _setting_clauses(direction, turn, state)
     clauses: list[Clause] = []
     text = message.content
     if message.role == "assistant":
@@ -610,6 +613,32 @@ def message_clauses(
         if answer is not None:
             clauses.append(_said(answer, turn, state, kind="answer", priority=LOW))
     return clauses
+
+
+# A transcript's words that nobody says: "[Scene: Central Perk, the gang is there.]",
+# "(The waitress brings their coffee.)", "[laughter]".
+_STAGE_DIRECTION = re.compile(r"^\s*(?:\[(?P<square>[^\[\]]*)\]|\((?P<round>[^()]*)\))\s*$")
+_SCENE = re.compile(r"^(?:scene|setting|location)\s*:\s*(?P<place>.+)$", re.IGNORECASE | re.DOTALL)
+SCENE_WORDS = 20  # of a scene heading a note keeps: where, and who is there
+
+
+def stage_direction(content: str) -> str | None:
+    """The inside of a message that is all one bracketed direction, or None."""
+    match = _STAGE_DIRECTION.match(content)
+    if match is None:
+        return None
+    return (match.group("square") or match.group("round") or "").strip()
+
+
+def _setting_clauses(direction: str, turn: Turn, state: WindowState) -> list[Clause]:
+    """A scene heading becomes a note of where what follows happens ("Scene: Central
+    Perk, the gang is there"); any other direction (an action, "[laughter]") is no one's
+    words, and leaves no note."""
+    scene = _SCENE.match(direction)
+    if scene is None:
+        return []
+    place = " ".join(scene.group("place").split()[:SCENE_WORDS]).rstrip(" .,;:")
+    return [_said(f"Scene: {place}", turn, state, kind="setting", priority=MEDIUM)]
 
 
 def _spoken_to(raw: str, turn: Turn, state: WindowState) -> Turn:
