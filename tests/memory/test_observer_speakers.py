@@ -250,6 +250,7 @@ def test_a_scene_heading_says_where_and_a_stage_direction_is_nobody_s_words():
                 ("user", "Narrator", "[Scene: Central Perk, Joey and Chandler are on the couch.]"),
                 ("user", "Joey", "I bought the tickets for the play on Friday."),
                 ("user", "Narrator", "(The waitress brings their coffee.)"),
+                ("user", "Chandler", "Can you pass me the sugar?"),
                 ("user", "Chandler", "I'm allergic to peanuts."),
             )
         )

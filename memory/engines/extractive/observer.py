@@ -25,7 +25,12 @@ from memory.engines.base import (
     SourceMessage,
 )
 from memory.engines.extractive.answers import detail_for
-from memory.engines.extractive.clauses import Clause, WindowState, message_clauses
+from memory.engines.extractive.clauses import (
+    Clause,
+    WindowState,
+    message_clauses,
+    stage_direction,
+)
 from memory.engines.extractive.cues import never_background
 from memory.engines.extractive.pseudonyms import Pseudonyms
 from memory.engines.extractive.sentences import named_speaker, speaker_of
@@ -533,7 +538,8 @@ def _observe(
     detail = detail_for(fidelity)
     clauses: list[Clause] = []
     tool_notes: list[Note] = []
-    listeners = _listeners(visible)
+    # A stage direction is said to nobody, and nobody answers it.
+    listeners = _listeners([m for m in visible if stage_direction(m.content) is None])
     for message in visible:
         if message.role == "tool":
             tool_notes.append(_tool_note(message))
