@@ -5,6 +5,7 @@ tests: no database."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from memory.engines.base import ObserverOutput, SourceMessage
@@ -257,3 +258,23 @@ def test_a_scene_heading_says_where_and_a_stage_direction_is_nobody_s_words():
     )
     assert "Scene: Central Perk, Joey and Chandler are on the couch" in "\n".join(notes)
     assert not any("Narrator" in note or "waitress" in note for note in notes)
+
+
+def test_a_word_said_twice_in_speech_is_written_once():
+    """Transcribed speech stutters ("the the", "I, I", "we just we'll"); the
+    note says it once, and a name said twice ("Bora Bora") stays whole."""
+    notes = "\n".join(
+        texts(
+            observe(
+                said(
+                    ("user", "Anna", "Um I think we just we'll go for the the rubber case."),
+                    ("user", "Ben", "I, I really prefer the the yellow one, that's, that's sure."),
+                    ("user", "Anna", "Or or we could launch it in Bora Bora in March."),
+                )
+            )
+        )
+    )
+    assert "we'll go for the rubber case" in notes
+    assert "Ben prefers the yellow one" in notes
+    assert "Bora Bora" in notes
+    assert not re.search(r"\b(\w+),? \1\b", notes.replace("Bora Bora", ""), re.IGNORECASE)

@@ -61,6 +61,7 @@ from memory.engines.extractive.sentences import (
     split_sentences,
     third_person,
     without_disfluencies,
+    without_stutter,
 )
 from memory.engines.extractive.vocabulary import (
     COMPLETED,
@@ -376,7 +377,7 @@ def _rewrite_statement(text: str, role: str) -> str:
 
 
 def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
-    text = FILLER_WORDS.sub("", text)
+    text = without_stutter(FILLER_WORDS.sub("", text))  # "we just we'll" -> "we'll"
     introduction = _INTRODUCTION.search(text) if kind == "introduction" else None
     if kind == "introduction" and introduction:
         return f"{speaker_names(role)[0]}'s name is {introduction.group(1)}"

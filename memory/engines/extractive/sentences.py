@@ -69,8 +69,25 @@ _DISFLUENCY = re.compile(
     r"\b(?:[uU][hH]-[hH][uU][hH]|[mM][mM]-[hH][mM][mM]|[uU]+[mMhH]+|[hH]?[mM][mM]+|[yY]'know)"
     r"\b[\s,.]*"
 )
-_DOUBLED_WORD = re.compile(r"\b([A-Za-z]+) \1\b")
-_REPEATED_WORD = re.compile(r"\b(?!(?:had|that)\b)(\w+)(?:\s+\1\b)+", re.IGNORECASE)
+# A word said again at once, in either case, after a comma or not ("the the", "Or or",
+# "that's, that's"), or before its own contraction ("we we'll"). "that that" and "had
+# had" are grammar; "Bora Bora" (both capitalised) is a name.
+_STUTTER = re.compile(
+    r"\b(?!(?:had|that)\b(?!'))(?P<word>\w+(?:'\w+)?)(?P<again>(?:,?\s+(?P=word)\b(?!'))+)"
+    r"|\b(?P<short>\w+),?\s+(?P<long>(?P=short)'\w+)\b",
+    re.IGNORECASE,
+)
+
+
+def _one_of_them(match: re.Match[str]) -> str:
+    if match.group("short"):
+        short, long = match.group("short"), match.group("long")
+        return long[:1].upper() + long[1:] if short[:1].isupper() else long
+    word = match.group("word")
+    again = match.group("again").lstrip(", \t\n")
+    if word[:1].isupper() and again[:1].isupper() and word != "I":
+        return match.group(0)  # "Bora Bora"
+    return word
 
 
 def _filler_or_length(match: re.Match[str]) -> str:
@@ -86,9 +103,12 @@ def without_disfluencies(text: str) -> str:
         _DISFLUENCY_HINT.search(text) is not None
     ):
         text = _DISFLUENCY.sub(_filler_or_length, text).strip()
-    if _DOUBLED_WORD.search(text) is not None:
-        text = _REPEATED_WORD.sub(r"\1", text)
-    return text
+    return without_stutter(text)
+
+
+def without_stutter(text: str) -> str:
+    """ "the the idea", "we we'll go" -> "the idea", "we'll go"."""
+    return _STUTTER.sub(_one_of_them, text)
 
 
 _TRAILING_VOCATIVE = re.compile(
