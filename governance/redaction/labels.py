@@ -4,14 +4,15 @@ A pseudonym is written ``<ENTITY_TYPE_n>``: the entity type in capitals, an unde
 a number from 1, in angle brackets (``<PERSON_2>``). Anything else that spells an entity
 type with a number is a *malformed* pseudonym (``<PERSON158>``, a bare ``PERSON131``,
 ``<PERSON_145`` without its bracket, ``person_3>``): a reader cannot reveal it, and the
-reveal page refuses it. ``malformed_pseudonyms`` finds them, for the pipeline and the
-benchmarks to count and refuse. Plain text: nothing here reads the database.
+reveal page refuses it. ``malformed_pseudonyms`` finds them, for the benchmarks to count;
+``well_formed`` writes them right before the pipeline stores what an engine wrote. Plain
+text: nothing here reads the database.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from functools import lru_cache
 
 from governance.redaction.presidio import DENY_LIST_ENTITY, SUPPORTED_ENTITIES
@@ -46,3 +47,30 @@ def malformed_pseudonyms(text: str, entity_types: Iterable[str] = ()) -> list[st
         if match.group("type").isupper() or bracketed:
             found.append(written)
     return found
+
+
+def well_formed(text: str, known: Collection[str], entity_types: Iterable[str] = ()) -> str:
+    """``text`` with each malformed pseudonym written as the label it mangles, where
+    ``known`` (the labels the engine was given) holds that label (``<PERSON158>`` ->
+    ``<PERSON_158>``), and as its bare type in square brackets otherwise (``[PERSON]``):
+    a label nobody gave the engine stands for no one, and must not pass for one."""
+    types = tuple(sorted({*SUPPORTED_ENTITIES, DENY_LIST_ENTITY, *entity_types}))
+
+    def written(match: re.Match[str]) -> str:
+        whole = match.group(0)
+        if LABEL.fullmatch(whole.strip()):
+            return whole
+        bracketed = bool(match.group("open") or match.group("close"))
+        if not (match.group("type").isupper() or bracketed):
+            return whole  # "Person 3 said": prose
+        label = f"<{match.group('type').upper()}_{int(match.group('number'))}>"
+        if label in known:
+            return label
+        return f"[{match.group('type').upper()}]"
+
+    return _spelled(types).sub(written, text)
+
+
+def labels_in(texts: Iterable[str]) -> set[str]:
+    """The well-formed labels ``texts`` hold."""
+    return {match.group(0) for text in texts for match in LABEL.finditer(text)}

@@ -4,6 +4,7 @@ them), through the redaction gate to the engine, stored as observations."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from django.db import transaction
 from django.db.models import F
@@ -17,6 +18,7 @@ from governance.redaction.gates import (
     observer_reading,
     observer_run_summary,
 )
+from governance.redaction.labels import labels_in, well_formed
 from memory.engines.base import MEMORY_BLOCK_HEADER, PRIORITIES, EngineError, SourceMessage
 from memory.grounding import grounding_score
 from memory.models import (
@@ -187,6 +189,11 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
         ],
     )
     drafts = output.observations if output else []
+    if drafts:
+        # A pseudonym the engine wrote wrong is written as the label it was given.
+        speakers_read = reading.speakers if reading is not None else ()
+        known = labels_in([*said.values(), *speakers_read, *previous])
+        drafts = [replace(d, text=well_formed(d.text, known)) for d in drafts]
     observations = []
     for draft in drafts:
         sources = sorted(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import transaction
 from django.db.models import F, Max, Q
@@ -21,6 +21,7 @@ from django.utils import timezone
 from core.actors import SYSTEM_ACTOR
 from governance.audit.writer import audit_record
 from governance.redaction.gates import RedactionGateError, redaction_gate_for_reflection
+from governance.redaction.labels import labels_in, well_formed
 from memory.engines.base import PRIORITIES, Engine, EngineError, SourceObservation
 from memory.grounding import grounding_score
 from memory.models import Conversation, Observation, PipelineRun, Reflection, ReflectorRun
@@ -150,6 +151,10 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
     engine = engines.engine_for_workspace(conversation.workspace)
     sources_in = inputs.observations
     drafts = engine.reflect(sources_in, now=timezone.now()) if sources_in else []
+    if drafts:
+        # A pseudonym the engine wrote wrong is written as the label it was given.
+        known = labels_in(o.text for o in sources_in)
+        drafts = [replace(d, text=well_formed(d.text, known)) for d in drafts]
     input_ids = {o.id for o in sources_in}
     observed = {o.id: o.observed_at for o in sources_in}
     texts = {o.id: o.text for o in sources_in}
