@@ -309,7 +309,8 @@ class UsernameRecognizer(_Recognizer):
     ENTITY = USERNAME
     NAMED = re.compile(
         r"\b(?i:user\s?name|user\s?id|login(?: name| id)?|handle|screen\s?name|gamertag|"
-        r"nick(?:name)?|account name|(?P<account>account\s?id))(?P<colon>\s*[:=])?(?i:\s*(?:is|was)(?![\w'’]))?"
+        r"nick(?:name)?|account name|(?P<account>account\s?id))"
+        r"(?P<colon>\s*[:=])?(?i:\s*(?:is|was)(?![\w'’]))?"
         r"\s*[\"'“‘]?(?P<value>@?[A-Za-z0-9][A-Za-z0-9._-]{1,31}[A-Za-z0-9_])(?![\w@])"
     )
     # A value without a colon before it must look like a handle, not a word: "login
