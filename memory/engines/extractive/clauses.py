@@ -620,7 +620,7 @@ def message_clauses(
 # "(The waitress brings their coffee.)", "[laughter]".
 _STAGE_DIRECTION = re.compile(r"^\s*(?:\[(?P<square>[^\[\]]*)\]|\((?P<round>[^()]*)\))\s*$")
 _SCENE = re.compile(r"^(?:scene|setting|location)\s*:\s*(?P<place>.+)$", re.IGNORECASE | re.DOTALL)
-SCENE_WORDS = 20  # of a scene heading a note keeps: where, and who is there
+SCENE_WORDS = 20  # of a scene heading a note keeps, in whole clauses
 
 
 def stage_direction(content: str) -> str | None:
@@ -638,7 +638,11 @@ def _setting_clauses(direction: str, turn: Turn, state: WindowState) -> list[Cla
     scene = _SCENE.match(direction)
     if scene is None:
         return []
-    place = " ".join(scene.group("place").split()[:SCENE_WORDS]).rstrip(" .,;:")
+    # Where, and who is there: the heading's first sentence, in as many whole clauses as
+    # fit in SCENE_WORDS (the first always), never cut inside one.
+    first = split_sentences(" ".join(scene.group("place").split()))[0]
+    clauses = [c.strip() for c in first.rstrip(" .;:").split(", ") if c.strip()]
+    place = ", ".join(whole_clauses(clauses, SCENE_WORDS))
     return [_said(f"Scene: {place}", turn, state, kind="setting", priority=MEDIUM)]
 
 
