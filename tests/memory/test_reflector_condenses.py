@@ -369,3 +369,18 @@ def test_short_notes_about_one_thing_become_one_line_that_keeps_the_answer():
     assert "dinner party" in party.text and "vegetarian main course" in party.text
     assert "wellington would serve eight" in party.text
     assert len(party.text.split()) < len(PARTY[0][0].split()) + len(PARTY[1][0].split())
+
+
+def test_a_note_is_not_condensed_into_a_line_that_leaves_out_why_it_is_there():
+    """Grouped for Lisbon, a note whose line would keep the user's name and drop the move
+    to Lisbon (its best part, about what the line is about) stays as it is."""
+    notes = stored(
+        (
+            "User's name is Dana; User moved to Lisbon the week of Nov 27 and User prefers "
+            "tea over coffee",
+            "medium",
+            day(2, 1),
+        ),
+        ("Tool call: weather(Lisbon): 21C and sunny", "low", day(2, 1)),
+    )
+    assert "o1" not in cited(reflect(notes))

@@ -188,11 +188,14 @@ def _says(said: set[str], part: Part) -> bool:
     )
 
 
-def digest(parts: Sequence[Sequence[Part]], words: Sequence[int]) -> tuple[list[Part], list[int]]:
+def digest(
+    parts: Sequence[Sequence[Part]], words: Sequence[int], *, key: str = ""
+) -> tuple[list[Part], list[int]]:
     """(the parts a line says, in order; the notes it condenses). Each note, in order,
     is said by its best parts that the line does not say already, best first, in a third
-    of its words; a note whose best part alone takes more than 1/MIN_RATIO of them, or that would
-    lose an essential part, does not condense and is not cited. A note all of whose parts
+    of its words; a note whose best part alone takes more than 1/MIN_RATIO of them, that
+    would lose an essential part, or that would lose a part about ``key`` (what the line
+    is about) as good as any it keeps, does not condense and is not cited. A note all of whose parts
     the line already says is cited: it repeats them."""
     kept: list[Part] = []
     cited: list[int] = []
@@ -214,6 +217,9 @@ def digest(parts: Sequence[Sequence[Part]], words: Sequence[int]) -> tuple[list[
         left_out = [p for p in fresh if p not in chosen]
         if fresh and not chosen or any(p.value >= ESSENTIAL_VALUE for p in left_out):
             continue
+        best = max((p.value for p in chosen), default=0.0)
+        if any(key in p.keys and p.value >= best for p in left_out):
+            continue  # grouped for a part as good as any the line says, which it leaves out
         cited.append(note)
         kept.extend(sorted(chosen, key=lambda p: p.position))
         said.update(k for p in chosen for k in p.keys)

@@ -61,7 +61,6 @@ DUPLICATE_SIMILARITY = 0.75
 RECENT_SHARE = 0.25  # the newest quarter of notes is only merged or superseded
 RECENT_FROM_NOTES = 8  # a memory of fewer notes has no older part to condense harder
 MAX_GROUP_NOTES = 12
-ABOUT_THE_SUBJECT = 2.0  # what a part that names the group's subject is worth the more
 LIST_ITEMS = 4  # named items of one quoted list a line keeps
 MAX_STATEMENT_WORDS = 20  # a value, a preference or a change of mind: one short clause
 MAX_SUPERSEDE_CANDIDATES = 64  # per word: bounds a very long memory to linear time
@@ -450,17 +449,15 @@ def _condense(group: list[_Item], *, key: str, speakers: frozenset[str]) -> Draf
             )
         for carried in item.carried:
             clauses.extend(clauses_of(carried, speakers))
-        own = parts_of(
-            index, clauses, priority=item.priority, day=item.event_day, list_limit=LIST_ITEMS
+        parts.append(
+            parts_of(
+                index, clauses, priority=item.priority, day=item.event_day, list_limit=LIST_ITEMS
+            )
         )
-        for part in own:
-            if key in part.keys:
-                part.value += ABOUT_THE_SUBJECT  # the line is about its key first
-        parts.append(own)
     head = ""
     if is_strong_key(key) and not is_pseudonym(key):
         head = factor_id([p for own in parts for p in own], key)
-    kept, cited = digest(parts, [item.words for item in group])
+    kept, cited = digest(parts, [item.words for item in group], key=key)
     if len(cited) < 2 or not kept:
         return None
     dated = len({group[n].event_day.date() for n in cited}) > 1
