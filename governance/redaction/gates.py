@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from governance.models import (
     ScanRequest,
 )
 from governance.redaction import presidio, scan
+from governance.redaction.labels import labels_in, well_formed
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.pseudonyms import (
     Reidentifier,
@@ -180,6 +181,14 @@ def observer_reading(
         policy=policy,
         speakers=tuple(speakers),
     )
+
+
+def labels_as_given(written: Sequence[str], *, given: Iterable[str]) -> list[str]:
+    """What an engine ``written``, each pseudonym it misspelt written as the label it was
+    ``given`` (texts it read), and one it was never given as no label at all
+    (``labels.well_formed``): what the pipeline stores never holds a malformed label."""
+    known = labels_in(given)
+    return [well_formed(text, known) for text in written]
 
 
 def observer_run_summary(

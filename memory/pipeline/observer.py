@@ -15,10 +15,10 @@ from governance.audit.writer import audit_record
 from governance.redaction.gates import (
     ObserverReading,
     RedactionGateError,
+    labels_as_given,
     observer_reading,
     observer_run_summary,
 )
-from governance.redaction.labels import labels_in, well_formed
 from memory.engines.base import MEMORY_BLOCK_HEADER, PRIORITIES, EngineError, SourceMessage
 from memory.grounding import grounding_score
 from memory.models import (
@@ -192,8 +192,10 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
     if drafts:
         # A pseudonym the engine wrote wrong is written as the label it was given.
         speakers_read = reading.speakers if reading is not None else ()
-        known = labels_in([*said.values(), *speakers_read, *previous])
-        drafts = [replace(d, text=well_formed(d.text, known)) for d in drafts]
+        texts = labels_as_given(
+            [d.text for d in drafts], given=[*said.values(), *speakers_read, *previous]
+        )
+        drafts = [replace(d, text=t) for d, t in zip(drafts, texts, strict=True)]
     observations = []
     for draft in drafts:
         sources = sorted(

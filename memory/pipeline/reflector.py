@@ -20,8 +20,11 @@ from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
 from governance.audit.writer import audit_record
-from governance.redaction.gates import RedactionGateError, redaction_gate_for_reflection
-from governance.redaction.labels import labels_in, well_formed
+from governance.redaction.gates import (
+    RedactionGateError,
+    labels_as_given,
+    redaction_gate_for_reflection,
+)
 from memory.engines.base import PRIORITIES, Engine, EngineError, SourceObservation
 from memory.grounding import grounding_score
 from memory.models import Conversation, Observation, PipelineRun, Reflection, ReflectorRun
@@ -153,8 +156,8 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
     drafts = engine.reflect(sources_in, now=timezone.now()) if sources_in else []
     if drafts:
         # A pseudonym the engine wrote wrong is written as the label it was given.
-        known = labels_in(o.text for o in sources_in)
-        drafts = [replace(d, text=well_formed(d.text, known)) for d in drafts]
+        written = labels_as_given([d.text for d in drafts], given=[o.text for o in sources_in])
+        drafts = [replace(d, text=t) for d, t in zip(drafts, written, strict=True)]
     input_ids = {o.id for o in sources_in}
     observed = {o.id: o.observed_at for o in sources_in}
     texts = {o.id: o.text for o in sources_in}
