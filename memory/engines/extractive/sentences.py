@@ -71,10 +71,11 @@ _DISFLUENCY = re.compile(
 )
 # A word said again at once, in either case, after a comma or not ("the the", "Or or",
 # "that's, that's"), or before its own contraction ("we we'll"). "that that" and "had
-# had" are grammar; "Bora Bora" (both capitalised) is a name.
+# had" are grammar; "Bora Bora" (both capitalised) is a name; "1111 1111" is a number.
 _STUTTER = re.compile(
-    r"\b(?!(?:had|that)\b(?!'))(?P<word>\w+(?:'\w+)?)(?P<again>(?:,?\s+(?P=word)\b(?!'))+)"
-    r"|\b(?P<short>\w+),?\s+(?P<long>(?P=short)'\w+)\b",
+    r"\b(?!(?:had|that)\b(?!'))(?P<word>[^\W\d_]+(?:'\w+)?)"
+    r"(?P<again>(?:,?\s+(?P=word)\b(?![\w'-]))+)"
+    r"|\b(?P<short>[^\W\d_]+),?\s+(?P<long>(?P=short)'\w+)\b",
     re.IGNORECASE,
 )
 
