@@ -253,10 +253,14 @@ def test_a_scene_heading_says_where_and_a_stage_direction_is_nobody_s_words():
                 ("user", "Narrator", "(The waitress brings their coffee.)"),
                 ("user", "Chandler", "Can you pass me the sugar?"),
                 ("user", "Chandler", "I'm allergic to peanuts."),
+                ("user", "Narrator", "[Scene: The Auditorium, Ross and Rachel are about to...]"),
+                ("user", "Ross", "I bought the flowers for Emily yesterday."),
             )
         )
     )
     assert "Scene: Central Perk, Joey and Chandler are on the couch" in "\n".join(notes)
+    assert "Scene: The Auditorium" in "\n".join(notes)
+    assert not any("about to" in note for note in notes)  # no clause left cut short
     assert not any("Narrator" in note or "waitress" in note for note in notes)
 
 

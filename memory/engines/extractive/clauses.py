@@ -640,8 +640,10 @@ def _setting_clauses(direction: str, turn: Turn, state: WindowState) -> list[Cla
         return []
     # Where, and who is there: the heading's first sentence, in as many whole clauses as
     # fit in SCENE_WORDS (the first always), never cut inside one.
-    first = split_sentences(" ".join(scene.group("place").split()))[0]
-    clauses = [c.strip() for c in first.rstrip(" .;:").split(", ") if c.strip()]
+    first = _without_trailing_off(split_sentences(" ".join(scene.group("place").split()))[0])
+    clauses = [c.strip() for c in first.rstrip(" .;:…").split(", ") if c.strip()]
+    if first.endswith(("...", "…")) and len(clauses) > 1:
+        clauses.pop()  # "Ross and Rachel are about to...": a clause that trails off
     place = ", ".join(whole_clauses(clauses, SCENE_WORDS))
     return [_said(f"Scene: {place}", turn, state, kind="setting", priority=MEDIUM)]
 
