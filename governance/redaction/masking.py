@@ -8,12 +8,14 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from governance.models import MessageScan, RedactionFinding
+from governance.models import MessageScan, RedactionFinding, RedactionPolicy
+from governance.redaction.presidio import PolicySpec
 from governance.redaction.scan import MASKED_STATUSES, content_digest
+from governance.redaction.speakers import speaker_masked
 from memory.models import Conversation, Message, Pin
 
 
@@ -106,7 +108,8 @@ def _scanned_digests(message_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]
 
 
 def mask_messages(*, messages: Sequence[Message], revealed: Collection[int] = ()) -> None:
-    """Give each message what the page shows of it: ``parts`` (its text split around
+    """Give each message what the page shows of it: ``masked_name`` (its speaker's name,
+    each person in it masked), ``parts`` (its text split around
     the values of its findings, masked unless their id is in ``revealed``),
     ``masked_text`` (the text with each value as ``<ENTITY_TYPE>``) and ``scan_pending``
     (no scan has read its current content yet, so nothing in it is masked). Two queries
@@ -114,7 +117,17 @@ def mask_messages(*, messages: Sequence[Message], revealed: Collection[int] = ()
     ids = [m.pk for m in messages]
     spans = masked_spans(ids)
     digests = _scanned_digests(ids)
+    workspaces = dict(
+        Conversation.objects.filter(
+            pk__in={m.conversation_id for m in messages if m.name}
+        ).values_list("pk", "workspace_id")
+    )
+    speakers = {w: _speakers_masked(w) for w in set(workspaces.values())}
     for message in messages:
+        workspace_id = workspaces.get(message.conversation_id)
+        message.masked_name = (  # type: ignore[attr-defined]  # for the template
+            speakers[workspace_id](message.name) if workspace_id else message.name
+        )
         parts = mask_parts(message.content, spans.get(message.pk, []), revealed)
         message.parts = parts  # type: ignore[attr-defined]  # for the template
         message.masked_text = masked_text(parts)  # type: ignore[attr-defined]  # for the template
@@ -152,13 +165,33 @@ def mask_pins(*, pins: Sequence[Pin]) -> None:
 TranscriptRow = tuple[int, str, str, datetime, str, str, bool]
 
 
+def _speakers_masked(workspace_id: uuid.UUID) -> Callable[[str], str]:
+    """A speaker's name as the workspace's pages show it (``speakers.speaker_masked``),
+    each name worked out once."""
+    specs: list[PolicySpec] = []  # read at the first name: most conversations have none
+    shown: dict[str, str] = {}
+
+    def masked(name: str) -> str:
+        if name and name not in shown:
+            if not specs:
+                # A page only reads the policy: a workspace without one has the defaults.
+                policy = RedactionPolicy.objects.filter(workspace_id=workspace_id).first()
+                specs.append(PolicySpec.of(policy or RedactionPolicy(workspace_id=workspace_id)))
+            shown[name] = speaker_masked(name, spec=specs[0])
+        return shown.get(name, name)
+
+    return masked
+
+
 def transcript_rows(
     *, conversation: Conversation, chunk_size: int = 2000
 ) -> Iterator[TranscriptRow]:
     """Every message as plain tuples, oldest first, its content masked as
-    ``mask_messages`` masks it, with ``scan_pending`` last. Streamed from the database
-    in chunks (a server-side cursor on PostgreSQL), each chunk's findings read in one
-    query: the urgent-review path never builds models."""
+    ``mask_messages`` masks it, and its speaker's name as well, with ``scan_pending``
+    last. Streamed from the database in chunks (a server-side cursor on PostgreSQL),
+    each chunk's findings read in one query: the urgent-review path never builds
+    models."""
+    speaker = _speakers_masked(conversation.workspace_id)
     rows = (
         Message.objects.filter(conversation=conversation)
         .order_by("seq")
@@ -172,4 +205,4 @@ def transcript_rows(
         for pk, seq, role, name, created_at, tool_name, content in chunk:
             text = masked_text(mask_parts(content, spans.get(pk, [])))
             pending = digests.get(pk) != content_digest(content)
-            yield seq, role, name, created_at, tool_name, text, pending
+            yield seq, role, speaker(name), created_at, tool_name, text, pending

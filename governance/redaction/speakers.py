@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 
 from governance.redaction import presidio
+from governance.redaction.labels import LABEL
 from memory.models import Message
 
 PERSON = "PERSON"
@@ -93,3 +94,29 @@ def speaker_redacted(
             return kept + " …"
         kept += parts[index] + parts[index + 1]
     return kept
+
+
+MASK = "<PERSON>"  # as a page masks a person in a message's text (masking.TextPart.label)
+
+
+def speaker_masked(name: str, *, spec: presidio.PolicySpec) -> str:
+    """``name`` as a page shows it: each person in it masked as a page masks a person in
+    a message's text, when the policy redacts people; a qualifier, a pseudonym and a
+    name the policy allows stay ("Tom (agent)" -> "<PERSON> (agent)", "<PERSON_2>
+    (agent)" as it is). A role given as a name ("Narrator") is masked too unless the
+    policy allows it: telling it from a name takes the spaCy lexicon, which a page does
+    not load."""
+    person = person_of(name)
+    if (
+        not person
+        or PERSON not in spec.analysed_entities
+        or person in spec.allow_list
+        or spec.operator_for(PERSON) == "keep"
+    ):
+        return name
+    parts = _BETWEEN.split(person)
+    for index in range(0, len(parts), 2):
+        part = parts[index]
+        if part and part not in spec.allow_list and not LABEL.fullmatch(part):
+            parts[index] = MASK  # a pseudonym stored at ingest is shown as it is
+    return "".join(parts) + name[len(person) :]

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from core.actors import Actor
+from governance.redaction.policy import redaction_policy_get_or_create
 from memory.models import Message, Observation, ObserverRun, Reflection
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
@@ -582,14 +583,21 @@ def test_the_add_bar_sits_above_the_list_not_over_it(login, observed_conversatio
     assert ".add-observation[open] + .column-body" in css
 
 
-def test_a_named_speaker_is_shown_beside_the_role_and_an_unnamed_one_as_before(login, workspace):
+def test_a_named_speaker_is_shown_beside_the_role_masked_as_the_text_masks_people(login, workspace):
+    """The policy redacts people: a speaker's name is masked on the page and in the
+    transcript as a person in a message is (a viewer learns that a person spoke, in which
+    role, not who); a name the policy allows stays, and an unnamed one shows as before."""
+    policy = redaction_policy_get_or_create(workspace_id=workspace.pk)
+    policy.allow_list = ["Support Team"]
+    policy.save()
     conversation = conversation_create(workspace=workspace, title="Hand-over")
     messages_append(
         conversation=conversation,
         items=[
             MessageInput(role="user", content="My parcel is late.", name="Maria <Lopez>"),
-            MessageInput(role="assistant", content="Let me check.", name="Tom Berg"),
+            MessageInput(role="assistant", content="Let me check.", name="Tom Berg (agent)"),
             MessageInput(role="assistant", content="Anything else?"),
+            MessageInput(role="assistant", content="Closing the case.", name="Support Team"),
         ],
     )
     client = login("viewer")
@@ -598,13 +606,32 @@ def test_a_named_speaker_is_shown_beside_the_role_and_an_unnamed_one_as_before(l
     page = b"".join(client.get(f"/conversations/{conversation.pk}/transcript").streaming_content)
 
     assert (
-        '<strong class="speaker">Maria &lt;Lopez&gt;</strong> <span class="role">(user)</span>'
-        in html
+        '<strong class="speaker">&lt;PERSON&gt;</strong> <span class="role">(user)</span>' in html
     )
-    assert 'aria-label="Message 2, Tom Berg (assistant)' in html
+    assert 'aria-label="Message 2, &lt;PERSON&gt; (agent) (assistant)' in html
     assert '<strong class="role">assistant</strong>' in html  # message 3, as before
     assert 'aria-label="Message 3, assistant' in html
+    assert '<strong class="speaker">Support Team</strong>' in html  # allowed by the policy
     transcript = page.decode()
-    assert "Maria &lt;Lopez&gt; (user)" in transcript and "<Lopez>" not in transcript
-    assert re.search(r"#2  \S+ \S+  Tom Berg \(assistant\)", transcript)
+    for shown in (html, transcript):
+        assert "Lopez" not in shown and "Tom Berg" not in shown
+    assert "&lt;PERSON&gt; (user)" in transcript
+    assert re.search(r"#2  \S+ \S+  &lt;PERSON&gt; \(agent\) \(assistant\)", transcript)
     assert re.search(r"#3  \S+ \S+  assistant(  \[|\n)", transcript)
+
+
+def test_a_speaker_s_name_is_shown_as_written_where_the_policy_does_not_redact_people(
+    login, workspace
+):
+    policy = redaction_policy_get_or_create(workspace_id=workspace.pk)
+    policy.entities = ["EMAIL_ADDRESS"]
+    policy.save()
+    conversation = conversation_create(workspace=workspace, title="Hand-over")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="My parcel is late.", name="Maria Lopez")],
+    )
+
+    html = _page(login("viewer"), f"/conversations/{conversation.pk}/")
+
+    assert '<strong class="speaker">Maria Lopez</strong>' in html
