@@ -59,10 +59,9 @@ def _a_role(words: str) -> bool:
     )
 
 
-def speaker_redacted(
-    name: str, *, spec: presidio.PolicySpec, pseudonyms: presidio.Pseudonymiser
-) -> str:
-    """``name`` as the policy lets it be read (the module docstring)."""
+def _people(name: str, spec: presidio.PolicySpec) -> tuple[str, list[str]]:
+    """(the person part of ``name``, its people with what is between them at odd
+    places), or no parts when the policy leaves the name as it is."""
     person = person_of(name)
     if (
         not person
@@ -70,8 +69,17 @@ def speaker_redacted(
         or person in spec.allow_list
         or spec.operator_for(PERSON) == "keep"
     ):
+        return person, []
+    return person, _BETWEEN.split(person)
+
+
+def speaker_redacted(
+    name: str, *, spec: presidio.PolicySpec, pseudonyms: presidio.Pseudonymiser
+) -> str:
+    """``name`` as the policy lets it be read (the module docstring)."""
+    person, parts = _people(name, spec)
+    if not parts:
         return name
-    parts = _BETWEEN.split(person)
     for index in range(0, len(parts), 2):
         part = parts[index]
         if part and part not in spec.allow_list and not _a_role(part):
@@ -106,15 +114,9 @@ def speaker_masked(name: str, *, spec: presidio.PolicySpec) -> str:
     (agent)" as it is). A role given as a name ("Narrator") is masked too unless the
     policy allows it: telling it from a name takes the spaCy lexicon, which a page does
     not load."""
-    person = person_of(name)
-    if (
-        not person
-        or PERSON not in spec.analysed_entities
-        or person in spec.allow_list
-        or spec.operator_for(PERSON) == "keep"
-    ):
+    person, parts = _people(name, spec)
+    if not parts:
         return name
-    parts = _BETWEEN.split(person)
     for index in range(0, len(parts), 2):
         part = parts[index]
         if part and part not in spec.allow_list and not LABEL.fullmatch(part):
