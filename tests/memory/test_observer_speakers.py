@@ -214,12 +214,18 @@ def test_a_long_meeting_is_noted_as_minutes_without_its_questions():
     decided = [
         ("user", "Project Manager", "We decided the remote will cost twenty five Euro."),
         ("user", "Marketing", "I prefer a rubber case in lemon yellow."),
+        ("user", "Industrial Designer", "The production cost is 12.50 Euro per unit."),
+        ("user", "Marketing", "We're gonna have like individual work and then a meeting."),
     ]
     output = observe(said(*decided, *chatter, ("user", "Marketing", "Okay.")))
-    joined = " ".join(texts(output))
+    notes = texts(output)
+    joined = " ".join(notes)
     assert "Project Manager said we decided the remote will cost twenty five Euro" in joined
     assert "Marketing prefers a rubber case in lemon yellow" in joined
+    assert "production cost is 12.50 Euro per unit" in joined  # a fact with its amount
     assert "blue case" not in joined
+    # "like" said in passing is no preference, and an aside the minutes leave out.
+    assert "individual work" not in joined
 
 
 def test_a_short_scene_keeps_its_questions():
@@ -282,3 +288,17 @@ def test_a_word_said_twice_in_speech_is_written_once():
     assert "Ben prefers the yellow one" in notes
     assert "Bora Bora" in notes
     assert not re.search(r"\b(\w+),? \1\b", notes.replace("Bora Bora", ""), re.IGNORECASE)
+
+
+def test_like_said_in_passing_is_kept_low_as_talk_not_as_a_preference():
+    output = observe(
+        said(
+            ("user", "Monica Geller", "It's like starting on the fifteenth date!"),
+            ("user", "Rachel Green", "I like the blue dress."),
+        )
+    )
+    by_text = {o.text: o.priority for o in output.observations}
+    [passing] = [t for t in by_text if "fifteenth date" in t]
+    assert by_text[passing] == "low"
+    [liked] = [t for t in by_text if "blue dress" in t]
+    assert by_text[liked] == "medium" and "likes the blue dress" in liked

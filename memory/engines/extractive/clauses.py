@@ -272,6 +272,10 @@ def classify(
         sentence.text
     ):
         return "fact", LOW
+    if "like" in sentence.words:
+        # "it's like starting on the fifteenth date": said in passing, no preference;
+        # kept low, as a question is, and left out of a long meeting's minutes.
+        return "remark", LOW
     return None
 
 

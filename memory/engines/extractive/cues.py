@@ -54,7 +54,9 @@ PREFERENCE = _cue(
     "like love enjoy prefer hate dislike adore stand likes loves enjoys prefers favorite "
     "favourite preferred rather into fan fond allergic vegetarian vegan",
     r"\b(?:(?:i|we)\s+(?:\w+\s+){0,2}?(?:like|love|enjoy|prefer|hate|dislike|adore|"
-    r"can'?t\s+stand)|(?:likes?|loves?|enjoys?|prefers?|favou?rite|preferred|rather)\b|"
+    r"can'?t\s+stand)|(?:likes|loves?|enjoys?|prefers?|favou?rite|preferred|rather)\b|"
+    # "like" with someone who likes: not the "like" of speech ("we'll have like a meeting")
+    r"(?:you|they|he|she|people|would|'d|don't|do|does|doesn't|didn't)\s+like\b|"
     r"i'?m\s+(?:really\s+)?(?:into|a\s+fan\s+of|fond\s+of|allergic\s+to|vegetarian|vegan))",
 )
 IDENTITY = _cue(

@@ -260,6 +260,7 @@ def _exchanges(messages: Sequence[SourceMessage]) -> dict[str, str]:
 
 # Turns of people talking after which their background remarks are no longer noted.
 LONG_TALK_TURNS = 150
+MINUTES_KINDS = frozenset({"fact", "event"})  # low-priority clauses a meeting's minutes keep
 # Words of a line that holds several people's turns of a meeting or a scene: more turns
 # per line save each its own marker and date in the served context.
 TALK_LINE_WORDS = 60
@@ -549,8 +550,9 @@ def _observe(
     _raise_unanswered_requests(clauses, visible)
     if len(visible) > LONG_TALK_TURNS and _is_group_talk(visible):
         # A long meeting is noted as its minutes are: what was decided, preferred, planned
-        # or found wrong; the questions and asides along the way are answered in it.
-        clauses = [c for c in clauses if c.priority != LOW]
+        # or found wrong, the facts with an amount or a name and what happened; the
+        # questions and asides along the way are answered in it.
+        clauses = [c for c in clauses if c.priority != LOW or c.kind in MINUTES_KINDS]
     clauses = _drop_known_clauses(clauses, KnownFacts(previous_observations))
     tool_notes = _drop_known_tool_notes(fold_tool_notes(tool_notes), previous_observations)
     clauses = fold_fulfilled_requests(clauses, tool_notes, visible)
