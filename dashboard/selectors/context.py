@@ -9,7 +9,7 @@ from typing import Any
 
 from governance.redaction.gates import reidentifier_for_api, reidentifier_for_measurement
 from governance.redaction.labels import LABEL
-from governance.redaction.masking import masked_spans
+from governance.redaction.masking import masked_spans, speaker_people_masked
 from memory.context.budget import ContextBudget, context_budget
 from memory.context.read import context_for_conversation
 from memory.context.rendering import chat_name
@@ -91,6 +91,12 @@ def served_context(*, conversation: Conversation, max_tokens: int | None) -> Ser
                 found[content[start:end]] = f"<{entity_type}>"
     if recorder is not None:
         found.update({value: label for value, label in recorder.values.items() if value})
+    # The speakers' names, masked as the conversation page masks them.
+    names = Message.objects.filter(pk__in=budget.recent_message_ids).exclude(name="")
+    for person, mask in speaker_people_masked(
+        workspace_id=conversation.workspace_id, names=names.values_list("name", flat=True)
+    ).items():
+        found.setdefault(person, mask)
     # Longest first: a value inside another is not masked half.
     replacements = sorted(found.items(), key=lambda pair: -len(pair[0]))
     # A turn's name is in the form OpenAI takes ("Maria_Lopez"): masked when it is that

@@ -8,14 +8,14 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from governance.models import MessageScan, RedactionFinding, RedactionPolicy
 from governance.redaction.presidio import PolicySpec
 from governance.redaction.scan import MASKED_STATUSES, content_digest
-from governance.redaction.speakers import speaker_masked
+from governance.redaction.speakers import people_of, speaker_masked
 from memory.models import Conversation, Message, Pin
 
 
@@ -181,6 +181,14 @@ def _speakers_masked(workspace_id: uuid.UUID) -> Callable[[str], str]:
         return shown.get(name, name)
 
     return masked
+
+
+def speaker_people_masked(*, workspace_id: uuid.UUID, names: Iterable[str]) -> dict[str, str]:
+    """Each person in these speakers' names that a page masks, and its mask (``"Maria
+    Lopez" -> "<PERSON>"``): for a page that shows a text in which the names are written
+    (the served context's ``[Maria Lopez (user)]``)."""
+    masked = _speakers_masked(workspace_id)
+    return {person: shown for person in people_of(names) if (shown := masked(person)) != person}
 
 
 def transcript_rows(

@@ -142,3 +142,21 @@ def test_a_speakers_name_the_agent_reads_re_identified_is_shown_as_its_pseudonym
     assert (
         '<strong class="chat-name">PERSON_1</strong> <span class="chat-role">(user)</span>' in html
     )
+
+
+def test_a_speakers_name_is_masked_in_the_preview_as_on_the_conversation_page(login, workspace):
+    """The policy redacts people and agents read what is stored: the preview shows what
+    the agent is served with the speaker's name masked, as the conversation page masks
+    it, in the text and in the chat form."""
+    conversation = conversation_create(workspace=workspace, user_id="maria")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", name="Maria Lopez", content="Where is my parcel?")],
+    )
+    conversation.refresh_from_db()
+
+    html = _page(login("viewer"), f"/conversations/{conversation.pk}/context/")
+
+    assert "Maria" not in html and "Lopez" not in html
+    assert "[&lt;PERSON&gt; (user)] Where is my parcel?" in html
+    assert '<strong class="chat-name">PERSON</strong>' in html
