@@ -32,21 +32,30 @@ def _spelled(entity_types: tuple[str, ...]) -> re.Pattern[str]:
     )
 
 
+@lru_cache(maxsize=16)
+def _spelling(entity_types: tuple[str, ...]) -> re.Pattern[str]:
+    """The pattern of a type among Presidio's, Memdesk's and ``entity_types`` (a
+    workspace's custom recognizers') spelled with a number."""
+    return _spelled(tuple(sorted({*SUPPORTED_ENTITIES, DENY_LIST_ENTITY, *entity_types})))
+
+
+def _is_malformed(match: re.Match[str]) -> bool:
+    """A spelling that is not written ``<ENTITY_TYPE_n>``. A type in lower or mixed case
+    counts only with an angle bracket: "Person 3 said" is prose."""
+    if LABEL.fullmatch(match.group(0).strip()):
+        return False
+    bracketed = bool(match.group("open") or match.group("close"))
+    return match.group("type").isupper() or bracketed
+
+
 def malformed_pseudonyms(text: str, entity_types: Iterable[str] = ()) -> list[str]:
     """The strings of ``text`` that spell an entity type with a number but are not
-    written ``<ENTITY_TYPE_n>``, in the order they appear. ``entity_types`` adds types
-    to Presidio's and Memdesk's (a workspace's custom recognizers'). A type in lower or
-    mixed case counts only with an angle bracket: "Person 3 said" is prose."""
-    types = tuple(sorted({*SUPPORTED_ENTITIES, DENY_LIST_ENTITY, *entity_types}))
-    found: list[str] = []
-    for match in _spelled(types).finditer(text):
-        written = match.group(0).strip()
-        if LABEL.fullmatch(written):
-            continue
-        bracketed = bool(match.group("open") or match.group("close"))
-        if match.group("type").isupper() or bracketed:
-            found.append(written)
-    return found
+    written ``<ENTITY_TYPE_n>``, in the order they appear (``_is_malformed``)."""
+    return [
+        match.group(0).strip()
+        for match in _spelling(tuple(entity_types)).finditer(text)
+        if _is_malformed(match)
+    ]
 
 
 def well_formed(text: str, known: Collection[str], entity_types: Iterable[str] = ()) -> str:
@@ -54,21 +63,15 @@ def well_formed(text: str, known: Collection[str], entity_types: Iterable[str] =
     ``known`` (the labels the engine was given) holds that label (``<PERSON158>`` ->
     ``<PERSON_158>``), and as its bare type in square brackets otherwise (``[PERSON]``):
     a label nobody gave the engine stands for no one, and must not pass for one."""
-    types = tuple(sorted({*SUPPORTED_ENTITIES, DENY_LIST_ENTITY, *entity_types}))
 
     def written(match: re.Match[str]) -> str:
-        whole = match.group(0)
-        if LABEL.fullmatch(whole.strip()):
-            return whole
-        bracketed = bool(match.group("open") or match.group("close"))
-        if not (match.group("type").isupper() or bracketed):
-            return whole  # "Person 3 said": prose
-        label = f"<{match.group('type').upper()}_{int(match.group('number'))}>"
-        if label in known:
-            return label
-        return f"[{match.group('type').upper()}]"
+        if not _is_malformed(match):
+            return match.group(0)
+        kind = match.group("type").upper()
+        label = f"<{kind}_{int(match.group('number'))}>"
+        return label if label in known else f"[{kind}]"
 
-    return _spelled(types).sub(written, text)
+    return _spelling(tuple(entity_types)).sub(written, text)
 
 
 def labels_in(texts: Iterable[str]) -> set[str]:
