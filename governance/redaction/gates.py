@@ -8,7 +8,7 @@ import importlib.util
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db.models import Subquery
 from django.utils import timezone
@@ -42,6 +42,7 @@ from governance.redaction.targets import (
     pseudonym_values,
     redact_targets,
 )
+from memory.engines.base import DraftObservation, DraftReflection
 from memory.models import Conversation, Message, Observation
 
 
@@ -183,12 +184,15 @@ def observer_reading(
     )
 
 
-def labels_as_given(written: Sequence[str], *, given: Iterable[str]) -> list[str]:
-    """What an engine ``written``, each pseudonym it misspelt written as the label it was
+Written = TypeVar("Written", DraftObservation, DraftReflection)
+
+
+def labels_as_given(drafts: Sequence[Written], *, given: Iterable[str]) -> list[Written]:
+    """What an engine wrote, each pseudonym it misspelt written as the label it was
     ``given`` (texts it read), and one it was never given as no label at all
     (``labels.well_formed``): what the pipeline stores never holds a malformed label."""
     known = labels_in(given)
-    return [well_formed(text, known) for text in written]
+    return [replace(draft, text=well_formed(draft.text, known)) for draft in drafts]
 
 
 def observer_run_summary(

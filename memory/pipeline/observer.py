@@ -4,7 +4,6 @@ them), through the redaction gate to the engine, stored as observations."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 
 from django.db import transaction
 from django.db.models import F
@@ -189,13 +188,9 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
         ],
     )
     drafts = output.observations if output else []
-    if drafts:
-        # A pseudonym the engine wrote wrong is written as the label it was given.
-        speakers_read = reading.speakers if reading is not None else ()
-        texts = labels_as_given(
-            [d.text for d in drafts], given=[*said.values(), *speakers_read, *previous]
-        )
-        drafts = [replace(d, text=t) for d, t in zip(drafts, texts, strict=True)]
+    # A pseudonym the engine wrote wrong is written as the label it was given.
+    speakers_read = reading.speakers if reading is not None else ()
+    drafts = labels_as_given(drafts, given=[*said.values(), *speakers_read, *previous])
     observations = []
     for draft in drafts:
         sources = sorted(

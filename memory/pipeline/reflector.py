@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import F, Max, Q
@@ -154,10 +154,8 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
     engine = engines.engine_for_workspace(conversation.workspace)
     sources_in = inputs.observations
     drafts = engine.reflect(sources_in, now=timezone.now()) if sources_in else []
-    if drafts:
-        # A pseudonym the engine wrote wrong is written as the label it was given.
-        written = labels_as_given([d.text for d in drafts], given=[o.text for o in sources_in])
-        drafts = [replace(d, text=t) for d, t in zip(drafts, written, strict=True)]
+    # A pseudonym the engine wrote wrong is written as the label it was given.
+    drafts = labels_as_given(drafts, given=[o.text for o in sources_in])
     input_ids = {o.id for o in sources_in}
     observed = {o.id: o.observed_at for o in sources_in}
     texts = {o.id: o.text for o in sources_in}
