@@ -82,7 +82,9 @@ def served_context(*, conversation: Conversation, max_tokens: int | None) -> Ser
         Pin.objects.filter(conversation=conversation).values_list("message_id", flat=True)
     )
     message_ids = {*budget.recent_message_ids, *pin_message_ids}
-    contents = dict(Message.objects.filter(pk__in=message_ids).values_list("pk", "content"))
+    rows = list(Message.objects.filter(pk__in=message_ids).values_list("pk", "content", "name"))
+    contents = {pk: content for pk, content, _ in rows}
+    names = {name for _, _, name in rows if name}
     found: dict[str, str] = {}
     for message_id, spans in masked_spans(message_ids).items():
         content = contents.get(message_id, "")
@@ -92,10 +94,8 @@ def served_context(*, conversation: Conversation, max_tokens: int | None) -> Ser
     if recorder is not None:
         found.update({value: label for value, label in recorder.values.items() if value})
     # The speakers' names, masked as the conversation page masks them.
-    names = Message.objects.filter(pk__in=budget.recent_message_ids).exclude(name="")
-    for person, mask in speaker_people_masked(
-        workspace_id=conversation.workspace_id, names=names.values_list("name", flat=True)
-    ).items():
+    masks = speaker_people_masked(workspace_id=conversation.workspace_id, names=names)
+    for person, mask in masks.items():
         found.setdefault(person, mask)
     # Longest first: a value inside another is not masked half.
     replacements = sorted(found.items(), key=lambda pair: -len(pair[0]))

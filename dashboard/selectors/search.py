@@ -78,7 +78,7 @@ def _message_hits(workspace: Workspace, query: str, end_user: str) -> tuple[list
     )
     capped = len(rows) > SEARCH_MESSAGE_CANDIDATES
     rows = rows[:SEARCH_MESSAGE_CANDIDATES]
-    mask_messages(messages=rows)
+    mask_messages(messages=rows, workspace_id=workspace.pk)
     hits = []
     for message in rows:
         shown = message.masked_text  # type: ignore[attr-defined]  # set by mask_messages

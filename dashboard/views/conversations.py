@@ -136,7 +136,7 @@ def _masked(window: MessageWindow, conversation: Conversation) -> MessageWindow:
     # Every list of messages a page shows goes through here: the values the scan found
     # are masked (the template shows only ``parts``), whoever is reading; the messages
     # served verbatim because no observation covers them yet are flagged.
-    mask_messages(messages=window.messages)
+    mask_messages(messages=window.messages, workspace_id=conversation.workspace_id)
     mark_unobserved(conversation=conversation, messages=window.messages)
     # The agent's reasoning steps and tool calls, in time order with the messages and
     # masked as they are.
@@ -332,7 +332,11 @@ def message_reveal(
         )
     except MemdeskError as error:
         raise Http404(error.message) from None
-    mask_messages(messages=[message], revealed={f.pk for f in revealed})
+    mask_messages(
+        messages=[message],
+        workspace_id=conversation.workspace_id,
+        revealed={f.pk for f in revealed},
+    )
     message.is_revealed = bool(revealed)  # type: ignore[attr-defined]  # for the template
     context = {"conversation": conversation, "message": message}
     if is_partial(request):

@@ -44,7 +44,7 @@ def pin_add(
     access, conversation, message = get_message_for_user(
         request, conversation_id, message_id, Capability.EDIT_MEMORY
     )
-    mask_messages(messages=[message])
+    mask_messages(messages=[message], workspace_id=conversation.workspace_id)
     template = "dashboard/pin_add.html"
     form = PinForm(
         request.POST if request.method == "POST" else None, auto_id=f"pin_{message.seq}_%s"

@@ -107,27 +107,21 @@ def _scanned_digests(message_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]
     )
 
 
-def mask_messages(*, messages: Sequence[Message], revealed: Collection[int] = ()) -> None:
+def mask_messages(
+    *, messages: Sequence[Message], workspace_id: uuid.UUID, revealed: Collection[int] = ()
+) -> None:
     """Give each message what the page shows of it: ``masked_name`` (its speaker's name,
     each person in it masked), ``parts`` (its text split around
     the values of its findings, masked unless their id is in ``revealed``),
     ``masked_text`` (the text with each value as ``<ENTITY_TYPE>``) and ``scan_pending``
     (no scan has read its current content yet, so nothing in it is masked). Two queries
-    for the whole list."""
+    for the whole list, and one for the workspace's policy when a message has a name."""
     ids = [m.pk for m in messages]
     spans = masked_spans(ids)
     digests = _scanned_digests(ids)
-    workspaces = dict(
-        Conversation.objects.filter(
-            pk__in={m.conversation_id for m in messages if m.name}
-        ).values_list("pk", "workspace_id")
-    )
-    speakers = {w: _speakers_masked(w) for w in set(workspaces.values())}
+    speaker = _speakers_masked(workspace_id)
     for message in messages:
-        workspace_id = workspaces.get(message.conversation_id)
-        message.masked_name = (  # type: ignore[attr-defined]  # for the template
-            speakers[workspace_id](message.name) if workspace_id else message.name
-        )
+        message.masked_name = speaker(message.name)  # type: ignore[attr-defined]  # for the template
         parts = mask_parts(message.content, spans.get(message.pk, []), revealed)
         message.parts = parts  # type: ignore[attr-defined]  # for the template
         message.masked_text = masked_text(parts)  # type: ignore[attr-defined]  # for the template
@@ -167,18 +161,19 @@ TranscriptRow = tuple[int, str, str, datetime, str, str, bool]
 
 def _speakers_masked(workspace_id: uuid.UUID) -> Callable[[str], str]:
     """A speaker's name as the workspace's pages show it (``speakers.speaker_masked``),
-    each name worked out once."""
-    specs: list[PolicySpec] = []  # read at the first name: most conversations have none
-    shown: dict[str, str] = {}
+    each name worked out once; the policy is read at the first name (most conversations
+    have none), and only read: a workspace without one has the defaults."""
+    spec: PolicySpec | None = None
+    shown: dict[str, str] = {"": ""}
 
     def masked(name: str) -> str:
-        if name and name not in shown:
-            if not specs:
-                # A page only reads the policy: a workspace without one has the defaults.
+        nonlocal spec
+        if name not in shown:
+            if spec is None:
                 policy = RedactionPolicy.objects.filter(workspace_id=workspace_id).first()
-                specs.append(PolicySpec.of(policy or RedactionPolicy(workspace_id=workspace_id)))
-            shown[name] = speaker_masked(name, spec=specs[0])
-        return shown.get(name, name)
+                spec = PolicySpec.of(policy or RedactionPolicy(workspace_id=workspace_id))
+            shown[name] = speaker_masked(name, spec=spec)
+        return shown[name]
 
     return masked
 
