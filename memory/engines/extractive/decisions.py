@@ -82,13 +82,12 @@ def classify_answer(
 
 # A short answer that puts something forward for what was asked: "A mushroom wellington
 # would serve eight", "the blue model should fit".
-_PROPOSAL = re.compile(
-    r"^(?:an?|the|our|this|that|one|some)\s+[^,.;:!?]{3,60}?\s+(?:would|could|should|will|can)"
+_PUT_FORWARD = (
+    r"(?:an?|the|our|this|that|one|some)\s+[^,.;:!?]{3,60}?\s+(?:would|could|should|will|can)"
     r"\s+(?:serve|suit|fit|feed|work|do|cover|match|go)\b"
 )
-
-
-_PROPOSED = re.compile(r"(?:^|[.!?]\s+)" + _PROPOSAL.pattern[1:])
+_PROPOSAL = re.compile("^" + _PUT_FORWARD)  # a sentence that is one
+_PROPOSED = re.compile(r"(?:^|[.!?]\s+)" + _PUT_FORWARD)  # a turn with one of its sentences
 
 
 def promised_part(text: str) -> str:

@@ -287,31 +287,30 @@ def _replaces(later: _Statement, earlier: _Statement) -> bool:
     if earlier.actor != later.actor or not _is_preference_like(earlier):
         return False
     later_words, earlier_words = _object_words(later), _object_words(earlier)
+    exclusive = _EXCLUSIVE_VERB.match(later.topic.split()[-1] if later.topic else "") is not None
+    if _about_channels(later_words) and _about_channels(earlier_words):
+        return exclusive
     shared = later_words & earlier_words
-    if _channel_choices(later_words, earlier_words):
-        verb = later.topic.split()[-1] if later.topic else ""
-        return _EXCLUSIVE_VERB.match(verb) is not None
     if not shared or 2 * len(shared) < min(len(later_words), len(earlier_words)):
         return False
     flipped = (_NEGATION.search(later.text) is None) != (_NEGATION.search(earlier.text) is None)
     if _CHANGE_MARKER.search(later.text) or flipped:
         return True
-    verb = later.topic.split()[-1] if later.topic else ""
-    return earlier.topic == later.topic and _EXCLUSIVE_VERB.match(verb) is not None
+    return earlier.topic == later.topic and exclusive
 
 
 _A_CHANNEL = "(a way to be reached)"  # indexes every statement about channels together
 
 
+def _about_channels(words: frozenset[str]) -> bool:
+    """What a statement is about is ways to be reached, and nothing else."""
+    return bool(words) and words <= CONTACT_CHANNELS
+
+
 def _index_words(statement: _Statement) -> frozenset[str]:
     """The words a statement is found by, for those that may overturn it."""
     words = _object_words(statement)
-    return words | {_A_CHANNEL} if words and words <= CONTACT_CHANNELS else words
-
-
-def _channel_choices(later: frozenset[str], earlier: frozenset[str]) -> bool:
-    """Both statements are about ways to be reached, and nothing else."""
-    return bool(later and earlier) and (later | earlier) <= CONTACT_CHANNELS
+    return words | {_A_CHANNEL} if _about_channels(words) else words
 
 
 def _said_again(later: _Statement, earlier: _Statement) -> bool:
