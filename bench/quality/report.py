@@ -461,7 +461,8 @@ def run_dataset(
 
 def print_samples(runs: dict[str, Run], labelled: dict[str, Any], seed: int) -> None:
     """The only content the bench prints: 20 notes of the ``default`` variant (its
-    reflected run's where it wrote none) and, per known person, the labels it got."""
+    reflected run's where it wrote none), every note of it that reads as garbled, and,
+    per known person, the labels it got."""
     label = next(iter(runs))
     if not any(s.notes for s in runs[label].served) and f"{label}+reflect" in runs:
         label = f"{label}+reflect"
@@ -469,6 +470,11 @@ def print_samples(runs: dict[str, Run], labelled: dict[str, Any], seed: int) -> 
     print(f"\n{SAMPLE_NOTES} random notes ({label} variant, seed {seed})")
     for note in random.Random(seed).sample(notes, min(SAMPLE_NOTES, len(notes))):
         print(f"- [{note.kind}, observed {note.observed_at:%Y-%m-%d}] {note.text}")
+    garbled = [(reason, n) for n in notes if (reason := garbled_reason(n.text))]
+    if garbled:
+        print(f"\ngarbled notes ({label} variant, {len(garbled)})")
+        for reason, note in garbled:
+            print(f"- [{reason}] {note.text}")
     for workspace, found in labelled.items():
         if found.by_person:
             people = "; ".join(f"{p} {len(v)}" for p, v in found.by_person.items())
