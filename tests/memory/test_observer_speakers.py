@@ -302,3 +302,54 @@ def test_like_said_in_passing_is_kept_low_as_talk_not_as_a_preference():
     assert by_text[passing] == "low"
     [liked] = [t for t in by_text if "blue dress" in t]
     assert by_text[liked] == "medium" and "likes the blue dress" in liked
+
+
+def test_speech_that_trails_off_leaves_no_word_hanging():
+    """A transcript's "and..." or "give me the..." is where someone stopped talking: the
+    note keeps what they finished saying and never ends on the word they stopped on."""
+    notes = texts(
+        observe(
+            said(
+                ("user", "Phoebe", "I wanted to tell you, but I kinda felt all floopy, and..."),
+                ("user", "Rachel", "Hang up the phone Ross, give me the phone, give me the..."),
+                ("user", "Gunther", "I was sort of..."),
+            )
+        )
+    )
+    joined = "\n".join(notes)
+    assert "Phoebe kinda felt all floopy" in joined  # not "kindas", and no "and"
+    assert "give Rachel the phone" in joined
+    assert joined.count("give Rachel the phone") == 1  # said three times, noted once
+    assert not any(re.search(r"\b(and|the|of|to)$", note) for note in notes)
+    assert "sort of" not in joined
+
+
+def test_an_exclamation_is_not_a_possession():
+    [note] = texts(observe(said(("user", "Rachel", "Oh my God. I lost my keys at the café."))))
+    assert "God" not in note
+    assert note == "Rachel lost Rachel's keys at the café"
+
+
+def test_a_speaker_named_for_their_role_keeps_the_role_words_they_say():
+    """In a meeting whose speakers are named by role, "I'm the user interface designer"
+    from User Interface says so once, not "User Interface Interface designer"; "in
+    marketing I will" from Marketing is not "marketing Marketing will"; a spelt letter
+    said twice ("T_ T_") is a stutter."""
+    notes = "\n".join(
+        texts(
+            observe(
+                said(
+                    ("user", "User Interface", "I'm the user interface designer, so I'll be "
+                                               "working on the buttons."),
+                    ("user", "Marketing", "In marketing I will look at what the trends are."),
+                    ("user", "Industrial Designer", "We need it for T_ T_ for the T_V_ remote, "
+                                                    "it should cost 12 Euro."),
+                )
+            )
+        )
+    )  # fmt: skip
+    assert "User Interface is the user interface designer" in notes
+    assert "Interface Interface" not in notes
+    assert "marketing Marketing" not in notes.replace("said in", "")
+    assert "T_ for the T_V_ remote" in notes
+    assert not re.search(r"\b(\w+) \1\b", notes, re.IGNORECASE)

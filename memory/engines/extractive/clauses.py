@@ -425,16 +425,39 @@ _TRAILING_OFF = re.compile(
     r"[\s,;:-]*$",
     re.IGNORECASE,
 )
-
-
 _DANGLING = wordset("and or but nor because the a an of with than my your their our")
+_CONJUNCTIONS = wordset("and or but nor because")
+_ELLIPSIS = re.compile(r"\s*(?:\.{2,}|…)[\s.…]*$")
+# Where a sentence that trails off ("... supposed to...") stopped mid-phrase: on a word
+# that needs more after it. A conjunction is the clause's end ("... open up to, and..."),
+# not its middle.
+_MID_PHRASE = wordset(
+    """to of the a an my your his her their our its this that these those some any no
+    is was are were be been am i you he she we they it was if so as at in on for from by
+    into about like just sort kind kinda sorta gonna wanna really very more most not
+    can could would should will might must do does did have has had get got"""
+)
+_CLAUSE_BREAK = re.compile(r"\s*(?:[,;:]|\s-)\s+")
 
 
 def _without_trailing_off(text: str) -> str:
-    last = text.rstrip(" ,;:-").rsplit(None, 1)[-1:]
-    if not last or last[0].lower() not in _DANGLING:
+    """The sentence without the words it trailed off on: "felt all floopy, and..." ->
+    "felt all floopy" (a clause was finished, the next never began); a clause stopped
+    mid-phrase goes whole ("give me the phone, give me the..." -> "give me the phone"),
+    and a sentence that is nothing else goes ("Was I not supposed to..." -> "")."""
+    trailed = _ELLIPSIS.search(text)
+    if trailed is None:
+        last = text.rstrip(" ,;:-").rsplit(None, 1)[-1:]
+        return _TRAILING_OFF.sub("", text) if last and last[0].lower() in _DANGLING else text
+    text = text[: trailed.start()].rstrip(" ,;:-")
+    last = text.rsplit(None, 1)[-1:]
+    word = last[0].lower().strip("\"'") if last else ""
+    if word in _CONJUNCTIONS:
+        return _TRAILING_OFF.sub("", text)
+    if word not in _MID_PHRASE and word not in _DANGLING:
         return text
-    return _TRAILING_OFF.sub("", text)
+    breaks = list(_CLAUSE_BREAK.finditer(text))
+    return text[: breaks[-1].start()].rstrip(" ,;:-") if breaks else ""
 
 
 @dataclass(frozen=True)
@@ -478,8 +501,11 @@ def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause
         return _system_clause(text, turn, state)
     if message.role == "user":
         text = _need_first(text)
+    text = _without_trailing_off(text)
+    if not text:
+        return None  # nothing but words that trailed off
     sentence = _trim_long(
-        Sentence.of(_without_trailing_off(text)),
+        Sentence.of(text),
         message.role,
         state,
         detail.max_sentence_words,
@@ -525,8 +551,11 @@ def _said(
 ) -> Clause:
     """A rewritten clause with the participants' names, remembered."""
     message = turn.message
-    text = as_said_by(text, message.role, message.speaker, turn.listener)
-    text = _with_role(_short_names(text, state), turn, state)
+    named = as_said_by(text, message.role, message.speaker, turn.listener)
+    if named != text:
+        # "and marketing, I'm gonna ..." from Marketing: "marketing Marketing is gonna".
+        named = without_stutter(named)
+    text = _with_role(_short_names(named, state), turn, state)
     state.remember(text)
     return Clause(
         text=text,
@@ -644,10 +673,11 @@ def _setting_clauses(direction: str, turn: Turn, state: WindowState) -> list[Cla
         return []
     # Where, and who is there: the heading's first sentence, in as many whole clauses as
     # fit in SCENE_WORDS (the first always), never cut inside one.
+    # A clause that trails off goes ("Ross and Rachel are about to...").
     first = _without_trailing_off(split_sentences(" ".join(scene.group("place").split()))[0])
     clauses = [c.strip() for c in first.rstrip(" .;:…").split(", ") if c.strip()]
-    if first.endswith(("...", "…")) and len(clauses) > 1:
-        clauses.pop()  # "Ross and Rachel are about to...": a clause that trails off
+    if not clauses:
+        return []
     place = ", ".join(whole_clauses(clauses, SCENE_WORDS))
     return [_said(f"Scene: {place}", turn, state, kind="setting", priority=MEDIUM)]
 

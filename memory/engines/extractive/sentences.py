@@ -56,7 +56,8 @@ _THANKS = re.compile(
 )
 _DISCOURSE_PREFIX = re.compile(
     # Phrases before the single words they start with: "no problem" before "no".
-    r"^(?:(?:no\s+problem|by\s+the\s+way|speaking\s+of\s+which|all\s+right|in\s+addition|"
+    r"^(?:(?:(?:oh\s+)?my\s+(?:god|gosh|goodness)|oh\s+(?:god|gosh|boy|man|dear)|"
+    r"no\s+problem|by\s+the\s+way|speaking\s+of\s+which|all\s+right|in\s+addition|"
     r"well|so|oh|ah|aha|haha+|hehe|hmm+|um+|yes|yeah|yep|no|nope|ok(?:ay)?|sure|actually|"
     r"anyway|honestly|alright|great|cool|wow|indeed|also|and|but|then|besides|however|"
     r"additionally|firstly|secondly|finally)\b[\s,!.:;-]*)+",
@@ -69,12 +70,13 @@ _DISFLUENCY = re.compile(
     r"\b(?:[uU][hH]-[hH][uU][hH]|[mM][mM]-[hH][mM][mM]|[uU]+[mMhH]+|[hH]?[mM][mM]+|[yY]'know)"
     r"\b[\s,.]*"
 )
-# A word said again at once, in either case, after a comma or not ("the the", "Or or",
-# "that's, that's"), or before its own contraction ("we we'll"). "that that" and "had
-# had" are grammar; "Bora Bora" (both capitalised) is a name; "1111 1111" is a number.
+# A word said again at once, in either case, after a comma, a dash or nothing ("the the",
+# "Or or", "that's, that's", "I - I felt", a spelt letter "T_ T_"), or before its own
+# contraction ("we we'll"). "that that" and "had had" are grammar; "Bora Bora" (both
+# capitalised) is a name; "1111 1111" is a number.
 _STUTTER = re.compile(
-    r"\b(?!(?:had|that)\b(?!'))(?P<word>[^\W\d_]+(?:'\w+)?)"
-    r"(?P<again>(?:,?\s+(?P=word)\b(?![\w'-]))+)"
+    r"\b(?!(?:had|that)\b(?!'))(?P<word>[^\W\d_]+(?:'\w+|_)?)"
+    r"(?P<again>(?:(?:,|\s+-)?\s+(?P=word)\b(?![\w'-]))+)"
     r"|\b(?P<short>[^\W\d_]+),?\s+(?P<long>(?P=short)'\w+)\b",
     re.IGNORECASE,
 )
@@ -85,9 +87,9 @@ def _one_of_them(match: re.Match[str]) -> str:
         short, long = match.group("short"), match.group("long")
         return long[:1].upper() + long[1:] if short[:1].isupper() else long
     word = match.group("word")
-    again = match.group("again").lstrip(", \t\n")
-    if word[:1].isupper() and again[:1].isupper() and word != "I":
-        return match.group(0)  # "Bora Bora"
+    again = match.group("again").lstrip(", -\t\n")
+    if word[:1].isupper() and again[:1].isupper() and word != "I" and word[-1] != "_":
+        return match.group(0)  # "Bora Bora"; a letter spelt twice ("T_ T_") is a stutter
     return word
 
 
@@ -110,6 +112,31 @@ def without_disfluencies(text: str) -> str:
 def without_stutter(text: str) -> str:
     """ "the the idea", "we we'll go" -> "the idea", "we'll go"."""
     return _STUTTER.sub(_one_of_them, text)
+
+
+_PHRASE_BREAK = re.compile(r",\s+")
+_PHRASE_WORD = re.compile(r"[\w']+")
+
+
+def without_said_again(sentence: str) -> str:
+    """A phrase said again in one breath is written once: "give me the phone Ross, give
+    me the phone, give me the phone" -> "give me the phone Ross". A phrase goes when its
+    words (two or more) are all in the phrase before it."""
+    if sentence.count(", ") < 1:
+        return sentence
+    phrases = _PHRASE_BREAK.split(sentence)
+    kept = [phrases[0]]
+    before = set(_PHRASE_WORD.findall(phrases[0].lower()))
+    for phrase in phrases[1:]:
+        words = set(_PHRASE_WORD.findall(phrase.rstrip(".!?").lower()))
+        if len(words) >= 2 and words <= before:
+            continue
+        kept.append(phrase)
+        before = words
+    if len(kept) == len(phrases):
+        return sentence
+    end = sentence[len(sentence.rstrip(".!?")) :]
+    return ", ".join(kept).rstrip(".!?") + end
 
 
 _TRAILING_VOCATIVE = re.compile(
@@ -264,7 +291,15 @@ def as_said_by(text: str, role: str, speaker: str, listener: str = "") -> str:
         return text
     said_by, said_to = speaker_names(role)
     names = {said_by: speaker or said_by, said_to: listener or said_to}
-    return _ROLE_NAMES.sub(lambda m: names[m.group(0)], text)
+
+    def name_of(match: re.Match[str]) -> str:
+        name = names[match.group(0)]
+        rest = name[len(match.group(0)) :]
+        if rest[:1] == " " and text[match.end() :].lower().startswith(rest.lower()):
+            return match.group(0)  # "user interface" said by User Interface: their words
+        return name
+
+    return _ROLE_NAMES.sub(name_of, text)
 
 
 _ROLE_NAMES = re.compile(r"\b(?:User|Assistant)\b")
@@ -358,7 +393,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 _OPENERS = wordset(
-    """well so oh ah aha hehe yes yeah yep no nope ok okay sure actually anyway by speaking
+    """well so oh my ah aha hehe yes yeah yep no nope ok okay sure actually anyway by speaking
     honestly alright all great cool wow indeed also and but then besides however in
     additionally firstly secondly finally hi hello hey dear greetings good"""
 )
@@ -406,6 +441,7 @@ def clean_sentence(raw: str) -> str | None:
         sentence = "I " + sentence  # "just wanted to check my refund": the writer wants
     if _UNMARKED_QUESTION.match(sentence) and len(sentence.split()) <= UNMARKED_QUESTION_WORDS:
         sentence = sentence.rstrip(" .") + "?"  # "how long till it is refunded"
+    sentence = without_said_again(sentence)
     first = sentence.split(None, 1)[0] if sentence else ""
     word = first.strip(',.;:!?"').replace("'", "")
     if not (word.isalpha() and word.islower()):
