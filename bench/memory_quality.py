@@ -121,6 +121,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS = ("lme_s", "lme_oracle", "friendsqa", "qmsum", "abcd")
+# --variants names -> the labels of bench/quality/report.py's DEFAULT_VARIANTS
+VARIANT_NAMES = {"default": "default", "reflection-only": "reflection-only redaction"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -140,6 +142,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=20250101)
     parser.add_argument("--samples", action="store_true", help="print 20 notes per dataset")
     parser.add_argument(
+        "--variants",
+        default="",
+        help="comma-separated redaction variants to run, from default, reflection-only "
+        "(default: both); for a quick look while tuning, not for the figures on the page",
+    )
+    parser.add_argument(
         "--fidelity-curve",
         action="store_true",
         help="also run the default variant at the other fidelity levels",
@@ -153,6 +161,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if unknown or not chosen:
         parser.error(f"--datasets takes names from {', '.join(DATASETS)}; got {args.datasets!r}")
     args.datasets = chosen
+    args.variants = [name.strip() for name in args.variants.split(",") if name.strip()]
+    if unknown_variants := [v for v in args.variants if v not in VARIANT_NAMES]:
+        parser.error(
+            f"--variants takes names from {', '.join(VARIANT_NAMES)}; got {unknown_variants}"
+        )
     return args
 
 
@@ -222,7 +235,8 @@ def main() -> None:
         pipeline.clock_engine()
         from django.conf import settings
 
-        variants = list(DEFAULT_VARIANTS)
+        chosen = {VARIANT_NAMES[name] for name in args.variants}
+        variants = [v for v in DEFAULT_VARIANTS if not chosen or v.label in chosen]
         if args.fidelity_curve:
             variants += [
                 Variant(f"default, fidelity={level}", fidelity=level, reflect=False)

@@ -510,6 +510,16 @@ def test_it_refuses_an_unknown_dataset_name(capsys: pytest.CaptureFixture[str]) 
     assert "--datasets takes names from lme_s" in capsys.readouterr().err
 
 
+def test_variants_are_chosen_by_name_and_a_wrong_name_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert parse_args([]).variants == []  # both
+    assert parse_args(["--variants", "reflection-only"]).variants == ["reflection-only"]
+    with pytest.raises(SystemExit):
+        parse_args(["--variants", "private"])
+    assert "--variants takes names from default, reflection-only" in capsys.readouterr().err
+
+
 def test_named_turns_reach_the_messages_as_their_name(db):
     pipeline = Pipeline()
     history = History(
