@@ -353,3 +353,22 @@ def test_a_speaker_named_for_their_role_keeps_the_role_words_they_say():
     assert "marketing Marketing" not in notes.replace("said in", "")
     assert "T_ for the T_V_ remote" in notes
     assert not re.search(r"\b(\w+) \1\b", notes, re.IGNORECASE)
+
+
+def test_what_is_said_to_keep_talking_is_not_noted():
+    """ "you know", "I mean" set off by commas, and a sentence begun again ("My name is
+    I'm ..."), say nothing of anyone: no "Project Manager knows", no "name is I'm"."""
+    notes = "\n".join(
+        texts(
+            observe(
+                said(
+                    ("user", "Project Manager", "You know, I think we should, you know, go "
+                                                "for the yellow case by Friday."),
+                    ("user", "Marketing", "My name is I'm the marketing expert, I guess."),
+                )
+            )
+        )
+    )  # fmt: skip
+    assert "Project Manager thinks we should go for the yellow case by Feb 13" in notes
+    assert "know" not in notes
+    assert "name is" not in notes

@@ -89,9 +89,9 @@ _SENTENCE_STARTERS = wordset(
     lately now then here every each all many most no not maybe perhaps less more only about
     around roughly approximately nearly almost over under within"""
 )
-# "I'm Gary", "My name is Gary", "Call me Gary".
+# "I'm Gary", "My name is Gary", "Call me Gary"; not "My name is I'm ...", said twice over.
 _INTRODUCTION = re.compile(
-    r"(?:^I'm|^I am|\b[Mm]y name is|\b[Cc]all me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)"
+    r"(?:^I'm|^I am|\b[Mm]y name is|\b[Cc]all me)\s+(?!I\b|I')([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)"
 )
 _SPECIFIC_NUMBER = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+|\d+(?:[.,:]\d+)?\s?(?:%|[a-zA-Z]+)?")
 _CLAUSE_SPLIT = re.compile(

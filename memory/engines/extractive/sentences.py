@@ -99,6 +99,17 @@ def _filler_or_length(match: re.Match[str]) -> str:
     return match.group(0) if before[:1].isdigit() and before[1:] == " " else ""
 
 
+# "You know, it's", "it's, I mean, the thing", "the thing, you know.": said to keep talking,
+# set off by commas. "You know the Playstation control" asks something and stays.
+_ASIDE = re.compile(r"(?:^|,)\s*(?:[yY]ou\s+know|I\s+mean|[yY]ou\s+see)\s*(?:,\s*|(?=[.;!?]|$))")
+# "My name is I'm the marketing expert": a sentence begun again.
+_RESTART = re.compile(r"\b[Mm]y\s+name\s+is\s+(?=I'm\b|I\s+am\b)")
+
+
+def _aside_gone(match: re.Match[str]) -> str:
+    return "" if match.start() == 0 or match.group(0).endswith(("know", "mean", "see")) else " "
+
+
 def without_disfluencies(text: str) -> str:
     """ "Um, well this is our our project" -> "well this is our project"."""
     lower = text.lower()
@@ -106,12 +117,28 @@ def without_disfluencies(text: str) -> str:
         _DISFLUENCY_HINT.search(text) is not None
     ):
         text = _DISFLUENCY.sub(_filler_or_length, text).strip()
+    if ("know" in lower or "mean" in lower or "see" in lower) and _ASIDE.search(text):
+        text = _ASIDE.sub(_aside_gone, text).strip()
+    if "name is i" in lower:
+        text = _RESTART.sub("", text)
     return without_stutter(text)
+
+
+# The words a stutter is looked for between: a word and the next, or its contraction.
+_SPOKEN_WORD = re.compile(r"[^\W\d]+(?:'\w+)?")
+
+
+def _may_stutter(text: str) -> bool:
+    """Does a word come again at once? A set of words is cheap to read; the stutter
+    pattern tries a back-reference at every word, and nine texts in ten have none."""
+    words = _SPOKEN_WORD.findall(text.lower())
+    pairs = zip(words, words[1:], strict=False)
+    return any(a == b or b.startswith(a + "'") for a, b in pairs)
 
 
 def without_stutter(text: str) -> str:
     """ "the the idea", "we we'll go" -> "the idea", "we'll go"."""
-    return _STUTTER.sub(_one_of_them, text)
+    return _STUTTER.sub(_one_of_them, text) if _may_stutter(text) else text
 
 
 _PHRASE_BREAK = re.compile(r",\s+")
