@@ -59,6 +59,13 @@ def _a_role(words: str) -> bool:
     )
 
 
+def roles_among(names: Iterable[str]) -> list[str]:
+    """The speakers' names that are roles a client gave as names ("Marketing", "Project
+    Manager"): no one's name where they speak, nor in what memory says of them ("Marketing
+    said ..."). A scan of notes leaves them as written, as ``speaker_redacted`` does."""
+    return sorted({person for person in people_of(names) if _a_role(person)})
+
+
 def _people(name: str, spec: presidio.PolicySpec) -> tuple[str, list[str]]:
     """(the person part of ``name``, its people with what is between them at odd
     places), or no parts when the policy leaves the name as it is."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
@@ -224,9 +225,11 @@ def redact_targets(
     actor: Actor = SYSTEM_ACTOR,
     batch_size: int = presidio.BATCH_SIZE,
     n_process: int = presidio.N_PROCESS,
+    allow: Sequence[str] = (),
 ) -> dict[str, str]:
     """Analyse stored texts in one batch, store the redacted texts with their findings
     (and originals, per policy), and return what an engine may read, by target id.
+    ``allow``: words left as written beside the policy's allow list, for this scan only.
 
     A span at exactly the place of a finding the target already has is not a finding
     again: one pending review is still waiting (and masked for the engine), a dismissed
@@ -238,6 +241,8 @@ def redact_targets(
         return {}
     _, text_field = REDACTION_TARGETS[target_type]
     spec = presidio.PolicySpec.of(policy)
+    if allow:
+        spec = replace(spec, allow_list=(*spec.allow_list, *allow))
     texts = [getattr(t, text_field) for t in targets]
     known: dict[str, list[RedactionFinding]] = defaultdict(list)
     # A message's DETECTED findings are the scan's, not a decision: their values are

@@ -14,6 +14,7 @@ from django.core.serializers import serialize
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, RestrictedOriginal
 from governance.redaction import presidio as redaction
+from governance.redaction.pseudonyms import WorkspacePseudonyms
 from governance.redaction.review import redaction_finding_approve, redaction_finding_dismiss
 from memory.engines.base import DraftReflection, SourceObservation
 from memory.models import Conversation, Message, Observation, Reflection
@@ -436,3 +437,32 @@ def test_rescan_of_messages_redacts_them_where_the_policy_redacts_at_ingest(
 def test_rescan_names_an_unknown_workspace(db):
     with pytest.raises(Exception, match="No workspace named 'nope'"):
         call_command("rescan_redaction", "--workspace", "nope", stdout=StringIO())
+
+
+def test_a_speaker_named_for_a_role_stays_as_written_in_the_notes(workspace, conversation):
+    """A meeting whose speakers a client named by role: "Marketing said ..." is no person
+    before reflection either (the ingest scan left the name as written), even where the
+    workspace once took the word for a person ("Thanks, Marketing"), while a speaker who
+    is a person is still pseudonymised where a note names them."""
+    WorkspacePseudonyms(workspace.pk).label("PERSON", "Marketing")
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content="We could do whatever we like.", name="Marketing"),
+            MessageInput(role="user", content="We'll get panned.", name="Project Manager"),
+            MessageInput(role="user", content="Keep the cost down.", name="User Interface"),
+            MessageInput(role="user", content="I moved to Leeds.", name="Dana Whitfield"),
+        ],
+    )
+    notes = [
+        "User Interface got Project Manager's note about keeping the cost down; Marketing "
+        "said the criteria based on Real Reactions' goals, marketing strategies; Project "
+        "Manager said Marketing got point five there",
+        "Dana Whitfield said she moved to Leeds last week",
+    ]
+    _observations(conversation, notes)
+
+    texts = sorted(o.text for o in observations_for_reflection(conversation=conversation))
+
+    assert texts[0].startswith("<PERSON_") and "Dana Whitfield" not in texts[0]
+    assert texts[1] == notes[0]
