@@ -372,3 +372,24 @@ def test_what_is_said_to_keep_talking_is_not_noted():
     assert "Project Manager thinks we should go for the yellow case by Feb 13" in notes
     assert "know" not in notes
     assert "name is" not in notes
+
+
+def test_a_reported_sentence_opens_in_lowercase_unless_it_opens_with_a_name():
+    """ "Slight problem ..." reported as "said Slight problem" reads as a name (and a
+    redaction scan takes it for one): a word the window writes in lowercase elsewhere is
+    lowercased after "said"; a name stays as written."""
+    notes = "\n".join(
+        texts(
+            observe(
+                said(
+                    ("user", "Project Manager", "Slight problem we had was that we are four "
+                                                "Euros over budget."),
+                    ("user", "Marketing", "We're not lacking in ideas, that was not the problem."),
+                    ("user", "Marketing", "London is where the problem is, a slight delay."),
+                )
+            )
+        )
+    )  # fmt: skip
+    assert "Project Manager said slight problem we had" in notes
+    assert "Marketing said we're not lacking in ideas" in notes
+    assert "Marketing said London is where the problem is" in notes

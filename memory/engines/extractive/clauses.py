@@ -9,7 +9,7 @@ assigned by rule."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -87,7 +87,8 @@ _SENTENCE_STARTERS = wordset(
     she what what's how when where why which who is are was were do does did can could would
     should will in on at for if as so but and today yesterday tomorrow sometimes recently
     lately now then here every each all many most no not maybe perhaps less more only about
-    around roughly approximately nearly almost over under within"""
+    around roughly approximately nearly almost over under within we're we've we'll we'd
+    they're they've they'll they'd it'll it'd let's there'll here's"""
 )
 # "I'm Gary", "My name is Gary", "Call me Gary"; not "My name is I'm ...", said twice over.
 _INTRODUCTION = re.compile(
@@ -97,6 +98,9 @@ _SPECIFIC_NUMBER = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+|\d+(?:[.,:]\d+)
 _CLAUSE_SPLIT = re.compile(
     r"(,\s+(?=(?:and|but|so|which|because|while|although|though|as)\b)|;\s+|\s+because\s+)"
 )
+
+
+_LOWERCASE_WORD = re.compile(r"(?<![\w'])[a-z][a-z']*\b")
 
 
 def _lower_first(text: str) -> str:
@@ -140,6 +144,7 @@ class WindowState:
         self.user_asked = False  # the last user turn asked something
         self.named: set[str] = set()  # full names memory already holds
         self.introduced: set[str] = set()  # agents memory already introduced with their role
+        self.common_words: frozenset[str] = frozenset()  # words the window writes lowercase
 
     def meet(self, speakers: Sequence[str]) -> None:
         """The window's speakers: a full name whose first name is a first name nobody else
@@ -157,6 +162,12 @@ class WindowState:
         self.named = {name for name in self.first_names if name.lower() in known}
         self.full_names = {first: name for name, first in self.first_names.items()}
         self.introduced = {name for name in speakers if f"{name.lower()}, the agent," in known}
+
+    def hear(self, contents: Iterable[str]) -> None:
+        """The window's messages: the words they write in lowercase (``_common_first``)."""
+        self.common_words = frozenset(
+            word for content in contents for word in _LOWERCASE_WORD.findall(content)
+        )
 
     def remember(self, text: str) -> None:
         self._known.append(text.lower())
@@ -380,8 +391,28 @@ def _rewrite_statement(text: str, role: str) -> str:
     return f"{speaker} said {_lower_first(rewritten)}"
 
 
+def _common_first(text: str, common: frozenset[str]) -> str:
+    """The sentence with its first word lowercased when the window writes that word in
+    lowercase elsewhere: "Slight problem we had" is reported as "said slight problem we
+    had", not as a name ("said Slight problem", which a redaction scan takes for one)."""
+    first, _, rest = text.partition(" ")
+    lower = first.lower()
+    if (
+        first[:1].isupper()
+        and first[1:].islower()
+        and lower in common
+        and lower != "i"
+        and not lower.startswith("i'")
+        and first not in first_names()
+    ):
+        return f"{lower} {rest}" if rest else lower
+    return text
+
+
 def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
     text = without_stutter(FILLER_WORDS.sub("", text))  # "we just we'll" -> "we'll"
+    if kind != "introduction":
+        text = _common_first(text, state.common_words)
     introduction = _INTRODUCTION.search(text) if kind == "introduction" else None
     if kind == "introduction" and introduction:
         return f"{speaker_names(role)[0]}'s name is {introduction.group(1)}"

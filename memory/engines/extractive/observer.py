@@ -536,6 +536,7 @@ def _observe(
     visible = [_with_speaker(m) for m in ordered if not _is_memory_block(m)]
     state = WindowState(previous_observations)
     state.meet(sorted({m.speaker for m in visible if m.speaker}))
+    state.hear(m.content for m in visible)
     detail = detail_for(fidelity)
     clauses: list[Clause] = []
     tool_notes: list[Note] = []
