@@ -305,14 +305,16 @@ def test_like_said_in_passing_is_kept_low_as_talk_not_as_a_preference():
 
 
 def test_speech_that_trails_off_leaves_no_word_hanging():
-    """A transcript's "and..." or "give me the..." is where someone stopped talking: the
-    note keeps what they finished saying and never ends on the word they stopped on."""
+    """A transcript's "and...", "give me the..." or "we need to" is where someone stopped
+    talking: the note keeps what they finished saying and never ends on the word they
+    stopped on."""
     notes = texts(
         observe(
             said(
                 ("user", "Phoebe", "I wanted to tell you, but I kinda felt all floopy, and..."),
                 ("user", "Rachel", "Hang up the phone Ross, give me the phone, give me the..."),
                 ("user", "Gunther", "I was sort of..."),
+                ("user", "Marketing", "The price is the main problem for our users, we need to"),
             )
         )
     )
@@ -322,6 +324,7 @@ def test_speech_that_trails_off_leaves_no_word_hanging():
     assert joined.count("give Rachel the phone") == 1  # said three times, noted once
     assert not any(re.search(r"\b(and|the|of|to)$", note) for note in notes)
     assert "sort of" not in joined
+    assert "the price is the main problem for our users" in joined  # "we need to" stopped
 
 
 def test_an_exclamation_is_not_a_possession():

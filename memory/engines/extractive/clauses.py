@@ -468,19 +468,29 @@ _MID_PHRASE = wordset(
     into about like just sort kind kinda sorta gonna wanna really very more most not
     can could would should will might must do does did have has had get got"""
 )
+# "we need to", "it was going to": a transcript's speech stopped before the verb, with no
+# mark that it did.
+_STOPPED_BEFORE_A_VERB = re.compile(
+    r"\b(?:need|needs|want|wants|going|gonna|have|has|got|supposed|trying|able|like|"
+    r"likes|ought)\s+to[\s,;:-]*$",
+    re.IGNORECASE,
+)
 _CLAUSE_BREAK = re.compile(r"\s*(?:[,;:]|\s-)\s+")
 
 
 def _without_trailing_off(text: str) -> str:
     """The sentence without the words it trailed off on: "felt all floopy, and..." ->
     "felt all floopy" (a clause was finished, the next never began); a clause stopped
-    mid-phrase goes whole ("give me the phone, give me the..." -> "give me the phone"),
-    and a sentence that is nothing else goes ("Was I not supposed to..." -> "")."""
-    trailed = _ELLIPSIS.search(text)
-    if trailed is None:
+    mid-phrase goes whole ("give me the phone, give me the..." -> "give me the phone",
+    "so we'll be careful, we need to" -> "so we'll be careful"), and a sentence that is
+    nothing else goes ("Was I not supposed to..." -> "")."""
+    ellipsis = _ELLIPSIS.search(text)
+    if ellipsis is not None:
+        text = text[: ellipsis.start()]
+    elif _STOPPED_BEFORE_A_VERB.search(text) is None:
         last = text.rstrip(" ,;:-").rsplit(None, 1)[-1:]
         return _TRAILING_OFF.sub("", text) if last and last[0].lower() in _DANGLING else text
-    text = text[: trailed.start()].rstrip(" ,;:-")
+    text = text.rstrip(" ,;:-")
     last = text.rsplit(None, 1)[-1:]
     word = last[0].lower().strip("\"'") if last else ""
     if word in _CONJUNCTIONS:
