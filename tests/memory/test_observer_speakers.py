@@ -23,6 +23,11 @@ def observe(messages: list[SourceMessage]) -> ObserverOutput:
     return ExtractiveEngine().observe(messages, previous_observations=(), now=TUESDAY)
 
 
+def noted(*turns: tuple[str, str, str]) -> list[str]:
+    """The notes the Observer writes of these (role, speaker, content) turns."""
+    return texts(observe(said(*turns)))
+
+
 SUPPORT = said(
     ("user", "Maria", "Hi, I'm Maria. I was charged twice for order 5521 and I need a refund."),
     ("assistant", "Tom", "I'm sorry about that. I will refund the duplicate charge of $49 by "
@@ -251,18 +256,14 @@ def test_a_name_at_the_end_of_a_long_sentence_is_an_apposition_not_who_is_spoken
 def test_a_scene_heading_says_where_and_a_stage_direction_is_nobody_s_words():
     """A transcript's bracketed lines are not said by anyone, whatever name the turn
     carries: a scene heading is a note of where the talk is, an action leaves none."""
-    notes = texts(
-        observe(
-            said(
-                ("user", "Narrator", "[Scene: Central Perk, Joey and Chandler are on the couch.]"),
-                ("user", "Joey", "I bought the tickets for the play on Friday."),
-                ("user", "Narrator", "(The waitress brings their coffee.)"),
-                ("user", "Chandler", "Can you pass me the sugar?"),
-                ("user", "Chandler", "I'm allergic to peanuts."),
-                ("user", "Narrator", "[Scene: The Auditorium, Ross and Rachel are about to...]"),
-                ("user", "Ross", "I bought the flowers for Emily yesterday."),
-            )
-        )
+    notes = noted(
+        ("user", "Narrator", "[Scene: Central Perk, Joey and Chandler are on the couch.]"),
+        ("user", "Joey", "I bought the tickets for the play on Friday."),
+        ("user", "Narrator", "(The waitress brings their coffee.)"),
+        ("user", "Chandler", "Can you pass me the sugar?"),
+        ("user", "Chandler", "I'm allergic to peanuts."),
+        ("user", "Narrator", "[Scene: The Auditorium, Ross and Rachel are about to...]"),
+        ("user", "Ross", "I bought the flowers for Emily yesterday."),
     )
     assert "Scene: Central Perk, Joey and Chandler are on the couch" in "\n".join(notes)
     assert "Scene: The Auditorium" in "\n".join(notes)
@@ -274,14 +275,10 @@ def test_a_word_said_twice_in_speech_is_written_once():
     """Transcribed speech stutters ("the the", "I, I", "we just we'll"); the
     note says it once, and a name said twice ("Bora Bora") stays whole."""
     notes = "\n".join(
-        texts(
-            observe(
-                said(
-                    ("user", "Anna", "Um I think we just we'll go for the the rubber case."),
-                    ("user", "Ben", "I, I really prefer the the yellow one, that's, that's sure."),
-                    ("user", "Anna", "Or or we could launch it in Bora Bora in March."),
-                )
-            )
+        noted(
+            ("user", "Anna", "Um I think we just we'll go for the the rubber case."),
+            ("user", "Ben", "I, I really prefer the the yellow one, that's, that's sure."),
+            ("user", "Anna", "Or or we could launch it in Bora Bora in March."),
         )
     )
     assert "we'll go for the rubber case" in notes
@@ -308,15 +305,11 @@ def test_speech_that_trails_off_leaves_no_word_hanging():
     """A transcript's "and...", "give me the..." or "we need to" is where someone stopped
     talking: the note keeps what they finished saying and never ends on the word they
     stopped on."""
-    notes = texts(
-        observe(
-            said(
-                ("user", "Phoebe", "I wanted to tell you, but I kinda felt all floopy, and..."),
-                ("user", "Rachel", "Hang up the phone Ross, give me the phone, give me the..."),
-                ("user", "Gunther", "I was sort of..."),
-                ("user", "Marketing", "The price is the main problem for our users, we need to"),
-            )
-        )
+    notes = noted(
+        ("user", "Phoebe", "I wanted to tell you, but I kinda felt all floopy, and..."),
+        ("user", "Rachel", "Hang up the phone Ross, give me the phone, give me the..."),
+        ("user", "Gunther", "I was sort of..."),
+        ("user", "Marketing", "The price is the main problem for our users, we need to"),
     )
     joined = "\n".join(notes)
     assert "Phoebe kinda felt all floopy" in joined  # not "kindas", and no "and"
@@ -339,16 +332,12 @@ def test_a_speaker_named_for_their_role_keeps_the_role_words_they_say():
     marketing I will" from Marketing is not "marketing Marketing will"; a spelt letter
     said twice ("T_ T_") is a stutter."""
     notes = "\n".join(
-        texts(
-            observe(
-                said(
-                    ("user", "User Interface", "I'm the user interface designer, so I'll be "
-                                               "working on the buttons."),
-                    ("user", "Marketing", "In marketing I will look at what the trends are."),
-                    ("user", "Industrial Designer", "We need it for T_ T_ for the T_V_ remote, "
-                                                    "it should cost 12 Euro."),
-                )
-            )
+        noted(
+            ("user", "User Interface", "I'm the user interface designer, so I'll be "
+                                       "working on the buttons."),
+            ("user", "Marketing", "In marketing I will look at what the trends are."),
+            ("user", "Industrial Designer", "We need it for T_ T_ for the T_V_ remote, "
+                                            "it should cost 12 Euro."),
         )
     )  # fmt: skip
     assert "User Interface is the user interface designer" in notes
@@ -362,14 +351,10 @@ def test_what_is_said_to_keep_talking_is_not_noted():
     """ "you know", "I mean" set off by commas, and a sentence begun again ("My name is
     I'm ..."), say nothing of anyone: no "Project Manager knows", no "name is I'm"."""
     notes = "\n".join(
-        texts(
-            observe(
-                said(
-                    ("user", "Project Manager", "You know, I think we should, you know, go "
-                                                "for the yellow case by Friday."),
-                    ("user", "Marketing", "My name is I'm the marketing expert, I guess."),
-                )
-            )
+        noted(
+            ("user", "Project Manager", "You know, I think we should, you know, go "
+                                        "for the yellow case by Friday."),
+            ("user", "Marketing", "My name is I'm the marketing expert, I guess."),
         )
     )  # fmt: skip
     assert "Project Manager thinks we should go for the yellow case by Feb 13" in notes
@@ -382,15 +367,11 @@ def test_a_reported_sentence_opens_in_lowercase_unless_it_opens_with_a_name():
     redaction scan takes it for one): a word the window writes in lowercase elsewhere is
     lowercased after "said"; a name stays as written."""
     notes = "\n".join(
-        texts(
-            observe(
-                said(
-                    ("user", "Project Manager", "Slight problem we had was that we are four "
-                                                "Euros over budget."),
-                    ("user", "Marketing", "We're not lacking in ideas, that was not the problem."),
-                    ("user", "Marketing", "London is where the problem is, a slight delay."),
-                )
-            )
+        noted(
+            ("user", "Project Manager", "Slight problem we had was that we are four "
+                                        "Euros over budget."),
+            ("user", "Marketing", "We're not lacking in ideas, that was not the problem."),
+            ("user", "Marketing", "London is where the problem is, a slight delay."),
         )
     )  # fmt: skip
     assert "Project Manager said slight problem we had" in notes
