@@ -384,3 +384,23 @@ def test_a_note_is_not_condensed_into_a_line_that_leaves_out_why_it_is_there():
         ("Tool call: weather(Lisbon): 21C and sunny", "low", day(2, 1)),
     )
     assert "o1" not in cited(reflect(notes))
+
+
+def test_a_speaker_who_opens_one_note_is_still_named_alone():
+    """In a line of several people's talk, "<PERSON_60> said ..." is <PERSON_60>'s, not
+    the line's first speaker's: no reflection reads "<PERSON_53> <PERSON_60> said"."""
+    notes = stored(
+        (
+            "<PERSON_53> asked how <PERSON_60> knew about the Knicks game; had a doctor, a "
+            "nurse and a helper guy; <PERSON_60> said the Knicks won by 10",
+            "low",
+            day(3, 5),
+        ),
+        ("<PERSON_53> said the Knicks game was on at the hospital", "low", day(3, 6)),
+        ("<PERSON_53> asked who won the Knicks game", "low", day(3, 7)),
+    )
+    lines = [r.text for r in reflect(notes)]
+    assert lines
+    assert not any(re.search(r"<PERSON_\d+> <PERSON_\d+> said", line) for line in lines)
+    told = [line for line in lines if "won by 10" in line]
+    assert all("<PERSON_60> said the Knicks won by 10" in line for line in told)

@@ -29,6 +29,8 @@ _TOOL_ACTOR = re.compile(r"^(Tool\s+[\w.:-]+:)\s*")
 _NAME_ACTOR = re.compile(
     r"^(" + _LABEL + r"|[A-Z][\w'-]+(?: [A-Z][\w'-]+)?)(?=(?:,[^,;]{1,40},)? [a-z]|['’]s\b)"
 )
+# The verbs the Observer reports what a speaker says with ("Monica said ...").
+REPORTING_VERBS = wordset("said asked requested means thinks")
 # Words that open a list the Observer quotes: the fragments after them are its items.
 LISTING_VERBS = wordset("listed mentioned recommended suggested named")
 ASKING_VERBS = wordset("asked wondered wonders requested")
@@ -104,8 +106,13 @@ def _leading_actor(fragment: str, speakers: frozenset[str]) -> tuple[str, str] |
     if tool:
         return tool.group(1), fragment[tool.end() :]
     match = _NAME_ACTOR.match(fragment)
-    if match and match.group(1) in speakers:
-        return match.group(1), fragment[match.end() :].strip()
+    if match is None:
+        return None
+    rest = fragment[match.end() :].strip()
+    # A name memory opens few notes with is still the speaker of "<PERSON_60> said ...":
+    # read as the last speaker's words, the line would say "<PERSON_53> <PERSON_60> said".
+    if match.group(1) in speakers or rest.split(" ", 1)[0] in REPORTING_VERBS:
+        return match.group(1), rest
     return None
 
 
