@@ -349,15 +349,20 @@ def test_a_speaker_named_for_their_role_keeps_the_role_words_they_say():
 
 def test_what_is_said_to_keep_talking_is_not_noted():
     """ "you know", "I mean" set off by commas, and a sentence begun again ("My name is
-    I'm ..."), say nothing of anyone: no "Project Manager knows", no "name is I'm"."""
+    I'm ...", "I and I think", "I th I think"), say nothing of anyone: no "Project
+    Manager knows", no "name is I'm", no "Industrial Designer ands"."""
     notes = "\n".join(
         noted(
             ("user", "Project Manager", "You know, I think we should, you know, go "
                                         "for the yellow case by Friday."),
             ("user", "Marketing", "My name is I'm the marketing expert, I guess."),
+            ("user", "Industrial Designer", "I and I prefer the rubber case, I th I will "
+                                            "order it by Friday."),
         )
     )  # fmt: skip
     assert "Project Manager thinks we should go for the yellow case by Feb 13" in notes
+    assert "Industrial Designer prefers the rubber case, Industrial Designer will order" in notes
+    assert "ands" not in notes and " th " not in notes
     assert "know" not in notes
     assert "name is" not in notes
 

@@ -25,6 +25,8 @@ UNINFLECTED = wordset(
     met ran ate sat spent read won lost drove flew swam sang brought caught taught sought
     won't can't couldn't wouldn't shouldn't didn't wasn't isn't hasn't doesn't agreed"""
 )
+# Words that follow "I" in speech without being its verb ("I and I think we've ...").
+NOT_VERBS = wordset("and or but so then the a an to of in on at for with from as if that")
 AUXILIARIES = wordset("can could may might shall should will would do did does am was have had")
 NOT_NAMES = wordset(
     """I I'm I've I'll I'd AI OK Okay Hi Hello Hey Yes No The A An It This That My Your We
@@ -104,6 +106,12 @@ def _filler_or_length(match: re.Match[str]) -> str:
 _ASIDE = re.compile(r"(?:^|,)\s*(?:[yY]ou\s+know|I\s+mean|[yY]ou\s+see)\s*(?:,\s*|(?=[.;!?]|$))")
 # "My name is I'm the marketing expert": a sentence begun again.
 _RESTART = re.compile(r"\b[Mm]y\s+name\s+is\s+(?=I'm\b|I\s+am\b)")
+# "I and I think", "I th I think", "we sw we switched": "I" or "we" said again after a
+# false start (a conjunction, or a fragment of a word without a vowel). "You and you
+# alone" is said on purpose.
+_FALSE_START = re.compile(
+    r"\b(I|we)\s+(?:and|or|but|so|[^\W\d_aeiouyAEIOUY]{1,3})\s+(?=\1\b)", re.IGNORECASE
+)
 
 
 def _aside_gone(match: re.Match[str]) -> str:
@@ -121,6 +129,8 @@ def without_disfluencies(text: str) -> str:
         text = _ASIDE.sub(_aside_gone, text).strip()
     if "name is i" in lower:
         text = _RESTART.sub("", text)
+    if lower.count("i ") >= 2 or lower.count("we ") >= 2:
+        text = _FALSE_START.sub("", text)
     return without_stutter(text)
 
 
@@ -210,6 +220,8 @@ def _third_person_s(verb: str) -> str:
     past = lower.endswith("ed") and not lower.endswith("eed")  # "need" is not a past form
     if lower in UNINFLECTED or past or lower.endswith(("s", "n't")) or not lower.isalpha():
         return verb
+    if lower in NOT_VERBS or not any(vowel in lower for vowel in "aeiouy"):
+        return verb  # "I and I think", "I th- I think": speech, no verb to agree
     if lower.endswith(("sh", "ch", "x", "z", "o")):
         return verb + "es"
     if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
