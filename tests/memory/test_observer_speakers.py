@@ -253,22 +253,30 @@ def test_a_name_at_the_end_of_a_long_sentence_is_an_apposition_not_who_is_spoken
     assert "Christopher" in " ".join(texts(output))
 
 
-def test_a_scene_heading_says_where_and_a_stage_direction_is_nobody_s_words():
+def test_a_scene_heading_says_where_and_a_stage_direction_what_happens():
     """A transcript's bracketed lines are not said by anyone, whatever name the turn
-    carries: a scene heading is a note of where the talk is, an action leaves none."""
+    carries: a scene heading is a note of where the talk is, an action is an event as
+    written (FriendsQA asks what happened: "What did Carol suddenly do?"), and a word or
+    two of direction ("(Music starts)") is no note."""
     notes = noted(
         ("user", "Narrator", "[Scene: Central Perk, Joey and Chandler are on the couch.]"),
         ("user", "Joey", "I bought the tickets for the play on Friday."),
         ("user", "Narrator", "(The waitress brings their coffee.)"),
         ("user", "Chandler", "Can you pass me the sugar?"),
+        ("user", "Narrator", "(Music starts)"),
         ("user", "Chandler", "I'm allergic to peanuts."),
         ("user", "Narrator", "[Scene: The Auditorium, Ross and Rachel are about to...]"),
+        ("user", "Narrator", "(Carol suddenly screams in pain and grabs Chandler by the shirt.)"),
         ("user", "Ross", "I bought the flowers for Emily yesterday."),
     )
-    assert "Scene: Central Perk, Joey and Chandler are on the couch" in "\n".join(notes)
-    assert "Scene: The Auditorium" in "\n".join(notes)
+    joined = "\n".join(notes)
+    assert "Scene: Central Perk, Joey and Chandler are on the couch" in joined
+    assert "Scene: The Auditorium" in joined
     assert not any("about to" in note for note in notes)  # no clause left cut short
-    assert not any("Narrator" in note or "waitress" in note for note in notes)
+    assert "The waitress brings their coffee" in joined
+    assert "Carol suddenly screams in pain and grabs Chandler by the shirt" in joined
+    assert "Narrator" not in joined and "Music" not in joined
+    assert "asked Narrator" not in joined  # the turn after a direction is said to nobody
 
 
 def test_a_word_said_twice_in_speech_is_written_once():

@@ -695,6 +695,8 @@ def message_clauses(
 _STAGE_DIRECTION = re.compile(r"^\s*(?:\[(?P<square>[^\[\]]*)\]|\((?P<round>[^()]*)\))\s*$")
 _SCENE = re.compile(r"^(?:scene|setting|location)\s*:\s*(?P<place>.+)$", re.IGNORECASE | re.DOTALL)
 SCENE_WORDS = 20  # of a scene heading a note keeps, in whole clauses
+ACTION_WORDS = 30  # of what a direction says happens, in whole sentences (the first always)
+ACTION_MIN_WORDS = 2  # "(Music starts)", "[laughter]": no event
 
 
 def stage_direction(content: str) -> str | None:
@@ -707,20 +709,29 @@ def stage_direction(content: str) -> str | None:
 
 def _setting_clauses(direction: str, turn: Turn, state: WindowState) -> list[Clause]:
     """A scene heading becomes a note of where what follows happens ("Scene: Central
-    Perk, the gang is there"); any other direction (an action, "[laughter]") is no one's
-    words, and leaves no note."""
+    Perk, the gang is there"); what a direction says happens ("Carol suddenly screams in
+    pain and grabs Chandler by the shirt", the rest of a heading) is an event, as it is
+    written: no one said it. A direction of a word or two ("[laughter]", "(Music
+    starts)") leaves no note."""
     scene = _SCENE.match(direction)
-    if scene is None:
-        return []
-    # Where, and who is there: the heading's first sentence, in as many whole clauses as
-    # fit in SCENE_WORDS (the first always), never cut inside one.
-    # A clause that trails off goes ("Ross and Rachel are about to...").
-    first = _without_trailing_off(split_sentences(" ".join(scene.group("place").split()))[0])
-    clauses = [c.strip() for c in first.rstrip(" .;:…").split(", ") if c.strip()]
-    if not clauses:
-        return []
-    place = ", ".join(whole_clauses(clauses, SCENE_WORDS))
-    return [_said(f"Scene: {place}", turn, state, kind="setting", priority=MEDIUM)]
+    sentences = split_sentences(" ".join((scene.group("place") if scene else direction).split()))
+    notes: list[Clause] = []
+    if scene is not None and sentences:
+        # Where, and who is there: the heading's first sentence, in as many whole clauses
+        # as fit in SCENE_WORDS (the first always), never cut inside one; a clause that
+        # trails off goes ("Ross and Rachel are about to...").
+        first = _without_trailing_off(sentences.pop(0))
+        clauses = [c.strip() for c in first.rstrip(" .;:…").split(", ") if c.strip()]
+        if clauses:
+            place = ", ".join(whole_clauses(clauses, SCENE_WORDS))
+            notes.append(_said(f"Scene: {place}", turn, state, kind="setting", priority=MEDIUM))
+    happened = [s for s in (_without_trailing_off(s).rstrip(" .;:") for s in sentences) if s]
+    if sum(len(s.split()) for s in happened) > ACTION_MIN_WORDS:
+        action = "; ".join(whole_clauses(happened, ACTION_WORDS))
+        notes.append(
+            _said(action[:1].upper() + action[1:], turn, state, kind="event", priority=LOW)
+        )
+    return notes
 
 
 def _spoken_to(raw: str, turn: Turn, state: WindowState) -> Turn:
