@@ -366,11 +366,15 @@ def test_what_is_said_to_keep_talking_is_not_noted():
             ("user", "Marketing", "My name is I'm the marketing expert, I guess."),
             ("user", "Industrial Designer", "I and I prefer the rubber case, I th I will "
                                             "order it by Friday."),
+            ("user", "User Interface", "It has to look nice you know like a phone. I guess "
+                                       "I will order the buttons by Monday."),
         )
     )  # fmt: skip
     assert "Project Manager thinks we should go for the yellow case by Feb 13" in notes
     assert "Industrial Designer prefers the rubber case, Industrial Designer will order" in notes
     assert "ands" not in notes and " th " not in notes
+    assert "User Interface said it has to look nice like a phone" in notes
+    assert "User Interface guesses User Interface will order the buttons" in notes
     assert "know" not in notes
     assert "name is" not in notes
 

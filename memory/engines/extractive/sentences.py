@@ -104,6 +104,12 @@ def _filler_or_length(match: re.Match[str]) -> str:
 # "You know, it's", "it's, I mean, the thing", "the thing, you know.": said to keep talking,
 # set off by commas. "You know the Playstation control" asks something and stays.
 _ASIDE = re.compile(r"(?:^|,)\s*(?:[yY]ou\s+know|I\s+mean|[yY]ou\s+see)\s*(?:,\s*|(?=[.;!?]|$))")
+# "nice you know like", "you know it's": "you know" in speech before what goes on, with no
+# comma to set it off. "You know the answer" asks something, and stays.
+_UNMARKED_ASIDE = re.compile(
+    r"\b[yY]ou\s+know\s+(?=(?:like|I|we|they|it's|it|there|that's|so|if|when|because|"
+    r"'cause|cause|um|uh)\b)"
+)
 # "My name is I'm the marketing expert": a sentence begun again.
 _RESTART = re.compile(r"\b[Mm]y\s+name\s+is\s+(?=I'm\b|I\s+am\b)")
 # "I and I think", "I th I think", "we sw we switched": "I" or "we" said again after a
@@ -125,8 +131,10 @@ def without_disfluencies(text: str) -> str:
         _DISFLUENCY_HINT.search(text) is not None
     ):
         text = _DISFLUENCY.sub(_filler_or_length, text).strip()
-    if ("know" in lower or "mean" in lower or "see" in lower) and _ASIDE.search(text):
-        text = _ASIDE.sub(_aside_gone, text).strip()
+    if "know" in lower or "mean" in lower or "see" in lower:
+        if _ASIDE.search(text):
+            text = _ASIDE.sub(_aside_gone, text).strip()
+        text = _UNMARKED_ASIDE.sub("", text)
     if "name is i" in lower:
         text = _RESTART.sub("", text)
     if lower.count("i ") >= 2 or lower.count("we ") >= 2:
@@ -218,6 +226,8 @@ def _third_person_s(verb: str) -> str:
     if lower in IRREGULAR_THIRD_PERSON:
         return IRREGULAR_THIRD_PERSON[lower]
     past = lower.endswith("ed") and not lower.endswith("eed")  # "need" is not a past form
+    if lower.endswith("ss") and lower not in UNINFLECTED and lower.isalpha():
+        return verb + "es"  # "guess", "miss", "discuss"
     if lower in UNINFLECTED or past or lower.endswith(("s", "n't")) or not lower.isalpha():
         return verb
     if lower in NOT_VERBS or not any(vowel in lower for vowel in "aeiouy"):
