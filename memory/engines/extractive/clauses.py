@@ -410,7 +410,9 @@ def _common_first(text: str, common: frozenset[str]) -> str:
 
 
 def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
-    text = without_stutter(FILLER_WORDS.sub("", text))  # "we just we'll" -> "we'll"
+    spoken = FILLER_WORDS.sub("", text)
+    if spoken != text:
+        text = without_stutter(spoken)  # "we just we'll" -> "we'll"
     if kind != "introduction":
         text = _common_first(text, state.common_words)
     introduction = _INTRODUCTION.search(text) if kind == "introduction" else None
@@ -484,10 +486,11 @@ def _without_trailing_off(text: str) -> str:
     mid-phrase goes whole ("give me the phone, give me the..." -> "give me the phone",
     "so we'll be careful, we need to" -> "so we'll be careful"), and a sentence that is
     nothing else goes ("Was I not supposed to..." -> "")."""
-    ellipsis = _ELLIPSIS.search(text)
+    end = text.rstrip(" ,;:-")
+    ellipsis = _ELLIPSIS.search(text) if end.endswith(("..", "…")) else None
     if ellipsis is not None:
         text = text[: ellipsis.start()]
-    elif _STOPPED_BEFORE_A_VERB.search(text) is None:
+    elif not end.lower().endswith(" to") or _STOPPED_BEFORE_A_VERB.search(end) is None:
         last = text.rstrip(" ,;:-").rsplit(None, 1)[-1:]
         return _TRAILING_OFF.sub("", text) if last and last[0].lower() in _DANGLING else text
     text = text.rstrip(" ,;:-")

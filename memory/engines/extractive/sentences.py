@@ -131,10 +131,11 @@ def without_disfluencies(text: str) -> str:
         _DISFLUENCY_HINT.search(text) is not None
     ):
         text = _DISFLUENCY.sub(_filler_or_length, text).strip()
-    if "know" in lower or "mean" in lower or "see" in lower:
+    if "you know" in lower or "i mean" in lower or "you see" in lower:
         if _ASIDE.search(text):
             text = _ASIDE.sub(_aside_gone, text).strip()
-        text = _UNMARKED_ASIDE.sub("", text)
+        if "you know" in lower:
+            text = _UNMARKED_ASIDE.sub("", text)
     if "name is i" in lower:
         text = _RESTART.sub("", text)
     if lower.count("i ") >= 2 or lower.count("we ") >= 2:
@@ -147,8 +148,8 @@ _SPOKEN_WORD = re.compile(r"[^\W\d]+(?:'\w+)?")
 
 
 def _may_stutter(text: str) -> bool:
-    """Does a word come again at once? A set of words is cheap to read; the stutter
-    pattern tries a back-reference at every word, and nine texts in ten have none."""
+    """Does a word come again at once? Reading the words costs less than the stutter
+    pattern, which tries a back-reference at every word, and most texts have none."""
     words = _SPOKEN_WORD.findall(text.lower())
     pairs = zip(words, words[1:], strict=False)
     return any(a == b or b.startswith(a + "'") for a, b in pairs)
