@@ -160,6 +160,59 @@ def without_stutter(text: str) -> str:
     return _STUTTER.sub(_one_of_them, text) if _may_stutter(text) else text
 
 
+# "we could make it out of the", "I mean, and": speech that trailed off; the words it
+# stopped on say nothing.
+_TRAILING_OFF = re.compile(
+    r"(?:[\s,;:-]+(?:and|or|but|nor|because|the|a|an|of|with|than|my|your|their|our))+"
+    r"[\s,;:-]*$",
+    re.IGNORECASE,
+)
+_DANGLING = wordset("and or but nor because the a an of with than my your their our")
+_CONJUNCTIONS = wordset("and or but nor because")
+_ELLIPSIS = re.compile(r"\s*(?:\.{2,}|…)[\s.…]*$")
+# Where a sentence that trails off ("... supposed to...") stopped mid-phrase: on a word
+# that needs more after it. A conjunction is the clause's end ("... open up to, and..."),
+# not its middle.
+_MID_PHRASE = wordset(
+    """to of the a an my your his her their our its this that these those some any no
+    is was are were be been am i you he she we they it if so as at in on for from by
+    into about like just sort kind kinda sorta gonna wanna really very more most not
+    can could would should will might must do does did have has had get got"""
+)
+# "we need to", "it was going to": a transcript's speech stopped before the verb, with no
+# mark that it did.
+_STOPPED_BEFORE_A_VERB = re.compile(
+    r"\b(?:need|needs|want|wants|going|gonna|have|has|got|supposed|trying|able|like|"
+    r"likes|ought)\s+to[\s,;:-]*$",
+    re.IGNORECASE,
+)
+_CLAUSE_BREAK = re.compile(r"\s*(?:[,;:]|\s-)\s+")
+
+
+def without_trailing_off(text: str) -> str:
+    """The sentence without the words it trailed off on: "felt all floopy, and..." ->
+    "felt all floopy" (a clause was finished, the next never began); a clause stopped
+    mid-phrase goes whole ("give me the phone, give me the..." -> "give me the phone",
+    "so we'll be careful, we need to" -> "so we'll be careful"), and a sentence that is
+    nothing else goes ("Was I not supposed to..." -> "")."""
+    end = text.rstrip(" ,;:-")
+    ellipsis = _ELLIPSIS.search(text) if end.endswith(("..", "…")) else None
+    if ellipsis is not None:
+        text = text[: ellipsis.start()]
+    elif not end.lower().endswith(" to") or _STOPPED_BEFORE_A_VERB.search(end) is None:
+        last = text.rstrip(" ,;:-").rsplit(None, 1)[-1:]
+        return _TRAILING_OFF.sub("", text) if last and last[0].lower() in _DANGLING else text
+    text = text.rstrip(" ,;:-")
+    last = text.rsplit(None, 1)[-1:]
+    word = last[0].lower().strip("\"'") if last else ""
+    if word in _CONJUNCTIONS:
+        return _TRAILING_OFF.sub("", text)
+    if word not in _MID_PHRASE and word not in _DANGLING:
+        return text
+    breaks = list(_CLAUSE_BREAK.finditer(text))
+    return text[: breaks[-1].start()].rstrip(" ,;:-") if breaks else ""
+
+
 _PHRASE_BREAK = re.compile(r",\s+")
 _PHRASE_WORD = re.compile(r"[\w']+")
 
