@@ -33,7 +33,11 @@ from governance.redaction.pseudonyms import (
     pseudonym_sightings_record,
     pseudonyms_forget_unheld,
 )
-from governance.redaction.speakers import roles_among, speaker_redacted
+from governance.redaction.speakers import (
+    conversation_speakers,
+    roles_among,
+    speaker_redacted,
+)
 from governance.redaction.targets import (
     RedactionConflict,
     finding_rows,
@@ -67,8 +71,7 @@ def redaction_gate_for_reflection(
     an observation was edited during the redaction."""
     policy = redaction_policy_get_or_create(workspace_id=conversation.workspace_id)
     # "Marketing said ...": a speaker named for a role is no one in the notes either.
-    names = Message.objects.filter(conversation=conversation).exclude(name="")
-    roles = roles_among(names.values_list("name", flat=True).distinct())
+    roles = roles_among(conversation_speakers(conversation.pk))
     try:
         texts = redact_targets(
             target_type=RedactionFinding.TargetType.OBSERVATION,

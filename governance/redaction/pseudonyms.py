@@ -50,7 +50,7 @@ from governance.models import (
     RedactionPolicy,
 )
 from governance.redaction.labels import LABEL
-from governance.redaction.speakers import people_of
+from governance.redaction.speakers import conversation_speakers, people_of
 from memory.models import Message, Observation, Reflection
 from tenancy.models import Workspace
 
@@ -213,14 +213,7 @@ class WorkspacePseudonyms:
     def people_of_conversation(self, conversation_id: Any) -> None:
         """Add the people a conversation names: its messages' speakers (as stored), and
         the values of the PERSON pseudonyms it holds (decrypted here, never returned)."""
-        speakers = (
-            Message.objects.filter(conversation_id=conversation_id)
-            .exclude(name="")
-            .values_list("name", flat=True)
-            .distinct()
-            .order_by("name")
-        )
-        self.people(people_of(speakers), speakers=True)
+        self.people(people_of(conversation_speakers(conversation_id)), speakers=True)
         rows = Pseudonym.objects.filter(
             workspace_id=self.workspace_id,
             entity_type=PERSON,

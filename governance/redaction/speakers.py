@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from governance.redaction import presidio
 from governance.redaction.labels import LABEL
@@ -56,6 +57,17 @@ def _a_role(words: str) -> bool:
     return bool(alphabetic) and all(
         w.lower() in common and w.capitalize() not in first_names and w.capitalize() not in surnames
         for w in alphabetic
+    )
+
+
+def conversation_speakers(conversation_id: Any) -> list[str]:
+    """The names a conversation's messages carry, as stored, each once, in order."""
+    return list(
+        Message.objects.filter(conversation_id=conversation_id)
+        .exclude(name="")
+        .values_list("name", flat=True)
+        .distinct()
+        .order_by("name")
     )
 
 
