@@ -104,13 +104,19 @@ _CLAUSE_SPLIT = re.compile(
 _LOWERCASE_WORD = re.compile(r"(?<![\w'])[a-z][a-z']*\b")
 
 
-def _lower_first(text: str) -> str:
+def _lower_first(text: str, common: frozenset[str]) -> str:
     """Lowercase a sentence's first word after "User said", unless it is a name: a word
-    that opens sentences, or an adverb ("Unfortunately") that is nobody's first name."""
+    that opens sentences, an adverb ("Unfortunately") that is nobody's first name, or a
+    word the window writes in lowercase elsewhere (``common``): "said slight problem",
+    not "said Slight problem", which reads as a name and which a redaction scan takes
+    for one."""
     first = text.split(" ", 1)[0]
     lower = first.lower()
-    adverb = lower.endswith("ly") and first.isalpha() and first not in first_names()
-    if lower in _SENTENCE_STARTERS or adverb:
+    if lower in _SENTENCE_STARTERS:
+        return text[:1].lower() + text[1:]
+    adverb = lower.endswith("ly") and first.isalpha()
+    written_lower = lower in common and first[1:].islower() and not lower.startswith("i'")
+    if (adverb or written_lower) and lower != "i" and first not in first_names():
         return text[:1].lower() + text[1:]
     return text
 
@@ -165,7 +171,7 @@ class WindowState:
         self.introduced = {name for name in speakers if f"{name.lower()}, the agent," in known}
 
     def hear(self, contents: Iterable[str]) -> None:
-        """The window's messages: the words they write in lowercase (``_common_first``)."""
+        """The window's messages: the words they write in lowercase (``_lower_first``)."""
         self.common_words = frozenset(
             word for content in contents for word in _LOWERCASE_WORD.findall(content)
         )
@@ -356,7 +362,7 @@ _PLEASE = re.compile(r"\bplease\b,?\s*", re.IGNORECASE)
 _PRONOUN_OBJECT = re.compile(r"(?:it|this|that|them|these|those)\b", re.IGNORECASE)
 
 
-def _rewrite_request(text: str, role: str) -> str:
+def _rewrite_request(text: str, role: str, common: frozenset[str]) -> str:
     speaker, _ = speaker_names(role)
     body = _PLEASE.sub("", text.rstrip(" ?.!")).strip(" ,")
     wanted = _REQUEST_FOR.search(body)
@@ -378,54 +384,34 @@ def _rewrite_request(text: str, role: str) -> str:
         return rewritten
     first_word = body.lower().split(None, 1)[0] if body else ""
     if first_word in IMPERATIVE_VERBS:
-        return f"{speaker} asked to {_lower_first(rewritten)}"
+        return f"{speaker} asked to {_lower_first(rewritten, common)}"
     if text.rstrip().endswith("?"):
-        return f"{speaker} asked {_lower_first(rewritten)}"
-    return f"{speaker} requested {_lower_first(rewritten)}"
+        return f"{speaker} asked {_lower_first(rewritten, common)}"
+    return f"{speaker} requested {_lower_first(rewritten, common)}"
 
 
-def _rewrite_statement(text: str, role: str) -> str:
+def _rewrite_statement(text: str, role: str, common: frozenset[str]) -> str:
     speaker, _ = speaker_names(role)
     rewritten = third_person(text.rstrip(" .!,;:-"), role)
     if rewritten.startswith(speaker):
         return rewritten
-    return f"{speaker} said {_lower_first(rewritten)}"
-
-
-def _common_first(text: str, common: frozenset[str]) -> str:
-    """The sentence with its first word lowercased when the window writes that word in
-    lowercase elsewhere: "Slight problem we had" is reported as "said slight problem we
-    had", not as a name ("said Slight problem", which a redaction scan takes for one)."""
-    first, _, rest = text.partition(" ")
-    lower = first.lower()
-    if (
-        first[:1].isupper()
-        and first[1:].islower()
-        and lower in common
-        and lower != "i"
-        and not lower.startswith("i'")
-        and first not in first_names()
-    ):
-        return f"{lower} {rest}" if rest else lower
-    return text
+    return f"{speaker} said {_lower_first(rewritten, common)}"
 
 
 def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
     spoken = FILLER_WORDS.sub("", text)
     if spoken != text:
         text = without_stutter(spoken)  # "we just we'll" -> "we'll"
-    if kind != "introduction":
-        text = _common_first(text, state.common_words)
     introduction = _INTRODUCTION.search(text) if kind == "introduction" else None
     if kind == "introduction" and introduction:
         return f"{speaker_names(role)[0]}'s name is {introduction.group(1)}"
     if kind == "request":
-        return _rewrite_request(text, role)
+        return _rewrite_request(text, role, state.common_words)
     if kind == "commitment":
-        return _rewrite_statement(promised_part(text), role)
+        return _rewrite_statement(promised_part(text), role, state.common_words)
     if kind == "refusal":
-        return _rewrite_statement(reason_last(text), role)
-    return _rewrite_statement(text, role)
+        return _rewrite_statement(reason_last(text), role, state.common_words)
+    return _rewrite_statement(text, role, state.common_words)
 
 
 def _is_vague(text: str, kind: str) -> bool:

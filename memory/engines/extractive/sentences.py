@@ -173,7 +173,7 @@ _ELLIPSIS = re.compile(r"\s*(?:\.{2,}|…)[\s.…]*$")
 # Where a sentence that trails off ("... supposed to...") stopped mid-phrase: on a word
 # that needs more after it. A conjunction is the clause's end ("... open up to, and..."),
 # not its middle.
-_MID_PHRASE = wordset(
+_MID_PHRASE = _DANGLING | wordset(
     """to of the a an my your his her their our its this that these those some any no
     is was are were be been am i you he she we they it if so as at in on for from by
     into about like just sort kind kinda sorta gonna wanna really very more most not
@@ -207,7 +207,7 @@ def without_trailing_off(text: str) -> str:
     word = last[0].lower().strip("\"'") if last else ""
     if word in _CONJUNCTIONS:
         return _TRAILING_OFF.sub("", text)
-    if word not in _MID_PHRASE and word not in _DANGLING:
+    if word not in _MID_PHRASE:
         return text
     breaks = list(_CLAUSE_BREAK.finditer(text))
     return text[: breaks[-1].start()].rstrip(" ,;:-") if breaks else ""
