@@ -148,7 +148,7 @@ class WindowState:
         self.asked_by: tuple[str, str] = ("", "")  # (role, speaker) of who asked it
         self.first_names: dict[str, str] = {}  # a speaker's full name -> the first name
         self.full_names: dict[str, str] = {}  # and back
-        self.user_asked = False  # the last user turn asked something
+        self.user_turn = ""  # the last user turn that gave no detail, for ``user_asked``
         self.named: set[str] = set()  # full names memory already holds
         self.introduced: set[str] = set()  # agents memory already introduced with their role
         self.common_words: frozenset[str] = frozenset()  # words the window writes lowercase
@@ -172,9 +172,13 @@ class WindowState:
 
     def hear(self, contents: Iterable[str]) -> None:
         """The window's messages: the words they write in lowercase (``_lower_first``)."""
-        self.common_words = frozenset(
-            word for content in contents for word in _LOWERCASE_WORD.findall(content)
-        )
+        self.common_words = frozenset(_LOWERCASE_WORD.findall("\n".join(contents)))
+
+    @property
+    def user_asked(self) -> bool:
+        """Did the last user turn ask something? Read only where an assistant answers, so
+        worked out there: among people talking, nobody reads it."""
+        return asks_something(self.user_turn)
 
     def remember(self, text: str) -> None:
         self._known.append(text.lower())
@@ -588,7 +592,7 @@ def message_clauses(
     turn = Turn(message, listener, short)
     replied = _reply_clauses(turn, state)
     if message.role == "user" and replied is None:
-        state.user_asked = asks_something(message.content)  # a detail given asks nothing new
+        state.user_turn = message.content  # a detail given asks nothing new
     state_asks(message, state)
     if replied is not None:
         return replied

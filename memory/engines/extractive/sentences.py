@@ -75,11 +75,13 @@ _DISFLUENCY = re.compile(
 # A word said again at once, in either case, after a comma, a dash or nothing ("the the",
 # "Or or", "that's, that's", "I - I felt", a spelt letter "T_ T_"), or before its own
 # contraction ("we we'll"). "that that" and "had had" are grammar; "Bora Bora" (both
-# capitalised) is a name; "1111 1111" is a number.
+# capitalised) is a name; "1111 1111" is a number. A word is read whole (possessive "++"):
+# a shorter part of it is followed by a letter, never by the space a stutter needs, and
+# trying each one was most of the pattern's time.
 _STUTTER = re.compile(
-    r"\b(?!(?:had|that)\b(?!'))(?P<word>[^\W\d_]+(?:'\w+|_)?)"
+    r"\b(?!(?:had|that)\b(?!'))(?P<word>[^\W\d_]++(?:'\w++|_)?+)"
     r"(?P<again>(?:(?:,|\s+-)?\s+(?P=word)\b(?![\w'-]))+)"
-    r"|\b(?P<short>[^\W\d_]+),?\s+(?P<long>(?P=short)'\w+)\b",
+    r"|\b(?P<short>[^\W\d_]++),?\s+(?P<long>(?P=short)'\w+)\b",
     re.IGNORECASE,
 )
 
@@ -588,6 +590,8 @@ _ASKING = re.compile(
 
 def names_in(sentence: str) -> list[str]:
     """Quoted titles and runs of capitalised words that do not merely open a sentence."""
+    if sentence[1:].islower() and '"' not in sentence and "“" not in sentence:
+        return []  # no capital after the first letter, no quote: most sentences
     quoted_spans = [m.span() for m in QUOTED.finditer(sentence)]
     names = [a or b for a, b in QUOTED.findall(sentence)]
     for match in _CAPITALISED_RUN.finditer(sentence):
