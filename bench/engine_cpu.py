@@ -7,7 +7,8 @@ window observed and every memory condensed. The captured calls are then replayed
 this tree's engine and, with ``--baseline PATH`` (a checkout of the baseline commit, such
 as a git worktree), through that tree's engine, each in a process of its own, the best
 of ``--passes`` passes; the two trees take turns for ``--rounds`` rounds, so that a
-shared machine's slow spell weighs on both. Prints the seconds, ms per 1,000 raw tokens and the ratio.
+shared machine's slow spell weighs on both. Prints the seconds, ms per 1,000 raw tokens
+and the ratio.
 
     git worktree add /tmp/eb7ee61 eb7ee61
     .venv/bin/python bench/engine_cpu.py --datasets friendsqa,qmsum --baseline /tmp/eb7ee61
