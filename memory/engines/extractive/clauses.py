@@ -534,7 +534,7 @@ def _said(
     """A rewritten clause with the participants' names, remembered."""
     message = turn.message
     named = as_said_by(text, message.role, message.speaker, turn.listener)
-    if named != text:
+    if named != text and _named_twice(named, message.speaker, turn.listener):
         # "and marketing, I'm gonna ..." from Marketing: "marketing Marketing is gonna".
         named = without_stutter(named)
     text = _with_role(_short_names(named, state), turn, state)
@@ -547,6 +547,13 @@ def _said(
         referenced_at=referenced_at,
         tokens=content_tokens(text),
     )
+
+
+def _named_twice(text: str, *names: str) -> bool:
+    """Does a word of these names come twice in the text? Only then can putting the names
+    in have made a word come again at once."""
+    lower = text.lower()
+    return any(lower.count(word) > 1 for name in names for word in name.lower().split())
 
 
 def _short_names(text: str, state: WindowState) -> str:
