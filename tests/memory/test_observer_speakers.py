@@ -295,6 +295,21 @@ def test_a_word_said_twice_in_speech_is_written_once():
     assert not re.search(r"\b(\w+),? \1\b", notes.replace("Bora Bora", ""), re.IGNORECASE)
 
 
+def test_speech_outside_ascii_is_read_as_ascii_speech_is():
+    """Accents and curly quotes take the Unicode patterns (ASCII text takes faster twins):
+    a stutter goes, a line break or a closing quote still ends a sentence."""
+    notes = "\n".join(
+        noted(
+            ("user", "Zoë", "Um I want the the café to open at nine."),
+            ("user", "Zoë", "I prefer the “Crème” logo\nThe brûlée box is broken."),
+        )
+    )
+    assert "Zoë requested the café to open at nine" in notes
+    assert "the the" not in notes
+    assert "Zoë prefers the “Crème” logo" in notes
+    assert "Zoë said the brûlée box is broken" in notes  # a sentence of its own
+
+
 def test_like_said_in_passing_is_kept_low_as_talk_not_as_a_preference():
     output = observe(
         said(

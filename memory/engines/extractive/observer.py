@@ -504,6 +504,15 @@ def _with_speaker(message: SourceMessage) -> SourceMessage:
     return replace(message, content=rest, speaker=name)
 
 
+def _hidden(message: SourceMessage, labels: Pseudonyms) -> SourceMessage:
+    """The message with its labels as placeholders; itself when it holds none (most
+    messages: copying each one showed in the Observer's profile)."""
+    content, speaker = labels.hide(message.content), labels.hide(message.speaker)
+    if content == message.content and speaker == message.speaker:
+        return message
+    return replace(message, content=content, speaker=speaker)
+
+
 def observe_window(
     messages: Sequence[SourceMessage],
     *,
@@ -514,10 +523,7 @@ def observe_window(
         [*(m.content for m in messages), *(m.speaker for m in messages), *previous_observations]
     )
     if labels:
-        messages = [
-            replace(m, content=labels.hide(m.content), speaker=labels.hide(m.speaker))
-            for m in messages
-        ]
+        messages = [_hidden(m, labels) for m in messages]
         previous_observations = [labels.hide(text) for text in previous_observations]
     output = _observe(messages, previous_observations, fidelity)
     if not labels:

@@ -69,9 +69,11 @@ class Pseudonyms:
         labels = {m.group(0) for text in texts if "<" in text for m in LABEL.finditer(text)}
         self._placeholders: dict[str, str] = {}
         self._originals: dict[str, str] = {}
+        self._lookalikes = False
         if not labels:
             return
         lookalikes = {m.group(0) for text in texts for m in PLACEHOLDER.finditer(text)}
+        self._lookalikes = bool(lookalikes)
         # Sorted, so that a window's placeholders do not depend on the order of a set.
         for index, original in enumerate(sorted(labels | lookalikes)):
             kind = _kind_letter(original) if original in labels else OTHER_KIND
@@ -86,8 +88,8 @@ class Pseudonyms:
         """The text with each label as its placeholder, set apart from a word it was glued
         to ("<PERSON_3>Joyner", where a redaction span ended inside a name): the engine
         reads it as a word of its own, and the note shows a label a reader can reveal."""
-        if not self._placeholders:
-            return text
+        if not self._placeholders or ("<" not in text and not self._lookalikes):
+            return text  # no label, and no look-alike has a placeholder
         return _HIDEABLE.sub(self._placeholder_of, text)
 
     def _placeholder_of(self, match: re.Match[str]) -> str:

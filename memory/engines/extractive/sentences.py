@@ -86,6 +86,15 @@ _STUTTER = re.compile(
 )
 
 
+def _ascii_twin(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """The pattern with ASCII classes: on text that is all ASCII it matches what the
+    pattern matches, and re tests ASCII classes faster than Unicode ones."""
+    return re.compile(pattern.pattern, (pattern.flags & ~re.UNICODE) | re.ASCII)
+
+
+_STUTTER_ASCII = _ascii_twin(_STUTTER)
+
+
 def _one_of_them(match: re.Match[str]) -> str:
     if match.group("short"):
         short, long = match.group("short"), match.group("long")
@@ -147,19 +156,23 @@ def without_disfluencies(text: str) -> str:
 
 # The words a stutter is looked for between: a word and the next, or its contraction.
 _SPOKEN_WORD = re.compile(r"[^\W\d]+(?:'\w+)?")
+_SPOKEN_WORD_ASCII = _ascii_twin(_SPOKEN_WORD)
 
 
 def _may_stutter(text: str) -> bool:
     """Does a word come again at once? Reading the words costs less than the stutter
     pattern, which tries a back-reference at every word, and most texts have none."""
-    words = _SPOKEN_WORD.findall(text.lower())
+    lower = text.lower()
+    words = (_SPOKEN_WORD_ASCII if lower.isascii() else _SPOKEN_WORD).findall(lower)
     pairs = zip(words, words[1:], strict=False)
     return any(a == b or b.startswith(a + "'") for a, b in pairs)
 
 
 def without_stutter(text: str) -> str:
     """ "the the idea", "we we'll go" -> "the idea", "we'll go"."""
-    return _STUTTER.sub(_one_of_them, text) if _may_stutter(text) else text
+    if not _may_stutter(text):
+        return text
+    return (_STUTTER_ASCII if text.isascii() else _STUTTER).sub(_one_of_them, text)
 
 
 # "we could make it out of the", "I mean, and": speech that trailed off; the words it
@@ -490,7 +503,15 @@ def _conjugate_first_verb(segment: str) -> str:
     return segment
 
 
+# Where a sentence may end before the text does: a mark with more after it, a line break.
+_SENTENCE_MARK = re.compile(r"[.!?…\n]")
+_QUOTE_ENDS = re.compile(r"[\"”]\s")
+
+
 def split_sentences(text: str) -> list[str]:
+    body = text.rstrip()
+    if _SENTENCE_MARK.search(body, 0, len(body) - 1) is None and not _QUOTE_ENDS.search(body):
+        return [body.strip()] if body.strip() else []  # one sentence: most turns of talk
     parts = _SENTENCE_SPLIT.split(text)
     if '" ' in text or "” " in text:
         parts = [piece for part in parts for piece in _AFTER_QUOTE_SPLIT.split(part)]
@@ -527,13 +548,14 @@ def clean_sentence(raw: str) -> str | None:
         sentence = _THANKS.sub("", sentence).strip(" ,;.!")
         if not has_substance(sentence):
             return None
-    sentence = _TRAILING_VOCATIVE.sub("", sentence)
-    trailing = _trailing_name(sentence)
-    if trailing:
-        sentence = sentence[: trailing.start()] + sentence[trailing.end() :]
-    vocative = _LEADING_VOCATIVE.match(sentence)
-    if vocative and _is_first_name(vocative.group("name")):
-        sentence = sentence[vocative.end() :]  # "Ben, can you fix it?" asks Ben
+    if "," in sentence:  # who is spoken to is set off by a comma
+        sentence = _TRAILING_VOCATIVE.sub("", sentence)
+        trailing = _trailing_name(sentence)
+        if trailing:
+            sentence = sentence[: trailing.start()] + sentence[trailing.end() :]
+        vocative = _LEADING_VOCATIVE.match(sentence)
+        if vocative and _is_first_name(vocative.group("name")):
+            sentence = sentence[vocative.end() :]  # "Ben, can you fix it?" asks Ben
     time = _LEADING_TIME.match(sentence)
     if time:
         # "Today I went to the park, and ..." reads better as "I went to the park today,
