@@ -310,6 +310,23 @@ def test_speech_outside_ascii_is_read_as_ascii_speech_is():
     assert "Zoë said the brûlée box is broken" in notes  # a sentence of its own
 
 
+def test_you_guys_is_everyone_listening_and_alone_is_no_verb():
+    """ "You guys" is said to everyone, not to whoever spoke last ("Marketing guys"); a
+    word after "you" that is no verb does not agree with it ("Marketing alones")."""
+    notes = "\n".join(
+        noted(
+            ("user", "Marketing", "What colour should the case be?"),
+            ("user", "Project Manager", "You guys have to decide the colour by Friday."),
+            ("user", "Marketing", "Okay."),
+            ("user", "Project Manager", "You alone need to send the price list by Monday."),
+        )
+    )
+    assert "Project Manager said you guys have to decide the colour" in notes
+    assert "Marketing guys" not in notes
+    assert "Marketing alone needs to send the price list" in notes
+    assert "alones" not in notes
+
+
 def test_like_said_in_passing_is_kept_low_as_talk_not_as_a_preference():
     output = observe(
         said(

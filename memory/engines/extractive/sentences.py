@@ -427,9 +427,12 @@ _ROLE_NAMES = re.compile(r"\b(?:User|Assistant)\b")
 # Matched against the lowercased sentence (same length, same spans): IGNORECASE is slow.
 _PERSON = re.compile(
     r"\b(?:i'm|i am|i've|i have|i'd|i'll|i was|i|my|mine|me|myself|"
-    r"you're|you are|you've|you have|you'll|you'd|you were|your|yours|yourself|you)\b"
+    r"you're|you are|you've|you have|you'll|you'd|you were|your|yours|yourself|"
+    r"you\s+(?:guys|folks)|you)\b"
 )
 CLAUSE_OPENERS = wordset("and but so that if when because as")
+# "you guys", "you folks": said to everyone listening, not to one person.
+PLURAL_YOU = wordset("guys folks")
 
 
 def third_person(text: str, role: str) -> str:
@@ -471,6 +474,8 @@ def _replace_person(word: str, speaker: str, listener: str, context: str) -> tup
         "you were": f"{listener} was", "your": f"{listener}'s", "yours": f"{listener}'s",
         "yourself": listener,
     }  # fmt: skip
+    if lower.startswith("you") and lower.split()[-1] in PLURAL_YOU:
+        return word.lower(), False  # "you guys" is everyone listening: said as it was
     tail = context.rstrip()
     previous_word = tail.rsplit(None, 1)[-1].lower() if tail else ""
     # After an auxiliary ("can I get", "do you have") the verb keeps its base form.
