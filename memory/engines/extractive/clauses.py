@@ -148,7 +148,8 @@ class WindowState:
         self.asked_by: tuple[str, str] = ("", "")  # (role, speaker) of who asked it
         self.first_names: dict[str, str] = {}  # a speaker's full name -> the first name
         self.full_names: dict[str, str] = {}  # and back
-        self.user_turn = ""  # the last user turn that gave no detail, for ``user_asked``
+        self._user_turn = ""  # the last user turn that gave no detail
+        self._user_asked: bool | None = False  # whether it asked something, once worked out
         self.named: set[str] = set()  # full names memory already holds
         self.introduced: set[str] = set()  # agents memory already introduced with their role
         self.common_words: frozenset[str] = frozenset()  # words the window writes lowercase
@@ -174,11 +175,17 @@ class WindowState:
         """The window's messages: the words they write in lowercase (``_lower_first``)."""
         self.common_words = frozenset(_LOWERCASE_WORD.findall("\n".join(contents)))
 
+    def heard_user(self, text: str) -> None:
+        """A user turn that gave no detail: ``user_asked`` reads it."""
+        self._user_turn, self._user_asked = text, None
+
     @property
     def user_asked(self) -> bool:
         """Did the last user turn ask something? Read only where an assistant answers, so
-        worked out there: among people talking, nobody reads it."""
-        return asks_something(self.user_turn)
+        worked out there, once: among people talking, nobody reads it."""
+        if self._user_asked is None:
+            self._user_asked = asks_something(self._user_turn)
+        return self._user_asked
 
     def remember(self, text: str) -> None:
         self._known.append(text.lower())
@@ -599,7 +606,7 @@ def message_clauses(
     turn = Turn(message, listener, short)
     replied = _reply_clauses(turn, state)
     if message.role == "user" and replied is None:
-        state.user_turn = message.content  # a detail given asks nothing new
+        state.heard_user(message.content)  # a detail given asks nothing new
     state_asks(message, state)
     if replied is not None:
         return replied
