@@ -327,6 +327,22 @@ def test_you_guys_is_everyone_listening_and_alone_is_no_verb():
     assert "alones" not in notes
 
 
+def test_a_word_after_i_that_is_no_present_verb_keeps_its_form():
+    """ "when I first moved": "first" says when, and the verb after it keeps its tense;
+    "once upon a time" is a phrase; "understood" is a past already."""
+    notes = "\n".join(
+        noted(
+            ("user", "Anna", "I found it hard to read the menus when I first moved to Lyon."),
+            ("user", "Anna", "I once upon a time studied in Lyon and I love the food."),
+            ("user", "Anna", "I don't think I understood the concept, it is a problem."),
+        )
+    )
+    assert "when Anna first moved to Lyon" in notes
+    assert "Anna once upon a time studied in Lyon" in notes
+    assert "Anna understood the concept" in notes
+    assert not any(w in notes for w in ("firsts", "onces", "upons", "understoods"))
+
+
 def test_like_said_in_passing_is_kept_low_as_talk_not_as_a_preference():
     output = observe(
         said(

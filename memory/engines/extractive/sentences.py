@@ -23,10 +23,14 @@ UNINFLECTED = wordset(
     """was is has had did will would can could should might must may shall went made saw got
     came took gave told said left kept began wrote heard knew thought felt found bought paid
     met ran ate sat spent read won lost drove flew swam sang brought caught taught sought
-    won't can't couldn't wouldn't shouldn't didn't wasn't isn't hasn't doesn't agreed"""
+    won't can't couldn't wouldn't shouldn't didn't wasn't isn't hasn't doesn't agreed
+    understood stood meant built sent held sold slept became chose drew forgot fell grew hid
+    led rode rose shook shot spoke stole threw wore woke broke"""
 )
 # Words that follow "I" in speech without being its verb ("I and I think we've ...").
-NOT_VERBS = wordset("and or but so then the a an to of in on at for with from as if that")
+NOT_VERBS = wordset(
+    "and or but so then the a an to of in on at for with from as if that upon about into by"
+)
 AUXILIARIES = wordset("can could may might shall should will would do did does am was have had")
 NOT_NAMES = wordset(
     """I I'm I've I'll I'd AI OK Okay Hi Hello Hey Yes No The A An It This That My Your We

@@ -46,7 +46,7 @@ ADVERBS = wordset(
     """really also just often usually always never mainly sometimes still especially actually
     recently mostly absolutely definitely only even already finally generally normally rarely
     truly now currently occasionally frequently ever kinda sorta totally probably simply
-    alone too again instead"""
+    alone too again instead first once"""
 )
 _TOKEN = re.compile(r"[a-z0-9']+")
 _DIGIT = re.compile(r"\d")
