@@ -327,6 +327,22 @@ def test_you_guys_is_everyone_listening_and_alone_is_no_verb():
     assert "alones" not in notes
 
 
+def test_you_know_in_the_middle_of_a_clause_is_an_aside():
+    """ "people are you know used to it": an aside, not the listener knowing
+    ("Marketing know"); "let you know" is meant."""
+    notes = "\n".join(
+        noted(
+            ("user", "Marketing", "What should the case be made of?"),
+            ("user", "Industrial Designer", "I prefer rubber, it is you know soft and "
+                                            "people are you know used to it."),
+            ("user", "Marketing", "I want to let you know the price is twelve Euro."),
+        )
+    )  # fmt: skip
+    assert "it is soft and people are used to it" in notes
+    assert "Marketing know" not in notes
+    assert "let Industrial Designer know the price is twelve Euro" in notes
+
+
 def test_a_word_after_i_that_is_no_present_verb_keeps_its_form():
     """ "when I first moved": "first" says when, and the verb after it keeps its tense;
     "once upon a time" is a phrase; "understood" is a past already."""

@@ -125,6 +125,14 @@ _UNMARKED_ASIDE = re.compile(
     r"\b[yY]ou\s+know\s+(?=(?:like|I|we|they|it's|it|there|that's|so|if|when|because|"
     r"'cause|cause|um|uh)\b)"
 )
+# "people are you know very much used to it", "for the you know actual interface": "you
+# know" after a word no subject "you" follows is an aside too. "Do you know what", "let
+# you know" and "you know it" are meant, and stay.
+_ASIDE_AFTER_WORD = re.compile(
+    r"\b(?P<before>is|was|are|were|be|been|a|an|the|of|very|really|just|quite|like|about|"
+    r"to|with|for)\s+you\s+know\b(?!\s+(?:what|how|why|where|who|when|whether|if|that|it|"
+    r"this|him|her|them|me)\b),?\s*"
+)
 # "My name is I'm the marketing expert": a sentence begun again.
 _RESTART = re.compile(r"\b[Mm]y\s+name\s+is\s+(?=I'm\b|I\s+am\b)")
 # "I and I think", "I th I think", "we sw we switched": "I" or "we" said again after a
@@ -151,6 +159,7 @@ def without_disfluencies(text: str) -> str:
             text = _ASIDE.sub(_aside_gone, text).strip()
         if "you know" in lower:
             text = _UNMARKED_ASIDE.sub("", text)
+            text = _ASIDE_AFTER_WORD.sub(r"\g<before> ", text)
     if "name is i" in lower:
         text = _RESTART.sub("", text)
     if lower.count("i ") >= 2 or lower.count("we ") >= 2:
