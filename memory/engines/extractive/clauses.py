@@ -710,10 +710,7 @@ def _reply_clauses(turn: Turn, state: WindowState) -> list[Clause] | None:
         return None  # the customer gives details; the agent's answers are read as such
     # An agent asks a customer for details; among colleagues a short reply is talk.
     asked = state.asked if state.asked_by[0] == "assistant" else None
-    labelled = ":" in message.content or "=" in message.content  # "Order ID: 3348917502"
-    given = None
-    if (asked is not None and asked.pending) or labelled:
-        given = given_detail(message.content, asked if asked is not None else AskedDetails())
+    given = given_detail(message.content, asked)
     if given is not None:
         if given.value is None:
             return []  # a login name is not a fact about anyone

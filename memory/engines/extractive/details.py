@@ -166,13 +166,15 @@ class Given:
     value: str | None
 
 
-def given_detail(reply: str, asked: AskedDetails) -> Given | None:
-    """What a short reply gives, when it answers a question for details or labels its own
-    value ("Order ID: 3348917502"); None when it is a sentence to read as one."""
+def given_detail(reply: str, asked: AskedDetails | None) -> Given | None:
+    """What a short reply gives, when it answers a question for details (``asked``; None
+    when nobody asked) or labels its own value ("Order ID: 3348917502"); None when it is
+    a sentence to read as one."""
     if reply.count(" ") > MAX_REPLY_WORDS + 2:
         return None
-    if not asked.pending and ":" not in reply and "=" not in reply:
+    if (asked is None or not asked.pending) and ":" not in reply and "=" not in reply:
         return None  # nothing asked, no label: a short remark
+    asked = asked if asked is not None else AskedDetails()
     text = _ENDING.sub("", without_disfluencies(reply.strip()))
     if not text or len(text.split()) > MAX_REPLY_WORDS or text.endswith("?"):
         return None

@@ -523,15 +523,15 @@ def _conjugate_first_verb(segment: str) -> str:
 
 # Where a sentence may end before the text does: a mark with more after it, a line break.
 _SENTENCE_MARK = re.compile(r"[.!?…\n]")
-_QUOTE_ENDS = re.compile(r"[\"”]\s")
 
 
 def split_sentences(text: str) -> list[str]:
     body = text.rstrip()
-    if _SENTENCE_MARK.search(body, 0, len(body) - 1) is None and not _QUOTE_ENDS.search(body):
+    quoted = '" ' in body or "” " in body  # 'a movie, "Up" Have you seen it?'
+    if not quoted and _SENTENCE_MARK.search(body, 0, len(body) - 1) is None:
         return [body.strip()] if body.strip() else []  # one sentence: most turns of talk
     parts = _SENTENCE_SPLIT.split(text)
-    if '" ' in text or "” " in text:
+    if quoted:
         parts = [piece for part in parts for piece in _AFTER_QUOTE_SPLIT.split(part)]
     return [s.strip() for s in parts if s and s.strip()]
 
