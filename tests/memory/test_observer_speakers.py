@@ -28,6 +28,11 @@ def noted(*turns: tuple[str, str, str]) -> list[str]:
     return texts(observe(said(*turns)))
 
 
+def noted_text(*turns: tuple[str, str, str]) -> str:
+    """The same notes, one per line."""
+    return "\n".join(noted(*turns))
+
+
 SUPPORT = said(
     ("user", "Maria", "Hi, I'm Maria. I was charged twice for order 5521 and I need a refund."),
     ("assistant", "Tom", "I'm sorry about that. I will refund the duplicate charge of $49 by "
@@ -282,12 +287,10 @@ def test_a_scene_heading_says_where_and_a_stage_direction_what_happens():
 def test_a_word_said_twice_in_speech_is_written_once():
     """Transcribed speech stutters ("the the", "I, I", "we just we'll"); the
     note says it once, and a name said twice ("Bora Bora") stays whole."""
-    notes = "\n".join(
-        noted(
-            ("user", "Anna", "Um I think we just we'll go for the the rubber case."),
-            ("user", "Ben", "I, I really prefer the the yellow one, that's, that's sure."),
-            ("user", "Anna", "Or or we could launch it in Bora Bora in March."),
-        )
+    notes = noted_text(
+        ("user", "Anna", "Um I think we just we'll go for the the rubber case."),
+        ("user", "Ben", "I, I really prefer the the yellow one, that's, that's sure."),
+        ("user", "Anna", "Or or we could launch it in Bora Bora in March."),
     )
     assert "we'll go for the rubber case" in notes
     assert "Ben prefers the yellow one" in notes
@@ -298,11 +301,9 @@ def test_a_word_said_twice_in_speech_is_written_once():
 def test_speech_outside_ascii_is_read_as_ascii_speech_is():
     """Accents and curly quotes take the Unicode patterns (ASCII text takes faster twins):
     a stutter goes, a line break or a closing quote still ends a sentence."""
-    notes = "\n".join(
-        noted(
-            ("user", "Zoë", "Um I want the the café to open at nine."),
-            ("user", "Zoë", "I prefer the “Crème” logo\nThe brûlée box is broken."),
-        )
+    notes = noted_text(
+        ("user", "Zoë", "Um I want the the café to open at nine."),
+        ("user", "Zoë", "I prefer the “Crème” logo\nThe brûlée box is broken."),
     )
     assert "Zoë requested the café to open at nine" in notes
     assert "the the" not in notes
@@ -313,13 +314,11 @@ def test_speech_outside_ascii_is_read_as_ascii_speech_is():
 def test_you_guys_is_everyone_listening_and_alone_is_no_verb():
     """ "You guys" is said to everyone, not to whoever spoke last ("Marketing guys"); a
     word after "you" that is no verb does not agree with it ("Marketing alones")."""
-    notes = "\n".join(
-        noted(
-            ("user", "Marketing", "What colour should the case be?"),
-            ("user", "Project Manager", "You guys have to decide the colour by Friday."),
-            ("user", "Marketing", "Okay."),
-            ("user", "Project Manager", "You alone need to send the price list by Monday."),
-        )
+    notes = noted_text(
+        ("user", "Marketing", "What colour should the case be?"),
+        ("user", "Project Manager", "You guys have to decide the colour by Friday."),
+        ("user", "Marketing", "Okay."),
+        ("user", "Project Manager", "You alone need to send the price list by Monday."),
     )
     assert "Project Manager said you guys have to decide the colour" in notes
     assert "Marketing guys" not in notes
@@ -330,13 +329,11 @@ def test_you_guys_is_everyone_listening_and_alone_is_no_verb():
 def test_you_know_in_the_middle_of_a_clause_is_an_aside():
     """ "people are you know used to it": an aside, not the listener knowing
     ("Marketing know"); "let you know" is meant."""
-    notes = "\n".join(
-        noted(
-            ("user", "Marketing", "What should the case be made of?"),
-            ("user", "Industrial Designer", "I prefer rubber, it is you know soft and "
-                                            "people are you know used to it."),
-            ("user", "Marketing", "I want to let you know the price is twelve Euro."),
-        )
+    notes = noted_text(
+        ("user", "Marketing", "What should the case be made of?"),
+        ("user", "Industrial Designer", "I prefer rubber, it is you know soft and "
+                                        "people are you know used to it."),
+        ("user", "Marketing", "I want to let you know the price is twelve Euro."),
     )  # fmt: skip
     assert "it is soft and people are used to it" in notes
     assert "Marketing know" not in notes
@@ -346,12 +343,10 @@ def test_you_know_in_the_middle_of_a_clause_is_an_aside():
 def test_a_word_after_i_that_is_no_present_verb_keeps_its_form():
     """ "when I first moved": "first" says when, and the verb after it keeps its tense;
     "once upon a time" is a phrase; "understood" is a past already."""
-    notes = "\n".join(
-        noted(
-            ("user", "Anna", "I found it hard to read the menus when I first moved to Lyon."),
-            ("user", "Anna", "I once upon a time studied in Lyon and I love the food."),
-            ("user", "Anna", "I don't think I understood the concept, it is a problem."),
-        )
+    notes = noted_text(
+        ("user", "Anna", "I found it hard to read the menus when I first moved to Lyon."),
+        ("user", "Anna", "I once upon a time studied in Lyon and I love the food."),
+        ("user", "Anna", "I don't think I understood the concept, it is a problem."),
     )
     assert "when Anna first moved to Lyon" in notes
     assert "Anna once upon a time studied in Lyon" in notes
@@ -403,14 +398,12 @@ def test_a_speaker_named_for_their_role_keeps_the_role_words_they_say():
     from User Interface says so once, not "User Interface Interface designer"; "in
     marketing I will" from Marketing is not "marketing Marketing will"; a spelt letter
     said twice ("T_ T_") is a stutter."""
-    notes = "\n".join(
-        noted(
-            ("user", "User Interface", "I'm the user interface designer, so I'll be "
-                                       "working on the buttons."),
-            ("user", "Marketing", "In marketing I will look at what the trends are."),
-            ("user", "Industrial Designer", "We need it for T_ T_ for the T_V_ remote, "
-                                            "it should cost 12 Euro."),
-        )
+    notes = noted_text(
+        ("user", "User Interface", "I'm the user interface designer, so I'll be "
+                                   "working on the buttons."),
+        ("user", "Marketing", "In marketing I will look at what the trends are."),
+        ("user", "Industrial Designer", "We need it for T_ T_ for the T_V_ remote, "
+                                        "it should cost 12 Euro."),
     )  # fmt: skip
     assert "User Interface is the user interface designer" in notes
     assert "Interface Interface" not in notes
@@ -423,16 +416,14 @@ def test_what_is_said_to_keep_talking_is_not_noted():
     """ "you know", "I mean" set off by commas, and a sentence begun again ("My name is
     I'm ...", "I and I think", "I th I think"), say nothing of anyone: no "Project
     Manager knows", no "name is I'm", no "Industrial Designer ands"."""
-    notes = "\n".join(
-        noted(
-            ("user", "Project Manager", "You know, I think we should, you know, go "
-                                        "for the yellow case by Friday."),
-            ("user", "Marketing", "My name is I'm the marketing expert, I guess."),
-            ("user", "Industrial Designer", "I and I prefer the rubber case, I th I will "
-                                            "order it by Friday."),
-            ("user", "User Interface", "It has to look nice you know like a phone. I guess "
-                                       "I will order the buttons by Monday."),
-        )
+    notes = noted_text(
+        ("user", "Project Manager", "You know, I think we should, you know, go "
+                                    "for the yellow case by Friday."),
+        ("user", "Marketing", "My name is I'm the marketing expert, I guess."),
+        ("user", "Industrial Designer", "I and I prefer the rubber case, I th I will "
+                                        "order it by Friday."),
+        ("user", "User Interface", "It has to look nice you know like a phone. I guess "
+                                   "I will order the buttons by Monday."),
     )  # fmt: skip
     assert "Project Manager thinks we should go for the yellow case by Feb 13" in notes
     assert "Industrial Designer prefers the rubber case, Industrial Designer will order" in notes
@@ -447,13 +438,11 @@ def test_a_reported_sentence_opens_in_lowercase_unless_it_opens_with_a_name():
     """ "Slight problem ..." reported as "said Slight problem" reads as a name (and a
     redaction scan takes it for one): a word the window writes in lowercase elsewhere is
     lowercased after "said"; a name stays as written."""
-    notes = "\n".join(
-        noted(
-            ("user", "Project Manager", "Slight problem we had was that we are four "
-                                        "Euros over budget."),
-            ("user", "Marketing", "We're not lacking in ideas, that was not the problem."),
-            ("user", "Marketing", "London is where the problem is, a slight delay."),
-        )
+    notes = noted_text(
+        ("user", "Project Manager", "Slight problem we had was that we are four "
+                                    "Euros over budget."),
+        ("user", "Marketing", "We're not lacking in ideas, that was not the problem."),
+        ("user", "Marketing", "London is where the problem is, a slight delay."),
     )  # fmt: skip
     assert "Project Manager said slight problem we had" in notes
     assert "Marketing said we're not lacking in ideas" in notes
