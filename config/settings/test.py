@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,19 @@ CELERY_TASK_ALWAYS_EAGER = False
 # start one with its own broker URL (Redis in CI, the filesystem transport without it).
 CELERY_BROKER_URL = "memory://"
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
+
+# Under pytest-xdist each test process keeps its cache in a Redis database of its own
+# (gw0 the one CACHE_URL names, gw1 the one below it, ...), so that one process's
+# cache.clear() never empties what another is reading. The Celery workers a test starts
+# inherit the same URL through the environment.
+_xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _xdist_worker.startswith("gw") and CACHE_URL.startswith(("redis://", "rediss://")):  # noqa: F405
+    _offset = int(_xdist_worker.removeprefix("gw"))
+    CACHE_URL = re.sub(  # noqa: F405
+        r"/(\d+)$", lambda m: f"/{int(m.group(1)) - _offset}", CACHE_URL  # noqa: F405
+    )
+    os.environ["CACHE_URL"] = CACHE_URL
+    CACHES = cache_settings(CACHE_URL)  # noqa: F405
 
 # A file, not SQLite's default in-memory test database, so that the Celery worker
 # processes started by tests/memory/test_pipeline_worker.py can open the same database.
