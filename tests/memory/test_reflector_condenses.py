@@ -124,6 +124,8 @@ def test_repeats_merge_into_one_reflection_citing_every_repeat():
     assert tea.source_observation_ids == ["o1", "o2", "o3", "o4", "o5"]
 
 
+
+
 def test_a_later_update_supersedes_with_the_date_of_the_change():
     notes = stored(
         ("Maria prefers e-mail over SMS", "medium", day(1, 5)),
@@ -141,6 +143,8 @@ def test_a_later_update_supersedes_with_the_date_of_the_change():
     [email] = reflect(changed)
     assert email.text == "User's email is anna@new.example (was anna@old.example), since Feb 9"
     assert email.source_observation_ids == ["o1", "o2"]
+
+
 
 
 def test_different_amounts_are_different_facts():
@@ -313,6 +317,39 @@ def test_a_person_the_user_names_is_a_subject_across_days_not_one_an_answer_list
         )
     ]
     assert reflect(stored(*listed, *tail)) == []
+
+
+# Two unrelated notes after a group, so that it is older material the Reflector condenses.
+TAIL = (
+    ("Phoebe's guitar has a broken string", "low", day(3, 22)),
+    ("Gunther closed the coffee house early", "low", day(3, 23)),
+)
+
+
+def test_a_person_two_scenes_only_mention_glues_nothing_together():
+    """A person named in two notes that share nothing else (two scenes of a sitcom, two
+    agenda points of a meeting) is no subject: a line of both would glue unrelated
+    events together and say a third of each. The friend above shares the marathon."""
+    scenes = stored(
+        (
+            "Monica said dinner is at eight; Ross asked <PERSON_4> to pass the salt; "
+            "Chandler spilled the gravy on the new rug",
+            "low",
+            day(3, 2),
+        ),
+        (
+            "Rachel said the ferry to the island leaves at noon; <PERSON_4> laughed at the "
+            "captain's hat; Joey bought three sandwiches for the trip",
+            "low",
+            day(3, 9),
+        ),
+        *TAIL,
+    )
+    assert reflect(scenes) == []
+
+
+
+
 
 
 def test_a_preference_for_another_way_to_be_reached_replaces_the_earlier_one():

@@ -241,9 +241,10 @@ def _runs(members: list[int], notes: Sequence[Subjected], *, gap: int) -> list[l
 def _cohesive(
     run: list[int], notes: Sequence[Subjected], key: str, by_key: dict[str, list[int]]
 ) -> list[int]:
-    """The notes of a word's run that share another subject word with one of the others,
-    or that refer back to the word ("the party") and the note before that named it: one
-    word in common may be chance ("prioritize" papers, "prioritize" cards)."""
+    """The notes of a word's or a person's run that share another subject word with one
+    of the others, or that refer back to the word ("the party") and the note before that
+    named it: one word in common may be chance ("prioritize" papers, "prioritize" cards),
+    and a person two scenes only mention is no subject of either."""
     members = set(run)
     cohesive = {
         index
@@ -263,7 +264,9 @@ def _cohesive(
 def group_by_subject(notes: Sequence[Subjected], *, max_group: int) -> list[tuple[str, list[int]]]:
     """(key, indexes) of the notes about one subject (each group in order, groups by
     first note), every note of a group naming the group's key: a person or an id on any
-    day, a name or a topic word within a day of the note before.
+    day, a name or a topic word within a day of the note before. A person's or a word's
+    notes must also share another subject word ("<PERSON_5>" and "marathon"): a sitcom's
+    scenes or a meeting's agenda points that only mention someone are not glued together.
 
     A key many notes name (the conversation's running theme), or a word named on many
     days (a word of every topic, like "experience"), groups nothing. No note is in two
@@ -287,7 +290,7 @@ def group_by_subject(notes: Sequence[Subjected], *, max_group: int) -> list[tupl
         if rank == 2 and len(days[key]) > max(3, all_days // 10):
             continue
         for run in _runs(members, notes, gap=10**6 if rank == 0 else 1):
-            if rank == 2:
+            if rank == 2 or is_pseudonym(key):
                 run = _cohesive(run, notes, key, by_key)
             if len(run) >= 2:
                 candidates.append((rank, -len(run), key, run))
