@@ -124,6 +124,17 @@ def test_repeats_merge_into_one_reflection_citing_every_repeat():
     assert tea.source_observation_ids == ["o1", "o2", "o3", "o4", "o5"]
 
 
+def test_a_speakers_name_is_no_part_of_what_two_notes_share():
+    """Two things one speaker says are repeats when what they say is, not because the
+    same name opens both: neither line is lost in a merge."""
+    notes = stored(
+        ("Ticket Agent can't do that", "low", day(3, 2)),
+        ("Ticket Agent can't imagine why", "low", day(3, 2)),
+        ("<PERSON_2> doesn't want the blue one", "low", day(3, 3)),
+        ("<PERSON_2> doesn't want the blue one, really", "low", day(3, 3)),
+    )
+    [merged] = reflect(notes)
+    assert merged.source_observation_ids == ["o3", "o4"]
 
 
 def test_a_later_update_supersedes_with_the_date_of_the_change():
@@ -145,6 +156,24 @@ def test_a_later_update_supersedes_with_the_date_of_the_change():
     assert email.source_observation_ids == ["o1", "o2"]
 
 
+def test_what_a_speaker_does_not_know_changes_no_wish_of_theirs():
+    """ "<PERSON_2> doesn't know" shares only its speaker with "<PERSON_2> wants to buy 5
+    shares": it is no change of mind, and the wish is not struck out."""
+    wish = (
+        "<PERSON_1> is eating breakfast; <PERSON_2> wants to buy 5 shares of SGJ and <PERSON_2> "
+        "wants to buy them now; <PERSON_1> said time is money"
+    )
+    notes = stored(
+        (wish, "medium", day(3, 11)),
+        ("<PERSON_2> doesn't know, <PERSON_2> lost it all", "low", day(3, 12)),
+    )
+    assert reflect(notes) == []
+    changed = stored(
+        ("<PERSON_2> wants to buy 5 shares of SGJ", "medium", day(3, 11)),
+        ("<PERSON_2> no longer wants shares of SGJ", "medium", day(3, 12)),
+    )
+    [update] = reflect(changed)
+    assert update.tags == ["update"] and "since Mar 12" in update.text
 
 
 def test_different_amounts_are_different_facts():

@@ -278,7 +278,9 @@ def _is_preference_like(statement: _Statement) -> bool:
 
 
 def _object_words(statement: _Statement) -> frozenset[str]:
-    return content_tokens(statement.remainder) - VAGUE_WORDS
+    """What a statement is about: not who makes it ("<PERSON_2> doesn't know, <PERSON_2>
+    lost it all" is about nothing "<PERSON_2> wants to buy shares" is about)."""
+    return content_tokens(statement.remainder) - VAGUE_WORDS - content_tokens(statement.actor)
 
 
 def _replaces(later: _Statement, earlier: _Statement) -> bool:
@@ -386,13 +388,18 @@ def merge_near_duplicates(items: list[_Item]) -> None:
             index[token] = [other for other in index[token] if other.alive]
             for other in index[token]:
                 candidates[other.order] = other
+        actor_words = content_tokens(item.actor)
         for order in sorted(candidates):
             other = candidates[order]
             if other.actor != item.actor or other.numbers != item.numbers:
                 continue  # a different amount or id is a different fact
             if _different_days(item.referenced_at, other.referenced_at):
                 continue  # the same thing on another day is another event
-            if jaccard(item.tokens, other.tokens) >= DUPLICATE_SIMILARITY:
+            # Who says both is no part of what they say: "Ticket Agent can't do that" and
+            # "Ticket Agent can't imagine why" share "can't", not three words of four.
+            if jaccard(item.tokens - actor_words, other.tokens - actor_words) >= (
+                DUPLICATE_SIMILARITY
+            ):
                 if len(other.tokens) > len(item.tokens):
                     item.text, item.remainder = other.text, other.remainder
                 item.priority = _merged_priority(other.priority, item.priority)
