@@ -377,8 +377,54 @@ def test_a_person_two_scenes_only_mention_glues_nothing_together():
     assert reflect(scenes) == []
 
 
+def test_a_sentence_with_a_subject_of_its_own_is_nobodys_words_in_a_line():
+    """A stage direction inside someone's talk ("<PERSON_1> makes a sound") is written as
+    its own sentence, not as the last speaker's ("<PERSON_2> <PERSON_1> makes ...")."""
+    notes = stored(
+        (
+            "<PERSON_2> asked whether order ORD-5521 has shipped yet; <PERSON_1> makes a sound "
+            "of absolute disgust; <PERSON_2> said the courier lost two parcels last month; "
+            "<PERSON_2> asked for a refund by Friday",
+            "medium",
+            day(3, 2),
+        ),
+        (
+            "<PERSON_2> said order ORD-5521 arrived broken at the door; The dog barks at the "
+            "courier; <PERSON_2> asked for a replacement instead; <PERSON_2> said the receipt "
+            "is in the drawer",
+            "medium",
+            day(3, 5),
+        ),
+        *TAIL,
+    )
+    [order] = reflect(notes)
+    assert order.text.startswith("order ORD-5521: <PERSON_1> makes a sound")
+    assert not re.search(r"<PERSON_\d+> <PERSON_\d+>", order.text)
 
 
+def test_a_speaker_named_after_a_role_keeps_the_whole_name():
+    """A meeting's "User Interface" designer is not the role "User" saying "Interface
+    said ..." when the line names the speaker once."""
+    notes = stored(
+        (
+            "User Interface said prototype RC-2201 needs a bigger screen for the channel list; "
+            "Marketing said users lose remotes under the sofa; User Interface said a locator "
+            "beep would cost two Euros more per unit",
+            "medium",
+            day(3, 2),
+        ),
+        (
+            "User Interface said prototype RC-2201 could show the channel name on screen; "
+            "Marketing said a bigger screen costs more; User Interface said voice recognition "
+            "is out of the twelve Euro budget",
+            "medium",
+            day(3, 5),
+        ),
+        *TAIL,
+    )
+    [prototype] = reflect(notes)
+    assert prototype.text.startswith("RC-2201: User Interface said")
+    assert "Interface said" not in prototype.text.removeprefix("RC-2201: User Interface said")
 
 
 def test_a_preference_for_another_way_to_be_reached_replaces_the_earlier_one():

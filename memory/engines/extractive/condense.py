@@ -236,7 +236,8 @@ def write_line(parts: Sequence[Part], *, dated: bool, head: str = "") -> str:
         if part.actor and part.actor != actor:
             joiner = "" if text.startswith(("'", "’", ",")) else " "
             text = f"{part.actor}{joiner}{text}"
-        actor = part.actor or actor
+        # After a sentence of its own ("The gang hides"), a speaker is named again.
+        actor = part.actor or None
         last_of_day = index + 1 == len(parts) or parts[index + 1].day.date() != part.day.date()
         if dated and last_of_day:
             text = f"{text} ({day_label(part.day)})"

@@ -99,14 +99,21 @@ def speakers_of(texts: Iterable[str]) -> frozenset[str]:
 
 
 def _leading_actor(fragment: str, speakers: frozenset[str]) -> tuple[str, str] | None:
+    named = _named_actor(fragment, speakers)
+    if named is not None and " " in named[0]:
+        return named  # "User Interface said ...": a meeting's designer, not the role
     match = _ROLE_ACTOR.match(fragment)
     if match:
         return match.group(1), fragment[match.end() :].strip()
     tool = _TOOL_ACTOR.match(fragment)
     if tool:
         return tool.group(1), fragment[tool.end() :]
+    return named
+
+
+def _named_actor(fragment: str, speakers: frozenset[str]) -> tuple[str, str] | None:
     match = _NAME_ACTOR.match(fragment)
-    if match is None:
+    if match is None or match.group(1) in ("User", "Assistant", "System"):
         return None
     rest = fragment[match.end() :].strip()
     # A name memory opens few notes with is still the speaker of "<PERSON_60> said ...":
@@ -119,7 +126,8 @@ def _leading_actor(fragment: str, speakers: frozenset[str]) -> tuple[str, str] |
 def clauses_of(text: str, speakers: frozenset[str] = frozenset()) -> list[Clause]:
     """The note's clauses. A fragment that opens with a speaker starts a clause of theirs;
     one that opens in lower case continues the last speaker; one that opens otherwise
-    after a listing verb is an item of that list."""
+    after a listing verb is an item of that list, and anywhere else a sentence of its
+    own, nobody's words."""
     clauses: list[Clause] = []
     actor = ""
     for raw in text.split("; "):
@@ -134,8 +142,12 @@ def clauses_of(text: str, speakers: frozenset[str] = frozenset()) -> list[Clause
             clauses[-1].items.append(fragment)
         elif clauses and fragment.split(None, 1)[0] in _CONTINUING:
             clauses[-1].text += f"; {fragment}"  # "; and she will call back"
+        elif fragment[:1].islower():
+            clauses.append(Clause(actor, fragment))  # "asked ...": the last speaker's
         else:
-            clauses.append(Clause(actor, fragment))
+            # A sentence with a subject of its own ("<PERSON_1> makes a sound", "The gang
+            # hides", "Scene: ..."), not the last speaker's words.
+            clauses.append(Clause("", fragment))
     return clauses
 
 
