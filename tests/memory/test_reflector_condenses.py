@@ -427,6 +427,31 @@ def test_a_speaker_named_after_a_role_keeps_the_whole_name():
     assert "Interface said" not in prototype.text.removeprefix("RC-2201: User Interface said")
 
 
+def test_dropping_a_filler_never_makes_a_word_come_twice():
+    """Speech that starts again ("for the for this meeting") keeps its "the": without it
+    the line would stutter ("for for this meeting")."""
+    notes = stored(
+        (
+            "Project Manager said for the for this meeting prototype RC-2201 gets a rubber "
+            "case; Marketing said users lose remotes under the sofa; Marketing said a locator "
+            "beep would cost two Euros more per unit",
+            "medium",
+            day(3, 2),
+        ),
+        (
+            "Project Manager said if the if prototype RC-2201 stays under twelve Euros we keep "
+            "the screen; Marketing said a bigger screen costs more; Marketing said voice "
+            "recognition is out of the twelve Euro budget",
+            "medium",
+            day(3, 5),
+        ),
+        *TAIL,
+    )
+    [prototype] = reflect(notes)
+    assert "for the for this meeting" in prototype.text and "if the if" in prototype.text
+    assert not re.search(r"\b(\w+) \1\b", prototype.text)
+
+
 def test_a_preference_for_another_way_to_be_reached_replaces_the_earlier_one():
     notes = stored(
         ("User usually prefers phone calls", "medium", day(2, 1)),

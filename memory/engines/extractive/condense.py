@@ -60,9 +60,13 @@ def compact(text: str) -> str:
     words = text.split()
     kept = [
         word
-        for word, after in zip(words, [*words[1:], ""], strict=True)
-        # "the drive" is "drive", but "The Women in the Castle" is a title.
-        if word.lower() not in _FILLERS or after[:1].isupper() or after[:1] in '<"“'
+        for before, word, after in zip(["", *words], words, [*words[1:], ""], strict=False)
+        # "the drive" is "drive", but "The Women in the Castle" is a title, and "for the
+        # for this" (speech that started again) does not become "for for this".
+        if word.lower() not in _FILLERS
+        or after[:1].isupper()
+        or after[:1] in '<"“'
+        or before.lower() == after.lower()
     ]
     return " ".join(kept).strip(_TRAILING_PUNCTUATION)
 
