@@ -452,6 +452,31 @@ def test_dropping_a_filler_never_makes_a_word_come_twice():
     assert not re.search(r"\b(\w+) \1\b", prototype.text)
 
 
+def test_a_possessive_is_written_with_its_owner_every_time():
+    """ "<PERSON_49>'s brother" after "<PERSON_49>'s neighbour" in one line keeps its name:
+    naming a speaker once per line must not leave "'s brother will bring the box"."""
+    notes = stored(
+        (
+            "<PERSON_49> said parcel PK-4471 left the depot on Monday with the spare parts; "
+            "<PERSON_49>'s neighbour signed for parcel PK-4471 at noon; <PERSON_49> asked "
+            "whether anyone could collect it",
+            "medium",
+            day(3, 2),
+        ),
+        (
+            "<PERSON_49> said parcel PK-4471 was opened and two parts are missing; "
+            "<PERSON_49>'s brother will bring the box back on Friday; <PERSON_49> asked for "
+            "a refund of the missing parts",
+            "medium",
+            day(3, 5),
+        ),
+        *TAIL,
+    )
+    [parcel] = reflect(notes)
+    assert "<PERSON_49>'s brother will bring" in parcel.text
+    assert "; 's" not in parcel.text
+
+
 def test_a_preference_for_another_way_to_be_reached_replaces_the_earlier_one():
     notes = stored(
         ("User usually prefers phone calls", "medium", day(2, 1)),

@@ -237,7 +237,8 @@ def write_line(parts: Sequence[Part], *, dated: bool, head: str = "") -> str:
     actor = None
     for index, part in enumerate(parts):
         text = part.text
-        if part.actor and part.actor != actor:
+        # "'s doctor arrives" is only read with its owner, however recently named.
+        if part.actor and (part.actor != actor or text.startswith(("'", "’"))):
             joiner = "" if text.startswith(("'", "’", ",")) else " "
             text = f"{part.actor}{joiner}{text}"
         # After a sentence of its own ("The gang hides"), a speaker is named again.
