@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 
 from .base import *  # noqa: F403
+from .base import CACHE_URL as _BASE_CACHE_URL
+from .base import cache_settings
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = False
@@ -22,13 +24,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {}
 # cache.clear() never empties what another is reading. The Celery workers a test starts
 # inherit the same URL through the environment.
 _xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-if _xdist_worker.startswith("gw") and CACHE_URL.startswith(("redis://", "rediss://")):  # noqa: F405
+if _xdist_worker.startswith("gw") and _BASE_CACHE_URL.startswith(("redis://", "rediss://")):
     _offset = int(_xdist_worker.removeprefix("gw"))
-    CACHE_URL = re.sub(  # noqa: F405
-        r"/(\d+)$", lambda m: f"/{int(m.group(1)) - _offset}", CACHE_URL  # noqa: F405
-    )
+    CACHE_URL = re.sub(r"/(\d+)$", lambda m: f"/{int(m.group(1)) - _offset}", _BASE_CACHE_URL)
     os.environ["CACHE_URL"] = CACHE_URL
-    CACHES = cache_settings(CACHE_URL)  # noqa: F405
+    CACHES = cache_settings(CACHE_URL)
 
 # A file, not SQLite's default in-memory test database, so that the Celery worker
 # processes started by tests/memory/test_pipeline_worker.py can open the same database.
