@@ -119,6 +119,27 @@ def test_you_in_a_conversation_of_named_people_is_who_spoke_before():
     assert "Omar asked Priya to send Omar Priya's draft before lunch" in texts(output)
 
 
+def test_you_among_three_people_stays_as_said_unless_someone_is_named():
+    """Among three or more people "you" is anyone ("if you can't select channels") or one
+    of several: it is not the last speaker's name. A turn that names whom it asks
+    ("Ben, can you ...") still says who."""
+    notes = noted_text(
+        ("user", "Anna", "The remote gets a rubber case in three colours, blue, red and grey."),
+        (
+            "user",
+            "Ben",
+            "I mean there's no way anybody's gonna buy a remote control these days if you "
+            "can't select channels one by one.",
+        ),
+        ("user", "Chloe", "Ben, can you check the price of the rubber by Friday?"),
+        ("user", "Ben", "Sure, and I like your colours a lot, they suit the case."),
+    )
+    assert "a remote control these days if you can't select channels" in notes
+    assert "Chloe asked Ben to check the price of the rubber by Feb 13" in notes
+    assert "Ben likes your colours a lot" in notes
+    assert "Anna can't" not in notes and "Chloe's colours" not in notes
+
+
 def test_pseudonyms_as_speakers_read_as_names():
     output = observe(
         said(

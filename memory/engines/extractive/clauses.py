@@ -373,24 +373,27 @@ _PLEASE = re.compile(r"\bplease\b,?\s*", re.IGNORECASE)
 _PRONOUN_OBJECT = re.compile(r"(?:it|this|that|them|these|those)\b", re.IGNORECASE)
 
 
-def _rewrite_request(text: str, role: str, common: frozenset[str]) -> str:
-    speaker, _ = speaker_names(role)
+def _rewrite_request(text: str, role: str, common: frozenset[str], keep_you: bool) -> str:
+    speaker, listener = speaker_names(role)
+
     body = _PLEASE.sub("", text.rstrip(" ?.!")).strip(" ,")
     wanted = _REQUEST_FOR.search(body)
     if wanted:
         topic = " ".join(f"{wanted.group(1)} {wanted.group(2)}".split())
-        return f"{speaker} asked for {third_person(topic, role)}"
+        return f"{speaker} asked for {third_person(topic, role, keep_you=keep_you)}"
     item = _ASK_FOR_ITEM.match(body)
     if item and not _PRONOUN_OBJECT.match(item.group(1)):
         verb = "asked for" if body.lower().startswith(("do ", "does ")) else "requested"
-        return f"{speaker} {verb} {third_person(item.group(1), role)}"
+        return f"{speaker} {verb} {third_person(item.group(1), role, keep_you=keep_you)}"
     ask = _ASK_TO.match(body)
     if ask:
         told = _TELL_ME.match(ask.group(1))
         if told:  # "can you tell me what's in a Cold Brew" asks what's in a Cold Brew
-            return f"{speaker} asked {third_person(ask.group(1)[told.end() :], role)}"
-        return f"{speaker} asked Assistant to {third_person(ask.group(1), role)}"
-    rewritten = third_person(body, role)
+            asked_what = third_person(ask.group(1)[told.end() :], role, keep_you=keep_you)
+            return f"{speaker} asked {asked_what}"
+        asked = "you" if keep_you else listener
+        return f"{speaker} asked {asked} to {third_person(ask.group(1), role, keep_you=keep_you)}"
+    rewritten = third_person(body, role, keep_you=keep_you)
     if rewritten.startswith(speaker):
         return rewritten
     first_word = body.lower().split(None, 1)[0] if body else ""
@@ -401,15 +404,15 @@ def _rewrite_request(text: str, role: str, common: frozenset[str]) -> str:
     return f"{speaker} requested {_lower_first(rewritten, common)}"
 
 
-def _rewrite_statement(text: str, role: str, common: frozenset[str]) -> str:
+def _rewrite_statement(text: str, role: str, common: frozenset[str], keep_you: bool) -> str:
     speaker, _ = speaker_names(role)
-    rewritten = third_person(text.rstrip(" .!,;:-"), role)
+    rewritten = third_person(text.rstrip(" .!,;:-"), role, keep_you=keep_you)
     if rewritten.startswith(speaker):
         return rewritten
     return f"{speaker} said {_lower_first(rewritten, common)}"
 
 
-def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
+def rewrite(text: str, kind: str, role: str, state: WindowState, *, keep_you: bool = False) -> str:
     spoken = FILLER_WORDS.sub("", text)
     if spoken != text:
         text = without_stutter(spoken)  # "we just we'll" -> "we'll"
@@ -417,12 +420,12 @@ def rewrite(text: str, kind: str, role: str, state: WindowState) -> str:
     if kind == "introduction" and introduction:
         return f"{speaker_names(role)[0]}'s name is {introduction.group(1)}"
     if kind == "request":
-        return _rewrite_request(text, role, state.common_words)
+        return _rewrite_request(text, role, state.common_words, keep_you)
     if kind == "commitment":
-        return _rewrite_statement(promised_part(text), role, state.common_words)
+        return _rewrite_statement(promised_part(text), role, state.common_words, keep_you)
     if kind == "refusal":
-        return _rewrite_statement(reason_last(text), role, state.common_words)
-    return _rewrite_statement(text, role, state.common_words)
+        return _rewrite_statement(reason_last(text), role, state.common_words, keep_you)
+    return _rewrite_statement(text, role, state.common_words, keep_you)
 
 
 def _is_vague(text: str, kind: str) -> bool:
@@ -457,6 +460,8 @@ class Turn:
     message: SourceMessage
     listener: str = ""
     short: bool = False
+    # Said among several people with nobody named: "you" is whoever it is, kept as said.
+    keep_you: bool = False
 
 
 # "For the party I need a main course": what a phrase before the need says goes after it,
@@ -501,13 +506,17 @@ def _clause(text: str, turn: Turn, state: WindowState, detail: Detail) -> Clause
         short=turn.short,
     )
     verdict = classify(
-        sentence, message.role, state, short=turn.short, to_person=bool(turn.listener)
+        sentence,
+        message.role,
+        state,
+        short=turn.short,
+        to_person=bool(turn.listener) or turn.keep_you,
     )
     if verdict is None:
         return None
     kind, priority = verdict
     dated_text, referenced_at = absolute_dates(sentence, message)
-    rewritten = rewrite(dated_text, kind, message.role, state)
+    rewritten = rewrite(dated_text, kind, message.role, state, keep_you=turn.keep_you)
     if _is_vague(rewritten, kind) or (kind == "introduction" and _known_speaker(rewritten, turn)):
         return None
     return _said(rewritten, turn, state, kind=kind, priority=priority, referenced_at=referenced_at)
@@ -598,12 +607,13 @@ def message_clauses(
     detail: Detail = DETAIL[DEFAULT_FIDELITY],
     *,
     listener: str = "",
+    keep_you: bool = False,
 ) -> list[Clause]:
     """The sentences of one conversational message worth keeping, rewritten; for an
     assistant message, also what its answer named (answers.py). ``listener``: the name of
     who the message answers, when the message before it named its speaker."""
     short = message.role == "assistant" and len(message.content.split()) <= SHORT_TURN_WORDS
-    turn = Turn(message, listener, short)
+    turn = Turn(message, listener, short, keep_you=keep_you and message.role == "user")
     replied = _reply_clauses(turn, state)
     if message.role == "user" and replied is None:
         state.heard_user(message.content)  # a detail given asks nothing new
@@ -697,7 +707,7 @@ def _spoken_to(raw: str, turn: Turn, state: WindowState) -> Turn:
     name = addressee(raw)
     if name is None:
         return turn
-    return replace(turn, listener=state.full_names.get(name, name))
+    return replace(turn, listener=state.full_names.get(name, name), keep_you=False)
 
 
 def _reply_clauses(turn: Turn, state: WindowState) -> list[Clause] | None:

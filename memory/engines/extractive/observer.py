@@ -457,6 +457,13 @@ def _listeners(messages: Sequence[SourceMessage]) -> dict[str, str]:
     return listeners
 
 
+def _among_many(messages: Sequence[SourceMessage]) -> bool:
+    """Three or more named people talking among themselves, no assistant in the window."""
+    if any(m.role == "assistant" for m in messages):
+        return False
+    return len({m.speaker for m in messages if m.role == "user" and m.speaker}) >= 3
+
+
 def _first_answered_by_next(messages: Sequence[SourceMessage], listeners: dict[str, str]) -> None:
     people = [m for m in messages if m.role == "user"]
     for index, message in enumerate(people):
@@ -550,12 +557,17 @@ def _observe(
     tool_notes: list[Note] = []
     # A stage direction is said to nobody, and nobody answers it.
     listeners = _listeners([m for m in visible if stage_direction(m.content) is None])
+    # Among three or more people with no assistant, "you" is one of several, or anyone:
+    # a turn names whom it speaks to ("Monica, would you ...") or "you" stays as said.
+    among_many = _among_many(visible)
     for message in visible:
         if message.role == "tool":
             tool_notes.append(_tool_note(message))
         elif message.content.strip():
-            listener = listeners.get(message.id, "")
-            clauses.extend(message_clauses(message, state, detail, listener=listener))
+            listener = "" if among_many else listeners.get(message.id, "")
+            clauses.extend(
+                message_clauses(message, state, detail, listener=listener, keep_you=among_many)
+            )
     _raise_unanswered_requests(clauses, visible)
     if len(visible) > LONG_TALK_TURNS and _is_group_talk(visible):
         # A long meeting is noted as its minutes are: what was decided, preferred, planned

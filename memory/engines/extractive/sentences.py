@@ -448,9 +448,11 @@ CLAUSE_OPENERS = wordset("and but so that if when because as")
 PLURAL_YOU = wordset("guys folks")
 
 
-def third_person(text: str, role: str) -> str:
+def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
     """Name the parties instead of "I" and "you": "I love my dog" becomes "User loves
-    User's dog" in a user message. A verb after a rewritten subject agrees with it."""
+    User's dog" in a user message. A verb after a rewritten subject agrees with it.
+    ``keep_you``: nobody in particular is spoken to (one of several people talking, or
+    anyone at all: "if you go to Debenham's"), and "you" stays as it was said."""
     speaker, listener = speaker_names(role)
     quoted = [m.span() for m in QUOTED.finditer(text)]
     pieces: list[str] = []
@@ -465,7 +467,10 @@ def third_person(text: str, role: str) -> str:
         before = text[position : match.start()]
         pieces.append(_conjugate_first_verb(before) if conjugate_next else before)
         word = text[match.start() : match.end()]
-        replacement, conjugate_next = _replace_person(word, speaker, listener, before)
+        if keep_you and word[:1] in "Yy":
+            replacement, conjugate_next = word, False
+        else:
+            replacement, conjugate_next = _replace_person(word, speaker, listener, before)
         pieces.append(replacement)
         position = match.end()
     rest = text[position:]
