@@ -375,7 +375,6 @@ _PRONOUN_OBJECT = re.compile(r"(?:it|this|that|them|these|those)\b", re.IGNORECA
 
 def _rewrite_request(text: str, role: str, common: frozenset[str], keep_you: bool) -> str:
     speaker, listener = speaker_names(role)
-
     body = _PLEASE.sub("", text.rstrip(" ?.!")).strip(" ,")
     wanted = _REQUEST_FOR.search(body)
     if wanted:
