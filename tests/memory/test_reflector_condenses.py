@@ -355,6 +355,11 @@ TAIL = (
 )
 
 
+def on_two_days(first: str, second: str) -> list[SourceObservation]:
+    """Two medium notes on Mar 2 and Mar 5, then the unrelated ``TAIL``."""
+    return stored((first, "medium", day(3, 2)), (second, "medium", day(3, 5)), *TAIL)
+
+
 def test_a_person_two_scenes_only_mention_glues_nothing_together():
     """A person named in two notes that share nothing else (two scenes of a sitcom, two
     agenda points of a meeting) is no subject: a line of both would glue unrelated
@@ -380,22 +385,13 @@ def test_a_person_two_scenes_only_mention_glues_nothing_together():
 def test_a_sentence_with_a_subject_of_its_own_is_nobodys_words_in_a_line():
     """A stage direction inside someone's talk ("<PERSON_1> makes a sound") is written as
     its own sentence, not as the last speaker's ("<PERSON_2> <PERSON_1> makes ...")."""
-    notes = stored(
-        (
-            "<PERSON_2> asked whether order ORD-5521 has shipped yet; <PERSON_1> makes a sound "
-            "of absolute disgust; <PERSON_2> said the courier lost two parcels last month; "
-            "<PERSON_2> asked for a refund by Friday",
-            "medium",
-            day(3, 2),
-        ),
-        (
-            "<PERSON_2> said order ORD-5521 arrived broken at the door; The dog barks at the "
-            "courier; <PERSON_2> asked for a replacement instead; <PERSON_2> said the receipt "
-            "is in the drawer",
-            "medium",
-            day(3, 5),
-        ),
-        *TAIL,
+    notes = on_two_days(
+        "<PERSON_2> asked whether order ORD-5521 has shipped yet; <PERSON_1> makes a sound "
+        "of absolute disgust; <PERSON_2> said the courier lost two parcels last month; "
+        "<PERSON_2> asked for a refund by Friday",
+        "<PERSON_2> said order ORD-5521 arrived broken at the door; The dog barks at the "
+        "courier; <PERSON_2> asked for a replacement instead; <PERSON_2> said the receipt "
+        "is in the drawer",
     )
     [order] = reflect(notes)
     assert order.text.startswith("order ORD-5521: <PERSON_1> makes a sound")
@@ -405,22 +401,13 @@ def test_a_sentence_with_a_subject_of_its_own_is_nobodys_words_in_a_line():
 def test_a_speaker_named_after_a_role_keeps_the_whole_name():
     """A meeting's "User Interface" designer is not the role "User" saying "Interface
     said ..." when the line names the speaker once."""
-    notes = stored(
-        (
-            "User Interface said prototype RC-2201 needs a bigger screen for the channel list; "
-            "Marketing said users lose remotes under the sofa; User Interface said a locator "
-            "beep would cost two Euros more per unit",
-            "medium",
-            day(3, 2),
-        ),
-        (
-            "User Interface said prototype RC-2201 could show the channel name on screen; "
-            "Marketing said a bigger screen costs more; User Interface said voice recognition "
-            "is out of the twelve Euro budget",
-            "medium",
-            day(3, 5),
-        ),
-        *TAIL,
+    notes = on_two_days(
+        "User Interface said prototype RC-2201 needs a bigger screen for the channel list; "
+        "Marketing said users lose remotes under the sofa; User Interface said a locator "
+        "beep would cost two Euros more per unit",
+        "User Interface said prototype RC-2201 could show the channel name on screen; "
+        "Marketing said a bigger screen costs more; User Interface said voice recognition "
+        "is out of the twelve Euro budget",
     )
     [prototype] = reflect(notes)
     assert prototype.text.startswith("RC-2201: User Interface said")
@@ -430,22 +417,13 @@ def test_a_speaker_named_after_a_role_keeps_the_whole_name():
 def test_dropping_a_filler_never_makes_a_word_come_twice():
     """Speech that starts again ("for the for this meeting") keeps its "the": without it
     the line would stutter ("for for this meeting")."""
-    notes = stored(
-        (
-            "Project Manager said for the for this meeting prototype RC-2201 gets a rubber "
-            "case; Marketing said users lose remotes under the sofa; Marketing said a locator "
-            "beep would cost two Euros more per unit",
-            "medium",
-            day(3, 2),
-        ),
-        (
-            "Project Manager said if the if prototype RC-2201 stays under twelve Euros we keep "
-            "the screen; Marketing said a bigger screen costs more; Marketing said voice "
-            "recognition is out of the twelve Euro budget",
-            "medium",
-            day(3, 5),
-        ),
-        *TAIL,
+    notes = on_two_days(
+        "Project Manager said for the for this meeting prototype RC-2201 gets a rubber "
+        "case; Marketing said users lose remotes under the sofa; Marketing said a locator "
+        "beep would cost two Euros more per unit",
+        "Project Manager said if the if prototype RC-2201 stays under twelve Euros we keep "
+        "the screen; Marketing said a bigger screen costs more; Marketing said voice "
+        "recognition is out of the twelve Euro budget",
     )
     [prototype] = reflect(notes)
     assert "for the for this meeting" in prototype.text and "if the if" in prototype.text
@@ -455,22 +433,13 @@ def test_dropping_a_filler_never_makes_a_word_come_twice():
 def test_a_possessive_is_written_with_its_owner_every_time():
     """ "<PERSON_49>'s brother" after "<PERSON_49>'s neighbour" in one line keeps its name:
     naming a speaker once per line must not leave "'s brother will bring the box"."""
-    notes = stored(
-        (
-            "<PERSON_49> said parcel PK-4471 left the depot on Monday with the spare parts; "
-            "<PERSON_49>'s neighbour signed for parcel PK-4471 at noon; <PERSON_49> asked "
-            "whether anyone could collect it",
-            "medium",
-            day(3, 2),
-        ),
-        (
-            "<PERSON_49> said parcel PK-4471 was opened and two parts are missing; "
-            "<PERSON_49>'s brother will bring the box back on Friday; <PERSON_49> asked for "
-            "a refund of the missing parts",
-            "medium",
-            day(3, 5),
-        ),
-        *TAIL,
+    notes = on_two_days(
+        "<PERSON_49> said parcel PK-4471 left the depot on Monday with the spare parts; "
+        "<PERSON_49>'s neighbour signed for parcel PK-4471 at noon; <PERSON_49> asked "
+        "whether anyone could collect it",
+        "<PERSON_49> said parcel PK-4471 was opened and two parts are missing; "
+        "<PERSON_49>'s brother will bring the box back on Friday; <PERSON_49> asked for "
+        "a refund of the missing parts",
     )
     [parcel] = reflect(notes)
     assert "<PERSON_49>'s brother will bring" in parcel.text
