@@ -119,10 +119,11 @@ def test_you_in_a_conversation_of_named_people_is_who_spoke_before():
     assert "Omar asked Priya to send Omar Priya's draft before lunch" in texts(output)
 
 
-def test_you_among_three_people_stays_as_said_unless_someone_is_named():
+def test_you_among_three_people_is_they_unless_someone_is_named():
     """Among three or more people "you" is anyone ("if you can't select channels") or one
-    of several: it is not the last speaker's name. A turn that names whom it asks
-    ("Ben, can you ...") still says who."""
+    of several: not the last speaker's name, and not a "you" an agent reading its memory
+    would take for itself. It is "they" (or "them"); a turn that names whom it asks ("Ben,
+    can you ...") still says who."""
     notes = noted_text(
         ("user", "Anna", "The remote gets a rubber case in three colours, blue, red and grey."),
         (
@@ -133,11 +134,14 @@ def test_you_among_three_people_stays_as_said_unless_someone_is_named():
         ),
         ("user", "Chloe", "Ben, can you check the price of the rubber by Friday?"),
         ("user", "Ben", "Sure, and I like your colours a lot, they suit the case."),
+        ("user", "Anna", "Can you send me the price list after the meeting?"),
     )
-    assert "a remote control these days if you can't select channels" in notes
+    assert "a remote control these days if they can't select channels" in notes
     assert "Chloe asked Ben to check the price of the rubber by Feb 13" in notes
-    assert "Ben likes your colours a lot" in notes
+    assert "Ben likes their colours a lot" in notes
+    assert "Anna asked them to send Anna the price list after the meeting" in notes
     assert "Anna can't" not in notes and "Chloe's colours" not in notes
+    assert not re.search(r"\b[Yy]ou(?:r)?\b", notes)
 
 
 def test_pseudonyms_as_speakers_read_as_names():

@@ -390,7 +390,7 @@ def _rewrite_request(text: str, role: str, common: frozenset[str], keep_you: boo
         if told:  # "can you tell me what's in a Cold Brew" asks what's in a Cold Brew
             asked_what = third_person(ask.group(1)[told.end() :], role, keep_you=keep_you)
             return f"{speaker} asked {asked_what}"
-        asked = "you" if keep_you else listener
+        asked = "them" if keep_you else listener
         return f"{speaker} asked {asked} to {third_person(ask.group(1), role, keep_you=keep_you)}"
     rewritten = third_person(body, role, keep_you=keep_you)
     if rewritten.startswith(speaker):
@@ -459,7 +459,7 @@ class Turn:
     message: SourceMessage
     listener: str = ""
     short: bool = False
-    # Said among several people with nobody named: "you" is whoever it is, kept as said.
+    # Said among several people with nobody named: "you" is "they", not a guessed name.
     keep_you: bool = False
 
 

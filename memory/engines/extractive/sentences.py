@@ -452,7 +452,9 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
     """Name the parties instead of "I" and "you": "I love my dog" becomes "User loves
     User's dog" in a user message. A verb after a rewritten subject agrees with it.
     ``keep_you``: nobody in particular is spoken to (one of several people talking, or
-    anyone at all: "if you go to Debenham's"), and "you" stays as it was said."""
+    anyone at all: "if you go to Debenham's"): "you" is "they" ("if they go to
+    Debenham's"), never a guessed name, and never a "you" an agent reading its memory
+    would take for itself."""
     speaker, listener = speaker_names(role)
     quoted = [m.span() for m in QUOTED.finditer(text)]
     pieces: list[str] = []
@@ -468,7 +470,8 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
         pieces.append(_conjugate_first_verb(before) if conjugate_next else before)
         word = text[match.start() : match.end()]
         if keep_you and word[:1] in "Yy":
-            replacement, conjugate_next = word, False
+            after = text[match.end() : match.end() + 40]
+            replacement, conjugate_next = _unnamed_you(word, before, after), False
         else:
             replacement, conjugate_next = _replace_person(word, speaker, listener, before)
         pieces.append(replacement)
@@ -476,6 +479,44 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
     rest = text[position:]
     pieces.append(_conjugate_first_verb(rest) if conjugate_next else rest)
     return "".join(pieces)
+
+
+# "You" said to nobody named, as "they": the verb after it keeps its form ("you have",
+# "they have").
+_UNNAMED_YOU = {
+    "you're": "they're", "you are": "they are", "you've": "they've", "you have": "they have",
+    "you'll": "they'll", "you'd": "they'd", "you were": "they were", "your": "their",
+    "yours": "theirs", "yourself": "themselves",
+}  # fmt: skip
+
+
+# After these, or before these (or nothing), "you" is an object: "for you", "send you the
+# file", "thank you".
+_BEFORE_AN_OBJECT = wordset("for with to at about from of on by into onto upon without than")
+_AFTER_AN_OBJECT = wordset(
+    "the a an this that these those my our his her its their some any what how why when "
+    "where which who whether"
+)
+
+
+def _unnamed_you(word: str, before: str, after: str) -> str:
+    """ "you" with nobody named: "they" as a subject ("if you can't" -> "if they can't"),
+    "them" as an object ("send you the file" -> "send them the file")."""
+    lower = word.lower().replace("’", "'")
+    if lower.split()[-1] in PLURAL_YOU:
+        return lower  # "you guys" is everyone listening: said as it was
+    if lower in _UNNAMED_YOU:
+        they = _UNNAMED_YOU[lower]
+    else:
+        tail = before.rstrip()
+        previous_word = tail.rsplit(None, 1)[-1].lower() if tail else ""
+        following = after.split(None, 1)
+        next_word = following[0].lower() if following else ""
+        is_object = previous_word in _BEFORE_AN_OBJECT or (
+            not next_word or next_word[:1] in ",;:.!?" or next_word in _AFTER_AN_OBJECT
+        )
+        they = "them" if is_object and tail else "they"
+    return they.capitalize() if word[:1] == "Y" else they
 
 
 def _replace_person(word: str, speaker: str, listener: str, context: str) -> tuple[str, bool]:
