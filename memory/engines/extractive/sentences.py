@@ -490,32 +490,47 @@ _UNNAMED_YOU = {
 }  # fmt: skip
 
 
-# After these, or before these (or nothing), "you" is an object: "for you", "send you the
-# file", "thank you".
+# After a clause opener or an auxiliary (or first), "you" is a subject: "if you can't",
+# "do you think". After a preposition, or before a preposition, a particle or a
+# determiner (or nothing), it is an object: "for you", "plug you in", "send you the file",
+# "thank you".
 _BEFORE_AN_OBJECT = wordset("for with to at about from of on by into onto upon without than")
 _AFTER_AN_OBJECT = wordset(
     "the a an this that these those my our his her its their some any what how why when "
-    "where which who whether"
+    "where which who whether in out up down off on back over through around away to for at "
+    "with from about by"
 )
 
 
 def _unnamed_you(word: str, before: str, after: str) -> str:
     """ "you" with nobody named: "they" as a subject ("if you can't" -> "if they can't"),
-    "them" as an object ("send you the file" -> "send them the file")."""
+    "them" as an object ("send you the file" -> "send them the file"); as said before a
+    "they" ("you they're beautiful", a false start)."""
     lower = word.lower().replace("’", "'")
     if lower.split()[-1] in PLURAL_YOU:
         return lower  # "you guys" is everyone listening: said as it was
+    following = after.split(None, 1)
+    next_word = following[0].lower() if following else ""
+    if next_word.startswith(("they", "them")):
+        return word
     if lower in _UNNAMED_YOU:
         they = _UNNAMED_YOU[lower]
     else:
         tail = before.rstrip()
         previous_word = tail.rsplit(None, 1)[-1].lower() if tail else ""
-        following = after.split(None, 1)
-        next_word = following[0].lower() if following else ""
-        is_object = previous_word in _BEFORE_AN_OBJECT or (
-            not next_word or next_word[:1] in ",;:.!?" or next_word in _AFTER_AN_OBJECT
+        subject = (
+            not tail
+            or tail[-1] in ",;:.!?"
+            or previous_word in CLAUSE_OPENERS
+            or previous_word in AUXILIARIES
         )
-        they = "them" if is_object and tail else "they"
+        is_object = not subject and (
+            previous_word in _BEFORE_AN_OBJECT
+            or not next_word
+            or next_word[:1] in ",;:.!?"
+            or next_word.strip(",;:.!?") in _AFTER_AN_OBJECT
+        )
+        they = "them" if is_object else "they"
     return they.capitalize() if word[:1] == "Y" else they
 
 
