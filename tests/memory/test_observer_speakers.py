@@ -437,6 +437,23 @@ def test_a_speaker_named_for_their_role_keeps_the_role_words_they_say():
     assert not re.search(r"\b(\w+) \1\b", notes, re.IGNORECASE)
 
 
+def test_a_role_word_in_a_name_someone_says_stays_as_they_said_it():
+    """ "the User Interface Developer" said by the Project Manager is a job title in the
+    meeting, not the role "User" (whom the note would name "Project Manager")."""
+    notes = noted_text(
+        (
+            "user",
+            "Project Manager",
+            "Right, so next the User Interface Developer will present the button layout "
+            "after lunch.",
+        ),
+        ("user", "Marketing", "And I will show the survey, ninety users answered it."),
+        ("user", "User Interface", "I think the user interface needs fewer buttons."),
+    )
+    assert "the User Interface Developer will present the button layout" in notes
+    assert "Project Manager Interface" not in notes
+
+
 def test_what_is_said_to_keep_talking_is_not_noted():
     """ "you know", "I mean" set off by commas, and a sentence begun again ("My name is
     I'm ...", "I and I think", "I th I think"), say nothing of anyone: no "Project

@@ -548,7 +548,7 @@ def _said(
 ) -> Clause:
     """A rewritten clause with the participants' names, remembered."""
     message = turn.message
-    named = as_said_by(text, message.role, message.speaker, turn.listener)
+    named = as_said_by(text, message.role, message.speaker, turn.listener, said=message.content)
     if named != text and _named_twice(named, message.speaker, turn.listener):
         # "and marketing, I'm gonna ..." from Marketing: "marketing Marketing is gonna".
         named = without_stutter(named)

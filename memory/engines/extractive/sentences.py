@@ -414,26 +414,33 @@ def speaker_of(role: str, speaker: str = "") -> str:
     return speaker or speaker_names(role)[0]
 
 
-def as_said_by(text: str, role: str, speaker: str, listener: str = "") -> str:
+def as_said_by(text: str, role: str, speaker: str, listener: str = "", *, said: str = "") -> str:
     """A note written with the roles' names ("User asked Assistant to ...") with the
     participants' names instead ("Maria asked Tom to ..."): the speaker's when the message
-    names its speaker, the listener's when the message before it named its own."""
+    names its speaker, the listener's when the message before it named its own. A role's
+    word the message itself (``said``) capitalises in a name ("the User Interface
+    Developer") is that name, not the role."""
     if role not in ("user", "assistant") or not (speaker or listener):
         return text
     said_by, said_to = speaker_names(role)
     names = {said_by: speaker or said_by, said_to: listener or said_to}
+    own = set(_ROLE_IN_A_NAME.findall(said)) if "User " in said or "Assistant " in said else ()
 
     def name_of(match: re.Match[str]) -> str:
         name = names[match.group(0)]
         rest = name[len(match.group(0)) :]
         if rest[:1] == " " and text[match.end() :].lower().startswith(rest.lower()):
             return match.group(0)  # "user interface" said by User Interface: their words
+        written = _ROLE_IN_A_NAME.match(text, match.start()) if own else None
+        if written is not None and written.group(0) in own:
+            return match.group(0)  # "the User Interface Developer" as the message wrote it
         return name
 
     return _ROLE_NAMES.sub(name_of, text)
 
 
 _ROLE_NAMES = re.compile(r"\b(?:User|Assistant)\b")
+_ROLE_IN_A_NAME = re.compile(r"\b(?:User|Assistant) [A-Z][\w-]*")
 
 
 # Contractions come first so that "I'm" is not read as "I" + "'m".
