@@ -476,7 +476,9 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
         before = text[position : match.start()]
         pieces.append(_conjugate_first_verb(before) if conjugate_next else before)
         word = text[match.start() : match.end()]
-        if keep_you and word[:1] in "Yy":
+        if word[:1] in "Yy" and word.split()[-1].lower() in PLURAL_YOU:
+            replacement, conjugate_next = word.lower(), False  # "you guys": everyone listening
+        elif keep_you and word[:1] in "Yy":
             after = text[match.end() : match.end() + 40]
             replacement, conjugate_next = _unnamed_you(word, before, after), False
         else:
@@ -509,13 +511,21 @@ _AFTER_AN_OBJECT = wordset(
 )
 
 
+def _place(context: str) -> tuple[str, bool, bool]:
+    """Where a pronoun stands, read from the words before it: (the word just before, after
+    an auxiliary ("can I get", "do you have": the verb keeps its form), opening a clause
+    (first, or after a mark or a clause opener: "if you", ", you"))."""
+    tail = context.rstrip()
+    previous_word = tail.rsplit(None, 1)[-1].lower() if tail else ""
+    opens_clause = not tail or tail[-1] in ",;:.!?" or previous_word in CLAUSE_OPENERS
+    return previous_word, previous_word in AUXILIARIES, opens_clause
+
+
 def _unnamed_you(word: str, before: str, after: str) -> str:
     """ "you" with nobody named: "they" as a subject ("if you can't" -> "if they can't"),
     "them" as an object ("send you the file" -> "send them the file"); as said before a
     "they" ("you they're beautiful", a false start)."""
     lower = word.lower().replace("’", "'")
-    if lower.split()[-1] in PLURAL_YOU:
-        return lower  # "you guys" is everyone listening: said as it was
     following = after.split(None, 1)
     next_word = following[0].lower() if following else ""
     if next_word.startswith(("they", "them")):
@@ -523,15 +533,8 @@ def _unnamed_you(word: str, before: str, after: str) -> str:
     if lower in _UNNAMED_YOU:
         they = _UNNAMED_YOU[lower]
     else:
-        tail = before.rstrip()
-        previous_word = tail.rsplit(None, 1)[-1].lower() if tail else ""
-        subject = (
-            not tail
-            or tail[-1] in ",;:.!?"
-            or previous_word in CLAUSE_OPENERS
-            or previous_word in AUXILIARIES
-        )
-        is_object = not subject and (
+        previous_word, inverted, opens_clause = _place(before)
+        is_object = not (opens_clause or inverted) and (
             previous_word in _BEFORE_AN_OBJECT
             or not next_word
             or next_word[:1] in ",;:.!?"
@@ -555,12 +558,7 @@ def _replace_person(word: str, speaker: str, listener: str, context: str) -> tup
         "you were": f"{listener} was", "your": f"{listener}'s", "yours": f"{listener}'s",
         "yourself": listener,
     }  # fmt: skip
-    if lower.startswith("you") and lower.split()[-1] in PLURAL_YOU:
-        return word.lower(), False  # "you guys" is everyone listening: said as it was
-    tail = context.rstrip()
-    previous_word = tail.rsplit(None, 1)[-1].lower() if tail else ""
-    # After an auxiliary ("can I get", "do you have") the verb keeps its base form.
-    inverted = previous_word in AUXILIARIES
+    _, inverted, opens_clause = _place(context)
     if inverted and " " in lower:
         name = speaker if lower.startswith("i") else listener
         return f"{name} {word.split()[1]}", False
@@ -571,7 +569,6 @@ def _replace_person(word: str, speaker: str, listener: str, context: str) -> tup
     if lower == "i":
         return speaker, not inverted
     # "you" only governs the verb when it is the subject: not in "I'll send you".
-    opens_clause = not tail or tail[-1] in ",;:.!?" or previous_word in CLAUSE_OPENERS
     return listener, not inverted and opens_clause
 
 
