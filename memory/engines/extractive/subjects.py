@@ -99,21 +99,21 @@ def speakers_of(texts: Iterable[str]) -> frozenset[str]:
 
 
 def _leading_actor(fragment: str, speakers: frozenset[str]) -> tuple[str, str] | None:
-    named = _named_actor(fragment, speakers)
-    if named is not None and " " in named[0]:
-        return named  # "User Interface said ...": a meeting's designer, not the role
     match = _ROLE_ACTOR.match(fragment)
     if match:
-        return match.group(1), fragment[match.end() :].strip()
+        rest = fragment[match.end() :].strip()
+        # "User Interface said ...": a meeting's designer, not the role.
+        named = _named_actor(fragment, speakers) if rest[:1].isupper() else None
+        return named or (match.group(1), rest)
     tool = _TOOL_ACTOR.match(fragment)
     if tool:
         return tool.group(1), fragment[tool.end() :]
-    return named
+    return _named_actor(fragment, speakers)
 
 
 def _named_actor(fragment: str, speakers: frozenset[str]) -> tuple[str, str] | None:
     match = _NAME_ACTOR.match(fragment)
-    if match is None or match.group(1) in ("User", "Assistant", "System"):
+    if match is None:
         return None
     rest = fragment[match.end() :].strip()
     # A name memory opens few notes with is still the speaker of "<PERSON_60> said ...":
