@@ -459,9 +459,8 @@ def _listeners(messages: Sequence[SourceMessage]) -> dict[str, str]:
 
 def _among_many(messages: Sequence[SourceMessage]) -> bool:
     """Three or more named people talking among themselves, no assistant in the window."""
-    if any(m.role == "assistant" for m in messages):
-        return False
-    return len({m.speaker for m in messages if m.role == "user" and m.speaker}) >= 3
+    named = {m.speaker for m in messages if m.role == "user" and m.speaker}
+    return len(named) >= 3 and _is_group_talk(messages)
 
 
 def _first_answered_by_next(messages: Sequence[SourceMessage], listeners: dict[str, str]) -> None:
@@ -555,16 +554,18 @@ def _observe(
     detail = detail_for(fidelity)
     clauses: list[Clause] = []
     tool_notes: list[Note] = []
-    # A stage direction is said to nobody, and nobody answers it.
-    listeners = _listeners([m for m in visible if stage_direction(m.content) is None])
     # Among three or more people with no assistant, "you" is one of several, or anyone:
-    # a turn names whom it speaks to ("Monica, would you ...") or "you" stays as said.
+    # a turn names whom it speaks to ("Monica, would you ...") or "you" is "they".
     among_many = _among_many(visible)
+    # A stage direction is said to nobody, and nobody answers it.
+    listeners = (
+        {} if among_many else _listeners([m for m in visible if stage_direction(m.content) is None])
+    )
     for message in visible:
         if message.role == "tool":
             tool_notes.append(_tool_note(message))
         elif message.content.strip():
-            listener = "" if among_many else listeners.get(message.id, "")
+            listener = listeners.get(message.id, "")
             clauses.extend(
                 message_clauses(message, state, detail, listener=listener, keep_you=among_many)
             )
