@@ -375,6 +375,9 @@ def merge_near_duplicates(items: list[_Item]) -> None:
     Prefix filtering keeps this near-linear: two token sets with Jaccard >= t must share
     one of the len - ceil(t * len) + 1 rarest tokens of each."""
     frequency: Counter[str] = Counter(t for item in items if item.alive for t in item.tokens)
+    # Who says a note is no part of what it says: "Ticket Agent can't do that" and "Ticket
+    # Agent can't imagine why" share "can't", not three words of four.
+    said = {item.order: item.tokens - content_tokens(item.actor) for item in items}
     index: dict[str, list[_Item]] = defaultdict(list)
     for item in items:
         if not item.alive or not item.tokens:
@@ -388,18 +391,13 @@ def merge_near_duplicates(items: list[_Item]) -> None:
             index[token] = [other for other in index[token] if other.alive]
             for other in index[token]:
                 candidates[other.order] = other
-        actor_words = content_tokens(item.actor)
         for order in sorted(candidates):
             other = candidates[order]
             if other.actor != item.actor or other.numbers != item.numbers:
                 continue  # a different amount or id is a different fact
             if _different_days(item.referenced_at, other.referenced_at):
                 continue  # the same thing on another day is another event
-            # Who says both is no part of what they say: "Ticket Agent can't do that" and
-            # "Ticket Agent can't imagine why" share "can't", not three words of four.
-            if jaccard(item.tokens - actor_words, other.tokens - actor_words) >= (
-                DUPLICATE_SIMILARITY
-            ):
+            if jaccard(said[item.order], said[other.order]) >= DUPLICATE_SIMILARITY:
                 if len(other.tokens) > len(item.tokens):
                     item.text, item.remainder = other.text, other.remainder
                 item.priority = _merged_priority(other.priority, item.priority)
