@@ -566,3 +566,7 @@ class ToolCall(models.Model):
         """What the Observer reads as the tool's output (with ``tool_name``, the engines
         write it as ``Tool <name>: ...``): the output, else the error, else the status."""
         return self.output or self.error or self.status
+
+
+# The recall index (memory/search/): its rows are written by the database, never here.
+from memory.search.index import SearchEntry  # noqa: E402, F401

@@ -1,0 +1,275 @@
+"""The recall index: one row per searchable text (a message, an observation, a reflection,
+a pin), kept by the database itself.
+
+Triggers on the four source tables write, rewrite and delete the rows, so the index
+changes in the transaction that changes its source, whichever door that is: the API, the
+dashboard, ``/admin/``, a worker, retention's raw SQL on PostgreSQL, erasure, or the
+cascade of a conversation's delete. Nothing in Python has to remember it, and a row can
+not outlive its source (a test searches for erased words on both databases).
+
+The ranked part is per database:
+
+- SQLite (the embedded default): an FTS5 table over ``memory_searchentry`` (external
+  content, so the text is stored once), tokenised with Porter stemming and accents
+  removed, ranked by ``bm25()``.
+- PostgreSQL: a stored ``tsvector`` column (English stemming, accents folded by
+  ``FOLD_SQL``) with a GIN index, ranked by ``ts_rank_cd``.
+
+A message's row also holds its speaker's name, so that "what did Maria say about the
+refund" can find Maria's turns.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class SearchEntry(models.Model):
+    """One searchable text: what its source holds, as stored (a derived tier is
+    pseudonymised where the policy says). Written only by the database's triggers."""
+
+    class Kind(models.TextChoices):
+        MESSAGE = "message", "message"
+        OBSERVATION = "observation", "observation"
+        REFLECTION = "reflection", "reflection"
+        PIN = "pin", "pin"
+
+    id = models.BigAutoField(primary_key=True)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    source_id = models.UUIDField()
+    conversation_id = models.UUIDField()
+    # A message's or a pin's seq; a note's last source seq.
+    seq = models.PositiveIntegerField(null=True)
+    role = models.CharField(max_length=10, blank=True, default="")
+    speaker = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=10, blank=True, default="")
+    at = models.DateTimeField(default=timezone.now)
+    text = models.TextField()
+
+    class Meta:
+        app_label = "memory"
+        constraints = [
+            models.UniqueConstraint(fields=["source_id", "kind"], name="searchentry_source")
+        ]
+        indexes = [
+            models.Index(fields=["conversation_id", "kind", "at"], name="searchentry_conv_kind")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.source_id}"
+
+
+# Accents folded the same way on both sides of a PostgreSQL search: ``translate`` is
+# immutable, so a generated column may use it, and it needs no extension (``unaccent``
+# would need CREATE EXTENSION and a wrapper to be immutable). SQLite's FTS5 tokenizer
+# removes diacritics itself; the query side folds with ``query.fold``.
+_ACCENTED = "àáâãäåāăąçćčďđèéêëēėęěğìíîïīįıłñńňòóôõöøōőŕřśšşťùúûüūůűųýÿźżžæœß"
+_PLAIN = "aaaaaaaaacccddeeeeeeeegiiiiiiilnnnoooooooorrssstuuuuuuuuyyzzzaos"
+assert len(_ACCENTED) == len(_PLAIN), "translate() maps one character to one"
+
+
+def fold_sql(expression: str) -> str:
+    return f"translate(lower({expression}), '{_ACCENTED}', '{_PLAIN}')"
+
+
+DOCUMENT_SQL = (
+    "to_tsvector('english'::regconfig, "
+    + fold_sql("coalesce(speaker, '') || ' ' || coalesce(text, '')")
+    + ")"
+)
+
+# What each source table puts in its row: (kind: table, columns as SQL over the source
+# row ``{r}``). A note's date is when it was observed; a message's and a pin's when written.
+_SOURCES = {
+    "message": (
+        "memory_message",
+        {
+            "seq": "{r}.seq",
+            "role": "{r}.role",
+            "speaker": "{r}.name",
+            "status": "''",
+            "at": "{r}.created_at",
+            "text": "{r}.content",
+        },
+    ),
+    "observation": (
+        "memory_observation",
+        {
+            "seq": "{r}.window_end_seq",
+            "role": "''",
+            "speaker": "''",
+            "status": "{r}.status",
+            "at": "{r}.observed_at",
+            "text": "{r}.text",
+        },
+    ),
+    "reflection": (
+        "memory_reflection",
+        {
+            "seq": "NULL",
+            "role": "''",
+            "speaker": "''",
+            "status": "{r}.status",
+            "at": "{r}.observed_at",
+            "text": "{r}.text",
+        },
+    ),
+    "pin": (
+        "memory_pin",
+        {
+            "seq": "(SELECT m.seq FROM memory_message m WHERE m.id = {r}.message_id)",
+            "role": "coalesce((SELECT m.role FROM memory_message m WHERE m.id = {r}.message_id), '')",
+            "speaker": "coalesce((SELECT m.name FROM memory_message m WHERE m.id = {r}.message_id), '')",
+            "status": "''",
+            "at": "{r}.created_at",
+            "text": "{r}.text",
+        },
+    ),
+}
+_COLUMNS = ("seq", "role", "speaker", "status", "at", "text")
+_INSERT_COLUMNS = "kind, source_id, conversation_id, " + ", ".join(_COLUMNS)
+
+
+def _values(kind: str, row: str) -> list[str]:
+    """The row's column values as SQL, reading the source row named ``row``."""
+    _, columns = _SOURCES[kind]
+    return [columns[c].replace("{r}", row) for c in _COLUMNS]
+
+
+def _select(kind: str, rows: str) -> str:
+    return (
+        f"SELECT '{kind}', n.id, n.conversation_id, {', '.join(_values(kind, 'n'))} "
+        f"FROM {rows} n"
+    )
+
+
+def _changed(kind: str, row: str, entry: str) -> str:
+    # Only a source whose indexed columns changed rewrites its row: an observation is
+    # updated often (its reflection, its grounding) and its text rarely.
+    return " OR ".join(
+        f"{entry}.{c} IS DISTINCT FROM {v}" for c, v in zip(_COLUMNS, _values(kind, row))
+    )
+
+
+def _assignments(kind: str, row: str) -> str:
+    return ", ".join(f"{c} = {v}" for c, v in zip(_COLUMNS, _values(kind, row)))
+
+
+# ---- SQLite: row triggers on the sources, and the FTS5 table's own three triggers.
+
+SQLITE_FTS = "memory_search_fts"
+
+
+def _sqlite_source_triggers(kind: str) -> list[str]:
+    table, _ = _SOURCES[kind]
+    changed = _changed(kind, "NEW", "memory_searchentry").replace("IS DISTINCT FROM", "IS NOT")
+    return [
+        f"CREATE TRIGGER {table}_search_ai AFTER INSERT ON {table} BEGIN "
+        f"INSERT INTO memory_searchentry ({_INSERT_COLUMNS}) "
+        f"VALUES ('{kind}', NEW.id, NEW.conversation_id, {', '.join(_values(kind, 'NEW'))}); END",
+        f"CREATE TRIGGER {table}_search_au AFTER UPDATE ON {table} BEGIN "
+        f"UPDATE memory_searchentry SET {_assignments(kind, 'NEW')} "
+        f"WHERE kind = '{kind}' AND source_id = NEW.id AND ({changed}); END",
+        f"CREATE TRIGGER {table}_search_ad AFTER DELETE ON {table} BEGIN "
+        f"DELETE FROM memory_searchentry WHERE kind = '{kind}' AND source_id = OLD.id; END",
+    ]
+
+
+SQLITE_CREATE = [
+    f"CREATE VIRTUAL TABLE {SQLITE_FTS} USING fts5(text, speaker, content='memory_searchentry', "
+    "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')",
+    f"CREATE TRIGGER memory_searchentry_ai AFTER INSERT ON memory_searchentry BEGIN "
+    f"INSERT INTO {SQLITE_FTS} (rowid, text, speaker) VALUES (NEW.id, NEW.text, NEW.speaker); END",
+    f"CREATE TRIGGER memory_searchentry_ad AFTER DELETE ON memory_searchentry BEGIN "
+    f"INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}, rowid, text, speaker) "
+    f"VALUES ('delete', OLD.id, OLD.text, OLD.speaker); END",
+    f"CREATE TRIGGER memory_searchentry_au AFTER UPDATE OF text, speaker ON memory_searchentry "
+    f"WHEN OLD.text IS NOT NEW.text OR OLD.speaker IS NOT NEW.speaker "
+    f"BEGIN INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}, rowid, text, speaker) "
+    f"VALUES ('delete', OLD.id, OLD.text, OLD.speaker); "
+    f"INSERT INTO {SQLITE_FTS} (rowid, text, speaker) VALUES (NEW.id, NEW.text, NEW.speaker); END",
+    *[sql for kind in _SOURCES for sql in _sqlite_source_triggers(kind)],
+]
+SQLITE_DROP = [
+    *[
+        f"DROP TRIGGER IF EXISTS {table}_search_{suffix}"
+        for table, _ in _SOURCES.values()
+        for suffix in ("ai", "au", "ad")
+    ],
+    *[f"DROP TRIGGER IF EXISTS memory_searchentry_{suffix}" for suffix in ("ai", "au", "ad")],
+    f"DROP TABLE IF EXISTS {SQLITE_FTS}",
+]
+
+
+# ---- PostgreSQL: statement triggers with transition tables (a bulk insert of a hundred
+# messages is one INSERT ... SELECT into the index, not a hundred), and the document.
+
+
+def _postgres_source_triggers(kind: str) -> list[str]:
+    table, _ = _SOURCES[kind]
+    function = f"{table}_search"
+    return [
+        f"CREATE FUNCTION {function}_ins() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"INSERT INTO memory_searchentry ({_INSERT_COLUMNS}) {_select(kind, 'new_rows')}; "
+        "RETURN NULL; END $$",
+        f"CREATE FUNCTION {function}_upd() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"UPDATE memory_searchentry e SET {_assignments(kind, 'n')} FROM new_rows n "
+        f"WHERE e.kind = '{kind}' AND e.source_id = n.id AND ({_changed(kind, 'n', 'e')}); "
+        "RETURN NULL; END $$",
+        f"CREATE FUNCTION {function}_del() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"DELETE FROM memory_searchentry e USING old_rows o "
+        f"WHERE e.kind = '{kind}' AND e.source_id = o.id; RETURN NULL; END $$",
+        f"CREATE TRIGGER {table}_search_ins AFTER INSERT ON {table} "
+        f"REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}_ins()",
+        f"CREATE TRIGGER {table}_search_upd AFTER UPDATE ON {table} "
+        f"REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}_upd()",
+        f"CREATE TRIGGER {table}_search_del AFTER DELETE ON {table} "
+        f"REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}_del()",
+    ]
+
+
+POSTGRES_CREATE = [
+    f"ALTER TABLE memory_searchentry ADD COLUMN document tsvector "
+    f"GENERATED ALWAYS AS ({DOCUMENT_SQL}) STORED",
+    "CREATE INDEX searchentry_document ON memory_searchentry USING gin (document)",
+    *[sql for kind in _SOURCES for sql in _postgres_source_triggers(kind)],
+    # The index this one replaces: an expression index over every message's content.
+    "DROP INDEX IF EXISTS message_content_fts",
+]
+POSTGRES_DROP = [
+    *[
+        f"DROP TRIGGER IF EXISTS {table}_search_{suffix} ON {table}"
+        for table, _ in _SOURCES.values()
+        for suffix in ("ins", "upd", "del")
+    ],
+    *[
+        f"DROP FUNCTION IF EXISTS {table}_search_{suffix}()"
+        for table, _ in _SOURCES.values()
+        for suffix in ("ins", "upd", "del")
+    ],
+    "DROP INDEX IF EXISTS searchentry_document",
+    "ALTER TABLE memory_searchentry DROP COLUMN IF EXISTS document",
+    "CREATE INDEX IF NOT EXISTS message_content_fts ON memory_message "
+    "USING gin (to_tsvector('english'::regconfig, content))",
+]
+
+
+def backfill_sql() -> list[str]:
+    """Index what is already stored (the migration's forward step, after the triggers)."""
+    return [
+        f"INSERT INTO memory_searchentry ({_INSERT_COLUMNS}) {_select(kind, table)}"
+        for kind, (table, _) in _SOURCES.items()
+    ]
+
+
+def create_sql(vendor: str) -> list[str]:
+    if vendor == "postgresql":
+        return POSTGRES_CREATE
+    if vendor == "sqlite":
+        return SQLITE_CREATE
+    raise NotImplementedError(f"the recall index has no SQL for {vendor}")
+
+
+def drop_sql(vendor: str) -> list[str]:
+    return POSTGRES_DROP if vendor == "postgresql" else SQLITE_DROP

@@ -1,0 +1,195 @@
+"""The search: a question over the recall index, in a scope, with filters, best first.
+
+Scope is part of correctness (one end user's memory must not answer another's
+question): a search is always inside one workspace, and inside the conversations
+``Scope`` names (one conversation, an end user's, or, where the caller may read it, the
+whole workspace). Who may ask for which scope is the edges' rule (the API, MCP, the
+dashboard); this module only keeps to the scope it is given.
+
+A question of stop words only ("where did they say 'the'") finds nothing in a ranked
+index that drops them (PostgreSQL's English configuration); it is answered by a
+case-insensitive substring match, newest first, without a score.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from memory.models import Observation
+from memory.search.index import SQLITE_FTS, SearchEntry, fold_sql
+from memory.search.query import Question
+
+MAX_HITS = 200
+KINDS = tuple(SearchEntry.Kind.values)
+# Notes a later one replaced say what is no longer true: not recalled.
+_RETIRED = ("superseded",)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a search looks: a workspace, and in it the conversations with one of
+    ``conversation_ids`` (None: any), of ``end_user`` (None: any end user)."""
+
+    workspace_id: uuid.UUID
+    conversation_ids: tuple[uuid.UUID, ...] | None = None
+    end_user: str | None = None
+
+
+@dataclass(frozen=True)
+class Filters:
+    kinds: Collection[str] = KINDS
+    role: str = ""
+    speaker: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    kind: str
+    source_id: uuid.UUID
+    conversation_id: uuid.UUID
+    seq: int | None
+    role: str
+    speaker: str
+    status: str
+    at: datetime
+    text: str
+    score: float | None  # higher is better; None for a substring match
+    covered_by: tuple[uuid.UUID, ...] = field(default=())  # a message's observations
+
+
+def _uuid_param(value: uuid.UUID) -> Any:
+    return SearchEntry._meta.get_field("conversation_id").get_db_prep_value(value, connection)
+
+
+def _where(scope: Scope, filters: Filters) -> tuple[list[str], list[Any]]:
+    where = ["c.workspace_id = %s"]
+    params: list[Any] = [_uuid_param(scope.workspace_id)]
+    if scope.conversation_ids is not None:
+        ids = scope.conversation_ids or (uuid.UUID(int=0),)  # an empty scope finds nothing
+        where.append(f"e.conversation_id IN ({', '.join(['%s'] * len(ids))})")
+        params += [_uuid_param(i) for i in ids]
+    if scope.end_user is not None:
+        where.append("c.user_id = %s")
+        params.append(scope.end_user)
+    kinds = [k for k in KINDS if k in filters.kinds]
+    if len(kinds) < len(KINDS):
+        where.append(f"e.kind IN ({', '.join(['%s'] * len(kinds))})" if kinds else "1 = 0")
+        params += kinds
+    where.append(f"e.status NOT IN ({', '.join(['%s'] * len(_RETIRED))})")
+    params += list(_RETIRED)
+    if filters.role:
+        where.append("e.role = %s")
+        params.append(filters.role)
+    if filters.speaker:
+        where.append("lower(e.speaker) = lower(%s)")
+        params.append(filters.speaker)
+    if filters.since is not None:
+        where.append("e.at >= %s")
+        params.append(filters.since)
+    if filters.until is not None:
+        where.append("e.at < %s")
+        params.append(filters.until)
+    return where, params
+
+
+_COLUMNS = "e.kind, e.source_id, e.conversation_id, e.seq, e.role, e.speaker, e.status, e.at, e.text"
+
+
+def _ranked_sql(question: Question, where: list[str]) -> tuple[str, list[Any]]:
+    if connection.vendor == "postgresql":
+        return (
+            f"SELECT {_COLUMNS}, ts_rank_cd(e.document, q, 1) AS score "
+            "FROM memory_searchentry e JOIN memory_conversation c ON c.id = e.conversation_id, "
+            f"to_tsquery('english'::regconfig, {fold_sql('%s')}) q "
+            f"WHERE e.document @@ q AND {' AND '.join(where)} "
+            "ORDER BY score DESC, e.at DESC, e.id DESC LIMIT %s",
+            [question.tsquery()],
+        )
+    return (
+        f"SELECT {_COLUMNS}, -bm25({SQLITE_FTS}) AS score FROM {SQLITE_FTS} "
+        f"JOIN memory_searchentry e ON e.id = {SQLITE_FTS}.rowid "
+        "JOIN memory_conversation c ON c.id = e.conversation_id "
+        f"WHERE {SQLITE_FTS} MATCH %s AND {' AND '.join(where)} "
+        "ORDER BY score DESC, e.at DESC, e.id DESC LIMIT %s",
+        [question.fts5()],
+    )
+
+
+def _substring_sql(where: list[str]) -> str:
+    return (
+        f"SELECT {_COLUMNS}, NULL AS score FROM memory_searchentry e "
+        "JOIN memory_conversation c ON c.id = e.conversation_id "
+        f"WHERE {' AND '.join(where)} AND lower(e.text) LIKE %s ESCAPE '\\' "
+        "ORDER BY e.at DESC, e.id DESC LIMIT %s"
+    )
+
+
+def _hit(row: Sequence[Any]) -> Hit:
+    source_id, conversation_id = (v if isinstance(v, uuid.UUID) else uuid.UUID(v) for v in row[1:3])
+    at = row[7]
+    if isinstance(at, str):  # SQLite's raw rows
+        at = SearchEntry._meta.get_field("at").to_python(at)
+    score = None if row[9] is None else round(float(row[9]), 6)
+    return Hit(row[0], source_id, conversation_id, row[3], row[4], row[5], row[6], at, row[8], score)
+
+
+def search(
+    *,
+    question: Question,
+    scope: Scope,
+    filters: Filters = Filters(),
+    limit: int = 10,
+    substring: str = "",
+) -> list[Hit]:
+    """The ``limit`` best hits for ``question`` in ``scope``. ``substring`` is what a
+    question of stop words only searches for, as typed (the whole query)."""
+    limit = max(1, min(limit, MAX_HITS))
+    where, params = _where(scope, filters)
+    hits: list[Hit] = []
+    with connection.cursor() as cursor:
+        if not question.empty:
+            sql, head = _ranked_sql(question, where)
+            cursor.execute(sql, [*head, *params, limit])
+            hits = [_hit(row) for row in cursor.fetchall()]
+        if not hits and (question.empty or question.only_stop_words) and substring.strip():
+            like = substring.strip().lower().replace("\\", "\\\\").replace("%", "\\%")
+            like = "%" + like.replace("_", "\\_") + "%"
+            cursor.execute(_substring_sql(where), [*params, like, limit])
+            hits = [_hit(row) for row in cursor.fetchall()]
+    return hits
+
+
+def with_covering_observations(hits: list[Hit]) -> list[Hit]:
+    """Each message hit with the ids of the observations made from it (the trace from a
+    verbatim turn to what memory says of it)."""
+    seqs: dict[uuid.UUID, list[int]] = defaultdict(list)
+    for hit in hits:
+        if hit.kind == SearchEntry.Kind.MESSAGE and hit.seq is not None:
+            seqs[hit.conversation_id].append(hit.seq)
+    if not seqs:
+        return hits
+    covering: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+    for conversation_id, found in seqs.items():
+        notes = Observation.objects.filter(
+            conversation_id=conversation_id,
+            window_start_seq__lte=max(found),
+            window_end_seq__gte=min(found),
+        ).values_list("id", "source_message_ids")
+        for note_id, sources in notes:
+            for source in sources or ():
+                covering[uuid.UUID(str(source))].append(note_id)
+    return [
+        Hit(**{**hit.__dict__, "covered_by": tuple(covering.get(hit.source_id, ()))})
+        if hit.kind == SearchEntry.Kind.MESSAGE
+        else hit
+        for hit in hits
+    ]
