@@ -200,33 +200,6 @@ def message_list_newest_first(*, conversation: Conversation, limit: int) -> list
     return list(conversation.messages.order_by("-seq")[:limit])
 
 
-def message_search(
-    *, conversation: Conversation, query: str, limit: int
-) -> list[tuple[Message, float | None]]:
-    """Case-insensitive text search. Full-text (English stemming, ranked) on PostgreSQL;
-    a case-insensitive substring match, newest first, elsewhere."""
-    query = (query or "").strip()
-    if not query:
-        raise MemdeskError("empty_query", "query must not be empty.", field="query")
-    messages = conversation.messages.all()
-    if connection.vendor == "postgresql":
-        from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
-
-        vector = SearchVector("content", config="english")
-        search = SearchQuery(query, config="english", search_type="websearch")
-        ranked = (
-            messages.annotate(search=vector, rank=SearchRank(vector, search))
-            .filter(search=search)
-            .order_by("-rank", "-seq")[:limit]
-        )
-        hits: list[tuple[Message, float | None]] = [(m, round(float(m.rank), 6)) for m in ranked]
-        if hits:
-            return hits
-        # Stop words and partial words find nothing in full-text search; a substring
-        # match still answers "where did they say 'the'".
-    return [(m, None) for m in messages.filter(content__icontains=query).order_by("-seq")[:limit]]
-
-
 def _merge(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for start, end in sorted(windows):

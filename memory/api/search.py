@@ -9,9 +9,9 @@ from rest_framework.response import Response
 from core.api import ERRORS, validated
 from core.paging import parse_limit
 from memory import api_schema as out
-from memory import selectors
 from memory.api.base import MemoryApi
 from memory.api.inputs import SearchIn
+from memory.search.ranked import message_search
 from memory.wire import message_to_wire
 
 
@@ -27,7 +27,7 @@ class MessageSearchApi(MemoryApi):
         data = validated(SearchIn, request.data)
         limit = parse_limit(data.get("limit"), default=10)
         conversation = self.conversation(conversation_id)
-        hits = selectors.message_search(conversation=conversation, query=data["query"], limit=limit)
+        hits = message_search(conversation=conversation, query=data["query"], limit=limit)
         self.readable(m for m, _ in hits)
         return Response(
             {"messages": [message_to_wire(m, score=s) for m, s in hits], "searchType": "text"}

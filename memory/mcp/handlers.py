@@ -34,6 +34,7 @@ from memory.context.budget import parse_max_tokens
 from memory.context.served import context_read
 from memory.mcp.callers import McpToolError, ToolCall, ToolResult
 from memory.models import Conversation
+from memory.search.ranked import message_search
 from memory.services.conversations import conversation_create
 from memory.services.messages import messages_append
 from memory.services.observations import observation_create
@@ -116,7 +117,7 @@ def get_context(call: ToolCall, data: dict[str, Any]) -> ToolResult:
 def search_memory(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     limit = parse_limit(data.get("limit"), default=10)
     conversation = call.conversation(data["conversationId"])
-    hits = selectors.message_search(conversation=conversation, query=data["query"], limit=limit)
+    hits = message_search(conversation=conversation, query=data["query"], limit=limit)
     call.readable(m for m, _ in hits)
     return {"messages": [message_to_wire(m, score=s) for m, s in hits], "searchType": "text"}
 

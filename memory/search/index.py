@@ -81,6 +81,7 @@ DOCUMENT_SQL = (
 
 # What each source table puts in its row: (kind: table, columns as SQL over the source
 # row ``{r}``). A note's date is when it was observed; a message's and a pin's when written.
+_OF_PINNED = "coalesce((SELECT m.{column} FROM memory_message m WHERE m.id = {{r}}.message_id), '')"
 _SOURCES = {
     "message": (
         "memory_message",
@@ -119,8 +120,8 @@ _SOURCES = {
         "memory_pin",
         {
             "seq": "(SELECT m.seq FROM memory_message m WHERE m.id = {r}.message_id)",
-            "role": "coalesce((SELECT m.role FROM memory_message m WHERE m.id = {r}.message_id), '')",
-            "speaker": "coalesce((SELECT m.name FROM memory_message m WHERE m.id = {r}.message_id), '')",
+            "role": _OF_PINNED.format(column="role"),
+            "speaker": _OF_PINNED.format(column="name"),
             "status": "''",
             "at": "{r}.created_at",
             "text": "{r}.text",
@@ -139,8 +140,7 @@ def _values(kind: str, row: str) -> list[str]:
 
 def _select(kind: str, rows: str) -> str:
     return (
-        f"SELECT '{kind}', n.id, n.conversation_id, {', '.join(_values(kind, 'n'))} "
-        f"FROM {rows} n"
+        f"SELECT '{kind}', n.id, n.conversation_id, {', '.join(_values(kind, 'n'))} FROM {rows} n"
     )
 
 
@@ -148,12 +148,13 @@ def _changed(kind: str, row: str, entry: str) -> str:
     # Only a source whose indexed columns changed rewrites its row: an observation is
     # updated often (its reflection, its grounding) and its text rarely.
     return " OR ".join(
-        f"{entry}.{c} IS DISTINCT FROM {v}" for c, v in zip(_COLUMNS, _values(kind, row))
+        f"{entry}.{c} IS DISTINCT FROM {v}"
+        for c, v in zip(_COLUMNS, _values(kind, row), strict=True)
     )
 
 
 def _assignments(kind: str, row: str) -> str:
-    return ", ".join(f"{c} = {v}" for c, v in zip(_COLUMNS, _values(kind, row)))
+    return ", ".join(f"{c} = {v}" for c, v in zip(_COLUMNS, _values(kind, row), strict=True))
 
 
 # ---- SQLite: row triggers on the sources, and the FTS5 table's own three triggers.

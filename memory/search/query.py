@@ -19,23 +19,32 @@ from dataclasses import dataclass
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 32
 
+
+def _words(words: str) -> frozenset[str]:
+    # "aren't" is read as "aren" and "t" (an apostrophe splits a word in both indexes).
+    return frozenset(w for word in words.split() for w in (word, word.partition("'")[0]))
+
+
 # English function words and the verbs of asking: they say how a question is put, not
 # what it is about ("what did she say about the refund" is about "refund").
-STOP_WORDS = frozenset(
-    """a about above after again against all also am an and any are aren't as at be
-    because been before being below between both but by can can't cannot could couldn't
-    did didn't do does doesn't doing don't down during each else ever few for from
-    further had hadn't has hasn't have haven't having he he'd he'll he's her here here's
-    hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it
-    it's its itself just let's me more most mustn't my myself no nor not now of off on
-    once only or other ought our ours ourselves out over own same shan't she she'd she'll
-    she's should shouldn't so some such than that that's the their theirs them themselves
-    then there there's these they they'd they'll they're they've this those through to
-    too under until up very was wasn't we we'd we'll we're we've were weren't what what's
-    when when's where where's which while who who's whom why why's will with won't would
-    wouldn't you you'd you'll you're you've your yours yourself yourselves
-    ask asked say said says tell told mention mentioned remember recall know knew
-    anything something thing things please""".split()
+STOP_WORDS = _words(
+    """
+    a about above after again against all also am an and any are aren't as at be
+    because been before being below between both but by can can't cannot could
+    couldn't did didn't do does doesn't doing don't down during each else ever few
+    for from further had hadn't has hasn't have haven't having he he'd he'll he's
+    her here here's hers herself him himself his how how's i i'd i'll i'm i've if in
+    into is isn't it it's its itself just let's me more most mustn't my myself no
+    nor not now of off on once only or other ought our ours ourselves out over own
+    same shan't she she'd she'll she's should shouldn't so some such than that
+    that's the their theirs them themselves then there there's these they they'd
+    they'll they're they've this those through to too under until up very was wasn't
+    we we'd we'll we're we've were weren't what what's when when's where where's
+    which while who who's whom why why's will with won't would wouldn't you you'd
+    you'll you're you've your yours yourself yourselves ask asked say said says tell
+    told mention mentioned remember recall know knew anything something thing things
+    please
+    """
 )
 
 _PHRASE = re.compile(r'"([^"]*)"')

@@ -22,9 +22,10 @@ from typing import Any
 
 from django.db import connection
 
-from memory.models import Observation
+from core.errors import MemdeskError
+from memory.models import Conversation, Message, Observation
 from memory.search.index import SQLITE_FTS, SearchEntry, fold_sql
-from memory.search.query import Question
+from memory.search.query import Question, question_of
 
 MAX_HITS = 200
 KINDS = tuple(SearchEntry.Kind.values)
@@ -101,7 +102,9 @@ def _where(scope: Scope, filters: Filters) -> tuple[list[str], list[Any]]:
     return where, params
 
 
-_COLUMNS = "e.kind, e.source_id, e.conversation_id, e.seq, e.role, e.speaker, e.status, e.at, e.text"
+_COLUMNS = (
+    "e.kind, e.source_id, e.conversation_id, e.seq, e.role, e.speaker, e.status, e.at, e.text"
+)
 
 
 def _ranked_sql(question: Question, where: list[str]) -> tuple[str, list[Any]]:
@@ -139,7 +142,8 @@ def _hit(row: Sequence[Any]) -> Hit:
     if isinstance(at, str):  # SQLite's raw rows
         at = SearchEntry._meta.get_field("at").to_python(at)
     score = None if row[9] is None else round(float(row[9]), 6)
-    return Hit(row[0], source_id, conversation_id, row[3], row[4], row[5], row[6], at, row[8], score)
+    kind, _, _, seq, role, speaker, status, _, text = row[:9]
+    return Hit(kind, source_id, conversation_id, seq, role, speaker, status, at, text, score)
 
 
 def search(
@@ -193,3 +197,21 @@ def with_covering_observations(hits: list[Hit]) -> list[Hit]:
         else hit
         for hit in hits
     ]
+
+
+def message_search(
+    *, conversation: Conversation, query: str, limit: int
+) -> list[tuple[Message, float | None]]:
+    """The NAMS search route's answer: the conversation's messages that best answer
+    ``query``, best first, with their scores (None for a substring match)."""
+    if not (query or "").strip():
+        raise MemdeskError("empty_query", "query must not be empty.", field="query")
+    hits = search(
+        question=question_of(query),
+        scope=Scope(workspace_id=conversation.workspace_id, conversation_ids=(conversation.pk,)),
+        filters=Filters(kinds=(SearchEntry.Kind.MESSAGE,)),
+        limit=limit,
+        substring=query,
+    )
+    messages = Message.objects.in_bulk([hit.source_id for hit in hits])
+    return [(messages[hit.source_id], hit.score) for hit in hits if hit.source_id in messages]

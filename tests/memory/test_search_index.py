@@ -135,7 +135,9 @@ def test_an_edited_note_is_found_by_its_new_words_only(workspace, conversation) 
 
 
 def test_a_superseded_reflection_is_not_recalled(workspace, conversation) -> None:
-    ReflectionFactory(conversation=conversation, text="Dana prefers phone calls.", status="superseded")
+    ReflectionFactory(
+        conversation=conversation, text="Dana prefers phone calls.", status="superseded"
+    )
 
     assert _found(workspace, "phone calls", conversation=conversation) == []
 
