@@ -58,6 +58,31 @@ class SearchOut(serializers.Serializer):
     searchType = serializers.CharField()
 
 
+class SearchHitOut(serializers.Serializer):
+    tier = serializers.ChoiceField(choices=["message", "observation", "reflection", "pin"])
+    id = serializers.UUIDField()
+    conversationId = serializers.UUIDField()
+    seq = serializers.IntegerField(allow_null=True)
+    role = serializers.CharField(allow_null=True)
+    name = serializers.CharField(allow_null=True, help_text="The speaker's name, if any.")
+    at = serializers.DateTimeField(help_text="When said (a message, a pin) or observed (a note).")
+    status = serializers.CharField(allow_null=True)
+    snippet = serializers.CharField(help_text="The text, or its stretch around the matches.")
+    highlights = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        help_text="[start, end) character spans of the question's words in the snippet.",
+    )
+    score = serializers.FloatField(allow_null=True, help_text="Higher is better.")
+    observationIds = serializers.ListField(
+        child=serializers.UUIDField(), required=False, help_text="A message's observations."
+    )
+
+
+class SearchHitsOut(serializers.Serializer):
+    hits = SearchHitOut(many=True)
+    scope = serializers.ChoiceField(choices=["conversation", "user", "workspace"])
+
+
 class _MemoryItemOut(serializers.Serializer):
     id = serializers.UUIDField()
     conversationId = serializers.UUIDField()

@@ -29,7 +29,7 @@ from memory.api.runs import (
     RunCancelApi,
     RunDetailApi,
 )
-from memory.api.search import MessageSearchApi
+from memory.api.search import MessageSearchApi, WorkspaceSearchApi
 from memory.api.workspace import WorkspaceSettingsApi
 
 conversation = "conversations/<str:conversation_id>"
@@ -42,6 +42,7 @@ urlpatterns = [
     path(f"{conversation}/messages", MessageListCreateApi.as_view()),
     path(f"{conversation}/messages/bulk", MessageBulkCreateApi.as_view()),
     path(f"{conversation}/search", MessageSearchApi.as_view()),
+    path("search", WorkspaceSearchApi.as_view()),
     path(f"{conversation}/context", ContextGetApi.as_view()),
     path(f"{conversation}/observations", ObservationListCreateApi.as_view()),
     path(observation, ObservationDetailApi.as_view()),

@@ -32,6 +32,21 @@ class ContextGetApi(MemoryApi):
                 "lowest-priority observations, then the oldest reflections; never splits one. "
                 "Pins are never dropped: they count against the budget first.",
             ),
+            OpenApiParameter(
+                "query",
+                str,
+                description="A question: the context ends with a recalled section, the "
+                "verbatim turns of this conversation that best answer it (ranked search), "
+                "leaving out what the context already holds. Everything before the section is "
+                "byte for byte the body without a query. json: a 'recalled' object; text: a "
+                "'## Recalled' section; messages: a last system message. Under max_tokens it "
+                "takes at most a quarter of the budget.",
+            ),
+            OpenApiParameter(
+                "recall",
+                int,
+                description="How many turns the recalled section may hold: 1 to 50, default 10.",
+            ),
         ],
         responses={
             (200, "application/json"): out.CONTEXT_JSON,
@@ -49,6 +64,8 @@ class ContextGetApi(MemoryApi):
             max_tokens=query["max_tokens"],
             if_none_match=request.headers.get("If-None-Match"),
             load=lambda: self.conversation(conversation_id),
+            query=query.get("query") or "",
+            recall=query["recall"],
         )
         rendered = read.rendered
         if read.not_modified:

@@ -6,7 +6,7 @@ on both edges."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from rest_framework import serializers
 
@@ -14,11 +14,15 @@ from core.api import MetadataField, ParsedField, StrictCharField, limit_field, t
 from core.errors import MemdeskError
 from core.paging import parse_limit
 from memory.context.budget import parse_max_tokens
-from memory.models import ToolCall
+from memory.models import Conversation, Message, SearchEntry, ToolCall
+from memory.search.query import MAX_QUERY_CHARS
+from memory.search.ranked import MAX_HITS, Filters, Scope
+from memory.search.recall import RECALL_DEFAULT, parse_recall
 from memory.services.escalations import ESCALATION_REASON_MAX_CHARS
 from memory.services.messages import SPEAKER_NAME_MAX_CHARS, MessageInput, speaker_name_problem
 from memory.services.workspace_settings import MAX_CONTEXT_MAX_TOKENS
 from memory.wire import text_from_content
+from tenancy.models import ApiKey
 
 
 class ConversationCreateIn(serializers.Serializer):
@@ -79,6 +83,85 @@ class BulkMessagesIn(serializers.Serializer):
 class SearchIn(serializers.Serializer):
     query = text_field()
     limit = serializers.JSONField(required=False)
+
+
+class WorkspaceSearchIn(serializers.Serializer):
+    query = text_field(max_length=MAX_QUERY_CHARS)
+    conversationId = serializers.UUIDField(required=False)
+    userId = text_field(required=False, max_length=255)
+    tiers = serializers.ListField(
+        child=serializers.ChoiceField(choices=SearchEntry.Kind.values),
+        required=False,
+        allow_empty=False,
+    )
+    role = serializers.ChoiceField(choices=Message.Role.values, required=False)
+    name = text_field(required=False, max_length=SPEAKER_NAME_MAX_CHARS)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    limit = ParsedField(lambda raw: parse_search_limit(raw), default=RECALL_DEFAULT)
+
+    def validate_query(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("query must not be empty.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        since, until = attrs.get("since"), attrs.get("until")
+        if since and until and since >= until:
+            raise serializers.ValidationError({"until": "until must be after since."})
+        return attrs
+
+
+def parse_search_limit(raw: object) -> int:
+    limit = parse_limit(raw, default=RECALL_DEFAULT)  # type: ignore[arg-type]
+    if limit > MAX_HITS:
+        raise MemdeskError(
+            "invalid_limit", f"limit must be a whole number from 1 to {MAX_HITS}.", field="limit"
+        )
+    return limit
+
+
+class SearchCaller(Protocol):
+    """What a search's scope is read from: the REST view or the MCP call."""
+
+    @property
+    def api_key(self) -> ApiKey: ...
+
+    def conversation(self, conversation_id: str) -> Conversation: ...
+
+
+def search_scope(caller: SearchCaller, data: dict[str, Any]) -> tuple[Scope, str]:
+    """Where a ``/v1/search`` (or the MCP ``recall`` tool) looks, and its name: the
+    conversation named (404 unless in the caller's workspace), else the end user named,
+    else the whole workspace, which only a curator key or higher may search: an agent's
+    key answers for the people it serves, one at a time."""
+    workspace_id = caller.api_key.workspace_id
+    end_user = data.get("userId") or None
+    if data.get("conversationId"):
+        conversation = caller.conversation(str(data["conversationId"]))
+        return Scope(workspace_id, (conversation.pk,), end_user), "conversation"
+    if end_user is not None:
+        return Scope(workspace_id, None, end_user), "user"
+    if not caller.api_key.grants(ApiKey.Scope.CURATOR):
+        raise MemdeskError(
+            "scope_required",
+            "An agent key searches one conversation or one end user: send conversationId "
+            "or userId. Searching the whole workspace needs a curator key or higher.",
+            field="userId",
+            status_code=403,
+        )
+    return Scope(workspace_id), "workspace"
+
+
+def search_filters(data: dict[str, Any]) -> Filters:
+    """A validated ``WorkspaceSearchIn`` (or MCP ``recall``) body's filters."""
+    return Filters(
+        kinds=tuple(data.get("tiers") or SearchEntry.Kind.values),
+        role=data.get("role") or "",
+        speaker=data.get("name") or "",
+        since=data.get("since"),
+        until=data.get("until"),
+    )
 
 
 class ObservationCreateIn(serializers.Serializer):
@@ -181,6 +264,8 @@ class MessageListQuery(serializers.Serializer):
 class ContextQuery(serializers.Serializer):
     format = serializers.CharField(required=False, allow_blank=True)
     max_tokens = ParsedField(parse_max_tokens)
+    query = text_field(required=False, allow_blank=True, max_length=MAX_QUERY_CHARS)
+    recall = ParsedField(parse_recall, default=RECALL_DEFAULT)
 
 
 class ExtractionStatusQuery(serializers.Serializer):

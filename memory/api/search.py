@@ -1,4 +1,6 @@
-"""/v1/conversations/{id}/search: text search in one conversation's messages."""
+"""Search: ``/v1/conversations/{id}/search`` (the NAMS route: one conversation's messages,
+ranked) and ``/v1/search`` (every tier, for one conversation, one end user or, for a
+curator key or higher, the whole workspace)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from core.api import ERRORS, validated
 from core.paging import parse_limit
 from memory import api_schema as out
 from memory.api.base import MemoryApi
-from memory.api.inputs import SearchIn
+from memory.api.inputs import SearchIn, WorkspaceSearchIn, search_filters, search_scope
 from memory.search.ranked import message_search
+from memory.search.recall import search_wire
 from memory.wire import message_to_wire
 
 
@@ -20,8 +23,10 @@ class MessageSearchApi(MemoryApi):
         operation_id="messages_search",
         request=SearchIn,
         responses={200: out.SearchOut, **ERRORS},
-        description="Case-insensitive text search in one conversation (full-text on "
-        "PostgreSQL). searchType is always 'text'.",
+        description="The conversation's messages that best answer a question, best first "
+        '(ranked full-text search: stop words dropped, stems, accents folded, "quoted '
+        'phrases" and prefix* honoured); a question of stop words only is a '
+        "case-insensitive substring match. searchType is always 'text'.",
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         data = validated(SearchIn, request.data)
@@ -32,3 +37,28 @@ class MessageSearchApi(MemoryApi):
         return Response(
             {"messages": [message_to_wire(m, score=s) for m, s in hits], "searchType": "text"}
         )
+
+
+class WorkspaceSearchApi(MemoryApi):
+    @extend_schema(
+        operation_id="search",
+        request=WorkspaceSearchIn,
+        responses={200: out.SearchHitsOut, **ERRORS},
+        description="Ranked search over messages, observations, reflections and pins: in "
+        "one conversation (conversationId), one end user's conversations (userId), or the "
+        "whole workspace (neither; a curator key or higher). Filters: tiers, role, name "
+        "(the speaker), since/until. Each hit has its snippet, the character spans of the "
+        "matched words in it (highlights), ids, seq, date and score; a message hit also "
+        "the observations made from it.",
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(WorkspaceSearchIn, request.data)
+        scope, scope_name = search_scope(self, data)
+        hits = search_wire(
+            query=data["query"],
+            scope=scope,
+            filters=search_filters(data),
+            limit=data["limit"],
+            reidentifier=self.reidentifier(),
+        )
+        return Response({"hits": hits, "scope": scope_name})

@@ -40,6 +40,11 @@ class RenderedContext:
     # rendered and fitted): equal digests, byte-identical memory block. Empty in
     # renders cached before it existed.
     memory_digest: str = ""
+    # What a recalled section needs (memory/context/recalled.py): the tokens the body
+    # holds, and the first recent message's seq (recall leaves out what is already
+    # there). None in renders cached before they existed.
+    token_count: int | None = None
+    recent_from_seq: int | None = None
 
 
 @lru_cache(maxsize=1024)
@@ -288,5 +293,10 @@ def render(
             memory.update(b"\x1e")
         memory.update(b"\x1d")
     return RenderedContext(
-        body=body, content_type=content_type, etag=etag, memory_digest=memory.hexdigest()
+        body=body,
+        content_type=content_type,
+        etag=etag,
+        memory_digest=memory.hexdigest(),
+        token_count=fitted.token_count,
+        recent_from_seq=fitted.recent[0].seq if fitted.recent else None,
     )

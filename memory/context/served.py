@@ -15,9 +15,11 @@ from typing import Any
 from governance.redaction.gates import reidentifier_for_api
 from memory import selectors
 from memory.context.read import context_for_versions
+from memory.context.recalled import fit_turns, recalled_reserve, with_recalled
 from memory.context.rendering import RenderedContext
 from memory.metrics import context_read_record
 from memory.models import Conversation
+from memory.search.recall import RECALL_DEFAULT, recall_for_context
 
 
 @dataclass(frozen=True)
@@ -35,16 +37,36 @@ def context_read(
     max_tokens: int | None,
     if_none_match: str | None = None,
     load: Callable[[], Conversation] | None = None,
+    query: str = "",
+    recall: int = RECALL_DEFAULT,
 ) -> ContextRead:
     """The context of a conversation in the workspace, as an API key may read it, and
     the read recorded. ``load`` returns the conversation when no cache holds its render
-    (by default, the conversation with its workspace in one query)."""
+    (by default, the conversation with its workspace in one query). With ``query``, up
+    to ``recall`` verbatim turns that answer it follow the memory
+    (memory/context/recalled.py)."""
     versions = selectors.context_versions(
         workspace_id=workspace_id, conversation_id=conversation_id
     )
     reidentifier = reidentifier_for_api(
         workspace_id=workspace_id, allowed=versions.agents_see_reidentified
     )
+    if max_tokens is None:
+        max_tokens = versions.context_max_tokens
+    turns = (
+        recall_for_context(
+            workspace_id=workspace_id,
+            conversation_id=versions.conversation_id,
+            query=query,
+            # Recent messages are left out after the render: ask for some more.
+            limit=recall * 2,
+            recent_from_seq=None,
+            reidentifier=reidentifier,
+        )
+        if query.strip()
+        else []
+    )
+    reserve = recalled_reserve(turns[:recall], max_tokens)
     rendered = context_for_versions(
         versions,
         load=load
@@ -54,9 +76,18 @@ def context_read(
             )
         ),
         fmt=fmt,
-        max_tokens=max_tokens,
+        max_tokens=None if max_tokens is None else max_tokens - reserve,
         reidentifier=reidentifier,
     )
+    if query.strip():
+        recent_from = rendered.recent_from_seq
+        unseen = [
+            t
+            for t in turns
+            if t.hit.kind != "message" or recent_from is None or (t.hit.seq or 0) < recent_from
+        ][:recall]
+        room = None if max_tokens is None else max_tokens - (rendered.token_count or 0)
+        rendered = with_recalled(rendered, fit_turns(unseen, room), fmt=fmt, query=query)
     not_modified = if_none_match is not None and if_none_match == rendered.etag
     context_read_record(
         conversation_id=versions.conversation_id,

@@ -21,6 +21,8 @@ from memory.api.inputs import (
     SearchIn,
     as_text,
     message_input,
+    search_filters,
+    search_scope,
 )
 from memory.api.presenters import (
     ConversationPageOut,
@@ -34,7 +36,9 @@ from memory.context.budget import parse_max_tokens
 from memory.context.served import context_read
 from memory.mcp.callers import McpToolError, ToolCall, ToolResult
 from memory.models import Conversation
+from memory.search.query import MAX_QUERY_CHARS
 from memory.search.ranked import message_search
+from memory.search.recall import RECALL_DEFAULT, parse_recall, search_wire
 from memory.services.conversations import conversation_create
 from memory.services.messages import messages_append
 from memory.services.observations import observation_create
@@ -54,6 +58,8 @@ class AddMessagesIn(InConversation, BulkMessagesIn):
 class ContextIn(InConversation):
     format = text_field(required=False)
     max_tokens = ParsedField(parse_max_tokens)
+    query = text_field(required=False, allow_blank=True, max_length=MAX_QUERY_CHARS)
+    recall = ParsedField(parse_recall, default=RECALL_DEFAULT)
 
 
 class ToolSearchIn(InConversation, SearchIn):
@@ -106,6 +112,8 @@ def get_context(call: ToolCall, data: dict[str, Any]) -> ToolResult:
         fmt=data.get("format") or "text",
         max_tokens=data.get("max_tokens"),
         load=lambda: call.conversation(data["conversationId"]),
+        query=data.get("query") or "",
+        recall=data.get("recall") or RECALL_DEFAULT,
     )
     body = read.rendered.body.decode()
     if read.rendered.content_type.startswith("application/json"):
@@ -120,6 +128,18 @@ def search_memory(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     hits = message_search(conversation=conversation, query=data["query"], limit=limit)
     call.readable(m for m, _ in hits)
     return {"messages": [message_to_wire(m, score=s) for m, s in hits], "searchType": "text"}
+
+
+def recall(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    scope, scope_name = search_scope(call, data)
+    hits = search_wire(
+        query=data["query"],
+        scope=scope,
+        filters=search_filters(data),
+        limit=data["limit"],
+        reidentifier=call.reidentifier(),
+    )
+    return {"hits": hits, "scope": scope_name}
 
 
 def list_observations(call: ToolCall, data: dict[str, Any]) -> ToolResult:

@@ -27,6 +27,7 @@ from memory.api.inputs import (
     ConversationListQuery,
     ReasoningStepIn,
     ToolCallIn,
+    WorkspaceSearchIn,
 )
 from memory.context.rendering import FORMATS
 from memory.mcp.callers import McpCaller, McpToolError, ToolCall, ToolResult
@@ -45,10 +46,13 @@ from memory.mcp.handlers import (
     list_observations,
     list_reflections,
     pin_fact,
+    recall,
     record_reasoning_step,
     record_tool_call,
     search_memory,
 )
+from memory.search.ranked import MAX_HITS as RECALL_MAX_HITS
+from memory.search.recall import RECALL_MAX
 from memory.services.messages import MAX_BULK_MESSAGES, SPEAKER_NAME_MAX_CHARS
 from tenancy.auth import RequiresScope
 from tenancy.models import ApiKey
@@ -242,6 +246,19 @@ TOOLS: list[McpTool] = [
                 "description": "The most tokens (cl100k_base) the context may take; none: "
                 "the workspace's default budget, if it has one.",
             },
+            "query": {
+                "type": "string",
+                "description": "The question you are about to answer: the context then ends "
+                "with the verbatim turns of this conversation that best answer it (a "
+                "'## Recalled' section), leaving the memory before it unchanged.",
+            },
+            "recall": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": RECALL_MAX,
+                "default": 10,
+                "description": "How many recalled turns at most.",
+            },
         },
         required=("conversationId",),
         serializer=ContextIn,
@@ -252,8 +269,8 @@ TOOLS: list[McpTool] = [
     McpTool(
         name="search_memory",
         title="Search a conversation",
-        description="Search the messages of one conversation for words or a phrase "
-        "(case-insensitive; ranked full-text search on PostgreSQL). Use it to find the "
+        description='Search the messages of one conversation for words, a "phrase" or a '
+        "prefix* (ranked: best answer to the question first). Use it to find the "
         "exact wording of something said earlier, e.g. an order number, before quoting "
         "or pinning it. Returns {messages: [...], searchType}, best match first, each "
         "message with its id.",
@@ -271,6 +288,40 @@ TOOLS: list[McpTool] = [
         required=("conversationId", "query"),
         serializer=ToolSearchIn,
         run=search_memory,
+        read_only=True,
+    ),
+    McpTool(
+        name="recall",
+        title="Recall what memory compressed away",
+        description="Find the exact records behind memory: messages, observations, "
+        "reflections and pins that best answer a question, ranked, in one conversation "
+        "(conversationId) or across one end user's conversations (userId); the whole "
+        "workspace needs a curator key. Use it when get_context's memory lacks a detail "
+        "(a number, a name, the exact words). Returns {hits: [{tier, id, conversationId, "
+        "seq, role, name, at, snippet, highlights, score, observationIds}], scope}.",
+        properties={
+            "query": {"type": "string", "minLength": 1, "description": "The question."},
+            "conversationId": CONVERSATION_ID,
+            "userId": {"type": "string", "description": "The end user whose memory to search."},
+            "tiers": {
+                "type": "array",
+                "items": {
+                    "type": "string",
+                    "enum": ["message", "observation", "reflection", "pin"],
+                },
+                "description": "Only these tiers; all when left out.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": RECALL_MAX_HITS,
+                "default": 10,
+                "description": f"How many hits at most, 1..{RECALL_MAX_HITS}.",
+            },
+        },
+        required=("query",),
+        serializer=WorkspaceSearchIn,
+        run=recall,
         read_only=True,
     ),
     McpTool(

@@ -17,10 +17,11 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
+from django.utils import timezone
 
 from core.errors import MemdeskError
 from memory.models import Conversation, Message, Observation
@@ -139,8 +140,10 @@ def _substring_sql(where: list[str]) -> str:
 def _hit(row: Sequence[Any]) -> Hit:
     source_id, conversation_id = (v if isinstance(v, uuid.UUID) else uuid.UUID(v) for v in row[1:3])
     at = row[7]
-    if isinstance(at, str):  # SQLite's raw rows
-        at = SearchEntry._meta.get_field("at").to_python(at)
+    if isinstance(at, str):  # SQLite's raw rows: UTC, written without an offset
+        at = datetime.fromisoformat(at)
+    if timezone.is_naive(at):
+        at = at.replace(tzinfo=UTC)
     score = None if row[9] is None else round(float(row[9]), 6)
     kind, _, _, seq, role, speaker, status, _, text = row[:9]
     return Hit(kind, source_id, conversation_id, seq, role, speaker, status, at, text, score)

@@ -169,6 +169,7 @@ AGENT_TOOLS = [
     "add_messages",
     "get_context",
     "search_memory",
+    "recall",
     "list_observations",
     "list_reflections",
     "pin_fact",

@@ -140,6 +140,11 @@ def _refusal_cases(rest: httpx.Client, c: str, elsewhere: str) -> list[tuple[str
             rest.post(f"/conversations/{c}/search", json={"query": "x", "limit": 500}),
         ),
         (
+            "recall",
+            {"query": "refund"},
+            rest.post("/search", json={"query": "refund"}),
+        ),
+        (
             "pin_fact",
             {"conversationId": c, "messageId": no_such_message},
             rest.post(f"/conversations/{c}/pins", json={"messageId": no_such_message}),
@@ -226,7 +231,7 @@ def test_a_model_is_told_what_it_sent_wrong(workspace, mcp_url):
     assert unknown_tool.startswith("Unknown tool 'forget_everything'; the tools are: ")
     assert unknown_argument == (
         "Unknown arguments ['conversation_id']; get_context takes conversationId, format, "
-        "max_tokens."
+        "max_tokens, query, recall."
     )
     assert missing == "Missing arguments ['query']; search_memory needs conversationId, query."
     assert misquoted.startswith("quote is not in that message word for word")
