@@ -193,3 +193,27 @@ def test_query_syntax_in_a_question_is_read_as_words(workspace, conversation, qu
     _talk(conversation)
 
     assert isinstance(_found(workspace, query, conversation=conversation), list)
+
+
+def test_the_database_runs_the_index_sql_the_code_names(db) -> None:
+    """Migration 0021 runs ``memory.search.index.create_sql``: a change to that SQL needs a
+    migration that drops and re-creates it (``drop_sql``, then ``create_sql``), or
+    databases made before the change would keep the old triggers."""
+    from django.db import connection
+
+    from memory.search.index import create_sql
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT sql FROM sqlite_master WHERE sql LIKE '%memory_search%'")
+            stored = {row[0] for row in cursor.fetchall()}
+            assert set(create_sql("sqlite")) <= stored
+        else:
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger WHERE tgname LIKE '%%search%%' AND NOT tgisinternal"
+            )
+            names = {row[0] for row in cursor.fetchall()}
+            wanted = {
+                s.split()[2] for s in create_sql("postgresql") if s.startswith("CREATE TRIGGER")
+            }
+            assert wanted == names
