@@ -145,3 +145,21 @@ def test_no_route_tells_another_workspaces_object_from_one_that_does_not_exist(
     assert _state() == before
     # Not even a validation error first: the id is looked up before the body is read.
     assert set(answers) == {(404, "not_found")}
+
+
+def test_no_search_finds_or_tells_another_workspaces_memory(make_client, workspace, owner):
+    """``/v1/search`` names its scope in the body, not the path: another workspace's
+    conversation answers as one that exists nowhere, and neither its end user's id nor
+    the whole-workspace scope reaches a word of it (the owner's chat is about a refund)."""
+    intruder = make_client(workspace, scope="admin")
+
+    def search(**scope: str):
+        return intruder.post("/v1/search", {"query": "refund", **scope}, format="json")
+
+    theirs = search(conversationId=owner["conversation_id"])
+    nowhere = search(conversationId=_nowhere("conversation_id", owner["conversation_id"]))
+
+    assert (theirs.status_code, theirs.json()["code"]) == (404, "not_found")
+    assert theirs.json() == nowhere.json()
+    assert search(userId="dana").json()["hits"] == []
+    assert search().json()["hits"] == []
