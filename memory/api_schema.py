@@ -16,6 +16,7 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 
 from memory.api.presenters import MemoryVersionOut
+from memory.models import SearchEntry
 from memory.wire import NAMS_ROLES
 
 
@@ -59,7 +60,7 @@ class SearchOut(serializers.Serializer):
 
 
 class SearchHitOut(serializers.Serializer):
-    tier = serializers.ChoiceField(choices=["message", "observation", "reflection", "pin"])
+    tier = serializers.ChoiceField(choices=SearchEntry.Kind.choices)
     id = serializers.UUIDField()
     conversationId = serializers.UUIDField()
     seq = serializers.IntegerField(allow_null=True)
@@ -187,6 +188,23 @@ class TrimmedOut(serializers.Serializer):
     reflections = serializers.IntegerField()
 
 
+class RecalledTurnOut(serializers.Serializer):
+    tier = serializers.ChoiceField(choices=SearchEntry.Kind.choices)
+    id = serializers.UUIDField()
+    seq = serializers.IntegerField(allow_null=True)
+    role = serializers.CharField(allow_null=True)
+    name = serializers.CharField(allow_null=True)
+    at = serializers.DateTimeField()
+    text = serializers.CharField(help_text="The turn, or its stretch around the question's words.")
+    score = serializers.FloatField(allow_null=True)
+
+
+class RecalledOut(serializers.Serializer):
+    query = serializers.CharField()
+    tokenCount = serializers.IntegerField()
+    turns = RecalledTurnOut(many=True)
+
+
 class ContextOut(serializers.Serializer):
     conversationId = serializers.UUIDField()
     pins = PinOut(many=True, help_text="Served verbatim, first, never trimmed by max_tokens.")
@@ -196,6 +214,10 @@ class ContextOut(serializers.Serializer):
     maxTokens = serializers.IntegerField(required=False)
     tokenCount = serializers.IntegerField(required=False)
     trimmed = TrimmedOut(required=False)
+    recalled = RecalledOut(
+        required=False,
+        help_text="With ?query=: the turns that best answer it, after everything else.",
+    )
 
 
 class ChatMessageOut(serializers.Serializer):

@@ -271,6 +271,7 @@ SPECTACULAR_SETTINGS = {
         "ToolCallStatusEnum": "memory.models.ToolCall.Status",
         "NamsRoleEnum": "memory.wire.NAMS_ROLES",
         "MessageRoleEnum": "memory.models.Message.Role",
+        "SearchTierEnum": "memory.models.SearchEntry.Kind",
     },
     # Ids as UUIDs or positive integers, limit bounds: core/openapi.py.
     "POSTPROCESSING_HOOKS": [

@@ -98,7 +98,7 @@ class WorkspaceSearchIn(serializers.Serializer):
     name = text_field(required=False, max_length=SPEAKER_NAME_MAX_CHARS)
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
-    limit = ParsedField(lambda raw: parse_search_limit(raw), default=RECALL_DEFAULT)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_HITS, default=RECALL_DEFAULT)
 
     def validate_query(self, value: str) -> str:
         if not value.strip():
@@ -110,15 +110,6 @@ class WorkspaceSearchIn(serializers.Serializer):
         if since and until and since >= until:
             raise serializers.ValidationError({"until": "until must be after since."})
         return attrs
-
-
-def parse_search_limit(raw: object) -> int:
-    limit = parse_limit(raw, default=RECALL_DEFAULT)  # type: ignore[arg-type]
-    if limit > MAX_HITS:
-        raise MemdeskError(
-            "invalid_limit", f"limit must be a whole number from 1 to {MAX_HITS}.", field="limit"
-        )
-    return limit
 
 
 class SearchCaller(Protocol):

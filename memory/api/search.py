@@ -4,11 +4,11 @@ curator key or higher, the whole workspace)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ERRORS, validated
+from core.api import ERRORS, ErrorOut, validated
 from core.paging import parse_limit
 from memory import api_schema as out
 from memory.api.base import MemoryApi
@@ -39,11 +39,21 @@ class MessageSearchApi(MemoryApi):
         )
 
 
+WORKSPACE_SEARCH_ERRORS = {
+    **ERRORS,
+    403: OpenApiResponse(
+        ErrorOut,
+        description="scope_required: an agent key sent neither conversationId nor userId "
+        "(the whole workspace needs a curator key or higher); or X-Workspace-Id is wrong.",
+    ),
+}
+
+
 class WorkspaceSearchApi(MemoryApi):
     @extend_schema(
         operation_id="search",
         request=WorkspaceSearchIn,
-        responses={200: out.SearchHitsOut, **ERRORS},
+        responses={200: out.SearchHitsOut, **WORKSPACE_SEARCH_ERRORS},
         description="Ranked search over messages, observations, reflections and pins: in "
         "one conversation (conversationId), one end user's conversations (userId), or the "
         "whole workspace (neither; a curator key or higher). Filters: tiers, role, name "

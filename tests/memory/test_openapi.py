@@ -244,6 +244,7 @@ CONVERSATION = "/v1/conversations/{conversation_id}"
 MESSAGES = f"{CONVERSATION}/messages"
 BULK = f"{CONVERSATION}/messages/bulk"
 SEARCH = f"{CONVERSATION}/search"
+SEARCH_ALL = "/v1/search"
 CONTEXT = f"{CONVERSATION}/context"
 OBSERVATIONS = f"{CONVERSATION}/observations"
 OBSERVATION = f"{CONVERSATION}/observations/{{observation_id}}"
@@ -478,11 +479,42 @@ CASES: list[Case] = [
     Case("post", SEARCH, 400, "invalid_request", "query", body={"limit": 3}),
     *_not_found("post", SEARCH, body={"query": "berlin"}),
     *_unauthenticated("post", SEARCH),
+    Case(
+        "post",
+        SEARCH_ALL,
+        200,
+        body=lambda w: {"query": "berlin", "conversationId": w.conversation_id("mine")},
+    ),
+    Case("post", SEARCH_ALL, 200, body={"query": "berlin", "userId": "alice"}, label="one user"),
+    Case("post", SEARCH_ALL, 200, body={"query": "berlin", "tiers": ["observation"]}, label="all"),
+    Case(
+        "post", SEARCH_ALL, 403, "scope_required", "userId", body={"query": "x"}, client="agent"
+    ),
+    Case("post", SEARCH_ALL, 400, "invalid_request", "query", body={"userId": "alice"}),
+    Case(
+        "post",
+        SEARCH_ALL,
+        400,
+        "invalid_request",
+        "tiers[0]",
+        body={"query": "x", "tiers": ["memo"]},
+    ),
+    Case(
+        "post",
+        SEARCH_ALL,
+        404,
+        "not_found",
+        body=lambda w: {"query": "x", "conversationId": w.conversation_id("theirs")},
+        label="theirs",
+    ),
+    *_unauthenticated("post", SEARCH_ALL),
     # context
     Case("get", CONTEXT, 200, label="json"),
     Case("get", CONTEXT, 200, query={"max_tokens": 40}, label="json in a budget"),
     Case("get", CONTEXT, 200, query={"format": "text"}, label="text"),
     Case("get", CONTEXT, 200, query={"format": "messages"}, label="chat messages"),
+    Case("get", CONTEXT, 200, query={"query": "berlin", "recall": 3}, label="with a question"),
+    Case("get", CONTEXT, 400, "invalid_recall", "recall", query={"query": "x", "recall": 0}),
     Case(
         "get",
         CONTEXT,
