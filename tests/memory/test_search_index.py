@@ -217,3 +217,15 @@ def test_the_database_runs_the_index_sql_the_code_names(db) -> None:
                 s.split()[2] for s in create_sql("postgresql") if s.startswith("CREATE TRIGGER")
             }
             assert wanted == names
+
+
+def test_a_write_rolled_back_leaves_nothing_in_the_index(workspace, conversation) -> None:
+    from django.db import transaction
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        _talk(conversation, [("user", "Gooseberry fool, never committed.")])
+        assert _found(workspace, "gooseberry")  # inside the write's transaction: indexed
+        raise RuntimeError("the request failed after the write")
+
+    assert _found(workspace, "gooseberry") == []
+    assert not SearchEntry.objects.exists()
