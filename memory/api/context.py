@@ -11,6 +11,8 @@ from memory import api_schema as out
 from memory.api.base import MemoryApi
 from memory.api.inputs import ContextQuery
 from memory.context.served import context_read
+from memory.search.query import MAX_QUERY_CHARS
+from memory.search.recall import RECALL_MAX
 
 
 class ContextGetApi(MemoryApi):
@@ -34,7 +36,7 @@ class ContextGetApi(MemoryApi):
             ),
             OpenApiParameter(
                 "query",
-                str,
+                {"type": "string", "maxLength": MAX_QUERY_CHARS},
                 description="A question: the context ends with a recalled section, the "
                 "verbatim turns of this conversation that best answer it (ranked search), "
                 "leaving out what the context already holds. Everything before the section is "
@@ -44,7 +46,7 @@ class ContextGetApi(MemoryApi):
             ),
             OpenApiParameter(
                 "recall",
-                int,
+                {"type": "integer", "minimum": 1, "maximum": RECALL_MAX},
                 description="How many turns the recalled section may hold: 1 to 50, default 10.",
             ),
         ],

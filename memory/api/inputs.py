@@ -93,6 +93,7 @@ class WorkspaceSearchIn(serializers.Serializer):
         child=serializers.ChoiceField(choices=SearchEntry.Kind.values),
         required=False,
         allow_empty=False,
+        min_length=1,
     )
     role = serializers.ChoiceField(choices=Message.Role.values, required=False)
     name = text_field(required=False, max_length=SPEAKER_NAME_MAX_CHARS)

@@ -26,8 +26,8 @@ schema = schemathesis.openapi.from_wsgi("/v1/schema/", application)
 schema.config.generation.update(allow_x00=False)
 # Rules across fields that OpenAPI cannot state (a hold names a conversation or a user,
 # exactly one; reviewMinScore is at most reviewMaxScore; a reasoning step says something
-# in one of its three texts; a tool call names its step or its conversation), tested
-# where each is made.
+# in one of its three texts; a tool call names its step or its conversation; a search's
+# since is before its until), tested where each is made.
 CROSS_FIELD_RULES = {
     "GET /v1/conversations",  # userId and user_id, when both are sent, must agree
     "PATCH /v1/workspace/settings",  # at least one of fidelity and contextMaxTokens
@@ -36,6 +36,7 @@ CROSS_FIELD_RULES = {
     "POST /v1/reasoning/tool-calls",
     "PUT /v1/redaction/policy",
     "PATCH /v1/redaction/policy",
+    "POST /v1/search",
 }
 
 

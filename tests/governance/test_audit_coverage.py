@@ -629,6 +629,7 @@ NOT_CHANGES: dict[str, str] = {
         "recorded as it arrives (message.scan) and its deletion is audited"
     ),
     f"POST v1/{CONVERSATION}/search": "a search, sent as POST for its body",
+    "POST v1/search": "a search across conversations, sent as POST for its body",
     f"POST v1/{CONVERSATION}/observe": (
         "asks now for the run the Observer makes on its own threshold; recorded as a "
         "run (trigger manual), as the pipeline's own runs are"
