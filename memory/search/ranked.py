@@ -72,6 +72,11 @@ def _uuid_param(value: uuid.UUID) -> Any:
     return SearchEntry._meta.get_field("conversation_id").get_db_prep_value(value, connection)
 
 
+def _datetime_param(value: datetime) -> Any:
+    # SQLite compares the stored text: the value must be written as Django writes it.
+    return SearchEntry._meta.get_field("at").get_db_prep_value(value, connection)
+
+
 def _where(scope: Scope, filters: Filters) -> tuple[list[str], list[Any]]:
     where = ["c.workspace_id = %s"]
     params: list[Any] = [_uuid_param(scope.workspace_id)]
@@ -96,10 +101,10 @@ def _where(scope: Scope, filters: Filters) -> tuple[list[str], list[Any]]:
         params.append(filters.speaker)
     if filters.since is not None:
         where.append("e.at >= %s")
-        params.append(filters.since)
+        params.append(_datetime_param(filters.since))
     if filters.until is not None:
         where.append("e.at < %s")
-        params.append(filters.until)
+        params.append(_datetime_param(filters.until))
     return where, params
 
 

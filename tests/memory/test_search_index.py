@@ -229,3 +229,15 @@ def test_a_write_rolled_back_leaves_nothing_in_the_index(workspace, conversation
 
     assert _found(workspace, "gooseberry") == []
     assert not SearchEntry.objects.exists()
+
+
+def test_a_date_range_keeps_to_what_was_said_in_it(workspace, conversation) -> None:
+    _talk(conversation, [("user", "Old refund question.")], days_old=10)
+    _talk(conversation, [("user", "New refund question.")], days_old=1)
+    now = timezone.now()
+
+    recent = _found(workspace, "refund", since=now - timedelta(days=5))
+    older = _found(workspace, "refund", until=now - timedelta(days=5))
+
+    assert _texts(recent) == ["New refund question."]
+    assert _texts(older) == ["Old refund question."]
