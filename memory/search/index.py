@@ -60,17 +60,25 @@ class SearchEntry(models.Model):
         return f"{self.kind} {self.source_id}"
 
 
-# Accents folded the same way on both sides of a PostgreSQL search: ``translate`` is
-# immutable, so a generated column may use it, and it needs no extension (``unaccent``
-# would need CREATE EXTENSION and a wrapper to be immutable). SQLite's FTS5 tokenizer
-# removes diacritics itself; the query side folds with ``query.fold``.
-_ACCENTED = "àáâãäåāăąçćčďđèéêëēėęěğìíîïīįıłñńňòóôõöøōőŕřśšşťùúûüūůűųýÿźżžæœß"
-_PLAIN = "aaaaaaaaacccddeeeeeeeegiiiiiiilnnnoooooooorrssstuuuuuuuuyyzzzaos"
-assert len(_ACCENTED) == len(_PLAIN), "translate() maps one character to one"
+# How PostgreSQL's document reads a text, so that it splits words where SQLite's FTS5
+# and ``query.question_of`` do: lower case, accents folded (``ACCENTED`` to ``PLAIN``,
+# the table ``query.fold`` uses too), and the punctuation inside ids, addresses and
+# hyphenated words made a space: PostgreSQL's own parser reads "A-1234" as "a" and the
+# number "-1234", "a.b@c.com" as one e-mail token, where the other side reads "a" and
+# "1234", or "a", "b", "c" and "com". ``translate`` is immutable, so a generated column
+# may use it, and it needs no extension (``unaccent`` needs CREATE EXTENSION and a
+# wrapper to be immutable).
+ACCENTED = "àáâãäåāăąçćčďđèéêëēėęěğìíîïīįıłñńňòóôõöøōőŕřśšşťùúûüūůűųýÿźżžæœß"
+PLAIN = "aaaaaaaaacccddeeeeeeeegiiiiiiilnnnoooooooorrssstuuuuuuuuyyzzzaos"
+assert len(ACCENTED) == len(PLAIN), "translate() maps one character to one"
+_SPLITS = "-_/.@:+'’"
 
 
 def fold_sql(expression: str) -> str:
-    return f"translate(lower({expression}), '{_ACCENTED}', '{_PLAIN}')"
+    return (
+        f"translate(lower({expression}), '{ACCENTED}{_SPLITS.replace(chr(39), chr(39) * 2)}', "
+        f"'{PLAIN}{' ' * len(_SPLITS)}')"
+    )
 
 
 DOCUMENT_SQL = (
@@ -177,19 +185,39 @@ def _sqlite_source_triggers(kind: str) -> list[str]:
     ]
 
 
+# Letters FTS5's ``remove_diacritics`` leaves as they are (they do not decompose): the
+# triggers fold them as ``PLAIN`` does before the text reaches the FTS index, so that
+# "soren" finds "Søren" on SQLite as on PostgreSQL. The 'delete' of a row must give the
+# values it was indexed with, so it folds the old values the same way. (So the FTS
+# index is not what FTS5's 'rebuild' would make of the content table: never rebuild it
+# that way; re-insert the rows of memory_searchentry instead.)
+_UNFOLDED = {"đ": "d", "Đ": "d", "ı": "i", "ł": "l", "Ł": "l", "ø": "o", "Ø": "o",
+             "æ": "a", "Æ": "a", "œ": "o", "Œ": "o", "ß": "s"}  # fmt: skip
+
+
+def _sqlite_fold(expression: str) -> str:
+    for letter, plain in _UNFOLDED.items():
+        expression = f"replace({expression}, '{letter}', '{plain}')"
+    return expression
+
+
+def _fts_values(row: str) -> str:
+    return f"{row}.id, {_sqlite_fold(f'{row}.text')}, {_sqlite_fold(f'{row}.speaker')}"
+
+
 SQLITE_CREATE = [
     f"CREATE VIRTUAL TABLE {SQLITE_FTS} USING fts5(text, speaker, content='memory_searchentry', "
     "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')",
     f"CREATE TRIGGER memory_searchentry_ai AFTER INSERT ON memory_searchentry BEGIN "
-    f"INSERT INTO {SQLITE_FTS} (rowid, text, speaker) VALUES (NEW.id, NEW.text, NEW.speaker); END",
+    f"INSERT INTO {SQLITE_FTS} (rowid, text, speaker) VALUES ({_fts_values('NEW')}); END",
     f"CREATE TRIGGER memory_searchentry_ad AFTER DELETE ON memory_searchentry BEGIN "
     f"INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}, rowid, text, speaker) "
-    f"VALUES ('delete', OLD.id, OLD.text, OLD.speaker); END",
+    f"VALUES ('delete', {_fts_values('OLD')}); END",
     f"CREATE TRIGGER memory_searchentry_au AFTER UPDATE OF text, speaker ON memory_searchentry "
     f"WHEN OLD.text IS NOT NEW.text OR OLD.speaker IS NOT NEW.speaker "
     f"BEGIN INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}, rowid, text, speaker) "
-    f"VALUES ('delete', OLD.id, OLD.text, OLD.speaker); "
-    f"INSERT INTO {SQLITE_FTS} (rowid, text, speaker) VALUES (NEW.id, NEW.text, NEW.speaker); END",
+    f"VALUES ('delete', {_fts_values('OLD')}); "
+    f"INSERT INTO {SQLITE_FTS} (rowid, text, speaker) VALUES ({_fts_values('NEW')}); END",
     *[sql for kind in _SOURCES for sql in _sqlite_source_triggers(kind)],
 ]
 SQLITE_DROP = [

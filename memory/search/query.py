@@ -16,6 +16,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memory.search.index import ACCENTED, PLAIN
+
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 32
 
@@ -51,9 +53,13 @@ _PHRASE = re.compile(r'"([^"]*)"')
 _WORD = re.compile(r"[0-9a-z]+(?:'[a-z]+)?\*?")
 
 
+_LETTERS = str.maketrans(ACCENTED, PLAIN)
+
+
 def fold(text: str) -> str:
-    """Lower case without accents ("Crème" -> "creme"), as both indexes read text."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
+    """Lower case without accents ("Crème" -> "creme", "Søren" -> "soren"), as both
+    indexes read text."""
+    decomposed = unicodedata.normalize("NFKD", text.lower().translate(_LETTERS))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from memory.models import Conversation, Message, Observation
-from memory.search.index import SQLITE_FTS, SearchEntry, fold_sql
+from memory.search.index import SQLITE_FTS, SearchEntry
 from memory.search.query import Question, question_of
 
 MAX_HITS = 200
@@ -118,7 +118,7 @@ def _ranked_sql(question: Question, where: list[str]) -> tuple[str, list[Any]]:
         return (
             f"SELECT {_COLUMNS}, ts_rank_cd(e.document, q, 1) AS score "
             "FROM memory_searchentry e JOIN memory_conversation c ON c.id = e.conversation_id, "
-            f"to_tsquery('english'::regconfig, {fold_sql('%s')}) q "
+            "to_tsquery('english'::regconfig, %s) q "
             f"WHERE e.document @@ q AND {' AND '.join(where)} "
             "ORDER BY score DESC, e.at DESC, e.id DESC LIMIT %s",
             [question.tsquery()],

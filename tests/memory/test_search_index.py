@@ -241,3 +241,10 @@ def test_a_date_range_keeps_to_what_was_said_in_it(workspace, conversation) -> N
 
     assert _texts(recent) == ["New refund question."]
     assert _texts(older) == ["Old refund question."]
+
+
+@pytest.mark.parametrize("query", ["A-1234", "1234", "dana.lee@example.com", "Søren", "soren"])
+def test_ids_addresses_and_names_are_found_as_typed_or_in_part(workspace, conversation, query):
+    _talk(conversation, [("user", "Søren here: order A-1234, mail dana.lee@example.com.")])
+
+    assert len(_found(workspace, query, conversation=conversation)) == 1
