@@ -26,6 +26,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Greatest, NullIf
 
 from core.errors import MemdeskError
+from dashboard.selectors.search import conversations_matching
 from governance.models import LegalHold, RedactionFinding
 from memory.metrics import served_token_count
 from memory.models import (
@@ -288,8 +289,10 @@ def conversation_search(
     qs = with_tier_stats(Conversation.objects.filter(workspace=workspace))
     if filters.query:
         text = filters.query
-        mentions = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=text)
-        match = Q(title__icontains=text) | Q(user_id__icontains=text) | Q(Exists(mentions))
+        # Memory through the recall index, messages as a page shows them (masked): a
+        # value every page masks must not tell which conversation holds it.
+        mentions = conversations_matching(workspace=workspace, query=text)
+        match = Q(title__icontains=text) | Q(user_id__icontains=text) | Q(pk__in=mentions)
         with contextlib.suppress(ValueError):  # not an id: search the text only
             match |= Q(pk=uuid.UUID(text))
         qs = qs.filter(match)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
-
 from governance.redaction.masking import mask_messages
 from memory.models import Conversation, Message, Observation, Reflection
+from memory.search.query import Question, highlights, question_of, snippet
+from memory.search.ranked import Filters, Hit, Scope, search
 from tenancy.models import Workspace
 
 SEARCH_KINDS = {
@@ -19,10 +19,10 @@ SEARCH_KINDS = {
     "observations": "Observations",
     "reflections": "Reflections",
 }
-# Messages are matched on what a person sees of them (masked): the database finds these
-# many candidates by their stored text, the masked text decides.
-SEARCH_MESSAGE_CANDIDATES = 500
-SNIPPET_CONTEXT = 90
+_TIER = {"messages": "message", "observations": "observation", "reflections": "reflection"}
+# The index ranks this many candidates of each kind; a message candidate is kept only
+# if the question's words are still in what a person sees of it (masked).
+SEARCH_CANDIDATES = 500
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,7 @@ class SearchHit:
     item_id: uuid.UUID
     anchor: str  # the item's element id on the conversation page
     query: str  # what the conversation page needs to show the item ("at=12")
-    before: str
-    match: str
-    after: str
+    parts: tuple[tuple[str, bool], ...]  # the snippet, each stretch marked or not
     when: datetime
     seq: int | None = None
     role: str = ""
@@ -42,111 +40,125 @@ class SearchHit:
     status: str = ""
 
 
-def _snippet(text: str, query: str) -> tuple[str, str, str]:
-    at = text.lower().find(query.lower())
-    if at < 0:
-        return text[: SNIPPET_CONTEXT * 2], "", ""
-    start = max(at - SNIPPET_CONTEXT, 0)
-    end = at + len(query)
-    before = ("…" if start else "") + text[start:at]
-    after = text[end : end + SNIPPET_CONTEXT] + ("…" if end + SNIPPET_CONTEXT < len(text) else "")
-    return before, text[at:end], after
+def _parts(text: str, question: Question) -> tuple[tuple[str, bool], ...] | None:
+    """``text`` cut around the question's words, split into marked and plain stretches;
+    None when none of the words is in it."""
+    spans = highlights(text, question)
+    if not spans and question.only_stop_words:
+        at = text.lower().find(" ".join(question.words))
+        spans = [(at, at + len(" ".join(question.words)))] if at >= 0 else []
+    if not spans:
+        return None
+    cut, spans = snippet(text, spans)
+    parts, at = [], 0
+    for start, end in spans:
+        parts += [(cut[at:start], False), (cut[start:end], True)]
+        at = end
+    parts.append((cut[at:], False))
+    return tuple((piece, marked) for piece, marked in parts if piece)
 
 
 @dataclass
 class SearchResults:
     counts: dict[str, int]
-    capped: bool  # more messages matched than were read
-    hits: dict[
-        str, Sequence[Any] | QuerySet[Any]
-    ]  # by kind: SearchHit for messages, rows otherwise
+    capped: bool  # more candidates matched than were read
+    hits: dict[str, Sequence[SearchHit]]
 
     def first_kind_found(self) -> str:
         return next((kind for kind, n in self.counts.items() if n), "messages")
 
 
-def _message_hits(workspace: Workspace, query: str, end_user: str) -> tuple[list[SearchHit], bool]:
-    candidates = Message.objects.filter(
-        conversation__workspace=workspace, content__icontains=query
-    ).select_related("conversation")
-    if end_user:
-        candidates = candidates.filter(conversation__user_id=end_user)
-    rows = list(
-        candidates.defer("metadata").order_by("-created_at", "-seq")[
-            : SEARCH_MESSAGE_CANDIDATES + 1
-        ]
+def _ranked(workspace: Workspace, question: Question, query: str, end_user: str, kind: str):
+    return search(
+        question=question,
+        scope=Scope(workspace_id=workspace.pk, end_user=end_user or None),
+        filters=Filters(kinds=(_TIER[kind],)),
+        limit=SEARCH_CANDIDATES,
+        substring=query,
     )
-    capped = len(rows) > SEARCH_MESSAGE_CANDIDATES
-    rows = rows[:SEARCH_MESSAGE_CANDIDATES]
+
+
+def _in_rank_order(model: type[Any], hits: Sequence[Hit]) -> list[Any]:
+    rows = model.objects.select_related("conversation").in_bulk([h.source_id for h in hits])
+    return [rows[h.source_id] for h in hits if h.source_id in rows]
+
+
+def _message_hits(
+    workspace: Workspace, question: Question, query: str, end_user: str
+) -> tuple[list[SearchHit], bool]:
+    ranked = _ranked(workspace, question, query, end_user, "messages")
+    rows = _in_rank_order(Message, ranked)
     mask_messages(messages=rows, workspace_id=workspace.pk)
     hits = []
     for message in rows:
-        shown = message.masked_text  # type: ignore[attr-defined]  # set by mask_messages
-        if query.lower() not in shown.lower():
-            continue  # it matched only inside a masked value
-        before, match, after = _snippet(shown, query)
+        # What the page shows: a hit only inside a masked value is no hit.
+        parts = _parts(message.masked_text, question)  # type: ignore[attr-defined]
+        if parts is None:
+            continue
         hits.append(
             SearchHit(
                 "message",
                 message.conversation,
                 message.pk,
-                before=before,
-                match=match,
-                after=after,
                 anchor=f"m-{message.seq}",
                 query=f"at={message.seq}",
+                parts=parts,
                 when=message.created_at,
                 seq=message.seq,
                 role=message.role,
             )
         )
-    return hits, capped
+    return hits, len(ranked) >= SEARCH_CANDIDATES
 
 
-def _memory_hits(
-    model: type[Observation] | type[Reflection], workspace: Workspace, query: str, end_user: str
-) -> QuerySet[Any]:
-    rows = model.objects.filter(conversation__workspace=workspace, text__icontains=query)
-    if end_user:
-        rows = rows.filter(conversation__user_id=end_user)
-    return rows.select_related("conversation").order_by("-observed_at", "-created_at", "-id")
-
-
-def memory_hit(item: Observation | Reflection, query: str) -> SearchHit:
+def memory_hit(item: Observation | Reflection, question: Question) -> SearchHit | None:
     if isinstance(item, Observation):
         kind, anchor, link = "observation", f"obs-{item.pk}", f"highlight={item.pk}"
     else:
         kind, anchor, link = "reflection", f"refl-{item.pk}", f"reflection={item.pk}"
-    before, match, after = _snippet(item.text, query)
+    parts = _parts(item.text, question)
+    if parts is None:
+        return None
     return SearchHit(
         kind,
         item.conversation,
         item.pk,
         anchor=anchor,
         query=link,
+        parts=parts,
         when=item.observed_at,
         priority=item.priority,
         status=item.status,
-        before=before,
-        match=match,
-        after=after,
     )
+
+
+def _note_hits(
+    workspace: Workspace, question: Question, query: str, end_user: str, kind: str
+) -> tuple[list[SearchHit], bool]:
+    ranked = _ranked(workspace, question, query, end_user, kind)
+    model = Observation if kind == "observations" else Reflection
+    hits = [memory_hit(item, question) for item in _in_rank_order(model, ranked)]
+    return [hit for hit in hits if hit is not None], len(ranked) >= SEARCH_CANDIDATES
 
 
 def memory_search(*, workspace: Workspace, query: str, end_user: str = "") -> SearchResults:
-    """Messages, observations and reflections of one workspace whose text holds
-    ``query`` (case-insensitive, on every database: people search for exact words and
-    ids, and a substring answers that the same on SQLite and PostgreSQL), newest first.
-    The observation and reflection hits are lazy querysets, for a paginator."""
-    messages, capped = _message_hits(workspace, query, end_user)
-    observations = _memory_hits(Observation, workspace, query, end_user)
-    reflections = _memory_hits(Reflection, workspace, query, end_user)
+    """Messages, observations and reflections of one workspace that best answer
+    ``query``, best first, through the recall index (memory/search/): words by their
+    stems, accents folded, "phrases" and prefix*. A message is matched on what a
+    person sees of it (masked), so search confirms no value a page masks."""
+    question = question_of(query)
+    found = {"messages": _message_hits(workspace, question, query, end_user)}
+    for kind in ("observations", "reflections"):
+        found[kind] = _note_hits(workspace, question, query, end_user, kind)
     return SearchResults(
-        counts={
-            "messages": len(messages),
-            "observations": observations.count(),
-            "reflections": reflections.count(),
-        },
-        capped=capped,
-        hits={"messages": messages, "observations": observations, "reflections": reflections},
+        counts={kind: len(hits) for kind, (hits, _) in found.items()},
+        capped=found["messages"][1],
+        hits={kind: hits for kind, (hits, _) in found.items()},
     )
+
+
+def conversations_matching(*, workspace: Workspace, query: str) -> set[uuid.UUID]:
+    """The conversations whose messages (as a page shows them), observations or
+    reflections hold ``query``'s words: the conversation list's search."""
+    results = memory_search(workspace=workspace, query=query)
+    return {hit.conversation.pk for hits in results.hits.values() for hit in hits}

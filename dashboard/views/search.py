@@ -42,10 +42,7 @@ def memory_search(request: HttpRequest) -> HttpResponse:
         page = Paginator(results.hits[kind], SEARCH_RESULTS_PER_PAGE).get_page(
             request.GET.get("page")
         )
-        hits = [
-            hit if isinstance(hit, selectors.SearchHit) else selectors.memory_hit(hit, query)
-            for hit in page
-        ]
+        hits = list(page)
         tabs = [
             {
                 "key": key,

@@ -69,3 +69,34 @@ def test_search_does_not_find_masked_values(login, scanned_conversation):
 def test_search_without_words_shows_only_the_form(login, workspace):
     html = _page(login("viewer"), "/search/")
     assert 'role="search"' in html and 'id="results"' in html and "Messages (" not in html
+
+
+def test_a_question_finds_the_answer_first_with_its_words_marked(login, workspace):
+    conversation = conversation_create(workspace=workspace, user_id="dana", title="Refund")
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content="Hello, I have a question about my order."),
+            MessageInput(role="assistant", content="Refunds reach your card within 5 days."),
+            MessageInput(role="user", content="Thanks, bye."),
+        ],
+    )
+
+    html = _page(login("viewer"), "/search/?q=" + quote("how long does a refund take?"))
+
+    assert "1 message matches" in html
+    assert "<mark>Refunds</mark> reach your card within 5 days." in html
+
+
+def test_the_conversation_list_does_not_tell_who_holds_a_masked_value(
+    login, scanned_conversation
+):
+    client = login("viewer")
+
+    for raw in (CARD, EMAIL):
+        html = _page(client, f"/conversations/?q={quote(raw)}")
+        assert "0 conversations" in html or "No conversation" in html, raw
+        assert str(scanned_conversation.pk) not in html
+
+    # What the page shows is still found: the words around the masked values.
+    assert str(scanned_conversation.pk) in _page(client, "/conversations/?q=card")
