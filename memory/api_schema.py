@@ -16,7 +16,7 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 
 from memory.api.presenters import MemoryVersionOut
-from memory.models import SearchEntry
+from memory.search.index import SearchEntry
 from memory.wire import NAMS_ROLES
 
 

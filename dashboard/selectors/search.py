@@ -68,7 +68,9 @@ class SearchResults:
         return next((kind for kind, n in self.counts.items() if n), "messages")
 
 
-def _ranked(workspace: Workspace, question: Question, query: str, end_user: str, kind: str):
+def _ranked(
+    workspace: Workspace, question: Question, query: str, end_user: str, kind: str
+) -> list[Hit]:
     return search(
         question=question,
         scope=Scope(workspace_id=workspace.pk, end_user=end_user or None),
@@ -92,7 +94,7 @@ def _message_hits(
     hits = []
     for message in rows:
         # What the page shows: a hit only inside a masked value is no hit.
-        parts = _parts(message.masked_text, question)  # type: ignore[attr-defined]
+        parts = _parts(message.masked_text, question)
         if parts is None:
             continue
         hits.append(

@@ -14,7 +14,8 @@ from core.api import MetadataField, ParsedField, StrictCharField, limit_field, t
 from core.errors import MemdeskError
 from core.paging import parse_limit
 from memory.context.budget import parse_max_tokens
-from memory.models import Conversation, Message, SearchEntry, ToolCall
+from memory.models import Conversation, Message, ToolCall
+from memory.search.index import SearchEntry
 from memory.search.query import MAX_QUERY_CHARS
 from memory.search.ranked import MAX_HITS, Filters, Scope
 from memory.search.recall import RECALL_DEFAULT, parse_recall

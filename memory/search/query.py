@@ -122,11 +122,11 @@ def question_of(text: str) -> Question:
     text = (text or "")[:MAX_QUERY_CHARS]
     phrases: list[tuple[str, ...]] = []
     for quoted in _PHRASE.findall(text):
-        words = tuple(t.rstrip("*") for t in _tokens(quoted))
-        if len(words) == 1:
-            text += f" {words[0]}"
-        elif words:
-            phrases.append(words)
+        phrase = tuple(t.rstrip("*") for t in _tokens(quoted))
+        if len(phrase) == 1:
+            text += f" {phrase[0]}"
+        elif phrase:
+            phrases.append(phrase)
     rest = _PHRASE.sub(" ", text)
     tokens = _tokens(rest)
     words: list[str] = []
