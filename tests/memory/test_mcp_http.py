@@ -349,3 +349,37 @@ def test_a_workspace_header_for_another_workspace_is_refused(workspace, other_wo
     assert response.json()["message"] == (
         "X-Workspace-Id names a workspace this API key does not belong to."
     )
+
+
+def test_recall_answers_as_rest_search_and_get_context_takes_a_question(
+    workspace, mcp_url, live_server
+):
+    _, raw_key = _key(workspace)
+    conversation = conversation_create(workspace=workspace, user_id="dana")
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content="Where is my parcel to Berlin?"),
+            MessageInput(role="assistant", content="The courier will call you tomorrow."),
+        ],
+    )
+    c = str(conversation.pk)
+
+    async def session(client: ClientSession) -> tuple[dict[str, Any], str]:
+        found = structured(
+            await client.call_tool("recall", {"query": "courier call", "userId": "dana"})
+        )
+        text = text_of(
+            await client.call_tool("get_context", {"conversationId": c, "query": "courier"})
+        )
+        return found, text
+
+    found, text = over_http(mcp_url, raw_key, session)
+    with httpx.Client(
+        base_url=f"{live_server.url}/v1", headers={"Authorization": f"Bearer {raw_key}"}
+    ) as rest:
+        over_rest = rest.post("/search", json={"query": "courier call", "userId": "dana"}).json()
+        rest_text = rest.get(f"/conversations/{c}/context?format=text&query=courier").text
+    assert found == over_rest
+    assert found["hits"][0]["snippet"] == "The courier will call you tomorrow."
+    assert text == rest_text
