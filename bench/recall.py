@@ -16,8 +16,10 @@ SQLite database); then, per question, what ``GET /context`` serves is read throu
 and with ``query=<the question>`` and ``recall=k`` for k in 5, 10, 20. Scored with
 bench/quality/scoring.py (content words of the written answer found in the text,
 relative to the raw transcript's own coverage), each dataset apart, with in the same
-run: memory alone (no recent tail), the plain BM25 top 10 turns alone, and BM25 given
-the same tokens per question as context + recall(10). Tokens are cl100k_base; the
+run: memory alone (no recent tail), context + recall(10) under ``max_tokens`` of a fifth
+of the raw history (the budget an agent would set; the recalled turns take at most a
+quarter of it), the plain BM25 top 10 turns alone, and BM25 given the same tokens per
+question as context + recall(10). Tokens are cl100k_base; the
 compression is the raw history's tokens over the tokens served, per question.
 
 Latency (targets: p99 <= 50 ms at 1M messages on PostgreSQL, <= 100 ms on SQLite,
@@ -60,6 +62,11 @@ sys.path.insert(0, str(harness.ROOT))
 from quality import datasets as data  # noqa: E402
 
 KS = (5, 10, 20)
+# A budget an agent would set: the context (recalled turns included) at most a fifth of
+# the raw history, so the served text is at least 5x smaller by construction.
+BUDGET_SHARE = 5
+# The datasets issue 23's coverage target names (>= 0.90 relative at >= 4x).
+TARGET_DATASETS = ("lme_s", "friendsqa")
 PER_CONVERSATION = 200
 CONVERSATIONS_PER_USER = 5
 TARGET_P99_MS = {"postgresql": 50.0, "sqlite": 100.0}
@@ -405,20 +412,24 @@ def coverage(args: argparse.Namespace) -> None:
             raw_words = [content_words("\n".join(h.texts)) for h in histories]
             texts: dict[str, list[list[str]]] = {}
 
-            def read(conversation, workspace=workspace, **query) -> str:
+            def read(conversation, workspace=workspace, max_tokens=None, **query) -> str:
                 return context_read(
                     workspace_id=workspace.pk, conversation_id=str(conversation.pk), fmt="text",
-                    max_tokens=None, **query,
+                    max_tokens=max_tokens, **query,
                 ).rendered.body.decode()  # fmt: skip
 
             started = time.monotonic()
-            for history, conversation in zip(histories, conversations, strict=True):
+            for history, conversation, raw_tokens in zip(
+                histories, conversations, raw_each, strict=True
+            ):
                 plain = read(conversation)
+                budget_label = f"context + recall(10), max_tokens raw/{BUDGET_SHARE}"
                 memory, _ = split_context(plain)
                 bm25 = Bm25Turns(history.texts)
                 per = {"memory alone": [], "context (memory + recent)": []}
                 for k in KS:
                     per[f"context + recall({k})"] = []
+                per[budget_label] = []
                 per["BM25 top 10 turns alone"] = []
                 per["BM25 at context + recall(10)'s tokens"] = []
                 for question in history.questions:
@@ -428,6 +439,14 @@ def coverage(args: argparse.Namespace) -> None:
                         per[f"context + recall({k})"].append(
                             read(conversation, query=question.question, recall=k)
                         )
+                    per[budget_label].append(
+                        read(
+                            conversation,
+                            query=question.question,
+                            recall=10,
+                            max_tokens=max(1, raw_tokens // BUDGET_SHARE),
+                        )
+                    )
                     top = bm25.ranked(question.question)[:10]
                     per["BM25 top 10 turns alone"].append("\n".join(history.texts[i] for i in top))
                     budget = _count(per["context + recall(10)"][-1])
@@ -449,9 +468,10 @@ def coverage(args: argparse.Namespace) -> None:
                 tokens = sum(sum(_tokens(t)) for t in per_history)
                 item = score(label, histories, per_history, raw_words, raw, tokens)
                 cov = item.coverage
-                target = (
-                    " met" if cov and cov.ratio >= 0.90 and item.compression >= 4 else " not met"
-                ) if label.startswith("context + recall") else ""  # fmt: skip
+                target = ""
+                if label.startswith("context + recall") and dataset.key in TARGET_DATASETS:
+                    met = cov is not None and cov.ratio >= 0.90 and item.compression >= 4
+                    target = " met" if met else " not met"
                 rows.append(
                     [label, f"{tokens // max(questions, 1):,}", f"{item.compression:.1f}x",
                      f"{cov.ratio:.3f}{target}" if cov else "-"]
