@@ -202,22 +202,32 @@ def _sqlite_fold(expression: str) -> str:
 
 
 def _fts_values(row: str) -> str:
-    return f"{row}.id, {_sqlite_fold(f'{row}.text')}, {_sqlite_fold(f'{row}.speaker')}"
+    return (
+        f"{row}.id, {_sqlite_fold(f'{row}.text')}, {_sqlite_fold(f'{row}.speaker')}, "
+        f"{row}.conversation_id"
+    )
+
+
+# The FTS table's columns: the words, the speaker's name, and the conversation's id as
+# one token, so that a search in a conversation (or an end user's few) is an AND with
+# that token inside FTS5, not a ranking of every row of the index that holds a word.
+_FTS_COLUMNS = "rowid, text, speaker, conversation_id"
 
 
 SQLITE_CREATE = [
-    f"CREATE VIRTUAL TABLE {SQLITE_FTS} USING fts5(text, speaker, content='memory_searchentry', "
-    "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')",
+    f"CREATE VIRTUAL TABLE {SQLITE_FTS} USING fts5(text, speaker, conversation_id, "
+    "content='memory_searchentry', content_rowid='id', "
+    "tokenize='porter unicode61 remove_diacritics 2')",
     f"CREATE TRIGGER memory_searchentry_ai AFTER INSERT ON memory_searchentry BEGIN "
-    f"INSERT INTO {SQLITE_FTS} (rowid, text, speaker) VALUES ({_fts_values('NEW')}); END",
+    f"INSERT INTO {SQLITE_FTS} ({_FTS_COLUMNS}) VALUES ({_fts_values('NEW')}); END",
     f"CREATE TRIGGER memory_searchentry_ad AFTER DELETE ON memory_searchentry BEGIN "
-    f"INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}, rowid, text, speaker) "
+    f"INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}, {_FTS_COLUMNS}) "
     f"VALUES ('delete', {_fts_values('OLD')}); END",
     f"CREATE TRIGGER memory_searchentry_au AFTER UPDATE OF text, speaker ON memory_searchentry "
     f"WHEN OLD.text IS NOT NEW.text OR OLD.speaker IS NOT NEW.speaker "
-    f"BEGIN INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}, rowid, text, speaker) "
+    f"BEGIN INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}, {_FTS_COLUMNS}) "
     f"VALUES ('delete', {_fts_values('OLD')}); "
-    f"INSERT INTO {SQLITE_FTS} (rowid, text, speaker) VALUES ({_fts_values('NEW')}); END",
+    f"INSERT INTO {SQLITE_FTS} ({_FTS_COLUMNS}) VALUES ({_fts_values('NEW')}); END",
     *[sql for kind in _SOURCES for sql in _sqlite_source_triggers(kind)],
 ]
 SQLITE_DROP = [

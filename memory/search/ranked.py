@@ -113,7 +113,29 @@ _COLUMNS = (
 )
 
 
-def _ranked_sql(question: Question, where: list[str]) -> tuple[str, list[Any]]:
+# An end user with more conversations than this is searched without the FTS5 filter on
+# their conversations (still inside them: the join's WHERE keeps the scope).
+_FTS_SCOPE_MAX = 200
+
+
+def _fts_scope(scope: Scope) -> str:
+    """The FTS5 column filter that keeps a SQLite search inside its conversations, or ""
+    (the whole workspace, or an end user with very many conversations)."""
+    ids = scope.conversation_ids
+    if ids is None and scope.end_user is not None:
+        ids = tuple(
+            Conversation.objects.filter(
+                workspace_id=scope.workspace_id, user_id=scope.end_user
+            ).values_list("pk", flat=True)[: _FTS_SCOPE_MAX + 1]
+        )
+    if ids is None or len(ids) > _FTS_SCOPE_MAX:
+        return ""
+    if not ids:
+        ids = (uuid.UUID(int=0),)  # nobody's: finds nothing
+    return "conversation_id : (" + " OR ".join(f'"{i.hex}"' for i in ids) + ") AND "
+
+
+def _ranked_sql(question: Question, scope: Scope, where: list[str]) -> tuple[str, list[Any]]:
     if connection.vendor == "postgresql":
         return (
             f"SELECT {_COLUMNS}, ts_rank_cd(e.document, q, 1) AS score "
@@ -124,12 +146,13 @@ def _ranked_sql(question: Question, where: list[str]) -> tuple[str, list[Any]]:
             [question.tsquery()],
         )
     return (
-        f"SELECT {_COLUMNS}, -bm25({SQLITE_FTS}) AS score FROM {SQLITE_FTS} "
+        # The conversation's id is a filter, not a word: it weighs nothing in the rank.
+        f"SELECT {_COLUMNS}, -bm25({SQLITE_FTS}, 1.0, 1.0, 0.0) AS score FROM {SQLITE_FTS} "
         f"JOIN memory_searchentry e ON e.id = {SQLITE_FTS}.rowid "
         "JOIN memory_conversation c ON c.id = e.conversation_id "
         f"WHERE {SQLITE_FTS} MATCH %s AND {' AND '.join(where)} "
         "ORDER BY score DESC, e.at DESC, e.id DESC LIMIT %s",
-        [question.fts5()],
+        [f"{_fts_scope(scope)}({question.fts5()})"],
     )
 
 
@@ -169,7 +192,7 @@ def search(
     hits: list[Hit] = []
     with connection.cursor() as cursor:
         if not question.empty:
-            sql, head = _ranked_sql(question, where)
+            sql, head = _ranked_sql(question, scope, where)
             cursor.execute(sql, [*head, *params, limit])
             hits = [_hit(row) for row in cursor.fetchall()]
         if not hits and (question.empty or question.only_stop_words) and substring.strip():
