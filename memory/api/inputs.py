@@ -14,11 +14,12 @@ from core.api import MetadataField, ParsedField, StrictCharField, limit_field, t
 from core.errors import MemdeskError
 from core.paging import parse_limit
 from memory.context.budget import parse_max_tokens
+from memory.context.tiers import Reidentifies
 from memory.models import Conversation, Message, ToolCall
 from memory.search.index import SearchEntry
 from memory.search.query import MAX_QUERY_CHARS
 from memory.search.ranked import MAX_HITS, Filters, Scope
-from memory.search.recall import RECALL_DEFAULT, parse_recall
+from memory.search.recall import RECALL_DEFAULT, parse_recall, search_wire
 from memory.services.escalations import ESCALATION_REASON_MAX_CHARS
 from memory.services.messages import SPEAKER_NAME_MAX_CHARS, MessageInput, speaker_name_problem
 from memory.services.workspace_settings import MAX_CONTEXT_MAX_TOKENS
@@ -122,6 +123,8 @@ class SearchCaller(Protocol):
 
     def conversation(self, conversation_id: str) -> Conversation: ...
 
+    def reidentifier(self) -> Reidentifies | None: ...
+
 
 def search_scope(caller: SearchCaller, data: dict[str, Any]) -> tuple[Scope, str]:
     """Where a ``/v1/search`` (or the MCP ``recall`` tool) looks, and its name: the
@@ -144,6 +147,20 @@ def search_scope(caller: SearchCaller, data: dict[str, Any]) -> tuple[Scope, str
             status_code=403,
         )
     return Scope(workspace_id), "workspace"
+
+
+def search_answer(caller: SearchCaller, data: dict[str, Any]) -> dict[str, Any]:
+    """A validated ``WorkspaceSearchIn`` body's answer, for ``POST /v1/search`` and the
+    MCP ``recall`` tool alike: the hits as the caller may read them, and the scope."""
+    scope, scope_name = search_scope(caller, data)
+    hits = search_wire(
+        query=data["query"],
+        scope=scope,
+        filters=search_filters(data),
+        limit=data["limit"],
+        reidentifier=caller.reidentifier(),
+    )
+    return {"hits": hits, "scope": scope_name}
 
 
 def search_filters(data: dict[str, Any]) -> Filters:

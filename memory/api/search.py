@@ -12,9 +12,8 @@ from core.api import ERRORS, ErrorOut, validated
 from core.paging import parse_limit
 from memory import api_schema as out
 from memory.api.base import MemoryApi
-from memory.api.inputs import SearchIn, WorkspaceSearchIn, search_filters, search_scope
+from memory.api.inputs import SearchIn, WorkspaceSearchIn, search_answer
 from memory.search.ranked import message_search
-from memory.search.recall import search_wire
 from memory.wire import message_to_wire
 
 
@@ -63,12 +62,4 @@ class WorkspaceSearchApi(MemoryApi):
     )
     def post(self, request: Request) -> Response:
         data = validated(WorkspaceSearchIn, request.data)
-        scope, scope_name = search_scope(self, data)
-        hits = search_wire(
-            query=data["query"],
-            scope=scope,
-            filters=search_filters(data),
-            limit=data["limit"],
-            reidentifier=self.reidentifier(),
-        )
-        return Response({"hits": hits, "scope": scope_name})
+        return Response(search_answer(self, data))

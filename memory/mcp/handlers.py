@@ -21,8 +21,7 @@ from memory.api.inputs import (
     SearchIn,
     as_text,
     message_input,
-    search_filters,
-    search_scope,
+    search_answer,
 )
 from memory.api.presenters import (
     ConversationPageOut,
@@ -38,7 +37,7 @@ from memory.mcp.callers import McpToolError, ToolCall, ToolResult
 from memory.models import Conversation
 from memory.search.query import MAX_QUERY_CHARS
 from memory.search.ranked import message_search
-from memory.search.recall import RECALL_DEFAULT, parse_recall, search_wire
+from memory.search.recall import RECALL_DEFAULT, parse_recall
 from memory.services.conversations import conversation_create
 from memory.services.messages import messages_append
 from memory.services.observations import observation_create
@@ -131,15 +130,7 @@ def search_memory(call: ToolCall, data: dict[str, Any]) -> ToolResult:
 
 
 def recall(call: ToolCall, data: dict[str, Any]) -> ToolResult:
-    scope, scope_name = search_scope(call, data)
-    hits = search_wire(
-        query=data["query"],
-        scope=scope,
-        filters=search_filters(data),
-        limit=data["limit"],
-        reidentifier=call.reidentifier(),
-    )
-    return {"hits": hits, "scope": scope_name}
+    return search_answer(call, data)
 
 
 def list_observations(call: ToolCall, data: dict[str, Any]) -> ToolResult:
