@@ -140,13 +140,13 @@ def populate(url: str, expired_per_conversation: int) -> None:
             """,
             [workspace_id, old, per, CONVERSATIONS],
         )
-        # Expired rows first (seq 1..expired), then recent ones, as a real history grows;
-        # the full-text GIN index is built once afterwards rather than row by row.
-        db.execute("DROP INDEX IF EXISTS message_content_fts")
+        # Expired rows first (seq 1..expired), then recent ones, as a real history grows.
+        # The recall index (memory/search/) is filled by its triggers as the rows go in,
+        # as for any write: the sweep deletes from it too.
         db.execute(
             """
             INSERT INTO memory_message (id, conversation_id, seq, role, content, tool_name,
-                tool_call_id, token_count, created_at, metadata)
+                tool_call_id, token_count, created_at, metadata, name)
             SELECT gen_random_uuid(), c.id, s.seq,
                 CASE WHEN s.seq %% 2 = 0 THEN 'assistant' ELSE 'user' END,
                 'Message ' || s.seq || ': the order 4711 ships on Tuesday to the Berlin office.',
@@ -154,23 +154,14 @@ def populate(url: str, expired_per_conversation: int) -> None:
                 CASE WHEN s.seq <= %(expired)s
                     THEN %(old)s + make_interval(secs => s.seq)
                     ELSE now() - make_interval(secs => %(per)s - s.seq) END,
-                '{}'
+                '{}', ''
             FROM memory_conversation AS c CROSS JOIN generate_series(1, %(per)s) AS s(seq)
             """,
             {"expired": expired_per_conversation, "old": old, "per": per},
         )
-        recreate_fts_index(db)
         db.execute("VACUUM ANALYZE")
         (rows,) = db.execute("SELECT count(*) FROM memory_message").fetchone()
     harness.say(f"populated  {rows:,} messages in {time.monotonic() - started:.1f} s")
-
-
-def recreate_fts_index(db: psycopg.Connection) -> None:
-    """The index memory's migration 0002 creates, rebuilt once after the bulk load."""
-    db.execute(
-        "CREATE INDEX IF NOT EXISTS message_content_fts ON memory_message "
-        "USING gin (to_tsvector('english'::regconfig, content))"
-    )
 
 
 def copy_of(template: str, name: str) -> str:
