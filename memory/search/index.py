@@ -10,10 +10,13 @@ not outlive its source (a test searches for erased words on both databases).
 The ranked part is per database:
 
 - SQLite (the embedded default): an FTS5 table over ``memory_searchentry`` (external
-  content, so the text is stored once), tokenised with Porter stemming and accents
-  removed, ranked by ``bm25()``.
+  content: FTS5 keeps the index, not a third copy of the text), tokenised with Porter
+  stemming and accents removed, ranked by ``bm25()``.
 - PostgreSQL: a stored ``tsvector`` column (English stemming, accents folded by
-  ``FOLD_SQL``) with a GIN index, ranked by ``ts_rank_cd``.
+  ``_fold_sql``) with a GIN index, ranked by ``ts_rank_cd``.
+
+Each row holds a copy of its source's text: what the FTS5 'delete' needs and what a hit
+shows. It is the index's main cost (docs/benchmarks.md, "Recall").
 
 A message's row also holds its speaker's name, so that "what did Maria say about the
 refund" can find Maria's turns.
@@ -21,6 +24,7 @@ refund" can find Maria's turns.
 
 from __future__ import annotations
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.utils import timezone
 
@@ -74,7 +78,7 @@ assert len(ACCENTED) == len(PLAIN), "translate() maps one character to one"
 _SPLITS = "-_/.@:+'’"
 
 
-def fold_sql(expression: str) -> str:
+def _fold_sql(expression: str) -> str:
     return (
         f"translate(lower({expression}), '{ACCENTED}{_SPLITS.replace(chr(39), chr(39) * 2)}', "
         f"'{PLAIN}{' ' * len(_SPLITS)}')"
@@ -83,7 +87,7 @@ def fold_sql(expression: str) -> str:
 
 DOCUMENT_SQL = (
     "to_tsvector('english'::regconfig, "
-    + fold_sql("coalesce(speaker, '') || ' ' || coalesce(text, '')")
+    + _fold_sql("coalesce(speaker, '') || ' ' || coalesce(text, '')")
     + ")"
 )
 
@@ -302,13 +306,21 @@ def backfill_sql() -> list[str]:
     ]
 
 
+_SQL = {"sqlite": (SQLITE_CREATE, SQLITE_DROP), "postgresql": (POSTGRES_CREATE, POSTGRES_DROP)}
+
+
+def _sql(vendor: str) -> tuple[list[str], list[str]]:
+    # Memdesk runs on the two databases DATABASE_URL takes (config/settings/base.py).
+    if vendor not in _SQL:
+        raise ImproperlyConfigured(
+            f"The recall index runs on SQLite or PostgreSQL; this database is {vendor}."
+        )
+    return _SQL[vendor]
+
+
 def create_sql(vendor: str) -> list[str]:
-    if vendor == "postgresql":
-        return POSTGRES_CREATE
-    if vendor == "sqlite":
-        return SQLITE_CREATE
-    raise NotImplementedError(f"the recall index has no SQL for {vendor}")
+    return _sql(vendor)[0]
 
 
 def drop_sql(vendor: str) -> list[str]:
-    return POSTGRES_DROP if vendor == "postgresql" else SQLITE_DROP
+    return _sql(vendor)[1]

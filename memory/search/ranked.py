@@ -16,11 +16,12 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import MemdeskError
@@ -165,16 +166,28 @@ def _substring_sql(where: list[str]) -> str:
     )
 
 
+def _uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)  # SQLite: hex text
+
+
 def _hit(row: Sequence[Any]) -> Hit:
-    source_id, conversation_id = (v if isinstance(v, uuid.UUID) else uuid.UUID(v) for v in row[1:3])
-    at = row[7]
+    kind, source_id, conversation_id, seq, role, speaker, status, at, text, score = row
     if isinstance(at, str):  # SQLite's raw rows: UTC, written without an offset
         at = datetime.fromisoformat(at)
     if timezone.is_naive(at):
         at = at.replace(tzinfo=UTC)
-    score = None if row[9] is None else round(float(row[9]), 6)
-    kind, _, _, seq, role, speaker, status, _, text = row[:9]
-    return Hit(kind, source_id, conversation_id, seq, role, speaker, status, at, text, score)
+    return Hit(
+        kind,
+        _uuid(source_id),
+        _uuid(conversation_id),
+        seq,
+        role,
+        speaker,
+        status,
+        at,
+        text,
+        None if score is None else round(float(score), 6),
+    )
 
 
 def search(
@@ -205,25 +218,26 @@ def search(
 
 def with_covering_observations(hits: list[Hit]) -> list[Hit]:
     """Each message hit with the ids of the observations made from it (the trace from a
-    verbatim turn to what memory says of it)."""
-    seqs: dict[uuid.UUID, list[int]] = defaultdict(list)
-    for hit in hits:
-        if hit.kind == SearchEntry.Kind.MESSAGE and hit.seq is not None:
-            seqs[hit.conversation_id].append(hit.seq)
-    if not seqs:
+    verbatim turn to what memory says of it): one query, for the notes whose window
+    holds one of the hits."""
+    messages = [h for h in hits if h.kind == SearchEntry.Kind.MESSAGE and h.seq is not None]
+    if not messages:
         return hits
+    windows = Q()
+    for hit in messages:
+        windows |= Q(
+            conversation_id=hit.conversation_id,
+            window_start_seq__lte=hit.seq,
+            window_end_seq__gte=hit.seq,
+        )
     covering: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
-    for conversation_id, found in seqs.items():
-        notes = Observation.objects.filter(
-            conversation_id=conversation_id,
-            window_start_seq__lte=max(found),
-            window_end_seq__gte=min(found),
-        ).values_list("id", "source_message_ids")
-        for note_id, sources in notes:
-            for source in sources or ():
-                covering[uuid.UUID(str(source))].append(note_id)
+    for note_id, sources in Observation.objects.filter(windows).values_list(
+        "id", "source_message_ids"
+    ):
+        for source in sources or ():
+            covering[uuid.UUID(str(source))].append(note_id)
     return [
-        Hit(**{**hit.__dict__, "covered_by": tuple(covering.get(hit.source_id, ()))})
+        replace(hit, covered_by=tuple(covering[hit.source_id]))
         if hit.kind == SearchEntry.Kind.MESSAGE
         else hit
         for hit in hits
