@@ -19,10 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memory.context.rendering import RenderedContext
+from memory.search.index import SearchEntry
 from memory.search.recall import RecalledTurn
 from memory.tokens import token_count
 
@@ -32,36 +33,58 @@ RECALLED_SYSTEM_HEADER = "Recalled from earlier in this conversation, best match
 RECALLED_BUDGET_SHARE = 4
 
 
-def _line(turn: RecalledTurn) -> str:
-    hit = turn.hit
-    who = f"{hit.speaker} ({hit.role})" if hit.speaker else (hit.role or hit.kind)
-    return f"[{who}, {hit.at.date().isoformat()}] {turn.text}"
+@dataclass(frozen=True)
+class RecalledLine:
+    """A recalled turn as the section writes it, and its tokens, counted once."""
+
+    turn: RecalledTurn
+    text: str
+    cost: int  # tokens, with the newline after it
 
 
-def line_cost(turn: RecalledTurn) -> int:
-    return token_count(_line(turn)) + 1  # + the newline
+def recalled_lines(turns: Sequence[RecalledTurn]) -> list[RecalledLine]:
+    lines = []
+    for turn in turns:
+        hit = turn.hit
+        who = f"{hit.speaker} ({hit.role})" if hit.speaker else (hit.role or hit.kind)
+        text = f"[{who}, {hit.at.date().isoformat()}] {turn.text}"
+        lines.append(RecalledLine(turn, text, token_count(text) + 1))
+    return lines
 
 
-def recalled_reserve(turns: Sequence[RecalledTurn], max_tokens: int | None) -> int:
+_HEADER_COST = token_count(RECALLED_HEADER) + 1
+
+
+def recalled_reserve(lines: Sequence[RecalledLine], max_tokens: int | None) -> int:
     """What the section takes out of ``max_tokens`` before the memory is fitted."""
-    if max_tokens is None or not turns:
+    if max_tokens is None or not lines:
         return 0
-    wanted = token_count(RECALLED_HEADER) + 1 + sum(line_cost(t) for t in turns)
+    wanted = _HEADER_COST + sum(line.cost for line in lines)
     return min(wanted, max_tokens // RECALLED_BUDGET_SHARE)
 
 
-def fit_turns(turns: Sequence[RecalledTurn], room: int | None) -> list[RecalledTurn]:
-    """Whole turns, best first, within ``room`` tokens (None: all of them)."""
-    if room is None:
-        return list(turns)
-    kept: list[RecalledTurn] = []
-    used = token_count(RECALLED_HEADER) + 1
-    for turn in turns:
-        cost = line_cost(turn)
-        if used + cost > room:
+def _kept(
+    lines: Sequence[RecalledLine], rendered: RenderedContext, recall: int, max_tokens: int | None
+) -> list[RecalledLine]:
+    """The ``recall`` best lines the context does not hold already (a message of its
+    recent tail is there), whole, within what ``max_tokens`` leaves."""
+    recent_from = rendered.recent_from_seq
+    unseen = [
+        line
+        for line in lines
+        if line.turn.hit.kind != SearchEntry.Kind.MESSAGE
+        or recent_from is None
+        or (line.turn.hit.seq or 0) < recent_from
+    ][:recall]
+    if max_tokens is None:
+        return unseen
+    room = max_tokens - (rendered.token_count or 0) - _HEADER_COST
+    kept = []
+    for line in unseen:
+        if line.cost > room:
             break
-        kept.append(turn)
-        used += cost
+        kept.append(line)
+        room -= line.cost
     return kept
 
 
@@ -84,25 +107,32 @@ def _wire(turn: RecalledTurn) -> dict[str, Any]:
 
 
 def with_recalled(
-    rendered: RenderedContext, turns: Sequence[RecalledTurn], *, fmt: str, query: str
+    rendered: RenderedContext,
+    lines: Sequence[RecalledLine],
+    *,
+    recall: int,
+    max_tokens: int | None,
+    fmt: str,
+    query: str,
 ) -> RenderedContext:
     """``rendered`` with the recalled section at its end, and the ETag of the whole."""
-    lines = [_line(t) for t in turns]
+    kept = _kept(lines, rendered, recall, max_tokens)
+    texts = [line.text for line in kept]
     body = rendered.body.decode()
     if fmt == "text":
-        section = RECALLED_HEADER + "\n" + "\n".join(lines) if lines else ""
+        section = RECALLED_HEADER + "\n" + "\n".join(texts) if texts else ""
         body = body + "\n\n" + section if body and section else body + section
     elif fmt == "messages":
         payload = json.loads(body)
-        if lines:
-            content = RECALLED_SYSTEM_HEADER + "\n" + "\n".join(lines)
+        if texts:
+            content = RECALLED_SYSTEM_HEADER + "\n" + "\n".join(texts)
             payload["messages"].append({"role": "system", "content": content})
         body = _dumps(payload)
     else:
         recalled = {
             "query": query,
-            "tokenCount": sum(token_count(line) + 1 for line in lines),
-            "turns": [_wire(t) for t in turns],
+            "tokenCount": sum(line.cost for line in kept),
+            "turns": [_wire(line.turn) for line in kept],
         }
         body = body[:-1] + ',"recalled":' + _dumps(recalled) + "}"
     encoded = body.encode()

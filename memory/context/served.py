@@ -15,7 +15,7 @@ from typing import Any
 from governance.redaction.gates import reidentifier_for_api
 from memory import selectors
 from memory.context.read import context_for_versions
-from memory.context.recalled import fit_turns, recalled_reserve, with_recalled
+from memory.context.recalled import recalled_lines, recalled_reserve, with_recalled
 from memory.context.rendering import RenderedContext
 from memory.metrics import context_read_record
 from memory.models import Conversation
@@ -53,20 +53,21 @@ def context_read(
     )
     if max_tokens is None:
         max_tokens = versions.context_max_tokens
-    turns = (
-        recall_for_context(
-            workspace_id=workspace_id,
-            conversation_id=versions.conversation_id,
-            query=query,
-            # Recent messages are left out after the render: ask for some more.
-            limit=recall * 2,
-            recent_from_seq=None,
-            reidentifier=reidentifier,
+    lines = (
+        recalled_lines(
+            recall_for_context(
+                workspace_id=workspace_id,
+                conversation_id=versions.conversation_id,
+                query=query,
+                # Those the recent tail holds are left out after the render: ask for more.
+                limit=recall * 2,
+                reidentifier=reidentifier,
+            )
         )
         if query.strip()
         else []
     )
-    reserve = recalled_reserve(turns[:recall], max_tokens)
+    reserve = recalled_reserve(lines[:recall], max_tokens)
     rendered = context_for_versions(
         versions,
         load=load
@@ -80,14 +81,9 @@ def context_read(
         reidentifier=reidentifier,
     )
     if query.strip():
-        recent_from = rendered.recent_from_seq
-        unseen = [
-            t
-            for t in turns
-            if t.hit.kind != "message" or recent_from is None or (t.hit.seq or 0) < recent_from
-        ][:recall]
-        room = None if max_tokens is None else max_tokens - (rendered.token_count or 0)
-        rendered = with_recalled(rendered, fit_turns(unseen, room), fmt=fmt, query=query)
+        rendered = with_recalled(
+            rendered, lines, recall=recall, max_tokens=max_tokens, fmt=fmt, query=query
+        )
     not_modified = if_none_match is not None and if_none_match == rendered.etag
     context_read_record(
         conversation_id=versions.conversation_id,

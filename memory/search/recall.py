@@ -19,7 +19,6 @@ from memory.models import Observation
 from memory.search.index import SearchEntry
 from memory.search.query import Question, highlights, question_of, snippet
 from memory.search.ranked import Filters, Hit, Scope, search, with_covering_observations
-from memory.tokens import token_count
 
 # A recalled turn longer than this is cut to the stretch around the question's words.
 RECALLED_TEXT_MAX_CHARS = 600
@@ -54,11 +53,10 @@ def readable_hits(hits: Sequence[Hit], reidentifier: Reidentifies | None) -> lis
     ]
 
 
-def hit_to_wire(hit: Hit, question: Question, *, snippeted: bool = True) -> dict:
+def hit_to_wire(hit: Hit, question: Question) -> dict:
     """A hit as the API returns it: the stretch of its text around the question's words
-    (its whole text unless ``snippeted``) and where in it those words are."""
-    spans = highlights(hit.text, question)
-    text, spans = snippet(hit.text, spans) if snippeted else (hit.text, spans)
+    and where in it those words are."""
+    text, spans = snippet(hit.text, highlights(hit.text, question))
     wire: dict[str, Any] = {
         "tier": hit.kind,
         "id": str(hit.source_id),
@@ -97,7 +95,6 @@ def search_wire(
 class RecalledTurn:
     hit: Hit
     text: str  # as served: the whole turn, or the stretch around the question's words
-    tokens: int
 
 
 def recall_for_context(
@@ -106,13 +103,12 @@ def recall_for_context(
     conversation_id: Any,
     query: str,
     limit: int,
-    recent_from_seq: int | None,
     reidentifier: Reidentifies | None,
 ) -> list[RecalledTurn]:
-    """The verbatim record a context adds for ``query``: the conversation's messages (and
-    the observations a reflection has since condensed, which the context no longer
-    serves) that best answer it, best first, leaving out what the context already holds
-    (the recent messages from ``recent_from_seq`` on, the active notes)."""
+    """What a context may recall for ``query``, best first: the conversation's messages
+    and the observations a reflection has since condensed (which the context no longer
+    serves), not its active notes (which it does). Which of the messages its recent
+    tail already holds is known only once it is rendered (memory/context/recalled.py)."""
     question = question_of(query)
     hits = search(
         question=question,
@@ -124,16 +120,12 @@ def recall_for_context(
     wanted = [
         hit
         for hit in hits
-        if (
-            hit.kind == SearchEntry.Kind.MESSAGE
-            and (recent_from_seq is None or hit.seq is None or hit.seq < recent_from_seq)
-        )
-        or (hit.kind == SearchEntry.Kind.OBSERVATION and hit.status == Observation.Status.REFLECTED)
+        if hit.kind == SearchEntry.Kind.MESSAGE or hit.status == Observation.Status.REFLECTED
     ][:limit]
     turns = []
     for hit in readable_hits(wanted, reidentifier):
         text = hit.text
         if len(text) > RECALLED_TEXT_MAX_CHARS:
             text, _ = snippet(text, highlights(text, question), width=RECALLED_TEXT_MAX_CHARS)
-        turns.append(RecalledTurn(hit=hit, text=text, tokens=token_count(text)))
+        turns.append(RecalledTurn(hit=hit, text=text))
     return turns
