@@ -94,7 +94,6 @@ class WorkspaceSearchIn(serializers.Serializer):
     tiers = serializers.ListField(
         child=serializers.ChoiceField(choices=SearchEntry.Kind.values),
         required=False,
-        allow_empty=False,
         min_length=1,
     )
     role = serializers.ChoiceField(choices=Message.Role.values, required=False)
