@@ -17,8 +17,9 @@ and with ``query=<the question>`` and ``recall=k`` for k in 5, 10, 20. Scored wi
 bench/quality/scoring.py (content words of the written answer found in the text,
 relative to the raw transcript's own coverage), each dataset apart, with in the same
 run: memory alone (no recent tail), context + recall(10) under ``max_tokens`` of a fifth
-of the raw history (the budget an agent would set; the recalled turns take at most a
-quarter of it), the plain BM25 top 10 turns alone, and BM25 given the same tokens per
+of the raw history and context + recall(20) under a quarter of it (budgets an agent would
+set; the recalled section keeps a quarter of either), the plain BM25 top 10 turns alone,
+and BM25 given the same tokens per
 question as context + recall(10). Tokens are cl100k_base; the
 compression is the raw history's tokens over the tokens served, per question.
 
@@ -62,9 +63,10 @@ sys.path.insert(0, str(harness.ROOT))
 from quality import datasets as data  # noqa: E402
 
 KS = (5, 10, 20)
-# A budget an agent would set: the context (recalled turns included) at most a fifth of
-# the raw history, so the served text is at least 5x smaller by construction.
-BUDGET_SHARE = 5
+# Budgets an agent would set: the context (recalled turns included) at most a fifth, or a
+# quarter, of the raw history, so the served text is that much smaller by construction;
+# with the recalled turns asked for under each.
+BUDGETS = ((5, 10), (4, 20))
 # The datasets issue 23's coverage target names (>= 0.90 relative at >= 4x).
 TARGET_DATASETS = ("lme_s", "friendsqa")
 PER_CONVERSATION = 200
@@ -423,13 +425,17 @@ def coverage(args: argparse.Namespace) -> None:
                 histories, conversations, raw_each, strict=True
             ):
                 plain = read(conversation)
-                budget_label = f"context + recall(10), max_tokens raw/{BUDGET_SHARE}"
+                budgeted = {
+                    f"context + recall({k}), max_tokens raw/{share}": (share, k)
+                    for share, k in BUDGETS
+                }
                 memory, _ = split_context(plain)
                 bm25 = Bm25Turns(history.texts)
                 per = {"memory alone": [], "context (memory + recent)": []}
                 for k in KS:
                     per[f"context + recall({k})"] = []
-                per[budget_label] = []
+                for label in budgeted:
+                    per[label] = []
                 per["BM25 top 10 turns alone"] = []
                 per["BM25 at context + recall(10)'s tokens"] = []
                 for question in history.questions:
@@ -439,14 +445,15 @@ def coverage(args: argparse.Namespace) -> None:
                         per[f"context + recall({k})"].append(
                             read(conversation, query=question.question, recall=k)
                         )
-                    per[budget_label].append(
-                        read(
-                            conversation,
-                            query=question.question,
-                            recall=10,
-                            max_tokens=max(1, raw_tokens // BUDGET_SHARE),
+                    for label, (share, k) in budgeted.items():
+                        per[label].append(
+                            read(
+                                conversation,
+                                query=question.question,
+                                recall=k,
+                                max_tokens=max(1, raw_tokens // share),
+                            )
                         )
-                    )
                     top = bm25.ranked(question.question)[:10]
                     per["BM25 top 10 turns alone"].append("\n".join(history.texts[i] for i in top))
                     budget = _count(per["context + recall(10)"][-1])
@@ -461,7 +468,7 @@ def coverage(args: argparse.Namespace) -> None:
                 f"\n## {dataset.title}: {len(histories)} histories, {questions:,} questions, "
                 f"{raw // max(questions, 1):,} raw tokens per question; pipeline {ingest_s:.0f} s, "
                 f"context reads {read_s:.0f} s "
-                f"({read_s / max(questions * (len(KS) + 1), 1) * 1000:.1f} ms each)"
+                f"({read_s / max(questions * (len(KS) + len(BUDGETS)), 1) * 1000:.1f} ms each)"
             )
             rows = []
             for label, per_history in texts.items():

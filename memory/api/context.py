@@ -39,10 +39,12 @@ class ContextGetApi(MemoryApi):
                 {"type": "string", "maxLength": MAX_QUERY_CHARS},
                 description="A question: the context ends with a recalled section, the "
                 "verbatim turns of this conversation that best answer it (ranked search), "
-                "leaving out what the context already holds. Everything before the section is "
-                "byte for byte the body without a query. json: a 'recalled' object; text: a "
-                "'## Recalled' section; messages: a last system message. Under max_tokens it "
-                "takes at most a quarter of the budget.",
+                "leaving out what the context already holds, in the conversation's order. "
+                "Everything before the section is the same for every question: byte for byte "
+                "the body without a query, or under max_tokens the memory fitted to three "
+                "quarters of the budget (the section keeps the last quarter). json: a "
+                "'recalled' object; text: a '## Recalled' section; messages: a last system "
+                "message.",
             ),
             OpenApiParameter(
                 "recall",

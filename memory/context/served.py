@@ -67,7 +67,7 @@ def context_read(
         if query.strip()
         else []
     )
-    reserve = recalled_reserve(lines[:recall], max_tokens)
+    reserve = recalled_reserve(max_tokens) if query.strip() else 0
     rendered = context_for_versions(
         versions,
         load=load

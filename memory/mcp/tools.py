@@ -250,7 +250,7 @@ TOOLS: list[McpTool] = [
                 "type": "string",
                 "description": "The question you are about to answer: the context then ends "
                 "with the verbatim turns of this conversation that best answer it (a "
-                "'## Recalled' section), leaving the memory before it unchanged.",
+                "'## Recalled' section), the memory before it the same for every question.",
             },
             "recall": {
                 "type": "integer",

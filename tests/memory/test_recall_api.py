@@ -151,6 +151,31 @@ def test_the_recalled_section_stays_inside_max_tokens(api, observed) -> None:
     assert body["tokenCount"] + body["recalled"]["tokenCount"] <= budget
 
 
+def test_under_a_budget_the_memory_is_the_same_whatever_the_question(api, observed) -> None:
+    """A prompt cache keyed on what comes before the recalled section keeps hitting when
+    the question changes, a budget or not: the memory's share does not depend on it."""
+    budget = 120
+    refund = _context(api, observed, format="text", query="refund", max_tokens=budget)
+    address = _context(api, observed, format="text", query="delivery address", max_tokens=budget)
+    nothing = _context(api, observed, format="text", query="zeppelin", max_tokens=budget)
+
+    before = [r.content.decode().split("## Recalled")[0].rstrip() for r in (refund, address)]
+    assert "## Recalled" in refund.content.decode()
+    assert before[0] == before[1] == nothing.content.decode()
+
+
+def test_recalled_turns_read_in_the_conversations_order_under_their_day(api, observed) -> None:
+    text = _context(api, observed, format="text", query="refund phone calls", recall=4)
+    section = text.content.decode().split("## Recalled\n", 1)[1].splitlines()
+    day = observed.messages.order_by("seq").first().created_at.date().isoformat()
+
+    assert section[0] == f"### {day}"
+    turns = section[1:]
+    assert len(turns) >= 2 and all(line.startswith("[") for line in turns)
+    seqs = [observed.messages.get(content=line.split("] ", 1)[1]).seq for line in turns]
+    assert seqs == sorted(seqs)
+
+
 def test_nothing_is_recalled_that_the_recent_messages_hold(api, conversation) -> None:
     chat(conversation)  # nothing observed: every turn is a recent message
 
