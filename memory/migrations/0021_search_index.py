@@ -11,7 +11,7 @@ from memory.search import index
 
 def triggers_and_backfill(apps, schema_editor):
     vendor = schema_editor.connection.vendor
-    for statement in [*index.create_sql(vendor), *index.backfill_sql()]:
+    for statement in [*index.create_sql(vendor), *index.backfill_sql(vendor)]:
         schema_editor.execute(statement, params=None)
 
 

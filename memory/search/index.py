@@ -1,28 +1,35 @@
-"""The recall index: one row per searchable text (a message, an observation, a reflection,
-a pin), kept by the database itself.
+"""The recall index: one entry per searchable text (a message, an observation, a
+reflection, a pin), kept by the database itself.
 
-Triggers on the four source tables write, rewrite and delete the rows, so the index
-changes in the transaction that changes its source, whichever door that is: the API, the
-dashboard, ``/admin/``, a worker, retention's raw SQL on PostgreSQL, erasure, or the
-cascade of a conversation's delete. Nothing in Python has to remember it, and a row can
-not outlive its source (a test searches for erased words on both databases).
+The database writes, rewrites and deletes the entries (triggers, and on PostgreSQL a
+generated column), so the index changes in the transaction that changes its source,
+whichever door that is: the API, the dashboard, ``/admin/``, a worker, retention's raw
+SQL on PostgreSQL, erasure, or the cascade of a conversation's delete. Nothing in Python
+has to remember it, and an entry can not outlive its source (a test searches for erased
+words on both databases).
 
 The ranked part is per database:
 
-- SQLite (the embedded default): an FTS5 table over ``memory_searchentry`` (external
-  content: FTS5 keeps the index, not a third copy of the text), tokenised with Porter
-  stemming and accents removed, ranked by ``bm25()``.
-- PostgreSQL: a stored ``tsvector`` column (English stemming, accents folded by
-  ``_fold_sql``) with a GIN index, ranked by ``ts_rank_cd``.
+- SQLite (the embedded default): a row of ``memory_searchentry`` per source (a copy of
+  its text: what FTS5's 'delete' needs and what a hit shows) and an FTS5 table over it
+  (external content: FTS5 keeps the index, not a third copy of the text), tokenised
+  with Porter stemming and accents removed, ranked by ``bm25()``. The conversation's id
+  is a column of the FTS5 table.
+- PostgreSQL: a stored ``tsvector`` (English stemming, accents and the punctuation
+  inside ids folded by ``_fold_sql``, and the conversation's lexeme) with a GIN index,
+  ranked by ``ts_rank_cd``. A message's is a column of ``memory_message`` itself; the
+  notes and pins are copied to ``memory_searchentry`` as on SQLite. ``ranked`` reads
+  the two as one.
 
-Each row holds a copy of its source's text: what the FTS5 'delete' needs and what a hit
-shows. It is the index's main cost (docs/benchmarks.md, "Recall").
-
-A message's row also holds its speaker's name, so that "what did Maria say about the
-refund" can find Maria's turns.
+A message's entry also holds its speaker's name, so that "what did Maria say about the
+refund" can find Maria's turns. What each part costs a write: docs/benchmarks.md,
+"Recall".
 """
 
 from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
@@ -56,9 +63,8 @@ class SearchEntry(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["source_id", "kind"], name="searchentry_source")
         ]
-        indexes = [
-            models.Index(fields=["conversation_id", "kind", "at"], name="searchentry_conv_kind")
-        ]
+        # The conversation's index is per database: SQLite's is a b-tree (SQLITE_CREATE),
+        # PostgreSQL's a lexeme of the document (DOCUMENT_SQL).
 
     def __str__(self) -> str:
         return f"{self.kind} {self.source_id}"
@@ -69,9 +75,12 @@ class SearchEntry(models.Model):
 # the table ``query.fold`` uses too), and the punctuation inside ids, addresses and
 # hyphenated words made a space: PostgreSQL's own parser reads "A-1234" as "a" and the
 # number "-1234", "a.b@c.com" as one e-mail token, where the other side reads "a" and
-# "1234", or "a", "b", "c" and "com". ``translate`` is immutable, so a generated column
-# may use it, and it needs no extension (``unaccent`` needs CREATE EXTENSION and a
-# wrapper to be immutable).
+# "1234", or "a", "b", "c" and "com". Both functions are immutable, so a generated
+# column may use them, and need no extension (``unaccent`` needs CREATE EXTENSION and a
+# wrapper to be immutable). A text of ASCII alone (nearly every one) only has its
+# punctuation replaced, by one ``regexp_replace``: ``translate`` with the accents' table
+# costs 34 us a message, more than ``to_tsvector`` itself, and made ingest a third
+# slower (docs/benchmarks.md, "Recall"); to_tsvector lower-cases on its own.
 ACCENTED = "àáâãäåāăąçćčďđèéêëēėęěğìíîïīįıłñńňòóôõöøōőŕřśšşťùúûüūůűųýÿźżžæœß"
 PLAIN = "aaaaaaaaacccddeeeeeeeegiiiiiiilnnnoooooooorrssstuuuuuuuuyyzzzaos"
 assert len(ACCENTED) == len(PLAIN), "translate() maps one character to one"
@@ -79,17 +88,39 @@ _SPLITS = "-_/.@:+'’"
 
 
 def _fold_sql(expression: str) -> str:
+    splits = _SPLITS.replace("'", "''")
     return (
-        f"translate(lower({expression}), '{ACCENTED}{_SPLITS.replace(chr(39), chr(39) * 2)}', "
-        f"'{PLAIN}{' ' * len(_SPLITS)}')"
+        f"CASE WHEN octet_length({expression}) = char_length({expression}) "
+        f"THEN regexp_replace({expression}, '[{splits}]', ' ', 'g') "
+        f"ELSE translate(lower({expression}), '{ACCENTED}{splits}', "
+        f"'{PLAIN}{' ' * len(_SPLITS)}') END"
     )
 
 
-DOCUMENT_SQL = (
-    "to_tsvector('english'::regconfig, "
-    + _fold_sql("coalesce(speaker, '') || ' ' || coalesce(text, '')")
-    + ")"
-)
+# A conversation's id is a lexeme of its rows' documents (PostgreSQL), as it is a column
+# of the FTS5 table (SQLite): a search in a conversation, or an end user's few, is then an
+# AND inside the GIN index (which skips through a frequent word's rows to the rare
+# conversation's) instead of a b-tree on the conversation beside it, one index fewer to
+# write per row. The ``#`` keeps it apart from every word: no document word holds one.
+SCOPE_LEXEME_PREFIX = "#"
+
+
+def scope_lexeme(conversation_id: uuid.UUID) -> str:
+    return SCOPE_LEXEME_PREFIX + conversation_id.hex
+
+
+def _document_sql(speaker: str, text: str) -> str:
+    return (
+        "to_tsvector('english'::regconfig, "
+        + _fold_sql(f"coalesce({speaker}, '') || ' ' || coalesce({text}, '')")
+        + ") || array_to_tsvector(ARRAY['"
+        + SCOPE_LEXEME_PREFIX
+        + "' || replace(conversation_id::text, '-', '')])"
+    )
+
+
+DOCUMENT_SQL = _document_sql("speaker", "text")
+MESSAGE_DOCUMENT_SQL = _document_sql("name", "content")
 
 # What each source table puts in its row: (kind: table, columns as SQL over the source
 # row ``{r}``). A note's date is when it was observed; a message's and a pin's when written.
@@ -218,6 +249,11 @@ def _fts_values(row: str) -> str:
 _FTS_COLUMNS = "rowid, text, speaker, conversation_id"
 
 
+# The substring match (a question of stop words only) and a hit's row by conversation.
+SQLITE_CONVERSATION_INDEX = (
+    "CREATE INDEX searchentry_conversation ON memory_searchentry (conversation_id, kind, at)"
+)
+
 SQLITE_CREATE = [
     f"CREATE VIRTUAL TABLE {SQLITE_FTS} USING fts5(text, speaker, conversation_id, "
     "content='memory_searchentry', content_rowid='id', "
@@ -233,8 +269,10 @@ SQLITE_CREATE = [
     f"VALUES ('delete', {_fts_values('OLD')}); "
     f"INSERT INTO {SQLITE_FTS} ({_FTS_COLUMNS}) VALUES ({_fts_values('NEW')}); END",
     *[sql for kind in _SOURCES for sql in _sqlite_source_triggers(kind)],
+    SQLITE_CONVERSATION_INDEX,
 ]
 SQLITE_DROP = [
+    "DROP INDEX IF EXISTS searchentry_conversation",
     *[
         f"DROP TRIGGER IF EXISTS {table}_search_{suffix}"
         for table, _ in _SOURCES.values()
@@ -245,8 +283,14 @@ SQLITE_DROP = [
 ]
 
 
-# ---- PostgreSQL: statement triggers with transition tables (a bulk insert of a hundred
-# messages is one INSERT ... SELECT into the index, not a hundred), and the document.
+# ---- PostgreSQL: a message is its own row of the index. Its document is a stored column
+# of ``memory_message`` (GIN-indexed), not a copy in ``memory_searchentry``: a message
+# is written far more often than anything else, and copying each one (the row, its
+# indexes, the trigger's transition table) cost ingest a third of its rate. The notes and
+# pins are copied by statement triggers with transition tables (a bulk write is one
+# INSERT ... SELECT into the index). ``ranked`` reads the two as one.
+
+POSTGRES_KINDS = ("observation", "reflection", "pin")
 
 
 def _postgres_source_triggers(kind: str) -> list[str]:
@@ -272,37 +316,57 @@ def _postgres_source_triggers(kind: str) -> list[str]:
     ]
 
 
-POSTGRES_CREATE = [
+def _postgres_drop_triggers(kinds: Sequence[str]) -> list[str]:
+    tables = [_SOURCES[kind][0] for kind in kinds]
+    return [
+        *[
+            f"DROP TRIGGER IF EXISTS {table}_search_{suffix} ON {table}"
+            for table in tables
+            for suffix in ("ins", "upd", "del")
+        ],
+        *[
+            f"DROP FUNCTION IF EXISTS {table}_search_{suffix}()"
+            for table in tables
+            for suffix in ("ins", "upd", "del")
+        ],
+    ]
+
+
+POSTGRES_DOCUMENTS = [
     f"ALTER TABLE memory_searchentry ADD COLUMN document tsvector "
     f"GENERATED ALWAYS AS ({DOCUMENT_SQL}) STORED",
     "CREATE INDEX searchentry_document ON memory_searchentry USING gin (document)",
-    *[sql for kind in _SOURCES for sql in _postgres_source_triggers(kind)],
+    f"ALTER TABLE memory_message ADD COLUMN document tsvector "
+    f"GENERATED ALWAYS AS ({MESSAGE_DOCUMENT_SQL}) STORED",
+    "CREATE INDEX message_document ON memory_message USING gin (document)",
+]
+_POSTGRES_DROP_DOCUMENTS = [
+    "DROP INDEX IF EXISTS searchentry_document",
+    "ALTER TABLE memory_searchentry DROP COLUMN IF EXISTS document",
+    "DROP INDEX IF EXISTS message_document",
+    "ALTER TABLE memory_message DROP COLUMN IF EXISTS document",
+]
+POSTGRES_CREATE = [
+    *POSTGRES_DOCUMENTS,
+    *[sql for kind in POSTGRES_KINDS for sql in _postgres_source_triggers(kind)],
     # The index this one replaces: an expression index over every message's content.
     "DROP INDEX IF EXISTS message_content_fts",
 ]
 POSTGRES_DROP = [
-    *[
-        f"DROP TRIGGER IF EXISTS {table}_search_{suffix} ON {table}"
-        for table, _ in _SOURCES.values()
-        for suffix in ("ins", "upd", "del")
-    ],
-    *[
-        f"DROP FUNCTION IF EXISTS {table}_search_{suffix}()"
-        for table, _ in _SOURCES.values()
-        for suffix in ("ins", "upd", "del")
-    ],
-    "DROP INDEX IF EXISTS searchentry_document",
-    "ALTER TABLE memory_searchentry DROP COLUMN IF EXISTS document",
+    *_postgres_drop_triggers(list(_SOURCES)),
+    *_POSTGRES_DROP_DOCUMENTS,
     "CREATE INDEX IF NOT EXISTS message_content_fts ON memory_message "
     "USING gin (to_tsvector('english'::regconfig, content))",
 ]
 
 
-def backfill_sql() -> list[str]:
-    """Index what is already stored (the migration's forward step, after the triggers)."""
+def backfill_sql(vendor: str) -> list[str]:
+    """Index what is already stored (the migration's forward step, after the triggers;
+    PostgreSQL's messages index themselves, through their generated column)."""
+    kinds = POSTGRES_KINDS if vendor == "postgresql" else tuple(_SOURCES)
     return [
-        f"INSERT INTO memory_searchentry ({_INSERT_COLUMNS}) {_select(kind, table)}"
-        for kind, (table, _) in _SOURCES.items()
+        f"INSERT INTO memory_searchentry ({_INSERT_COLUMNS}) {_select(kind, _SOURCES[kind][0])}"
+        for kind in kinds
     ]
 
 
@@ -316,6 +380,22 @@ def _sql(vendor: str) -> tuple[list[str], list[str]]:
             f"The recall index runs on SQLite or PostgreSQL; this database is {vendor}."
         )
     return _SQL[vendor]
+
+
+def rebuild_sql(vendor: str) -> list[str]:
+    """Bring an index made by migration 0021 to this one (migration 0022). PostgreSQL:
+    messages leave the copy for their own document column, and each document holds its
+    conversation's lexeme (every row's document is computed again). SQLite: the
+    conversation's b-tree under its own name."""
+    _sql(vendor)
+    if vendor == "postgresql":
+        return [
+            *_postgres_drop_triggers(["message"]),
+            "DELETE FROM memory_searchentry WHERE kind = 'message'",
+            *_POSTGRES_DROP_DOCUMENTS,
+            *POSTGRES_DOCUMENTS,
+        ]
+    return ["DROP INDEX IF EXISTS searchentry_conversation", SQLITE_CONVERSATION_INDEX]
 
 
 def create_sql(vendor: str) -> list[str]:

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from core.errors import MemdeskError
 from memory.models import Conversation, Message, Observation
-from memory.search.index import SQLITE_FTS, SearchEntry
+from memory.search.index import SQLITE_FTS, SearchEntry, scope_lexeme
 from memory.search.query import Question, question_of
 
 MAX_HITS = 200
@@ -113,15 +113,26 @@ _COLUMNS = (
     "e.kind, e.source_id, e.conversation_id, e.seq, e.role, e.speaker, e.status, e.at, e.text"
 )
 
+# PostgreSQL's index as one relation: the messages' own documents and the copied notes
+# and pins (memory/search/index.py). The conditions on ``e`` reach each branch's GIN.
+_PG_ENTRIES = (
+    "(SELECT 'message'::varchar AS kind, m.id AS source_id, m.conversation_id, m.seq, m.role, "
+    "m.name AS speaker, ''::varchar AS status, m.created_at AS at, m.content AS text, "
+    "m.document FROM memory_message m "
+    "UNION ALL SELECT s.kind, s.source_id, s.conversation_id, s.seq, s.role, s.speaker, "
+    "s.status, s.at, s.text, s.document FROM memory_searchentry s) e"
+)
+
 
 # An end user with more conversations than this is searched without the FTS5 filter on
 # their conversations (still inside them: the join's WHERE keeps the scope).
 _FTS_SCOPE_MAX = 200
 
 
-def _fts_scope(scope: Scope) -> str:
-    """The FTS5 column filter that keeps a SQLite search inside its conversations, or ""
-    (the whole workspace, or an end user with very many conversations)."""
+def _index_scope(scope: Scope) -> tuple[uuid.UUID, ...] | None:
+    """The conversations the index itself is asked to keep to (SQLite: an FTS5 column
+    filter; PostgreSQL: the document's conversation lexemes), or None (the whole
+    workspace, or an end user with very many conversations)."""
     ids = scope.conversation_ids
     if ids is None and scope.end_user is not None:
         ids = tuple(
@@ -130,21 +141,37 @@ def _fts_scope(scope: Scope) -> str:
             ).values_list("pk", flat=True)[: _FTS_SCOPE_MAX + 1]
         )
     if ids is None or len(ids) > _FTS_SCOPE_MAX:
+        return None
+    return ids or (uuid.UUID(int=0),)  # nobody's: finds nothing
+
+
+def _fts_scope(ids: tuple[uuid.UUID, ...] | None) -> str:
+    if ids is None:
         return ""
-    if not ids:
-        ids = (uuid.UUID(int=0),)  # nobody's: finds nothing
     return "conversation_id : (" + " OR ".join(f'"{i.hex}"' for i in ids) + ") AND "
 
 
+def _tsquery_scope(ids: tuple[uuid.UUID, ...]) -> str:
+    return " | ".join(f"'{scope_lexeme(i)}'" for i in ids)
+
+
 def _ranked_sql(question: Question, scope: Scope, where: list[str]) -> tuple[str, list[Any]]:
+    ids = _index_scope(scope)
     if connection.vendor == "postgresql":
+        # The rank reads the question alone: the conversation's lexeme only filters.
+        matched, head = "e.document @@ q", [question.tsquery()]
+        if ids is not None:
+            # Two conditions, not one ``q && scope``: a question PostgreSQL reads as
+            # empty (stop words only) must match nothing, not the whole scope.
+            matched = "e.document @@ q AND e.document @@ %s::tsquery"
+            head.append(_tsquery_scope(ids))
         return (
             f"SELECT {_COLUMNS}, ts_rank_cd(e.document, q, 1) AS score "
-            "FROM memory_searchentry e JOIN memory_conversation c ON c.id = e.conversation_id, "
+            f"FROM {_PG_ENTRIES} JOIN memory_conversation c ON c.id = e.conversation_id, "
             "to_tsquery('english'::regconfig, %s) q "
-            f"WHERE e.document @@ q AND {' AND '.join(where)} "
-            "ORDER BY score DESC, e.at DESC, e.id DESC LIMIT %s",
-            [question.tsquery()],
+            f"WHERE {matched} AND {' AND '.join(where)} "
+            "ORDER BY score DESC, e.at DESC, e.source_id DESC LIMIT %s",
+            head,
         )
     return (
         # The conversation's id is a filter, not a word: it weighs nothing in the rank.
@@ -153,16 +180,26 @@ def _ranked_sql(question: Question, scope: Scope, where: list[str]) -> tuple[str
         "JOIN memory_conversation c ON c.id = e.conversation_id "
         f"WHERE {SQLITE_FTS} MATCH %s AND {' AND '.join(where)} "
         "ORDER BY score DESC, e.at DESC, e.id DESC LIMIT %s",
-        [f"{_fts_scope(scope)}({question.fts5()})"],
+        [f"{_fts_scope(ids)}({question.fts5()})"],
     )
 
 
-def _substring_sql(where: list[str]) -> str:
+def _substring_sql(scope: Scope, where: list[str]) -> tuple[str, list[Any]]:
+    """A case-insensitive match, newest first. PostgreSQL finds the conversations' rows
+    through the document's lexemes; SQLite through its b-tree on the conversation."""
+    postgres = connection.vendor == "postgresql"
+    ids = _index_scope(scope) if postgres else None
+    head: list[Any] = []
+    if ids is not None:
+        where = ["e.document @@ %s::tsquery", *where]
+        head.append(_tsquery_scope(ids))
     return (
-        f"SELECT {_COLUMNS}, NULL AS score FROM memory_searchentry e "
+        f"SELECT {_COLUMNS}, NULL AS score "
+        f"FROM {_PG_ENTRIES if postgres else 'memory_searchentry e'} "
         "JOIN memory_conversation c ON c.id = e.conversation_id "
         f"WHERE {' AND '.join(where)} AND lower(e.text) LIKE %s ESCAPE '\\' "
-        "ORDER BY e.at DESC, e.id DESC LIMIT %s"
+        "ORDER BY e.at DESC, e.source_id DESC LIMIT %s",
+        head,
     )
 
 
@@ -211,7 +248,8 @@ def search(
         if not hits and (question.empty or question.only_stop_words) and substring.strip():
             like = substring.strip().lower().replace("\\", "\\\\").replace("%", "\\%")
             like = "%" + like.replace("_", "\\_") + "%"
-            cursor.execute(_substring_sql(where), [*params, like, limit])
+            sql, head = _substring_sql(scope, where)
+            cursor.execute(sql, [*head, *params, like, limit])
             hits = [_hit(row) for row in cursor.fetchall()]
     return hits
 
