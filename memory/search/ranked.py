@@ -124,9 +124,9 @@ _PG_ENTRIES = (
 )
 
 
-# An end user with more conversations than this is searched without the FTS5 filter on
-# their conversations (still inside them: the join's WHERE keeps the scope).
-_FTS_SCOPE_MAX = 200
+# An end user with more conversations than this is searched without the index's own
+# filter on their conversations (still inside them: the join's WHERE keeps the scope).
+_INDEX_SCOPE_MAX = 200
 
 
 def _index_scope(scope: Scope) -> tuple[uuid.UUID, ...] | None:
@@ -138,9 +138,9 @@ def _index_scope(scope: Scope) -> tuple[uuid.UUID, ...] | None:
         ids = tuple(
             Conversation.objects.filter(
                 workspace_id=scope.workspace_id, user_id=scope.end_user
-            ).values_list("pk", flat=True)[: _FTS_SCOPE_MAX + 1]
+            ).values_list("pk", flat=True)[: _INDEX_SCOPE_MAX + 1]
         )
-    if ids is None or len(ids) > _FTS_SCOPE_MAX:
+    if ids is None or len(ids) > _INDEX_SCOPE_MAX:
         return None
     return ids or (uuid.UUID(int=0),)  # nobody's: finds nothing
 
