@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -98,19 +98,19 @@ def scratch_dir() -> Iterator[Path]:
 
 
 @contextmanager
-def scratch_django() -> Iterator[Path]:
-    """Django set up in this process on a throwaway SQLite database, migrated, in a
-    ``scratch_dir`` (yielded); the connection is closed before the folder goes. For the
-    benches that call the services in-process rather than through a server."""
-    with scratch_dir() as folder:
-        os.environ.update(
-            django_env(
-                f"sqlite:///{folder / 'bench.sqlite3'}",
-                folder,
-                CELERY_BROKER_URL="memory://",
-                LOG_LEVEL="ERROR",
-            )
+def scratch_django(db: str = "sqlite") -> Iterator[Path]:
+    """Django set up in this process on a throwaway database (SQLite, or with
+    ``db="postgresql"`` a fresh PostgreSQL database, dropped after), migrated, in a
+    ``scratch_dir`` (yielded); the connection is closed before the folder and the database
+    go. For the benches that call the services in-process rather than through a server."""
+    with ExitStack() as stack:
+        folder = stack.enter_context(scratch_dir())
+        url = (
+            stack.enter_context(fresh_database("bench_scratch"))
+            if db == "postgresql"
+            else f"sqlite:///{folder / 'bench.sqlite3'}"
         )
+        os.environ.update(django_env(url, folder, CELERY_BROKER_URL="memory://", LOG_LEVEL="ERROR"))
         import django
 
         django.setup()

@@ -3,6 +3,7 @@ needs, at how many tokens; and how fast is search as the index grows.
 
     .venv/bin/python bench/recall.py coverage        # LongMemEval_S (6), FriendsQA, QMSum (8)
     .venv/bin/python bench/recall.py coverage --datasets friendsqa --friendsqa-limit 2
+    .venv/bin/python bench/recall.py coverage --db postgresql   # ts_rank_cd, not bm25()
     .venv/bin/python bench/recall.py latency --db sqlite --sizes 10000,100000,1000000
     .venv/bin/python bench/recall.py latency --db postgresql --sizes 10000,100000,1000000
     .venv/bin/python bench/recall.py ingest --db sqlite        # (and --db postgresql)
@@ -11,7 +12,8 @@ Coverage (issue 23's targets: memory + recall >= 0.90 relative coverage at >= 4x
 tokens per question than the raw history, on LongMemEval_S and FriendsQA). Each
 dataset's histories go through the real pipeline (bench/quality/pipeline.py: the
 default policy, Observer and Reflector runs as the worker runs them, on a throwaway
-SQLite database); then, per question, what ``GET /context`` serves is read through
+SQLite database, or PostgreSQL with ``--db postgresql``: each ranks its own way);
+then, per question, what ``GET /context`` serves is read through
 ``memory.context.served.context_read`` (the function the route calls), without a query
 and with ``query=<the question>`` and ``recall=k`` for k in 5, 10, 20. Scored with
 bench/quality/scoring.py (content words of the written answer found in the text,
@@ -410,7 +412,7 @@ def _datasets(args: argparse.Namespace) -> list[data.Dataset]:
 
 
 def coverage(args: argparse.Namespace) -> None:
-    with harness.scratch_django():
+    with harness.scratch_django(args.db):
         from quality.baselines import Bm25Turns
         from quality.pipeline import Pipeline, split_context
         from quality.report import _count, _cut, _tokens, print_table, score
@@ -419,6 +421,7 @@ def coverage(args: argparse.Namespace) -> None:
         from memory.context.served import context_read
 
         harness.say(harness.machine_line())
+        harness.say(f"database   {args.db}")
         pipeline = Pipeline()
         for dataset in _datasets(args):
             histories = [h for h in dataset.histories if h.questions]
@@ -514,6 +517,7 @@ def main() -> int:
     cov.add_argument("--oracle-sample", type=int, default=60)
     cov.add_argument("--friendsqa-limit", type=int, default=None)
     cov.add_argument("--qmsum-limit", type=int, default=8)
+    cov.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
     for name in ("latency", "latency-child"):
         lat = sub.add_parser(name)
         lat.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
