@@ -180,7 +180,9 @@ def _ranked_sql(question: Question, scope: Scope, where: list[str]) -> tuple[str
         "JOIN memory_conversation c ON c.id = e.conversation_id "
         f"WHERE {SQLITE_FTS} MATCH %s AND {' AND '.join(where)} "
         "ORDER BY score DESC, e.at DESC, e.id DESC LIMIT %s",
-        [f"{_fts_scope(ids)}({question.fts5()})"],
+        # The question reads the words and the speaker only: a prefix must not match
+        # the conversation's id, which is a column of the same table.
+        [f"{_fts_scope(ids)}{{text speaker}} : ({question.fts5()})"],
     )
 
 

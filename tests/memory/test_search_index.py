@@ -4,6 +4,7 @@ leaves. Every test runs on SQLite and, in CI's other run, on PostgreSQL."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -15,7 +16,7 @@ from governance.erasure import erasure_execute, erasure_request_create
 from governance.retention.plan import retention_sweep_request
 from governance.retention.policies import retention_policy_create
 from governance.retention.sweep import retention_sweep
-from memory.models import Message, Observation, SearchEntry
+from memory.models import Conversation, Message, Observation, SearchEntry
 from memory.search.query import question_of
 from memory.search.ranked import Filters, Scope, search, with_covering_observations
 from memory.services.conversations import conversation_create, conversation_delete
@@ -191,6 +192,18 @@ def test_deleted_erased_and_expired_words_are_never_found(workspace) -> None:
     assert indexed <= messages | notes
     if connection.vendor == "sqlite":
         assert messages <= indexed
+
+
+def test_a_prefix_matches_words_never_the_conversations_own_id(workspace) -> None:
+    """The conversation's id is indexed beside the words (to keep a search inside it);
+    a prefix the id happens to start with must still find only words."""
+    conversation = Conversation.objects.create(
+        id=uuid.UUID("dea1c0de-0000-4000-8000-000000000001"), workspace=workspace, user_id="dana"
+    )
+    _talk(conversation, [("user", "Refund please."), ("assistant", "Dealt with: refunded.")])
+
+    assert _texts(_found(workspace, "dea*", conversation=conversation)) == ["Dealt with: refunded."]
+    assert _found(workspace, "dea1c*", conversation=conversation) == []
 
 
 @pytest.mark.parametrize("query", ['"', "*", "OR", "NEAR(a b)", "a AND", "^x", "col:x", "(", "'"])
