@@ -28,6 +28,7 @@ from core.errors import MemdeskError
 from memory.models import Conversation, Message, Observation
 from memory.search.index import SQLITE_FTS, SearchEntry, scope_lexeme
 from memory.search.query import Question, question_of
+from memory.search.scoped import weigh
 
 MAX_HITS = 200
 KINDS = tuple(SearchEntry.Kind.values)
@@ -155,8 +156,9 @@ def _tsquery_scope(ids: tuple[uuid.UUID, ...]) -> str:
     return " | ".join(f"'{scope_lexeme(i)}'" for i in ids)
 
 
-def _ranked_sql(question: Question, scope: Scope, where: list[str]) -> tuple[str, list[Any]]:
-    ids = _index_scope(scope)
+def _ranked_sql(
+    question: Question, ids: tuple[uuid.UUID, ...] | None, where: list[str]
+) -> tuple[str, list[Any]]:
     if connection.vendor == "postgresql":
         # The rank reads the question alone: the conversation's lexeme only filters.
         matched, head = "e.document @@ q", [question.tsquery()]
@@ -229,6 +231,36 @@ def _hit(row: Sequence[Any]) -> Hit:
     )
 
 
+def _ranked(
+    cursor: Any, question: Question, scope: Scope, where: list[str], params: list[Any], limit: int
+) -> list[Hit]:
+    """The best hits, ranked: on SQLite in a scope of conversations by the scope's own
+    weights (memory/search/scoped.py), else by the database's rank."""
+    ids = _index_scope(scope)
+    weighed = (
+        weigh(cursor, question, _fts_scope(ids))
+        if connection.vendor == "sqlite" and ids is not None
+        else None
+    )
+    if weighed is None:  # PostgreSQL, or a scope too wide to weigh its own words
+        sql, head = _ranked_sql(question, ids, where)
+        cursor.execute(sql, [*head, *params, limit])
+        return [_hit(row) for row in cursor.fetchall()]
+    if not weighed.holding:
+        return []
+    rowids = list(weighed.holding)
+    cursor.execute(
+        f"SELECT {_COLUMNS}, e.id FROM memory_searchentry e "
+        "JOIN memory_conversation c ON c.id = e.conversation_id "
+        f"WHERE e.id IN ({', '.join(['%s'] * len(rowids))}) AND {' AND '.join(where)}",
+        [*rowids, *params],
+    )
+    # _COLUMNS: ..., speaker (5), ..., at (7), text (8); then the FTS5 rowid.
+    scored = [(weighed.score(row[-1], row[8], row[5]), row) for row in cursor.fetchall()]
+    scored.sort(key=lambda pair: (pair[0], pair[1][7], pair[1][-1]), reverse=True)
+    return [_hit((*row[:-1], score)) for score, row in scored[:limit]]
+
+
 def search(
     *,
     question: Question,
@@ -244,9 +276,7 @@ def search(
     hits: list[Hit] = []
     with connection.cursor() as cursor:
         if not question.empty:
-            sql, head = _ranked_sql(question, scope, where)
-            cursor.execute(sql, [*head, *params, limit])
-            hits = [_hit(row) for row in cursor.fetchall()]
+            hits = _ranked(cursor, question, scope, where, params, limit)
         if not hits and (question.empty or question.only_stop_words) and substring.strip():
             like = substring.strip().lower().replace("\\", "\\\\").replace("%", "\\%")
             like = "%" + like.replace("_", "\\_") + "%"

@@ -194,6 +194,22 @@ def test_deleted_erased_and_expired_words_are_never_found(workspace) -> None:
         assert messages <= indexed
 
 
+def test_a_scope_with_too_many_candidates_is_ranked_all_the_same(
+    workspace, conversation, monkeypatch
+) -> None:
+    """SQLite weighs a scope's words among its own rows up to a number of candidates,
+    and past it ranks with FTS5's bm25(): the answer comes first either way."""
+    from memory.search import scoped
+
+    _talk(conversation)
+    weighed = _texts(_found(workspace, "How long does the refund take?", conversation=conversation))
+    monkeypatch.setattr(scoped, "MAX_CANDIDATES", 1)
+    ranked = _texts(_found(workspace, "How long does the refund take?", conversation=conversation))
+
+    assert weighed[0] == ranked[0] == SUPPORT_CALL[1][1]
+    assert sorted(weighed) == sorted(ranked)
+
+
 def test_a_prefix_matches_words_never_the_conversations_own_id(workspace) -> None:
     """The conversation's id is indexed beside the words (to keep a search inside it);
     a prefix the id happens to start with must still find only words."""
