@@ -12,8 +12,8 @@ document frequency in the scope. Each candidate is scored by Okapi BM25 with FTS
 constants (k1 1.2, b 0.75, IDF floored at 1e-6), its length from FTS5's own ``docsize``
 table, and how often a row says a word counted in its text as the hit's marks are found
 (``query.stem``; a phrase counts once): FTS5 does not give its own count outside
-``bm25()``. On the coverage bench this ranks within 0.01 of ``bm25()`` (the history
-page has both).
+``bm25()``. On the coverage bench it ranks as well as ``bm25()`` or better, in the same
+run order (docs/benchmarks.md, "Recall").
 
 ``ranked.search`` uses it for a scope of conversations on SQLite; a scope it cannot
 bound (the whole workspace) stays with ``bm25()``.
@@ -71,20 +71,19 @@ class Weighed:
     """What scoring the scope's candidates needs: which parts each holds, each part's
     weight, the rows' lengths."""
 
-    question: Question
+    parts: list[tuple[str, str]]  # question_parts
     holding: dict[int, list[int]]  # FTS5 rowid -> the parts it holds
     idf: list[float]
     lengths: dict[int, int]
     average: float
 
     def score(self, rowid: int, text: str, speaker: str) -> float:
-        parts = question_parts(self.question)
         said = f"{speaker} {text}"
         words = Counter(_TEXT_WORD.findall(said.lower() if said.isascii() else fold(said)))
         norm = K1 * (1 - B + B * self.lengths.get(rowid, self.average) / self.average)
         total = 0.0
         for number in self.holding.get(rowid, ()):
-            kind, value = parts[number]
+            kind, value = self.parts[number]
             if kind == "word":
                 # Its forms: the word, its light stem, the stem plus an ending it takes off.
                 root = stem(value)
@@ -117,7 +116,7 @@ def weigh(cursor: Any, question: Question, scope_filter: str) -> Weighed | None:
         if len(holding) > MAX_CANDIDATES:
             return None
     if not holding:
-        return Weighed(question, {}, [], {}, 1.0)
+        return Weighed(question_parts(question), {}, [], {}, 1.0)
     cursor.execute(
         f"SELECT count(*) FROM {SQLITE_FTS} WHERE {SQLITE_FTS} MATCH %s",
         [scope_filter.removesuffix(" AND ")],
@@ -126,7 +125,7 @@ def weigh(cursor: Any, question: Question, scope_filter: str) -> Weighed | None:
     lengths = _lengths(cursor, list(holding))
     average = _average_length(cursor) or sum(lengths.values()) / max(len(lengths), 1) or 1.0
     idf = [max(math.log((rows_in_scope - n + 0.5) / (n + 0.5)), 1e-6) for n in frequencies]
-    return Weighed(question, dict(holding), idf, lengths, average)
+    return Weighed(question_parts(question), dict(holding), idf, lengths, average)
 
 
 def _lengths(cursor: Any, rowids: Sequence[int]) -> dict[int, int]:
