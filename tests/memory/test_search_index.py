@@ -136,6 +136,23 @@ def test_an_edited_note_is_found_by_its_new_words_only(workspace, conversation) 
     assert [h.source_id for h in _found(workspace, "replacement")] == [note.pk]
 
 
+def test_a_redacted_or_deleted_message_is_found_by_what_it_holds_now(
+    workspace, conversation
+) -> None:
+    """A message's index row is found by its conversation and seq (SQLite keys no row by
+    a message's random id): an edit rewrites that message's row only, a delete removes it."""
+    first, second = _talk(conversation, SUPPORT_CALL[:2])
+
+    Message.objects.filter(pk=first.pk).update(content="My <PRODUCT_1> arrived broken.")
+    assert _found(workspace, "aero headphones", conversation=conversation) == []
+    assert [h.source_id for h in _found(workspace, "arrived broken")] == [first.pk]
+    assert [h.source_id for h in _found(workspace, "refund")] == [second.pk]
+
+    Message.objects.filter(pk=second.pk).delete()
+    assert _found(workspace, "refund") == []
+    assert [h.source_id for h in _found(workspace, "broken")] == [first.pk]
+
+
 def test_a_superseded_reflection_is_not_recalled(workspace, conversation) -> None:
     ReflectionFactory(
         conversation=conversation, text="Dana prefers phone calls.", status="superseded"
