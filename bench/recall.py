@@ -21,9 +21,11 @@ relative to the raw transcript's own coverage), each dataset apart, with in the 
 run: memory alone (no recent tail), context + recall(10) under ``max_tokens`` of a fifth
 of the raw history and context + recall(20) under a quarter of it (budgets an agent would
 set; the recalled section keeps a quarter of either), the plain BM25 top 10 turns alone,
-and BM25 given the same tokens per
-question as context + recall(10). Tokens are cl100k_base; the
-compression is the raw history's tokens over the tokens served, per question.
+BM25 given the same tokens per question as context + recall(10), and at each budget with
+no memory: BM25 alone and the index's own ranking alone (the turns it matches, at most
+200, best first), so the memory's share and the ranking are judged apart. Tokens are
+cl100k_base; the compression is the raw history's tokens over the tokens served, per
+question.
 
 Latency (targets: p99 <= 50 ms at 1M messages on PostgreSQL, <= 100 ms on SQLite,
 growing less than 3x from 10k to 1M). A throwaway database (migrated, as production) is
@@ -413,9 +415,27 @@ def _datasets(args: argparse.Namespace) -> list[data.Dataset]:
     return chosen
 
 
+def ranked_turns(workspace, conversation, question: str) -> list[str]:
+    """The conversation's turns the index matches for ``question``, best first, written
+    as the raw turns are (``name: text``): the index's ranking with no memory beside it,
+    to set against BM25 at the same budget."""
+    from memory.search.index import SearchEntry
+    from memory.search.query import question_of
+    from memory.search.ranked import MAX_HITS, Filters, Scope, search
+
+    hits = search(
+        question=question_of(question),
+        scope=Scope(workspace_id=workspace.pk, conversation_ids=(conversation.pk,)),
+        filters=Filters(kinds=(SearchEntry.Kind.MESSAGE,)),
+        limit=MAX_HITS,
+        substring=question,
+    )
+    return [f"{hit.speaker}: {hit.text}" if hit.speaker else hit.text for hit in hits]
+
+
 def coverage(args: argparse.Namespace) -> None:
     with harness.scratch_django(args.db):
-        from quality.baselines import Bm25Turns
+        from quality.baselines import Bm25Turns, take_within_budget
         from quality.pipeline import Pipeline, split_context
         from quality.report import _count, _cut, _tokens, print_table, score
         from quality.scoring import content_words
@@ -460,6 +480,9 @@ def coverage(args: argparse.Namespace) -> None:
                     per[label] = []
                 per["BM25 top 10 turns alone"] = []
                 per["BM25 at context + recall(10)'s tokens"] = []
+                for share, _ in BUDGETS:
+                    per[f"BM25 alone, raw/{share}"] = []
+                    per[f"the index's ranking alone, raw/{share}"] = []
                 for question in history.questions:
                     per["memory alone"].append(memory)
                     per["context (memory + recent)"].append(plain)
@@ -474,6 +497,20 @@ def coverage(args: argparse.Namespace) -> None:
                                 query=question.question,
                                 recall=k,
                                 max_tokens=max(1, raw_tokens // share),
+                            )
+                        )
+                    for share, _ in BUDGETS:
+                        per[f"BM25 alone, raw/{share}"].append(
+                            bm25.within_budget(
+                                question.question, raw_tokens // share, count=_count, cut=_cut
+                            )
+                        )
+                        per[f"the index's ranking alone, raw/{share}"].append(
+                            take_within_budget(
+                                ranked_turns(workspace, conversation, question.question),
+                                raw_tokens // share,
+                                count=_count,
+                                cut=_cut,
                             )
                         )
                     top = bm25.ranked(question.question)[:10]
