@@ -57,6 +57,13 @@ _PRODUCT_WORDS = wordset(
     "order product item model sku plan version ticket case question step option"
 )
 _NHS_WORDS = wordset("nhs health patient")
+# Words that say the next word names someone: a relation, or naming itself.
+_RELATION_WORDS = wordset(
+    """kid kids son daughter child baby wife husband partner boyfriend girlfriend fiance
+    fiancee brother sister mom mum mother dad father grandma grandpa grandson
+    granddaughter uncle aunt cousin nephew niece friend buddy colleague coworker boss
+    manager roommate neighbor neighbour named called dear"""
+)
 
 
 _CODE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]")
@@ -164,6 +171,12 @@ def _token_at(nlp_artifacts: NlpArtifacts | None, start: int) -> Any:
     return None
 
 
+def _tokens_in(nlp_artifacts: NlpArtifacts | None, start: int, end: int) -> list[Any]:
+    if nlp_artifacts is None or nlp_artifacts.tokens is None:
+        return []
+    return [t for t in nlp_artifacts.tokens if start <= t.idx and t.idx + len(t) <= end]
+
+
 def _in_a_run(token: Any) -> bool:
     """Whether a capitalised word stands beside another, in one run of a name."""
     doc = token.doc
@@ -184,9 +197,11 @@ def _names_no_one(
     """Whether a name the tagger found reads as no person or place here: in a title
     ("Kafka on the Shore"), a word drawn out ("Nooo"), a facility nothing places anyone
     at ("moisturizer from La Mer"), after an indefinite article ("an AI"), or, for a
-    person the tagger alone found, a single word no list has as a name that it reads as
-    no proper noun, or a word of the lexicon it cut out of a longer name ("Bake for 15
-    minutes", "Google Cloud Storage")."""
+    person the tagger alone found: lower-case words no name list knows ("kung pao"),
+    common words only, with no first name first nor surname last ("Kidney Injury"), or a
+    single word no list has as a name that it reads as no proper noun, or that is a word
+    of the lexicon with no relation word before it ("Bake for 15 minutes", "Peel",
+    "Google Cloud Storage"; not "my kid Mali")."""
     start, end = result.start, result.end
     if _DRAWN_OUT.search(text, start, end):
         return True  # "Nooo", "Helloooo"
@@ -208,17 +223,33 @@ def _names_no_one(
     listed = words[0].capitalize() in first_names or words[-1].capitalize() in surnames
     if not listed and _INDEFINITE.search(text[max(0, start - 4) : start]):
         return True  # not "a Timothy Laarman concert"
-    if (
-        result.entity_type == "PERSON"
-        and " " not in value
-        and not listed
-        and _recognizer_name(result) == "SpacyRecognizer"
+    if result.entity_type != "PERSON" or _recognizer_name(result) != "SpacyRecognizer":
+        return False
+    if value.islower() and not any(
+        w.capitalize() in first_names or w.capitalize() in surnames for w in words
     ):
+        # "mule deer", "vanilla powder", "kung pao": people write a name in lower case
+        # ("tracy sukhorukova"), but then a list knows one of its words.
+        return True
+    if " " in value and not (
+        words[0].capitalize() in first_names or words[-1].capitalize() in surnames
+    ):
+        # "Rice Bowl", "Smart Plug", "Influencer Database": every word a common word,
+        # and neither a first name first nor a surname last
+        tokens = _tokens_in(nlp_artifacts, start, end)
+        return bool(tokens) and all(in_lexicon(t, common) for t in tokens if t.is_alpha)
+    if " " not in value and not listed:
         token = _token_at(nlp_artifacts, start)
-        # "Bake for 15 minutes"; "Google Cloud Storage", "Lighthouse Builders Inc.": a
-        # common word the tagger cut out of a longer name
-        return token is not None and (
-            token.pos_ != "PROPN" or (in_lexicon(token, common) and _in_a_run(token))
+        # "Bake for 15 minutes"; a capitalised common word no list has as a name
+        # ("Lemon", "Humidifier", "Probiotics"), alone or cut out of a longer name
+        # ("Google Cloud Storage", "Lighthouse Builders Inc."), unless the words before
+        # it say whom it names ("my kid Mali", "a friend called Sky")
+        if token is None:
+            return False
+        if token.pos_ != "PROPN":
+            return True
+        return in_lexicon(token, common) and (
+            _in_a_run(token) or _RELATION_WORDS.isdisjoint(words_before(text, start, 2))
         )
     return False
 

@@ -150,6 +150,29 @@ def test_words_cut_out_of_longer_names_and_headings_are_not_people(api):
     assert redacted == text.replace("Dana Whitfield", "<PERSON_1>")
 
 
+def test_common_words_the_tagger_calls_people_stay_as_written(api):
+    # Lower case with no word a name list knows ("kung pao"), a capitalised common word
+    # alone ("Peel"), and a name made of common words only ("Kidney Injury"): the small
+    # pipeline calls each of these a person.
+    text = (
+        "Grandma made kung pao chicken with vanilla powder. Zest the Lemon, then add the "
+        "Peel. My dad had an Acute Kidney Injury last year, so Tom Berg covered for him."
+    )
+
+    redacted = _preview(api, text)["redactedText"]
+
+    assert redacted == text.replace("Tom Berg", "<PERSON_1>")
+
+
+def test_a_common_word_after_a_word_of_kinship_is_still_a_name(api):
+    text = "I would like to remove my kid Mali from the will, and my friend Sky from the list."
+
+    redacted = _preview(api, text)["redactedText"]
+
+    assert "Mali" not in redacted and "Sky" not in redacted
+    assert _labels(redacted) == ["<PERSON_1>", "<PERSON_2>"]
+
+
 @pytest.mark.parametrize(
     "text, person",
     [
