@@ -415,22 +415,14 @@ def _datasets(args: argparse.Namespace) -> list[data.Dataset]:
     return chosen
 
 
-def ranked_turns(workspace, conversation, question: str) -> list[str]:
-    """The conversation's turns the index matches for ``question``, best first, written
-    as the raw turns are (``name: text``): the index's ranking with no memory beside it,
-    to set against BM25 at the same budget."""
-    from memory.search.index import SearchEntry
-    from memory.search.query import question_of
-    from memory.search.ranked import MAX_HITS, Filters, Scope, search
+def ranked_turns(conversation, question: str) -> list[str]:
+    """The conversation's turns the index matches for ``question``, best first (the NAMS
+    search route's own answer), written as the raw turns are (``name: text``): the
+    index's ranking with no memory beside it, to set against BM25 at the same budget."""
+    from memory.search.ranked import MAX_HITS, message_search
 
-    hits = search(
-        question=question_of(question),
-        scope=Scope(workspace_id=workspace.pk, conversation_ids=(conversation.pk,)),
-        filters=Filters(kinds=(SearchEntry.Kind.MESSAGE,)),
-        limit=MAX_HITS,
-        substring=question,
-    )
-    return [f"{hit.speaker}: {hit.text}" if hit.speaker else hit.text for hit in hits]
+    found = message_search(conversation=conversation, query=question, limit=MAX_HITS)
+    return [f"{m.name}: {m.content}" if m.name else m.content for m, _ in found]
 
 
 def coverage(args: argparse.Namespace) -> None:
@@ -507,7 +499,7 @@ def coverage(args: argparse.Namespace) -> None:
                         )
                         per[f"the index's ranking alone, raw/{share}"].append(
                             take_within_budget(
-                                ranked_turns(workspace, conversation, question.question),
+                                ranked_turns(conversation, question.question),
                                 raw_tokens // share,
                                 count=_count,
                                 cut=_cut,
