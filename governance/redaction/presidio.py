@@ -461,6 +461,18 @@ def _recognizer_name(result: Any) -> str:
     return str((result.recognition_metadata or {}).get("recognizer_name", ""))
 
 
+def _outside_labels(text: str, results: list[Any]) -> list[Any]:
+    """The results that touch no pseudonym already in ``text``: a label is a value
+    replaced, never part of one. (The tagger read "<LOCATION_3> Bay" as a place and the
+    span's bounds kept "> Bay": replaced, it left "<LOCATION_3<LOCATION_9>".)"""
+    from governance.redaction.labels import LABEL  # labels imports this module
+
+    if "<" not in text:
+        return results
+    labels = [(m.start(), m.end()) for m in LABEL.finditer(text)]
+    return [r for r in results if not any(r.start < end and start < r.end for start, end in labels)]
+
+
 def _merge(results: Sequence[Any], spec: PolicySpec) -> list[Detection]:
     """Resolve overlapping recognizer results into non-overlapping detections."""
     candidates = []
@@ -679,7 +691,7 @@ class RedactionEngine:
                 if allow_list:
                     again = [r for r in again if text[r.start : r.end] not in allow_list]
                 results = results + self._rescore(text, again, artifacts)
-                detections.append(_merge(results, spec))
+                detections.append(_merge(_outside_labels(text, results), spec))
         return detections
 
     def _rescore(

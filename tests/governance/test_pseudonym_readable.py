@@ -409,6 +409,25 @@ def test_the_engine_asks_the_mapping_about_capitalised_runs_only_once_per_batch(
 # --- malformed labels -----------------------------------------------------------------------
 
 
+def test_the_scan_before_reflection_keeps_every_label_a_note_holds(workspace):
+    from governance.redaction.gates import redaction_gate_for_reflection
+    from tests.memory.factories import ObservationFactory
+
+    conversation = conversation_create(workspace=workspace, title="kayak trip")
+    # The tagger reads "<LOCATION_3> Bay" as one place; its span once began at the
+    # label's ">", and the replacement left "<LOCATION_3<LOCATION_5>".
+    text = "Paddle from <LOCATION_1> to <LOCATION_2> Island, then <LOCATION_3> Bay."
+    note = ObservationFactory(conversation=conversation, text=text)
+
+    read = redaction_gate_for_reflection(conversation=conversation, observations=[note])
+
+    note.refresh_from_db()
+    for served in (read[str(note.pk)], note.text):
+        assert malformed_pseudonyms(served) == []
+        assert _labels(served)[:3] == ["<LOCATION_1>", "<LOCATION_2>", "<LOCATION_3>"]
+
+
+
 @pytest.mark.parametrize(
     "text, malformed",
     [
