@@ -139,29 +139,30 @@ def test_things_with_first_names_in_them_are_not_people(api):
     assert _labels(redacted) == ["<PERSON_1>"]
 
 
-def test_words_cut_out_of_longer_names_and_headings_are_not_people(api):
-    text = (
-        "**General Tips:** back up to Google Cloud Storage weekly. Ask Lighthouse Builders "
-        "Inc. for a quote. Dana Whitfield agreed."
-    )
-
+@pytest.mark.parametrize(
+    "text, person",
+    [
+        # Words cut out of longer names, and a heading
+        (
+            "**General Tips:** back up to Google Cloud Storage weekly. Ask Lighthouse "
+            "Builders Inc. for a quote. Dana Whitfield agreed.",
+            "Dana Whitfield",
+        ),
+        # Lower case with no word a name list knows ("kung pao"), a capitalised common
+        # word alone ("Peel"), and a name made of common words only ("Kidney Injury"):
+        # the small pipeline calls each of these a person.
+        (
+            "Grandma made kung pao chicken with vanilla powder. Zest the Lemon, then add "
+            "the Peel. My dad had an Acute Kidney Injury last year, so Tom Berg covered "
+            "for him.",
+            "Tom Berg",
+        ),
+    ],
+)
+def test_common_words_and_words_cut_out_of_names_are_not_people(api, text, person):
     redacted = _preview(api, text)["redactedText"]
 
-    assert redacted == text.replace("Dana Whitfield", "<PERSON_1>")
-
-
-def test_common_words_the_tagger_calls_people_stay_as_written(api):
-    # Lower case with no word a name list knows ("kung pao"), a capitalised common word
-    # alone ("Peel"), and a name made of common words only ("Kidney Injury"): the small
-    # pipeline calls each of these a person.
-    text = (
-        "Grandma made kung pao chicken with vanilla powder. Zest the Lemon, then add the "
-        "Peel. My dad had an Acute Kidney Injury last year, so Tom Berg covered for him."
-    )
-
-    redacted = _preview(api, text)["redactedText"]
-
-    assert redacted == text.replace("Tom Berg", "<PERSON_1>")
+    assert redacted == text.replace(person, "<PERSON_1>")
 
 
 def test_a_common_word_after_a_word_of_kinship_is_still_a_name(api):
@@ -425,7 +426,6 @@ def test_the_scan_before_reflection_keeps_every_label_a_note_holds(workspace):
     for served in (read[str(note.pk)], note.text):
         assert malformed_pseudonyms(served) == []
         assert _labels(served)[:3] == ["<LOCATION_1>", "<LOCATION_2>", "<LOCATION_3>"]
-
 
 
 @pytest.mark.parametrize(
