@@ -188,13 +188,12 @@ def _ranked_sql(
     )
 
 
-def _substring_sql(scope: Scope, where: list[str]) -> tuple[str, list[Any]]:
+def _substring_sql(ids: tuple[uuid.UUID, ...] | None, where: list[str]) -> tuple[str, list[Any]]:
     """A case-insensitive match, newest first. PostgreSQL finds the conversations' rows
     through the document's lexemes; SQLite through its b-tree on the conversation."""
     postgres = connection.vendor == "postgresql"
-    ids = _index_scope(scope) if postgres else None
     head: list[Any] = []
-    if ids is not None:
+    if postgres and ids is not None:
         where = ["e.document @@ %s::tsquery", *where]
         head.append(_tsquery_scope(ids))
     return (
@@ -232,11 +231,16 @@ def _hit(row: Sequence[Any]) -> Hit:
 
 
 def _ranked(
-    cursor: Any, question: Question, scope: Scope, where: list[str], params: list[Any], limit: int
+    cursor: Any,
+    question: Question,
+    ids: tuple[uuid.UUID, ...] | None,
+    where: list[str],
+    params: list[Any],
+    limit: int,
 ) -> list[Hit]:
-    """The best hits, ranked: on SQLite in a scope of conversations by the scope's own
-    weights (memory/search/scoped.py), else by the database's rank."""
-    ids = _index_scope(scope)
+    """The best hits, ranked: on SQLite in a scope of conversations (``ids``, from
+    ``_index_scope``) by the scope's own weights (memory/search/scoped.py), else by the
+    database's rank."""
     weighed = (
         weigh(cursor, question, _fts_scope(ids))
         if connection.vendor == "sqlite" and ids is not None
@@ -273,14 +277,15 @@ def search(
     question of stop words only searches for, as typed (the whole query)."""
     limit = max(1, min(limit, MAX_HITS))
     where, params = _where(scope, filters)
+    ids = _index_scope(scope)  # an end user's conversations: one query for both paths
     hits: list[Hit] = []
     with connection.cursor() as cursor:
         if not question.empty:
-            hits = _ranked(cursor, question, scope, where, params, limit)
+            hits = _ranked(cursor, question, ids, where, params, limit)
         if not hits and (question.empty or question.only_stop_words) and substring.strip():
             like = substring.strip().lower().replace("\\", "\\\\").replace("%", "\\%")
             like = "%" + like.replace("_", "\\_") + "%"
-            sql, head = _substring_sql(scope, where)
+            sql, head = _substring_sql(ids, where)
             cursor.execute(sql, [*head, *params, like, limit])
             hits = [_hit(row) for row in cursor.fetchall()]
     return hits
