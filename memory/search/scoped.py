@@ -45,12 +45,18 @@ def question_parts(question: Question) -> list[tuple[str, str]]:
     ]
 
 
-def _fts5_parts(question: Question) -> list[tuple[str, str]]:
-    """The parts in FTS5's syntax, quoted as ``Question.fts5`` quotes them."""
-    return [
-        (kind, f'"{value}"*' if kind == "prefix" else f'"{value}"')
-        for kind, value in question_parts(question)
-    ]
+def _fts5(kind: str, value: str) -> str:
+    """A part in FTS5's syntax, quoted as ``Question.fts5`` quotes it."""
+    return f'"{value}"*' if kind == "prefix" else f'"{value}"'
+
+
+def _forms(kind: str, value: str) -> frozenset[str]:
+    """The words a row may say a word part as: the word, its light stem, the stem plus
+    an ending it takes off. (A prefix or a phrase is counted otherwise.)"""
+    if kind != "word":
+        return frozenset()
+    root = stem(value)
+    return frozenset({value, root, *(root + ending for ending in _SUFFIXES)})
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -72,6 +78,7 @@ class Weighed:
     weight, the rows' lengths."""
 
     parts: list[tuple[str, str]]  # question_parts
+    forms: list[frozenset[str]]  # per part, _forms
     holding: dict[int, list[int]]  # FTS5 rowid -> the parts it holds
     idf: list[float]
     lengths: dict[int, int]
@@ -85,10 +92,7 @@ class Weighed:
         for number in self.holding.get(rowid, ()):
             kind, value = self.parts[number]
             if kind == "word":
-                # Its forms: the word, its light stem, the stem plus an ending it takes off.
-                root = stem(value)
-                forms = {value, root, *(root + ending for ending in _SUFFIXES)}
-                tf = sum(words[form] for form in forms)
+                tf = sum(words[form] for form in self.forms[number])
             elif kind == "prefix":
                 tf = sum(n for word, n in words.items() if word.startswith(value))
             else:  # a phrase
@@ -102,12 +106,13 @@ def weigh(cursor: Any, question: Question, scope_filter: str) -> Weighed | None:
     """The scope's candidates and their weights, or None when the scope holds more
     candidates than ``MAX_CANDIDATES``. ``scope_filter`` is the FTS5 filter on the
     conversations' ids (``ranked._fts_scope``), ending in ``AND``."""
+    parts = question_parts(question)
     holding: dict[int, list[int]] = defaultdict(list)
     frequencies: list[int] = []
-    for number, (_, fts5) in enumerate(_fts5_parts(question)):
+    for number, (kind, value) in enumerate(parts):
         cursor.execute(
             f"SELECT rowid FROM {SQLITE_FTS} WHERE {SQLITE_FTS} MATCH %s",
-            [f"{scope_filter}{{text speaker}} : ({fts5})"],
+            [f"{scope_filter}{{text speaker}} : ({_fts5(kind, value)})"],
         )
         rows = [row[0] for row in cursor.fetchall()]
         frequencies.append(len(rows))
@@ -115,8 +120,9 @@ def weigh(cursor: Any, question: Question, scope_filter: str) -> Weighed | None:
             holding[rowid].append(number)
         if len(holding) > MAX_CANDIDATES:
             return None
+    forms = [_forms(kind, value) for kind, value in parts]
     if not holding:
-        return Weighed(question_parts(question), {}, [], {}, 1.0)
+        return Weighed(parts, forms, {}, [], {}, 1.0)
     cursor.execute(
         f"SELECT count(*) FROM {SQLITE_FTS} WHERE {SQLITE_FTS} MATCH %s",
         [scope_filter.removesuffix(" AND ")],
@@ -125,7 +131,7 @@ def weigh(cursor: Any, question: Question, scope_filter: str) -> Weighed | None:
     lengths = _lengths(cursor, list(holding))
     average = _average_length(cursor) or sum(lengths.values()) / max(len(lengths), 1) or 1.0
     idf = [max(math.log((rows_in_scope - n + 0.5) / (n + 0.5)), 1e-6) for n in frequencies]
-    return Weighed(question_parts(question), dict(holding), idf, lengths, average)
+    return Weighed(parts, forms, dict(holding), idf, lengths, average)
 
 
 def _lengths(cursor: Any, rowids: Sequence[int]) -> dict[int, int]:
