@@ -231,27 +231,25 @@ def _names_no_one(
         # "mule deer", "vanilla powder", "kung pao": people write a name in lower case
         # ("tracy sukhorukova"), but then a list knows one of its words.
         return True
-    if " " in value and not (
-        words[0].capitalize() in first_names or words[-1].capitalize() in surnames
-    ):
+    if listed:
+        return False
+    if " " in value:
         # "Rice Bowl", "Smart Plug", "Influencer Database": every word a common word,
         # and neither a first name first nor a surname last
         tokens = _tokens_in(nlp_artifacts, start, end)
         return bool(tokens) and all(in_lexicon(t, common) for t in tokens if t.is_alpha)
-    if " " not in value and not listed:
-        token = _token_at(nlp_artifacts, start)
-        # "Bake for 15 minutes"; a capitalised common word no list has as a name
-        # ("Lemon", "Humidifier", "Probiotics"), alone or cut out of a longer name
-        # ("Google Cloud Storage", "Lighthouse Builders Inc."), unless the words before
-        # it say whom it names ("my kid Mali", "a friend called Sky")
-        if token is None:
-            return False
-        if token.pos_ != "PROPN":
-            return True
-        return in_lexicon(token, common) and (
-            _in_a_run(token) or _RELATION_WORDS.isdisjoint(words_before(text, start, 2))
-        )
-    return False
+    # One word: "Bake for 15 minutes"; a capitalised common word no list has as a name
+    # ("Lemon", "Humidifier", "Probiotics"), alone or cut out of a longer name ("Google
+    # Cloud Storage", "Lighthouse Builders Inc."), unless the words before it say whom it
+    # names ("my kid Mali", "a friend called Sky")
+    token = _token_at(nlp_artifacts, start)
+    if token is None:
+        return False
+    if token.pos_ != "PROPN":
+        return True
+    return in_lexicon(token, common) and (
+        _in_a_run(token) or _RELATION_WORDS.isdisjoint(words_before(text, start, 2))
+    )
 
 
 def _acts(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None) -> bool:
