@@ -34,6 +34,7 @@ from governance.checks import audit_key_check
 from governance.models import AuditChainHead, AuditEvent
 from tenancy.models import Workspace
 from tenancy.services import workspace_get_or_create
+from tests.migrations import migrate_to_latest
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIGGER = "governance_auditevent_append_only"
@@ -589,9 +590,7 @@ def test_the_migration_marks_existing_events_as_unkeyed_sha256(transactional_db)
     finally:
         # Every app back to its latest: going back on governance also unapplied what
         # depends on it in other apps (memory's migrations since, Message.name among them).
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        migrate_to_latest()
 
     [event] = AuditEvent.objects.filter(workspace=workspace)
     assert (event.chain_version, event.key_id, event.hash) == (1, "", old.hash)

@@ -9,31 +9,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.state import StateApps
 
 from memory.models import Message, Observation
 from memory.search.query import question_of
 from memory.search.ranked import Filters, Scope, search
-
-BEFORE = [("memory", "0022_search_index_lighter")]
-
-
-def _migrate_to_latest() -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
+from tests.migrations import migrate_to_latest, migrated_back_to
 
 
 @pytest.fixture
 def at_0022(transactional_db) -> Iterator[StateApps]:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    try:
-        yield executor.loader.project_state(BEFORE).apps
-    finally:
-        _migrate_to_latest()
+    with migrated_back_to([("memory", "0022_search_index_lighter")]) as apps:
+        yield apps
 
 
 def _found(workspace_id, query: str) -> list:
@@ -68,7 +55,7 @@ def test_rows_indexed_before_0023_are_found_and_kept_in_step_after_it(at_0022) -
         window_start_seq=2, window_end_seq=2, token_count=8, source="observer",
     )  # fmt: skip
 
-    _migrate_to_latest()
+    migrate_to_latest()
 
     assert _found(workspace.pk, "refund") == [refund.pk]
     assert set(_found(workspace.pk, "berlin")) == {parcel.pk, note.pk}

@@ -24,6 +24,7 @@ from memory.models import Conversation
 from tenancy.auth import api_key_authenticate
 from tenancy.models import ApiKey, Capability, Membership, Role, Workspace
 from tenancy.services import membership_grant, membership_role_change
+from tests.migrations import migrate_to_latest
 
 # The last migrations before the move, and tenancy not yet there.
 BEFORE = [
@@ -42,12 +43,6 @@ def _state_before(executor: MigrationExecutor) -> StateApps:
     return executor.loader.project_state(others + [n for n in BEFORE if n[1]]).apps
 
 
-def _migrate_to_latest() -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
-
-
 @pytest.fixture
 def before_the_move(transactional_db) -> Iterator[StateApps]:
     """The schema and models of the release before; the database is migrated to today's
@@ -57,7 +52,7 @@ def before_the_move(transactional_db) -> Iterator[StateApps]:
     try:
         yield _state_before(executor)
     finally:
-        _migrate_to_latest()
+        migrate_to_latest()
 
 
 def _write_rows_as_before(old: StateApps) -> dict[str, object]:
@@ -103,7 +98,7 @@ def _write_rows_as_before(old: StateApps) -> dict[str, object]:
 def test_rows_written_before_the_move_are_tenancys_after_it(before_the_move, client):
     before = _write_rows_as_before(before_the_move)
 
-    _migrate_to_latest()
+    migrate_to_latest()
     ContentType.objects.clear_cache()
 
     workspace = Workspace.objects.get(name="before-the-move")
@@ -162,7 +157,7 @@ def test_rows_written_before_the_move_are_tenancys_after_it(before_the_move, cli
 
 def test_the_move_can_be_migrated_back_and_forth_with_the_rows_kept(before_the_move):
     before = _write_rows_as_before(before_the_move)
-    _migrate_to_latest()
+    migrate_to_latest()
 
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
@@ -175,5 +170,5 @@ def test_the_move_can_be_migrated_back_and_forth_with_the_rows_kept(before_the_m
         .exists()
     )
 
-    _migrate_to_latest()
+    migrate_to_latest()
     assert Workspace.objects.get().api_keys.get().name == "support bot"
