@@ -47,7 +47,7 @@ from governance.redaction.targets import (
     redact_targets,
 )
 from memory.engines.base import DraftObservation, DraftReflection
-from memory.models import Conversation, Message, Observation
+from memory.models import Conversation, Message, Observation, Reflection
 
 
 class RedactionGateError(Exception):
@@ -95,6 +95,46 @@ def redaction_gate_for_reflection(
                 retryable=True,
             )
     return texts
+
+
+def redaction_gate_for_written_note(*, note: Observation | Reflection, actor: Actor) -> None:
+    """The gate in front of a note a person or an agent typed (added, edited or reverted
+    to), called in the transaction that stored it and before its audit event: the note
+    is redacted in place as the Observer's and the Reflector's notes are, with the same
+    findings, sightings and kept originals (``redact_targets``), so no derived tier holds
+    a value the policy redacts whichever door it came in by. An observation is redacted
+    when the policy redacts before observation (the default); a reflection always, as
+    the gate before the Reflector redacts what becomes a reflection. A finding in the
+    policy's review band is applied at once: a typed note has no stored original to
+    serve masked while it waits, so waiting would serve the value. ``note`` is updated
+    in memory with the stored text.
+
+    Raises RedactionGateError when a pseudonym the text uses was forgotten meanwhile
+    (an erasure running at the same moment); the caller's transaction rolls back."""
+    policy = redaction_policy_get_or_create(workspace_id=note.conversation.workspace_id)
+    is_reflection = isinstance(note, Reflection)
+    if not (is_reflection or policy.redact_before_observation):
+        return
+    roles = roles_among(conversation_speakers(note.conversation_id))
+    try:
+        redact_targets(
+            target_type=(
+                RedactionFinding.TargetType.REFLECTION
+                if is_reflection
+                else RedactionFinding.TargetType.OBSERVATION
+            ),
+            targets=[note],
+            policy=policy,
+            actor=actor,
+            allow=roles,
+            review=False,
+        )
+    except RedactionConflict:
+        raise RedactionGateError(
+            "the note changed or a pseudonym it uses was forgotten while it was being "
+            "redacted; send it again",
+            retryable=True,
+        ) from None
 
 
 def conversations_with_pii(*, conversation_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:

@@ -226,10 +226,14 @@ def redact_targets(
     batch_size: int = presidio.BATCH_SIZE,
     n_process: int = presidio.N_PROCESS,
     allow: Sequence[str] = (),
+    review: bool = True,
 ) -> dict[str, str]:
     """Analyse stored texts in one batch, store the redacted texts with their findings
     (and originals, per policy), and return what an engine may read, by target id.
     ``allow``: words left as written beside the policy's allow list, for this scan only.
+    ``review`` False: a finding in the policy's review band is applied at once rather
+    than left in the text for a person to review (a note someone typed would be served
+    with the value meanwhile).
 
     A span at exactly the place of a finding the target already has is not a finding
     again: one pending review is still waiting (and masked for the engine), a dismissed
@@ -243,6 +247,10 @@ def redact_targets(
     spec = presidio.PolicySpec.of(policy)
     if allow:
         spec = replace(spec, allow_list=(*spec.allow_list, *allow))
+    if not review:
+        spec = replace(
+            spec, score_threshold=spec.detection_floor, review_min_score=1.0, review_max_score=1.0
+        )
     texts = [getattr(t, text_field) for t in targets]
     known: dict[str, list[RedactionFinding]] = defaultdict(list)
     # A message's DETECTED findings are the scan's, not a decision: their values are

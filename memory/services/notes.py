@@ -11,8 +11,10 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import MemdeskError
 from governance.audit.writer import audit_record, require_reason
+from governance.redaction.gates import RedactionGateError, redaction_gate_for_written_note
 from memory.grounding import grounding_score
 from memory.models import (
+    MemoryNote,
     Message,
     Observation,
     ObservationVersion,
@@ -20,6 +22,7 @@ from memory.models import (
     Reflection,
     ReflectionVersion,
 )
+from memory.references import references_in
 from memory.services.conversations import memory_version_bump
 from memory.tokens import token_count
 
@@ -85,6 +88,7 @@ def note_edit(
     was sent, serve it (memory version) and audit it as ``action``. Returns the
     snapshots before and after."""
     before = _version_keep(locked, change="edit", reason=reason, actor=actor)
+    typed_over = locked.text
     if text is not None:
         locked.text = text.strip()
         locked.token_count = token_count(locked.text)
@@ -96,6 +100,8 @@ def note_edit(
     if tags is not None:
         locked.tags = tags
     _save_corrected(locked)
+    if text is not None:
+        note_text_gated(locked, actor=actor, earlier_text=typed_over)
     return before, _change_record(locked, action=action, actor=actor, reason=reason, before=before)
 
 
@@ -111,6 +117,7 @@ def note_revert(
     priority, event date and tags: an edit like ``note_edit``, kept and audited as a
     revert (``action``). Returns the snapshots before and after."""
     before = _version_keep(locked, change="revert", reason=reason, actor=actor)
+    reverted_from = locked.text
     locked.text = target.text
     locked.token_count = token_count(target.text)
     locked.grounding = _regrounded(locked)
@@ -118,6 +125,9 @@ def note_revert(
     locked.referenced_at = target.referenced_at
     locked.tags = target.tags
     _save_corrected(locked)
+    # An earlier version was stored before its words went through the gate (or under a
+    # policy since changed): it goes through again, as if typed now.
+    note_text_gated(locked, actor=actor, earlier_text=reverted_from)
     after = _change_record(
         locked,
         action=action,
@@ -127,6 +137,51 @@ def note_revert(
         after_extra={"revertedTo": target.version},
     )
     return before, after
+
+
+def note_text_gated(note: Observation | Reflection, *, actor: Actor, earlier_text: str) -> None:
+    """A note whose text a person or an agent just wrote, saved in the caller's
+    transaction: through the redaction gate (the stored text becomes what the policy
+    keeps of it), then its tags, topics and ticket id follow the text it now has
+    (``_metadata_following``), so no served field keeps a word the edit or the
+    redaction removed. Saves what changed."""
+    typed = note.text
+    try:
+        redaction_gate_for_written_note(note=note, actor=actor)
+    except RedactionGateError as error:
+        raise MemdeskError("redaction_conflict", str(error), status_code=409) from None
+    changed = _metadata_following(note, removed_from=[earlier_text, typed])
+    if changed:
+        note.save(update_fields=changed)
+
+
+def _mentions(text: str, value: str) -> bool:
+    return bool(value) and value.casefold() in text.casefold()
+
+
+def _metadata_following(note: MemoryNote, *, removed_from: list[str]) -> list[str]:
+    """Bring the note's tags, topics and ticket id in line with its text: a tag's value
+    (``order:ZEBRA-7781``'s ``ZEBRA-7781``; a bare tag like ``fact`` is a class, not a
+    word of the text) or a topic that one of the ``removed_from`` texts held and the
+    note's text no longer holds is dropped; the ticket, case and order ids the text
+    names are tagged, and the ticket id is the first of them once the old one is gone.
+    Returns the fields changed."""
+
+    def removed(value: str) -> bool:
+        return not _mentions(note.text, value) and any(_mentions(t, value) for t in removed_from)
+
+    references = references_in(note.text)
+    tags = [t for t in note.tags if not (":" in t and removed(t.partition(":")[2]))]
+    tags += [t for t in references.tags if t not in tags]
+    topics = [t for t in note.topics if not removed(t)]
+    changed: list[str] = []
+    if tags != note.tags:
+        note.tags, changed = tags, [*changed, "tags"]
+    if topics != note.topics:
+        note.topics, changed = topics, [*changed, "topics"]
+    if isinstance(note, Observation) and note.ticket_id and removed(note.ticket_id):
+        note.ticket_id, changed = references.ticket_id, [*changed, "ticket_id"]
+    return changed
 
 
 def note_deletion_record(

@@ -35,6 +35,7 @@ from memory.services.notes import (
     note_edit,
     note_revert,
     note_snapshot,
+    note_text_gated,
     unknown_version,
     validate_priority,
 )
@@ -101,6 +102,7 @@ def observation_create(
             token_count=token_count(text),
             **window,
         )
+        note_text_gated(observation, actor=actor, earlier_text=text)
         memory_version_bump(conversation.pk)
         audit_record(
             workspace_id=conversation.workspace_id,

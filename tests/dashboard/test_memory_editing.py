@@ -34,16 +34,16 @@ def test_an_edit_with_a_reason_is_saved_audited_and_swapped_in(login, role, obse
     client = login(role)
     response = client.post(
         _url(observation, "edit"),
-        {"text": "Customer is Dana; wants a refund.", "priority": "high", "reason": "typo"},
+        {"text": "Customer wants a refund; box was crushed.", "priority": "high", "reason": "typo"},
         **HX,
     )
     assert response.status_code == 200
     html = response.content.decode()
     assert html.lstrip().startswith(f'<li id="obs-{observation.pk}"')
-    assert "Customer is Dana; wants a refund." in html and "marker-high" in html
+    assert "Customer wants a refund; box was crushed." in html and "marker-high" in html
     observation.refresh_from_db()
     assert (observation.text, observation.priority, observation.version) == (
-        "Customer is Dana; wants a refund.",
+        "Customer wants a refund; box was crushed.",
         "high",
         2,
     )
