@@ -130,6 +130,17 @@ class AuditChange:
     reason: str = ""
 
 
+TEXT_DIGEST_SALT = "memdesk.audit.text"
+
+
+def audit_text_digest(text: str) -> str:
+    """What the trail records of a memory text (a note, a pin's quote, a title): a keyed
+    digest, never the text. Two events' digests tell whether the text changed; without
+    the server's secret nobody can test a guessed text against one. The text itself is
+    kept where the data is (the note's versions, which go with it at erasure)."""
+    return salted_hmac(TEXT_DIGEST_SALT, text, algorithm="sha256").hexdigest()[:32]
+
+
 def audit_record(
     *,
     workspace_id: Any,

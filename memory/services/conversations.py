@@ -14,7 +14,7 @@ from django.utils import timezone
 from core.actors import Actor, ActorType
 from core.errors import MemdeskError
 from core.transactions import retried_on_conflict
-from governance.audit.writer import audit_record
+from governance.audit.writer import audit_record, audit_text_digest
 from governance.holds import LegalHoldError, conversation_delete_check
 from governance.redaction.gates import conversation_pseudonyms, pseudonyms_release
 from memory.models import Conversation
@@ -94,7 +94,11 @@ def _conversation_delete_once(
             action="conversation.delete",
             target_type="conversation",
             target_id=str(conversation.pk),
-            before={"userId": conversation.user_id, "title": conversation.title, "counts": counts},
+            before={
+                "userId": conversation.user_id,
+                "titleDigest": audit_text_digest(conversation.title),
+                "counts": counts,
+            },
             after=deleted_by,
             reason=reason,
         )

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit.writer import audit_record, require_reason
+from governance.audit.writer import audit_record, audit_text_digest, require_reason
 from governance.redaction.gates import RedactionGateError, redaction_gate_for_written_note
 from memory.grounding import grounding_score
 from memory.models import (
@@ -211,9 +211,11 @@ def note_delete(locked: Observation | Reflection) -> None:
 
 
 def note_snapshot(item: Observation | Reflection) -> dict[str, Any]:
-    """An observation or reflection as the audit trail records it."""
+    """An observation or reflection as the audit trail records it: its text as a digest
+    (the trail outlives the note; its versions hold the words, and go with it)."""
     snapshot: dict[str, Any] = {
-        "text": item.text,
+        "textDigest": audit_text_digest(item.text),
+        "tokenCount": item.token_count,
         "priority": item.priority,
         "referencedAt": item.referenced_at.isoformat() if item.referenced_at else None,
         "tags": item.tags,

@@ -118,7 +118,7 @@ def observation_create(
 
 # What the Reflector reads of an observation (with its id and dates): when one of these
 # changes, what a reflection says about it may no longer be true.
-REFLECTED_FIELDS = ("text", "priority", "referencedAt")
+REFLECTED_FIELDS = ("textDigest", "priority", "referencedAt")
 
 
 def _reflected_change(before: dict[str, Any], after: dict[str, Any]) -> bool:

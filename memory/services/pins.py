@@ -10,7 +10,7 @@ from django.db import transaction
 from core.actors import Actor
 from core.errors import MemdeskError
 from core.paging import parse_uuid
-from governance.audit.writer import audit_record, require_reason
+from governance.audit.writer import audit_record, audit_text_digest, require_reason
 from memory.models import Conversation, Message, Pin
 from memory.services.conversations import memory_version_bump
 from memory.tokens import token_count
@@ -21,7 +21,7 @@ def _pin_snapshot(pin: Pin) -> dict[str, Any]:
         "messageId": str(pin.message_id),
         "start": pin.start,
         "end": pin.end,
-        "text": pin.text,
+        "textDigest": audit_text_digest(pin.text),
         "tokenCount": pin.token_count,
         "createdBy": pin.created_by,
     }

@@ -12,9 +12,17 @@ import pytest
 from rest_framework.test import APIClient
 
 from core.actors import SYSTEM_ACTOR
+from governance.audit.writer import audit_text_digest
 from governance.models import AuditEvent
 from memory.engines.extractive import ExtractiveEngine
-from memory.models import Conversation, Observation, PipelineRun, Reflection, ReflectorRun
+from memory.models import (
+    Conversation,
+    Observation,
+    PipelineRun,
+    Reflection,
+    ReflectionVersion,
+    ReflectorRun,
+)
 from memory.pipeline.reflector import reflector_run_execute
 from memory.pipeline.sweep import pipeline_sweep
 from memory.services.observations import observation_create, observation_update
@@ -410,9 +418,11 @@ def test_editing_a_reflection_is_served_at_once_and_kept_by_the_reflector(
     assert (reflection.status, reflection.text) == ("active", "User prefers SMS over phone calls.")
     _assert_nowhere(_context(curator_api, reflected_conversation), "email")
     event = AuditEvent.objects.get(action="reflection.edit")
-    assert event.before["text"].startswith("User prefers email over phone calls, since ")
-    assert (event.after["text"], event.reason) == (
-        "User prefers SMS over phone calls.",
+    kept = ReflectionVersion.objects.get(reflection_id=reflection.pk)
+    assert kept.text.startswith("User prefers email over phone calls, since ")
+    assert event.before["textDigest"] == audit_text_digest(kept.text)
+    assert (event.after["textDigest"], event.reason) == (
+        audit_text_digest("User prefers SMS over phone calls."),
         "summary was wrong",
     )
 
@@ -505,4 +515,5 @@ def test_deleting_a_reflection_takes_it_out_at_once_and_for_good(
         None,
     )
     assert not Reflection.objects.filter(pk=reflection.pk).exists()
-    assert AuditEvent.objects.get(action="reflection.delete").before["text"] == reflection.text
+    deleted = AuditEvent.objects.get(action="reflection.delete")
+    assert deleted.before["textDigest"] == audit_text_digest(reflection.text)
