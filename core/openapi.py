@@ -26,7 +26,10 @@ INTEGER_PATH_PARAMETERS = frozenset(
     {"finding_id", "hold_id", "policy_id", "request_id", "sweep_id"}
 )
 ORIGINAL_TARGET_TYPES = ["message", "observation", "reflection"]
-# governance.redaction.pseudonyms.LABEL; the angle brackets may be left out.
+# governance.redaction.labels.LABEL; the angle brackets may be left out. The reveal
+# also reads the misspellings older notes hold (<PERSON2>: labels.label_meant), which
+# the pattern leaves out: which of those it reads depends on the workspace's own types,
+# and a value the pattern allows must be one the route accepts.
 PSEUDONYM_LABEL_PATTERN = (
     r"^(<[A-Z][A-Z0-9_]{0,49}_[1-9][0-9]{0,9}>|[A-Z][A-Z0-9_]{0,49}_[1-9][0-9]{0,9})$"
 )

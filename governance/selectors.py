@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 from typing import TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -28,8 +26,6 @@ from governance.models import (
     RetentionPolicy,
     RetentionSweep,
 )
-from governance.redaction import presidio
-from governance.redaction.pseudonyms import WorkspacePseudonyms
 from memory.models import Conversation
 from tenancy.models import Workspace
 
@@ -196,60 +192,10 @@ def rescan_run_list(*, workspace: Workspace, limit: int) -> list[RescanRun]:
 # --- redaction --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RedactionPreview:
-    text: str  # what the Reflector would read: every finding redacted
-    findings: list[presidio.Finding] = dataclass_field(default_factory=list)
-    policy_version: int = 1
-    # Pseudonyms the text would number for the first time (nothing is numbered by a
-    # preview): the labels, in the order they would be given.
-    new_pseudonyms: list[str] = dataclass_field(default_factory=list)
-
-
 def redaction_policy_or_defaults(*, workspace_id: uuid.UUID) -> RedactionPolicy:
     """The stored policy, or an unsaved one with the defaults (reads never create it)."""
     return RedactionPolicy.objects.filter(workspace_id=workspace_id).first() or RedactionPolicy(
         workspace_id=workspace_id
-    )
-
-
-def redaction_preview(
-    *, workspace_id: uuid.UUID, text: str, policy: RedactionPolicy | None = None
-) -> RedactionPreview:
-    """What the workspace's policy finds in ``text`` and what the Reflector would read of
-    it, with the pseudonyms it would write: the stored ones for values already known,
-    the next free numbers for new ones. Nothing is stored or numbered. Offsets refer to
-    ``text`` as given. ``policy`` is an unsaved draft to preview instead of the stored
-    one (see ``redaction_policy_draft``)."""
-    if policy is None:
-        policy = redaction_policy_or_defaults(workspace_id=workspace_id)
-    spec = presidio.PolicySpec.of(policy)
-    pseudonyms = WorkspacePseudonyms(workspace_id, allocate=False)
-    [detections] = presidio.engine().detect([text], spec=spec, known=pseudonyms)
-    redacted = presidio.redact_text(text, detections, spec=spec, pseudonyms=pseudonyms)
-    findings = [
-        presidio.Finding(
-            entity_type=d.entity_type,
-            start=d.start,
-            end=d.end,
-            score=round(d.score, 4),
-            recognizer=d.recognizer,
-            operator=d.operator,
-            status=d.status,
-            pseudonym=(
-                pseudonyms.label(d.entity_type, text[d.start : d.end])
-                if d.operator == presidio.PSEUDONYM
-                else ""
-            ),
-        )
-        for d in detections
-    ]
-    new = [f.pseudonym for f in findings if f.pseudonym in pseudonyms.new_labels]
-    return RedactionPreview(
-        text=redacted.engine_text,
-        findings=findings,
-        policy_version=policy.version,
-        new_pseudonyms=list(dict.fromkeys(new)),
     )
 
 

@@ -90,6 +90,11 @@ def curator_api(make_client, workspace) -> APIClient:
 
 
 @pytest.fixture
+def compliance_api(make_client, workspace) -> APIClient:
+    return make_client(workspace, scope="compliance")
+
+
+@pytest.fixture
 def admin_api(make_client, workspace) -> APIClient:
     return make_client(workspace, scope="admin")
 

@@ -392,6 +392,8 @@ class PseudonymRevealForm(forms.Form):
     label = forms.CharField(
         label="Pseudonym",
         max_length=70,
+        help_text="As memory holds it: <PERSON_2>, PERSON_2, or a misspelling in older "
+        "notes such as <PERSON2>.",
         widget=forms.TextInput(attrs={"placeholder": "<PERSON_2>", "autocomplete": "off"}),
     )
     reason = forms.CharField(

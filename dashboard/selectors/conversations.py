@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
 from django.db.models import (
+    BooleanField,
     Count,
     Exists,
+    ExpressionWrapper,
     F,
     FloatField,
     IntegerField,
@@ -26,7 +28,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Greatest, NullIf
 
 from core.errors import MemdeskError
-from dashboard.selectors.search import conversations_matching
+from dashboard.selectors.search import ConversationMatches, conversations_matching
 from governance.models import LegalHold, RedactionFinding
 from memory.metrics import served_token_count
 from memory.models import (
@@ -284,18 +286,38 @@ class ConversationFilters:
 
 
 def conversation_search(
-    *, workspace: Workspace, filters: ConversationFilters
+    *,
+    workspace: Workspace,
+    filters: ConversationFilters,
+    mentions: ConversationMatches | None = None,
 ) -> QuerySet[Conversation]:
+    """The workspace's conversations that pass ``filters``, with their figures, sorted.
+    The query matches the title as pages show it (masked), the end user's id, the
+    conversation's id, and through the recall index its memory (``mentions``: what
+    ``conversations_matching`` found for the query, given by a caller that searched raw
+    values, who then matches the stored title too; else found here, messages masked).
+    Each conversation listed only because a masked value holds the query (in its memory
+    or its title) is annotated ``found_only_masked``. End user ids are matched as
+    stored: the list shows them so."""
     qs = with_tier_stats(Conversation.objects.filter(workspace=workspace))
     if filters.query:
         text = filters.query
         # Memory through the recall index, messages as a page shows them (masked): a
         # value every page masks must not tell which conversation holds it.
-        mentions = conversations_matching(workspace=workspace, query=text)
-        match = Q(title__icontains=text) | Q(user_id__icontains=text) | Q(pk__in=mentions)
+        searched_raw = mentions is not None
+        if mentions is None:
+            mentions = conversations_matching(workspace=workspace, query=text)
+        shown = Q(title_masked__icontains=text) | Q(user_id__icontains=text)
         with contextlib.suppress(ValueError):  # not an id: search the text only
-            match |= Q(pk=uuid.UUID(text))
-        qs = qs.filter(match)
+            shown |= Q(pk=uuid.UUID(text))
+        masked = Q(pk__in=mentions.only_masked)
+        if searched_raw:
+            masked |= Q(title__icontains=text)
+        qs = qs.filter(shown | Q(pk__in=mentions.ids) | masked)
+        if mentions.only_masked or searched_raw:
+            qs = qs.annotate(
+                found_only_masked=ExpressionWrapper(masked & ~shown, output_field=BooleanField())
+            )
     if filters.end_user:
         qs = qs.filter(user_id=filters.end_user)
     if filters.active_from:
@@ -326,6 +348,15 @@ def conversation_search(
         qs = _with_compression(qs)
     order = SORTS.get(filters.sort, SORTS[DEFAULT_SORT])[1]
     return qs.order_by(order, F("id").desc())
+
+
+def found_only_masked_count(conversations: QuerySet[Conversation]) -> int:
+    """How many of ``conversation_search``'s conversations are listed only because a
+    masked value holds the query (0 when it found none so: it annotated nothing)."""
+    if "found_only_masked" not in conversations.query.annotations:
+        return 0
+    # (a dict: django-stubs does not know the annotation)
+    return conversations.filter(**{"found_only_masked": True}).count()
 
 
 def end_users(*, workspace: Workspace, limit: int = 500) -> list[str]:

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db.models import Q, QuerySet
 
 from core.errors import MemdeskError
-from governance.redaction.gates import reasoning_masked_for_display
+from governance.redaction.gates import texts_masked_for_display
 from memory.models import Conversation, Message, ReasoningStep, ToolCall
 from memory.selectors import covered_intervals, unobserved_messages
 
@@ -50,7 +50,7 @@ class MessageWindow:
 @dataclass(frozen=True)
 class ReasoningItem:
     """A reasoning step or a tool call as the messages column shows it, its texts masked
-    (``reasoning_masked_for_display``)."""
+    (``texts_masked_for_display``)."""
 
     kind: str  # "step" or "tool_call"
     id: uuid.UUID
@@ -70,7 +70,7 @@ def _reasoning_items(
         texts += [step.reasoning, step.action_taken, step.result]
     for call in calls:
         texts += [call.input, call.output, call.error]
-    masked = iter(reasoning_masked_for_display(workspace_id=conversation.workspace_id, texts=texts))
+    masked = iter(texts_masked_for_display(workspace_id=conversation.workspace_id, texts=texts))
 
     def labelled(*labels: str) -> list[tuple[str, str]]:
         texts = [(label, next(masked)) for label in labels]

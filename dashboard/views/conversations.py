@@ -18,13 +18,23 @@ from core.errors import MemdeskError
 from core.paging import is_ascii_digits
 from dashboard.access import access_for, get_conversation_for_user, get_message_for_user
 from dashboard.forms import ConversationFilterForm, ObservationCreateForm
-from dashboard.rendering import conversation_url, int_param, is_partial, render_page, uuid_param
+from dashboard.rendering import (
+    INVALID,
+    conversation_url,
+    int_param,
+    is_partial,
+    posted_reason,
+    render_page,
+    uuid_param,
+)
 from dashboard.selectors.conversations import (
     add_figures,
     conversation_search,
     end_users,
+    found_only_masked_count,
     tier_stats,
 )
+from dashboard.selectors.escalations import escalations_masked
 from dashboard.selectors.messages import (
     MESSAGE_PAGE,
     MessageWindow,
@@ -42,8 +52,10 @@ from dashboard.selectors.notes import (
 )
 from dashboard.selectors.pins import masked_pins
 from dashboard.selectors.runs import latest_runs
+from dashboard.selectors.search import conversations_matching
 from dashboard.views.notes import ADD_FORM_ID
 from governance.redaction import scan
+from governance.redaction.masked_search import masked_search_record
 from governance.redaction.masking import mask_messages
 from memory import selectors as memory_selectors
 from memory.models import PRIORITY_MARKERS, Conversation, Observation, Priority, Reflection
@@ -67,13 +79,34 @@ def priority_param(request: HttpRequest) -> str:
 @require_GET
 @login_required
 def conversation_list(request: HttpRequest) -> HttpResponse:
+    """The workspace's conversations, filtered, sorted and paged. The search matches
+    messages as the role sees them: masked, unless the role may reveal the values; a
+    search of theirs that lists a conversation only a masked value matches is audited
+    before the page is sent."""
     access = access_for(request, Capability.VIEW_MEMORY)
     form = ConversationFilterForm(request.GET)
     form.is_valid()  # errors are shown next to their fields; valid filters still apply
     filters = form.filters()
-    conversations = conversation_search(workspace=access.workspace, filters=filters)
+    mentions = None
+    if filters.query and access.can_reveal():
+        mentions = conversations_matching(
+            workspace=access.workspace, query=filters.query, raw_values=True
+        )
+    conversations = conversation_search(
+        workspace=access.workspace, filters=filters, mentions=mentions
+    )
     page = Paginator(conversations, CONVERSATIONS_PER_PAGE).get_page(request.GET.get("page"))
     add_figures(list(page))
+    masked_matches = found_only_masked_count(conversations)
+    if masked_matches:
+        masked_search_record(
+            workspace_id=access.workspace.pk,
+            actor=access.actor(request),
+            page="conversations",
+            query=filters.query,
+            matches=page.paginator.count,
+            masked_matches=masked_matches,
+        )
     filtered = any(
         (
             filters.query,
@@ -86,7 +119,12 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
             filters.pipeline_retrying,
         )
     )
-    context = {"form": form, "page": page, "filtered": filtered}
+    context = {
+        "form": form,
+        "page": page,
+        "filtered": filtered,
+        "masked_matches": masked_matches,
+    }
     template = "dashboard/conversation_list.html"
     if is_partial(request):
         return render_page(request, f"{template}#results", access, context)
@@ -214,6 +252,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
     context["escalations"] = list(
         memory_selectors.escalation_list(conversation=conversation)[:CONVERSATION_ESCALATIONS]
     )
+    escalations_masked(context["escalations"], workspace_id=conversation.workspace_id)
     return render_page(request, template, access, context)
 
 
@@ -312,8 +351,9 @@ def message_reveal(
     request: HttpRequest, conversation_id: uuid.UUID, message_id: uuid.UUID
 ) -> HttpResponse:
     """Show the masked values of one message (all of them, or the ``finding`` posted) to
-    a role that may reveal them. ``scan.message_reveal`` audits the reveal before
-    anything is shown; the response is never cached."""
+    a role that may reveal them, for the reason posted with them. ``scan.message_reveal``
+    audits the reveal before anything is shown; the response is never cached. Without a
+    reason nothing is revealed: the message comes back masked, the error by the field."""
     access, conversation, message = get_message_for_user(
         request, conversation_id, message_id, Capability.REVEAL_PII
     )
@@ -323,26 +363,37 @@ def message_reveal(
             "finding must be the ids of findings of this message, separated by commas.",
             content_type="text/plain; charset=utf-8",
         )
+    reason = posted_reason(request)
+    refused = ""
     try:
         revealed = scan.message_reveal(
             message=message,
             workspace_id=conversation.workspace_id,
             actor=access.actor(request),
+            reason=reason,
             finding_ids=finding_ids,
         )
     except MemdeskError as error:
-        raise Http404(error.message) from None
+        if error.code != "reason_required":
+            raise Http404(error.message) from None
+        revealed, refused = [], error.message
     mask_messages(
         messages=[message],
         workspace_id=conversation.workspace_id,
         revealed={f.pk for f in revealed},
     )
     message.is_revealed = bool(revealed)  # type: ignore[attr-defined]  # for the template
-    context = {"conversation": conversation, "message": message}
+    context = {
+        "conversation": conversation,
+        "message": message,
+        # The form comes back with the reason given, for the values still masked.
+        "reveal_reason": reason,
+        "reveal_error": refused,
+    }
     if is_partial(request):
         template = "dashboard/conversation_detail.html#message_item"
     else:
         template = "dashboard/message_reveal.html"
-    response = render_page(request, template, access, context)
+    response = render_page(request, template, access, context, status=INVALID if refused else 200)
     response["Cache-Control"] = "private, no-store"
     return response

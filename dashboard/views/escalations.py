@@ -1,8 +1,8 @@
 """Escalations: the conversations agents handed to a person. The list shows the
 workspace's open ones (or resolved, or all), newest first, each linked to its
 conversation; a reviewer resolves one with a note. The reason an agent gave may hold
-personal data: it is shown to the roles that may resolve (``EDIT_MEMORY``), withheld
-from viewers."""
+personal data: it is shown to the roles that may resolve (``EDIT_MEMORY``), with each
+value the redaction policy finds masked as messages are, and withheld from viewers."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from core.errors import MemdeskError
 from dashboard.access import Access, access_for, get_escalation_for_user
 from dashboard.forms import EscalationResolveForm, add_service_error
 from dashboard.rendering import INVALID, render_page
+from dashboard.selectors.escalations import escalations_masked
 from memory import selectors as memory_selectors
 from memory.models import Escalation
 from memory.services import escalations as escalation_services
@@ -30,11 +31,14 @@ STATUSES = {"open": Escalation.Status.OPEN, "resolved": Escalation.Status.RESOLV
 
 
 def _list_context(access: Access, status_name: str) -> dict[str, Any]:
-    escalations = memory_selectors.escalation_workspace_list(
-        workspace=access.workspace, status=STATUSES[status_name]
+    escalations = list(
+        memory_selectors.escalation_workspace_list(
+            workspace=access.workspace, status=STATUSES[status_name]
+        )[:ESCALATIONS_SHOWN]
     )
+    escalations_masked(escalations, workspace_id=access.workspace.pk)
     return {
-        "escalations": list(escalations[:ESCALATIONS_SHOWN]),
+        "escalations": escalations,
         "shown_max": ESCALATIONS_SHOWN,
         "status": status_name,
         "statuses": list(STATUSES),

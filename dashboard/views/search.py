@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from dashboard.access import access_for
 from dashboard.rendering import is_partial, render_page
 from dashboard.selectors import search as selectors
+from governance.redaction.masked_search import masked_search_record
 from tenancy.models import Capability
 
 SEARCH_RESULTS_PER_PAGE = 25
@@ -22,8 +23,11 @@ SEARCH_RESULTS_PER_PAGE = 25
 def memory_search(request: HttpRequest) -> HttpResponse:
     """Messages, observations and reflections of the current workspace holding ``q``,
     one ``kind`` at a time (the first kind with hits unless asked), paged; each links to
-    the item on its conversation page."""
+    the item on its conversation page. Messages are matched as the role sees them:
+    masked, unless the role may reveal the values; a search of theirs that marks a
+    masked value is audited before the page is sent."""
     access = access_for(request, Capability.VIEW_MEMORY)
+    raw_values = access.can_reveal()
     query = request.GET.get("q", "").strip()[:200]
     end_user = request.GET.get("user", "").strip()
     kind = request.GET.get("kind", "")
@@ -32,11 +36,21 @@ def memory_search(request: HttpRequest) -> HttpResponse:
         "end_user": end_user,
         "kinds": selectors.SEARCH_KINDS,
         "kind": kind,
+        "raw_values": raw_values,
     }
     if query:
         results = selectors.memory_search(
-            workspace=access.workspace, query=query, end_user=end_user
+            workspace=access.workspace, query=query, end_user=end_user, raw_values=raw_values
         )
+        if results.masked_matches:
+            masked_search_record(
+                workspace_id=access.workspace.pk,
+                actor=access.actor(request),
+                page="search",
+                query=query,
+                matches=sum(results.counts.values()),
+                masked_matches=results.masked_matches,
+            )
         if kind not in selectors.SEARCH_KINDS:
             kind = results.first_kind_found()
         page = Paginator(results.hits[kind], SEARCH_RESULTS_PER_PAGE).get_page(

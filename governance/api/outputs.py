@@ -22,8 +22,8 @@ from governance.models import (
     RetentionSweep,
 )
 from governance.redaction import presidio
+from governance.redaction.preview import RedactionPreview
 from governance.retention.common import TIERS
-from governance.selectors import RedactionPreview
 
 
 class IsoDateTimeField(serializers.DateTimeField):
@@ -148,27 +148,43 @@ class PreviewFindingOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=[presidio.APPLIED, presidio.PENDING_REVIEW])
     recognizer = serializers.CharField()
     pseudonym = NullIfBlankCharField(
-        allow_null=True, help_text="The pseudonym it would become (pseudonym operator)."
+        allow_null=True,
+        help_text="The pseudonym the value has or would get (pseudonym operator). "
+        "Compliance keys and above; null for other keys, and under other operators.",
     )
     newPseudonym = serializers.SerializerMethodField(
-        help_text="The value has no pseudonym yet: this number would be given to it."
+        help_text="The value has no pseudonym yet: this number would be given to it. "
+        "Compliance keys and above; null for other keys."
     )
 
-    def get_newPseudonym(self, finding: presidio.Finding) -> bool:  # noqa: N802
+    def get_newPseudonym(self, finding: presidio.Finding) -> bool | None:  # noqa: N802
         preview = cast(RedactionPreview, self.root.instance)
+        if preview.new_pseudonyms is None:
+            return None
         return finding.pseudonym in preview.new_pseudonyms
 
 
 class PreviewOut(serializers.Serializer):
     redactedText = serializers.CharField(
-        source="text", help_text="What the Reflector would read: every finding redacted."
+        source="text",
+        help_text="What the Reflector would read: every finding redacted. A value the "
+        "pseudonym operator replaces is written as its pseudonym for compliance keys and "
+        "above, as its type (<EMAIL_ADDRESS>) for other keys.",
     )
     findings = PreviewFindingOut(many=True)
     newPseudonyms = serializers.ListField(
         child=serializers.CharField(),
         source="new_pseudonyms",
+        allow_null=True,
         help_text="Pseudonyms this text would number first, in order. A preview numbers "
-        "nothing: a write in between may take these numbers.",
+        "nothing: a write in between may take these numbers. Compliance keys and above; "
+        "null for other keys.",
+    )
+    pseudonymsShown = serializers.BooleanField(
+        source="labelled",
+        help_text="Whether this key is shown pseudonyms: true for compliance keys and above "
+        "(a preview that names one is audited as redaction.preview), false for other keys, "
+        "which are told each value's type and never whether the workspace knows it.",
     )
     policyVersion = serializers.IntegerField(source="policy_version")
 

@@ -1,4 +1,5 @@
-"""Redaction over the API: the policy, a preview, the review queue, kept originals."""
+"""Redaction over the API: the policy, a preview, the review queue, kept originals, and
+the reveal of what a pseudonym stands for."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from governance.models import (
 )
 from governance.redaction import policy as redaction_policy
 from governance.redaction import presidio, pseudonyms, review
+from governance.redaction.preview import redaction_preview, redaction_preview_labelled
 from tenancy.api_base import COMPLIANCE_ERRORS, ApiView, ComplianceApiView
 from tenancy.models import ApiKey
 
@@ -193,9 +195,17 @@ class RedactionPreviewApi(ApiView):
         operation_id="redaction_preview",
         request=PreviewIn,
         responses={200: PreviewOut, **ERRORS},
-        description="What the workspace's policy finds in a text, the text as the "
-        "Reflector would read it, and the pseudonyms it would write (known values keep "
-        "theirs; new ones show the next free numbers). Nothing is stored or numbered.",
+        description="What the workspace's policy finds in a text (entity types, offsets, "
+        "scores, operators) and the text as the Reflector would read it. Any key may ask; "
+        "what it is told depends on its scope. Agent and curator keys get each value the "
+        "pseudonym operator replaces written as its type (<EMAIL_ADDRESS>), and never which "
+        "pseudonym a value has nor whether the workspace knows it: the answer is the one a "
+        "workspace that never met the text would give (pseudonym, newPseudonym and "
+        "newPseudonyms are null, pseudonymsShown is false). Compliance keys and above, who "
+        "may reveal pseudonyms, get the pseudonyms it would write (known values keep "
+        "theirs; new ones show the next free numbers), and each such preview that names a "
+        "pseudonym is audited (redaction.preview: counts and entity types, never the text). "
+        "Nothing is stored or numbered.",
     )
     def post(self, request: Request) -> Response:
         text = validated(PreviewIn, request.data)["text"]
@@ -206,8 +216,15 @@ class RedactionPreviewApi(ApiView):
                 f"text is {len(text)} characters; the limit is {limit}.",
                 field="text",
             )
-        preview = selectors.redaction_preview(workspace_id=self.workspace.pk, text=text)
-        return Response(PreviewOut(preview).data)
+        if self.api_key.grants(ApiKey.Scope.COMPLIANCE):
+            preview = redaction_preview_labelled(
+                workspace_id=self.workspace.pk, text=text, actor=self.actor()
+            )
+        else:
+            preview = redaction_preview(workspace_id=self.workspace.pk, text=text)
+        response = Response(PreviewOut(preview).data)
+        response["Cache-Control"] = "private, no-store"
+        return response
 
 
 class FindingListQuery(serializers.Serializer):
@@ -321,9 +338,12 @@ class PseudonymRevealApi(ComplianceApiView):
             ),
         },
         description="What a pseudonym (<PERSON_2>, or PERSON_2 in the path) stands for. "
-        "Compliance keys and above; `reason` is required and every reveal is audited "
-        "(redaction.pseudonym.reveal, without the value). A pseudonym whose value no "
-        "message holds any more answers held=false and value=null.",
+        "The label may be given as memory holds it: older notes hold misspellings such as "
+        "<PERSON2>, PERSON2 or person_2>, each read as the label it means; the answer's "
+        "label and the audit event name that label. Anything that spells no pseudonym is "
+        "a 400 invalid_label. Compliance keys and above; `reason` is required and every "
+        "reveal is audited (redaction.pseudonym.reveal, without the value). A pseudonym "
+        "whose value no message holds any more answers held=false and value=null.",
     )
     def post(self, request: Request, label: str) -> Response:
         data = validated(RevealIn, request.data or {})

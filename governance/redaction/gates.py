@@ -288,9 +288,11 @@ def reasoning_redaction_at_ingest(
     return _typed_redaction(workspace_id=workspace_id, texts=texts)
 
 
-def reasoning_masked_for_display(*, workspace_id: uuid.UUID, texts: Sequence[str]) -> list[str]:
-    """Reasoning texts as the dashboard shows them to anyone: each value the policy's
-    recognizers find masked as its entity type, as messages are masked on the page."""
+def texts_masked_for_display(*, workspace_id: uuid.UUID, texts: Sequence[str]) -> list[str]:
+    """Texts that are no redaction target (reasoning steps, tool calls, an agent's
+    escalation reason, a reviewer's note) as the dashboard shows them to anyone: each
+    value the policy's recognizers find masked as its entity type, as messages are
+    masked on the page. One batched pass; empty texts do not load the engine."""
     return _typed_redaction(workspace_id=workspace_id, texts=texts)
 
 

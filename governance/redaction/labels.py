@@ -3,9 +3,10 @@
 A pseudonym is written ``<ENTITY_TYPE_n>``: the entity type in capitals, an underscore,
 a number from 1, in angle brackets (``<PERSON_2>``). Anything else that spells an entity
 type with a number is a *malformed* pseudonym (``<PERSON158>``, a bare ``PERSON131``,
-``<PERSON_145`` without its bracket, ``person_3>``): a reader cannot reveal it, and the
-reveal page refuses it. ``malformed_pseudonyms`` finds them, for the benchmarks to count;
-``well_formed`` writes them right before the pipeline stores what an engine wrote. Plain
+``<PERSON_145`` without its bracket, ``person_3>``). ``malformed_pseudonyms`` finds them,
+for the benchmarks to count; ``well_formed`` writes them right before the pipeline stores
+what an engine wrote. Notes stored before that still hold them, so ``label_meant`` reads
+one label as a person copies it from memory, malformed or not, for the reveal. Plain
 text: nothing here reads the database.
 """
 
@@ -72,6 +73,24 @@ def well_formed(text: str, known: Collection[str], entity_types: Iterable[str] =
         return label if label in known else f"[{kind}]"
 
     return _spelling(tuple(entity_types)).sub(written, text)
+
+
+def label_meant(written: str, entity_types: Iterable[str] = ()) -> str | None:
+    """The label ``written`` means, when the whole of it spells one pseudonym: a label
+    (``<PERSON_2>``, or ``PERSON_2`` as a URL path writes it) as it is, and a malformed
+    one (``<PERSON158>``, ``PERSON131``, ``person_3>``, ``< LOCATION_2 >``) as the label it
+    mangles; None for anything else, and for a number 0. ``entity_types`` adds types to
+    Presidio's and Memdesk's (a workspace's own). A type in lower case counts here without
+    a bracket too: a field that holds one label alone is no prose."""
+    raw = written.strip()
+    match = LABEL.fullmatch(raw if raw.startswith("<") else f"<{raw}>")
+    if match is not None:
+        return match.group(0)
+    spelled = _spelling(tuple(sorted(set(entity_types)))).fullmatch(raw)
+    if spelled is None:
+        return None
+    label = f"<{spelled.group('type').upper()}_{int(spelled.group('number'))}>"
+    return label if LABEL.fullmatch(label) else None
 
 
 def labels_in(texts: Iterable[str]) -> set[str]:

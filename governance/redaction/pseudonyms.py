@@ -49,7 +49,7 @@ from governance.models import (
     RedactionFinding,
     RedactionPolicy,
 )
-from governance.redaction.labels import LABEL
+from governance.redaction.labels import LABEL, label_meant
 from governance.redaction.speakers import conversation_speakers, people_of
 from memory.models import Message, Observation, Reflection
 from tenancy.models import Workspace
@@ -127,18 +127,21 @@ def decrypt(token: str) -> str | None:
         return None
 
 
-def parse_label(label: str) -> tuple[str, int]:
-    """``<PERSON_2>`` or ``PERSON_2`` as (entity type, number); a 400 otherwise."""
-    raw = (label or "").strip()
-    wrapped = raw if raw.startswith("<") else f"<{raw}>"
-    match = LABEL.fullmatch(wrapped)
-    if match is None:
+def parse_label(label: str, entity_types: Iterable[str] = ()) -> tuple[str, int]:
+    """A pseudonym as a person copies it from memory, as (entity type, number):
+    ``<PERSON_2>``, ``PERSON_2``, or a malformed spelling older notes hold (``<PERSON2>``,
+    ``person_2>``; ``labels.label_meant``, with ``entity_types`` beside the built-in
+    types). A 400 otherwise, which does not repeat what was sent: it may be a value."""
+    meant = label_meant(label or "", entity_types)
+    if meant is None:
         raise MemdeskError(
             "invalid_label",
-            f"A pseudonym is written <ENTITY_TYPE_n>, e.g. <PERSON_2>; got {label!r}.",
+            "That is not a pseudonym: one is written <ENTITY_TYPE_n>, e.g. <PERSON_2>, or "
+            "as memory holds it (<PERSON2>, PERSON_2).",
             field="label",
         )
-    return match.group(1), int(match.group(2))
+    entity_type, _, number = meant[1:-1].rpartition("_")
+    return entity_type, int(number)
 
 
 # --- numbering ------------------------------------------------------------------------------
@@ -582,7 +585,14 @@ class PseudonymReveal:
 
 
 def pseudonym_get(*, workspace_id: Any, label: str) -> Pseudonym:
-    entity_type, number = parse_label(label)
+    """The workspace's pseudonym that ``label`` means (``parse_label``); 404 if none."""
+    if label_meant(label or "") is None:
+        # Perhaps a misspelt label of a type of the workspace's own (a custom recognizer's,
+        # current or removed): the types it has numbered, read only for such a label.
+        own = Pseudonym.objects.filter(workspace_id=workspace_id).values_list("entity_type")
+        entity_type, number = parse_label(label, {t for (t,) in own.distinct()})
+    else:
+        entity_type, number = parse_label(label)
     row = Pseudonym.objects.filter(
         workspace_id=workspace_id, entity_type=entity_type, number=number
     ).first()

@@ -7,7 +7,7 @@ stored content, score, never the value. The message keeps its text; the findings
 three readers:
 
 - the dashboard masks them for viewers and reviewers; compliance and admin may reveal a
-  value, and every reveal is audited (``message_reveal``);
+  value, with a reason, and every reveal is audited (``message_reveal``);
 - the conversation's "PII found" flag (any finding that was not dismissed);
 - the Observer, when the policy redacts before observation: it reads each message with
   its findings replaced by the policy's operators, and its speaker's name redacted the
@@ -37,7 +37,7 @@ from django.utils.crypto import salted_hmac
 from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit, enqueue_on_commit_unless_queued, queued_mark_clear
-from governance.audit.writer import audit_record
+from governance.audit.writer import audit_record, require_reason
 from governance.models import MessageScan, RedactionFinding, RedactionPolicy, ScanRequest
 from governance.redaction import presidio
 from governance.redaction.policy import redaction_policy_get_or_create
@@ -436,13 +436,22 @@ def observer_texts(
 
 
 def message_reveal(
-    *, message: Message, workspace_id: uuid.UUID, actor: Actor, finding_ids: Sequence[int] = ()
+    *,
+    message: Message,
+    workspace_id: uuid.UUID,
+    actor: Actor,
+    reason: str,
+    finding_ids: Sequence[int] = (),
 ) -> list[RedactionFinding]:
     """The masked findings of ``message`` a person with reveal rights asked to see: the
-    ones named in ``finding_ids``, or all of them. Audited (``message.reveal``: which
-    findings and their types, never a value) in the same transaction, before anything is
-    shown. The caller checks the role. A finding id that is not a masked finding of this
-    message is a 404."""
+    ones named in ``finding_ids``, or all of them. Needs a reason, as every reveal does
+    (``reason_required`` otherwise, before anything is read). Audited (``message.reveal``:
+    which findings and their types, never a value; the reason) in the same transaction,
+    before anything is shown. The caller checks the role. A finding id that is not a
+    masked finding of this message is a 404."""
+    reason = require_reason(
+        reason, message="Give a reason: every reveal of personal data is recorded with one."
+    )
     findings = [
         f
         for f in RedactionFinding.objects.filter(
@@ -474,5 +483,6 @@ def message_reveal(
                 "entities": _entity_counts(findings),
                 "whole": not finding_ids,
             },
+            reason=reason,
         )
     return findings

@@ -77,6 +77,7 @@ POSTS: dict[str, Post] = {
             f"/conversations/{w.scanned_message.conversation_id}/messages/"
             f"{w.scanned_message.pk}/reveal/"
         ),
+        lambda w: {"reason": REASON},
     ),
     f"{PAGE}observations/add/": Post(
         "admin",

@@ -34,7 +34,7 @@ def test_the_escalations_page_lists_open_ones_newest_first_with_links(login, esc
 
     assert html.index(f"escalation-{newer.pk}") < html.index(f"escalation-{older.pk}")
     assert f"/conversations/{conversation.pk}/#escalations" in html
-    assert REASON in html
+    assert "wants to cancel" in html and "Dana Pierce" not in html  # masked, as messages are
     assert 'action="/escalations/' in html  # a reviewer may resolve
 
 
@@ -134,6 +134,33 @@ def test_the_conversation_pages_show_its_escalations_and_recall(login, workspace
     context = client.get(f"/conversations/{conversation.pk}/context/").content.decode()
 
     assert 'id="escalations"' in html and f"escalation-{escalation.pk}" in html
-    assert REASON in html
+    assert "wants to cancel" in html
     assert "Recall estimate: 67%" in context
     assert "<strong>2 of 3</strong>" in context
+
+
+@pytest.mark.parametrize("page", ["/escalations/", "conversation"])
+def test_an_agents_reason_and_a_reviewers_note_are_masked_for_every_role(
+    login, workspace, page
+):
+    """The reason is the agent's free text: a name and a phone number in it are shown as
+    their entity types to reviewers too (issue 24), as a message's are."""
+    conversation = conversation_create(workspace=workspace, user_id="al", title="Callback")
+    escalation = escalation_create(
+        conversation=conversation,
+        actor=SYSTEM_ACTOR,
+        reason="Alessandro Phoenix asked for a callback at (727) 760-7806",
+    )
+    reviewer = login("reviewer")
+    reviewer.post(
+        f"/escalations/{escalation.pk}/resolve/",
+        {"note": "Called Alessandro Phoenix back on (727) 760-7806"},
+    )
+    url = page if page.startswith("/") else f"/conversations/{conversation.pk}/"
+    html = reviewer.get(url + ("?status=all" if page.startswith("/") else "")).content.decode()
+    assert "asked for a callback at" in html
+    for value in ("Alessandro", "Phoenix", "760-7806"):
+        assert value not in html
+    assert "&lt;PHONE_NUMBER&gt;" in html
+    assert Escalation.objects.get(pk=escalation.pk).reason.startswith("Alessandro Phoenix")
+

@@ -21,6 +21,7 @@ CARD = "4111 1111 1111 1111"
 EMAIL = "dana.whitfield@example.com"
 TEXT = f"My card is {CARD} and my email is {EMAIL}."
 HX = {"HTTP_HX_REQUEST": "true"}
+REASON = {"reason": "chargeback dispute 7731"}
 
 
 @pytest.fixture
@@ -83,6 +84,9 @@ def test_compliance_and_admin_get_a_reveal_control(login, role, scanned_card_and
     )
     card = _finding("CREDIT_CARD")
     assert f'form="reveal-{message.pk}" name="finding" value="{card.pk}"' in page
+    form = page[page.index(f'<form id="reveal-{message.pk}"') :]
+    form = form[: form.index("</form>")]
+    assert 'name="reason"' in form and "required" in form
 
 
 def test_older_messages_loaded_later_are_masked_too(login, workspace, eager_tasks):
@@ -166,7 +170,7 @@ def test_compliance_reveals_a_message_and_the_reveal_is_audited(login, scanned_c
     message = _message(scanned_card_and_email)
 
     response = client.post(
-        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/", **HX
+        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/", REASON, **HX
     )
 
     assert response.status_code == 200
@@ -182,6 +186,7 @@ def test_compliance_reveals_a_message_and_the_reveal_is_audited(login, scanned_c
     assert event.actor_id == str(client.user.pk) and event.actor_role == "compliance"
     assert event.after["entities"] == {"CREDIT_CARD": 1, "EMAIL_ADDRESS": 1}
     assert event.after["whole"] is True
+    assert event.reason == "chargeback dispute 7731"
     stored = json.dumps([event.before, event.after, event.reason])
     assert CARD not in stored and EMAIL not in stored
     # Revealing shows; it changes nothing stored, and the next page load masks again.
@@ -195,7 +200,7 @@ def test_an_admin_reveals_one_value(login, scanned_card_and_email):
 
     response = login("admin").post(
         f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/",
-        {"finding": str(card.pk)},
+        {"finding": str(card.pk), **REASON},
         **HX,
     )
 
@@ -209,11 +214,36 @@ def test_an_admin_reveals_one_value(login, scanned_card_and_email):
 def test_revealing_without_javascript_shows_a_page(login, scanned_card_and_email):
     message = _message(scanned_card_and_email)
     response = login("compliance").post(
-        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/"
+        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/", REASON
     )
     html = response.content.decode()
     assert response.status_code == 200 and "<html" in html and CARD in html
     assert "recorded in the audit log" in html
+
+
+@pytest.mark.parametrize("posted", [{}, {"reason": "   "}, {"finding": "{card}"}])
+@pytest.mark.parametrize("htmx", [True, False])
+def test_a_reveal_without_a_reason_reveals_nothing(login, scanned_card_and_email, posted, htmx):
+    message = _message(scanned_card_and_email)
+    card = _finding("CREDIT_CARD")
+    data = {key: value.format(card=card.pk) for key, value in posted.items()}
+
+    response = login("compliance").post(
+        f"/conversations/{scanned_card_and_email.pk}/messages/{message.pk}/reveal/",
+        data,
+        **(HX if htmx else {}),
+    )
+
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert CARD not in html and EMAIL not in html and "4111 1111" not in html
+    assert "Give a reason" in html  # next to the field, which is shown again
+    assert f'<form id="reveal-{message.pk}"' in html and 'name="reason"' in html
+    if htmx:
+        assert html.lstrip().startswith(f'<li id="m-{message.seq}"') and "<html" not in html
+    else:
+        assert "<html" in html
+    assert not AuditEvent.objects.filter(action="message.reveal").exists()
 
 
 def test_bad_reveal_requests(login, scanned_card_and_email, foreign_conversation):
@@ -234,14 +264,18 @@ def test_bad_reveal_requests(login, scanned_card_and_email, foreign_conversation
         policy_version=1,
     )
 
-    not_ids = client.post(url, {"finding": "12; DROP"}, **HX)
-    elsewhere = client.post(url, {"finding": str(other.pk)}, **HX)
+    not_ids = client.post(url, {"finding": "12; DROP", **REASON}, **HX)
+    elsewhere = client.post(url, {"finding": str(other.pk), **REASON}, **HX)
     foreign_message = foreign_conversation.messages.first()
     theirs = client.post(
-        f"/conversations/{foreign_conversation.pk}/messages/{foreign_message.pk}/reveal/", **HX
+        f"/conversations/{foreign_conversation.pk}/messages/{foreign_message.pk}/reveal/",
+        REASON,
+        **HX,
     )
     wrong_message = client.post(
-        f"/conversations/{scanned_card_and_email.pk}/messages/{foreign_message.pk}/reveal/", **HX
+        f"/conversations/{scanned_card_and_email.pk}/messages/{foreign_message.pk}/reveal/",
+        REASON,
+        **HX,
     )
 
     assert not_ids.status_code == 400 and "finding must be" in not_ids.content.decode()

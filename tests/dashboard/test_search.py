@@ -3,9 +3,14 @@ never finding masked values."""
 
 from __future__ import annotations
 
+import json
+import re
 from urllib.parse import quote
 
-from memory.models import Observation, Reflection
+import pytest
+
+from governance.models import AuditEvent
+from memory.models import Conversation, Observation, Reflection
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 
@@ -100,3 +105,131 @@ def test_the_conversation_list_does_not_tell_who_holds_a_masked_value(
 
     # What the page shows is still found: the words around the masked values.
     assert str(scanned_conversation.pk) in _page(client, "/conversations/?q=card")
+
+
+# ---- search sees what the role sees
+
+CUSTOMER = "Crystal Whitfield"
+CUSTOMER_EMAIL = "crystal.whitfield@example.com"
+MASKED_SEARCH = "message.search_masked"
+
+
+@pytest.fixture
+def customer_conversation(workspace, eager_tasks) -> Conversation:
+    """A scanned message holding a customer's name, card number and e-mail address (all
+    masked on every page) among ordinary words; its title and end user id hold none."""
+    conversation = conversation_create(workspace=workspace, user_id="u-17", title="Kettle")
+    with eager_tasks():
+        messages_append(
+            conversation=conversation,
+            items=[
+                MessageInput(
+                    role="user",
+                    content=f"Hi, I am {CUSTOMER}. My card is {CARD}, mail {CUSTOMER_EMAIL}. "
+                    "The kettle leaks.",
+                )
+            ],
+        )
+    return conversation
+
+
+def _hit_texts(html: str) -> list[str]:
+    return re.findall(r'<p class="item-text">(.*?)</p>', html, flags=re.S)
+
+
+def _masked_searches() -> list[AuditEvent]:
+    return list(AuditEvent.objects.filter(action=MASKED_SEARCH).order_by("sequence"))
+
+
+@pytest.mark.parametrize("role", ["viewer", "reviewer"])
+@pytest.mark.parametrize("raw", [CARD, CUSTOMER_EMAIL, "Whitfield", "Crystal"])
+def test_a_role_that_sees_masks_finds_nothing_by_a_masked_value(
+    login, role, raw, customer_conversation
+):
+    client = login(role)
+
+    listed = _page(client, f"/conversations/?q={quote(raw)}")
+    found = _page(client, f"/search/?q={quote(raw)}")
+
+    assert "No conversation matches" in listed and str(customer_conversation.pk) not in listed
+    assert "Messages (0)" in found and not _hit_texts(found)
+    assert _masked_searches() == []
+
+
+def test_a_role_that_sees_masks_still_finds_the_words_around_them(login, customer_conversation):
+    client = login("viewer")
+
+    listed = _page(client, "/conversations/?q=kettle")
+    found = _page(client, "/search/?q=kettle")
+
+    assert "1 conversation matches" in listed and str(customer_conversation.pk) in listed
+    assert "Messages (1)" in found
+    [text] = _hit_texts(found)
+    assert "I am &lt;PERSON&gt;" in text and "<mark>kettle</mark>" in text
+    assert _masked_searches() == []
+
+
+@pytest.mark.parametrize("role", ["compliance", "admin"])
+@pytest.mark.parametrize(
+    ("raw", "label"),
+    [(CARD, "CREDIT_CARD"), (CUSTOMER_EMAIL, "EMAIL_ADDRESS"), ("Whitfield", "PERSON")],
+)
+def test_a_role_that_may_reveal_finds_a_masked_value_and_the_search_is_audited(
+    login, role, raw, label, customer_conversation
+):
+    from governance.redaction.masked_search import query_digest
+
+    client = login(role)
+
+    found = _page(client, f"/search/?q={quote(raw)}")
+    listed = _page(client, f"/conversations/?q={quote(raw)}")
+
+    # The hit is shown masked, its masked value marked: the page reveals it (audited).
+    assert "Messages (1)" in found
+    [text] = _hit_texts(found)
+    assert f"<mark>&lt;{label}&gt;</mark>" in text and raw not in text
+    assert "in masked data</span>" in found
+    assert "1 conversation matches" in listed and str(customer_conversation.pk) in listed
+    assert "found in masked data</span>" in listed
+    events = _masked_searches()
+    assert [e.after["page"] for e in events] == ["search", "conversations"]
+    for event in events:
+        assert event.actor_id == str(client.user.pk) and event.actor_role == role
+        assert event.target_type == "workspace"
+        assert event.target_id == str(customer_conversation.workspace_id)
+        assert event.after["queryDigest"] == query_digest(
+            raw, workspace_id=customer_conversation.workspace_id
+        )
+        assert event.after["matches"] == 1 and event.after["maskedMatches"] == 1
+        recorded = json.dumps([event.before, event.after, event.reason]).lower()
+        assert raw.lower() not in recorded
+        assert not any(word in recorded for word in ("4111", "whitfield", "crystal"))
+
+
+def test_a_search_that_owes_nothing_to_a_masked_value_is_not_audited(login, customer_conversation):
+    client = login("compliance")
+
+    listed = _page(client, "/conversations/?q=kettle")
+    assert "1 conversation matches" in listed and "found in masked data</span>" not in listed
+    found = _page(client, "/search/?q=kettle")
+    assert "Messages (1)" in found and "in masked data</span>" not in found
+    # The conversation is listed for "kettle" whoever searches: nothing to audit. On
+    # /search/ the hit marks the masked name too, which a viewer's would not.
+    assert "1 conversation matches" in _page(client, "/conversations/?q=whitfield+kettle")
+    assert _masked_searches() == []
+    [text] = _hit_texts(_page(client, "/search/?q=whitfield+kettle"))
+    assert "<mark>&lt;PERSON&gt;</mark>" in text and "<mark>kettle</mark>" in text
+    [event] = _masked_searches()
+    assert event.after["page"] == "search" and event.after["maskedMatches"] == 1
+
+
+def test_the_query_digest_reads_a_query_as_typed_in_any_case_and_spacing(
+    login, customer_conversation
+):
+    client = login("compliance")
+    for query in ("Whitfield", "  WHITFIELD ", "Crystal"):
+        _page(client, f"/search/?q={quote(query)}")
+
+    first, second, third = (e.after["queryDigest"] for e in _masked_searches())
+
+    assert first == second != third and len(first) == 16

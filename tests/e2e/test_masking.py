@@ -1,7 +1,7 @@
 """Masking by role in a real Chromium (Debian's /usr/bin/chromium, driven by Playwright):
 a viewer sees a card number and an e-mail address only as their types; a compliance
-officer reveals one value, then the rest of the message, and both reveals are in the
-audit log. Pages are saved as screenshots."""
+officer reveals one value, then the rest of the message, for a reason, and both reveals
+are in the audit log with it. Pages are saved as screenshots."""
 
 from __future__ import annotations
 
@@ -48,6 +48,13 @@ def test_a_viewer_sees_types_and_a_compliance_officer_reveals_values(
     sign_in(officer, member("compliance"))
     officer.goto(url)
     officer.locator("#m-1 button.pii-mask", has_text="<CREDIT_CARD>").click()
+    # No reason given: the browser asks for one and sends nothing.
+    assert officer.locator("#m-1 input[name=reason]:invalid").count() == 1
+    assert officer.locator("#m-1 mark.pii-revealed").count() == 0
+    officer.get_by_label("Reason for revealing personal data in message 1").fill(
+        "chargeback dispute"
+    )
+    officer.locator("#m-1 button.pii-mask", has_text="<CREDIT_CARD>").click()
     officer.wait_for_selector(f"#m-1 mark.pii-revealed >> text={CARD}")
     text = officer.locator("#m-1 .msg-text").inner_text()
     assert text == f"My card is {CARD} and my email is <EMAIL_ADDRESS>."
@@ -59,6 +66,7 @@ def test_a_viewer_sees_types_and_a_compliance_officer_reveals_values(
 
     events = list(AuditEvent.objects.filter(action="message.reveal").order_by("sequence"))
     assert [e.after["whole"] for e in events] == [False, True]
+    assert {e.reason for e in events} == {"chargeback dispute"}  # kept for the second
     assert {e.target_id for e in events} == {str(message.pk)}
     officer.goto("/compliance/audit/?action=message.reveal")
     assert officer.locator("main").get_by_text("message.reveal").count() >= 2

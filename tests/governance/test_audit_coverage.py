@@ -36,6 +36,7 @@ from tests.routes import WRITE_METHODS, allowed_methods, url_patterns
 from tests.world import World
 
 REASON = "audit coverage"
+PREVIEWED = "tomas.berg@example.com"  # a value for a preview to name a pseudonym of
 CONVERSATION = "conversations/<str:conversation_id>"
 OBSERVATION = f"{CONVERSATION}/observations/<str:observation_id>"
 REFLECTION = f"{CONVERSATION}/reflections/<str:reflection_id>"
@@ -365,6 +366,12 @@ AUDITED: dict[str, Door] = {
             ),
         )[1],
     ),
+    # And which pseudonym a value has: a compliance key's preview names it (an agent
+    # key's is told types only, and writes nothing).
+    "POST v1/redaction/preview": Door(
+        "redaction.preview",
+        lambda w: _json(w.api, "post", "/v1/redaction/preview", {"text": f"Mail {PREVIEWED}"}),
+    ),
     "POST v1/legal-holds": Door(
         "legal_hold.place",
         lambda w: _json(w.api, "post", "/v1/legal-holds", {"userId": "dana", "reason": REASON}),
@@ -412,7 +419,8 @@ AUDITED: dict[str, Door] = {
         "message.reveal",
         lambda w: w.admin.post(
             f"/conversations/{w.scanned_message.conversation_id}/messages/"
-            f"{w.scanned_message.pk}/reveal/"
+            f"{w.scanned_message.pk}/reveal/",
+            {"reason": REASON},
         ),
     ),
     f"POST {PAGE}observations/add/": Door(
@@ -530,6 +538,10 @@ AUDITED: dict[str, Door] = {
             ),
         )[1],
     ),
+    "POST compliance/redaction/preview/": Door(
+        "redaction.preview",
+        lambda w: w.compliance.post("/compliance/redaction/preview/", {"text": PREVIEWED}),
+    ),
     "POST compliance/retention/run/": Door(
         "retention_sweep.request", lambda w: w.compliance.post("/compliance/retention/run/")
     ),
@@ -639,8 +651,6 @@ NOT_CHANGES: dict[str, str] = {
     ),
     f"POST {PAGE}observe/": "the dashboard's observe now: as POST v1/.../observe",
     f"POST {PAGE}reflect/": "the dashboard's reflect now: as POST v1/.../reflect",
-    "POST v1/redaction/preview": "redacts a text it is sent and stores nothing",
-    "POST compliance/redaction/preview/": "redacts a text it is sent and stores nothing",
     "POST v1/retention/dry-run": (
         "counts what a sweep would delete and deletes nothing (the preview is kept as a "
         "completed dry-run sweep, for the history)"

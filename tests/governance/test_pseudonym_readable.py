@@ -22,8 +22,10 @@ from memory.services.messages import MessageInput, messages_append
 LABEL = re.compile(r"<[A-Z_]+_\d+>")
 
 
-def _preview(api, text: str) -> dict:
-    response = api.post("/v1/redaction/preview", {"text": text}, format="json")
+def _preview(client, text: str) -> dict:
+    """The preview ``client``'s key gets. The tests of labels use a compliance key's: an
+    agent key is told each value's type, never its pseudonym."""
+    response = client.post("/v1/redaction/preview", {"text": text}, format="json")
     assert response.status_code == 200
     return response.json()
 
@@ -35,9 +37,9 @@ def _labels(text: str) -> list[str]:
 # --- one person, one label ------------------------------------------------------------------
 
 
-def test_the_preview_gives_both_mentions_of_maria_lopez_one_label(api):
+def test_the_preview_gives_both_mentions_of_maria_lopez_one_label(compliance_api):
     body = _preview(
-        api,
+        compliance_api,
         "Maria Lopez called about her order. Later Maria Lopez wrote again, and Tom Berg replied.",
     )
 
@@ -47,21 +49,22 @@ def test_the_preview_gives_both_mentions_of_maria_lopez_one_label(api):
     assert body["newPseudonyms"] == ["<PERSON_1>", "<PERSON_2>"]
 
 
-def test_a_name_after_i_am_is_the_name_alone(api):
-    body = _preview(api, "Hi, I'm Maria Gonzalez and my parcel is late.")
+def test_a_name_after_i_am_is_the_name_alone(compliance_api):
+    body = _preview(compliance_api, "Hi, I'm Maria Gonzalez and my parcel is late.")
 
     assert body["redactedText"] == "Hi, I'm <PERSON_1> and my parcel is late."
 
 
-def test_a_possessive_stays_outside_the_label(api):
-    body = _preview(api, "Priya Raman wrote back. Priya Raman's parcel is in Leeds.")
+def test_a_possessive_stays_outside_the_label(compliance_api):
+    body = _preview(compliance_api, "Priya Raman wrote back. Priya Raman's parcel is in Leeds.")
 
     assert body["redactedText"].startswith("<PERSON_1> wrote back. <PERSON_1>'s parcel is in ")
 
 
-def test_a_first_name_alone_is_the_full_names_person_when_only_one_has_it(api):
+def test_a_first_name_alone_is_the_full_names_person_when_only_one_has_it(compliance_api):
     body = _preview(
-        api, "Maria Lopez called about her refund. Maria wants it by Friday, Tom Berg said."
+        compliance_api,
+        "Maria Lopez called about her refund. Maria wants it by Friday, Tom Berg said.",
     )
 
     assert body["redactedText"] == (
@@ -69,9 +72,10 @@ def test_a_first_name_alone_is_the_full_names_person_when_only_one_has_it(api):
     )
 
 
-def test_a_first_name_two_people_share_keeps_a_label_of_its_own(api):
+def test_a_first_name_two_people_share_keeps_a_label_of_its_own(compliance_api):
     body = _preview(
-        api, "Maria Lopez and Maria Gonzalez called. Maria wants a refund, said Tom Berg."
+        compliance_api,
+        "Maria Lopez and Maria Gonzalez called. Maria wants a refund, said Tom Berg.",
     )
 
     labels = _labels(body["redactedText"])
@@ -80,10 +84,10 @@ def test_a_first_name_two_people_share_keeps_a_label_of_its_own(api):
     assert len({lopez, gonzalez, maria}) == 3
 
 
-def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(api, workspace):
+def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(compliance_api, workspace):
     # Alone, the small pipeline reads "Zorbo Quill again?" as an organisation: nothing
     # is found in a workspace that never met her.
-    assert _preview(api, "Zorbo Quill again?")["findings"] == []
+    assert _preview(compliance_api, "Zorbo Quill again?")["findings"] == []
     conversation = conversation_create(workspace=workspace, user_id="dana")
     messages_append(
         conversation=conversation,
@@ -94,11 +98,30 @@ def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(api, wor
     )
     [label] = _labels(reading.contents[0])
 
-    body = _preview(api, "Zorbo Quill again?")
+    body = _preview(compliance_api, "Zorbo Quill again?")
 
     assert body["redactedText"] == f"{label} again?"
     assert [f["recognizer"] for f in body["findings"]] == ["KnownPseudonym"]
     assert body["newPseudonyms"] == []
+
+
+def test_an_agent_key_is_not_told_that_the_workspace_holds_a_name(api, workspace):
+    before = _preview(api, "Zorbo Quill again?")
+    conversation = conversation_create(workspace=workspace, user_id="dana")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="Is Zorbo Quill home?")],
+    )
+    reading = observer_reading(
+        conversation=conversation, messages=list(conversation.messages.all()), tool_outputs=[]
+    )
+    assert _labels(reading.contents[0])  # the workspace now holds her pseudonym
+
+    after = _preview(api, "Zorbo Quill again?")
+
+    # Only the mapping would find her here: the agent's answer is the one it got before.
+    assert after == before
+    assert (after["findings"], after["redactedText"]) == ([], "Zorbo Quill again?")
 
 
 # --- things are not people ------------------------------------------------------------------
@@ -111,8 +134,8 @@ SHOPPING_CHAT = (
 )
 
 
-def test_products_brands_works_months_and_seasons_are_not_people_or_places(api):
-    redacted = _preview(api, SHOPPING_CHAT)["redactedText"]
+def test_products_brands_works_months_and_seasons_are_not_people_or_places(compliance_api):
+    redacted = _preview(compliance_api, SHOPPING_CHAT)["redactedText"]
 
     for kept in (
         "Philips Hue White Starter Kit",
@@ -129,10 +152,10 @@ def test_products_brands_works_months_and_seasons_are_not_people_or_places(api):
     assert "Leeds" not in redacted
 
 
-def test_things_with_first_names_in_them_are_not_people(api):
+def test_things_with_first_names_in_them_are_not_people(compliance_api):
     text = "The Brooklyn Museum and the Green Party both use Amazon Alexa, said Dana Whitfield."
 
-    redacted = _preview(api, text)["redactedText"]
+    redacted = _preview(compliance_api, text)["redactedText"]
 
     assert "Brooklyn Museum" in redacted and "Green Party" in redacted
     assert "Amazon Alexa" in redacted
@@ -159,16 +182,16 @@ def test_things_with_first_names_in_them_are_not_people(api):
         ),
     ],
 )
-def test_common_words_and_words_cut_out_of_names_are_not_people(api, text, person):
-    redacted = _preview(api, text)["redactedText"]
+def test_common_words_and_words_cut_out_of_names_are_not_people(compliance_api, text, person):
+    redacted = _preview(compliance_api, text)["redactedText"]
 
     assert redacted == text.replace(person, "<PERSON_1>")
 
 
-def test_a_common_word_after_a_word_of_kinship_is_still_a_name(api):
+def test_a_common_word_after_a_word_of_kinship_is_still_a_name(compliance_api):
     text = "I would like to remove my kid Mali from the will, and my friend Sky from the list."
 
-    redacted = _preview(api, text)["redactedText"]
+    redacted = _preview(compliance_api, text)["redactedText"]
 
     assert "Mali" not in redacted and "Sky" not in redacted
     assert _labels(redacted) == ["<PERSON_1>", "<PERSON_2>"]
@@ -183,17 +206,17 @@ def test_a_common_word_after_a_word_of_kinship_is_still_a_name(api):
         ("Alice's email bounced again.", "Alice"),
     ],
 )
-def test_a_name_the_tagger_mislabels_is_still_a_person(api, text, person):
-    redacted = _preview(api, text)["redactedText"]
+def test_a_name_the_tagger_mislabels_is_still_a_person(compliance_api, text, person):
+    redacted = _preview(compliance_api, text)["redactedText"]
 
     assert person not in redacted
     assert _labels(redacted)[0].startswith("<PERSON_")
 
 
-def test_a_place_is_a_place_where_something_is_placed(api):
-    redacted = _preview(api, "The party starts at 8 PM at the City Hall, Tom Berg said.")[
-        "redactedText"
-    ]
+def test_a_place_is_a_place_where_something_is_placed(compliance_api):
+    redacted = _preview(
+        compliance_api, "The party starts at 8 PM at the City Hall, Tom Berg said."
+    )["redactedText"]
 
     assert "City Hall" not in redacted and "Tom Berg" not in redacted
 

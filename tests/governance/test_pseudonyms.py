@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.core.serializers import serialize
@@ -246,13 +247,16 @@ def test_allocation_outside_a_transaction_is_refused(transactional_db):
 # --- preview --------------------------------------------------------------------------------------
 
 
-def test_a_preview_shows_known_and_next_pseudonyms_and_numbers_nothing(api, workspace):
+def test_a_compliance_key_sees_known_and_next_pseudonyms_audited_and_numbers_nothing(
+    compliance_api, workspace
+):
     _ingest(workspace, f"Mail {EMAIL}.")
     audit_before = AuditEvent.objects.count()
     text = f"Mail {OTHER_EMAIL}, {EMAIL} or {OTHER_EMAIL.upper()}."
 
-    body = api.post("/v1/redaction/preview", {"text": text}, format="json").json()
+    response = compliance_api.post("/v1/redaction/preview", {"text": text}, format="json")
 
+    body = response.json()
     assert body["redactedText"] == "Mail <EMAIL_ADDRESS_2>, <EMAIL_ADDRESS_1> or <EMAIL_ADDRESS_2>."
     assert [(f["pseudonym"], f["newPseudonym"]) for f in body["findings"]] == [
         ("<EMAIL_ADDRESS_2>", True),
@@ -260,14 +264,83 @@ def test_a_preview_shows_known_and_next_pseudonyms_and_numbers_nothing(api, work
         ("<EMAIL_ADDRESS_2>", True),
     ]
     assert body["newPseudonyms"] == ["<EMAIL_ADDRESS_2>"]
+    assert body["pseudonymsShown"] is True
+    assert response["Cache-Control"] == "private, no-store"
     assert Pseudonym.objects.count() == 1
+    # Which pseudonym a value has is a re-identification: recorded, as counts and types.
+    assert AuditEvent.objects.count() == audit_before + 1
+    event = AuditEvent.objects.get(action="redaction.preview")
+    assert (event.actor_type, event.actor_role) == ("api_key", "compliance")
+    assert (event.target_type, event.target_id) == ("workspace", str(workspace.pk))
+    assert event.after == {
+        "findings": 3,
+        "entities": {"EMAIL_ADDRESS": 3},
+        "knownPseudonyms": 1,
+        "newPseudonyms": 1,
+        "policyVersion": body["policyVersion"],
+        "draft": False,
+    }
+    trail = serialize("json", AuditEvent.objects.all())
+    for secret in (EMAIL, OTHER_EMAIL, OTHER_EMAIL.upper(), "tomas", "<EMAIL_ADDRESS_1>"):
+        assert secret not in trail
+
+
+def test_an_agent_key_is_told_what_was_found_never_which_pseudonym(
+    api, make_client, workspace, other_workspace
+):
+    text = f"Mail {OTHER_EMAIL}, {EMAIL} or {OTHER_EMAIL.upper()}."
+    stranger = make_client(other_workspace)  # a workspace that never met these values
+    _ingest(workspace, f"Mail {EMAIL}.")
+    audit_before = AuditEvent.objects.count()
+
+    response = api.post("/v1/redaction/preview", {"text": text}, format="json")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["redactedText"] == "Mail <EMAIL_ADDRESS>, <EMAIL_ADDRESS> or <EMAIL_ADDRESS>."
+    assert [
+        (f["entityType"], text[f["start"] : f["end"]], f["operator"], f["status"])
+        for f in body["findings"]
+    ] == [
+        ("EMAIL_ADDRESS", OTHER_EMAIL, "pseudonym", "applied"),
+        ("EMAIL_ADDRESS", EMAIL, "pseudonym", "applied"),
+        ("EMAIL_ADDRESS", OTHER_EMAIL.upper(), "pseudonym", "applied"),
+    ]
+    assert all(0 < f["score"] <= 1 for f in body["findings"])
+    assert {(f["pseudonym"], f["newPseudonym"]) for f in body["findings"]} == {(None, None)}
+    assert (body["newPseudonyms"], body["pseudonymsShown"]) == (None, False)
+    assert "_1>" not in response.content.decode() and "_2>" not in response.content.decode()
+    # Known or not, the answer is the same: it tells nothing of the workspace's mapping.
+    theirs = stranger.post("/v1/redaction/preview", {"text": text}, format="json").json()
+    assert {**theirs, "policyVersion": None} == {**body, "policyVersion": None}
     assert AuditEvent.objects.count() == audit_before
 
 
-def test_a_preview_under_another_operator_names_no_pseudonym(api, workspace):
+def test_a_curator_key_is_told_types_as_an_agent_key_is(curator_api, workspace):
+    _ingest(workspace, f"Mail {EMAIL}.")
+
+    body = curator_api.post("/v1/redaction/preview", {"text": EMAIL}, format="json").json()
+
+    assert (body["redactedText"], body["pseudonymsShown"]) == ("<EMAIL_ADDRESS>", False)
+    assert not AuditEvent.objects.filter(action="redaction.preview").exists()
+
+
+def test_a_preview_that_names_no_pseudonym_is_not_audited(compliance_api, workspace):
     set_policy(workspace, default_operator="replace")
 
-    body = api.post("/v1/redaction/preview", {"text": f"Mail {EMAIL}"}, format="json").json()
+    for text in ("Nothing personal here.", f"Mail {EMAIL}"):
+        response = compliance_api.post("/v1/redaction/preview", {"text": text}, format="json")
+        assert response.status_code == 200
+
+    assert not AuditEvent.objects.filter(action="redaction.preview").exists()
+
+
+def test_a_preview_under_another_operator_names_no_pseudonym(compliance_api, workspace):
+    set_policy(workspace, default_operator="replace")
+
+    body = compliance_api.post(
+        "/v1/redaction/preview", {"text": f"Mail {EMAIL}"}, format="json"
+    ).json()
 
     assert body["redactedText"] == "Mail <EMAIL_ADDRESS>"
     assert body["findings"][0]["pseudonym"] is None and body["newPseudonyms"] == []
@@ -349,20 +422,92 @@ def test_another_workspace_cannot_reveal_ours(make_client, workspace, other_work
     assert EMAIL not in response.content.decode()
 
 
+def _held_person(workspace: Workspace, number: int, name: str) -> Pseudonym:
+    """A stored PERSON pseudonym numbered ``number``, as older notes name it."""
+    return Pseudonym.objects.create(
+        workspace=workspace,
+        entity_type="PERSON",
+        number=number,
+        digest=value_digest(workspace_id=workspace.pk, entity_type="PERSON", value=name),
+        value_encrypted=pseudonyms_module.encrypt(name),
+    )
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "<PERSON_158>",
+        "<PERSON158>",
+        "PERSON158",
+        "<person_158>",
+        "Person158",
+        "<PERSON_158",
+        "person_158>",
+        "< PERSON_158 >",
+        "<PERSON_0158>",
+    ],
+)
+def test_a_label_is_revealed_as_memory_holds_it(compliance_api, workspace, written):
+    # Older notes hold misspelt labels (an engine wrote them before labels_as_given):
+    # whoever reads one there can paste it as it is.
+    _held_person(workspace, 158, "Priya Natarajan")
+
+    response = compliance_api.post(
+        f"/v1/redaction/pseudonyms/{quote(written, safe='')}/reveal",
+        {"reason": "subject access request"},
+        format="json",
+    )
+
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert (body["label"], body["entityType"], body["number"]) == ("<PERSON_158>", "PERSON", 158)
+    assert body["value"] == "Priya Natarajan"
+    event = AuditEvent.objects.get(action="redaction.pseudonym.reveal")
+    assert (event.target_type, event.target_id) == ("pseudonym", "<PERSON_158>")
+    assert "Priya" not in serialize("json", AuditEvent.objects.all())
+
+
+def test_a_misspelt_label_of_a_workspaces_own_type_is_revealed(compliance_api, workspace):
+    Pseudonym.objects.create(
+        workspace=workspace,
+        entity_type="ORDER_REF",
+        number=4,
+        digest=value_digest(workspace_id=workspace.pk, entity_type="ORDER_REF", value="ZX-99"),
+        value_encrypted=pseudonyms_module.encrypt("ZX-99"),
+    )
+
+    response = compliance_api.post(
+        "/v1/redaction/pseudonyms/%3CORDER_REF4%3E/reveal", {"reason": "audit"}, format="json"
+    )
+
+    assert response.status_code == 200, response.json()
+    assert (response.json()["label"], response.json()["value"]) == ("<ORDER_REF_4>", "ZX-99")
+
+
 @pytest.mark.parametrize(
     ("label", "status", "error"),
     [
         ("PERSON", 400, "invalid_label"),
-        ("<person_1>", 400, "invalid_label"),
         ("PERSON_0", 400, "invalid_label"),
+        ("<PERSON0>", 400, "invalid_label"),
+        ("Priya Natarajan", 400, "invalid_label"),
+        ("<PERSON_1> and <PERSON_2>", 400, "invalid_label"),
+        ("<WIDGET7>", 400, "invalid_label"),
+        ("PERSON_1x", 400, "invalid_label"),
+        ("<person_1>", 404, "not_found"),
         ("PERSON_9", 404, "not_found"),
     ],
 )
 def test_bad_labels_are_clear_errors(admin_api, workspace, label, status, error):
     response = admin_api.post(
-        f"/v1/redaction/pseudonyms/{label}/reveal", {"reason": "audit"}, format="json"
+        f"/v1/redaction/pseudonyms/{quote(label, safe='')}/reveal",
+        {"reason": "audit"},
+        format="json",
     )
     assert (response.status_code, response.json()["code"]) == (status, error)
+    if status == 400:
+        assert "<PERSON_2>" in response.json()["message"]
+    assert not AuditEvent.objects.filter(action="redaction.pseudonym.reveal").exists()
 
 
 def test_a_reveal_after_the_key_changed_says_so(admin_api, workspace, settings):

@@ -1,5 +1,7 @@
 """The workspace's redaction policy with a preview, and re-scans of the workspace's
-stored memory with their progress. Both need ``MANAGE_COMPLIANCE``."""
+stored memory with their progress. Both need ``MANAGE_COMPLIANCE``, which the roles that
+may reveal pseudonyms hold: the preview shows the pseudonym each value has or would get,
+and is audited when it names one (``redaction_preview_labelled``)."""
 
 from __future__ import annotations
 
@@ -23,10 +25,10 @@ from dashboard.forms import add_service_error
 from dashboard.rendering import INVALID, is_partial, render_page
 from governance.models import RedactionPolicy, RescanRun
 from governance.redaction.policy import redaction_policy_draft, redaction_policy_update
+from governance.redaction.preview import redaction_preview_labelled
 from governance.redaction.review import rescan_run_request
 from governance.selectors import (
     redaction_policy_or_defaults,
-    redaction_preview,
     rescan_run_list,
 )
 from tenancy.models import Capability
@@ -35,10 +37,14 @@ RECENT_RESCANS = 10
 RESCAN_POLL_SECONDS = 2
 
 
-def _preview(access: Access, text: str, policy: RedactionPolicy | None) -> dict[str, Any] | None:
+def _preview(
+    request: HttpRequest, access: Access, text: str, policy: RedactionPolicy | None
+) -> dict[str, Any] | None:
     if not text.strip():
         return None
-    preview = redaction_preview(workspace_id=access.workspace.pk, text=text, policy=policy)
+    preview = redaction_preview_labelled(
+        workspace_id=access.workspace.pk, text=text, actor=access.actor(request), policy=policy
+    )
     findings = [
         {"finding": finding, "value": text[finding.start : finding.end]}
         for finding in preview.findings
@@ -65,15 +71,20 @@ def _draft(access: Access, form: RedactionPolicyForm) -> tuple[RedactionPolicy |
     return draft, True
 
 
-def _preview_context(access: Access, text: str, form: RedactionPolicyForm | None) -> dict[str, Any]:
+def _preview_context(
+    request: HttpRequest, access: Access, text: str, form: RedactionPolicyForm | None
+) -> dict[str, Any]:
     """The text under the saved policy and, when the form holds unsaved changes, under
     the draft beside it."""
-    context: dict[str, Any] = {"preview_text": text, "saved_preview": _preview(access, text, None)}
+    context: dict[str, Any] = {
+        "preview_text": text,
+        "saved_preview": _preview(request, access, text, None),
+    }
     if form is not None and form.is_bound:
         draft, valid = _draft(access, form)
         context["draft_invalid"] = not valid
         if draft is not None:
-            context["draft_preview"] = _preview(access, text, draft)
+            context["draft_preview"] = _preview(request, access, text, draft)
     return context
 
 
@@ -97,7 +108,7 @@ def _redaction_response(
         "rescan_form": RescanForm(
             initial={"reason": f"Redaction policy changed to version {policy.version}"}
         ),
-        **_preview_context(access, preview_text, form if form.is_bound else None),
+        **_preview_context(request, access, preview_text, form if form.is_bound else None),
     }
     response = render_page(request, template, access, context, status=status)
     if preview_text:
@@ -173,7 +184,7 @@ def redaction_policy_preview(request: HttpRequest) -> HttpResponse:
         return _redaction_response(
             request, access, form or RedactionPolicyForm.of(stored), preview_text=text
         )
-    context = {"policy": stored, **_preview_context(access, text, form)}
+    context = {"policy": stored, **_preview_context(request, access, text, form)}
     response = render_page(request, "dashboard/compliance/redaction.html#preview", access, context)
     response["Cache-Control"] = "private, no-store"
     return response

@@ -6,6 +6,7 @@ show the pseudonym a value becomes."""
 from __future__ import annotations
 
 import pytest
+from django.core.serializers import serialize
 
 from governance.erasure import erasure_execute, erasure_request_create
 from governance.models import AuditEvent, RedactionFinding, RedactionPolicy
@@ -70,6 +71,7 @@ def test_a_reveal_with_a_reason_shows_the_value_and_is_audited(login, role, pseu
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="reveal"') and "<html" not in html
     assert f'<pre class="pseudonym-value">{EMAIL}</pre>' in html
+    assert 'id="pseudonym-asked-as"' not in html  # asked for as it is written
     assert response["Cache-Control"] == "private, no-store"
     event = AuditEvent.objects.get(action="redaction.pseudonym.reveal")
     assert (event.target_id, event.reason) == ("<EMAIL_ADDRESS_1>", "subject access request")
@@ -90,10 +92,24 @@ def test_a_reveal_without_a_reason_is_refused(login, pseudonymised):
     assert not AuditEvent.objects.filter(action="redaction.pseudonym.reveal").exists()
 
 
+@pytest.mark.parametrize("written", ["<EMAIL_ADDRESS1>", "EMAIL_ADDRESS1", "email_address_1>"])
+def test_a_label_is_revealed_as_memory_holds_it(login, pseudonymised, written):
+    response = _reveal(login("compliance"), label=written)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f'<pre class="pseudonym-value">{EMAIL}</pre>' in html
+    assert "<h3><code>&lt;EMAIL_ADDRESS_1&gt;</code></h3>" in html
+    assert 'id="pseudonym-asked-as"' in html
+    event = AuditEvent.objects.get(action="redaction.pseudonym.reveal")
+    assert event.target_id == "<EMAIL_ADDRESS_1>"
+
+
 @pytest.mark.parametrize(
     ("label", "message"),
     [
-        ("PERSON", "A pseudonym is written &lt;ENTITY_TYPE_n&gt;"),
+        ("PERSON", "is not a pseudonym"),
+        (EMAIL, "is not a pseudonym"),
         ("<EMAIL_ADDRESS_7>", "No pseudonym &lt;EMAIL_ADDRESS_7&gt; in this workspace."),
     ],
 )
@@ -102,6 +118,8 @@ def test_a_bad_label_is_shown_next_to_the_field(login, pseudonymised, label, mes
 
     assert response.status_code == 422
     assert message in response.content.decode()
+    assert '<pre class="pseudonym-value">' not in response.content.decode()
+    assert not AuditEvent.objects.filter(action="redaction.pseudonym.reveal").exists()
 
 
 def test_another_workspaces_pseudonym_cannot_be_revealed(login, other_workspace, pseudonymised):
@@ -165,6 +183,25 @@ def test_the_preview_shows_the_pseudonym_a_value_would_become(login, pseudonymis
     assert '<code class="preview-pseudonym">&lt;EMAIL_ADDRESS_1&gt;</code></td>' in body
     assert '<code class="preview-pseudonym">&lt;EMAIL_ADDRESS_2&gt;</code> <span' in body
     assert RedactionFinding.objects.count() == 1  # the preview wrote nothing
+
+
+def test_a_preview_that_names_a_pseudonym_is_audited_without_the_text(login, pseudonymised):
+    client = login("compliance")
+
+    client.post("/compliance/redaction/preview/", {"text": "Nothing personal."}, **HX)
+    assert not AuditEvent.objects.filter(action="redaction.preview").exists()
+    client.post("/compliance/redaction/preview/", {"text": f"Mail {EMAIL}, Dana"}, **HX)
+
+    event = AuditEvent.objects.get(action="redaction.preview")
+    assert (event.actor_type, event.actor_id, event.actor_role) == (
+        "user",
+        str(client.user.pk),
+        "compliance",
+    )
+    assert event.after["knownPseudonyms"] == 1 and event.after["draft"] is False
+    assert event.after["entities"]["EMAIL_ADDRESS"] == 1
+    trail = serialize("json", AuditEvent.objects.all())
+    assert EMAIL not in trail and "Dana" not in trail and "<EMAIL_ADDRESS_1>" not in trail
 
 
 def test_the_review_queue_shows_what_a_finding_becomes(login, workspace):
