@@ -18,6 +18,10 @@ class Conversation(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
     user_id = models.CharField(max_length=255, blank=True, default="")
     title = models.CharField(max_length=255, blank=True, default="")
+    # What pages show of the title: each value the redaction policy finds in it masked
+    # as its entity type, worked out once when the conversation is created. The API
+    # answers the title as the client sent it, as it does messages.
+    title_masked = models.TextField(blank=True, default="")
     metadata = ClientJSONField(default=dict, blank=True)
     # Labels that retention policies select on (e.g. "billing", "eu").
     tags = models.JSONField(default=list, blank=True)
@@ -40,6 +44,11 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return str(self.id)
+
+    @property
+    def shown_title(self) -> str:
+        """The title as every dashboard page shows it, to every role: masked."""
+        return self.title_masked if self.title_masked or not self.title else "(title not scanned)"
 
     @property
     def effective_observer_threshold(self) -> int:

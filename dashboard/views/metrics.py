@@ -33,5 +33,5 @@ def metrics(request: HttpRequest) -> HttpResponse:
         return render_page(request, f"{template}#charts", access, context)
     context["recent"] = conversation_search(
         workspace=access.workspace, filters=ConversationFilters()
-    ).values("pk", "title", "user_id")[:50]
+    ).only("pk", "title", "title_masked", "user_id")[:50]
     return render_page(request, template, access, context)

@@ -22,7 +22,7 @@ def _transcript_lines(conversation: Conversation) -> Iterator[str]:
     yield f"Conversation {conversation.pk}\n"
     yield f"Workspace:  {conversation.workspace.name}\n"
     yield f"End user:   {conversation.user_id or '-'}\n"
-    yield f"Title:      {conversation.title or '-'}\n"
+    yield f"Title:      {conversation.shown_title or '-'}\n"
     yield f"Started:    {conversation.created_at:%Y-%m-%d %H:%M:%S} UTC\n"
     yield "Personal data the scan found is shown as <ENTITY_TYPE>.\n\n"
     for seq, role, name, created_at, tool_name, content, pending in transcript_rows(
@@ -43,7 +43,7 @@ TRANSCRIPT_STYLE = (
 
 
 def _transcript_page(conversation: Conversation, lines: Iterator[str]) -> Iterator[str]:
-    title = escape(conversation.title or "untitled conversation")
+    title = escape(conversation.shown_title or "untitled conversation")
     yield (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'

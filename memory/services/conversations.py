@@ -16,7 +16,11 @@ from core.errors import MemdeskError
 from core.transactions import retried_on_conflict
 from governance.audit.writer import audit_record, audit_text_digest
 from governance.holds import LegalHoldError, conversation_delete_check
-from governance.redaction.gates import conversation_pseudonyms, pseudonyms_release
+from governance.redaction.gates import (
+    conversation_pseudonyms,
+    pseudonyms_release,
+    texts_masked_for_display,
+)
 from memory.models import Conversation
 from tenancy.models import ApiKey, Workspace
 
@@ -29,11 +33,15 @@ def conversation_create(
     metadata: dict[str, Any] | None = None,
     created_at: datetime | None = None,
 ) -> Conversation:
+    """A new conversation. Its title is shown on pages masked (``title_masked``): the
+    one pass of the redaction engine here runs only for a conversation with a title."""
     now = created_at or timezone.now()
+    [title_masked] = texts_masked_for_display(workspace_id=workspace.pk, texts=[title])
     return Conversation.objects.create(
         workspace=workspace,
         user_id=user_id,
         title=title,
+        title_masked=title_masked,
         metadata=metadata or {},
         created_at=now,
         updated_at=now,
