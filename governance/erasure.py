@@ -17,6 +17,7 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import MemdeskError
 from core.queue import enqueue_on_commit
+from core.signals import rows_erased
 from governance.audit.writer import audit_record, require_reason
 from governance.holds import legal_holds_released_delete
 from governance.models import (
@@ -179,8 +180,10 @@ def erasure_execute(*, request_id: int, final_attempt: bool = True) -> ErasureOu
     reflections, Observer and Reflector runs, redaction findings, restricted originals,
     observation versions, released holds, pseudonym sightings), forgetting the
     pseudonyms no other message holds, then stored idempotent replies that repeat
-    them. A legal hold found at any point stops it as refused; what was erased before
-    stays erased, with its receipts."""
+    them. Then ``core.signals.rows_erased`` lets memory purge its search index of the
+    deleted words (SQLite's FTS5 keeps them in older segments). A legal hold found at
+    any point stops it as refused; what was erased before stays erased, with its
+    receipts."""
     claimed = ErasureRequest.objects.filter(
         pk=request_id, status=ErasureRequest.Status.PENDING
     ).update(status=ErasureRequest.Status.RUNNING)
@@ -257,6 +260,10 @@ def erasure_execute(*, request_id: int, final_attempt: bool = True) -> ErasureOu
                 "hashOf": ERASURE_HASH_OF,
             },
             reason=request.reason,
+        )
+    if erased:
+        rows_erased.send(
+            sender=ErasureRequest, workspace_id=request.workspace_id, conversation_ids=erased
         )
     logger.info("erasure %s: %s, deleted %s", request.pk, status, counts)
     return ErasureOutcome(request)

@@ -135,3 +135,45 @@ def shared_get(slot: str, stamp: str) -> Any:
 
 def shared_put(slot: str, stamp: str, value: Any) -> None:
     cache.set(slot, (stamp, value), CACHE_SECONDS)
+    # Every slot of a conversation (or an end user's memory) is listed under its id, so
+    # that a deletion can take them all (``caches_forget``): a body holds the messages.
+    owner = _slots_of(_owner_of(slot))
+    slots = cache.get(owner) or []
+    if slot not in slots:
+        cache.set(owner, [*slots, slot][-SLOTS_LISTED:], CACHE_SECONDS)
+
+
+# How many slots one conversation's list names (formats x budgets x naming a client
+# asks for; a handful in practice). A slot pushed out of the list expires on its own.
+SLOTS_LISTED = 256
+
+
+def _owner_of(key: str) -> str:
+    """The conversation (or end user) id a key names: ``memdesk:ctx:<version>:<id>:...``."""
+    parts = key.split(":")
+    return parts[3] if len(parts) > 3 else ""
+
+
+def _slots_of(owner_id: str) -> str:
+    return f"memdesk:ctxslots:{owner_id}"
+
+
+def caches_forget(owner_ids: Any) -> int:
+    """Drop every cached part rendered from these conversations (or end users' memory),
+    in this worker and in the shared cache: after a deletion or an erasure nothing the
+    cache keeps repeats their messages. Another worker's own LRU keeps its entries until
+    they are pushed out; it never serves them (their keys name versions no read asks for
+    once the rows are gone). Returns how many shared slots went."""
+    ids = [str(i) for i in owner_ids]
+    if not ids:
+        return 0
+    with _local_lock:
+        for store in (_LOCAL, _BODIES):
+            for key in [k for k in store if _owner_of(k) in ids]:
+                store.pop(key, None)
+        for pair in [p for p in _TAIL_KEYS if str(p[0]) in ids]:
+            del _TAIL_KEYS[pair]
+    owners = [_slots_of(i) for i in ids]
+    slots = [slot for listed in cache.get_many(owners).values() for slot in listed]
+    cache.delete_many([*slots, *owners])
+    return len(slots)

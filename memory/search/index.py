@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Sequence
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import models
+from django.db import connection, models
 from django.utils import timezone
 
 
@@ -462,3 +462,15 @@ def create_sql(vendor: str) -> list[str]:
 
 def drop_sql(vendor: str) -> list[str]:
     return _sql(vendor)[1]
+
+
+def index_purge_deleted() -> None:
+    """Leave no deleted row's words in the index (after an erasure). On SQLite, FTS5
+    records a deletion as a marker in a new segment and keeps the row's tokens in the
+    older segments until they merge; ``optimize`` merges every segment into one,
+    without them. It rewrites the whole index (docs/deployment.md says what that
+    costs). PostgreSQL deletes the row, and its tsvector with it: nothing to do."""
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {SQLITE_FTS} ({SQLITE_FTS}) VALUES ('optimize')")  # noqa: S608

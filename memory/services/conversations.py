@@ -21,7 +21,9 @@ from governance.redaction.gates import (
     pseudonyms_release,
     texts_masked_for_display,
 )
+from memory.context.caches import caches_forget
 from memory.models import Conversation
+from memory.search.index import index_purge_deleted
 from tenancy.models import ApiKey, Workspace
 
 
@@ -67,6 +69,8 @@ def conversation_delete(
     if actor.type == ActorType.API_KEY and actor.role == ApiKey.Scope.AGENT:
         reason = AGENT_DELETE_REASON + (f": {reason.strip()}" if reason.strip() else "")
         deleted_by = {"deletedBy": {"apiKey": actor.name, "apiKeyId": actor.id}}
+    # The trail outlives the conversation: a reason quoting it keeps no value.
+    [reason] = texts_masked_for_display(workspace_id=conversation.workspace_id, texts=[reason])
     # A worker writing the conversation's scans or memory at the same moment can
     # deadlock with the cascade on PostgreSQL; the whole delete is tried again.
     return retried_on_conflict(
@@ -121,7 +125,17 @@ def _conversation_delete_once(
             conversation_id=conversation_id,
             reason=reason,
         )
+        # Its cached contexts repeat its messages: they go with it.
+        transaction.on_commit(lambda: caches_forget([conversation_id]))
     return counts
+
+
+def conversation_traces_purge(*, conversation_ids: Any, **_: Any) -> None:
+    """After an erasure deleted these conversations (``core.signals.rows_erased``):
+    their words leave the search index's older segments, and their cached contexts
+    leave the caches."""
+    index_purge_deleted()
+    caches_forget(conversation_ids)
 
 
 def memory_version_bump(conversation_id: uuid.UUID) -> None:

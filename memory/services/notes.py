@@ -11,7 +11,11 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import MemdeskError
 from governance.audit.writer import audit_record, audit_text_digest, require_reason
-from governance.redaction.gates import RedactionGateError, redaction_gate_for_written_note
+from governance.redaction.gates import (
+    RedactionGateError,
+    redaction_gate_for_written_note,
+    texts_masked_for_display,
+)
 from memory.grounding import grounding_score
 from memory.models import (
     MemoryNote,
@@ -49,6 +53,14 @@ def edit_reason(
             "Send at least one of content (or text), priority, referencedAt, tags.",
         )
     return reason
+
+
+def reason_for_trail(reason: str, *, workspace_id: Any) -> str:
+    """A correction's reason as the audit trail and the note's versions keep it: each
+    value the workspace's policy finds masked as its entity type ("quoting <PERSON>").
+    A reason often quotes the memory it corrects, and the trail outlives the memory."""
+    [masked] = texts_masked_for_display(workspace_id=workspace_id, texts=[reason])
+    return masked
 
 
 def validate_priority(priority: str) -> None:

@@ -36,6 +36,7 @@ from memory.services.notes import (
     note_revert,
     note_snapshot,
     note_text_gated,
+    reason_for_trail,
     unknown_version,
     validate_priority,
 )
@@ -178,6 +179,7 @@ def observation_update(
     reason = edit_reason(
         reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
+    reason = reason_for_trail(reason, workspace_id=observation.conversation.workspace_id)
     action = edit_action(
         "observation", text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
@@ -204,6 +206,7 @@ def observation_delete(*, observation: Observation, actor: Actor, reason: str) -
     """Delete an observation, keeping its last version. Reflections built from it stop
     being served at once and are re-derived from their other sources."""
     reason = require_reason(reason, message=REASON_REQUIRED)
+    reason = reason_for_trail(reason, workspace_id=observation.conversation.workspace_id)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
         note_deletion_record(locked, action="observation.delete", actor=actor, reason=reason)
@@ -220,6 +223,7 @@ def observation_revert(
     itself an edit: it keeps the version it replaces and is audited as a revert, and
     reflections built from the observation are re-derived."""
     reason = require_reason(reason, message=REASON_REQUIRED)
+    reason = reason_for_trail(reason, workspace_id=observation.conversation.workspace_id)
     target = ObservationVersion.objects.filter(
         observation_id=observation.pk, version=version
     ).first()

@@ -18,6 +18,7 @@ from memory.services.notes import (
     note_deletion_record,
     note_edit,
     note_revert,
+    reason_for_trail,
     unknown_version,
 )
 
@@ -64,6 +65,7 @@ def reflection_update(
     reason = edit_reason(
         reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
+    reason = reason_for_trail(reason, workspace_id=reflection.conversation.workspace_id)
     with transaction.atomic():
         locked = _reflection_locked(reflection)
         note_edit(
@@ -86,6 +88,7 @@ def reflection_delete(*, reflection: Reflection, actor: Actor, reason: str) -> N
     once. Its source observations stay stored and reflected, so they are not served in
     its place and the Reflector does not bring it back; delete them too to remove them."""
     reason = require_reason(reason, message=REASON_REQUIRED)
+    reason = reason_for_trail(reason, workspace_id=reflection.conversation.workspace_id)
     with transaction.atomic():
         locked = _reflection_locked(reflection, superseded_ok=True)
         note_deletion_record(locked, action="reflection.delete", actor=actor, reason=reason)
@@ -98,6 +101,7 @@ def reflection_revert(
     """Restore an earlier version's text, priority, event date and tags: an edit like
     ``reflection_update``, kept and audited as a revert."""
     reason = require_reason(reason, message=REASON_REQUIRED)
+    reason = reason_for_trail(reason, workspace_id=reflection.conversation.workspace_id)
     target = ReflectionVersion.objects.filter(reflection_id=reflection.pk, version=version).first()
     if target is None:
         raise unknown_version("reflection", version)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from governance.audit.writer import audit_text_digest
 from governance.models import AuditEvent
 from memory.models import Message, Observation, ObservationVersion
 
@@ -124,8 +125,8 @@ def test_edit_with_a_reason_bumps_version_keeps_history_and_audits(
         (1, "User prefers email.", "customer corrected us")
     ]
     event = AuditEvent.objects.get(action="observation.edit", target_id=observation_body["id"])
-    assert event.before["text"] == "User prefers email."
-    assert event.after["text"] == "User prefers SMS."
+    assert event.before["textDigest"] == audit_text_digest("User prefers email.")
+    assert event.after["textDigest"] == audit_text_digest("User prefers SMS.")
     assert event.reason == "customer corrected us"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from governance.audit.writer import audit_text_digest
 from governance.models import AuditEvent
 from memory.models import Observation, Reflection, ReflectionVersion
 from tests.memory.factories import ObservationFactory, ReflectionFactory
@@ -68,9 +69,9 @@ def test_an_edit_keeps_the_previous_version_with_a_diff_and_is_audited(curator_a
     assert "-User prefers email." in version["diff"]
     assert "+User prefers SMS." in version["diff"]
     event = AuditEvent.objects.get(action="reflection.edit", target_id=str(reflection.pk))
-    assert (event.before["text"], event.after["text"], event.reason) == (
-        "User prefers email.",
-        "User prefers SMS.",
+    assert (event.before["textDigest"], event.after["textDigest"], event.reason) == (
+        audit_text_digest("User prefers email."),
+        audit_text_digest("User prefers SMS."),
         "customer corrected us",
     )
 
