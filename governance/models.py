@@ -7,6 +7,9 @@ chain.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.db import models
 from django.utils import timezone
 
@@ -36,6 +39,7 @@ class AuditEvent(models.Model):
     class ChainVersion(models.IntegerChoices):
         SHA256 = 1, "SHA-256, unkeyed (events written before keyed chains)"
         HMAC_SHA256 = 2, "HMAC-SHA256 keyed with the audit key"
+        HMAC_SHA256_RECHAINED = 3, "HMAC-SHA256, re-chained after its texts were scrubbed"
 
     workspace = models.ForeignKey(
         "tenancy.Workspace", on_delete=models.PROTECT, related_name="audit_events"
@@ -118,6 +122,48 @@ class AuditChainHead(models.Model):
 
     def __str__(self) -> str:
         return f"audit head {self.workspace_id} #{self.sequence}"
+
+
+class AuditRechain(models.Model):
+    """One re-chain of a workspace's audit events (``audit_scrub_texts``): the memory
+    texts of stored events were replaced by their digests, and the events from
+    ``first_sequence`` to ``last_sequence`` were hashed again. ``old_hashes`` are their
+    hashes before, in sequence order: what the signed checkpoints written before the
+    re-chain name, so those checkpoints still verify, while the texts are gone. The
+    ``audit.rechain`` event that follows the range in the chain holds a digest of this
+    row, and verification trusts the row only when that event agrees with it."""
+
+    workspace = models.ForeignKey("tenancy.Workspace", on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    first_sequence = models.PositiveBigIntegerField()
+    last_sequence = models.PositiveBigIntegerField()
+    old_hashes = models.JSONField()
+    old_head_hash = models.CharField(max_length=64)
+    new_head_hash = models.CharField(max_length=64)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"audit re-chain {self.workspace_id} #{self.first_sequence}-#{self.last_sequence}"
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None:
+            raise PermissionError("Audit re-chains are append-only: they cannot be changed.")
+        super().save(*args, **kwargs)
+
+    ACTION = "audit.rechain"
+
+    def summary(self) -> dict[str, object]:
+        """What the ``audit.rechain`` event records of this row (with its counts): the
+        range, both heads and a digest of the old hashes."""
+        old_hashes = json.dumps(self.old_hashes, separators=(",", ":")).encode()
+        return {
+            "firstSequence": self.first_sequence,
+            "lastSequence": self.last_sequence,
+            "oldHeadHash": self.old_head_hash,
+            "newHeadHash": self.new_head_hash,
+            "oldHashesDigest": hashlib.sha256(old_hashes).hexdigest(),
+        }
 
 
 # --- redaction --------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hmac
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -19,8 +19,13 @@ from governance.audit.checkpoints import (
     checkpoints_read,
     utc_text,
 )
-from governance.audit.writer import GENESIS_HASH, audit_event_hash, audit_keys
-from governance.models import AuditChainHead, AuditEvent
+from governance.audit.writer import (
+    GENESIS_HASH,
+    KEYED_CHAIN_VERSIONS,
+    audit_event_hash,
+    audit_keys,
+)
+from governance.models import AuditChainHead, AuditEvent, AuditRechain
 
 VERIFY_BATCH = 2000
 # A checkpoint is written just after its transaction commits: events younger than this
@@ -83,7 +88,7 @@ def _event_problem(
                 "written (its SHA-256 hash no longer matches)"
             )
         return ""
-    if event.chain_version != versions.HMAC_SHA256:
+    if event.chain_version not in KEYED_CHAIN_VERSIONS:
         return (
             f"{_event_words(event)} names hash scheme {event.chain_version}, which this "
             "release does not know: it was rewritten"
@@ -105,10 +110,14 @@ def _event_problem(
 
 
 def _checkpoint_problem(
-    event: AuditEvent, checkpoints: Iterable[Checkpoint], *, last_matching: int
+    event: AuditEvent,
+    checkpoints: Iterable[Checkpoint],
+    *,
+    last_matching: int,
+    old_hashes: Collection[str],
 ) -> str:
     for checkpoint in checkpoints:
-        if checkpoint.hash == event.hash:
+        if checkpoint.hash == event.hash or checkpoint.hash in old_hashes:
             continue
         rewritten = (
             f"event #{event.sequence} was rewritten"
@@ -122,6 +131,28 @@ def _checkpoint_problem(
             "recomputed"
         )
     return ""
+
+
+def _rechained_old_hashes(workspace_id: uuid.UUID) -> dict[int, set[str]]:
+    """The hashes events had before they were re-chained, by sequence: what checkpoints
+    written before a re-chain name. Only from the re-chain records that an
+    ``audit.rechain`` event of the chain agrees with; the walk verifies that event with
+    the rest, so a record nobody with the key wrote into the chain excuses nothing."""
+    vouched = [
+        after
+        for after in AuditEvent.objects.filter(
+            workspace_id=workspace_id, action=AuditRechain.ACTION
+        ).values_list("after", flat=True)
+        if isinstance(after, dict)
+    ]
+    old_hashes: dict[int, set[str]] = defaultdict(set)
+    for rechain in AuditRechain.objects.filter(workspace_id=workspace_id).order_by("id"):
+        summary = rechain.summary().items()
+        if not any(summary <= after.items() for after in vouched):
+            continue
+        for offset, old_hash in enumerate(rechain.old_hashes):
+            old_hashes[rechain.first_sequence + offset].add(old_hash)
+    return old_hashes
 
 
 def audit_checkpoint_lines(*, workspace_id: uuid.UUID | None = None) -> list[CheckpointLine]:
@@ -144,7 +175,9 @@ def audit_chain_verify(
     removed or inserted event (a gap in the sequence, or a broken link), a chain rewritten
     with recomputed hashes (it no longer matches a checkpoint), a removed tail (a
     checkpoint, or the chain head kept in a separate row, names a later event than the
-    last one found) and a checkpoint line edited or forged (its signature fails).
+    last one found) and a checkpoint line edited or forged (its signature fails). A
+    checkpoint written before ``audit_scrub_texts`` re-chained its event matches the
+    event's old hash, kept in the re-chain record.
     ``checkpoint_lines`` are the sink's lines for this workspace; read when not given."""
     started = timezone.now()
     if checkpoint_lines is None:
@@ -162,6 +195,7 @@ def audit_chain_verify(
         if last_checkpoint_at is None or line.checkpoint.written_at > last_checkpoint_at:
             last_checkpoint_at = line.checkpoint.written_at
 
+    rechained = _rechained_old_hashes(workspace_id)
     expected_prev = GENESIS_HASH
     expected_sequence = 1
     count = 0
@@ -201,11 +235,15 @@ def audit_chain_verify(
                 keyed_seen=keyed_seen,
                 keys=keys,
             ) or _checkpoint_problem(
-                event, by_sequence.get(event.sequence, {}).values(), last_matching=last_matching
+                event,
+                by_sequence.get(event.sequence, {}).values(),
+                last_matching=last_matching,
+                old_hashes=rechained.get(event.sequence, ()),
             )
             if problem:
                 return broken(event, event.sequence, problem)
-            if event.sequence in by_sequence:
+            # A checkpoint excused by a re-chain vouches for the event's old hash only.
+            if event.hash in by_sequence.get(event.sequence, {}):
                 last_matching = event.sequence
                 uncovered_since = None
             elif uncovered_since is None:

@@ -67,10 +67,18 @@ def audit_keys() -> dict[str, str]:
     return keys
 
 
+# Hashed alike (HMAC-SHA256 over the content, the chain version and the key id); a
+# re-chained event names its own version, so the scheme it was hashed under is part of
+# what its hash covers.
+KEYED_CHAIN_VERSIONS = frozenset(
+    {AuditEvent.ChainVersion.HMAC_SHA256, AuditEvent.ChainVersion.HMAC_SHA256_RECHAINED}
+)
+
+
 def audit_event_hash(event: AuditEvent, *, secret: str = "") -> str:
     """The hash of ``event`` under its own chain version: plain SHA-256 for the events
     written before keyed chains, HMAC-SHA256 with ``secret`` (the key its ``key_id``
-    names) since, over the chain version and key id too.
+    names) since, over the chain version and key id too (versions 2 and 3).
 
     JSON with sorted keys, so the same event hashes the same after a round trip through
     PostgreSQL's jsonb (which reorders keys) or SQLite's text."""
@@ -96,7 +104,7 @@ def audit_event_hash(event: AuditEvent, *, secret: str = "") -> str:
     chain_version = getattr(event, "chain_version", AuditEvent.ChainVersion.SHA256)
     if chain_version == AuditEvent.ChainVersion.SHA256:
         return hashlib.sha256(_canonical(content)).hexdigest()
-    if chain_version == AuditEvent.ChainVersion.HMAC_SHA256:
+    if chain_version in KEYED_CHAIN_VERSIONS:
         if not secret:
             raise ValueError("a keyed audit event needs its key to be hashed")
         content |= {"chain_version": event.chain_version, "key_id": event.key_id}
