@@ -92,6 +92,30 @@ def test_a_curator_key_sees_and_uses_the_curator_tools(workspace, mcp_url):
     )
 
 
+def test_a_note_added_over_mcp_goes_through_the_redaction_gate(workspace, mcp_url):
+    """The MCP door stores a typed note as the REST door does: pseudonymised, so the
+    agent's later context and the pages never hold the typed values (issue 24)."""
+    _, raw_key = _key(workspace, "curator")
+    conversation = conversation_create(workspace=workspace)
+
+    async def session(client: ClientSession) -> dict[str, Any]:
+        added = await client.call_tool(
+            "add_observation",
+            {
+                "conversationId": str(conversation.pk),
+                "text": "Joyce Wu (joyce.wu@example.com) has a promo code.",
+                "reason": "from the call",
+            },
+        )
+        return structured(added)
+
+    observation = over_http(mcp_url, raw_key, session)
+    stored = Observation.objects.get(pk=observation["id"]).text
+    assert "has a promo code" in stored
+    assert "Joyce" not in stored and "joyce.wu@example.com" not in stored
+    assert "Joyce" not in str(observation)
+
+
 def _refusal_cases(rest: httpx.Client, c: str, elsewhere: str) -> list[tuple[str, dict, Any]]:
     """(tool, arguments, the REST API's answer to the same request)."""
     bad_message = [{"role": "user"}]
