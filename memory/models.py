@@ -7,6 +7,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core.fields import ClientJSONField
@@ -288,8 +289,53 @@ class ReflectionVersion(MemoryVersion):
         return f"reflection {self.reflection_id} v{self.version} ({self.change})"
 
 
+class IdempotencyRecordQuerySet(models.QuerySet["IdempotencyRecord"]):
+    def with_rows_gone(self) -> IdempotencyRecordQuerySet:
+        """The records whose reply repeats a row that is no longer stored: one of the
+        messages ``first_seq..last_seq`` of its conversation (seq numbers are unique in
+        a conversation, so a range holding fewer messages than numbers has lost one),
+        or its reasoning step or tool call."""
+        messages_left = (
+            Message.objects.filter(
+                conversation_id=models.OuterRef("conversation_id"),
+                seq__gte=models.OuterRef("first_seq"),
+                seq__lte=models.OuterRef("last_seq"),
+            )
+            .order_by()
+            .values("conversation_id")
+            .annotate(n=models.Count("pk"))
+            .values("n")
+        )
+        repeats = IdempotencyRecord.Repeats
+        return self.alias(
+            messages_left=Coalesce(models.Subquery(messages_left), 0),
+            step_left=models.Exists(ReasoningStep.objects.filter(pk=models.OuterRef("row_id"))),
+            call_left=models.Exists(ToolCall.objects.filter(pk=models.OuterRef("row_id"))),
+        ).filter(
+            models.Q(
+                repeats=repeats.MESSAGES,
+                messages_left__lt=models.F("last_seq") - models.F("first_seq") + 1,
+            )
+            | models.Q(repeats=repeats.REASONING_STEP, step_left=False)
+            | models.Q(repeats=repeats.TOOL_CALL, call_left=False)
+        )
+
+
 class IdempotencyRecord(models.Model):
-    """The first response to a write sent with an ``Idempotency-Key``, for replays."""
+    """The first response to a write sent with an ``Idempotency-Key``, for replays.
+
+    The reply repeats what the write stored (message contents, a step's reasoning, a
+    tool's output), so it must not outlive it: it is replayed for
+    ``MEMDESK_IDEMPOTENCY_TTL_HOURS`` and then deleted by beat's expiry; it goes with
+    its conversation, and a retention batch that deletes a row it repeats deletes it in
+    the same transaction. A replay checks that every row is still there."""
+
+    class Repeats(models.TextChoices):
+        # Named as the retention tiers' line kinds, so a sweep finds the replies of a tier.
+        NOTHING = "", "nothing of its own (a new conversation, or written before 0025)"
+        MESSAGES = "message", "the messages first_seq..last_seq"
+        REASONING_STEP = "reasoning_step", "the reasoning step row_id"
+        TOOL_CALL = "tool_call", "the tool call row_id"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE)
     # The conversation the write created or added to: its reply repeats that
@@ -302,11 +348,23 @@ class IdempotencyRecord(models.Model):
     response_status = models.PositiveSmallIntegerField()
     response_body = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now)
+    # The rows the reply repeats: the messages of one write have consecutive seqs in
+    # its conversation; a reasoning step or a tool call is one row.
+    repeats = models.CharField(
+        max_length=20, choices=Repeats.choices, blank=True, default=Repeats.NOTHING
+    )
+    first_seq = models.PositiveIntegerField(null=True, blank=True)
+    last_seq = models.PositiveIntegerField(null=True, blank=True)
+    row_id = models.UUIDField(null=True, blank=True)
+
+    objects = IdempotencyRecordQuerySet.as_manager()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["workspace", "key"], name="idempotency_ws_key_unique")
         ]
+        # Beat's expiry deletes by age.
+        indexes = [models.Index(fields=["created_at"], name="idempotency_created")]
 
     def __str__(self) -> str:
         return f"idempotency key {self.key}"

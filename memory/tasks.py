@@ -1,5 +1,6 @@
 """Celery tasks of the pipeline: each takes a run id, calls one service, and retries
-with backoff. They are idempotent because the run is claimed in the database."""
+with backoff. They are idempotent because the run is claimed in the database. Beat's
+periodic tasks (the pipeline sweep, the idempotency expiry) take nothing."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from memory.pipeline.runs import (
     reflector_run_fail_interrupted,
 )
 from memory.pipeline.sweep import pipeline_sweep
+from memory.services.idempotency import idempotency_records_expire
 
 logger = logging.getLogger(__name__)
 
@@ -98,3 +100,11 @@ def sweep_pipelines() -> dict[str, int]:
     counts = pipeline_sweep()
     logger.info("pipeline sweep: %s", counts)
     return counts
+
+
+@shared_task
+def expire_idempotency_records() -> int:
+    # Idempotent by nature: a second run finds nothing expired that the first deleted.
+    deleted = idempotency_records_expire()
+    logger.info("idempotency expiry: %s stored replies deleted", deleted)
+    return deleted

@@ -283,6 +283,16 @@ SPECTACULAR_SETTINGS = {
 # Requests each API key may make per clock minute, counted in the cache (CACHE_URL: a
 # shared Redis makes it one limit across web processes); 0 turns the limit off.
 MEMDESK_RATE_LIMIT_PER_MINUTE = env_int("MEMDESK_RATE_LIMIT_PER_MINUTE", 0)
+# A write sent with an Idempotency-Key keeps its reply (which repeats the messages it
+# wrote) this many hours: a retry within them is replayed, one after them is a new
+# request, and beat's idempotency expiry deletes the expired replies every hour.
+MEMDESK_IDEMPOTENCY_TTL_HOURS = env_int("MEMDESK_IDEMPOTENCY_TTL_HOURS", 24, minimum=1)
+if MEMDESK_IDEMPOTENCY_TTL_HOURS > 8760:
+    raise ImproperlyConfigured(
+        f"MEMDESK_IDEMPOTENCY_TTL_HOURS must be at most 8760 (a year); got "
+        f"{MEMDESK_IDEMPOTENCY_TTL_HOURS}. A client retries within minutes or hours, and "
+        "every stored reply holds the content it wrote."
+    )
 
 # --- Memory -----------------------------------------------------------------------------
 MEMDESK_OBSERVER_THRESHOLD = env_int("MEMDESK_OBSERVER_THRESHOLD", 30_000, minimum=1)
@@ -499,6 +509,9 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 55},
     },
     "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
+    # Hourly: deletes the idempotent replies older than MEMDESK_IDEMPOTENCY_TTL_HOURS
+    # (past it they are no longer replayed; this removes the content they hold).
+    "idempotency-expiry": {"task": "memory.tasks.expire_idempotency_records", "schedule": 3600.0},
     # Hourly: starts a retention sweep per workspace with an enabled policy (none while
     # one is open), and re-sends sweeps and erasure requests whose task was lost.
     "retention-sweep": {"task": "governance.tasks.retention_schedule_task", "schedule": 3600.0},

@@ -22,7 +22,9 @@ checked against the holds and deleted by two statements (``sql.lock_window``,
 ``sql.delete_window``); elsewhere, and for reflections (whose deletion unlinks
 observations), the rows are read and deleted by id. Each batch writes its receipt to the
 audit trail in the same transaction; a sweep that deleted anything ends with one summary
-receipt.
+receipt. A batch of messages, reasoning steps or tool calls also deletes the stored
+``Idempotency-Key`` replies that repeat one of its rows (``replies``), so a replay cannot
+serve what it deleted.
 The id hash of a receipt is SHA-256 over one line ``<kind>:<id>\\n`` per deleted row, the
 lines sorted (``HASH_OF``); an erasure's summary hashes ``<conversation>:<kind>:<id>``
 lines (``ERASURE_HASH_OF``), because it works conversation by conversation.

@@ -44,6 +44,7 @@ from governance.retention.common import (
     zero_counts,
 )
 from governance.retention.plan import RetentionPlan, TierRule, count_due, is_held
+from governance.retention.replies import replies_delete
 from governance.retention.sql import Candidate, among
 from governance.selectors import (
     active_hold_sets,
@@ -260,7 +261,8 @@ def _delete_batch(
     log: sql.DeletedLog,
 ) -> _Batch | None:
     """One batch in one transaction: lock the conversations, re-check the holds under
-    that lock, delete what is due and what hangs off it, and write the receipt."""
+    that lock, delete what is due and what hangs off it (the idempotent replies that
+    repeat it too), and write the receipt."""
     with transaction.atomic():
         if isinstance(rows, sql.Window):
             deleted = _delete_window(plan, tier, rows, progress, log)
@@ -269,6 +271,7 @@ def _delete_batch(
         if deleted is None:
             return None
         ids_sha256, by_conversation, rules, related, pseudonyms = deleted
+        related.update(replies_delete(tier, sorted(by_conversation)))
         # Values no remaining message holds: their pseudonyms in memory become anonymous.
         related["pseudonymsForgotten"] = pseudonyms_forget_unheld(
             workspace_id=plan.workspace_id,

@@ -15,7 +15,7 @@ from governance.redaction.gates import policy_flags_of, reidentifier_for_api
 from memory import selectors
 from memory.context.tiers import Reidentifies, readable_items
 from memory.models import Conversation, Message, Observation, Pin, Reflection
-from memory.services.idempotency import idempotent_write, request_fingerprint
+from memory.services.idempotency import Reply, idempotent_write, request_fingerprint
 from tenancy.api_base import ApiView
 from tenancy.models import ApiKey
 
@@ -24,7 +24,9 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
     location=OpenApiParameter.HEADER,
     required=False,
     description="Repeat a write safely: the same key and body replay the first response; "
-    "the same key with another body is 409.",
+    "the same key with another body is 409. A response is replayed for 24 hours (the "
+    "server's MEMDESK_IDEMPOTENCY_TTL_HOURS) and only while what the write stored is still "
+    "stored; after that the key starts a new request.",
 )
 
 
@@ -67,9 +69,7 @@ class MemoryApi(ApiView):
     def readable(self, rows: Iterable[MemoryRowT]) -> list[MemoryRowT]:
         return readable_items(self.reidentifier(), rows)
 
-    def idempotent(
-        self, request: Request, write: Callable[[], tuple[int, Any, Conversation]]
-    ) -> Response:
+    def idempotent(self, request: Request, write: Callable[[], Reply]) -> Response:
         key = request.headers.get("Idempotency-Key")
         # Canonical JSON of a 100-message body is not free; only a keyed write needs it.
         fingerprint = (

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,8 +16,8 @@ from memory.api.presenters import (
     ConversationPageOut,
     new_conversation_to_wire,
 )
-from memory.models import Conversation
 from memory.services.conversations import conversation_create, conversation_delete
+from memory.services.idempotency import Reply
 
 
 class ConversationListCreateApi(MemoryApi):
@@ -59,14 +57,14 @@ class ConversationListCreateApi(MemoryApi):
     def post(self, request: Request) -> Response:
         data = validated(ConversationCreateIn, request.data)
 
-        def write() -> tuple[int, Any, Conversation]:
+        def write() -> Reply:
             conversation = conversation_create(
                 workspace=self.workspace,
                 user_id=data.get("userId") or "",
                 title=data.get("title") or "",
                 metadata=data.get("metadata") or {},
             )
-            return 201, new_conversation_to_wire(conversation), conversation
+            return Reply(201, new_conversation_to_wire(conversation), conversation)
 
         return self.idempotent(request, write)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,7 +11,7 @@ from memory import api_schema as out
 from memory import selectors
 from memory.api.base import IDEMPOTENCY_HEADER, MemoryApi
 from memory.api.inputs import BulkMessagesIn, MessageIn, MessageListQuery, message_input
-from memory.models import Conversation
+from memory.services.idempotency import Reply
 from memory.services.messages import messages_append
 from memory.wire import message_to_wire
 
@@ -41,11 +39,11 @@ class MessageListCreateApi(MemoryApi):
         conversation = self.conversation(conversation_id)
         item = message_input(validated(MessageIn, request.data))
 
-        def write() -> tuple[int, Any, Conversation]:
+        def write() -> Reply:
             [message] = messages_append(
                 conversation=conversation, items=[item], redact_at_ingest=self._redact_at_ingest
             )
-            return 201, message_to_wire(message), conversation
+            return Reply(201, message_to_wire(message), conversation, repeats=[message])
 
         return self.idempotent(request, write)
 
@@ -63,10 +61,11 @@ class MessageBulkCreateApi(MemoryApi):
         data = validated(BulkMessagesIn, request.data)
         items = [message_input(m) for m in data["messages"]]
 
-        def write() -> tuple[int, Any, Conversation]:
+        def write() -> Reply:
             messages = messages_append(
                 conversation=conversation, items=items, redact_at_ingest=self._redact_at_ingest
             )
-            return 201, {"messages": [message_to_wire(m) for m in messages]}, conversation
+            body = {"messages": [message_to_wire(m) for m in messages]}
+            return Reply(201, body, conversation, repeats=messages)
 
         return self.idempotent(request, write)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
@@ -25,7 +25,8 @@ from memory.api.presenters import (
     ReasoningTraceOut,
     ToolCallOut,
 )
-from memory.models import Conversation, ToolCall
+from memory.models import ToolCall
+from memory.services.idempotency import Reply
 from memory.services.reasoning import reasoning_step_record, tool_call_record
 
 
@@ -44,7 +45,7 @@ class ReasoningStepCreateApi(MemoryApi):
         data = validated(ReasoningStepIn, request.data)
         conversation = self.conversation(str(data["conversationId"]))
 
-        def write() -> tuple[int, Any, Conversation]:
+        def write() -> Reply:
             step = reasoning_step_record(
                 conversation=conversation,
                 actor=self.actor(),
@@ -53,7 +54,7 @@ class ReasoningStepCreateApi(MemoryApi):
                 result=data.get("result") or "",
                 metadata=data.get("metadata") or {},
             )
-            return 201, ReasoningStepOut(step).data, conversation
+            return Reply(201, ReasoningStepOut(step).data, conversation, repeats=step)
 
         return self.idempotent(request, write)
 
@@ -102,7 +103,7 @@ class ToolCallCreateApi(MemoryApi):
         if data.get("conversationId") is not None:
             conversation = self.conversation(str(data["conversationId"]))
 
-        def write() -> tuple[int, Any, Conversation]:
+        def write() -> Reply:
             call = tool_call_record(
                 conversation=conversation,
                 workspace=self.workspace,
@@ -116,7 +117,7 @@ class ToolCallCreateApi(MemoryApi):
                 error=data.get("error") or "",
                 metadata=data.get("metadata") or {},
             )
-            return 201, ToolCallOut(call).data, call.conversation
+            return Reply(201, ToolCallOut(call).data, call.conversation, repeats=call)
 
         return self.idempotent(request, write)
 

@@ -370,6 +370,7 @@ def test_what_hangs_off_deleted_rows_goes_with_them(workspace):
         "pseudonymsForgotten": 0,
         "pins": 0,
         "messageScans": 1,
+        "idempotencyRecords": 0,
     }
 
 

@@ -133,6 +133,18 @@ def test_deploy_check_warns_when_the_secret_key_is_the_generated_one(tmp_path):
             {"MEMDESK_RETENTION_SWEEP_TIME_LIMIT": "21600"},
             "MEMDESK_RETENTION_SWEEP_TIME_LIMIT (21600 s) must be at most 18000",
         ),
+        (
+            {"MEMDESK_IDEMPOTENCY_TTL_HOURS": "0"},
+            "MEMDESK_IDEMPOTENCY_TTL_HOURS must be at least 1",
+        ),
+        (
+            {"MEMDESK_IDEMPOTENCY_TTL_HOURS": "a day"},
+            "MEMDESK_IDEMPOTENCY_TTL_HOURS must be a whole number",
+        ),
+        (
+            {"MEMDESK_IDEMPOTENCY_TTL_HOURS": "100000"},
+            "MEMDESK_IDEMPOTENCY_TTL_HOURS must be at most 8760",
+        ),
     ],
 )
 def test_a_bad_setting_stops_startup_with_a_sentence_saying_what_to_set(env, message):
