@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
@@ -31,7 +31,14 @@ from governance.redaction.pseudonyms import (
     pseudonym_sightings_record,
     pseudonyms_check_held,
 )
-from memory.models import Conversation, Message, Observation, Pin, Reflection
+from memory.models import (
+    Conversation,
+    IdempotencyRecord,
+    Message,
+    Observation,
+    Pin,
+    Reflection,
+)
 from memory.tokens import token_count
 
 
@@ -97,6 +104,7 @@ def store_target_text(
     _store_text(target, field, old, new)
     if type(target) is Message:
         requote_pins(changes=[(target.pk, old, new)])
+        replies_forget(messages=[target])
 
 
 def _store_text(target: Message | Observation | Reflection, field: str, old: str, new: str) -> None:
@@ -171,6 +179,24 @@ def requote_pins(*, changes: Sequence[tuple[Any, str, str]]) -> None:
     Pin.objects.bulk_update(kept, ["start", "end", "text", "token_count"])
     if emptied:
         Pin.objects.filter(pk__in=[pin.pk for pin in emptied]).delete()
+
+
+def replies_forget(*, messages: Sequence[Message]) -> int:
+    """Delete the stored idempotent replies that repeat any of these messages, whose
+    text a redaction just rewrote: a replay must not answer with the values the
+    redaction took out. The client's retry of such a key runs as a new request."""
+    covering = Q()
+    for message in messages:
+        covering |= Q(
+            conversation_id=message.conversation_id,
+            first_seq__lte=message.seq,
+            last_seq__gte=message.seq,
+        )
+    if not messages:
+        return 0
+    return IdempotencyRecord.objects.filter(
+        covering, repeats=IdempotencyRecord.Repeats.MESSAGES
+    ).delete()[0]
 
 
 def finding_rows(
@@ -304,6 +330,7 @@ def redact_targets(
                     plans.append((target, text, result, earlier, used))
             new_findings = []
             requoted: list[tuple[Any, str, str]] = []  # messages whose pins quote them again
+            rewritten: list[Message] = []  # and whose idempotent replies go
             announced: set[int] = set()  # new pseudonyms already named in an event
             changes: list[AuditChange] = []
             for target, text, result, earlier, used in plans:
@@ -312,6 +339,7 @@ def redact_targets(
                     _store_text(target, text_field, text, result.text)
                     if type(target) is Message:
                         requoted.append((target.pk, text, result.text))
+                        rewritten.append(target)
                     shift_findings(earlier, result.edits)
                     kept = keep_original(
                         policy=policy,
@@ -357,6 +385,7 @@ def redact_targets(
                 ).delete()
             RedactionFinding.objects.bulk_create(new_findings)
             requote_pins(changes=requoted)
+            replies_forget(messages=rewritten)
             uses = [(target, used) for target, _, _, _, used in plans]
             pseudonym_sightings_record(target_type=target_type, uses=uses)
             pseudonyms_check_held(p.pk for _, used in uses for p, _ in used)

@@ -186,3 +186,28 @@ def test_after_an_erasure_a_replayed_key_answers_nothing_of_what_was_erased(
     replayed = _bulk(api, theirs, "alice-1", new=2)
     assert replayed.status_code == 404
     assert "reply 0" not in replayed.content.decode()
+
+
+def test_a_reply_goes_when_a_redaction_rewrites_a_message_it_repeats(
+    curator_api, admin_api, workspace
+):
+    """A value left in the text for review (the policy redacts at ingest; a bare phone
+    number scores in the review band) is redacted once approved: the stored reply that
+    repeats the message must not replay the value."""
+    from governance.models import RedactionFinding
+    from tests.governance.builders import set_policy
+
+    set_policy(workspace, redact_at_ingest=True)
+    conversation_id = curator_api.post("/v1/conversations", {}, format="json").json()["id"]
+    body = {"role": "user", "content": "Call me at 859-787-9085 please"}
+    path = f"/v1/conversations/{conversation_id}/messages"
+    first = curator_api.post(path, body, format="json", HTTP_IDEMPOTENCY_KEY="k-phone")
+    assert first.status_code == 201 and "859-787-9085" in first.content.decode()
+    pending = RedactionFinding.objects.get(status=RedactionFinding.Status.PENDING_REVIEW)
+    approved = admin_api.post(
+        f"/v1/redaction/findings/{pending.pk}/approve", {"reason": "a phone"}, format="json"
+    )
+    assert approved.status_code == 200, approved.content
+    assert not IdempotencyRecord.objects.filter(key="k-phone").exists()
+    again = curator_api.post(path, body, format="json", HTTP_IDEMPOTENCY_KEY="k-phone")
+    assert again.status_code == 201 and "Idempotent-Replayed" not in again
