@@ -175,15 +175,14 @@ class ErasureOutcome:
 
 
 def erasure_execute(*, request_id: int, final_attempt: bool = True) -> ErasureOutcome:
-    """Erase every tier of one end user's memory: each of their conversations, in id
-    order and one transaction each, with all it holds (messages, observations,
-    reflections, Observer and Reflector runs, redaction findings, restricted originals,
-    observation versions, released holds, pseudonym sightings), forgetting the
-    pseudonyms no other message holds, then stored idempotent replies that repeat
-    them. Then ``core.signals.rows_erased`` lets memory purge its search index of the
-    deleted words (SQLite's FTS5 keeps them in older segments). A legal hold found at
-    any point stops it as refused; what was erased before stays erased, with its
-    receipts."""
+    """Erase every tier of one end user's memory: each of their conversations, in id order and
+    one transaction each, with all it holds (messages, observations, reflections,
+    Observer and Reflector runs, redaction findings, restricted originals, observation
+    versions, released holds, pseudonym sightings, the stored idempotent replies that
+    repeat them), forgetting the pseudonyms no other message holds. Then
+    ``core.signals.rows_erased`` lets memory purge its search index of the deleted words
+    (SQLite's FTS5 keeps them in older segments). A legal hold found at any point stops
+    it as refused; what was erased before stays erased, with its receipts."""
     claimed = ErasureRequest.objects.filter(
         pk=request_id, status=ErasureRequest.Status.PENDING
     ).update(status=ErasureRequest.Status.RUNNING)
