@@ -11,6 +11,7 @@ import pytest
 
 from governance.models import AuditEvent, RedactionFinding, RedactionPolicy
 from memory.models import Observation, ObservationVersion, Reflection
+from tests.governance.builders import earlier_version
 from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 TYPED = "Joyce Wu (joyce.wu@example.com, 859-787-9085) has a promo code."
@@ -126,16 +127,7 @@ def test_a_revert_to_a_version_stored_before_the_gate_is_redacted_again(
     observation = ObservationFactory(
         conversation=conversation, text="User has a promo code.", version=2
     )
-    ObservationVersion.objects.create(
-        observation_id=observation.pk,
-        conversation_id=conversation.pk,
-        version=1,
-        text=TYPED,
-        priority="medium",
-        change="edit",
-        reason="old",
-        changed_by="user:1",
-    )
+    earlier_version(observation, text=TYPED)
     response = curator_api.post(
         f"/v1/conversations/{conversation.pk}/observations/{observation.pk}/revert",
         {"version": 1, "reason": "put back"},
