@@ -20,6 +20,7 @@ from core.api import (
     StrictRegexField,
     limit_field,
     query_params,
+    request_reason,
     text_field,
     validated,
 )
@@ -311,8 +312,17 @@ class RestrictedOriginalGetApi(ComplianceApiView):
     @extend_schema(
         operation_id="redaction_originals_get",
         responses={200: OriginalOut, **COMPLIANCE_ERRORS},
+        parameters=[
+            OpenApiParameter(
+                "reason",
+                str,
+                required=True,
+                description="Why the original is read; kept in the audit event.",
+            )
+        ],
         description="The text of a message, observation or reflection before redaction, "
-        "when the policy keeps originals. Compliance keys and above; every read is audited.",
+        "when the policy keeps originals. Compliance keys and above; needs a reason "
+        "(`?reason=`); every read is audited with it.",
     )
     def get(self, request: Request, target_type: str, target_id: str) -> Response:
         original = review.restricted_original_read(
@@ -320,6 +330,7 @@ class RestrictedOriginalGetApi(ComplianceApiView):
             target_type=target_type,
             target_id=target_id,
             actor=self.actor(),
+            reason=request_reason(request),
         )
         return Response(OriginalOut(original).data)
 

@@ -233,11 +233,12 @@ def redaction_finding_dismiss(
 
 
 def restricted_original_read(
-    *, workspace: Workspace, target_type: str, target_id: object, actor: Actor
+    *, workspace: Workspace, target_type: str, target_id: object, actor: Actor, reason: str
 ) -> RestrictedOriginal:
     """The text of a message, observation or reflection as it was before redaction, for
-    the compliance role. Every read is audited (``restricted_original.read``), in the
-    same transaction, before the text is returned. The caller checks the role."""
+    the compliance role and a reason, as every reveal needs one. Every read is audited
+    (``restricted_original.read``, with the reason), in the same transaction, before the
+    text is returned. The caller checks the role."""
     if target_type not in REDACTION_TARGETS:
         raise MemdeskError(
             "invalid_target_type",
@@ -250,6 +251,9 @@ def restricted_original_read(
         raise MemdeskError(
             "invalid_id", f"targetId must be a UUID; got {target_id!r}.", field="target_id"
         ) from None
+    reason = require_reason(
+        reason, message="A reason is required to read a text as it was before redaction."
+    )
     with transaction.atomic():
         original = RestrictedOriginal.objects.filter(
             workspace_id=workspace.pk, target_type=target_type, target_id=target_uuid
@@ -268,6 +272,7 @@ def restricted_original_read(
             target_type=target_type,
             target_id=str(target_uuid),
             after={"originalId": original.pk, "characters": len(original.text)},
+            reason=reason,
         )
     return original
 

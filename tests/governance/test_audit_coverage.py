@@ -527,7 +527,9 @@ AUDITED: dict[str, Door] = {
     # Reads, audited: restricted originals and pseudonyms.
     "POST compliance/originals/<str:target_type>/<uuid:target_id>/": Door(
         "restricted_original.read",
-        lambda w: w.compliance.post(f"/compliance/originals/message/{w.redacted_message.pk}/"),
+        lambda w: w.compliance.post(
+            f"/compliance/originals/message/{w.redacted_message.pk}/", {"reason": "DSAR-4"}
+        ),
     ),
     "POST compliance/pseudonyms/reveal/": Door(
         "redaction.pseudonym.reveal",

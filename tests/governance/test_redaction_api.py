@@ -282,13 +282,22 @@ def redacted_message(api, workspace, conversation) -> Message:
 
 
 def test_an_admin_reads_a_restricted_original_and_the_read_is_audited(admin_api, redacted_message):
-    response = admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")
+    response = admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}?reason=DSAR-4")
 
     assert response.status_code == 200
     assert response.json()["text"] == f"My email is {EMAIL}"
     event = AuditEvent.objects.get(action="restricted_original.read")
     assert (event.target_type, event.target_id) == ("message", str(redacted_message.pk))
     assert event.actor_role == "admin" and EMAIL not in str(event.after)
+    assert event.reason == "DSAR-4"
+
+
+def test_reading_a_restricted_original_needs_a_reason(admin_api, redacted_message):
+    response = admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")
+
+    assert (response.status_code, response.json()["code"]) == (400, "reason_required")
+    assert EMAIL not in response.content.decode()
+    assert not AuditEvent.objects.filter(action="restricted_original.read").exists()
 
 
 def test_an_agent_key_cannot_read_a_restricted_original(api, redacted_message):
@@ -300,7 +309,7 @@ def test_an_agent_key_cannot_read_a_restricted_original(api, redacted_message):
 
 def test_originals_are_scoped_to_the_workspace(make_client, other_workspace, redacted_message):
     stranger = make_client(other_workspace, scope="admin")
-    response = stranger.get(f"/v1/redaction/originals/message/{redacted_message.pk}")
+    response = stranger.get(f"/v1/redaction/originals/message/{redacted_message.pk}?reason=DSAR-4")
     assert response.status_code == 404
 
 
@@ -313,7 +322,7 @@ def test_originals_are_scoped_to_the_workspace(make_client, other_workspace, red
             400,
             "invalid_target_type",
         ),
-        ("/v1/redaction/originals/message/8f1c3a52-3f0e-4d7e-9a59-000000000000", 404, "not_found"),
+        ("/v1/redaction/originals/message/8f1c3a52-3f0e-4d7e-9a59-000000000000?reason=x", 404, "not_found"),
     ],
 )
 def test_bad_original_requests(admin_api, path, status, error):
@@ -329,7 +338,7 @@ def test_a_destroyed_original_cannot_be_read(admin_api, api, workspace, conversa
         format="json",
     ).json()["id"]
 
-    assert admin_api.get(f"/v1/redaction/originals/message/{message_id}").status_code == 404
+    assert admin_api.get(f"/v1/redaction/originals/message/{message_id}?reason=x").status_code == 404
     assert not RestrictedOriginal.objects.exists()
 
 
@@ -416,7 +425,7 @@ def test_every_redaction_response_matches_its_documented_schema(
             f"{finding}/dismiss",
             admin_api.post("/v1/redaction/findings/999/dismiss", {}, format="json"),
         ),
-        ("get", original, admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")),
+        ("get", original, admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}?reason=DSAR-4")),
         ("get", original, api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")),
         ("get", original, admin_api.get("/v1/redaction/originals/message/x")),
     ]

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from core.errors import MemdeskError
 from dashboard.access import access_for
 from dashboard.compliance.selectors import audit_actor_names, audit_originals, audit_target_urls
-from dashboard.rendering import is_partial, render_page
+from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
 from governance.audit.filters import UNKNOWN_CONVERSATION, AuditEventFilter
 from governance.audit.verify import audit_chain_verify
 from governance.models import REDACTION_TARGETS, AuditEvent
@@ -142,8 +142,10 @@ def _original_target(target_type: str) -> str:
 @require_http_methods(["GET", "POST"])
 @login_required
 def original_reveal(request: HttpRequest, target_type: str, target_id: uuid.UUID) -> HttpResponse:
-    """GET asks for confirmation; POST reads the original text kept before redaction.
-    Every read is audited by ``restricted_original_read`` before the text is shown."""
+    """GET asks for confirmation and a reason; POST reads the original text kept before
+    redaction. Every read is audited by ``restricted_original_read``, with the reason,
+    before the text is shown; without a reason nothing is read (422, the error by the
+    field)."""
     access = access_for(request, Capability.VIEW_RESTRICTED)
     context: dict[str, Any] = {
         "target_type": _original_target(target_type),
@@ -151,18 +153,27 @@ def original_reveal(request: HttpRequest, target_type: str, target_id: uuid.UUID
         "original": None,
     }
     template = "dashboard/compliance/original.html"
+    status = 200
     if request.method == "POST":
+        context["reason"] = posted_reason(request)
         try:
             context["original"] = restricted_original_read(
                 workspace=access.workspace,
                 target_type=target_type,
                 target_id=target_id,
                 actor=access.actor(request),
+                reason=context["reason"],
             )
         except MemdeskError as error:
-            raise Http404(error.message) from None
+            if error.code != "reason_required":
+                raise Http404(error.message) from None
+            context["reason_error"], status = error.message, INVALID
     response = render_page(
-        request, f"{template}#original" if is_partial(request) else template, access, context
+        request,
+        f"{template}#original" if is_partial(request) else template,
+        access,
+        context,
+        status=status,
     )
     if context["original"] is not None:
         response["Cache-Control"] = "private, no-store"

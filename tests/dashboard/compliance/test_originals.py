@@ -49,7 +49,11 @@ def test_revealing_shows_the_original_and_writes_an_audit_event(login, redacted_
     page = client.get(url).content.decode()
     assert 'id="reveal-original"' in page and EMAIL not in page
     assert not AuditEvent.objects.filter(action="restricted_original.read").exists()
-    response = client.post(url, **HX)
+    refused = client.post(url, {"reason": " "}, **HX)
+    assert refused.status_code == 422 and EMAIL not in refused.content.decode()
+    assert "A reason is required" in refused.content.decode()
+    assert not AuditEvent.objects.filter(action="restricted_original.read").exists()
+    response = client.post(url, {"reason": "DSAR-4"}, **HX)
     assert response.status_code == 200
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="original"') and "<html" not in html
@@ -62,7 +66,8 @@ def test_revealing_shows_the_original_and_writes_an_audit_event(login, redacted_
         "compliance",
     )
     assert EMAIL not in str(event.after)
-    assert f"My email is {EMAIL}" in client.post(url).content.decode()  # without htmx too
+    without_htmx = client.post(url, {"reason": "DSAR-4"}).content.decode()
+    assert f"My email is {EMAIL}" in without_htmx
 
 
 def test_the_audit_log_links_redacted_messages_to_their_reveal(login, redacted_message):
@@ -76,8 +81,8 @@ def test_an_original_that_is_not_kept_or_not_ours_is_not_found(
 ):
     client = login("compliance")
     kept_nowhere = Message.objects.filter(conversation=foreign_conversation).first()
-    assert client.post(f"/compliance/originals/message/{kept_nowhere.pk}/").status_code == 404
-    assert client.post(f"/compliance/originals/essay/{kept_nowhere.pk}/").status_code == 404
+    assert client.post(f"/compliance/originals/message/{kept_nowhere.pk}/", {"reason": "DSAR-4"}).status_code == 404
+    assert client.post(f"/compliance/originals/essay/{kept_nowhere.pk}/", {"reason": "DSAR-4"}).status_code == 404
     assert not AuditEvent.objects.filter(action="restricted_original.read").exists()
 
 
@@ -86,5 +91,5 @@ def test_another_workspaces_original_is_not_found(login, other_workspace):
     theirs = conversation_create(workspace=other_workspace, user_id="eve")
     messages_append(conversation=theirs, items=[MessageInput(role="user", content=EMAIL)])
     message = Message.objects.get(conversation=theirs)
-    response = login("compliance").post(f"/compliance/originals/message/{message.pk}/")
+    response = login("compliance").post(f"/compliance/originals/message/{message.pk}/", {"reason": "DSAR-4"})
     assert response.status_code == 404 and EMAIL not in response.content.decode()

@@ -43,6 +43,7 @@ def test_only_the_compliance_officer_reveals_an_original_and_it_is_audited(
     officer.locator(f'a.reveal-link[href="{url}"]').first.click()
     officer.wait_for_url(f"**{url}")
     assert EMAIL not in officer.locator("main").inner_text()
+    officer.get_by_label("Reason for reading it").fill("DSAR-4")
     officer.get_by_role("button", name="Reveal original").click()
     officer.wait_for_selector(f"#original >> text=My email is {EMAIL}")
     screenshot(officer, "c2-reveal-original")
