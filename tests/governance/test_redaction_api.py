@@ -322,7 +322,11 @@ def test_originals_are_scoped_to_the_workspace(make_client, other_workspace, red
             400,
             "invalid_target_type",
         ),
-        ("/v1/redaction/originals/message/8f1c3a52-3f0e-4d7e-9a59-000000000000?reason=x", 404, "not_found"),
+        (
+            "/v1/redaction/originals/message/8f1c3a52-3f0e-4d7e-9a59-000000000000?reason=x",
+            404,
+            "not_found",
+        ),
     ],
 )
 def test_bad_original_requests(admin_api, path, status, error):
@@ -338,7 +342,9 @@ def test_a_destroyed_original_cannot_be_read(admin_api, api, workspace, conversa
         format="json",
     ).json()["id"]
 
-    assert admin_api.get(f"/v1/redaction/originals/message/{message_id}?reason=x").status_code == 404
+    assert (
+        admin_api.get(f"/v1/redaction/originals/message/{message_id}?reason=x").status_code == 404
+    )
     assert not RestrictedOriginal.objects.exists()
 
 
@@ -425,7 +431,11 @@ def test_every_redaction_response_matches_its_documented_schema(
             f"{finding}/dismiss",
             admin_api.post("/v1/redaction/findings/999/dismiss", {}, format="json"),
         ),
-        ("get", original, admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}?reason=DSAR-4")),
+        (
+            "get",
+            original,
+            admin_api.get(f"/v1/redaction/originals/message/{redacted_message.pk}?reason=DSAR-4"),
+        ),
         ("get", original, api.get(f"/v1/redaction/originals/message/{redacted_message.pk}")),
         ("get", original, admin_api.get("/v1/redaction/originals/message/x")),
     ]

@@ -81,8 +81,18 @@ def test_an_original_that_is_not_kept_or_not_ours_is_not_found(
 ):
     client = login("compliance")
     kept_nowhere = Message.objects.filter(conversation=foreign_conversation).first()
-    assert client.post(f"/compliance/originals/message/{kept_nowhere.pk}/", {"reason": "DSAR-4"}).status_code == 404
-    assert client.post(f"/compliance/originals/essay/{kept_nowhere.pk}/", {"reason": "DSAR-4"}).status_code == 404
+    assert (
+        client.post(
+            f"/compliance/originals/message/{kept_nowhere.pk}/", {"reason": "DSAR-4"}
+        ).status_code
+        == 404
+    )
+    assert (
+        client.post(
+            f"/compliance/originals/essay/{kept_nowhere.pk}/", {"reason": "DSAR-4"}
+        ).status_code
+        == 404
+    )
     assert not AuditEvent.objects.filter(action="restricted_original.read").exists()
 
 
@@ -91,5 +101,7 @@ def test_another_workspaces_original_is_not_found(login, other_workspace):
     theirs = conversation_create(workspace=other_workspace, user_id="eve")
     messages_append(conversation=theirs, items=[MessageInput(role="user", content=EMAIL)])
     message = Message.objects.get(conversation=theirs)
-    response = login("compliance").post(f"/compliance/originals/message/{message.pk}/", {"reason": "DSAR-4"})
+    response = login("compliance").post(
+        f"/compliance/originals/message/{message.pk}/", {"reason": "DSAR-4"}
+    )
     assert response.status_code == 404 and EMAIL not in response.content.decode()
