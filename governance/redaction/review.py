@@ -251,9 +251,6 @@ def restricted_original_read(
         raise MemdeskError(
             "invalid_id", f"targetId must be a UUID; got {target_id!r}.", field="target_id"
         ) from None
-    reason = require_reason(
-        reason, message="A reason is required to read a text as it was before redaction."
-    )
     with transaction.atomic():
         original = RestrictedOriginal.objects.filter(
             workspace_id=workspace.pk, target_type=target_type, target_id=target_uuid
@@ -265,6 +262,10 @@ def restricted_original_read(
                 "destroys originals).",
                 status_code=404,
             )
+        # Looked up first: another workspace's id answers as one that exists nowhere.
+        reason = require_reason(
+            reason, message="A reason is required to read a text as it was before redaction."
+        )
         audit_record(
             workspace_id=workspace.pk,
             actor=actor,
