@@ -1,12 +1,13 @@
 """The context rules that lower a score where the words around a value say it is
 something else (a record's id taken for a phone number, a field label or a title taken
-for a name), and that set the bounds of a name: "I'm Maria" names "Maria", "Murakami's"
-names "Murakami", and a first name beside a word tagged as a place is one name
-("Alessandro Phoenix").
+for a name, a subject of study or an id's name taken for a place), and that set the
+bounds of a name: "I'm Maria" names "Maria", "Murakami's" names "Murakami", and a first
+name beside a word tagged as a place is one name ("Alessandro Phoenix").
 
 Imported by ``governance.redaction.presidio`` only when the engine loads (it imports
 Presidio). What each rule changed is measured in docs/benchmarks/2026-11-30.md
-("Redaction", "Quality: both PII datasets, against stock Presidio").
+("Redaction", "Quality: both PII datasets, against stock Presidio") and
+docs/benchmarks/2026-12-05-issue24-detection.md.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from governance.redaction.name_recognizers import (
+    INTERJECTIONS,
     NOT_NAMES,
     common_words,
     in_lexicon,
@@ -31,6 +33,10 @@ from governance.redaction.recognizers import (
     ADDRESS,
     ID_WORDS,
     PHONE_WORDS,
+    TRAVEL_WORDS,
+    WORDS,
+    AccountNumberRecognizer,
+    PersonalIdRecognizer,
     words_before,
     wordset,
 )
@@ -56,6 +62,7 @@ _VALUE_WORDS = PHONE_WORDS | wordset("account acct card iban passport licence li
 _PRODUCT_WORDS = wordset(
     "order product item model sku plan version ticket case question step option"
 )
+_PRODUCT_GAP = re.compile(r"[^\W\d_][ \t]*[:#-]?[ \t]*$")
 _NHS_WORDS = wordset("nhs health patient")
 # Words that say the next word names someone: a relation, or naming itself.
 _RELATION_WORDS = wordset(
@@ -98,6 +105,20 @@ _AT_A_PLACE = wordset(
     "opposite beside by via through visit visited visiting visits"
 )
 _FIELD_OR_NUMBER = re.compile(r"(?:\d|:)[ \t]*(?:the[ ]+)?$", re.IGNORECASE)
+# A subject of study, not a place: "a degree in Geology", "Master of Arts in History",
+# "the Master's program in Biology", "B.S. in Chemistry"; and the degree's abbreviation
+# itself before it. Not "an exchange program in Berlin", "martial arts in Kyoto".
+_DEGREE_BEFORE = re.compile(
+    r"(?i:\b(?:degree|diploma|doctorate|ph\.?d\.?|major|majored|majoring|minor|minored|"
+    r"of[ ](?:arts|science|sciences|engineering|education|business[ ]administration)|"
+    r"(?:master['’]?s?|bachelor['’]?s?|degree|doctoral|graduate|undergraduate)[ ]"
+    r"program(?:me)?))[ ]+(?:in|of)[ ]+$"
+    r"|(?<![\w.])(?:[A-Z][a-z]?\.){2,}[ ]+(?:in|of)[ ]+$"
+)
+_DEGREE_AFTER = re.compile(r"\.?[ ]+(?:in|of)[ ]+[A-Z]")
+_DOTTED = re.compile(r"^(?:[A-Z][a-z]?\.)+[A-Z][a-z]?\.?$")
+# A field's name: "Nurse:", "Parent's Name:".
+_FIELD_NAME_AFTER = re.compile(r"(?:['’]s[ ][A-Z]?[a-z]+)?:")
 # An indefinite article before a name uses it as a kind of thing: "an AI language model",
 # "a Broadway show", "a Wonder Mop".
 _INDEFINITE = re.compile(r"(?:^|[^\w'’])(?:a|an|A|An)[ ]$")
@@ -195,16 +216,19 @@ def _names_no_one(
     common: frozenset[str],
 ) -> bool:
     """Whether a name the tagger found reads as no person or place here: in a title
-    ("Kafka on the Shore"), a word drawn out ("Nooo"), a facility nothing places anyone
-    at ("moisturizer from La Mer"), after an indefinite article ("an AI"), or, for a
-    person the tagger alone found: lower-case words no name list knows ("kung pao"),
-    common words only, with no first name first nor surname last ("Kidney Injury"), or a
-    single word no list has as a name that it reads as no proper noun, or that is a word
-    of the lexicon with no relation word before it ("Bake for 15 minutes", "Peel",
-    "Google Cloud Storage"; not "my kid Mali")."""
+    ("Kafka on the Shore"), a word drawn out ("Nooo") or interjections only ("Ahh"), a
+    facility nothing places anyone at ("moisturizer from La Mer"), after an indefinite
+    article ("an AI"), or, for a person the tagger alone found: lower-case words no name
+    list knows ("kung pao"), common words only, with no first name first nor surname last
+    ("Kidney Injury"), or a single word no list has as a name that it reads as no proper
+    noun, or that is a word of the lexicon with no relation word before it ("Bake for 15
+    minutes", "Peel", "Google Cloud Storage"; not "my kid Mali")."""
     start, end = result.start, result.end
     if _DRAWN_OUT.search(text, start, end):
         return True  # "Nooo", "Helloooo"
+    words = WORDS.findall(text, start, end)
+    if words and all(word.lower() in INTERJECTIONS for word in words):
+        return True  # "Ahh", "Yeesh"
     titled = _TITLE_BEFORE.search(text, max(0, start - 40), start)
     if _TITLE_AFTER.match(text, end) or (
         titled and titled["word"].lower() not in _NO_TITLE_WORDS  # not "It's the"
@@ -217,6 +241,9 @@ def _names_no_one(
             if _FIELD_OR_NUMBER.search(text, max(0, start - 12), start):
                 return False
             before = [w for w in words_before(text, start, 3) if w != "the"]
+            if before[-1:] == ["from"]:
+                # "arrived this morning from Niger"; not "moisturizer from La Mer"
+                return TRAVEL_WORDS.isdisjoint(words_before(text, start, 8))
             return not before or before[-1] not in _AT_A_PLACE
     first_names, surnames = name_lists()
     words = value.split()
@@ -249,6 +276,42 @@ def _names_no_one(
         return True
     return in_lexicon(token, common) and (
         _in_a_run(token) or _RELATION_WORDS.isdisjoint(words_before(text, start, 2))
+    )
+
+
+def _after_a_product_word(text: str, start: int) -> bool:
+    """Whether the word at ``start`` follows an order or product word directly ("order
+    Jasper", "Model: Aria"); after a comma it is the one spoken to ("my order, Crystal?")."""
+    words = words_before(text, start, 1)
+    return bool(words) and words[0] in _PRODUCT_WORDS and bool(_PRODUCT_GAP.search(text, 0, start))
+
+
+def _names_a_number(text: str, start: int) -> bool:
+    """Whether the word at ``start`` names the kind of the number after it ("PESEL
+    number 92031504567", "Account 1234567890"), as the recognizers of ids read it."""
+    return any(
+        pattern.match(text, start)
+        for pattern in (PersonalIdRecognizer.PATTERN, AccountNumberRecognizer.PATTERN)
+    )
+
+
+def _a_subject(
+    text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None, common: frozenset[str]
+) -> bool:
+    """Whether a place the tagger found is a subject, a degree or a class: after a degree
+    ("a degree in Geology", "B.S. in Chemistry"), a degree's abbreviation ("B.S. in"), or
+    words of the lexicon with a number ("Grade 11", "Biology 101")."""
+    start, end = result.start, result.end
+    if _DEGREE_BEFORE.search(text, max(0, start - 40), start):
+        return True
+    if _DOTTED.match(text[start:end]) and _DEGREE_AFTER.match(text, end):
+        return True
+    tokens = _tokens_in(nlp_artifacts, start, end)
+    return (
+        len(tokens) > 1
+        and tokens[-1].like_num
+        and all(in_lexicon(t, common) for t in tokens[:-1] if t.is_alpha)
+        and any(t.is_alpha for t in tokens[:-1])
     )
 
 
@@ -300,7 +363,11 @@ def rescore(
     - a person's or a place's span is set to the name itself (``_bounded``), dropped where
       it reads as no one (``_names_no_one``), and joined with a place tagged right
       beside it (``_joined``); a first name tagged as a place that acts is a person
-      (``_acts``)."""
+      (``_acts``);
+    - a word that names the number after it ("your PESEL is 92031504567") is neither a
+      person nor a place, and neither is a field's name ("Parent's Name:"); a place
+      after a degree, a degree's abbreviation and a class with its number are subjects
+      of study (``_a_subject``: "a degree in Geology", "B.S. in", "Grade 11")."""
     common = common_words(nlp_artifacts)
     kept: list[RecognizerResult] = []
     for result in results:
@@ -321,18 +388,24 @@ def rescore(
         if kind == "UK_NHS" and _NHS_WORDS.isdisjoint(words_before(text, result.start, 8)):
             continue
         value = text[result.start : result.end]
-        label = text[result.end : result.end + 1] == ":"
+        label = bool(_FIELD_NAME_AFTER.match(text, result.end))
+        if kind in ("PERSON", "LOCATION") and _names_a_number(text, result.start):
+            continue  # "your PESEL is 92031504567": the number's kind
         if kind == "LOCATION" and (
-            _CODE.search(value) or value.islower() or _ABBREVIATION.match(value) or label
+            _CODE.search(value)
+            or value.islower()
+            or _ABBREVIATION.match(value)
+            or label
+            or _a_subject(text, result, nlp_artifacts, common)
         ):
-            continue  # "ACC987654321", "’s", "B.S.", "Nurse:": not places
+            continue  # "ACC987654321", "’s", "Nurse:", "B.S. in", "Grade 11": not places
         if kind == "PERSON" and label and not _known_name(value):
             continue  # "Email: dana@example.com": a form's field, not a person
         if kind == "PERSON" and (
             text[result.start - 1 : result.start] == "#"
             or _ACRONYM.match(value)
             or any(ch.isdigit() for ch in value)
-            or (before and before[-1] in _PRODUCT_WORDS)
+            or _after_a_product_word(text, result.start)
             or _IDENTIFIER.fullmatch(value)
         ):
             continue  # "#TravelGoals", "RSVP", "question4", "order Jasper", "order_id"

@@ -25,6 +25,7 @@ from importlib import import_module
 from typing import Any
 
 from presidio_analyzer.nlp_engine import NlpArtifacts
+from spacy.lang.en.stop_words import STOP_WORDS
 
 from governance.redaction.presidio import LANGUAGE
 from governance.redaction.pseudonyms import HONORIFIC
@@ -57,8 +58,15 @@ NAME_LOCALES = (
     "tr_TR",
     "id_ID",
 )
-# Role words of transcripts and letters, never a person's name in this position.
-NOT_NAMES = wordset(
+# Interjections, which open a spoken line as a name called out does ("Ah, you did").
+INTERJECTIONS = wordset(
+    """ah ahh aw aww eh ehh oh ohh ooh uh uhh um umm hm hmm huh ugh aye nah yeah yep yup nope
+    wow whoa woah yay yikes oops whoops ouch phew geez jeez gosh sheesh yeesh blah meh duh
+    psst shh hey haha oi alas"""
+)
+# Role words of transcripts and letters, and interjections: never a person's name in this
+# position.
+NOT_NAMES = INTERJECTIONS | wordset(
     """user assistant system customer client agent support admin bot ai human team staff
     sir madam all everyone there guys folks doctor nurse patient manager note subject
     account holder branch bank summary status description title position department
@@ -66,6 +74,13 @@ NOT_NAMES = wordset(
     yes no ok okay sure great good morning afternoon evening night today tomorrow
     monday tuesday wednesday thursday friday saturday sunday january february march april
     may june july august september october november december"""
+)
+# A person's relatives, whose name comes before them ("Amaka's husband").
+RELATIVES = wordset(
+    """son sons daughter daughters kid kids child children baby wife husband boyfriend
+    girlfriend fiance fiancee fiancé fiancée mom mum mother dad father brother brothers
+    sister sisters grandma grandpa grandmother grandfather grandson granddaughter uncle aunt
+    cousin nephew niece stepson stepdaughter friend friends roommate"""
 )
 
 
@@ -340,6 +355,8 @@ class PersonCueRecognizer(_Recognizer):
         rf"grew)\b)",
         re.MULTILINE,
     )
+    # "Amaka's husband", "Nkechi's kids": whose relative it is.
+    OWNER = re.compile(rf"\b(?P<value>{_NAME})(?=['’]s[ ](?i:{'|'.join(sorted(RELATIVES))})\b)")
 
     def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
         first_names, surnames = name_lists()
@@ -347,6 +364,7 @@ class PersonCueRecognizer(_Recognizer):
             value = match.group("value")
             if value.split()[0].lower() not in NOT_NAMES:
                 yield match.start("value"), match.end("value"), 0.85
+        yield from self._owners(text, nlp_artifacts)
         for match in self.WEAK.finditer(text):
             group = next(g for g in ("value", "greeted", "signed", "subject") if match.group(g))
             words = match.group(group).split()
@@ -362,7 +380,169 @@ class PersonCueRecognizer(_Recognizer):
                     continue
             yield match.start(group), match.end(group), 0.85
 
+    def _owners(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        """A name before a relative: a listed name, or a proper noun that is no word of
+        the lexicon ("Google's friend suggestions" names a company's feature)."""
+        first_names, surnames = name_lists()
+        common = common_words(nlp_artifacts)
+        for match in self.OWNER.finditer(text):
+            words = match.group("value").split()
+            if any(word.lower() in NOT_NAMES for word in words):
+                continue
+            listed = words[0] in first_names or words[-1] in surnames
+            if listed or (
+                len(words) == 1
+                and words[0].lower() not in common
+                and _reads_as_name(nlp_artifacts, match.start("value"), proper_noun=True)
+            ):
+                yield match.start("value"), match.end("value"), 0.85
+
+
+# Words that speak to the listener: a question with one of them is asked of someone.
+_SECOND_PERSON = wordset("you your yours yourself yourselves you're you’re ya u")
+_SENTENCE_ENDS = frozenset({".", "!", "?", "?!", "!?", "...", "…"})
+# Tags of the word before a name that make the name its complement ("made of Crystal",
+# "the Crystal", "level is Crystal", "gold or Crystal"), not the one spoken to.
+_COMPLEMENT_TAGS = frozenset(
+    {"DET", "ADP", "ADJ", "AUX", "NUM", "CCONJ", "SCONJ", "PROPN", "SYM", "X", "PUNCT"}
+)
+_PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+# A sound said over and over: "Hehehey", "Ahhh", "Hahaha"; no name.
+_SAID_OVER = re.compile(r"(\w{1,3})\1\1", re.IGNORECASE)
+
+
+def _clause_start(doc: Any, index: int) -> bool:
+    """Whether the token at ``index`` opens a sentence, a line or a chat turn."""
+    if index == 0:
+        return True
+    before = doc[index - 1]
+    return before.text in _SENTENCE_ENDS or before.text in (":", "]") or "\n" in before.text
+
+
+def _sentence(doc: Any, start: int, end: int) -> list[Any]:
+    """The tokens of the sentence around ``start:end``, its end mark included."""
+    first = start
+    while first > 0 and not _clause_start(doc, first):
+        first -= 1
+    last = end
+    while last < len(doc) and doc[last].text not in _SENTENCE_ENDS and "\n" not in doc[last].text:
+        last += 1
+    return list(doc[first : min(last + 1, len(doc))])
+
+
+class VocativeRecognizer(_Recognizer):
+    """A name said to the person spoken to, which the small pipeline often reads as a
+    product or a thing ("What is your membership level Crystal?"):
+
+    - at the end of a question or an exclamation, after a comma ("..., Crystal?"), or,
+      in a sentence that says "you", after a word the name cannot complete (a noun, a
+      pronoun, an adverb: "level Crystal?", "for me Ruby?"; not "is your level
+      Crystal?", which asks what the level is, nor "of Crystal?", "the Crystal?", nor
+      after a verb when the name is also a word: "Do you stock Crystal?");
+    - at the start of a question, or of a sentence that says "you", before a comma
+      ("Ifeoma, could you ...").
+
+    The name is a first name of the lists (one that is also a word of the lexicon only
+    when it is widespread, as ``NameListRecognizer`` has it). One the tagger calls a
+    place is a person only set off by a comma in a sentence that says "you" ("Are you
+    ready, Paris?"). Called out first, a proper noun no list and no lexicon holds is a
+    name too, uncertain (the review band): nicknames and names of other countries."""
+
+    ENTITY = "PERSON"
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        if nlp_artifacts is None or nlp_artifacts.tokens is None:
+            return
+        doc = nlp_artifacts.tokens
+        common = common_words(nlp_artifacts)
+        for index, token in enumerate(doc):
+            span = None
+            if token.text in ("?", "!", "?!", "!?") and index >= 2:
+                span = self._said_last(doc, index, common)
+            elif index + 2 < len(doc) and doc[index + 1].text == "," and _clause_start(doc, index):
+                span = self._said_first(doc, index, common)
+            if span is not None:
+                yield span
+
+    @staticmethod
+    def _first_name(token: Any, common: frozenset[str], *, place: bool) -> bool:
+        """A listed first name, if ``place`` even one the tagger calls a place."""
+        first_names, _ = name_lists()
+        return (
+            token.is_title
+            and token.text in first_names
+            and (place or token.ent_type_ not in _PLACE_LABELS)
+            and (token.lower_ not in common or token.text in widespread_first_names())
+        )
+
+    def _said_last(
+        self, doc: Any, end: int, common: frozenset[str]
+    ) -> tuple[int, int, float] | None:
+        _, surnames = name_lists()
+        name = doc[end - 1]
+        if not name.is_title or name.whitespace_:
+            return None
+        start = end - 1
+        if (
+            start >= 2
+            and name.text in surnames
+            and doc[start - 1].is_title
+            and doc[start - 1].is_alpha
+            and doc[start - 1].whitespace_
+        ):
+            start -= 1  # "..., Crystal Nguyen?": the first name decides
+        first = doc[start]
+        before = doc[start - 1]
+        sentence = _sentence(doc, start, end)
+        addressed = any(t.lower_ in _SECOND_PERSON for t in sentence)
+        if before.text == ",":
+            listing = doc[start - 2] if start >= 2 else None
+            if listing is not None and listing.is_title and listing.pos_ == "PROPN":
+                return None  # "Anna, Crystal?": a list of names or things
+            if not self._first_name(first, common, place=addressed):
+                return None
+        elif (
+            not self._first_name(first, common, place=False)
+            or not addressed
+            or before.pos_ in _COMPLEMENT_TAGS
+            or not before.whitespace_
+            or (before.pos_ == "VERB" and first.lower_ in common)  # "Do you stock Crystal?"
+            # "Is your level Crystal?" asks what the level is; not "Are you ready Crystal?"
+            or (
+                sentence[0].lemma_ == "be"
+                and len(sentence) > 1
+                and sentence[1].lower_ not in ("you", "u", "ya")
+            )
+        ):
+            return None
+        return first.idx, name.idx + len(name.text), 0.85
+
+    def _said_first(
+        self, doc: Any, index: int, common: frozenset[str]
+    ) -> tuple[int, int, float] | None:
+        name = doc[index]
+        if not (name.is_title and name.is_alpha) or name.lower_ in NOT_NAMES:
+            return None
+        sentence = _sentence(doc, index, index + 2)
+        addressed = any(t.lower_ in _SECOND_PERSON for t in sentence)
+        if not (addressed or sentence[-1].text in ("?", "?!", "!?")):
+            return None
+        end = name.idx + len(name.text)
+        if self._first_name(name, common, place=addressed):
+            return name.idx, end, 0.85
+        first_names, _ = name_lists()
+        if (
+            name.pos_ == "PROPN"
+            and not _SAID_OVER.search(name.text)
+            and name.ent_type_ not in _PLACE_LABELS
+            and name.text not in first_names
+            and not in_lexicon(name, common)
+            and name.lower_ not in STOP_WORDS
+        ):
+            return name.idx, end, 0.6
+        return None
+
 
 def recognizers() -> list[_Recognizer]:
     """The recognizers of names, added to Presidio's predefined ones."""
-    return [NameListRecognizer(), PersonCueRecognizer()]
+    return [NameListRecognizer(), PersonCueRecognizer(), VocativeRecognizer()]

@@ -540,7 +540,7 @@ class RedactionEngine:
 
     def __init__(self, model_name: str) -> None:
         import spacy.util
-        from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+        from presidio_analyzer import AnalyzerEngine
         from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
         from presidio_analyzer.nlp_engine import NlpEngineProvider
 
@@ -570,7 +570,7 @@ class RedactionEngine:
         nlp = self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]  # on SpacyNlpEngine, not NlpEngine
         if "parser" in nlp.pipe_names:
             nlp.disable_pipe("parser")
-        registry = RecognizerRegistry(supported_languages=[LANGUAGE])
+        registry = recognizers.OrderedRegistry(supported_languages=[LANGUAGE])
         registry.load_predefined_recognizers(languages=[LANGUAGE], nlp_engine=self.nlp_engine)
         registry.remove_recognizer("PhoneRecognizer")
         for recognizer in recognizers.recognizers() + name_recognizers.recognizers():

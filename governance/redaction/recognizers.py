@@ -16,7 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from presidio_analyzer import AnalysisExplanation, EntityRecognizer, RecognizerResult
+from presidio_analyzer import (
+    AnalysisExplanation,
+    EntityRecognizer,
+    RecognizerRegistry,
+    RecognizerResult,
+)
 from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
@@ -487,8 +492,194 @@ class PostcodeRecognizer(_Recognizer):
             yield match.start("value"), match.end("value"), 0.85
 
 
+# --- places ----------------------------------------------------------------------------------
+
+# The small words inside a town's name: "Frankfurt am Main", "Vila Nova de Cerveira",
+# "Ústí nad Labem", "Stratford upon Avon".
+_PLACE_PARTICLES = wordset(
+    "am an im nad pod de del della di da do dos das du la le les en sur upon op aan den der y"
+)
+# Words of a journey: "from" after one of them comes before a place ("arrived this
+# morning from Niger", "got back from Gozo").
+TRAVEL_WORDS = wordset(
+    """arrived arrives arriving flew flies flying traveled travelled traveling travelling
+    returned returning returns back drove emigrated immigrated relocated hail hails hailing
+    originally"""
+)
+# What a meeting's "Where:" holds when it is no place.
+_NO_PLACE = wordset(
+    "online remote virtual hybrid tbd tba tbc zoom teams skype webex meet phone video call "
+    "home various unknown none"
+)
+_POSSESSIVE_AFTER = re.compile(r"['’]s?\b")
+_POSSESSIVE_END = re.compile(r"['’]s?$")
+_PLACE_NAME = r"(?P<value>[^\W\d_][\w'’.-]*(?:[ ][^\W\d_][\w'’.-]*){0,5})"
+
+
+class PlaceCueRecognizer(_Recognizer):
+    """A place named where a place goes, which the small pipeline often calls an
+    organisation, a nationality or nothing: a form's place field ("Where: Kouklia
+    Country Club", "Location: Harborview Lodge"), where someone lives or comes from
+    ("grew up in Ústí nad Labem", "born in ZLIN", "lives in Kohtla-Järve"), where a
+    journey started ("arrived from Niger", "got back from Gozo"), a landmark named by its
+    kind ("Blue Mountain", "Pearl Harbor Memorial", "Lake Bled") and the town a
+    university is named after ("University of Coimbra").
+
+    The name is its capitalised words and the particles between them. After a field it
+    is certain unless it says the meeting is not in a place ("Where: Online"). After the
+    other cues a name made of words of the lexicon must be one the tagger reads as a
+    place or a nationality ("back from Legal", "based in Engineering" name departments),
+    a listed first name the tagger does not call a place is a person's, and so is a name
+    with a possessive ("lived in the Project Manager's house")."""
+
+    ENTITY = "LOCATION"
+    FIELD = re.compile(
+        r"(?im:^[ \t]*(?:where|location|venue|meeting place|place|city|town|country|"
+        rf"hometown|destination)[ \t]*:[ \t]*){_PLACE_NAME}"
+    )
+    CUED = re.compile(
+        r"\b(?i:(?:grew up|born|raised|lives?|lived|living|resides?|resided|residing|based|"
+        r"settled)[ ]+in"
+        rf"|(?:{'|'.join(sorted(TRAVEL_WORDS))})"
+        r"(?:[ ]+(?:in|home|over|here|down|up|back|today|yesterday|tonight|early|late|"
+        r"(?:this|last)[ ](?:morning|afternoon|evening|night|week|month)))*[ ]+from)"
+        rf"[ ]+(?:the[ ]+)?{_PLACE_NAME}"
+    )
+    # Capitalised words before a word of the landscape or of a site ("Blue Mountain",
+    # "Pearl Harbor Memorial"), or after one ("Lake Bled", "Mount Kenya"); the town of
+    # a university ("University of Coimbra"), read as the other cues' places are.
+    LANDMARK = re.compile(
+        r"\b(?P<value>(?:[A-Z][\w'’-]*[ ]){1,3}"
+        r"(?:Mountains?|Lake|River|Beach|Park|Canyon|Valley|Falls|Islands?|Bay|Harbou?r|"
+        r"Memorial|Monument|Bridge|Square|Gardens|Forest|Hills|Peak|Coast|Cathedral|Castle|"
+        r"Palace|Stadium|Airport|Glacier|Lagoon|Reservoir|Pier|Marina)"
+        r"|(?:Lake|Mount|Mt\.|Cape)[ ][A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)\b"
+        r"|\b(?:University|College) of (?P<town>[A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)\b"
+    )
+    SCORE = 0.75
+
+    def find(self, text: str, nlp_artifacts: NlpArtifacts | None) -> Spans:
+        for match in self.FIELD.finditer(text):
+            span = self._name(text, match.start("value"), match.group("value"))
+            if span is not None and text[span[0] : span[1]].split()[0].lower() not in _NO_PLACE:
+                yield span[0], span[1], self.SCORE
+        for match in self.CUED.finditer(text):
+            span = self._name(text, match.start("value"), match.group("value"))
+            if (
+                span is not None
+                and not _POSSESSIVE_AFTER.match(text, span[1])  # "lived in Maria's house"
+                and self._reads_as_place(nlp_artifacts, *span)
+            ):
+                yield span[0], span[1], self.SCORE
+        for match in self.LANDMARK.finditer(text):
+            if match.group("town"):
+                span = self._name(text, match.start("town"), match.group("town"))
+                if span is not None and self._reads_as_place(nlp_artifacts, *span):
+                    yield span[0], span[1], self.SCORE
+                continue
+            span = self._landmark(match.start("value"), match.group("value"))
+            if span is not None:
+                yield span[0], span[1], self.SCORE
+
+    @staticmethod
+    def _landmark(start: int, value: str) -> tuple[int, int] | None:
+        """The landmark's name without an article or a greeting before it; None for a
+        person's name ("Sarah Hill", "Jessica Park") or a title ("The One at the Beach")."""
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        from governance.redaction.name_recognizers import NOT_NAMES, name_lists
+
+        words = value.split(" ")
+        while len(words) > 1 and (words[0].lower() in NOT_NAMES or words[0] == "The"):
+            start += len(words[0]) + 1
+            words = words[1:]
+        first_names, _ = name_lists()
+        if (
+            len(words) < 2
+            or (len(words) == 2 and words[0] in first_names)
+            or any(word.lower() in STOP_WORDS for word in words)
+        ):
+            return None
+        return start, start + len(" ".join(words))
+
+    @staticmethod
+    def _name(text: str, start: int, words: str) -> tuple[int, int] | None:
+        """The capitalised words at ``start`` and the particles between them."""
+        kept: list[str] = []
+        pending: list[str] = []
+        for word in words.split(" "):
+            bare = _POSSESSIVE_END.sub("", word.rstrip(".,;:!?"))
+            if bare[:1].isupper():
+                kept += pending + [bare]
+                pending = []
+                if bare != word:
+                    break  # punctuation or a possessive ends the name
+            elif kept and word in _PLACE_PARTICLES:
+                pending.append(word)
+            else:
+                break
+        if not kept:
+            return None
+        value = " ".join(kept)
+        return start, start + len(value)
+
+    @staticmethod
+    def _reads_as_place(nlp_artifacts: NlpArtifacts | None, start: int, end: int) -> bool:
+        # name_recognizers imports this module: its lists are read when a text is.
+        from governance.redaction.name_recognizers import NOT_NAMES, common_words, name_lists
+
+        if nlp_artifacts is None or nlp_artifacts.tokens is None:
+            return False
+        tokens = [t for t in nlp_artifacts.tokens if start <= t.idx < end and t.is_alpha]
+        if not tokens or tokens[0].lower_ in NOT_NAMES:
+            return False
+        first_names, _ = name_lists()
+        label = tokens[0].ent_type_
+        if tokens[0].text in first_names and label not in ("GPE", "LOC", "FAC"):
+            return False
+        common = common_words(nlp_artifacts)
+        if all(t.lower_ in common for t in tokens if t.text not in _PLACE_PARTICLES):
+            return label in ("GPE", "LOC", "FAC", "NORP")
+        return True
+
+
+class OrderedRegistry(RecognizerRegistry):
+    """Presidio's registry, handing out the recognizers in a fixed order: a workspace's
+    own first, then Presidio's, then Memdesk's, each in the order they were added.
+
+    Presidio's returns them as a set, ordered by where the objects sit in memory, which
+    changed with the process and the path the code ran from. Two recognizers that find
+    the same span at the same score give one result (the analyzer keeps the first), and
+    the context rules read which recognizer found a name ("Mr. Clean" is a name the title
+    cue and the tagger both find; the tagger's is dropped as a word of the lexicon), so
+    one text was redacted in one worker and kept in another, and bench/memory_quality.py
+    counted 263 or 268 PERSON labels on FriendsQA for the same code. Presidio's come
+    before Memdesk's: a name the tagger found goes through the rules for the tagger's
+    names whichever cue found it too."""
+
+    def get_recognizers(
+        self,
+        language: str,
+        entities: list[str] | None = None,
+        all_fields: bool = False,
+        ad_hoc_recognizers: list[EntityRecognizer] | None = None,
+    ) -> list[EntityRecognizer]:
+        found = super().get_recognizers(language, entities, all_fields, ad_hoc_recognizers)
+        added = [*(ad_hoc_recognizers or ()), *self.recognizers]
+        rank = {id(recognizer): index for index, recognizer in enumerate(added)}
+        ad_hoc = {id(recognizer) for recognizer in ad_hoc_recognizers or ()}
+        return sorted(
+            found,
+            key=lambda r: (
+                id(r) not in ad_hoc,
+                type(r).__module__.startswith("governance."),
+                rank.get(id(r), len(rank)),
+            ),
+        )
+
+
 def recognizers() -> list[EntityRecognizer]:
-    """Memdesk's recognizers of numbers, handles and addresses, added to Presidio's
+    """Memdesk's recognizers of numbers, handles, addresses and places, added to Presidio's
     predefined ones (PhoneRecognizer is replaced by the guarded one); those of names are
     in ``governance.redaction.name_recognizers``."""
     return [
@@ -500,4 +691,5 @@ def recognizers() -> list[EntityRecognizer]:
         UsernameRecognizer(),
         StreetAddressRecognizer(),
         PostcodeRecognizer(),
+        PlaceCueRecognizer(),
     ]

@@ -268,3 +268,34 @@ def test_custom_recognizers_use_their_context_words():
 def test_a_bad_custom_pattern_is_reported():
     assert presidio.validate_pattern(r"\d{3}") is None
     assert presidio.validate_pattern("(unclosed")
+
+
+def test_the_recognizers_run_in_a_fixed_order_the_workspace_s_then_presidio_s():
+    spec = PolicySpec(workspace_id="w1", version=1, deny_list=("Zebra",))
+    ad_hoc = engine()._ad_hoc(spec)
+    registry = engine().analyzer.registry
+    order = registry.get_recognizers("en", spec.analysed_entities, ad_hoc_recognizers=ad_hoc)
+    ours = [r for r in registry.recognizers if type(r).__module__.startswith("governance.")]
+    presidio_own = [r for r in registry.recognizers if r in order and r not in ours]
+    assert order == [*ad_hoc, *presidio_own, *ours]
+
+
+def test_a_text_is_redacted_the_same_whatever_order_presidio_hands_the_recognizers_out(
+    monkeypatch,
+):
+    # Presidio hands them out as a set, ordered by where the objects sit in memory; the
+    # analyzer keeps the first of two equal results, and the context rules read which
+    # recognizer found a name: the tagger and the title cue both find "Clean".
+    from presidio_analyzer import RecognizerRegistry
+
+    text = "He gave it to old Mr. Clean back there; Mr. Okafor called."
+    [first] = engine().detect([text], spec=SPEC)
+    handed_out = RecognizerRegistry.get_recognizers
+
+    def reversed_order(self, *args, **kwargs):
+        return list(reversed(handed_out(self, *args, **kwargs)))
+
+    monkeypatch.setattr(RecognizerRegistry, "get_recognizers", reversed_order)
+    [second] = engine().detect([text], spec=SPEC)
+    assert second == first
+    assert [text[d.start : d.end] for d in first] == ["Okafor"]

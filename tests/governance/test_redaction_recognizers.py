@@ -204,3 +204,88 @@ def test_a_json_field_name_in_tool_output_is_not_a_person():
     text = '{"order_id": "ORD-123456", "status": "delivered", "total": 129.0}'
     assert [kind for kind, _, _ in found(text) if kind == "PERSON"] == []
     assert "PERSON" in types_of('{"customer": "Dana Pierce"}', "Dana Pierce")
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "status"),
+    [
+        # A lone first name said to the person asked: the small pipeline calls it a product.
+        ("What is your membership level Crystal?", "Crystal", "applied"),
+        ("Where should we send the refund, Crystal?", "Crystal", "applied"),
+        ("Where is my order, Crystal?", "Crystal", "applied"),  # not "order Jasper"
+        ("Could you check the tracking page for me Ruby?", "Ruby", "applied"),
+        ("Are you ready, Paris?", "Paris", "applied"),
+        # Called out first, a name no list holds: held for review.
+        ("Ifeoma, could you resend the invoice?", "Ifeoma", "pending_review"),
+    ],
+)
+def test_a_name_the_speaker_addresses_is_a_person(text, name, status):
+    assert ("PERSON", name, status) in found(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Is your membership level Crystal?",  # asks what the level is
+        "Do you stock Crystal?",
+        "Anyway, can you check my refund?",
+        "Honestly, could you resend it?",
+    ],
+)
+def test_a_word_at_the_end_or_the_start_of_a_question_is_not_always_a_name(text):
+    assert "PERSON" not in {kind for kind, _, _ in found(text)}
+
+
+def test_a_name_before_a_relative_is_a_person():
+    assert "PERSON" in types_of("Amaka's husband called twice.", "Amaka")
+    assert "PERSON" not in {kind for kind, _, _ in found("Google's friend suggestions are odd.")}
+
+
+# --- places ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ("When: Friday 3 PM\nWhere: Harborview Lodge", "Harborview Lodge"),
+        ("He was born in Vila Nova de Cerveira in 1988.", "Vila Nova de Cerveira"),
+        ("I grew up in ZLIN, then moved.", "ZLIN"),
+        ("Our guests got back from Gozo yesterday.", "Gozo"),
+        ("The courier arrived this morning from Kuressaare.", "Kuressaare"),
+        ("Did you get to see the Veterans Harbor Memorial?", "Veterans Harbor Memorial"),
+        ("The kids loved Sunny Pines Beach.", "Sunny Pines Beach"),
+        ("He got his degree from the University of Bialystok in 2010.", "Bialystok"),
+        # Not a subject of study (below): no degree names it.
+        ("She studied martial arts in Kyoto.", "Kyoto"),
+        ("She did an exchange program in Berlin.", "Berlin"),
+    ],
+)
+def test_a_place_named_where_a_place_goes_is_a_location(text, place):
+    assert "LOCATION" in types_of(text, place)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Where: Online",
+        "Education: B.S. in Chemistry, 2014",
+        "Your PESEL is 92031504567.",
+        "Parent's Name: Ana Lima",
+        "She is in Grade 11 this year.",
+        "I hold a Master's degree in Geology.",
+        "Sarah Hill called about Jessica Park.",
+        "He teaches at the University of Technology.",
+    ],
+)
+def test_words_that_name_no_place_are_not_locations(text):
+    assert "LOCATION" not in {kind for kind, _, _ in found(text)}
+
+
+def test_the_place_cues_leave_a_name_with_a_possessive_to_the_person_it_names():
+    # The memory of a meeting said "they used to live in Project Manager's house"; the
+    # place cue labelled the role a place, and every later mention of it with it.
+    text = "They used to live in Okonkwo's flat; she grew up in Okonkwo."
+    artifacts = engine().nlp_engine.process_text(text, "en")
+    spans = list(recognizers.PlaceCueRecognizer().find(text, artifacts))
+    assert [text[start:end] for start, end, _ in spans] == ["Okonkwo"]
+    assert spans[0][0] == text.rindex("Okonkwo")
