@@ -5,6 +5,7 @@ versions it was rendered from)."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from cachetools import LRUCache
@@ -68,6 +69,7 @@ def local_clear() -> None:
         _LOCAL.clear()
         _TAIL_KEYS.clear()
         _BODIES.clear()
+        _LISTED.clear()
 
 
 def local_get(key: str) -> Any:
@@ -135,17 +137,33 @@ def shared_get(slot: str, stamp: str) -> Any:
 
 def shared_put(slot: str, stamp: str, value: Any) -> None:
     cache.set(slot, (stamp, value), CACHE_SECONDS)
-    # Every slot of a conversation (or an end user's memory) is listed under its id, so
-    # that a deletion can take them all (``caches_forget``): a body holds the messages.
-    owner = _slots_of(_owner_of(slot))
-    slots = cache.get(owner) or []
-    if slot not in slots:
-        cache.set(owner, [*slots, slot][-SLOTS_LISTED:], CACHE_SECONDS)
+    _slot_listed(slot)
 
 
 # How many slots one conversation's list names (formats x budgets x naming a client
 # asks for; a handful in practice). A slot pushed out of the list expires on its own.
 SLOTS_LISTED = 256
+# The lists live twice as long as a slot and this worker writes each again once half a
+# slot's life has passed, so a list outlives every slot it names without a round trip to
+# the shared cache on each render: only a slot this worker has not listed lately costs
+# one (a read and a write of its list).
+SLOT_LISTS_SECONDS = 2 * CACHE_SECONDS
+_LISTED: LRUCache[str, float] = LRUCache(maxsize=4096)  # slot -> when this worker listed it
+
+
+def _slot_listed(slot: str) -> None:
+    """List ``slot`` under its conversation (or end user's memory) id, so that a
+    deletion can take every slot (``caches_forget``): a body holds the messages."""
+    now = time.monotonic()
+    with _local_lock:
+        listed_at = _LISTED.get(slot)
+    if listed_at is not None and now - listed_at < CACHE_SECONDS / 2:
+        return
+    owner = _slots_of(_owner_of(slot))
+    slots = [s for s in cache.get(owner) or [] if s != slot]
+    cache.set(owner, [*slots, slot][-SLOTS_LISTED:], SLOT_LISTS_SECONDS)
+    with _local_lock:
+        _LISTED[slot] = now
 
 
 def _owner_of(key: str) -> str:
@@ -173,6 +191,8 @@ def caches_forget(owner_ids: Any) -> int:
                 store.pop(key, None)
         for pair in [p for p in _TAIL_KEYS if str(p[0]) in ids]:
             del _TAIL_KEYS[pair]
+        for slot in [s for s in _LISTED if _owner_of(s) in ids]:
+            del _LISTED[slot]
     owners = [_slots_of(i) for i in ids]
     slots = [slot for listed in cache.get_many(owners).values() for slot in listed]
     cache.delete_many([*slots, *owners])
