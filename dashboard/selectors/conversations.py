@@ -28,7 +28,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Greatest, NullIf
 
 from core.errors import MemdeskError
-from dashboard.selectors.search import ConversationMatches, conversations_matching
+from dashboard.selectors.search import conversations_matching
 from governance.models import LegalHold, RedactionFinding
 from memory.metrics import served_token_count
 from memory.models import (
@@ -289,13 +289,12 @@ def conversation_search(
     *,
     workspace: Workspace,
     filters: ConversationFilters,
-    mentions: ConversationMatches | None = None,
+    raw_values: bool = False,
 ) -> QuerySet[Conversation]:
     """The workspace's conversations that pass ``filters``, with their figures, sorted.
     The query matches the title as pages show it (masked), the end user's id, the
-    conversation's id, and through the recall index its memory (``mentions``: what
-    ``conversations_matching`` found for the query, given by a caller that searched raw
-    values, who then matches the stored title too; else found here, messages masked).
+    conversation's id, and through the recall index its memory, messages masked; with
+    ``raw_values`` (a role that may reveal them) messages and the title as stored too.
     Each conversation listed only because a masked value holds the query (in its memory
     or its title) is annotated ``found_only_masked``. End user ids are matched as
     stored: the list shows them so."""
@@ -304,17 +303,15 @@ def conversation_search(
         text = filters.query
         # Memory through the recall index, messages as a page shows them (masked): a
         # value every page masks must not tell which conversation holds it.
-        searched_raw = mentions is not None
-        if mentions is None:
-            mentions = conversations_matching(workspace=workspace, query=text)
+        mentions = conversations_matching(workspace=workspace, query=text, raw_values=raw_values)
         shown = Q(title_masked__icontains=text) | Q(user_id__icontains=text)
         with contextlib.suppress(ValueError):  # not an id: search the text only
             shown |= Q(pk=uuid.UUID(text))
         masked = Q(pk__in=mentions.only_masked)
-        if searched_raw:
+        if raw_values:
             masked |= Q(title__icontains=text)
         qs = qs.filter(shown | Q(pk__in=mentions.ids) | masked)
-        if mentions.only_masked or searched_raw:
+        if mentions.only_masked or raw_values:
             qs = qs.annotate(
                 found_only_masked=ExpressionWrapper(masked & ~shown, output_field=BooleanField())
             )

@@ -52,7 +52,6 @@ from dashboard.selectors.notes import (
 )
 from dashboard.selectors.pins import masked_pins
 from dashboard.selectors.runs import latest_runs
-from dashboard.selectors.search import conversations_matching
 from dashboard.views.notes import ADD_FORM_ID
 from governance.redaction import scan
 from governance.redaction.masked_search import masked_search_record
@@ -87,13 +86,8 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
     form = ConversationFilterForm(request.GET)
     form.is_valid()  # errors are shown next to their fields; valid filters still apply
     filters = form.filters()
-    mentions = None
-    if filters.query and access.can_reveal():
-        mentions = conversations_matching(
-            workspace=access.workspace, query=filters.query, raw_values=True
-        )
     conversations = conversation_search(
-        workspace=access.workspace, filters=filters, mentions=mentions
+        workspace=access.workspace, filters=filters, raw_values=access.can_reveal()
     )
     page = Paginator(conversations, CONVERSATIONS_PER_PAGE).get_page(request.GET.get("page"))
     add_figures(list(page))
