@@ -65,12 +65,15 @@ def conversation_delete(
     """
     if actor.is_human and not reason.strip():
         raise MemdeskError("reason_required", "Deleting memory needs a reason.", field="reason")
+    # The trail outlives the conversation: a reason quoting it keeps no value (an agent's
+    # usual empty one loads no engine).
+    [reason] = texts_masked_for_display(
+        workspace_id=conversation.workspace_id, texts=[reason.strip()]
+    )
     deleted_by: dict[str, Any] | None = None
     if actor.type == ActorType.API_KEY and actor.role == ApiKey.Scope.AGENT:
-        reason = AGENT_DELETE_REASON + (f": {reason.strip()}" if reason.strip() else "")
+        reason = AGENT_DELETE_REASON + (f": {reason}" if reason else "")
         deleted_by = {"deletedBy": {"apiKey": actor.name, "apiKeyId": actor.id}}
-    # The trail outlives the conversation: a reason quoting it keeps no value.
-    [reason] = texts_masked_for_display(workspace_id=conversation.workspace_id, texts=[reason])
     # A worker writing the conversation's scans or memory at the same moment can
     # deadlock with the cascade on PostgreSQL; the whole delete is tried again.
     return retried_on_conflict(

@@ -55,10 +55,16 @@ def edit_reason(
     return reason
 
 
-def reason_for_trail(reason: str, *, workspace_id: Any) -> str:
-    """A correction's reason as the audit trail and the note's versions keep it: each
-    value the workspace's policy finds masked as its entity type ("quoting <PERSON>").
-    A reason often quotes the memory it corrects, and the trail outlives the memory."""
+def reason_for_trail(
+    reason: str, *, workspace_id: Any, required: str | None = REASON_REQUIRED
+) -> str:
+    """A correction's reason as the audit trail and the note's versions keep it: refused
+    (``required``, the sentence) when blank, then each value the workspace's policy
+    finds masked as its entity type ("quoting <PERSON>"). A reason often quotes the
+    memory it corrects, and the trail outlives the memory. ``required`` None: a reason
+    is optional, and an empty one loads no engine."""
+    if required is not None:
+        reason = require_reason(reason, message=required)
     [masked] = texts_masked_for_display(workspace_id=workspace_id, texts=[reason])
     return masked
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit.writer import audit_record, require_reason
+from governance.audit.writer import audit_record
 from memory.grounding import grounding_score
 from memory.models import (
     Conversation,
@@ -27,7 +27,6 @@ from memory.pipeline.scheduling import reflector_schedule_for_correction
 from memory.references import references_in
 from memory.services.conversations import memory_version_bump
 from memory.services.notes import (
-    REASON_REQUIRED,
     edit_action,
     edit_reason,
     note_delete,
@@ -179,7 +178,9 @@ def observation_update(
     reason = edit_reason(
         reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
-    reason = reason_for_trail(reason, workspace_id=observation.conversation.workspace_id)
+    reason = reason_for_trail(
+        reason, workspace_id=observation.conversation.workspace_id, required=None
+    )
     action = edit_action(
         "observation", text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
@@ -205,7 +206,6 @@ def observation_update(
 def observation_delete(*, observation: Observation, actor: Actor, reason: str) -> None:
     """Delete an observation, keeping its last version. Reflections built from it stop
     being served at once and are re-derived from their other sources."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
     reason = reason_for_trail(reason, workspace_id=observation.conversation.workspace_id)
     with transaction.atomic():
         locked = Observation.objects.select_for_update().get(pk=observation.pk)
@@ -222,7 +222,6 @@ def observation_revert(
     """Restore an earlier version's text, priority, event date and tags. The revert is
     itself an edit: it keeps the version it replaces and is audited as a revert, and
     reflections built from the observation are re-derived."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
     reason = reason_for_trail(reason, workspace_id=observation.conversation.workspace_id)
     target = ObservationVersion.objects.filter(
         observation_id=observation.pk, version=version

@@ -10,7 +10,7 @@ from django.db import transaction
 from core.actors import Actor
 from core.errors import MemdeskError
 from core.paging import parse_uuid
-from governance.audit.writer import audit_record, audit_text_digest, require_reason
+from governance.audit.writer import audit_record, audit_text_digest
 from memory.models import Conversation, Message, Pin
 from memory.services.conversations import memory_version_bump
 from memory.services.notes import reason_for_trail
@@ -65,8 +65,7 @@ def pin_create(
     """Pin a verbatim quote of one of the conversation's messages: all of it, or the
     characters ``start:end``. The quote is copied as the message stands (redacted, if
     the workspace redacts at ingest) and served first in every context format."""
-    if reason:
-        reason = reason_for_trail(reason, workspace_id=conversation.workspace_id)
+    reason = reason_for_trail(reason, workspace_id=conversation.workspace_id, required=None)
     message = (
         Message.objects.filter(
             conversation=conversation, pk=parse_uuid(message_id, field="message_id")
@@ -111,8 +110,11 @@ def pin_create(
 
 def pin_delete(*, pin: Pin, actor: Actor, reason: str) -> None:
     """Unpin: the quote leaves the context at once; the audit event keeps what it was."""
-    reason = require_reason(reason, message="A reason is required to unpin.")
-    reason = reason_for_trail(reason, workspace_id=pin.conversation.workspace_id)
+    reason = reason_for_trail(
+        reason,
+        workspace_id=pin.conversation.workspace_id,
+        required="A reason is required to unpin.",
+    )
     with transaction.atomic():
         locked = Pin.objects.select_for_update().filter(pk=pin.pk).first()
         if locked is None:

@@ -8,10 +8,8 @@ from django.db import transaction
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit.writer import require_reason
 from memory.models import Reflection, ReflectionVersion
 from memory.services.notes import (
-    REASON_REQUIRED,
     edit_action,
     edit_reason,
     note_delete,
@@ -65,7 +63,9 @@ def reflection_update(
     reason = edit_reason(
         reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
-    reason = reason_for_trail(reason, workspace_id=reflection.conversation.workspace_id)
+    reason = reason_for_trail(
+        reason, workspace_id=reflection.conversation.workspace_id, required=None
+    )
     with transaction.atomic():
         locked = _reflection_locked(reflection)
         note_edit(
@@ -87,7 +87,6 @@ def reflection_delete(*, reflection: Reflection, actor: Actor, reason: str) -> N
     """Delete a reflection, keeping its last version: what it says leaves the context at
     once. Its source observations stay stored and reflected, so they are not served in
     its place and the Reflector does not bring it back; delete them too to remove them."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
     reason = reason_for_trail(reason, workspace_id=reflection.conversation.workspace_id)
     with transaction.atomic():
         locked = _reflection_locked(reflection, superseded_ok=True)
@@ -100,7 +99,6 @@ def reflection_revert(
 ) -> Reflection:
     """Restore an earlier version's text, priority, event date and tags: an edit like
     ``reflection_update``, kept and audited as a revert."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
     reason = reason_for_trail(reason, workspace_id=reflection.conversation.workspace_id)
     target = ReflectionVersion.objects.filter(reflection_id=reflection.pk, version=version).first()
     if target is None:
