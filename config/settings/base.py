@@ -34,7 +34,11 @@ def env_bool(name: str, default: bool) -> bool:
     )
 
 
-def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+def env_int(
+    name: str, default: int, *, minimum: int = 0, maximum: int | None = None, why: str = ""
+) -> int:
+    """A whole number from the environment, in [minimum, maximum]; ``why`` follows the
+    error a value over the maximum gets."""
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -44,6 +48,10 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
         raise ImproperlyConfigured(f"{name} must be a whole number; got {raw!r}.") from None
     if value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}; got {value}.")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(
+            f"{name} must be at most {maximum}; got {value}." + (f" {why}" if why else "")
+        )
     return value
 
 
@@ -286,13 +294,14 @@ MEMDESK_RATE_LIMIT_PER_MINUTE = env_int("MEMDESK_RATE_LIMIT_PER_MINUTE", 0)
 # A write sent with an Idempotency-Key keeps its reply (which repeats the messages it
 # wrote) this many hours: a retry within them is replayed, one after them is a new
 # request, and beat's idempotency expiry deletes the expired replies every hour.
-MEMDESK_IDEMPOTENCY_TTL_HOURS = env_int("MEMDESK_IDEMPOTENCY_TTL_HOURS", 24, minimum=1)
-if MEMDESK_IDEMPOTENCY_TTL_HOURS > 8760:
-    raise ImproperlyConfigured(
-        f"MEMDESK_IDEMPOTENCY_TTL_HOURS must be at most 8760 (a year); got "
-        f"{MEMDESK_IDEMPOTENCY_TTL_HOURS}. A client retries within minutes or hours, and "
-        "every stored reply holds the content it wrote."
-    )
+MEMDESK_IDEMPOTENCY_TTL_HOURS = env_int(
+    "MEMDESK_IDEMPOTENCY_TTL_HOURS",
+    24,
+    minimum=1,
+    maximum=8760,
+    why="A client retries within minutes or hours, and every stored reply holds the "
+    "content it wrote.",
+)
 
 # --- Memory -----------------------------------------------------------------------------
 MEMDESK_OBSERVER_THRESHOLD = env_int("MEMDESK_OBSERVER_THRESHOLD", 30_000, minimum=1)
@@ -332,13 +341,13 @@ MEMDESK_PIPELINE_ENABLED = env_bool("MEMDESK_PIPELINE_ENABLED", True)
 # A worker running a run renews its lease every MEMDESK_RUN_HEARTBEAT_SECONDS; a lease not
 # renewed for three beats means the worker died, and the sweeper (every minute) hands the
 # run to another. Three beats, so that one slow renewal (a busy database) loses nothing.
-MEMDESK_RUN_HEARTBEAT_SECONDS = env_int("MEMDESK_RUN_HEARTBEAT_SECONDS", 10, minimum=1)
-if MEMDESK_RUN_HEARTBEAT_SECONDS > 300:
-    raise ImproperlyConfigured(
-        f"MEMDESK_RUN_HEARTBEAT_SECONDS must be at most 300; got "
-        f"{MEMDESK_RUN_HEARTBEAT_SECONDS}. A dead worker's run waits three beats to be taken "
-        "over."
-    )
+MEMDESK_RUN_HEARTBEAT_SECONDS = env_int(
+    "MEMDESK_RUN_HEARTBEAT_SECONDS",
+    10,
+    minimum=1,
+    maximum=300,
+    why="A dead worker's run waits three beats to be taken over.",
+)
 MEMDESK_RUN_LEASE_SECONDS = 3 * MEMDESK_RUN_HEARTBEAT_SECONDS
 # gunicorn kills a request after this many seconds (config/gunicorn.py reads it too).
 MEMDESK_WEB_TIMEOUT = env_int("MEMDESK_WEB_TIMEOUT", 30, minimum=5)
