@@ -4,6 +4,7 @@ belong to are tenancy's (``tenancy.models``)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import models
@@ -290,6 +291,17 @@ class ReflectionVersion(MemoryVersion):
 
 
 class IdempotencyRecordQuerySet(models.QuerySet["IdempotencyRecord"]):
+    def repeating(self, messages: Iterable[Message]) -> IdempotencyRecordQuerySet:
+        """The records whose reply repeats any of ``messages``."""
+        covering = models.Q(pk__in=[])
+        for message in messages:
+            covering |= models.Q(
+                conversation_id=message.conversation_id,
+                first_seq__lte=message.seq,
+                last_seq__gte=message.seq,
+            )
+        return self.filter(covering, repeats=IdempotencyRecord.Repeats.MESSAGES)
+
     def with_rows_gone(self) -> IdempotencyRecordQuerySet:
         """The records whose reply repeats a row that is no longer stored: one of the
         messages ``first_seq..last_seq`` of its conversation (seq numbers are unique in

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
@@ -185,18 +185,9 @@ def replies_forget(*, messages: Sequence[Message]) -> int:
     """Delete the stored idempotent replies that repeat any of these messages, whose
     text a redaction just rewrote: a replay must not answer with the values the
     redaction took out. The client's retry of such a key runs as a new request."""
-    covering = Q()
-    for message in messages:
-        covering |= Q(
-            conversation_id=message.conversation_id,
-            first_seq__lte=message.seq,
-            last_seq__gte=message.seq,
-        )
     if not messages:
         return 0
-    return IdempotencyRecord.objects.filter(
-        covering, repeats=IdempotencyRecord.Repeats.MESSAGES
-    ).delete()[0]
+    return IdempotencyRecord.objects.repeating(messages).delete()[0]
 
 
 def finding_rows(
