@@ -586,13 +586,13 @@ class PseudonymReveal:
 
 def pseudonym_get(*, workspace_id: Any, label: str) -> Pseudonym:
     """The workspace's pseudonym that ``label`` means (``parse_label``); 404 if none."""
+    own: set[str] = set()
     if label_meant(label or "") is None:
         # Perhaps a misspelt label of a type of the workspace's own (a custom recognizer's,
         # current or removed): the types it has numbered, read only for such a label.
-        own = Pseudonym.objects.filter(workspace_id=workspace_id).values_list("entity_type")
-        entity_type, number = parse_label(label, {t for (t,) in own.distinct()})
-    else:
-        entity_type, number = parse_label(label)
+        types = Pseudonym.objects.filter(workspace_id=workspace_id).values_list("entity_type")
+        own = {t for (t,) in types.distinct()}
+    entity_type, number = parse_label(label, own)
     row = Pseudonym.objects.filter(
         workspace_id=workspace_id, entity_type=entity_type, number=number
     ).first()
