@@ -34,6 +34,7 @@ from governance.redaction.recognizers import (
     ID_WORDS,
     PHONE_WORDS,
     TRAVEL_WORDS,
+    VENUE_WORDS,
     WORDS,
     AccountNumberRecognizer,
     PersonalIdRecognizer,
@@ -279,6 +280,13 @@ def _names_no_one(
     )
 
 
+def _a_venue(value: str) -> bool:
+    """Whether a name the tagger calls a person is named by a kind of venue ("Café
+    Central", "Hotel Adlon", "Blue Door Bistro"): a place."""
+    words = value.split()
+    return len(words) > 1 and (words[0].lower() in VENUE_WORDS or words[-1].lower() in VENUE_WORDS)
+
+
 def _after_a_product_word(text: str, start: int) -> bool:
     """Whether the word at ``start`` follows an order or product word directly ("order
     Jasper", "Model: Aria"); after a comma it is the one spoken to ("my order, Crystal?")."""
@@ -363,7 +371,7 @@ def rescore(
     - a person's or a place's span is set to the name itself (``_bounded``), dropped where
       it reads as no one (``_names_no_one``), and joined with a place tagged right
       beside it (``_joined``); a first name tagged as a place that acts is a person
-      (``_acts``);
+      (``_acts``), and a name with a kind of venue in it is a place (``_a_venue``);
     - a word that names the number after it ("your PESEL is 92031504567") is neither a
       person nor a place, and neither is a field's name ("Parent's Name:"); a place
       after a degree, a degree's abbreviation and a class with its number are subjects
@@ -414,6 +422,8 @@ def rescore(
     for result in kept:
         if result.entity_type == "LOCATION" and _acts(text, result, nlp_artifacts):
             result.entity_type = "PERSON"
+        elif result.entity_type == "PERSON" and _a_venue(text[result.start : result.end]):
+            result.entity_type = "LOCATION"
     # A town the tagger found inside a street address, or a street named after a person
     # ("Nelson Mandela Drive"), is part of that address.
     addresses = [r for r in kept if r.entity_type == ADDRESS]

@@ -337,7 +337,9 @@ class UsernameRecognizer(_Recognizer):
 
 # --- street addresses ------------------------------------------------------------------------
 
-_WORD = r"[^\W\d_][\w'’.-]*"
+# A word of a street's or a place's name. Bounded: an unbounded word run searched from
+# every letter of a long line ("-x-x-x...") made the search quadratic in the line.
+_WORD = r"[^\W\d_][\w'’.-]{0,40}"
 _STREET_TYPES = (
     "street|st|avenue|ave|av|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|"
     "terrace|ter|circle|cir|parkway|pkwy|highway|hwy|square|sq|trail|trl|alley|row|crescent|"
@@ -353,7 +355,7 @@ _FOREIGN_PREFIXES = (
     "plac|ulica|ul\\.|aleja|al\\."
 )
 _UNIT = r"(?i:apt|apartment|suite|ste|unit|floor|fl|room|rm|bldg|building|#)\.?\s?#?\s?[\w-]{1,6}"
-_PLACE = r"[A-Z][\w'’.-]*(?:[ ][A-Z][\w'’.-]*){0,2}"
+_PLACE = r"[A-Z][\w'’.-]{0,40}(?:[ ][A-Z][\w'’.-]{0,40}){0,2}"
 _POSTCODE = r"\d{5}(?:-\d{4})?|[A-Z]\d[A-Z] ?\d[A-Z]\d|[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}|\d{4}"
 # After a street: a unit, then a town, then a state or region, then a postcode.
 _TAIL = (
@@ -382,7 +384,8 @@ class StreetAddressRecognizer(_Recognizer):
         rf"\b(?:{_WORD}[ ]+){{0,2}}?{_WORD}(?i:{_FOREIGN_SUFFIXES})\.?[ ]+\d{{1,5}}[A-Za-z]?\b"
         rf"{_TAIL}"
         rf"|\b(?i:{_FOREIGN_PREFIXES})[ ]+(?:(?:de|des|du|la|le|del|della|di|da|dos|das)[ ]+)?"
-        rf"[A-Z][\w'’.-]*(?:[ ]+[A-Z][\w'’.-]*){{0,3}}(?:[ ]+\d{{1,5}}[A-Za-z]?)?{_TAIL}"
+        rf"[A-Z][\w'’.-]{{0,40}}(?:[ ]+[A-Z][\w'’.-]{{0,40}}){{0,3}}(?:[ ]+\d{{1,5}}[A-Za-z]?)?"
+        rf"{_TAIL}"
     )
     # "the new café on Oak Street", "on 5th Avenue": a named street without a number.
     NAMED = re.compile(
@@ -506,6 +509,12 @@ TRAVEL_WORDS = wordset(
     returned returning returns back drove emigrated immigrated relocated hail hails hailing
     originally"""
 )
+# Kinds of venue a place is named by, before or after its name ("Café Central",
+# "Blue Door Bistro", "Hotel Adlon"): a name with one of them is a place, not a person.
+VENUE_WORDS = wordset(
+    "café cafe restaurant bistro brasserie trattoria pizzeria diner tavern hotel motel"
+)
+_VENUE = "|".join(sorted(word.capitalize() for word in VENUE_WORDS))
 # What a meeting's "Where:" holds when it is no place.
 _NO_PLACE = wordset(
     "online remote virtual hybrid tbd tba tbc zoom teams skype webex meet phone video call "
@@ -513,7 +522,7 @@ _NO_PLACE = wordset(
 )
 _POSSESSIVE_AFTER = re.compile(r"['’]s?\b")
 _POSSESSIVE_END = re.compile(r"['’]s?$")
-_PLACE_NAME = r"(?P<value>[^\W\d_][\w'’.-]*(?:[ ][^\W\d_][\w'’.-]*){0,5})"
+_PLACE_NAME = r"(?P<value>[^\W\d_][\w'’.-]{0,40}(?:[ ][^\W\d_][\w'’.-]{0,40}){0,5})"
 
 
 class PlaceCueRecognizer(_Recognizer):
@@ -522,8 +531,9 @@ class PlaceCueRecognizer(_Recognizer):
     Country Club", "Location: Harborview Lodge"), where someone lives or comes from
     ("grew up in Ústí nad Labem", "born in ZLIN", "lives in Kohtla-Järve"), where a
     journey started ("arrived from Niger", "got back from Gozo"), a landmark named by its
-    kind ("Blue Mountain", "Pearl Harbor Memorial", "Lake Bled") and the town a
-    university is named after ("University of Coimbra").
+    kind ("Blue Mountain", "Pearl Harbor Memorial", "Lake Bled", "Café Central") and the
+    town a university is named after or its campus ("University of Coimbra",
+    "University of Illinois, Urbana-Champaign").
 
     The name is its capitalised words and the particles between them. After a field it
     is certain unless it says the meeting is not in a place ("Where: Online"). After the
@@ -552,9 +562,10 @@ class PlaceCueRecognizer(_Recognizer):
         r"\b(?P<value>(?:[A-Z][\w'’-]*[ ]){1,3}"
         r"(?:Mountains?|Lake|River|Beach|Park|Canyon|Valley|Falls|Islands?|Bay|Harbou?r|"
         r"Memorial|Monument|Bridge|Square|Gardens|Forest|Hills|Peak|Coast|Cathedral|Castle|"
-        r"Palace|Stadium|Airport|Glacier|Lagoon|Reservoir|Pier|Marina)"
-        r"|(?:Lake|Mount|Mt\.|Cape)[ ][A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)\b"
-        r"|\b(?:University|College) of (?P<town>[A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)\b"
+        rf"Palace|Stadium|Airport|Glacier|Lagoon|Reservoir|Pier|Marina|{_VENUE})"
+        rf"|(?:Lake|Mount|Mt\.|Cape|{_VENUE})[ ][A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)\b"
+        r"|\b(?:University|College) of (?P<town>[A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)"
+        r"(?:,[ ](?P<campus>[A-Z][\w'’]*(?:[-–][A-Z][\w'’]*)?))?\b"
     )
     SCORE = 0.75
 
@@ -576,6 +587,8 @@ class PlaceCueRecognizer(_Recognizer):
                 span = self._name(text, match.start("town"), match.group("town"))
                 if span is not None and self._reads_as_place(nlp_artifacts, *span):
                     yield span[0], span[1], self.SCORE
+                if match.group("campus"):  # "University of Illinois, Urbana-Champaign"
+                    yield match.start("campus"), match.end("campus"), self.SCORE
                 continue
             span = self._landmark(match.start("value"), match.group("value"))
             if span is not None:

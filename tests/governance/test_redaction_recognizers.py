@@ -255,6 +255,9 @@ def test_a_name_before_a_relative_is_a_person():
         ("Did you get to see the Veterans Harbor Memorial?", "Veterans Harbor Memorial"),
         ("The kids loved Sunny Pines Beach.", "Sunny Pines Beach"),
         ("He got his degree from the University of Bialystok in 2010.", "Bialystok"),
+        ("B.S. in Nursing, University of Wisconsin, Oshkosh, 2019", "Oshkosh"),
+        ("Let's meet at our usual spot, Café Aurora on 12th Street.", "Café Aurora"),
+        ("We stayed two nights at Hotel Varnhagen.", "Hotel Varnhagen"),
         # Not a subject of study (below): no degree names it.
         ("She studied martial arts in Kyoto.", "Kyoto"),
         ("She did an exchange program in Berlin.", "Berlin"),
