@@ -183,7 +183,7 @@ def broker(tmp_path) -> Iterator[Broker]:
     """A queue of its own for real Celery workers (tests/memory/celery_workers.py); the
     tasks this process sends go to it."""
     broker = Broker(tmp_path)
-    with publishing_to(broker.url, broker.transport_options, broker.queue):
+    with publishing_to(broker.url, broker.transport_options, broker.queue, broker.routes):
         yield broker
 
 

@@ -310,6 +310,11 @@ MEMDESK_REFLECTOR_THRESHOLD = env_int("MEMDESK_REFLECTOR_THRESHOLD", 40_000, min
 # even below the threshold, so yesterday's talk becomes memory (0: only the threshold).
 MEMDESK_OBSERVER_IDLE_MINUTES = env_int("MEMDESK_OBSERVER_IDLE_MINUTES", 360)
 MEMDESK_MAX_MESSAGE_CHARS = env_int("MEMDESK_MAX_MESSAGE_CHARS", 500_000, minimum=1)
+# The longest the PII scan may read one text (a message, a note) before it gives up and
+# marks it as not scanned (governance/redaction/pieces.py): 500,000 characters of prose
+# take about 20 s on one core. A message not read in time is masked whole for the roles
+# that see masks and held out of what the Observer reads.
+MEMDESK_SCAN_TEXT_SECONDS = env_int("MEMDESK_SCAN_TEXT_SECONDS", 30, minimum=1)
 # How much detail the Observer keeps by default (a workspace may choose another level):
 # compact, balanced or detailed. What each level keeps and compresses is measured in
 # docs/benchmarks.md ("Fidelity").
@@ -460,6 +465,18 @@ if CELERY_BROKER_URL == "filesystem://":
         "control_folder": str(_broker_dir / "control"),  # default: ./control in the cwd
         "store_processed": False,
     }
+# Queues (docs/deployment.md, "Processes"). The PII scan has a worker of its own
+# (Procfile: scanner), so no scan, however long its texts, holds the worker that observes,
+# reflects, erases and sweeps. Erasure and retention have a queue of their own on that
+# worker, read beside the default one, so they never wait behind a backlog of runs.
+MEMDESK_SCAN_QUEUE = os.environ.get("MEMDESK_SCAN_QUEUE", "scan")
+MEMDESK_GOVERNANCE_QUEUE = os.environ.get("MEMDESK_GOVERNANCE_QUEUE", "governance")
+SCAN_TASKS = ("governance.tasks.message_scan_task", "governance.tasks.redaction_rescan_task")
+GOVERNANCE_TASKS = ("governance.tasks.erasure_task", "governance.tasks.retention_sweep_task")
+CELERY_TASK_ROUTES = {
+    **{name: {"queue": MEMDESK_SCAN_QUEUE} for name in SCAN_TASKS},
+    **{name: {"queue": MEMDESK_GOVERNANCE_QUEUE} for name in GOVERNANCE_TASKS},
+}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

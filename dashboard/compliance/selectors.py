@@ -9,6 +9,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -23,6 +24,7 @@ from governance.models import (
     RedactionFinding,
     RestrictedOriginal,
 )
+from governance.redaction.scan import UNSCANNED
 from memory.models import Conversation, Message, Observation, Reflection
 from tenancy.models import ApiKey, Workspace
 
@@ -243,3 +245,43 @@ def finding_counts(*, workspace: Workspace) -> dict[str, int]:
         .order_by("entity_type")
     )
     return {row["entity_type"]: row["n"] for row in rows}
+
+
+@dataclass(frozen=True)
+class UnscannedMessage:
+    """A message the PII scan could not read in time: where it is and how long it is,
+    never what it says."""
+
+    conversation: Conversation
+    seq: int
+    characters: int
+    marked_at: datetime
+
+
+def unscanned_messages(*, workspace: Workspace, limit: int = 50) -> list[UnscannedMessage]:
+    """The messages marked ``UNSCANNED`` (governance/redaction/scan.py), newest first:
+    masked whole on every page and held out of memory until a person deals with them."""
+    marks = list(
+        RedactionFinding.objects.filter(
+            workspace=workspace,
+            target_type=RedactionFinding.TargetType.MESSAGE,
+            entity_type=UNSCANNED,
+            status=RedactionFinding.Status.DETECTED,
+        ).order_by("-created_at", "-pk")[:limit]
+    )
+    messages = {
+        m.pk: m
+        for m in Message.objects.filter(pk__in=[f.target_id for f in marks])
+        .select_related("conversation")
+        .defer("content", "metadata")
+    }
+    return [
+        UnscannedMessage(
+            conversation=messages[f.target_id].conversation,
+            seq=messages[f.target_id].seq,
+            characters=f.end - f.start,
+            marked_at=f.created_at,
+        )
+        for f in marks
+        if f.target_id in messages
+    ]

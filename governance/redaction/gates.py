@@ -10,10 +10,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db.models import Subquery
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
+from core.errors import MemdeskError
 from core.queue import enqueue_on_commit_unless_queued
 from governance.audit.writer import audit_record
 from governance.models import (
@@ -403,12 +405,27 @@ def _ingest_redaction(
         return None
     policy = RedactionPolicy.objects.get(workspace_id=workspace_id)
     spec = presidio.PolicySpec.of(policy)
+    detections = presidio.engine().detect_within(
+        list(contents),
+        spec=spec,
+        seconds=settings.MEMDESK_SCAN_TEXT_SECONDS,
+        known=WorkspacePseudonyms(workspace_id, allocate=False),
+    )
+    unread = [index for index, found in enumerate(detections) if found is None]
+    if unread:
+        # Nothing is stored raw when the policy redacts at ingest: the write is refused.
+        raise MemdeskError(
+            "unscannable",
+            f"Message {unread[0]} could not be scanned for personal data within "
+            f"{settings.MEMDESK_SCAN_TEXT_SECONDS} s, and this workspace redacts messages "
+            "before they are stored: send it as several shorter messages.",
+            status_code=422,
+            field="content",
+        )
     return _IngestRedaction(
         policy=policy,
         originals=list(contents),
-        detections=presidio.engine().detect(
-            list(contents), spec=spec, known=WorkspacePseudonyms(workspace_id, allocate=False)
-        ),
+        detections=[found or [] for found in detections],
         names=[" ".join(name.split()) for name in names],
         conversation_id=conversation_id,
     )

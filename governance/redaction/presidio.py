@@ -50,10 +50,11 @@ import hashlib
 import logging
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
@@ -63,6 +64,7 @@ if TYPE_CHECKING:  # the engine's imports cost a second: only when it is loaded
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
     from presidio_analyzer.nlp_engine import NlpEngine
 
+    from governance.redaction.pieces import Piece
     from governance.redaction.recurrence import KnownValues
 
 logger = logging.getLogger(__name__)
@@ -76,6 +78,8 @@ LANGUAGE = "en"
 # processes may not start children.
 BATCH_SIZE = 64
 N_PROCESS = 1
+# The pieces of a long text read in one round, between two looks at its time.
+PIECES_PER_ROUND = 4
 
 OPERATORS = ("pseudonym", "replace", "mask", "hash", "redact", "keep")
 PSEUDONYM = "pseudonym"
@@ -648,50 +652,134 @@ class RedactionEngine:
         n_process: int = N_PROCESS,
         known: KnownValues | None = None,
     ) -> list[list[Detection]]:
-        """Detections per text, in order: spaCy over the batch, then the recognizers and
-        the context rules, then the other places of the names found
-        (``governance.redaction.recurrence``), put through the same rules: in the same
-        text, and, with ``known`` (the workspace's pseudonym mapping), wherever a name
-        the workspace holds a pseudonym for recurs."""
+        """Detections per text, in order (``detect_within`` with no time limit)."""
+        found = self.detect_within(
+            texts, spec=spec, seconds=None, batch_size=batch_size, n_process=n_process, known=known
+        )
+        return [detections or [] for detections in found]
+
+    def detect_within(
+        self,
+        texts: Sequence[str],
+        *,
+        spec: PolicySpec,
+        seconds: float | None,
+        batch_size: int = BATCH_SIZE,
+        n_process: int = N_PROCESS,
+        known: KnownValues | None = None,
+    ) -> list[list[Detection] | None]:
+        """Detections per text, in order; None for a text that could not be read in
+        ``seconds`` (None: no limit). Each text is read as bounded pieces
+        (``governance.redaction.pieces``): a text of one piece (every ordinary message)
+        is read with the others in one batch; a longer one alone, ``PIECES_PER_ROUND``
+        pieces at a time, until all are read or its time is up."""
+        from governance.redaction.pieces import pieces
+
+        cut = [pieces(text) for text in texts]
+        found: list[list[Detection] | None] = [[] for _ in texts]
+        with self._scan():
+            whole = [index for index, parts in enumerate(cut) if len(parts) == 1]
+            read = self._read(
+                [cut[index][0].text for index in whole],
+                spec=spec,
+                batch_size=batch_size,
+                n_process=n_process,
+                known=known,
+            )
+            for index, detections in zip(whole, read, strict=True):
+                found[index] = detections
+            for index, parts in enumerate(cut):
+                if len(parts) > 1:
+                    found[index] = self._read_long(
+                        parts, spec=spec, seconds=seconds, batch_size=batch_size, known=known
+                    )
+        return found
+
+    def _read_long(
+        self,
+        parts: Sequence[Piece],
+        *,
+        spec: PolicySpec,
+        seconds: float | None,
+        batch_size: int,
+        known: KnownValues | None,
+    ) -> list[Detection] | None:
+        """The detections of a text read in ``parts``, placed in the whole text; None
+        when its time ran out before its last round began."""
+        started = time.monotonic()
+        detections: list[Detection] = []
+        for first in range(0, len(parts), PIECES_PER_ROUND):
+            if seconds is not None and time.monotonic() - started >= seconds:
+                return None
+            round_ = parts[first : first + PIECES_PER_ROUND]
+            read = self._read(
+                [piece.text for piece in round_],
+                spec=spec,
+                batch_size=batch_size,
+                n_process=1,
+                known=known,
+            )
+            for piece, found in zip(round_, read, strict=True):
+                detections += [
+                    replace(d, start=d.start + piece.offset, end=d.end + piece.offset)
+                    for d in found
+                ]
+        return detections
+
+    def _read(
+        self,
+        texts: Sequence[str],
+        *,
+        spec: PolicySpec,
+        batch_size: int,
+        n_process: int,
+        known: KnownValues | None,
+    ) -> list[list[Detection]]:
+        """Detections per text, for texts of one piece each, inside ``_scan``: spaCy over
+        the batch, then the recognizers and the context rules, then the other places of
+        the names found (``governance.redaction.recurrence``), put through the same rules:
+        in the same text, and, with ``known`` (the workspace's pseudonym mapping), wherever
+        a name the workspace holds a pseudonym for recurs."""
         from governance.redaction.recurrence import RECURRING_TYPES, candidates, recurrences
 
+        if not texts:
+            return []
         ad_hoc = self._ad_hoc(spec)
         entities = spec.analysed_entities
         allow_list = list(spec.allow_list) or None
         detections: list[list[Detection]] = []
-        with self._scan():
-            parsed = self.nlp_engine.process_batch(
-                list(texts), language=LANGUAGE, batch_size=batch_size, n_process=n_process
+        parsed = self.nlp_engine.process_batch(
+            list(texts), language=LANGUAGE, batch_size=batch_size, n_process=n_process
+        )
+        analysed = []
+        for text, artifacts in parsed:
+            results = self.analyzer.analyze(
+                text=text,
+                language=LANGUAGE,
+                entities=entities,
+                nlp_artifacts=artifacts,
+                score_threshold=spec.detection_floor,
+                ad_hoc_recognizers=ad_hoc,
+                allow_list=allow_list,
             )
-            analysed = []
-            for text, artifacts in parsed:
-                results = self.analyzer.analyze(
-                    text=text,
-                    language=LANGUAGE,
-                    entities=entities,
-                    nlp_artifacts=artifacts,
-                    score_threshold=spec.detection_floor,
-                    ad_hoc_recognizers=ad_hoc,
-                    allow_list=allow_list,
-                )
-                analysed.append((text, artifacts, self._rescore(text, results, artifacts)))
-            found = [candidates(text) for text, *_ in analysed]
-            held: dict[str, str] = {}
-            types = [t for t in RECURRING_TYPES if t in entities]
-            if known is not None and types:
-                pairs = sorted({(t, c[2]) for cs in found for c in cs for t in types})
-                held = {
-                    " ".join(value.casefold().split()): entity_type
-                    for entity_type, value in sorted(known.held(pairs))
-                }
-            for (text, artifacts, results), candidates_here in zip(analysed, found, strict=True):
-                again = recurrences(
-                    text, results, found=candidates_here, tokens=artifacts.tokens, held=held
-                )
-                if allow_list:
-                    again = [r for r in again if text[r.start : r.end] not in allow_list]
-                results = results + self._rescore(text, again, artifacts)
-                detections.append(_merge(_outside_labels(text, results), spec))
+            analysed.append((text, artifacts, self._rescore(text, results, artifacts)))
+        found = [candidates(text) for text, *_ in analysed]
+        held: dict[str, str] = {}
+        types = [t for t in RECURRING_TYPES if t in entities]
+        if known is not None and types:
+            pairs = sorted({(t, c[2]) for cs in found for c in cs for t in types})
+            held = {
+                " ".join(value.casefold().split()): entity_type
+                for entity_type, value in sorted(known.held(pairs))
+            }
+        for (text, artifacts, results), candidates_here in zip(analysed, found, strict=True):
+            again = recurrences(
+                text, results, found=candidates_here, tokens=artifacts.tokens, held=held
+            )
+            if allow_list:
+                again = [r for r in again if text[r.start : r.end] not in allow_list]
+            results = results + self._rescore(text, again, artifacts)
+            detections.append(_merge(_outside_labels(text, results), spec))
         return detections
 
     def _rescore(

@@ -23,12 +23,14 @@ never depends on the worker: it scans whatever is not current itself, before rea
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -54,6 +56,15 @@ MASKED_STATUSES = (RedactionFinding.Status.DETECTED, RedactionFinding.Status.PEN
 # Messages one task scans at most: those it was sent for, topped up with others of the
 # same workspace still waiting, so a burst of single writes is parsed as one spaCy batch.
 TASK_BATCH = 100
+# A task reads its messages in rounds of at most this many characters, and starts no
+# round after TASK_SECONDS: what is left waits for the next task (sent at once), so no
+# task nears the soft time limit, however long or hard its texts.
+TASK_ROUND_CHARS = 200_000
+TASK_SECONDS = 120
+# The finding that marks a message the scan could not read within
+# MEMDESK_SCAN_TEXT_SECONDS: its whole text, masked for every role that sees masks,
+# revealed only by compliance with a reason, and held out of what the Observer reads.
+UNSCANNED = "UNSCANNED"
 # The periodic sweep sends again scan requests whose task never arrived (broker down),
 # oldest first, at most this many per sweep.
 STALE_PENDING = timedelta(seconds=60)
@@ -88,6 +99,8 @@ class ScanOutcome:
     reused: int = 0  # messages already current
     new_findings: int = 0
     skipped: list[uuid.UUID] = field(default_factory=list)  # changed meanwhile
+    unscanned: int = 0  # messages Presidio could not read in time (marked UNSCANNED)
+    deferred: list[uuid.UUID] = field(default_factory=list)  # left for the next task
 
     def add(self, other: ScanOutcome) -> None:
         self.findings.update(other.findings)
@@ -95,6 +108,8 @@ class ScanOutcome:
         self.reused += other.reused
         self.new_findings += other.new_findings
         self.skipped += other.skipped
+        self.unscanned += other.unscanned
+        self.deferred += other.deferred
 
 
 def _entity_counts(findings: Iterable[RedactionFinding]) -> dict[str, int]:
@@ -146,9 +161,10 @@ def messages_scan(
     if not stale:
         return outcome
     spec = presidio.PolicySpec.of(policy)
-    detections = presidio.engine().detect(
+    detections = presidio.engine().detect_within(
         [m.content for m in stale],
         spec=spec,
+        seconds=settings.MEMDESK_SCAN_TEXT_SECONDS,
         batch_size=batch_size,
         n_process=n_process,
         known=WorkspacePseudonyms(policy.workspace_id, allocate=False),
@@ -177,6 +193,9 @@ def messages_scan(
                 for f in known[message.pk]
                 if f.status != RedactionFinding.Status.DETECTED
             }
+            if found is None:
+                found = [_unscanned(message)]
+                outcome.unscanned += 1
             new = [
                 RedactionFinding(
                     workspace_id=policy.workspace_id,
@@ -246,6 +265,42 @@ def messages_scan(
     return outcome
 
 
+def _unscanned(message: Message) -> presidio.Detection:
+    """The detection that stands for a whole message the engine could not read in time
+    (``UNSCANNED``): logged by id and size only."""
+    logger.warning(
+        "message scan: message %s (%s characters) not read within %s s: marked %s",
+        message.pk,
+        len(message.content),
+        settings.MEMDESK_SCAN_TEXT_SECONDS,
+        UNSCANNED,
+    )
+    return presidio.Detection(
+        entity_type=UNSCANNED,
+        start=0,
+        end=len(message.content),
+        score=1.0,
+        recognizer="scan_time_limit",
+        operator="redact",
+        status=presidio.APPLIED,
+    )
+
+
+def _rounds(messages: Sequence[Message]) -> Iterator[list[Message]]:
+    """``messages`` in rounds of at most ``TASK_ROUND_CHARS`` characters (a longer
+    message is a round of its own)."""
+    round_: list[Message] = []
+    size = 0
+    for message in messages:
+        if round_ and size + len(message.content) > TASK_ROUND_CHARS:
+            yield round_
+            round_, size = [], 0
+        round_.append(message)
+        size += len(message.content)
+    if round_:
+        yield round_
+
+
 def _policies(workspace_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, RedactionPolicy]:
     return {pk: redaction_policy_get_or_create(workspace_id=pk) for pk in set(workspace_ids)}
 
@@ -311,17 +366,31 @@ def message_scan_requests(
     by_workspace: dict[uuid.UUID, list[Message]] = defaultdict(list)
     for message in messages:
         by_workspace[message.conversation.workspace_id].append(message)
+    started = time.monotonic()
+    read_one = False  # a task reads one round at least, however long the last one took
     for workspace_id, policy in _policies(by_workspace).items():
-        outcome.add(messages_scan(policy=policy, messages=by_workspace[workspace_id]))
-    skipped = [m for m in messages if m.pk in set(outcome.skipped)]
-    done = [r.pk for r in requests if not any(_holds(r, m) for m in skipped)]
+        for round_ in _rounds(by_workspace[workspace_id]):
+            if read_one and time.monotonic() - started > TASK_SECONDS:
+                outcome.deferred += [m.pk for m in round_]
+                continue
+            outcome.add(messages_scan(policy=policy, messages=round_))
+            read_one = True
+    left = {*outcome.skipped, *outcome.deferred}
+    unfinished = [m for m in messages if m.pk in left]
+    done = [r.pk for r in requests if not any(_holds(r, m) for m in unfinished)]
     ScanRequest.objects.filter(pk__in=done).delete()
-    # More than one batch was waiting: the rest gets a task now rather than from the
-    # sweeper, a minute later, if no other write sends one.
+    # Requests whose messages changed meanwhile are this task's to retry; those with
+    # messages it had no time for wait for the next task.
+    deferred = set(outcome.deferred)
+    left_for_next = {
+        r.pk for r in requests for m in unfinished if m.pk in deferred and _holds(r, m)
+    }
+    # More than one batch was waiting, or this task ran out of time: the rest gets a
+    # task now rather than from the sweeper, a minute later, if no other write sends one.
     for waiting_in in workspaces:
         rest = list(
             ScanRequest.objects.filter(workspace_id=waiting_in)
-            .exclude(pk__in=[r.pk for r in requests])
+            .exclude(pk__in=[r.pk for r in requests if r.pk not in left_for_next])
             .order_by("created_at", "pk")
             .values_list("pk", flat=True)[:1]
         )
@@ -331,12 +400,15 @@ def message_scan_requests(
                     SCAN_TASK, rest, str(waiting_in), mark=scan_queued_mark(waiting_in)
                 )
     logger.info(
-        "message scan: %s requests, %s scanned, %s already current, %s findings, %s skipped",
+        "message scan: %s requests, %s scanned, %s already current, %s findings, %s skipped, "
+        "%s not readable in time, %s left for the next task",
         len(done),
         outcome.scanned,
         outcome.reused,
         outcome.new_findings,
         len(outcome.skipped),
+        outcome.unscanned,
+        len(outcome.deferred),
     )
     return outcome
 
@@ -390,10 +462,11 @@ def observer_texts(
     *, policy: RedactionPolicy, messages: Sequence[Message]
 ) -> tuple[list[str], list[str]]:
     """What the Observer reads of ``messages`` when the policy redacts before
-    observation: each content with its findings replaced, scanning first whatever is not
-    current, and each speaker's name as the policy lets it be read
-    (``governance.redaction.speakers``). Nothing is stored but the scan. Raises
-    ScanConflict when a message changed during the scan (the run retries).
+    observation: each content with its findings replaced (empty for a message the scan
+    could not read in time), scanning first whatever is not current, and each speaker's
+    name as the policy lets it be read (``governance.redaction.speakers``). Nothing is
+    stored but the scan. Raises ScanConflict when a message changed during the scan (the
+    run retries).
 
     A first name alone gets the full name's pseudonym when one person in scope has it:
     the people the conversations already name (their PERSON pseudonyms), the speakers
@@ -421,8 +494,11 @@ def observer_texts(
             ),
         )
         for message, name in zip(messages, names, strict=True):
+            findings = outcome.findings.get(message.pk, [])
             contents.append(
-                masked_text(message.content, outcome.findings.get(message.pk, []), spec, pseudonyms)
+                ""  # not scanned in time: held out of memory (UNSCANNED)
+                if any(f.entity_type == UNSCANNED for f in findings)
+                else masked_text(message.content, findings, spec, pseudonyms)
             )
             speakers.append(
                 speaker_redacted(name, spec=spec, pseudonyms=pseudonyms) if name else ""

@@ -43,13 +43,13 @@ CLEAN = "The parcel arrived on Tuesday and the box was fine."
 def detect_calls(monkeypatch) -> list[int]:
     """How many texts each call of the engine's detect was given."""
     calls: list[int] = []
-    original = RedactionEngine.detect
+    original = RedactionEngine.detect_within
 
     def spy(self, texts, **kwargs):
         calls.append(len(texts))
         return original(self, texts, **kwargs)
 
-    monkeypatch.setattr(RedactionEngine, "detect", spy)
+    monkeypatch.setattr(RedactionEngine, "detect_within", spy)
     return calls
 
 
@@ -240,7 +240,7 @@ def test_with_the_cache_down_every_write_sends_its_scan_task(
 
 def test_a_message_rewritten_during_its_scan_is_scanned_again(conversation, monkeypatch):
     [message] = _write(conversation, TEXT)
-    original = RedactionEngine.detect
+    original = RedactionEngine.detect_within
     rewritten = f"My card is <CREDIT_CARD> and my email is {EMAIL}."
     attempts: list[int] = []
 
@@ -251,7 +251,7 @@ def test_a_message_rewritten_during_its_scan_is_scanned_again(conversation, monk
         attempts.append(len(texts))
         return found
 
-    monkeypatch.setattr(RedactionEngine, "detect", detect_then_rewrite)
+    monkeypatch.setattr(RedactionEngine, "detect_within", detect_then_rewrite)
 
     request = ScanRequest.objects.get()
 

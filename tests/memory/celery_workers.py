@@ -16,6 +16,7 @@ from typing import Any
 
 import kombu.pools
 import redis
+from django.conf import settings
 from django.db import connection
 
 from config.celery import app as celery_app
@@ -48,6 +49,9 @@ class Broker:
         # A queue of its own, so that test runs sharing one Redis never take each
         # other's messages.
         self.queue = f"memdesk-test-{uuid.uuid4().hex[:12]}"
+        # The scan's and governance's queues of config/settings/base.py, this run's own.
+        self.scan_queue = f"{self.queue}-scan"
+        self.governance_queue = f"{self.queue}-governance"
         if redis_available():
             self.url = REDIS_URL
             self.transport_options: dict[str, Any] = {}
@@ -66,24 +70,44 @@ class Broker:
                 "store_processed": False,
             }
 
+    @property
+    def queues(self) -> tuple[str, str, str]:
+        return (self.queue, self.scan_queue, self.governance_queue)
+
+    @property
+    def routes(self) -> dict[str, dict[str, str]]:
+        """The settings' task routes, to this run's queues."""
+        return {
+            **{name: {"queue": self.scan_queue} for name in settings.SCAN_TASKS},
+            **{name: {"queue": self.governance_queue} for name in settings.GOVERNANCE_TASKS},
+        }
+
     def pending_messages(self) -> int:
         if self.url.startswith("redis"):
-            return int(redis.Redis.from_url(REDIS_URL).llen(self.queue))
+            client = redis.Redis.from_url(REDIS_URL)
+            return sum(int(client.llen(queue)) for queue in self.queues)
         return len(list((self.var_dir / "broker" / "queue").iterdir()))
 
 
 @contextmanager
 def publishing_to(
-    url: str, transport_options: dict[str, Any] | None = None, queue: str = "celery"
+    url: str,
+    transport_options: dict[str, Any] | None = None,
+    queue: str = "celery",
+    routes: dict[str, dict[str, str]] | None = None,
 ) -> Iterator[None]:
-    """Point this (the test) process's Celery app at a broker and queue, and back."""
+    """Point this (the test) process's Celery app at a broker, its default queue and
+    the routes of the other queues (none: every task to ``queue``), and back."""
     saved = (
         celery_app.conf.broker_url,
         celery_app.conf.broker_transport_options,
         celery_app.conf.task_default_queue,
+        celery_app.conf.task_routes,
     )
 
-    def switch(new_url: str, options: dict[str, Any], new_queue: str) -> None:
+    def switch(
+        new_url: str, options: dict[str, Any], new_queue: str, new_routes: dict | None
+    ) -> None:
         # Connection and producer pools are built from the URL once, and kombu keeps
         # producer pools in a process-wide registry: drop all of them.
         if celery_app._pool is not None:
@@ -94,24 +118,30 @@ def publishing_to(
         celery_app.conf.broker_url = new_url
         celery_app.conf.broker_transport_options = options
         celery_app.conf.task_default_queue = new_queue
+        celery_app.conf.task_routes = new_routes or {}
         celery_app.amqp.__dict__.pop("queues", None)  # cached from the old default queue
         celery_app.amqp.__dict__.pop("router", None)
 
-    switch(url, transport_options or {}, queue)
+    switch(url, transport_options or {}, queue, routes)
     try:
         yield
     finally:
         switch(*saved)
 
 
-def worker_command(name: str, broker: Broker, env: dict[str, str]) -> tuple[list[str], dict]:
-    """The command line and environment of a test worker on the broker's queue."""
+def worker_command(
+    name: str, broker: Broker, env: dict[str, str], queues: tuple[str, ...] = ()
+) -> tuple[list[str], dict]:
+    """The command line and environment of a test worker on ``queues`` (all the
+    broker's queues unless told), routing what it sends to the broker's queues."""
     full_env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.base",
         "DATABASE_URL": test_database_url(),
         "CELERY_BROKER_URL": broker.url,
         "MEMDESK_VAR_DIR": str(broker.var_dir),
+        "MEMDESK_SCAN_QUEUE": broker.scan_queue,
+        "MEMDESK_GOVERNANCE_QUEUE": broker.governance_queue,
         "SECRET_KEY": "test-worker",
         **env,
     }
@@ -129,7 +159,7 @@ def worker_command(name: str, broker: Broker, env: dict[str, str]) -> tuple[list
         "--hostname",
         f"{name}@test",
         "--queues",
-        broker.queue,
+        ",".join(queues or broker.queues),
         "--without-heartbeat",
         "--without-mingle",
         "--without-gossip",
@@ -138,9 +168,11 @@ def worker_command(name: str, broker: Broker, env: dict[str, str]) -> tuple[list
 
 
 class Worker:
-    def __init__(self, name: str, broker: Broker, env: dict[str, str]) -> None:
+    def __init__(
+        self, name: str, broker: Broker, env: dict[str, str], queues: tuple[str, ...] = ()
+    ) -> None:
         self.log_path = broker.var_dir / f"worker-{name}.log"
-        command, full_env = worker_command(name, broker, env)
+        command, full_env = worker_command(name, broker, env, queues)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 command,

@@ -23,7 +23,11 @@ from dashboard.access import Access, access_for, get_finding_for_user
 from dashboard.compliance.forms import (
     ReviewFilterForm,
 )
-from dashboard.compliance.selectors import conversation_titles, finding_counts
+from dashboard.compliance.selectors import (
+    conversation_titles,
+    finding_counts,
+    unscanned_messages,
+)
 from dashboard.rendering import INVALID, is_partial, posted_reason, render_page
 from governance.models import RedactionFinding
 from governance.redaction.review import redaction_finding_approve, redaction_finding_dismiss
@@ -91,6 +95,7 @@ def _queue_context(
         "findings": findings,
         "next_cursor": next_cursor,
         "is_first_page": cursor is None,
+        "unscanned": unscanned_messages(workspace=access.workspace),
     }
 
 
