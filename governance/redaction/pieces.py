@@ -17,20 +17,32 @@ with its length, not with its square:
   piece is found again in another only if the engine finds it there too, or the
   workspace already holds its pseudonym.
 
-The time a long text may take is bounded by its caller (``RedactionEngine.detect_within``):
-its pieces are read a few at a time, and a text whose pieces are not all read in time is
-reported as not read, never half read.
+``read_in_pieces`` reads texts so: those of one piece (every ordinary message) together
+in one batch, a longer one alone, ``PIECES_PER_ROUND`` pieces at a time, until all are
+read or its time is up; a text whose pieces are not all read in time is reported as not
+read, never half read.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from governance.redaction.presidio import Detection
+
+# How one batch of texts is read: (texts, processes) -> detections per text.
+Reader = Callable[[list[str], int], list[list["Detection"]]]
 
 # The longest text read in one pass, in characters: above every ordinary message (most are
 # under 2,000), so what people write is read whole, as before.
 PIECE_CHARS = 5_000
 RUN_CHARS = 16
+# The pieces of a long text read in one round, between two looks at its time.
+PIECES_PER_ROUND = 4
 _SYMBOL_RUN = re.compile(rf"[^\w\s]{{{RUN_CHARS + 1},}}|_{{{RUN_CHARS + 1},}}")
 _SENTENCE_END = re.compile(r"[.!?][\"'’”)\]]*\s")
 
@@ -75,3 +87,36 @@ def _break(text: str, low: int, high: int) -> int:
         return ends[-1]
     at = max(text.rfind(" ", low, high), text.rfind("\t", low, high))
     return at + 1 if at >= 0 else high
+
+
+def read_in_pieces(
+    texts: Sequence[str], read: Reader, *, seconds: float | None, n_process: int = 1
+) -> list[list[Detection] | None]:
+    """``read`` over ``texts`` in pieces: detections per text, placed in the whole
+    text, in order; None for a text whose last round had not begun after ``seconds``."""
+    cut = [pieces(text) for text in texts]
+    found: list[list[Detection] | None] = [[] for _ in texts]
+    whole = [index for index, parts in enumerate(cut) if len(parts) == 1]
+    read_whole = read([cut[index][0].text for index in whole], n_process) if whole else []
+    for index, detections in zip(whole, read_whole, strict=True):
+        found[index] = detections
+    for index, parts in enumerate(cut):
+        if len(parts) > 1:
+            found[index] = _read_long(parts, read, seconds)
+    return found
+
+
+def _read_long(
+    parts: Sequence[Piece], read: Reader, seconds: float | None
+) -> list[Detection] | None:
+    started = time.monotonic()
+    detections: list[Detection] = []
+    for first in range(0, len(parts), PIECES_PER_ROUND):
+        if seconds is not None and time.monotonic() - started >= seconds:
+            return None
+        round_ = parts[first : first + PIECES_PER_ROUND]
+        for piece, found in zip(round_, read([p.text for p in round_], 1), strict=True):
+            detections += [
+                replace(d, start=d.start + piece.offset, end=d.end + piece.offset) for d in found
+            ]
+    return detections

@@ -50,11 +50,10 @@ import hashlib
 import logging
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
@@ -64,7 +63,6 @@ if TYPE_CHECKING:  # the engine's imports cost a second: only when it is loaded
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
     from presidio_analyzer.nlp_engine import NlpEngine
 
-    from governance.redaction.pieces import Piece
     from governance.redaction.recurrence import KnownValues
 
 logger = logging.getLogger(__name__)
@@ -78,8 +76,6 @@ LANGUAGE = "en"
 # processes may not start children.
 BATCH_SIZE = 64
 N_PROCESS = 1
-# The pieces of a long text read in one round, between two looks at its time.
-PIECES_PER_ROUND = 4
 
 OPERATORS = ("pseudonym", "replace", "mask", "hash", "redact", "keep")
 PSEUDONYM = "pseudonym"
@@ -669,62 +665,17 @@ class RedactionEngine:
         known: KnownValues | None = None,
     ) -> list[list[Detection] | None]:
         """Detections per text, in order; None for a text that could not be read in
-        ``seconds`` (None: no limit). Each text is read as bounded pieces
-        (``governance.redaction.pieces``): a text of one piece (every ordinary message)
-        is read with the others in one batch; a longer one alone, ``PIECES_PER_ROUND``
-        pieces at a time, until all are read or its time is up."""
-        from governance.redaction.pieces import pieces
+        ``seconds`` (None: no limit). Texts are read in bounded pieces
+        (``governance.redaction.pieces.read_in_pieces``)."""
+        from governance.redaction.pieces import read_in_pieces
 
-        cut = [pieces(text) for text in texts]
-        found: list[list[Detection] | None] = [[] for _ in texts]
+        def read(batch: list[str], processes: int) -> list[list[Detection]]:
+            return self._read(
+                batch, spec=spec, batch_size=batch_size, n_process=processes, known=known
+            )
+
         with self._scan():
-            whole = [index for index, parts in enumerate(cut) if len(parts) == 1]
-            read = self._read(
-                [cut[index][0].text for index in whole],
-                spec=spec,
-                batch_size=batch_size,
-                n_process=n_process,
-                known=known,
-            )
-            for index, detections in zip(whole, read, strict=True):
-                found[index] = detections
-            for index, parts in enumerate(cut):
-                if len(parts) > 1:
-                    found[index] = self._read_long(
-                        parts, spec=spec, seconds=seconds, batch_size=batch_size, known=known
-                    )
-        return found
-
-    def _read_long(
-        self,
-        parts: Sequence[Piece],
-        *,
-        spec: PolicySpec,
-        seconds: float | None,
-        batch_size: int,
-        known: KnownValues | None,
-    ) -> list[Detection] | None:
-        """The detections of a text read in ``parts``, placed in the whole text; None
-        when its time ran out before its last round began."""
-        started = time.monotonic()
-        detections: list[Detection] = []
-        for first in range(0, len(parts), PIECES_PER_ROUND):
-            if seconds is not None and time.monotonic() - started >= seconds:
-                return None
-            round_ = parts[first : first + PIECES_PER_ROUND]
-            read = self._read(
-                [piece.text for piece in round_],
-                spec=spec,
-                batch_size=batch_size,
-                n_process=1,
-                known=known,
-            )
-            for piece, found in zip(round_, read, strict=True):
-                detections += [
-                    replace(d, start=d.start + piece.offset, end=d.end + piece.offset)
-                    for d in found
-                ]
-        return detections
+            return read_in_pieces(texts, read, seconds=seconds, n_process=n_process)
 
     def _read(
         self,
