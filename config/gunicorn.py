@@ -4,7 +4,8 @@
 The access log names the request by its method and path only, and by its request id:
 query strings carry people's e-mail addresses and names (``?userId=``, the dashboard's
 ``?q=``), and so does the path of an end user's page, which is logged as
-``/users/…/``."""
+``/users/…/``. Control characters a client put in the path (``%0D%0A``, ``%00``) are
+written as escapes, so they cannot forge a line (core/logs.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from datetime import timedelta
 from typing import Any
 
 from gunicorn.glogging import Logger
+
+from core.logs import control_characters_escaped
 
 bind = os.environ.get("MEMDESK_WEB_BIND") or f"127.0.0.1:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
@@ -49,7 +52,10 @@ class PathOnlyLogger(Logger):
         atoms["f"] = "-"
         atoms["r"] = f"{environ.get('REQUEST_METHOD')} {path} {environ.get('SERVER_PROTOCOL')}"
         atoms.pop("{referer}i", None)
-        return atoms
+        return {
+            name: control_characters_escaped(value) if isinstance(value, str) else value
+            for name, value in atoms.items()
+        }
 
 
 logger_class = PathOnlyLogger

@@ -9,9 +9,12 @@ took it from there.
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
+import sqlite3
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -171,16 +174,56 @@ def json_server_error(request: HttpRequest) -> HttpResponse:
     return HttpResponseServerError(html)
 
 
-# Seconds a client is asked to wait after a 503 before trying again.
-DATABASE_RETRY_AFTER = 5
+@dataclass(frozen=True)
+class _Outage:
+    """What a 503 for a storage outage says: its code and sentence under /v1/, its
+    page elsewhere, and how many seconds a client is asked to wait (Retry-After)."""
+
+    code: str
+    message: str
+    template: str
+    retry_after: int
+
+
+DATABASE_UNAVAILABLE = _Outage(
+    "database_unavailable",
+    "The database is unavailable; try again in a few seconds.",
+    "503.html",
+    5,
+)
+# Space comes back when an administrator frees it: a client is asked to wait longer.
+DISK_FULL = _Outage(
+    "disk_full",
+    "The server's disk is full, so nothing can be saved; try again once an administrator "
+    "has freed space.",
+    "503_disk_full.html",
+    60,
+)
+# PostgreSQL's SQLSTATE for "could not extend file: No space left on device".
+_POSTGRES_DISK_FULL = "53100"
+
+
+def _is_disk_full(error: BaseException) -> bool:
+    """SQLite's "database or disk is full" (SQLITE_FULL), PostgreSQL's disk_full, or a
+    file write that found no space (ENOSPC, or the quota's EDQUOT). Django raises the
+    driver's error as the cause of its own."""
+    for raised in (error, error.__cause__):
+        if isinstance(raised, OSError) and raised.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if getattr(raised, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            return True
+        if getattr(raised, "sqlstate", None) == _POSTGRES_DISK_FULL:
+            return True
+    return False
 
 
 class DatabaseUnavailableMiddleware:
-    """A lost or refused database connection is an outage, not a bug: 503 with
-    ``{"code": "database_unavailable"}`` under /v1/ and the product's page elsewhere,
-    with Retry-After. The broken connection is closed here, so the next request opens a
-    fresh one (Django closes it at the end of a request too, but not under the test
-    client, and a request that never reaches the end must not leave it behind)."""
+    """A lost or refused database connection, or a write with no disk space left, is an
+    outage, not a bug: 503 with ``{"code": "database_unavailable"}`` or ``{"code":
+    "disk_full"}`` under /v1/ and the product's page saying which elsewhere, with
+    Retry-After. A broken connection is closed here, so the next request opens a fresh
+    one (Django closes it at the end of a request too, but not under the test client,
+    and a request that never reaches the end must not leave it behind)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -189,22 +232,27 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, OperationalError | InterfaceError):
+        database_error = isinstance(exception, OperationalError | InterfaceError)
+        if _is_disk_full(exception):
+            outage = DISK_FULL
+        elif database_error:
+            outage = DATABASE_UNAVAILABLE
+        else:
             return None
+        if database_error:
+            for connection in connections.all(initialized_only=True):
+                if not connection.in_atomic_block:
+                    connection.close_if_unusable_or_obsolete()
         # The exception's text can quote the statement and its parameters: only its type.
-        logger.warning("database unavailable: %s", type(exception).__name__)
-        for connection in connections.all(initialized_only=True):
-            if not connection.in_atomic_block:
-                connection.close_if_unusable_or_obsolete()
+        logger.warning("%s: %s", outage.code.replace("_", " "), type(exception).__name__)
         request_id = request_id_of(request)
         response: HttpResponse
         if request.path.startswith("/v1/"):
-            message = "The database is unavailable; try again in a few seconds."
             response = JsonResponse(
-                error_body("database_unavailable", message, requestId=request_id), status=503
+                error_body(outage.code, outage.message, requestId=request_id), status=503
             )
         else:
-            html = loader.get_template("503.html").render({"request_id": request_id})
+            html = loader.get_template(outage.template).render({"request_id": request_id})
             response = HttpResponse(html, status=503)
-        response["Retry-After"] = str(DATABASE_RETRY_AFTER)
+        response["Retry-After"] = str(outage.retry_after)
         return response

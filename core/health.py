@@ -1,8 +1,9 @@
 """``/healthz`` (liveness) and ``/readyz`` (readiness).
 
 Core checks what every app shares (core/readiness.py: the database, the broker, a
-worker's heartbeat); a check that belongs to an app is registered by that app with
-``readiness_check_register``, so that core imports no app.
+worker's heartbeat, free disk for the data directory); a check that belongs to an app
+is registered by that app with ``readiness_check_register``, so that core imports no
+app.
 
 Written here rather than on django-health-check, whose view answers 500 (not 503) with
 ``{"<check's repr>": "OK" or the error's text}``, or HTML unless the client asks for
@@ -58,13 +59,15 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     """Readiness, for a load balancer or an orchestrator: 200 when this process can serve
     and the pipeline behind it runs (the database answers, the broker takes
-    connections, a worker was alive lately, and every check an app registered passes:
-    the PII engine is loaded or installed), 503 otherwise. Each check says its status;
+    connections, a worker was alive lately, the data directory's disk has
+    MEMDESK_MIN_FREE_DISK_MB free, and every check an app registered passes: the PII
+    engine is loaded or installed), 503 otherwise. Each check says its status;
     ``/healthz`` stays the liveness check."""
     checks: dict[str, dict[str, object]] = {
         "database": readiness.database_check(),
         "broker": readiness.broker_check(),
         "worker": readiness.worker_check(),
+        "disk": readiness.disk_check(),
     }
     checks.update((name, check()) for name, check in _app_checks.items())
     unready = frozenset(name for name, check in checks.items() if check["status"] != "ok")

@@ -1,9 +1,11 @@
-"""What ``/readyz`` checks that every app shares: the database, the broker, and that a
-worker was alive lately. Each check answers in words and never raises."""
+"""What ``/readyz`` checks that every app shares: the database, the broker, that a
+worker was alive lately, and free disk for the data directory. Each check answers in
+words and never raises."""
 
 from __future__ import annotations
 
 import logging
+import shutil
 from datetime import timedelta
 
 from celery import current_app
@@ -83,3 +85,19 @@ def worker_check() -> dict[str, object]:
     ago = max(int((timezone.now() - latest.seen_at).total_seconds()), 0)
     fresh = ago <= settings.MEMDESK_READY_HEARTBEAT_SECONDS
     return {"status": "ok" if fresh else "unavailable", "lastSeenSecondsAgo": ago}
+
+
+def disk_check() -> dict[str, object]:
+    """At least MEMDESK_MIN_FREE_DISK_MB free on the disk under the data directory
+    (MEMDESK_VAR_DIR). Below it writes soon fail: SQLite's, the embedded broker's (a
+    task file left empty), the audit checkpoints'."""
+    minimum = settings.MEMDESK_MIN_FREE_DISK_MB
+    try:
+        free = shutil.disk_usage(settings.VAR_DIR).free // 2**20
+    except OSError as error:
+        logger.info("readiness: disk check failed (%s)", type(error).__name__)
+        return {"status": "unknown", "freeMb": None, "minimumMb": minimum}
+    if free < minimum:
+        logger.info("readiness: %d MB free under the data directory, below %d MB", free, minimum)
+        return {"status": "low", "freeMb": free, "minimumMb": minimum}
+    return {"status": "ok", "freeMb": free, "minimumMb": minimum}

@@ -454,15 +454,21 @@ def broker_transport_options(broker_url: str, timeout: float) -> dict[str, objec
 CELERY_BROKER_TRANSPORT_OPTIONS = broker_transport_options(
     CELERY_BROKER_URL, CELERY_BROKER_CONNECTION_TIMEOUT
 )
+# None: kombu's transport for the URL's scheme.
+CELERY_BROKER_TRANSPORT: str | None = None
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
+    for _sub in ("queue", "processed", "control", "broken"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    # kombu's filesystem transport, but a task file a full disk left empty is set aside
+    # in broken/ instead of ending the worker (core/broker.py).
+    CELERY_BROKER_TRANSPORT = "core.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "control_folder": str(_broker_dir / "control"),  # default: ./control in the cwd
+        "broken_folder": str(_broker_dir / "broken"),
         "store_processed": False,
     }
 # Queues (docs/deployment.md, "Processes"). The PII scan has a worker of its own
@@ -526,6 +532,10 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # /readyz wants a worker heartbeat (core/tasks.py, sent by beat every minute) this recent.
 MEMDESK_READY_HEARTBEAT_SECONDS = env_int("MEMDESK_READY_HEARTBEAT_SECONDS", 180, minimum=90)
+# /readyz says not ready while the disk under MEMDESK_VAR_DIR has less than this free: the
+# embedded database and broker, the secret key and the audit checkpoints live there
+# (0: not checked).
+MEMDESK_MIN_FREE_DISK_MB = env_int("MEMDESK_MIN_FREE_DISK_MB", 100)
 CELERY_BEAT_SCHEDULE = {
     # A worker that runs it records a heartbeat; one not run in time is dropped, so that
     # heartbeats queued while every worker was down do not fake one when they come back.

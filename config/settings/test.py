@@ -17,6 +17,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 # In-process tests publish to an in-memory broker; the tests that need a real worker
 # start one with its own broker URL (Redis in CI, the filesystem transport without it).
 CELERY_BROKER_URL = "memory://"
+CELERY_BROKER_TRANSPORT = None  # base's (core.broker) is for filesystem:// only
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
 # Under pytest-xdist each test process keeps its cache in a Redis database of its own

@@ -11,16 +11,21 @@ times before it opens, not 5), a half-open trial would become a series of retrie
 a ``Retry-After`` past ``retry_after_max`` would be slept through (the installed SDK
 waits up to 120 s, its own constant, on a worker holding a run's lease) instead of
 ending the call with the hint for the task queue. So the loop stays here:
-- Timeouts, connection errors, 408/409/429 and 5xx are retried with exponential backoff
-  and jitter, at most ``max_retries`` times. A ``Retry-After`` header (seconds) is waited
+- Connection errors, 408/409/429 and 5xx are retried with exponential backoff and
+  jitter, at most ``max_retries`` times. A ``Retry-After`` header (seconds) is waited
   for; one longer than ``retry_after_max`` ends the call at once, because retrying
   earlier than the provider asked only burns an attempt. When the attempts run out the
   call raises ``ProviderUnavailable`` (an ``EngineError`` with ``retryable=True``).
+- A timeout (``timeout``, MEMDESK_OPENAI_TIMEOUT) ends the call at once with
+  ``ProviderUnavailable``: a provider that hangs would hold the worker for one timeout
+  per attempt (five minutes with the defaults); the run is tried again later instead.
 - Other 4xx answers (bad key, unknown model, context too long) and bodies that are not a
   chat completion are configuration problems: ``EngineError(retryable=False)`` at once.
 - A circuit breaker per base URL, kept in Django's cache so every process of a deployment
   shares it, fails calls fast after ``breaker_failures`` consecutive failed attempts, for
   ``breaker_cooldown`` seconds; then one trial call at a time decides whether it closes.
+  Its closing is what the pipeline waits for to send again the runs an outage failed
+  past their retries (memory/pipeline/sweep.py).
 
 Output validation (every rejection is ``retryable=False``, nothing is stored):
 - Lines follow ``- [priority] (YYYY-MM-DD) text {refs: 1,2}`` (see ``prompts.py``).
@@ -129,7 +134,9 @@ class CircuitBreaker:
     """
 
     def __init__(self, *, base_url: str, failure_threshold: int, cooldown: float, trial_ttl: float):
-        namespace = f"memdesk:openai-breaker:{base_url_hash(base_url)}"
+        # One breaker per provider: every engine (workspace) on the same base URL shares it.
+        self.provider = base_url_hash(base_url)
+        namespace = f"memdesk:openai-breaker:{self.provider}"
         self._failures_key = f"{namespace}:failures"
         self._open_until_key = f"{namespace}:open_until"
         self._trial_key = f"{namespace}:trial"
@@ -175,6 +182,11 @@ class CircuitBreaker:
     def is_open(self) -> bool:
         open_until = cache.get(self._open_until_key)
         return open_until is not None and time.time() < open_until
+
+    def is_closed(self) -> bool:
+        """No outage on record: the circuit never opened, or a call succeeded since it
+        did. Open and past its cooldown it is neither: the next call is a trial."""
+        return cache.get(self._open_until_key) is None
 
 
 def _loggable_host(base_url: str) -> str:
@@ -357,10 +369,12 @@ class Completion:
 
 @dataclass(frozen=True)
 class Failure:
-    """A failed attempt worth retrying; ``retry_after`` is the provider's hint, if any."""
+    """A failed attempt worth retrying; ``retry_after`` is the provider's hint, if any.
+    One that ``ends_call`` is retried by the run, later, not within this call."""
 
     reason: str
     retry_after: float | None = None
+    ends_call: bool = False
 
 
 class OpenAIEngine:
@@ -388,6 +402,7 @@ class OpenAIEngine:
         self.reflector_model = reflector_model
         # Engine.model is one string; runs of reflect() should record reflector_model.
         self.model = observer_model
+        self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -538,6 +553,8 @@ class OpenAIEngine:
             )  # fmt: skip
             if self.breaker.record_failure(trial=trial):
                 raise ProviderUnavailable(f"{kind}: {outcome.reason}; circuit opened")
+            if outcome.ends_call:
+                raise ProviderUnavailable(f"{kind}: {outcome.reason}")
             wait = outcome.retry_after
             if wait is not None and wait > self.retry_after_max:
                 raise ProviderUnavailable(
@@ -563,7 +580,7 @@ class OpenAIEngine:
                 **extra,
             )
         except openai.APITimeoutError:
-            return Failure("timed out")
+            return Failure(f"timed out after {self.timeout:g} s", ends_call=True)
         except openai.APIConnectionError as exc:
             return Failure(f"connection error ({type(exc.__cause__).__name__})")
         except openai.APIStatusError as exc:

@@ -9,6 +9,7 @@ from django.conf import settings
 from memory.models import AnyRun, Conversation, ObserverRun, PipelineRun, ReflectorRun
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.reflector import reflector_run_execute
+from memory.pipeline.runs import waits_for_provider
 from memory.pipeline.scheduling import observer_schedule, reflector_schedule
 from memory.pipeline.waiting import can_interrupt_runs
 
@@ -17,7 +18,9 @@ def run_now(*, kind: str, conversation: Conversation, wait: bool) -> AnyRun:
     """Schedule a run on demand; with ``wait``, run it here (or wait for the worker that
     has it) until it finishes or MEMDESK_RUN_WAIT_SECONDS pass. That bound stays under
     the web server's timeout (settings check it), so the request is never killed
-    mid-run: a run not finished by then goes back to the queue, still open, for a worker."""
+    mid-run: a run not finished by then goes back to the queue, still open, for a worker.
+    A run left waiting for its provider (down) is returned at once: the sweeper sends it
+    again when the provider answers."""
     model: type[AnyRun]
     run: AnyRun
     if kind == "observe":
@@ -32,7 +35,7 @@ def run_now(*, kind: str, conversation: Conversation, wait: bool) -> AnyRun:
     current = run
     if can_interrupt_runs():
         current = execute(run_id=run.pk, deadline=deadline).run or run
-    while current.is_open and time.monotonic() < deadline:
+    while current.is_open and not waits_for_provider(current) and time.monotonic() < deadline:
         time.sleep(0.2)
         current = model.objects.get(pk=run.pk)
     return current

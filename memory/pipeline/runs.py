@@ -5,7 +5,10 @@ run the same window), renews it while the engine works, and stores the results i
 transaction that also checks it still holds the lease (so a run taken over after a
 crash, or cancelled, is never stored). Engine failures leave memory exactly as it was;
 the messages stay unobserved and recent. A retryable failure makes the run RETRYING
-until its next attempt; the last attempt's failure makes it FAILED.
+until its next attempt; the last attempt's failure makes it FAILED, unless the provider
+is down (its circuit breaker has opened and no call succeeded since): then the run
+stays RETRYING, without a next attempt of its own, waiting for the provider, and the
+sweeper sends it again once the provider answers.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from governance.audit.writer import audit_record
 from governance.redaction.gates import RedactionGateError
 from memory.engines.base import EngineError
 from memory.models import AnyRun, ObserverRun, PipelineRun, ReflectorRun
+from memory.pipeline import engines
 from memory.pipeline.scheduling import RUN_TASKS, RunT
 from memory.pipeline.waiting import RunWaitExceeded, interrupted_at
 from tenancy.models import Workspace
@@ -130,6 +134,21 @@ def run_finish(
         raise LeaseLost(str(run.pk))
 
 
+# Runs whose last attempt failed while their provider was down: RETRYING with no next
+# attempt of their own (``pipeline_sweep`` sends them again when it answers).
+WAITING_FOR_PROVIDER = Q(status=PipelineRun.Status.RETRYING, next_attempt_at=None)
+_WAITING_FOR_PROVIDER_SAYS = "waiting for the provider to answer again"
+
+
+def waits_for_provider(run: AnyRun) -> bool:
+    return run.status == PipelineRun.Status.RETRYING and run.next_attempt_at is None
+
+
+def _provider_down(run: AnyRun) -> bool:
+    breaker = engines.provider_breaker(run.conversation.workspace)
+    return breaker is not None and not breaker.is_closed()
+
+
 def _release_after_error(
     model: type[RunT],
     run: RunT,
@@ -139,27 +158,31 @@ def _release_after_error(
     final: bool,
     retry_in: float,
 ) -> None:
-    """Give the run back (RETRYING, tried again in ``retry_in`` seconds) or fail it,
-    keeping memory as it was. A run cancelled meanwhile stays cancelled."""
-    retry = error.retryable and not final
+    """Give the run back (RETRYING, tried again in ``retry_in`` seconds), leave it
+    waiting for its provider (a last attempt that failed while the provider is down),
+    or fail it, keeping memory as it was. A run cancelled meanwhile stays cancelled."""
     now = timezone.now()
+    # The engine's message names the failure (status code, timeout, rule broken),
+    # never the content it was given or returned.
+    message = str(error)[:500]
+    if error.retryable and not final:
+        fields: dict[str, Any] = {
+            "status": PipelineRun.Status.RETRYING,
+            "next_attempt_at": now + timedelta(seconds=retry_in),
+        }
+        outcome = "will retry"
+    elif error.retryable and _provider_down(run):
+        # An outage longer than the run's retries is no reason to give its work up.
+        fields = {"status": PipelineRun.Status.RETRYING, "next_attempt_at": None}
+        message = f"{message[:450]}; {_WAITING_FOR_PROVIDER_SAYS}"
+        outcome = "waits for its provider"
+    else:
+        fields = {"status": PipelineRun.Status.FAILED, "finished_at": now, "next_attempt_at": None}
+        outcome = "failed"
     model.objects.filter(pk=run.pk, lease_token=token, status=PipelineRun.Status.RUNNING).update(
-        status=PipelineRun.Status.RETRYING if retry else PipelineRun.Status.FAILED,
-        finished_at=None if retry else now,
-        next_attempt_at=now + timedelta(seconds=retry_in) if retry else None,
-        lease_token=None,
-        lease_expires_at=None,
-        # The engine's message names the failure (status code, timeout, rule broken),
-        # never the content it was given or returned.
-        error=str(error)[:500],
+        lease_token=None, lease_expires_at=None, error=message, **fields
     )
-    logger.warning(
-        "%s %s %s: %s",
-        model.__name__,
-        run.pk,
-        "will retry" if retry else "failed",
-        type(error).__name__,
-    )
+    logger.warning("%s %s %s: %s", model.__name__, run.pk, outcome, type(error).__name__)
 
 
 def _requeue_after_wait(model: type[RunT], run: RunT, token: uuid.UUID) -> None:
@@ -208,7 +231,14 @@ def engine_error(error: RedactionGateError) -> EngineError:
 @dataclass(frozen=True)
 class RunOutcome:
     run: AnyRun | None
-    retry: bool  # the run is RETRYING after a retryable error
+    retry: bool  # the run is RETRYING after a retryable error, and its task retries it
+
+
+def _released(run: RunT) -> RunOutcome:
+    run.refresh_from_db()
+    return RunOutcome(
+        run, retry=run.status == PipelineRun.Status.RETRYING and not waits_for_provider(run)
+    )
 
 
 def run_execute(
@@ -236,8 +266,7 @@ def run_execute(
     except EngineError as error:
         heartbeat.stop()
         _release_after_error(model, run, token, error, final=final, retry_in=retry_in)
-        run.refresh_from_db()
-        return RunOutcome(run, retry=run.status == PipelineRun.Status.RETRYING)
+        return _released(run)
     except LeaseLost:
         logger.warning(
             "%s %s: lease lost or run cancelled, results discarded", model.__name__, run.pk
@@ -259,8 +288,7 @@ def run_execute(
             retryable=True,
         )
         _release_after_error(model, run, token, transient, final=final, retry_in=retry_in)
-        run.refresh_from_db()
-        return RunOutcome(run, retry=run.status == PipelineRun.Status.RETRYING)
+        return _released(run)
     except Exception as error:
         heartbeat.stop()
         _fail_unexpected(model, run, token, error)

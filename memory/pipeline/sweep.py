@@ -1,9 +1,11 @@
-"""The periodic sweep: lost runs sent again, due runs that were never scheduled
-scheduled, and what quiet conversations left unobserved observed."""
+"""The periodic sweep: lost runs sent again, runs an outage left waiting for their
+provider sent again once it answers, due runs that were never scheduled scheduled, and
+what quiet conversations left unobserved observed."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
@@ -12,11 +14,16 @@ from django.utils import timezone
 
 from core.queue import enqueue_on_commit
 from memory.models import Conversation, PipelineRun
+from memory.pipeline.engines import provider_breaker
+from memory.pipeline.runs import WAITING_FOR_PROVIDER
 from memory.pipeline.scheduling import (
     RUN_TASKS,
     observer_schedule_if_due,
     reflector_schedule_if_due,
 )
+
+if TYPE_CHECKING:
+    from memory.engines.openai_engine import CircuitBreaker
 
 # The sweeper re-enqueues PENDING runs older than this, and RETRYING runs this long past
 # their next attempt (their task message may be lost).
@@ -31,7 +38,7 @@ def pipeline_sweep() -> dict[str, int]:
     example because the broker was down when the messages arrived), and observe what
     conversations that went quiet left unobserved."""
     now = timezone.now()
-    counts = {"requeued": 0, "observer_scheduled": 0, "reflector_scheduled": 0}
+    counts = {"requeued": 0, "resumed": 0, "observer_scheduled": 0, "reflector_scheduled": 0}
     for model, task_name in RUN_TASKS.items():
         lost = model.objects.filter(
             Q(status=PipelineRun.Status.PENDING, created_at__lt=now - STALE_PENDING)
@@ -41,6 +48,7 @@ def pipeline_sweep() -> dict[str, int]:
         for run_id in lost:
             enqueue_on_commit(task_name, str(run_id))
             counts["requeued"] += 1
+    counts["resumed"] = _runs_waiting_for_provider_resume()
     if not settings.MEMDESK_PIPELINE_ENABLED:
         return counts
     candidates = (
@@ -59,3 +67,32 @@ def pipeline_sweep() -> dict[str, int]:
             ):
                 counts["reflector_scheduled"] += 1
     return counts
+
+
+def _runs_waiting_for_provider_resume() -> int:
+    """Send the runs waiting for their provider once it may answer: all of them when its
+    breaker has closed (a call succeeded), one when the breaker's cooldown is over (the
+    trial call that closes it or opens it again; the run whose last attempt is oldest,
+    so that no run is always the one tried), none while it is open. Returns how many
+    were sent."""
+    breakers: dict[object, CircuitBreaker | None] = {}
+    trial_sent: set[str] = set()
+    sent = 0
+    for model, task_name in RUN_TASKS.items():
+        waiting = (
+            model.objects.filter(WAITING_FOR_PROVIDER)
+            .select_related("conversation__workspace")
+            .order_by("started_at")
+        )
+        for run in waiting:
+            workspace = run.conversation.workspace
+            if workspace.pk not in breakers:
+                breakers[workspace.pk] = provider_breaker(workspace)
+            breaker = breakers[workspace.pk]
+            if breaker is not None and not breaker.is_closed():
+                if breaker.is_open() or breaker.provider in trial_sent:
+                    continue
+                trial_sent.add(breaker.provider)
+            enqueue_on_commit(task_name, str(run.pk))
+            sent += 1
+    return sent

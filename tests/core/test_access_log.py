@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -30,7 +31,10 @@ def _get(url: str, request_id: str) -> None:
         urllib.request.urlopen(request, timeout=10).close()
 
 
-def test_the_access_log_shows_paths_and_request_ids_never_query_strings(tmp_path):
+@contextlib.contextmanager
+def _gunicorn(tmp_path: Path) -> Iterator[str]:
+    """gunicorn as the Procfile starts it, logging to ``tmp_path / "web.log"``; yields
+    its base URL."""
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CACHE_URL"}},
@@ -39,8 +43,7 @@ def test_the_access_log_shows_paths_and_request_ids_never_query_strings(tmp_path
         "PORT": str(port),
         "WEB_CONCURRENCY": "1",
     }
-    log = tmp_path / "web.log"
-    with log.open("w") as out:
+    with (tmp_path / "web.log").open("w") as out:
         server = subprocess.Popen(
             [str(GUNICORN), "config.wsgi", "-c", "config/gunicorn.py"],
             cwd=ROOT,
@@ -49,22 +52,41 @@ def test_the_access_log_shows_paths_and_request_ids_never_query_strings(tmp_path
             stderr=subprocess.STDOUT,
         )
         try:
-            base = f"http://127.0.0.1:{port}"
             for _ in range(100):
                 try:
                     socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                     break
                 except OSError:
                     time.sleep(0.1)
-            _get(f"{base}/v1/conversations?userId=dana%40example.com", "probe-api-1")
-            _get(f"{base}/search/?q=Dana+Whitfield", "probe-page-2")
-            _get(f"{base}/users/dana%40example.com/?kind=x", "probe-user-3")
+            yield f"http://127.0.0.1:{port}"
         finally:
             server.terminate()
             server.wait(timeout=30)
-    text = log.read_text()
+
+
+def test_the_access_log_shows_paths_and_request_ids_never_query_strings(tmp_path):
+    with _gunicorn(tmp_path) as base:
+        _get(f"{base}/v1/conversations?userId=dana%40example.com", "probe-api-1")
+        _get(f"{base}/search/?q=Dana+Whitfield", "probe-page-2")
+        _get(f"{base}/users/dana%40example.com/?kind=x", "probe-user-3")
+    text = (tmp_path / "web.log").read_text()
     assert "GET /v1/conversations HTTP/1.1" in text
     assert "probe-api-1" in text and "probe-page-2" in text and "probe-user-3" in text
     assert "GET /users/…/ HTTP/1.1" in text
     assert "dana" not in text.lower() and "whitfield" not in text.lower()
     assert "userId" not in text and "?" not in text
+
+
+def test_control_characters_in_a_path_cannot_forge_an_access_log_line(tmp_path):
+    with _gunicorn(tmp_path) as base:
+        _get(f"{base}/v1/probe%0D%0A127.0.0.1%20forged%00line%E2%80%A8end", "probe-forged-1")
+    text = (tmp_path / "web.log").read_text()
+
+    lines = text.split("\n")
+
+    access = [line for line in lines if '"GET /v1/probe' in line]
+    assert len(access) == 1
+    assert r"GET /v1/probe\r\n127.0.0.1 forged\x00line\u2028end HTTP/1.1" in access[0]
+    assert access[0].endswith("probe-forged-1")
+    assert not [line for line in lines if line.startswith("127.0.0.1 forged")]
+    assert not any(control in text for control in ("\r", "\x00", "\u2028"))

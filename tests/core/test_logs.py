@@ -98,3 +98,59 @@ def test_json_tracebacks_leave_database_messages_out_too(db, captured):
 
 def test_sql_with_its_parameters_is_never_logged():
     assert settings.LOGGING["loggers"]["django.db.backends"]["level"] == "INFO"
+
+
+# CR LF and NUL, as a probe sent them (%0D%0A, %00), then NEL (C1) and U+2028, which some
+# log viewers also break lines at.
+FORGED = "probe\r\n2026-01-01 ERROR forged line\x00\x85next\u2028last"
+FORGED_ESCAPED = r"probe\r\n2026-01-01 ERROR forged line\x00\x85next\u2028last"
+FORGED_PATH = "/v1/probe%0D%0A2026-01-01 ERROR forged line%00%C2%85next%E2%80%A8last"
+RAW_CONTROLS = ("\r", "\n", "\x00", "\x85", "\u2028")
+FORMATTERS = [
+    pytest.param(
+        ContentFreeFormatter(settings.LOGGING["formatters"]["plain"]["format"]), id="plain"
+    ),
+    pytest.param(JsonFormatter(), id="json"),
+]
+
+
+def _the_line_about(stream: io.StringIO, word: str, formatter: logging.Formatter) -> str:
+    """The one line that mentions ``word`` (its message, for JSON), with no raw control
+    character in it: a second line would be a forged one."""
+    lines = [line for line in stream.getvalue().split("\n") if word in line]
+    assert len(lines) == 1
+    assert not any(control in lines[0] for control in RAW_CONTROLS)
+    return json.loads(lines[0])["message"] if isinstance(formatter, JsonFormatter) else lines[0]
+
+
+@pytest.mark.parametrize("formatter", FORMATTERS)
+def test_a_path_with_control_characters_is_one_escaped_not_found_line(client, captured, formatter):
+    handler, stream = captured
+    handler.setFormatter(formatter)
+
+    client.get(FORGED_PATH, HTTP_X_REQUEST_ID="req-forged-1")
+
+    line = _the_line_about(stream, "probe", formatter)
+    assert f"Not Found: /v1/{FORGED_ESCAPED}" in line
+
+
+@pytest.mark.parametrize("formatter", FORMATTERS)
+def test_control_characters_in_any_log_message_are_escaped(captured, formatter):
+    handler, stream = captured
+    handler.setFormatter(formatter)
+
+    logging.getLogger("memory.api").warning("refused %s", FORGED)
+
+    assert _the_line_about(stream, "probe", formatter).endswith(f"refused {FORGED_ESCAPED}")
+
+
+def test_control_characters_in_an_exceptions_message_are_escaped(captured):
+    handler, stream = captured
+    handler.setFormatter(ContentFreeFormatter("%(levelname)s %(message)s"))
+    try:
+        raise ValueError(f"bad path /v1/{FORGED}")
+    except ValueError:
+        logging.getLogger("core").exception("request failed")
+
+    last = stream.getvalue().rstrip("\n").split("\n")[-1]
+    assert last == f"builtins.ValueError: bad path /v1/{FORGED_ESCAPED}"

@@ -4,6 +4,7 @@ worker was alive lately and the PII engine is loaded or installed; each check sa
 from __future__ import annotations
 
 import logging
+import shutil
 from datetime import timedelta
 
 import pytest
@@ -34,6 +35,7 @@ def test_ready_when_everything_answers(client, worker_alive):
         "database": "ok",
         "broker": "ok",
         "worker": "ok",
+        "disk": "ok",
         "piiModel": "ok",
     }
     assert body["checks"]["piiModel"]["model"] in ("loaded", "loadable")
@@ -83,6 +85,29 @@ def test_not_ready_when_the_database_is_down(client, worker_alive, monkeypatch):
         "status": "unavailable",
         "vendor": "postgresql",
     }
+
+
+def test_not_ready_when_free_disk_under_the_data_directory_is_below_the_minimum(
+    client, worker_alive, settings, caplog, monkeypatch
+):
+    monkeypatch.setattr(readiness, "_last_unready", frozenset())
+    free_mb = shutil.disk_usage(settings.VAR_DIR).free // 2**20
+    settings.MEMDESK_MIN_FREE_DISK_MB = free_mb + 10_000
+
+    with caplog.at_level(logging.WARNING):
+        response = client.get("/readyz")
+
+    assert response.status_code == 503
+    disk = response.json()["checks"]["disk"]
+    assert disk["status"] == "low"
+    assert disk["minimumMb"] == free_mb + 10_000 and 0 <= disk["freeMb"] < disk["minimumMb"]
+    assert response.json()["checks"]["database"]["status"] == "ok"
+    assert [r.getMessage() for r in caplog.records if r.name == "core.readiness"] == [
+        "readiness: not ready (disk)"
+    ]
+
+    settings.MEMDESK_MIN_FREE_DISK_MB = 0
+    assert client.get("/readyz").status_code == 200
 
 
 @override_settings(MEMDESK_REDACTION_SPACY_MODEL="no_such_spacy_pipeline")

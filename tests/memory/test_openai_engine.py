@@ -369,17 +369,17 @@ def test_a_cut_off_last_line_is_dropped(fake_openai):
 # --- Provider failures --------------------------------------------------------------------
 
 
-def test_a_provider_slower_than_the_timeout_is_retried_a_bounded_number_of_times(fake_openai):
+def test_a_provider_slower_than_the_timeout_ends_the_call_after_one_attempt(fake_openai):
+    # A hanging provider holds the worker for one timeout, not one per attempt: the run
+    # is tried again later, with the task's backoff.
     fake_openai.default = slow(5.0)
     engine = make_engine(fake_openai, timeout=0.3, max_retries=2)
 
-    started = time.monotonic()
-    with pytest.raises(EngineError, match="timed out.*3 attempts") as error:
+    with pytest.raises(ProviderUnavailable, match="timed out") as error:
         engine.observe(support_window(), previous_observations=[], now=NOW)
 
     assert error.value.retryable is True
-    assert fake_openai.request_count == 3
-    assert time.monotonic() - started < 3.0
+    assert fake_openai.request_count == 1
 
 
 def test_it_waits_for_retry_after_on_429_then_succeeds(fake_openai):

@@ -42,12 +42,15 @@ def chat_with_card_and_address(workspace) -> Conversation:
 
 @pytest.fixture
 def provider_down(workspace, fake_openai):
-    """The workspace observes with an OpenAI-compatible endpoint that answers 503."""
+    """The workspace observes with an OpenAI-compatible endpoint that answers 503, and
+    whose circuit breaker never opens: a run's last attempt fails it, as when the
+    provider answers others (an outage's breaker keeps runs waiting instead:
+    tests/memory/test_provider_outage.py)."""
     workspace.engine = "openai"
     workspace.llm_base_url = fake_openai.base_url
     workspace.save()
     fake_openai.enqueue(server_error(503), times=50)
-    with override_settings(MEMDESK_OPENAI_MAX_RETRIES=0):
+    with override_settings(MEMDESK_OPENAI_MAX_RETRIES=0, MEMDESK_OPENAI_BREAKER_FAILURES=1000):
         yield fake_openai
 
 
