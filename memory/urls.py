@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from memory.api.context import ContextGetApi
 from memory.api.conversations import ConversationDetailApi, ConversationListCreateApi
@@ -72,7 +72,8 @@ urlpatterns = [
     ),
     path(
         "docs/",
-        SpectacularSwaggerView.as_view(
+        # Its script is served from docs/?script, not inline: the Content-Security-Policy.
+        SpectacularSwaggerSplitView.as_view(
             url_name="schema", authentication_classes=[], permission_classes=[]
         ),
         name="docs",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -117,6 +119,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "axes",
+    "csp",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -136,6 +140,8 @@ MIDDLEWARE = [
     # A lost database connection answers 503, not 500 (its process_exception).
     "core.errors.DatabaseUnavailableMiddleware",
     "core.query_strings.RejectNulQueryMiddleware",
+    # Outside the others, so that their own answers (a 503, a 400) carry the policy too.
+    "csp.middleware.CSPMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Before CommonMiddleware, so that a preflight is answered before any redirect.
     "corsheaders.middleware.CorsMiddleware",
@@ -147,6 +153,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a refused sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -230,6 +238,11 @@ DJANGO_REDIS_LOGGER = "core.cache"
 # --- Auth, i18n, static ------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+# The throttle first: a locked account or address is refused before its password is read.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/conversations/"
@@ -634,3 +647,62 @@ CORS_EXPOSE_HEADERS = ["X-Request-Id", "Retry-After", "Location"]
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+
+# Behind this many proxies, each adding the address it was called from to X-Forwarded-For,
+# the client's address is the N-th entry from its end (the one the outermost proxy added):
+# what sign-in throttling counts (dashboard/login_throttle.py). Entries before it are
+# whatever the client sent. 0 reads the connection's own address (REMOTE_ADDR).
+MEMDESK_PROXY_COUNT = env_int(
+    "MEMDESK_PROXY_COUNT",
+    1 if MEMDESK_BEHIND_TLS_PROXY else 0,
+    maximum=5,
+    why="Count the proxies that add to X-Forwarded-For between the client and gunicorn.",
+)
+
+# --- Sign-in throttling (django-axes) ------------------------------------------------------
+# Dashboard and /admin/ sign-ins: after MEMDESK_LOGIN_FAILURE_LIMIT wrong passwords for one
+# account, or from one address, within MEMDESK_LOGIN_COOLOFF_MINUTES, that account and that
+# address are refused (the right password too) until the last failure is that old. Each
+# is counted on its own: guessing one account from many addresses locks the account,
+# guessing many accounts from one address locks the address. Attempts while locked are
+# not counted, so the time the lockout page gives holds. Failures are kept in axes' tables
+# (the password never); `manage.py axes_reset` or the admin unlocks.
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_FAILURE_LIMIT = env_int("MEMDESK_LOGIN_FAILURE_LIMIT", 10, minimum=1, maximum=1000)
+MEMDESK_LOGIN_COOLOFF_MINUTES = env_int(
+    "MEMDESK_LOGIN_COOLOFF_MINUTES", 15, minimum=1, maximum=24 * 60
+)
+AXES_COOLOFF_TIME = timedelta(minutes=MEMDESK_LOGIN_COOLOFF_MINUTES)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# A success does not clear the failures: signing in to one's own account from an address
+# would otherwise clear that address's guesses at someone else's.
+AXES_RESET_ON_SUCCESS = False
+AXES_CLIENT_IP_CALLABLE = "dashboard.login_throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "dashboard.login_throttle.lockout_response"
+# Log lines name neither the account nor the address (axes masks both), only the path;
+# successful sign-ins are not kept in a table of their own (addresses kept for ever).
+AXES_VERBOSE = False
+AXES_DISABLE_ACCESS_LOG = True
+# The counted failures are shown read-only in /admin/ (dashboard/admin.py), not in axes'
+# own admin, where a deletion (an unlock) would not be audited.
+AXES_ENABLE_ADMIN = False
+
+# --- Content-Security-Policy (django-csp) ------------------------------------------------
+# Every page loads its scripts and styles from static/ only: no inline script or style
+# and no eval (htmx's inline indicator styles and eval are off in templates/base.html), so
+# a stored text that got into a page could neither run nor load anything. The transcript
+# sends its own, stricter policy (dashboard/views/transcript.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        # Pico draws its form controls' icons with data: SVGs; the favicon is a data: URL.
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}

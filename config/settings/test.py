@@ -55,3 +55,8 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 # Every context read reaches the shared counts at once, so a test reads what it did.
 MEMDESK_CONTEXT_READS_FLUSH_SECONDS = 0
+
+# Sign-in throttling (django-axes) is off but where a test is about it
+# (tests/dashboard/test_sign_in_throttling.py turns it on): Django's test client and
+# authenticate() sign in without a request, which axes refuses.
+AXES_ENABLED = False

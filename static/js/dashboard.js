@@ -183,6 +183,20 @@
   });
 
   // --- htmx ---------------------------------------------------------------------------------------
+  // A column that reloads by itself waits while an edit, delete or history panel in it is
+  // open, so that a reload never throws away what someone is typing. data-hold-while-editing
+  // names the triggers that wait: an event's name, or "poll" for an "every" trigger (which
+  // comes with no event). An htmx event filter would need eval, which the
+  // Content-Security-Policy refuses.
+  document.addEventListener("htmx:confirm", function (event) {
+    var list = event.detail.elt;
+    var held = ((list.dataset && list.dataset.holdWhileEditing) || "").split(/\s+/);
+    var trigger = event.detail.triggeringEvent ? event.detail.triggeringEvent.type : "poll";
+    if (held.indexOf(trigger) !== -1 && list.querySelector(".item-panel:not(:empty)")) {
+      event.preventDefault();
+    }
+  });
+
   document.addEventListener("htmx:afterSettle", function (event) {
     settleColumns(document);
     var target = event.detail.target;
