@@ -42,6 +42,12 @@ def reason_field(
     )
 
 
+def expected_version_field() -> forms.IntegerField:
+    # The note's version when the form was opened: the service refuses the change when
+    # someone else's was saved since, which this form would otherwise silently undo.
+    return forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+
 def add_service_error(
     form: forms.Form, error: MemdeskError, *, renames: dict[str, str] | None = None
 ) -> None:
@@ -115,9 +121,13 @@ class MemoryEditForm(forms.Form):
     )
     priority = forms.ChoiceField(label="Priority", choices=Priority.choices)
     reason = reason_field()
+    expected_version = expected_version_field()
 
     def __init__(self, *args: Any, item: Observation | Reflection, **kwargs: Any) -> None:
-        kwargs.setdefault("initial", {"text": item.text, "priority": item.priority})
+        kwargs.setdefault(
+            "initial",
+            {"text": item.text, "priority": item.priority, "expected_version": item.version},
+        )
         super().__init__(*args, **kwargs)
         self.item = item
 
@@ -170,6 +180,12 @@ class ReasonForm(forms.Form):
     reason = reason_field()
 
 
+class NoteDeleteForm(ReasonForm):
+    """Delete an observation or a reflection: the reason, and the version it was decided on."""
+
+    expected_version = expected_version_field()
+
+
 class EscalationResolveForm(forms.Form):
     note = forms.CharField(
         label="What was done",
@@ -191,8 +207,9 @@ class PinForm(forms.Form):
 
 
 class RevertForm(forms.Form):
-    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)  # the one restored
     reason = reason_field()
+    expected_version = expected_version_field()
 
 
 class ApiKeyCreateForm(forms.Form):

@@ -1,7 +1,13 @@
-"""Correcting memory by hand, with a reason: adding an observation, and editing,
-deleting and reverting an observation or a reflection, with their history. Each view
-calls its memory service by name; what the two kinds of note differ in on the pages
-(their names and element ids) is a ``MemoryKind``."""
+"""Correcting memory by hand, with a reason: adding an observation, and editing and
+deleting an observation or a reflection (their history and reverting are
+``dashboard.views.note_history``). Each view calls its memory service by name; what the
+two kinds of note differ in on the pages (their names and element ids) is a
+``MemoryKind``.
+
+Each correction's form carries the note's version when it was opened. When someone
+else's correction was saved since, the service refuses it (``NoteVersionConflict``)
+and the form comes back saying who changed the note and how, with what the person
+typed kept in it, made from the version there is now."""
 
 from __future__ import annotations
 
@@ -12,31 +18,24 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
 from core.errors import MemdeskError
-from core.paging import is_ascii_digits
 from dashboard.access import (
     Access,
     get_conversation_for_user,
     get_observation_for_user,
     get_reflection_for_user,
 )
-from dashboard.forms import (
-    MemoryEditForm,
-    ObservationCreateForm,
-    ReasonForm,
-    RevertForm,
-    add_service_error,
-)
+from dashboard.forms import MemoryEditForm, NoteDeleteForm, ObservationCreateForm, add_service_error
 from dashboard.rendering import conversation_url, invalid_form, is_partial, render_page
+from dashboard.selectors.note_changes import ChangesSince, note_changes_since
 from dashboard.selectors.notes import manual_authors, mark_served_in_place, observation_counts
-from dashboard.selectors.users import user_labels
-from memory import selectors as memory_selectors
 from memory.models import Conversation, Observation, Reflection
 from memory.services import observations as observation_services
 from memory.services import reflections as reflection_services
+from memory.services.notes import NoteVersionConflict
 from memory.services.observations import observation_create, observation_update
 from memory.services.reflections import reflection_update
 from tenancy.models import Capability
@@ -81,7 +80,7 @@ REFLECTION = MemoryKind(name="reflection", article="a reflection", anchor="refl"
 Note = Observation | Reflection
 
 
-def _memory_item(
+def memory_item(
     request: HttpRequest,
     access: Access,
     conversation: Conversation,
@@ -89,6 +88,7 @@ def _memory_item(
     item: Note,
     **extra: Any,
 ) -> HttpResponse:
+    """The note as its column shows it, to swap in for it once it is corrected."""
     if isinstance(item, Observation):
         mark_served_in_place(conversation=conversation, observations=[item])
         manual_authors(workspace=conversation.workspace, observations=[item])
@@ -101,7 +101,7 @@ def _memory_item(
     return response
 
 
-def _form_id(item: Note, form: str) -> str:
+def form_id(item: Note, form: str) -> str:
     # Several items' forms can be open at once: their field ids must not collide.
     return f"{form}_{item.pk.hex[:12]}_%s"
 
@@ -158,7 +158,7 @@ def observation_add(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
 
 def _edit_form(request: HttpRequest, item: Note) -> MemoryEditForm:
     data = request.POST if request.method == "POST" else None
-    return MemoryEditForm(data, item=item, auto_id=_form_id(item, "edit"))
+    return MemoryEditForm(data, item=item, auto_id=form_id(item, "edit"))
 
 
 def _edited(
@@ -166,7 +166,7 @@ def _edited(
 ) -> HttpResponse:
     if not is_partial(request):
         return redirect(conversation_url(conversation) + f"#{kind.anchor}-{item.pk}")
-    return _memory_item(request, access, conversation, kind, item)
+    return memory_item(request, access, conversation, kind, item)
 
 
 def _edit_page(
@@ -176,15 +176,56 @@ def _edit_page(
     kind: MemoryKind,
     item: Note,
     form: MemoryEditForm,
+    changed: ChangesSince | None = None,
 ) -> HttpResponse:
-    """The form: to fill in (GET), or back with its errors (a refused POST)."""
+    """The form: to fill in (GET), or back with its errors (a refused POST), or with
+    what ``changed`` since it was opened."""
     template = "dashboard/memory_edit.html"
-    context = {"conversation": conversation, "item": item, "kind": kind, "form": form}
+    context = {
+        "conversation": conversation,
+        "item": item,
+        "kind": kind,
+        "form": form,
+        "changed": changed,
+    }
     if request.method == "POST":
         return invalid_form(request, access, template, context, panel=kind.panel(item))
     return render_page(
         request, f"{template}#form" if is_partial(request) else template, access, context
     )
+
+
+def _edit_conflict(
+    request: HttpRequest,
+    access: Access,
+    conversation: Conversation,
+    kind: MemoryKind,
+    item: Note,
+    form: MemoryEditForm,
+) -> HttpResponse:
+    """A save from a form opened before someone else's correction: nothing was saved.
+    The form comes back at the current version with the person's text and reason; a
+    field they left as they found it follows the note, so saving again does not undo
+    the other correction unless they mean to."""
+    item.refresh_from_db()
+    posted = form.cleaned_data
+    changed = note_changes_since(item, opened_version=posted["expected_version"])
+    text, priority = posted["text"], posted["priority"]
+    if text.strip() == changed.opened_text:
+        text = item.text
+    if priority == changed.opened_priority:
+        priority = item.priority
+    kept = MemoryEditForm(
+        item=item,
+        initial={
+            "text": text,
+            "priority": priority,
+            "reason": posted["reason"],
+            "expected_version": item.version,
+        },
+        auto_id=form_id(item, "edit"),
+    )
+    return _edit_page(request, access, conversation, kind, item, kept, changed)
 
 
 @require_http_methods(["GET", "POST"])
@@ -205,7 +246,10 @@ def observation_edit(
                 reason=form.cleaned_data["reason"],
                 text=changes.get("text"),
                 priority=changes.get("priority"),
+                expected_version=form.cleaned_data["expected_version"],
             )
+        except NoteVersionConflict:
+            return _edit_conflict(request, access, conversation, OBSERVATION, observation, form)
         except MemdeskError as error:
             add_service_error(form, error)
         else:
@@ -231,7 +275,10 @@ def reflection_edit(
                 reason=form.cleaned_data["reason"],
                 text=changes.get("text"),
                 priority=changes.get("priority"),
+                expected_version=form.cleaned_data["expected_version"],
             )
+        except NoteVersionConflict:
+            return _edit_conflict(request, access, conversation, REFLECTION, reflection, form)
         except MemdeskError as error:
             add_service_error(form, error)
         else:
@@ -244,9 +291,11 @@ def reflection_edit(
 DELETE_TEMPLATE = "dashboard/memory_delete.html"
 
 
-def _delete_form(request: HttpRequest, item: Note) -> ReasonForm:
+def _delete_form(request: HttpRequest, item: Note) -> NoteDeleteForm:
     data = request.POST if request.method == "POST" else None
-    return ReasonForm(data, auto_id=_form_id(item, "delete"))
+    return NoteDeleteForm(
+        data, initial={"expected_version": item.version}, auto_id=form_id(item, "delete")
+    )
 
 
 def _deleted(
@@ -270,14 +319,41 @@ def _delete_page(
     conversation: Conversation,
     kind: MemoryKind,
     item: Note,
-    form: ReasonForm,
+    form: NoteDeleteForm,
+    changed: ChangesSince | None = None,
 ) -> HttpResponse:
-    """The form: to fill in (GET), or back with its errors (a refused POST)."""
-    context = {"conversation": conversation, "item": item, "kind": kind, "form": form}
+    """The form: to fill in (GET), or back with its errors (a refused POST), or with
+    what ``changed`` since it was opened."""
+    context = {
+        "conversation": conversation,
+        "item": item,
+        "kind": kind,
+        "form": form,
+        "changed": changed,
+    }
     if request.method == "POST":
         return invalid_form(request, access, DELETE_TEMPLATE, context, panel=kind.panel(item))
     partial = f"{DELETE_TEMPLATE}#form" if is_partial(request) else DELETE_TEMPLATE
     return render_page(request, partial, access, context)
+
+
+def _delete_conflict(
+    request: HttpRequest,
+    access: Access,
+    conversation: Conversation,
+    kind: MemoryKind,
+    item: Note,
+    form: NoteDeleteForm,
+) -> HttpResponse:
+    """A deletion decided on a version someone else has corrected since: nothing was
+    deleted. The form comes back at the current version, with the reason given."""
+    item.refresh_from_db()
+    changed = note_changes_since(item, opened_version=form.cleaned_data["expected_version"])
+    kept = NoteDeleteForm(
+        initial={"reason": form.cleaned_data["reason"], "expected_version": item.version},
+        auto_id=form_id(item, "delete"),
+    )
+    return _delete_page(request, access, conversation, kind, item, kept, changed)
 
 
 @require_http_methods(["GET", "POST"])
@@ -295,7 +371,10 @@ def observation_delete(
                 observation=observation,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
+                expected_version=form.cleaned_data["expected_version"],
             )
+        except NoteVersionConflict:
+            return _delete_conflict(request, access, conversation, OBSERVATION, observation, form)
         except MemdeskError as error:
             add_service_error(form, error)
         else:
@@ -318,180 +397,12 @@ def reflection_delete(
                 reflection=reflection,
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
+                expected_version=form.cleaned_data["expected_version"],
             )
+        except NoteVersionConflict:
+            return _delete_conflict(request, access, conversation, REFLECTION, reflection, form)
         except MemdeskError as error:
             add_service_error(form, error)
         else:
             return _deleted(request, access, conversation, REFLECTION, reflection)
     return _delete_page(request, access, conversation, REFLECTION, reflection, form)
-
-
-# --- history and reverting ---------------------------------------------------------------------
-
-HISTORY_TEMPLATE = "dashboard/memory_history.html"
-
-
-def _history_context(
-    conversation: Conversation,
-    kind: MemoryKind,
-    item: Note,
-    changes: list[memory_selectors.MemoryChange],
-    bound: RevertForm | None = None,
-) -> dict[str, Any]:
-    names = user_labels({change.changed_by for change in changes})
-    versions = []
-    for change in changes:
-        if bound is not None and bound.data.get("version") == str(change.version):
-            form = bound
-        else:
-            form = RevertForm(
-                initial={"version": change.version},
-                auto_id=_form_id(item, f"revert{change.version}"),
-            )
-        versions.append(
-            {
-                "change": change,
-                "changed_by": names.get(change.changed_by, change.changed_by),
-                "diff_lines": change.diff.splitlines()[2:],  # drop the ---/+++ header
-                "form": form,
-            }
-        )
-    matched = bound is not None and any(v["form"] is bound for v in versions)
-    return {
-        "conversation": conversation,
-        "kind": kind,
-        "item": item,
-        "versions": versions[::-1],  # newest change first
-        # A refused revert to a version not listed (a stale page) is reported on top.
-        "revert_errors": [message for messages in bound.errors.values() for message in messages]
-        if bound is not None and not matched
-        else [],
-    }
-
-
-def _history_page(
-    request: HttpRequest,
-    access: Access,
-    conversation: Conversation,
-    kind: MemoryKind,
-    item: Note,
-    changes: list[memory_selectors.MemoryChange],
-) -> HttpResponse:
-    context = _history_context(conversation, kind, item, changes)
-    partial = f"{HISTORY_TEMPLATE}#history" if is_partial(request) else HISTORY_TEMPLATE
-    return render_page(request, partial, access, context)
-
-
-@require_GET
-@login_required
-def observation_history(
-    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID
-) -> HttpResponse:
-    access, conversation, observation = get_observation_for_user(request, conversation_id, item_id)
-    changes = memory_selectors.observation_history(observation=observation)
-    return _history_page(request, access, conversation, OBSERVATION, observation, changes)
-
-
-@require_GET
-@login_required
-def reflection_history(
-    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID
-) -> HttpResponse:
-    access, conversation, reflection = get_reflection_for_user(request, conversation_id, item_id)
-    changes = memory_selectors.reflection_history(reflection=reflection)
-    return _history_page(request, access, conversation, REFLECTION, reflection, changes)
-
-
-def _revert_form(request: HttpRequest, item: Note) -> RevertForm:
-    version = request.POST.get("version", "")
-    version = version if is_ascii_digits(version) else ""
-    return RevertForm(request.POST, auto_id=_form_id(item, f"revert{version}"))
-
-
-def _reverted(
-    request: HttpRequest,
-    access: Access,
-    conversation: Conversation,
-    kind: MemoryKind,
-    item: Note,
-    changes: list[memory_selectors.MemoryChange],
-) -> HttpResponse:
-    if not is_partial(request):
-        return redirect(kind.url_name("history"), conversation.pk, item.pk)
-    history = _history_context(conversation, kind, item, changes)
-    return _memory_item(
-        request,
-        access,
-        conversation,
-        kind,
-        item,
-        versions=history["versions"],
-        show_history=True,
-    )
-
-
-def _revert_refused(
-    request: HttpRequest,
-    access: Access,
-    conversation: Conversation,
-    kind: MemoryKind,
-    item: Note,
-    changes: list[memory_selectors.MemoryChange],
-    form: RevertForm,
-) -> HttpResponse:
-    context = _history_context(conversation, kind, item, changes, bound=form)
-    return invalid_form(
-        request, access, HISTORY_TEMPLATE, context, panel=kind.panel(item), partial="history"
-    )
-
-
-@require_POST
-@login_required
-def observation_revert(
-    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID
-) -> HttpResponse:
-    access, conversation, observation = get_observation_for_user(
-        request, conversation_id, item_id, Capability.EDIT_MEMORY
-    )
-    form = _revert_form(request, observation)
-    if form.is_valid():
-        try:
-            observation = observation_services.observation_revert(
-                observation=observation,
-                version=form.cleaned_data["version"],
-                actor=access.actor(request),
-                reason=form.cleaned_data["reason"],
-            )
-        except MemdeskError as error:
-            add_service_error(form, error)
-        else:
-            changes = memory_selectors.observation_history(observation=observation)
-            return _reverted(request, access, conversation, OBSERVATION, observation, changes)
-    changes = memory_selectors.observation_history(observation=observation)
-    return _revert_refused(request, access, conversation, OBSERVATION, observation, changes, form)
-
-
-@require_POST
-@login_required
-def reflection_revert(
-    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID
-) -> HttpResponse:
-    access, conversation, reflection = get_reflection_for_user(
-        request, conversation_id, item_id, Capability.EDIT_MEMORY
-    )
-    form = _revert_form(request, reflection)
-    if form.is_valid():
-        try:
-            reflection = reflection_services.reflection_revert(
-                reflection=reflection,
-                version=form.cleaned_data["version"],
-                actor=access.actor(request),
-                reason=form.cleaned_data["reason"],
-            )
-        except MemdeskError as error:
-            add_service_error(form, error)
-        else:
-            changes = memory_selectors.reflection_history(reflection=reflection)
-            return _reverted(request, access, conversation, REFLECTION, reflection, changes)
-    changes = memory_selectors.reflection_history(reflection=reflection)
-    return _revert_refused(request, access, conversation, REFLECTION, reflection, changes, form)

@@ -16,10 +16,12 @@ from core.paging import parse_limit
 from memory import selectors
 from memory.api.inputs import (
     BulkMessagesIn,
+    MemoryUpdateIn,
     ObservationCreateIn,
     PinCreateIn,
     SearchIn,
     as_text,
+    edited_text,
     message_input,
     search_answer,
 )
@@ -40,9 +42,10 @@ from memory.search.ranked import message_search
 from memory.search.recall import RECALL_DEFAULT, parse_recall
 from memory.services.conversations import conversation_create
 from memory.services.messages import messages_append
-from memory.services.observations import observation_create
+from memory.services.observations import observation_create, observation_update
 from memory.services.pins import pin_create
 from memory.services.reasoning import reasoning_step_record, tool_call_record
+from memory.services.reflections import reflection_update
 from memory.wire import message_to_wire, observation_to_wire, pin_to_wire
 
 
@@ -75,6 +78,14 @@ class PinFactIn(InConversation, PinCreateIn):
 
 class AddObservationIn(InConversation, ObservationCreateIn):
     pass
+
+
+class EditObservationIn(InConversation, MemoryUpdateIn):
+    observationId = text_field()
+
+
+class EditReflectionIn(InConversation, MemoryUpdateIn):
+    reflectionId = text_field()
 
 
 def create_conversation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
@@ -201,6 +212,44 @@ def add_observation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
         reason=data.get("reason") or "",
     )
     return observation_to_wire(observation, today=timezone.now().date())
+
+
+def edit_observation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(data["conversationId"])
+    observation = selectors.observation_get(
+        conversation=conversation, observation_id=data["observationId"]
+    )
+    updated = observation_update(
+        observation=observation,
+        actor=call.actor,
+        reason=data.get("reason") or "",
+        text=edited_text(data),
+        priority=data.get("priority"),
+        referenced_at=data.get("referencedAt"),
+        tags=data.get("tags"),
+        expected_version=data.get("version"),
+    )
+    [body] = observations_to_wire(conversation, [updated])
+    return body
+
+
+def edit_reflection(call: ToolCall, data: dict[str, Any]) -> ToolResult:
+    conversation = call.conversation(data["conversationId"])
+    reflection = selectors.reflection_get(
+        conversation=conversation, reflection_id=data["reflectionId"]
+    )
+    updated = reflection_update(
+        reflection=reflection,
+        actor=call.actor,
+        reason=data.get("reason") or "",
+        text=edited_text(data),
+        priority=data.get("priority"),
+        referenced_at=data.get("referencedAt"),
+        tags=data.get("tags"),
+        expected_version=data.get("version"),
+    )
+    [body] = reflections_to_wire([updated])
+    return body
 
 
 def record_reasoning_step(call: ToolCall, data: dict[str, Any]) -> ToolResult:

@@ -35,12 +35,16 @@ from memory.mcp.handlers import (
     AddMessagesIn,
     AddObservationIn,
     ContextIn,
+    EditObservationIn,
+    EditReflectionIn,
     PinFactIn,
     StatusIn,
     ToolSearchIn,
     add_messages,
     add_observation,
     create_conversation,
+    edit_observation,
+    edit_reflection,
     get_context,
     list_conversations,
     list_observations,
@@ -150,6 +154,27 @@ MESSAGE = {
     },
     "required": ["role", "content"],
     "additionalProperties": False,
+}
+
+
+NOTE_ID = {"type": "string", "format": "uuid", "description": "Its id, as listed."}
+# What a correction of an observation or a reflection takes, as PATCH takes it.
+NOTE_CORRECTION = {
+    "content": {"type": "string", "minLength": 1, "description": "The corrected text."},
+    "priority": {"type": "string", "enum": ["high", "medium", "low", "completed"]},
+    "referencedAt": {
+        "type": "string",
+        "format": "date-time",
+        "description": "When the event it talks about happens or happened.",
+    },
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 100}},
+    "version": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "The version you read: the correction is made only if it is still "
+        "the current one.",
+    },
+    "reason": {"type": "string", "minLength": 1, "description": "Why; kept in the audit trail."},
 }
 
 
@@ -467,6 +492,42 @@ TOOLS: list[McpTool] = [
         required=("conversationId", "text"),
         serializer=AddObservationIn,
         run=add_observation,
+        scope=ApiKey.Scope.CURATOR,
+    ),
+    McpTool(
+        name="edit_observation",
+        title="Correct an observation",
+        description="Correct an observation's text, priority, event date or tags, with a "
+        "reason; the version it replaces is kept in its history. Needs a curator API key. "
+        "Pass the version you read (list_observations) as version: if the observation "
+        "was changed since, nothing is changed and the error says its version now; read "
+        "it again before you correct it. Returns the observation.",
+        properties={
+            "conversationId": CONVERSATION_ID,
+            "observationId": NOTE_ID,
+            **NOTE_CORRECTION,
+        },
+        required=("conversationId", "observationId", "reason"),
+        serializer=EditObservationIn,
+        run=edit_observation,
+        scope=ApiKey.Scope.CURATOR,
+    ),
+    McpTool(
+        name="edit_reflection",
+        title="Correct a reflection",
+        description="Correct a reflection's text, priority, event date or tags, with a "
+        "reason, as edit_observation does for an observation; it is served as you wrote "
+        "it. Needs a curator API key. Pass the version you read (list_reflections) as "
+        "version: if the reflection was changed since, nothing is changed and the error "
+        "says its version now. Returns the reflection.",
+        properties={
+            "conversationId": CONVERSATION_ID,
+            "reflectionId": NOTE_ID,
+            **NOTE_CORRECTION,
+        },
+        required=("conversationId", "reflectionId", "reason"),
+        serializer=EditReflectionIn,
+        run=edit_reflection,
         scope=ApiKey.Scope.CURATOR,
     ),
 ]

@@ -91,6 +91,34 @@ def unknown_version(kind: str, version: int) -> MemdeskError:
     )
 
 
+class NoteVersionConflict(MemdeskError):
+    """A correction made from a version of a note that another correction has since
+    replaced: stored, it would silently undo that one (the fields the later writer did
+    not mean to touch go back to what they saw), so it is refused and changes nothing."""
+
+    def __init__(self, note: Observation | Reflection, *, expected_version: int) -> None:
+        self.kind = "reflection" if isinstance(note, Reflection) else "observation"
+        self.current_version = note.version
+        self.expected_version = expected_version
+        super().__init__(
+            "version_conflict",
+            f"This {self.kind} was changed after version {expected_version}, which this "
+            f"change was made from: it is now at version {note.version}. Read it again and "
+            "make the change on what it says now.",
+            field="version",
+            status_code=409,
+        )
+
+
+def note_version_check(locked: Observation | Reflection, *, expected_version: int | None) -> None:
+    """Refuse a correction of ``locked`` made from another version than the one it has
+    (``expected_version`` None: the caller named none, and the write goes through). The
+    row is locked by the caller's transaction until the write commits, so of several
+    corrections made from one version exactly one passes."""
+    if expected_version is not None and expected_version != locked.version:
+        raise NoteVersionConflict(locked, expected_version=expected_version)
+
+
 def note_edit(
     locked: Observation | Reflection,
     *,

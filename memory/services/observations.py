@@ -35,6 +35,7 @@ from memory.services.notes import (
     note_revert,
     note_snapshot,
     note_text_gated,
+    note_version_check,
     reason_for_trail,
     unknown_version,
     validate_priority,
@@ -163,6 +164,14 @@ def _reflections_go_stale(
     return built_from
 
 
+def _observation_locked(observation: Observation, *, expected_version: int | None) -> Observation:
+    """The observation's row, locked for the caller's transaction, at the version the
+    correction was made from (``expected_version``; None: any)."""
+    locked = Observation.objects.select_for_update().get(pk=observation.pk)
+    note_version_check(locked, expected_version=expected_version)
+    return locked
+
+
 def observation_update(
     *,
     observation: Observation,
@@ -172,9 +181,11 @@ def observation_update(
     priority: str | None = None,
     referenced_at: datetime | None = None,
     tags: list[str] | None = None,
+    expected_version: int | None = None,
 ) -> Observation:
     """Edit an observation, keeping the previous version and the reason for the change.
-    Reflections built from it stop being served at once and are re-derived."""
+    Reflections built from it stop being served at once and are re-derived. An edit made
+    from another version than ``expected_version`` is refused (``NoteVersionConflict``)."""
     reason = edit_reason(
         reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
@@ -185,7 +196,7 @@ def observation_update(
         "observation", text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
     with transaction.atomic():
-        locked = Observation.objects.select_for_update().get(pk=observation.pk)
+        locked = _observation_locked(observation, expected_version=expected_version)
         before, after = note_edit(
             locked,
             action=action,
@@ -203,12 +214,15 @@ def observation_update(
     return locked
 
 
-def observation_delete(*, observation: Observation, actor: Actor, reason: str) -> None:
+def observation_delete(
+    *, observation: Observation, actor: Actor, reason: str, expected_version: int | None = None
+) -> None:
     """Delete an observation, keeping its last version. Reflections built from it stop
-    being served at once and are re-derived from their other sources."""
+    being served at once and are re-derived from their other sources. A deletion decided
+    on another version than ``expected_version`` is refused."""
     reason = reason_for_trail(reason, workspace_id=observation.conversation.workspace_id)
     with transaction.atomic():
-        locked = Observation.objects.select_for_update().get(pk=observation.pk)
+        locked = _observation_locked(observation, expected_version=expected_version)
         note_deletion_record(locked, action="observation.delete", actor=actor, reason=reason)
         # In between: the trail records the deletion before the staleness it causes, and
         # the reflections built from it are found by its id, which deleting the row clears.
@@ -217,11 +231,17 @@ def observation_delete(*, observation: Observation, actor: Actor, reason: str) -
 
 
 def observation_revert(
-    *, observation: Observation, version: int, actor: Actor, reason: str
+    *,
+    observation: Observation,
+    version: int,
+    actor: Actor,
+    reason: str,
+    expected_version: int | None = None,
 ) -> Observation:
     """Restore an earlier version's text, priority, event date and tags. The revert is
     itself an edit: it keeps the version it replaces and is audited as a revert, and
-    reflections built from the observation are re-derived."""
+    reflections built from the observation are re-derived. A revert decided on another
+    version than ``expected_version`` is refused."""
     reason = reason_for_trail(reason, workspace_id=observation.conversation.workspace_id)
     target = ObservationVersion.objects.filter(
         observation_id=observation.pk, version=version
@@ -229,7 +249,7 @@ def observation_revert(
     if target is None:
         raise unknown_version("observation", version)
     with transaction.atomic():
-        locked = Observation.objects.select_for_update().get(pk=observation.pk)
+        locked = _observation_locked(observation, expected_version=expected_version)
         before, after = note_revert(
             locked, target=target, action="observation.revert", actor=actor, reason=reason
         )

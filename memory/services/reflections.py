@@ -16,14 +16,19 @@ from memory.services.notes import (
     note_deletion_record,
     note_edit,
     note_revert,
+    note_version_check,
     reason_for_trail,
     unknown_version,
 )
 
 
-def _reflection_locked(reflection: Reflection, *, superseded_ok: bool = False) -> Reflection:
-    """The reflection's row, locked. A superseded one is history: the Reflector replaced
-    it, and a correction belongs on what replaced it (a deletion may still remove it)."""
+def _reflection_locked(
+    reflection: Reflection, *, expected_version: int | None, superseded_ok: bool = False
+) -> Reflection:
+    """The reflection's row, locked, at the version the correction was made from
+    (``expected_version``; None: any). A superseded one is history: the Reflector
+    replaced it, and a correction belongs on what replaced it (a deletion may still
+    remove it)."""
     locked = (
         Reflection.objects.select_for_update()
         .select_related("conversation")
@@ -42,6 +47,7 @@ def _reflection_locked(reflection: Reflection, *, superseded_ok: bool = False) -
             + "; correct the reflection that replaced it.",
             status_code=409,
         )
+    note_version_check(locked, expected_version=expected_version)
     return locked
 
 
@@ -54,12 +60,14 @@ def reflection_update(
     priority: str | None = None,
     referenced_at: datetime | None = None,
     tags: list[str] | None = None,
+    expected_version: int | None = None,
 ) -> Reflection:
     """Edit a reflection, keeping the previous version and the reason for the change.
 
     The edit is served at once. A stale reflection that is edited is active again and
     the re-derivation leaves it as the person wrote it; only a later change to one of
-    its sources makes it stale again, for the Reflector to re-derive."""
+    its sources makes it stale again, for the Reflector to re-derive. An edit made from
+    another version than ``expected_version`` is refused (``NoteVersionConflict``)."""
     reason = edit_reason(
         reason=reason, text=text, priority=priority, referenced_at=referenced_at, tags=tags
     )
@@ -67,7 +75,7 @@ def reflection_update(
         reason, workspace_id=reflection.conversation.workspace_id, required=None
     )
     with transaction.atomic():
-        locked = _reflection_locked(reflection)
+        locked = _reflection_locked(reflection, expected_version=expected_version)
         note_edit(
             locked,
             action=edit_action(
@@ -83,27 +91,38 @@ def reflection_update(
     return locked
 
 
-def reflection_delete(*, reflection: Reflection, actor: Actor, reason: str) -> None:
+def reflection_delete(
+    *, reflection: Reflection, actor: Actor, reason: str, expected_version: int | None = None
+) -> None:
     """Delete a reflection, keeping its last version: what it says leaves the context at
     once. Its source observations stay stored and reflected, so they are not served in
-    its place and the Reflector does not bring it back; delete them too to remove them."""
+    its place and the Reflector does not bring it back; delete them too to remove them.
+    A deletion decided on another version than ``expected_version`` is refused."""
     reason = reason_for_trail(reason, workspace_id=reflection.conversation.workspace_id)
     with transaction.atomic():
-        locked = _reflection_locked(reflection, superseded_ok=True)
+        locked = _reflection_locked(
+            reflection, expected_version=expected_version, superseded_ok=True
+        )
         note_deletion_record(locked, action="reflection.delete", actor=actor, reason=reason)
         note_delete(locked)
 
 
 def reflection_revert(
-    *, reflection: Reflection, version: int, actor: Actor, reason: str
+    *,
+    reflection: Reflection,
+    version: int,
+    actor: Actor,
+    reason: str,
+    expected_version: int | None = None,
 ) -> Reflection:
     """Restore an earlier version's text, priority, event date and tags: an edit like
-    ``reflection_update``, kept and audited as a revert."""
+    ``reflection_update``, kept and audited as a revert. A revert decided on another
+    version than ``expected_version`` is refused."""
     reason = reason_for_trail(reason, workspace_id=reflection.conversation.workspace_id)
     target = ReflectionVersion.objects.filter(reflection_id=reflection.pk, version=version).first()
     if target is None:
         raise unknown_version("reflection", version)
     with transaction.atomic():
-        locked = _reflection_locked(reflection)
+        locked = _reflection_locked(reflection, expected_version=expected_version)
         note_revert(locked, target=target, action="reflection.revert", actor=actor, reason=reason)
     return locked

@@ -80,7 +80,7 @@ def test_a_curator_key_sees_and_uses_the_curator_tools(workspace, mcp_url):
         return [t.name for t in tools.tools], structured(added)
 
     names, observation = over_http(mcp_url, raw_key, session)
-    assert names == [*AGENT_TOOLS, "add_observation"]
+    assert names == [*AGENT_TOOLS, "add_observation", "edit_observation", "edit_reflection"]
     stored = Observation.objects.get(pk=observation["id"])
     assert stored.text == "User prefers e-mail over phone calls."
     assert stored.priority == "high"
