@@ -25,8 +25,12 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
 # settings refuse to start otherwise.
 timeout = int(os.environ.get("MEMDESK_WEB_TIMEOUT") or 30)
 graceful_timeout = timeout
-# Over 8 KB of request line is refused with a 414 before Django sees it.
-limit_request_line = 8190
+# gunicorn's own bound on a request line is at most 8190 bytes, below a legal context
+# question (up to 12,000 once percent-encoded), and it answers past it with an HTML 414.
+# 0 lets every line through to Django, which refuses one over
+# core.query_strings.MAX_URL_BYTES with a JSON 414; the proxy in front bounds what
+# reaches gunicorn (docs/deployment.md).
+limit_request_line = 0
 accesslog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "warning")
 access_log_format = '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms %({x-request-id}o)s'

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -76,6 +77,28 @@ class StrictFloatField(serializers.FloatField):
         if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
         return float(super().to_internal_value(data))
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: DRF's IntegerField also takes "30", "٣٠" (Arabic-Indic
+    digits), 30.0 and true. Query parameters, text by nature, have their parsers
+    (``parse_limit``); a JSON body says a number as a number."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return int(super().to_internal_value(data))
+
+
+class StrictDateTimeField(serializers.DateTimeField):
+    """ISO 8601 as printable ASCII text only: DRF's parser also reads other scripts'
+    digits as digits and ignores a NUL or a zero-width space inside the text, so a value
+    no client meant would be stored as a date."""
+
+    def to_internal_value(self, value: Any) -> Any:
+        if not isinstance(value, str) or not (value.isascii() and value.isprintable()):
+            self.fail("invalid", format="YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z]")
+        return super().to_internal_value(value)
 
 
 def text_field(**kwargs: Any) -> StrictCharField:
@@ -146,6 +169,39 @@ def _printable_path(path: str) -> str:
     return _SURROGATE.sub("\ufffd", path.replace("\x00", "\\0")) or "value"
 
 
+class ClosedSerializer(serializers.Serializer):
+    """A request body that refuses the fields it does not know, each by name. For the
+    routes that delete, sweep or govern: a misspelt or unsupported field there would
+    otherwise be dropped and the request run as if it had not been sent (a dry run
+    asked for, and a real sweep run). The schema says so (``additionalProperties``)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = [name for name in data if name not in self.fields]
+            if unknown:
+                known = ", ".join(self.fields) or "no field"
+                message = f"unknown field; this request takes {known}."
+                # The names go back in the error body: made encodable first.
+                raise serializers.ValidationError(
+                    {_printable_path(name): [message] for name in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+# drf-spectacular leaves OpenApiExtension.__init_subclass__ unannotated.
+class ClosedSerializerExtension(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    """Every closed body's schema says ``additionalProperties: false``: the fuzz tests
+    and clients' generators must not send fields the route refuses."""
+
+    target_class = ClosedSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        schema["additionalProperties"] = False
+        return schema
+
+
 def validated(
     serializer_class: type[serializers.Serializer], data: Any, *, partial: bool = False
 ) -> dict[str, Any]:
@@ -208,18 +264,31 @@ def query_values(serializer_class: type[serializers.Serializer], data: Any) -> d
     return dict(serializer.validated_data)
 
 
-class ReasonIn(serializers.Serializer):
-    reason = text_field(required=False, allow_blank=True)
+# A reason says why in a sentence or a paragraph; it is kept in every audit event of the
+# change, which is never deleted.
+REASON_MAX_CHARS = 2000
 
 
-def request_reason(request: Request) -> str:
+def reason_field(**kwargs: Any) -> StrictCharField:
+    """``reason``: why a change is made, kept in the audit trail; at most
+    ``REASON_MAX_CHARS``. Optional here: the services say where one is required."""
+    kwargs.setdefault("required", False)
+    return text_field(allow_blank=True, max_length=REASON_MAX_CHARS, **kwargs)
+
+
+class ReasonIn(ClosedSerializer):
+    reason = reason_field()
+
+
+def request_reason(request: Request, body: type[ClosedSerializer] = ReasonIn) -> str:
     """The reason for a change, from ``?reason=`` or the JSON body: DELETE bodies are
-    optional and some clients cannot send one."""
+    optional and some clients cannot send one. Either is checked as the body is; the
+    body is validated by ``body`` (a route whose body takes more than a reason names
+    its own), so an unknown field is refused even when the reason is in the query."""
+    data = validated(body, request.data) if request.data else {}
     if request.query_params.get("reason"):
-        return request.query_params["reason"]
-    if request.data:
-        return validated(ReasonIn, request.data).get("reason") or ""
-    return ""
+        return str(validated(ReasonIn, {"reason": request.query_params["reason"]})["reason"])
+    return str(data.get("reason") or "")
 
 
 class ErrorOut(serializers.Serializer):

@@ -1,5 +1,6 @@
-"""The API's one request parser: DRF's strict JSON, with the two inputs Python's json
-module lets through or crashes on turned into a 400 that says what is wrong."""
+"""The API's one request parser: DRF's strict JSON, with the inputs Python's json module
+lets through or crashes on (numbers out of range, nesting past the stack, a key given
+twice in one object) turned into a 400 that says what is wrong."""
 
 from __future__ import annotations
 
@@ -22,6 +23,19 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _object_of_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON leaves a repeated key to the reader, and Python keeps the last: a body with
+    # "role" twice would be read as one thing by a proxy or a log and stored as another.
+    body = dict(pairs)
+    if len(body) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {key[:40]!r} appears more than once in one object")
+            seen.add(key)
+    return body
+
+
 class StrictJSONParser(JSONParser):
     def parse(
         self, stream: IO[Any], media_type: str | None = None, parser_context: Any = None
@@ -32,6 +46,7 @@ class StrictJSONParser(JSONParser):
                 codecs.getreader(encoding)(stream),
                 parse_constant=strict_constant,
                 parse_float=_finite_float,
+                object_pairs_hook=_object_of_unique_keys,
             )
         except RecursionError:
             # The C scanner recurses once per level: 100,000 nested arrays exhaust the

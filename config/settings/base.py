@@ -139,6 +139,7 @@ MIDDLEWARE = [
     "core.request_ids.RequestIdMiddleware",
     # A lost database connection answers 503, not 500 (its process_exception).
     "core.errors.DatabaseUnavailableMiddleware",
+    "core.query_strings.RejectLongUrlMiddleware",
     "core.query_strings.RejectNulQueryMiddleware",
     # Outside the others, so that their own answers (a 503, a 400) carry the policy too.
     "csp.middleware.CSPMiddleware",

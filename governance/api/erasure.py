@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import LimitQuery, StrictCharField, query_params, validated
+from core.api import (
+    ClosedSerializer,
+    LimitQuery,
+    StrictCharField,
+    query_params,
+    reason_field,
+    validated,
+)
 from core.errors import error_body
 from governance import selectors
 from governance.api.outputs import (
@@ -22,9 +28,9 @@ from governance.models import (
 from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 
 
-class ErasureRequestIn(serializers.Serializer):
+class ErasureRequestIn(ClosedSerializer):
     userId = StrictCharField(max_length=255)
-    reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    reason = reason_field()
 
 
 class ErasureRequestListCreateApi(ComplianceApiView):

@@ -7,7 +7,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ReasonIn, StrictCharField, limit_field, query_params, validated
+from core.api import (
+    ReasonIn,
+    StrictCharField,
+    limit_field,
+    query_params,
+    reason_field,
+    validated,
+)
 from governance import holds, selectors
 from governance.api.outputs import RETENTION_CONFLICT, LegalHoldListOut, LegalHoldOut
 from memory.selectors import conversation_get
@@ -17,7 +24,7 @@ from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 class LegalHoldPlaceIn(serializers.Serializer):
     conversationId = StrictCharField(required=False, allow_null=True, allow_blank=True)
     userId = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
-    reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    reason = reason_field()
 
 
 class QueryBooleanField(serializers.BooleanField):

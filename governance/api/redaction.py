@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from core.api import (
     ERRORS,
+    ClosedSerializer,
     ErrorOut,
     StrictBooleanField,
     StrictCharField,
@@ -20,6 +21,7 @@ from core.api import (
     StrictRegexField,
     limit_field,
     query_params,
+    reason_field,
     request_reason,
     text_field,
     validated,
@@ -86,7 +88,7 @@ class CustomRecognizerIn(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class RedactionPolicyIn(serializers.Serializer):
+class RedactionPolicyIn(ClosedSerializer):
     # Types and ranges are checked here; the rules the dashboard's form needs as well
     # (entity names, list entries, the review band) by redaction_policy_update.
     entities = serializers.ListField(child=StrictCharField(), required=False)
@@ -111,6 +113,7 @@ class RedactionPolicyIn(serializers.Serializer):
     reflectionWaitsForReview = StrictBooleanField(required=False)
     keepOriginals = StrictBooleanField(required=False)
     agentsSeeReidentified = StrictBooleanField(required=False)
+    reason = reason_field(help_text="Why the policy changes; kept in the audit trail.")
 
     def validate_customRecognizers(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if len({c["name"] for c in value}) != len(value):
@@ -118,16 +121,26 @@ class RedactionPolicyIn(serializers.Serializer):
         return [dict(c) for c in value]
 
 
+class RedactionPolicyReplaceIn(RedactionPolicyIn):
+    """PUT: the whole policy. Every field but the reason is required, so that a field
+    left out is an error rather than a silent return to its default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():
+            field.required = name != "reason"
+
+
 class PreviewIn(serializers.Serializer):
     text = text_field(allow_blank=True)
 
 
-class ReviewIn(serializers.Serializer):
-    reason = text_field(required=False, allow_blank=True)
+class ReviewIn(ClosedSerializer):
+    reason = reason_field()
 
 
 class RevealIn(serializers.Serializer):
-    reason = text_field(required=False, allow_blank=True)
+    reason = reason_field()
 
 
 class DismissIn(ReviewIn):
@@ -156,27 +169,35 @@ class RedactionPolicyApi(ApiView):
         return Response(RedactionPolicyOut(policy, context={"admin": self.may_govern}).data)
 
     def _write(self, request: Request, *, replace: bool) -> Response:
-        data = validated(RedactionPolicyIn, request.data)
-        unknown = set(request.data) - set(RedactionPolicyIn().fields) if request.data else set()
-        if unknown:
-            raise MemdeskError(
-                "invalid_policy", f"Unknown policy fields: {sorted(unknown)}.", field="body"
-            )
+        if replace:
+            missing = [
+                wire for wire in redaction_policy.POLICY_FIELDS.values() if wire not in request.data
+            ]
+            if missing:
+                raise MemdeskError(
+                    "invalid_policy",
+                    "PUT replaces the whole policy and needs every field; missing: "
+                    f"{', '.join(missing)}. PATCH changes only the fields it is sent.",
+                    field=missing[0],
+                )
+        data = validated(RedactionPolicyReplaceIn if replace else RedactionPolicyIn, request.data)
         names = {wire: name for name, wire in redaction_policy.POLICY_FIELDS.items()}
         policy = redaction_policy.redaction_policy_update(
             workspace_id=self.workspace.pk,
             actor=self.actor(),
-            values={names[wire]: value for wire, value in data.items()},
+            values={names[wire]: value for wire, value in data.items() if wire in names},
             replace=replace,
+            reason=data.get("reason") or "",
         )
         return Response(RedactionPolicyOut(policy, context={"admin": True}).data)
 
     @extend_schema(
         operation_id="redaction_policy_replace",
-        request=RedactionPolicyIn,
+        request=RedactionPolicyReplaceIn,
         responses={200: RedactionPolicyOut, **COMPLIANCE_ERRORS},
-        description="Replace the policy: fields left out return to their defaults. "
-        "Compliance keys and above; audited; bumps version.",
+        description="Replace the whole policy: every field is required (400 invalid_policy "
+        "naming the ones missing); PATCH changes some. `reason` is optional and kept in the "
+        "audit event. Compliance keys and above; audited; bumps version.",
     )
     def put(self, request: Request) -> Response:
         return self._write(request, replace=True)
@@ -185,7 +206,8 @@ class RedactionPolicyApi(ApiView):
         operation_id="redaction_policy_update",
         request=RedactionPolicyIn,
         responses={200: RedactionPolicyOut, **COMPLIANCE_ERRORS},
-        description="Change the fields given. Compliance keys and above; audited; bumps version.",
+        description="Change the fields given; `reason` is optional and kept in the audit "
+        "event. Compliance keys and above; audited; bumps version.",
     )
     def patch(self, request: Request) -> Response:
         return self._write(request, replace=False)

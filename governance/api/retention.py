@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
+    ClosedSerializer,
     LimitQuery,
     ReasonIn,
     StrictBooleanField,
     StrictCharField,
+    StrictIntegerField,
     query_params,
+    reason_field,
     request_reason,
     validated,
 )
@@ -39,8 +43,8 @@ from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 _RETENTION_DAYS_HELP = "Days to keep this tier, 1..36500; null keeps it forever."
 
 
-def _retention_days() -> serializers.IntegerField:
-    return serializers.IntegerField(
+def _retention_days() -> StrictIntegerField:
+    return StrictIntegerField(
         required=False,
         allow_null=True,
         min_value=1,
@@ -49,7 +53,7 @@ def _retention_days() -> serializers.IntegerField:
     )
 
 
-class RetentionPolicyIn(serializers.Serializer):
+class RetentionPolicyIn(ClosedSerializer):
     name = StrictCharField(max_length=100)
     conversationTag = StrictCharField(
         required=False,
@@ -61,7 +65,7 @@ class RetentionPolicyIn(serializers.Serializer):
     observationDays = _retention_days()
     reflectionDays = _retention_days()
     enabled = StrictBooleanField(required=False)
-    reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    reason = reason_field(help_text="Kept in the audit trail.")
 
 
 _RETENTION_POLICY_FIELDS = {
@@ -144,8 +148,8 @@ class RetentionPolicyDetailApi(ComplianceApiView):
         return Response(status=204)
 
 
-class RetentionSweepIn(serializers.Serializer):
-    policyId = serializers.IntegerField(
+class RetentionSweepIn(ClosedSerializer):
+    policyId = StrictIntegerField(
         required=False,
         allow_null=True,
         min_value=1,
@@ -153,8 +157,16 @@ class RetentionSweepIn(serializers.Serializer):
     )
 
 
-def _retention_sweep_policy(api: ComplianceApiView, request: Request) -> RetentionPolicy | None:
-    data = validated(RetentionSweepIn, request.data or {})
+class RetentionSweepRequestIn(RetentionSweepIn):
+    dryRun = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="true: count what the sweep would delete and delete nothing (the dry "
+        "run, answered 200 at once).",
+    )
+
+
+def _retention_sweep_policy(api: ComplianceApiView, data: dict[str, Any]) -> RetentionPolicy | None:
     if data.get("policyId") is None:
         return None
     return selectors.retention_policy_get(workspace=api.workspace, policy_id=data["policyId"])
@@ -169,10 +181,11 @@ class RetentionDryRunApi(ComplianceApiView):
         "policyId previews that policy even while it is disabled.",
     )
     def post(self, request: Request) -> Response:
+        data = validated(RetentionSweepIn, request.data or {})
         sweep = retention_dry_run(
             workspace=self.workspace,
             actor=self.actor(),
-            policy=_retention_sweep_policy(self, request),
+            policy=_retention_sweep_policy(self, data),
         )
         return Response(RetentionSweepOut(sweep).data)
 
@@ -192,17 +205,25 @@ class RetentionSweepListCreateApi(ComplianceApiView):
 
     @extend_schema(
         operation_id="retention_sweeps_create",
-        request=RetentionSweepIn,
-        responses={202: RetentionSweepOut, 409: RETENTION_CONFLICT, **COMPLIANCE_ERRORS},
-        description="Run a sweep now, in the background; follow it with "
-        "GET /v1/retention/sweeps/{id}. 409 while another sweep of the workspace is open.",
+        request=RetentionSweepRequestIn,
+        responses={
+            200: RetentionSweepOut,
+            202: RetentionSweepOut,
+            409: RETENTION_CONFLICT,
+            **COMPLIANCE_ERRORS,
+        },
+        description="Run a sweep now, in the background (202); follow it with "
+        "GET /v1/retention/sweeps/{id}. 409 while another sweep of the workspace is open. "
+        "With dryRun: true, the dry run instead (200, deletes nothing), as "
+        "POST /v1/retention/dry-run.",
     )
     def post(self, request: Request) -> Response:
-        sweep = retention_sweep_request(
-            workspace=self.workspace,
-            actor=self.actor(),
-            policy=_retention_sweep_policy(self, request),
-        )
+        data = validated(RetentionSweepRequestIn, request.data or {})
+        policy = _retention_sweep_policy(self, data)
+        if data["dryRun"]:
+            dry_run = retention_dry_run(workspace=self.workspace, actor=self.actor(), policy=policy)
+            return Response(RetentionSweepOut(dry_run).data)
+        sweep = retention_sweep_request(workspace=self.workspace, actor=self.actor(), policy=policy)
         return Response(RetentionSweepOut(sweep).data, status=202)
 
 

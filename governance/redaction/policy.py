@@ -176,7 +176,9 @@ def redaction_policy_update(
     """Change the workspace's policy (``values`` keyed by model field name). With
     ``replace`` every field not given returns to its default (PUT); otherwise only the
     given fields change (PATCH). Bumps the version and audits before and after; a change
-    that changes nothing is neither."""
+    that changes nothing is neither. The reason is kept with each value the new policy
+    finds masked as its type: it may quote the data the change is about, and the trail
+    outlives every erasure."""
     with transaction.atomic():
         # Inside the transaction: a refused change must not leave a policy (and its
         # creation event) that nobody saved.
@@ -197,6 +199,9 @@ def redaction_policy_update(
         policy.version += 1
         policy.updated_at = timezone.now()
         policy.save()
+        from governance.redaction.gates import texts_masked_for_display  # gates imports this
+
+        [reason] = texts_masked_for_display(workspace_id=workspace_id, texts=[reason])
         audit_record(
             workspace_id=workspace_id,
             actor=actor,

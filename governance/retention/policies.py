@@ -13,6 +13,7 @@ from governance.audit.writer import audit_record
 from governance.models import (
     RetentionPolicy,
 )
+from governance.redaction.gates import texts_masked_for_display
 from governance.retention.common import MAX_DAYS
 from tenancy.models import Workspace
 
@@ -34,6 +35,15 @@ def policy_snapshot(policy: RetentionPolicy) -> dict[str, Any]:
         "reflectionDays": policy.reflection_days,
         "enabled": policy.enabled,
     }
+
+
+def _reason_for_trail(reason: str, *, workspace_id: Any) -> str:
+    """A policy change's reason as the audit trail keeps it: each value the workspace's
+    redaction policy finds masked as its type. A reason may quote the data it is about,
+    and the trail outlives every erasure. Masked before the transaction: an empty reason
+    loads no engine, another holds no lock while it loads."""
+    [masked] = texts_masked_for_display(workspace_id=workspace_id, texts=[reason])
+    return masked
 
 
 def _validate_days(value: int | None, field_name: str) -> None:
@@ -115,6 +125,7 @@ def retention_policy_create(
         reflection_days=reflection_days,
         enabled=enabled,
     )
+    reason = _reason_for_trail(reason, workspace_id=workspace.pk)
     with transaction.atomic():
         _validate_policy(policy)
         _policy_save(policy)
@@ -158,6 +169,7 @@ def retention_policy_update(
             "Send at least one of name, conversationTag, messageDays, observationDays, "
             "reflectionDays, enabled.",
         )
+    reason = _reason_for_trail(reason, workspace_id=policy.workspace_id)
     with transaction.atomic():
         locked = RetentionPolicy.objects.select_for_update().get(pk=policy.pk)
         before = policy_snapshot(locked)
@@ -180,6 +192,7 @@ def retention_policy_update(
 
 
 def retention_policy_delete(*, policy: RetentionPolicy, actor: Actor, reason: str = "") -> None:
+    reason = _reason_for_trail(reason, workspace_id=policy.workspace_id)
     with transaction.atomic():
         locked = RetentionPolicy.objects.select_for_update().get(pk=policy.pk)
         audit_record(

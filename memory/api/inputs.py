@@ -6,13 +6,26 @@ on both edges."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from rest_framework import serializers
 
-from core.api import MetadataField, ParsedField, StrictCharField, limit_field, text_field
+from core.api import (
+    ClosedSerializer,
+    MetadataField,
+    ParsedField,
+    ReasonIn,
+    StrictCharField,
+    StrictDateTimeField,
+    StrictIntegerField,
+    limit_field,
+    reason_field,
+    text_field,
+)
 from core.errors import MemdeskError
 from core.paging import parse_limit
+from core.text import is_blank
 from memory.context.budget import parse_max_tokens
 from memory.context.tiers import Reidentifies
 from memory.models import Conversation, Message, ToolCall
@@ -64,7 +77,7 @@ class SpeakerNameField(StrictCharField):
 class MessageIn(serializers.Serializer):
     role = text_field()
     content = text_field(allow_blank=True)
-    createdAt = serializers.DateTimeField(required=False, allow_null=True)
+    createdAt = StrictDateTimeField(required=False, allow_null=True)
     metadata = MetadataField(required=False, allow_null=True)
     toolName = text_field(required=False, allow_blank=True, max_length=200)
     toolCallId = text_field(required=False, allow_blank=True, max_length=200)
@@ -98,9 +111,9 @@ class WorkspaceSearchIn(serializers.Serializer):
     )
     role = serializers.ChoiceField(choices=Message.Role.values, required=False)
     name = text_field(required=False, max_length=SPEAKER_NAME_MAX_CHARS)
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
-    limit = serializers.IntegerField(min_value=1, max_value=MAX_HITS, default=RECALL_DEFAULT)
+    since = StrictDateTimeField(required=False)
+    until = StrictDateTimeField(required=False)
+    limit = StrictIntegerField(min_value=1, max_value=MAX_HITS, default=RECALL_DEFAULT)
 
     def validate_query(self, value: str) -> str:
         if not value.strip():
@@ -173,39 +186,79 @@ def search_filters(data: dict[str, Any]) -> Filters:
     )
 
 
+# A note is a line of memory, not a document: the dashboard's edit form holds as much.
+NOTE_TEXT_MAX_CHARS = 20_000
+NOTE_TAGS_MAX = 50
+NOTE_TAG_MAX_CHARS = 100
+
+
+def note_text_field(**kwargs: Any) -> StrictCharField:
+    return text_field(max_length=NOTE_TEXT_MAX_CHARS, **kwargs)
+
+
+def note_labels_field() -> serializers.ListField:
+    """A note's tags or topics: at most ``NOTE_TAGS_MAX``, each at most
+    ``NOTE_TAG_MAX_CHARS``."""
+    return serializers.ListField(
+        child=text_field(max_length=NOTE_TAG_MAX_CHARS), max_length=NOTE_TAGS_MAX, required=False
+    )
+
+
 class ObservationCreateIn(serializers.Serializer):
-    text = text_field()
+    text = note_text_field()
     priority = text_field(required=False)
-    referencedAt = serializers.DateTimeField(required=False, allow_null=True)
-    tags = serializers.ListField(child=text_field(max_length=100), required=False)
-    topics = serializers.ListField(child=text_field(max_length=100), required=False)
+    referencedAt = StrictDateTimeField(required=False, allow_null=True)
+    tags = note_labels_field()
+    topics = note_labels_field()
     ticketId = text_field(required=False, allow_blank=True, max_length=100)
     sourceMessageIds = serializers.ListField(child=serializers.UUIDField(), required=False)
-    reason = text_field(required=False, allow_blank=True)
+    reason = reason_field()
+
+    def validate_text(self, value: str) -> str:
+        if is_blank(value):
+            raise MemdeskError("empty_text", "text must not be empty.", field="text")
+        return value
 
 
 class MemoryUpdateIn(serializers.Serializer):
-    reason = text_field(required=False, allow_blank=True, help_text="Required.")
-    content = text_field(
+    reason = reason_field(help_text="Required.")
+    content = note_text_field(
         required=False,
         help_text="The new text, under the name reads use. A line sent back as read "
         "(with its marker and dates) is stored without them.",
     )
-    text = text_field(
+    text = note_text_field(
         required=False, help_text="The same as content (its earlier name); send one of them."
     )
     priority = text_field(required=False)
-    referencedAt = serializers.DateTimeField(required=False, allow_null=True)
-    tags = serializers.ListField(child=text_field(max_length=100), required=False)
+    referencedAt = StrictDateTimeField(required=False, allow_null=True)
+    tags = note_labels_field()
+    version = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="The version the edit was made from (a read's version): when the note "
+        "has changed since, 409 version_conflict and nothing changes. Or send If-Match.",
+    )
+
+
+class MemoryDeleteIn(ReasonIn):
+    version = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="The version the deletion was decided on: when the note has changed "
+        "since, 409 version_conflict and nothing is deleted. Or send If-Match.",
+    )
 
 
 def edited_text(data: dict[str, Any]) -> str | None:
     """The new text of an edit, sent as ``content`` (the name reads use) or ``text``."""
     content, text = data.get("content"), data.get("text")
     if content is None:
+        if text is not None and is_blank(text):
+            raise MemdeskError("empty_text", "text must not be empty.", field="text")
         return text
     content = text_from_content(content)
-    if not content.strip():
+    if is_blank(content):
         raise MemdeskError("empty_text", "content must not be empty.", field="content")
     if text is not None and text.strip() != content.strip():
         raise MemdeskError(
@@ -219,9 +272,9 @@ def edited_text(data: dict[str, Any]) -> str | None:
 
 class PinCreateIn(serializers.Serializer):
     messageId = serializers.UUIDField()
-    start = serializers.IntegerField(required=False, allow_null=True)
-    end = serializers.IntegerField(required=False, allow_null=True)
-    reason = text_field(required=False, allow_blank=True)
+    start = StrictIntegerField(required=False, allow_null=True)
+    end = StrictIntegerField(required=False, allow_null=True)
+    reason = reason_field()
 
 
 class EscalationCreateIn(serializers.Serializer):
@@ -233,7 +286,7 @@ class EscalationCreateIn(serializers.Serializer):
     metadata = MetadataField(required=False, allow_null=True)
 
 
-class WorkspaceSettingsIn(serializers.Serializer):
+class WorkspaceSettingsIn(ClosedSerializer):
     fidelity = text_field(
         required=False,
         allow_null=True,
@@ -241,16 +294,14 @@ class WorkspaceSettingsIn(serializers.Serializer):
         help_text="compact, balanced or detailed; null (or empty) follows the server's "
         "default again.",
     )
-    contextMaxTokens = serializers.IntegerField(
+    contextMaxTokens = StrictIntegerField(
         required=False,
         allow_null=True,
         min_value=1,
         max_value=MAX_CONTEXT_MAX_TOKENS,
         help_text="The token budget of a context read that names no max_tokens; null: none.",
     )
-    reason = text_field(
-        required=False, allow_blank=True, help_text="Required: kept in the audit trail."
-    )
+    reason = reason_field(help_text="Required: kept in the audit trail.")
 
 
 class ConversationListQuery(serializers.Serializer):
@@ -304,8 +355,8 @@ def message_input(data: dict[str, Any]) -> MessageInput:
 
 
 class MemoryRevertIn(serializers.Serializer):
-    version = serializers.IntegerField(min_value=1)
-    reason = text_field(required=False, allow_blank=True)
+    version = StrictIntegerField(min_value=1)
+    reason = reason_field()
 
 
 class ReasoningStepIn(serializers.Serializer):
@@ -352,7 +403,7 @@ class ToolCallIn(serializers.Serializer):
     status = serializers.ChoiceField(
         choices=ToolCall.Status.values, required=False, allow_null=True
     )
-    durationMs = serializers.IntegerField(
+    durationMs = StrictIntegerField(
         required=False, allow_null=True, min_value=0, max_value=2_147_483_647
     )
     error = text_field(required=False, allow_blank=True, allow_null=True)
@@ -375,5 +426,30 @@ def as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def first_sent(data: dict[str, Any], *names: str) -> Any:
-    return next((data[name] for name in names if data.get(name) is not None), None)
+def as_json(value: Any) -> Any:
+    """A tool's input or output as the JSON it holds: the TypeScript client sends the
+    arguments twice, as JSON (``arguments``) and as JSON-encoded text (``input``)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def one_of(
+    data: dict[str, Any], *names: str, meaning: Callable[[Any], Any] = lambda value: value
+) -> Any:
+    """The value of a field clients send under several names (``conversation_id`` or
+    ``conversationId``), or None. Two of the names whose values mean different things
+    (compared by ``meaning``) are refused: neither can be taken for the other."""
+    sent = [(name, data[name]) for name in names if data.get(name) is not None]
+    for name, value in sent[1:]:
+        if meaning(value) != meaning(sent[0][1]):
+            raise MemdeskError(
+                "conflicting_fields",
+                f"{sent[0][0]} and {name} name the same thing and differ here: send one "
+                "of them, or the same value in both.",
+                field=name,
+            )
+    return sent[0][1] if sent else None

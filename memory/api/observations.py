@@ -9,7 +9,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ERRORS, ReasonIn, query_params, request_reason, validated
+from core.api import ERRORS, query_params, request_reason, validated
 from memory import api_schema as out
 from memory import selectors
 from memory.api.base import (
@@ -20,11 +20,18 @@ from memory.api.base import (
     MemoryApi,
 )
 from memory.api.inputs import (
+    MemoryDeleteIn,
     MemoryListQuery,
     MemoryRevertIn,
     MemoryUpdateIn,
     ObservationCreateIn,
     edited_text,
+)
+from memory.api.note_versions import (
+    IF_MATCH_PARAMETER,
+    VERSION_ERRORS,
+    ExpectedVersion,
+    with_etag,
 )
 from memory.api.presenters import observations_to_wire, versions_to_wire
 from memory.models import Observation
@@ -109,12 +116,13 @@ class ObservationDetailApi(_ObservationApi):
     @extend_schema(operation_id="observations_get", responses={200: out.ObservationOut, **ERRORS})
     def get(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         [readable] = self.readable([self.observation(conversation_id, observation_id)])
-        return Response(_observation_body(readable))
+        return with_etag(Response(_observation_body(readable)), readable)
 
     @extend_schema(
         operation_id="observations_update",
+        parameters=[IF_MATCH_PARAMETER],
         request=MemoryUpdateIn,
-        responses={200: out.ObservationOut, **CURATOR_ERRORS},
+        responses={200: out.ObservationOut, **VERSION_ERRORS, **CURATOR_ERRORS},
         description=EDIT_DESCRIPTION
         + "`reason` is required. Reflections built from the observation stop being served "
         "at once (its current version is served in their place) and are re-derived.",
@@ -122,31 +130,40 @@ class ObservationDetailApi(_ObservationApi):
     def patch(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = self.observation(conversation_id, observation_id)
         data = validated(MemoryUpdateIn, request.data)
-        updated = observation_update(
-            observation=observation,
-            actor=self.actor(),
-            reason=data.get("reason") or "",
-            text=edited_text(data),
-            priority=data.get("priority"),
-            referenced_at=data.get("referencedAt"),
-            tags=data.get("tags"),
-        )
-        return Response(_observation_body(updated))
+        expected = ExpectedVersion.of(request, data.get("version"))
+        with expected.checked():
+            updated = observation_update(
+                observation=observation,
+                actor=self.actor(),
+                reason=data.get("reason") or "",
+                text=edited_text(data),
+                priority=data.get("priority"),
+                referenced_at=data.get("referencedAt"),
+                tags=data.get("tags"),
+                expected_version=expected.version,
+            )
+        return with_etag(Response(_observation_body(updated)), updated)
 
     @extend_schema(
         operation_id="observations_delete",
-        parameters=[REASON_PARAMETER],
-        request=ReasonIn,
-        responses={204: None, **CURATOR_ERRORS},
+        parameters=[REASON_PARAMETER, IF_MATCH_PARAMETER],
+        request=MemoryDeleteIn,
+        responses={204: None, **VERSION_ERRORS, **CURATOR_ERRORS},
         description="Delete the observation; its last version stays in its history. "
         "Reflections built from it stop being served at once and are re-derived from "
         "their other sources.",
     )
     def delete(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = self.observation(conversation_id, observation_id)
-        observation_delete(
-            observation=observation, actor=self.actor(), reason=request_reason(request)
-        )
+        body = validated(MemoryDeleteIn, request.data) if request.data else {}
+        expected = ExpectedVersion.of(request, body.get("version"))
+        with expected.checked():
+            observation_delete(
+                observation=observation,
+                actor=self.actor(),
+                reason=request_reason(request, MemoryDeleteIn),
+                expected_version=expected.version,
+            )
         return Response(status=204)
 
 
@@ -173,17 +190,21 @@ class ObservationRevertApi(_ObservationApi):
 
     @extend_schema(
         operation_id="observations_revert",
+        parameters=[IF_MATCH_PARAMETER],
         request=MemoryRevertIn,
-        responses={200: out.ObservationOut, **CURATOR_ERRORS},
+        responses={200: out.ObservationOut, 412: VERSION_ERRORS[412], **CURATOR_ERRORS},
         description=REVERT_DESCRIPTION,
     )
     def post(self, request: Request, conversation_id: str, observation_id: str) -> Response:
         observation = self.observation(conversation_id, observation_id)
         data = validated(MemoryRevertIn, request.data)
-        reverted = observation_revert(
-            observation=observation,
-            version=data["version"],
-            actor=self.actor(),
-            reason=data.get("reason") or "",
-        )
-        return Response(_observation_body(reverted))
+        expected = ExpectedVersion.of(request)
+        with expected.checked():
+            reverted = observation_revert(
+                observation=observation,
+                version=data["version"],
+                actor=self.actor(),
+                reason=data.get("reason") or "",
+                expected_version=expected.version,
+            )
+        return with_etag(Response(_observation_body(reverted)), reverted)

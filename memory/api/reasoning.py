@@ -16,8 +16,9 @@ from memory.api.inputs import (
     ReasoningStepIn,
     ReasoningStepListQuery,
     ToolCallIn,
+    as_json,
     as_text,
-    first_sent,
+    one_of,
 )
 from memory.api.presenters import (
     ReasoningStepListOut,
@@ -74,7 +75,7 @@ class ReasoningStepCreateApi(MemoryApi):
     )
     def get(self, request: Request) -> Response:
         query = query_params(ReasoningStepListQuery, request)
-        conversation_id = query.get("conversation_id") or query.get("conversationId")
+        conversation_id = one_of(query, "conversation_id", "conversationId")
         if conversation_id is None:
             raise MemdeskError(
                 "conversation_required",
@@ -99,6 +100,8 @@ class ToolCallCreateApi(MemoryApi):
     )
     def post(self, request: Request) -> Response:
         data = validated(ToolCallIn, request.data)
+        call_input = as_text(one_of(data, "input", "arguments", meaning=as_json))
+        call_output = as_text(one_of(data, "output", "result", meaning=as_json))
         conversation = None
         if data.get("conversationId") is not None:
             conversation = self.conversation(str(data["conversationId"]))
@@ -110,8 +113,8 @@ class ToolCallCreateApi(MemoryApi):
                 actor=self.actor(),
                 tool_name=data["toolName"],
                 step_id=data.get("stepId"),
-                input=as_text(first_sent(data, "input", "arguments")),
-                output=as_text(first_sent(data, "output", "result")),
+                input=call_input,
+                output=call_output,
                 status=data.get("status") or ToolCall.Status.SUCCESS,
                 duration_ms=data.get("durationMs"),
                 error=data.get("error") or "",

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api import ERRORS, ErrorOut, ReasonIn, query_params, request_reason, validated
+from core.api import ERRORS, ErrorOut, query_params, request_reason, validated
 from memory import api_schema as out
 from memory import selectors
 from memory.api.base import (
@@ -18,7 +18,19 @@ from memory.api.base import (
     REVERT_DESCRIPTION,
     MemoryApi,
 )
-from memory.api.inputs import MemoryListQuery, MemoryRevertIn, MemoryUpdateIn, edited_text
+from memory.api.inputs import (
+    MemoryDeleteIn,
+    MemoryListQuery,
+    MemoryRevertIn,
+    MemoryUpdateIn,
+    edited_text,
+)
+from memory.api.note_versions import (
+    IF_MATCH_PARAMETER,
+    VERSION_ERRORS,
+    ExpectedVersion,
+    with_etag,
+)
 from memory.api.presenters import reflections_to_wire, versions_to_wire
 from memory.models import Reflection
 from memory.services.reflections import reflection_delete, reflection_revert, reflection_update
@@ -82,12 +94,18 @@ class ReflectionDetailApi(_ReflectionApi):
     @extend_schema(operation_id="reflections_get", responses={200: out.ReflectionOut, **ERRORS})
     def get(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         [readable] = self.readable([self.reflection(conversation_id, reflection_id)])
-        return Response(_reflection_body(readable))
+        return with_etag(Response(_reflection_body(readable)), readable)
 
     @extend_schema(
         operation_id="reflections_update",
+        parameters=[IF_MATCH_PARAMETER],
         request=MemoryUpdateIn,
-        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **CURATOR_ERRORS},
+        responses={
+            200: out.ReflectionOut,
+            **VERSION_ERRORS,
+            **REFLECTION_CONFLICT,
+            **CURATOR_ERRORS,
+        },
         description=EDIT_DESCRIPTION
         + "`reason` is required. The edit is served at once; a stale reflection that is "
         "edited is active again, and stays as edited until one of its sources changes.",
@@ -95,29 +113,40 @@ class ReflectionDetailApi(_ReflectionApi):
     def patch(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         reflection = self.reflection(conversation_id, reflection_id)
         data = validated(MemoryUpdateIn, request.data)
-        updated = reflection_update(
-            reflection=reflection,
-            actor=self.actor(),
-            reason=data.get("reason") or "",
-            text=edited_text(data),
-            priority=data.get("priority"),
-            referenced_at=data.get("referencedAt"),
-            tags=data.get("tags"),
-        )
-        return Response(_reflection_body(updated))
+        expected = ExpectedVersion.of(request, data.get("version"))
+        with expected.checked():
+            updated = reflection_update(
+                reflection=reflection,
+                actor=self.actor(),
+                reason=data.get("reason") or "",
+                text=edited_text(data),
+                priority=data.get("priority"),
+                referenced_at=data.get("referencedAt"),
+                tags=data.get("tags"),
+                expected_version=expected.version,
+            )
+        return with_etag(Response(_reflection_body(updated)), updated)
 
     @extend_schema(
         operation_id="reflections_delete",
-        parameters=[REASON_PARAMETER],
-        request=ReasonIn,
-        responses={204: None, **CURATOR_ERRORS},
+        parameters=[REASON_PARAMETER, IF_MATCH_PARAMETER],
+        request=MemoryDeleteIn,
+        responses={204: None, **VERSION_ERRORS, **CURATOR_ERRORS},
         description="Delete the reflection: what it says leaves the context at once. Its "
         "last version stays in its history. Its source observations stay stored and are "
         "not served in its place; the Reflector does not bring it back.",
     )
     def delete(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         reflection = self.reflection(conversation_id, reflection_id)
-        reflection_delete(reflection=reflection, actor=self.actor(), reason=request_reason(request))
+        body = validated(MemoryDeleteIn, request.data) if request.data else {}
+        expected = ExpectedVersion.of(request, body.get("version"))
+        with expected.checked():
+            reflection_delete(
+                reflection=reflection,
+                actor=self.actor(),
+                reason=request_reason(request, MemoryDeleteIn),
+                expected_version=expected.version,
+            )
         return Response(status=204)
 
 
@@ -142,17 +171,26 @@ class ReflectionRevertApi(_ReflectionApi):
 
     @extend_schema(
         operation_id="reflections_revert",
+        parameters=[IF_MATCH_PARAMETER],
         request=MemoryRevertIn,
-        responses={200: out.ReflectionOut, **REFLECTION_CONFLICT, **CURATOR_ERRORS},
+        responses={
+            200: out.ReflectionOut,
+            412: VERSION_ERRORS[412],
+            **REFLECTION_CONFLICT,
+            **CURATOR_ERRORS,
+        },
         description=REVERT_DESCRIPTION,
     )
     def post(self, request: Request, conversation_id: str, reflection_id: str) -> Response:
         reflection = self.reflection(conversation_id, reflection_id)
         data = validated(MemoryRevertIn, request.data)
-        reverted = reflection_revert(
-            reflection=reflection,
-            version=data["version"],
-            actor=self.actor(),
-            reason=data.get("reason") or "",
-        )
-        return Response(_reflection_body(reverted))
+        expected = ExpectedVersion.of(request)
+        with expected.checked():
+            reverted = reflection_revert(
+                reflection=reflection,
+                version=data["version"],
+                actor=self.actor(),
+                reason=data.get("reason") or "",
+                expected_version=expected.version,
+            )
+        return with_etag(Response(_reflection_body(reverted)), reverted)

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import ERRORS, ErrorOut, validated
-from core.paging import parse_limit
+from core.paging import parse_body_limit
 from memory import api_schema as out
 from memory.api.base import MemoryApi
 from memory.api.inputs import SearchIn, WorkspaceSearchIn, search_answer
@@ -29,7 +29,7 @@ class MessageSearchApi(MemoryApi):
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         data = validated(SearchIn, request.data)
-        limit = parse_limit(data.get("limit"), default=10)
+        limit = parse_body_limit(data.get("limit"), default=10)
         conversation = self.conversation(conversation_id)
         hits = message_search(conversation=conversation, query=data["query"], limit=limit)
         self.readable(m for m, _ in hits)

@@ -43,14 +43,6 @@ class WorkspaceSettingsApi(ApiView):
     )
     def patch(self, request: Request) -> Response:
         data = validated(WorkspaceSettingsIn, request.data)
-        unknown = sorted(set(request.data) - set(WorkspaceSettingsIn().fields))
-        if unknown:
-            raise MemdeskError(
-                "invalid_request",
-                f"Unknown settings fields: {unknown}; only fidelity and contextMaxTokens "
-                "can be changed here.",
-                field=unknown[0],
-            )
         if "fidelity" not in data and "contextMaxTokens" not in data:
             raise MemdeskError(
                 "nothing_to_change",

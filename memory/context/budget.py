@@ -9,6 +9,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.errors import MemdeskError
+from core.paging import whole_number
 from memory.context.rendering import (
     Fitted,
     MemoryBlock,
@@ -17,19 +18,21 @@ from memory.context.rendering import (
 )
 from memory.context.tiers import Reidentifies, memory_tiers, recent_messages
 from memory.models import Conversation, Message
+from memory.services.workspace_settings import MAX_CONTEXT_MAX_TOKENS
 
 
-def parse_max_tokens(raw: str | None) -> int | None:
+def parse_max_tokens(raw: object) -> int | None:
+    """``max_tokens``: a whole number from 1 to ``MAX_CONTEXT_MAX_TOKENS``, the bound of a
+    workspace's default budget too. Each budget is a body cached apart: without a bound,
+    every number a client tries is one more entry."""
     if raw is None or raw == "":
         return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
+    value = whole_number(raw)
+    if value is None or not 1 <= value <= MAX_CONTEXT_MAX_TOKENS:
         raise MemdeskError(
             "invalid_max_tokens",
-            f"max_tokens must be a positive whole number; got {raw!r}.",
+            f"max_tokens must be a positive whole number, at most {MAX_CONTEXT_MAX_TOKENS}; "
+            f"got {raw!r}.",
             field="max_tokens",
         )
     return value

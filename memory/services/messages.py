@@ -14,6 +14,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
 from core.errors import MemdeskError
+from core.text import is_blank
 from governance.redaction.gates import message_ingest
 from memory.models import Conversation, Message
 from memory.pipeline.scheduling import observer_schedule_if_due
@@ -81,7 +82,7 @@ def _validate_message(item: MessageInput, field_prefix: str) -> None:
             f"role must be one of {', '.join(Message.Role.values)}; got {item.role!r}.",
             field=f"{field_prefix}role",
         )
-    if not item.content.strip():
+    if is_blank(item.content):
         raise MemdeskError(
             "empty_content", "content must not be empty.", field=f"{field_prefix}content"
         )

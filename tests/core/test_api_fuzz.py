@@ -30,6 +30,7 @@ schema.config.generation.update(allow_x00=False)
 # since is before its until), tested where each is made.
 CROSS_FIELD_RULES = {
     "GET /v1/conversations",  # userId and user_id, when both are sent, must agree
+    "GET /v1/reasoning/steps",  # conversation_id and conversationId, the same
     "PATCH /v1/workspace/settings",  # at least one of fidelity and contextMaxTokens
     "POST /v1/legal-holds",
     "POST /v1/reasoning/steps",

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
 from governance.models import AuditEvent, MessageScan, RedactionPolicy, RestrictedOriginal
-from governance.redaction.policy import redaction_policy_get_or_create
+from governance.redaction.policy import POLICY_FIELDS, redaction_policy_get_or_create
 from governance.redaction.scan import content_digest
 from memory.models import (
     Conversation,
@@ -181,6 +181,13 @@ def set_policy(workspace: Workspace, **fields: Any) -> RedactionPolicy:
     policy.version += 1
     policy.save()
     return policy
+
+
+def whole_policy_body(**changes: Any) -> dict[str, Any]:
+    """A body for ``PUT /v1/redaction/policy``, which needs every field: the default
+    policy's, with ``changes`` (wire names)."""
+    defaults = RedactionPolicy()
+    return {wire: getattr(defaults, name) for name, wire in POLICY_FIELDS.items()} | changes
 
 
 def tamper(sql: str, params: list[object]) -> None:

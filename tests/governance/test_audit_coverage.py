@@ -31,6 +31,7 @@ from memory.mcp.tools import TOOLS
 from tenancy.models import ApiKey, Membership, Workspace
 from tenancy.services import api_key_create
 from tests.dashboard.factories import MembershipFactory, UserFactory
+from tests.governance.builders import whole_policy_body
 from tests.memory.factories import WorkspaceFactory
 from tests.routes import WRITE_METHODS, allowed_methods, url_patterns
 from tests.world import World
@@ -188,6 +189,32 @@ MCP_WRITES: dict[str, Door] = {
             {"conversationId": w.c, "text": "User prefers email.", "reason": REASON},
         ),
     ),
+    "edit_observation": Door(
+        "observation.edit",
+        lambda w: _mcp_tool(
+            w.api,
+            "edit_observation",
+            {
+                "conversationId": w.c,
+                "observationId": str(w.observation.pk),
+                "content": "User prefers SMS.",
+                "reason": REASON,
+            },
+        ),
+    ),
+    "edit_reflection": Door(
+        "reflection.edit",
+        lambda w: _mcp_tool(
+            w.api,
+            "edit_reflection",
+            {
+                "conversationId": w.c,
+                "reflectionId": str(w.reflection.pk),
+                "content": "User prefers SMS.",
+                "reason": REASON,
+            },
+        ),
+    ),
     "record_reasoning_step": Door(
         "reasoning_step.create",
         lambda w: _mcp_tool(
@@ -333,7 +360,9 @@ AUDITED: dict[str, Door] = {
     ),
     "PUT v1/redaction/policy": Door(
         "redaction_policy.update",
-        lambda w: _json(w.api, "put", "/v1/redaction/policy", {"scoreThreshold": 0.55}),
+        lambda w: _json(
+            w.api, "put", "/v1/redaction/policy", whole_policy_body(scoreThreshold=0.55)
+        ),
     ),
     "POST v1/redaction/findings/<str:finding_id>/approve": Door(
         "redaction_finding.approve",

@@ -12,7 +12,7 @@ from governance.models import AuditEvent, RedactionFinding, RedactionPolicy, Res
 from governance.redaction.policy import redaction_policy_snapshot
 from memory.models import Conversation, Message
 from memory.pipeline.reflector import observations_for_reflection
-from tests.governance.builders import set_policy
+from tests.governance.builders import set_policy, whole_policy_body
 from tests.memory.factories import ObservationFactory
 
 EMAIL = "dana.whitfield@example.com"
@@ -140,7 +140,9 @@ def test_put_replaces_the_whole_policy(admin_api):
         "/v1/redaction/policy", {"scoreThreshold": 0.6, "keepOriginals": True}, format="json"
     )
 
-    body = admin_api.put("/v1/redaction/policy", {"redactAtIngest": True}, format="json").json()
+    body = admin_api.put(
+        "/v1/redaction/policy", whole_policy_body(redactAtIngest=True), format="json"
+    ).json()
 
     assert (body["scoreThreshold"], body["keepOriginals"], body["redactAtIngest"]) == (
         0.5,
@@ -185,7 +187,7 @@ def test_a_change_that_changes_nothing_is_not_a_new_version(admin_api):
         ),
         ({"entities": [7]}, "entities[0]"),
         ({"denyList": [42]}, "denyList[0]"),
-        ({"colour": "blue"}, "body"),
+        ({"colour": "blue"}, "colour"),
     ],
 )
 def test_a_bad_policy_is_refused_with_the_field(admin_api, body, field):
@@ -386,7 +388,7 @@ def test_every_redaction_response_matches_its_documented_schema(
             "/v1/redaction/policy",
             admin_api.put(
                 "/v1/redaction/policy",
-                {"redactAtIngest": True, "keepOriginals": True},
+                whole_policy_body(redactAtIngest=True, keepOriginals=True),
                 format="json",
             ),
         ),

@@ -610,11 +610,43 @@ CASES: list[Case] = [
         "priority",
         body={"priority": "urgent", "reason": "r"},
     ),
+    Case(
+        "patch",
+        OBSERVATION,
+        412,
+        "precondition_failed",
+        body={"priority": "low", "reason": "r"},
+        headers={"If-Match": '"9"'},
+    ),
+    Case(
+        "patch",
+        OBSERVATION,
+        409,
+        "version_conflict",
+        "version",
+        body={"priority": "low", "version": 9, "reason": "r"},
+    ),
     Case("patch", OBSERVATION, 404, "not_found", observation="unknown", body={"reason": "r"}),
     *_not_found("patch", OBSERVATION, body={"text": "x", "reason": "r"}),
     *_unauthenticated("patch", OBSERVATION),
     Case("delete", OBSERVATION, 204, query={"reason": "duplicate"}),
     Case("delete", OBSERVATION, 400, "reason_required", "reason"),
+    Case(
+        "delete",
+        OBSERVATION,
+        412,
+        "precondition_failed",
+        query={"reason": "r"},
+        headers={"If-Match": '"9"'},
+    ),
+    Case(
+        "delete",
+        OBSERVATION,
+        409,
+        "version_conflict",
+        "version",
+        body={"reason": "r", "version": 9},
+    ),
     Case("delete", OBSERVATION, 404, "not_found", observation="unknown", query={"reason": "r"}),
     *_not_found("delete", OBSERVATION),
     *_unauthenticated("delete", OBSERVATION),
@@ -624,6 +656,14 @@ CASES: list[Case] = [
     *_not_found("get", HISTORY),
     *_unauthenticated("get", HISTORY),
     Case("post", REVERT, 200, body=lambda w: _edited_then_revert_body(w)),
+    Case(
+        "post",
+        REVERT,
+        412,
+        "precondition_failed",
+        body=lambda w: _edited_then_revert_body(w),
+        headers={"If-Match": '"1"'},
+    ),
     Case("post", REVERT, 400, "reason_required", "reason", body={"version": 1}),
     Case("post", REVERT, 400, "unknown_version", "version", body={"version": 9, "reason": "x"}),
     Case("post", REVERT, 400, "invalid_request", "version", body={"version": "one"}),
@@ -682,6 +722,22 @@ CASES: list[Case] = [
         reflection="superseded",
         body={"priority": "low", "reason": "r"},
     ),
+    Case(
+        "patch",
+        REFLECTION,
+        412,
+        "precondition_failed",
+        body={"priority": "low", "reason": "r"},
+        headers={"If-Match": '"9"'},
+    ),
+    Case(
+        "patch",
+        REFLECTION,
+        409,
+        "version_conflict",
+        "version",
+        body={"priority": "low", "version": 9, "reason": "r"},
+    ),
     Case("patch", REFLECTION, 404, "not_found", reflection="unknown", body={"reason": "r"}),
     *_not_found("patch", REFLECTION, body={"text": "x", "reason": "r"}),
     *_unauthenticated("patch", REFLECTION),
@@ -697,6 +753,14 @@ CASES: list[Case] = [
     *_not_found("get", REFLECTION_HISTORY),
     *_unauthenticated("get", REFLECTION_HISTORY),
     Case("post", REFLECTION_REVERT, 200, body=lambda w: _reflection_edited_then_revert_body(w)),
+    Case(
+        "post",
+        REFLECTION_REVERT,
+        412,
+        "precondition_failed",
+        body=lambda w: _reflection_edited_then_revert_body(w),
+        headers={"If-Match": '"1"'},
+    ),
     Case("post", REFLECTION_REVERT, 400, "reason_required", "reason", body={"version": 1}),
     Case(
         "post",
@@ -1142,7 +1206,8 @@ def test_interactive_docs_load_nothing_from_the_internet(client):
     page = response.content.decode()
     assets = re.findall(r'(?:src|href)="([^"]+)"', page)
     assert any("swagger-ui-bundle.js" in a for a in assets)
-    assert all(a.startswith("/static/") for a in assets), assets
+    # Each from static/, but for the page's own script (?script: no inline script).
+    assert all(a.startswith("/static/") or a == "/v1/docs/?script=" for a in assets), assets
     assert "cdn." not in page
 
 

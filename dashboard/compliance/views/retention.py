@@ -84,9 +84,7 @@ def _policy_save(
             return retention_policy_create(
                 workspace=access.workspace, actor=actor, reason=reason, **form.values()
             )
-        return retention_policy_update(
-            policy=policy, actor=actor, reason=reason, **form.values()
-        )
+        return retention_policy_update(policy=policy, actor=actor, reason=reason, **form.values())
     except MemdeskError as error:
         add_service_error(form, error)
         return None
@@ -140,9 +138,7 @@ def retention_run(request: HttpRequest) -> HttpResponse:
     """Queue a sweep of the workspace for a worker; the page then polls its progress."""
     access = access_for(request, Capability.MANAGE_COMPLIANCE)
     try:
-        sweep = retention_sweep_request(
-            workspace=access.workspace, actor=access.actor(request)
-        )
+        sweep = retention_sweep_request(workspace=access.workspace, actor=access.actor(request))
     except MemdeskError as refused:
         if not is_partial(request):
             messages.error(request, refused.message)
