@@ -45,6 +45,13 @@ def test_an_erasure_and_another_observer_run_finish_while_hard_texts_wait(
     workers.append(Worker("scanner", broker, {}, queues=(broker.scan_queue,)))
     for slot in ("worker-1", "worker-2"):  # the Procfile's worker: two slots
         workers.append(Worker(slot, broker, {}, queues=(broker.queue, broker.governance_queue)))
+    # The 30 s are counted from running workers, not from starting processes.
+    wait_until(
+        lambda: all(" ready." in worker.log() for worker in workers),
+        timeout=120,
+        what="the workers to start",
+        logs=workers,
+    )
     erased = _conversation(api, "erase-me", TURNS)
     hard = _conversation(api, "someone", [{"role": "user", "content": text} for text in HARD_TEXTS])
 
