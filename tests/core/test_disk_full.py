@@ -18,7 +18,7 @@ from tests.dashboard.factories import PASSWORD
 
 
 @pytest.fixture
-def sqlite_only(db) -> None:
+def sqlite_only(transactional_db) -> None:
     if connection.vendor != "sqlite":
         pytest.skip("fills the database with SQLite's max_page_count; PostgreSQL has no such cap")
 
@@ -28,6 +28,10 @@ def _database_full() -> Iterator[None]:
     """SQLite refuses to grow the database file past its size now: its own "database or
     disk is full" (SQLITE_FULL), as on a full disk."""
     with connection.cursor() as cursor:
+        # Without the pages earlier tests freed (VACUUM, outside any transaction: the
+        # tests that fill the disk run on transactional_db), every new row needs a page
+        # the file cannot get.
+        cursor.execute("VACUUM")
         cursor.execute("PRAGMA page_count")
         (pages,) = cursor.fetchone()
         cursor.execute(f"PRAGMA max_page_count = {pages}")

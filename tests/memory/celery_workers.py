@@ -121,6 +121,7 @@ def publishing_to(
         celery_app.conf.task_routes = new_routes or {}
         celery_app.amqp.__dict__.pop("queues", None)  # cached from the old default queue
         celery_app.amqp.__dict__.pop("router", None)
+        celery_app.amqp.flush_routes()  # the route table is kept from its first use
 
     switch(url, transport_options or {}, queue, routes)
     try:
