@@ -5,18 +5,23 @@ The access log names the request by its method and path only, and by its request
 query strings carry people's e-mail addresses and names (``?userId=``, the dashboard's
 ``?q=``), and so does the path of an end user's page, which is logged as
 ``/users/…/``. Control characters a client put in the path (``%0D%0A``, ``%00``) are
-written as escapes, so they cannot forge a line (core/logs.py)."""
+written as escapes, so they cannot forge a line (core/logs.py).
+
+Under ``LOG_FORMAT=json`` gunicorn's error log and access log are written by the JSON
+formatter of Django's log (core/logs.py): one object per line, the access line as the
+message, with its request id in ``request_id``."""
 
 from __future__ import annotations
 
 import os
 import re
 from datetime import timedelta
+from logging import LogRecord
 from typing import Any
 
 from gunicorn.glogging import Logger
 
-from core.logs import control_characters_escaped
+from core.logs import JsonFormatter, control_characters_escaped
 
 bind = os.environ.get("MEMDESK_WEB_BIND") or f"127.0.0.1:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
@@ -43,8 +48,25 @@ def path_for_log(path: str) -> str:
     return _PERSONAL_SEGMENT.sub(r"\1…/", path)
 
 
+def _with_request_id(record: LogRecord) -> bool:
+    """An access record given the request id its atoms hold, for the JSON formatter."""
+    record.request_id = record.args["{x-request-id}o"]  # type: ignore[call-overload, index]
+    return True
+
+
 class PathOnlyLogger(Logger):
-    """gunicorn's logger with the query string and referrer left out of every atom."""
+    """gunicorn's logger with the query string and referrer left out of every atom, and
+    JSON lines under LOG_FORMAT=json."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        if os.environ.get("LOG_FORMAT") != "json":
+            return
+        for handler in self.error_log.handlers:
+            handler.setFormatter(JsonFormatter())
+        for handler in self.access_log.handlers:
+            handler.setFormatter(JsonFormatter())
+            handler.addFilter(_with_request_id)
 
     def atoms(
         self, resp: Any, req: Any, environ: dict[str, Any], request_time: timedelta

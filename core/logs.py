@@ -19,6 +19,7 @@ alone keeps its lines, and escapes its error's message.
 from __future__ import annotations
 
 import logging
+import logging.config
 import re
 import traceback
 from datetime import UTC, datetime
@@ -88,6 +89,14 @@ def content_free_traceback(error: BaseException) -> str:
         parts.extend(traceback.format_tb(exc.__traceback__))
         parts.append(_described(exc) + "\n")
     return "".join(parts).rstrip("\n")
+
+
+def logging_configure(config: dict[str, Any]) -> None:
+    """Django's ``LOGGING_CONFIG``: the settings' ``LOGGING``, with Python's warnings sent
+    through it (logger ``py.warnings``), so that a warning is written in the configured
+    format too, not as bare lines on stderr."""
+    logging.config.dictConfig(config)
+    logging.captureWarnings(True)
 
 
 class ContentFreeFormatter(logging.Formatter):

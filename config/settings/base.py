@@ -584,6 +584,8 @@ if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
     raise ImproperlyConfigured(
         f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL; got {LOG_LEVEL!r}."
     )
+# LOGGING, with Python's warnings written through it as well.
+LOGGING_CONFIG = "core.logs.logging_configure"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -614,8 +616,15 @@ LOGGING = {
         "core.cache": {"filters": ["cache_outage"]},
         # The MCP SDK logs every request it handles at INFO; the access log has them.
         "mcp": {"level": "WARNING"},
+        # Celery gives these two loggers a handler of its own, in its own format, unless
+        # they have one: the worker's pool processes and get_task_logger's records.
+        "multiprocessing": {"handlers": ["console"], "propagate": False},
+        "celery.task": {"handlers": ["console"], "propagate": False},
     },
 }
+# A worker and beat keep the handler above (Celery would replace it with its own, in its
+# own format): their lines are formatted like every other, in either LOG_FORMAT.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- HTTPS, proxies and browsers ---------------------------------------------------------
 # Strict-Transport-Security for this many seconds (0: not sent). Set it once the site is

@@ -1,9 +1,12 @@
 """The web process's access log (gunicorn with config/gunicorn.py, as the Procfile starts
-it) names requests by method, path and request id: no query string, no end user's id."""
+it) names requests by method, path and request id: no query string, no end user's id.
+Under LOG_FORMAT=json every line the web process writes is a JSON object, gunicorn's own
+included."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -24,6 +27,14 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _json_object(line: str) -> dict | None:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
 def _get(url: str, request_id: str) -> None:
     request = urllib.request.Request(url, headers={"X-Request-Id": request_id})
     # A 404 or a redirect to the login page is logged all the same.
@@ -32,9 +43,9 @@ def _get(url: str, request_id: str) -> None:
 
 
 @contextlib.contextmanager
-def _gunicorn(tmp_path: Path) -> Iterator[str]:
-    """gunicorn as the Procfile starts it, logging to ``tmp_path / "web.log"``; yields
-    its base URL."""
+def _gunicorn(tmp_path: Path, **environment: str) -> Iterator[str]:
+    """gunicorn as the Procfile starts it, with ``environment`` added, logging to
+    ``tmp_path / "web.log"``; yields its base URL."""
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CACHE_URL"}},
@@ -42,6 +53,7 @@ def _gunicorn(tmp_path: Path) -> Iterator[str]:
         "MEMDESK_VAR_DIR": str(tmp_path),
         "PORT": str(port),
         "WEB_CONCURRENCY": "1",
+        **environment,
     }
     with (tmp_path / "web.log").open("w") as out:
         server = subprocess.Popen(
@@ -90,3 +102,21 @@ def test_control_characters_in_a_path_cannot_forge_an_access_log_line(tmp_path):
     assert access[0].endswith("probe-forged-1")
     assert not [line for line in lines if line.startswith("127.0.0.1 forged")]
     assert not any(control in text for control in ("\r", "\x00", "\u2028"))
+
+
+def test_every_line_of_the_web_process_is_json_under_log_format_json(tmp_path):
+    # At info, gunicorn's own error log says more (booting, signals, exiting) than at the
+    # default warning: each of those lines too.
+    with _gunicorn(tmp_path, LOG_FORMAT="json", GUNICORN_LOG_LEVEL="info") as base:
+        _get(f"{base}/v1/conversations?userId=dana%40example.com", "probe-json-1")
+        _get(f"{base}/v1/probe%0D%0A127.0.0.1%20forged%00line", "probe-json-2")
+    lines = [line for line in (tmp_path / "web.log").read_text().split("\n") if line.strip()]
+
+    assert [line for line in lines if _json_object(line) is None] == []
+    entries = [json.loads(line) for line in lines]
+    assert {entry["logger"] for entry in entries} >= {"gunicorn.error", "gunicorn.access"}
+    access = [entry for entry in entries if entry["logger"] == "gunicorn.access"]
+    assert [entry["request_id"] for entry in access] == ["probe-json-1", "probe-json-2"]
+    assert '"GET /v1/conversations HTTP/1.1" 401' in access[0]["message"]
+    assert r"GET /v1/probe\r\n127.0.0.1 forged\x00line HTTP/1.1" in access[1]["message"]
+    assert "dana" not in "\n".join(lines).lower()
