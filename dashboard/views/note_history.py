@@ -6,6 +6,7 @@ refused and the history comes back saying what changed since."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -168,37 +169,54 @@ def _revert_conflict(
     return _revert_refused(request, access, conversation, kind, item, changes, kept, changed)
 
 
-@require_POST
-@login_required
-def observation_revert(
-    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID
+# Per kind of note: who may open it, the service that reverts it, and its history.
+_REVERTS: dict[MemoryKind, tuple[Callable[..., Any], Callable[..., Note], Callable[[Any], Any]]] = {
+    OBSERVATION: (
+        get_observation_for_user,
+        lambda item, **change: observation_services.observation_revert(observation=item, **change),
+        lambda item: memory_selectors.observation_history(observation=item),
+    ),
+    REFLECTION: (
+        get_reflection_for_user,
+        lambda item, **change: reflection_services.reflection_revert(reflection=item, **change),
+        lambda item: memory_selectors.reflection_history(reflection=item),
+    ),
+}
+
+
+def _revert(
+    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID, kind: MemoryKind
 ) -> HttpResponse:
-    access, conversation, observation = get_observation_for_user(
+    get_for_user, revert, history = _REVERTS[kind]
+    access, conversation, item = get_for_user(
         request, conversation_id, item_id, Capability.EDIT_MEMORY
     )
-    form = _revert_form(request, observation)
+    form = _revert_form(request, item)
     if form.is_valid():
         try:
-            observation = observation_services.observation_revert(
-                observation=observation,
+            item = revert(
+                item,
                 version=form.cleaned_data["version"],
                 actor=access.actor(request),
                 reason=form.cleaned_data["reason"],
                 expected_version=form.cleaned_data["expected_version"],
             )
         except NoteVersionConflict:
-            observation.refresh_from_db()
-            changes = memory_selectors.observation_history(observation=observation)
-            return _revert_conflict(
-                request, access, conversation, OBSERVATION, observation, changes, form
-            )
+            item.refresh_from_db()
+            return _revert_conflict(request, access, conversation, kind, item, history(item), form)
         except MemdeskError as error:
             add_service_error(form, error)
         else:
-            changes = memory_selectors.observation_history(observation=observation)
-            return _reverted(request, access, conversation, OBSERVATION, observation, changes)
-    changes = memory_selectors.observation_history(observation=observation)
-    return _revert_refused(request, access, conversation, OBSERVATION, observation, changes, form)
+            return _reverted(request, access, conversation, kind, item, history(item))
+    return _revert_refused(request, access, conversation, kind, item, history(item), form)
+
+
+@require_POST
+@login_required
+def observation_revert(
+    request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID
+) -> HttpResponse:
+    return _revert(request, conversation_id, item_id, OBSERVATION)
 
 
 @require_POST
@@ -206,29 +224,4 @@ def observation_revert(
 def reflection_revert(
     request: HttpRequest, conversation_id: uuid.UUID, item_id: uuid.UUID
 ) -> HttpResponse:
-    access, conversation, reflection = get_reflection_for_user(
-        request, conversation_id, item_id, Capability.EDIT_MEMORY
-    )
-    form = _revert_form(request, reflection)
-    if form.is_valid():
-        try:
-            reflection = reflection_services.reflection_revert(
-                reflection=reflection,
-                version=form.cleaned_data["version"],
-                actor=access.actor(request),
-                reason=form.cleaned_data["reason"],
-                expected_version=form.cleaned_data["expected_version"],
-            )
-        except NoteVersionConflict:
-            reflection.refresh_from_db()
-            changes = memory_selectors.reflection_history(reflection=reflection)
-            return _revert_conflict(
-                request, access, conversation, REFLECTION, reflection, changes, form
-            )
-        except MemdeskError as error:
-            add_service_error(form, error)
-        else:
-            changes = memory_selectors.reflection_history(reflection=reflection)
-            return _reverted(request, access, conversation, REFLECTION, reflection, changes)
-    changes = memory_selectors.reflection_history(reflection=reflection)
-    return _revert_refused(request, access, conversation, REFLECTION, reflection, changes, form)
+    return _revert(request, conversation_id, item_id, REFLECTION)
