@@ -203,6 +203,9 @@ def log_line_us(count: int) -> list[float]:
 
     config: dict[str, Any] = {**settings.LOGGING, "root": {"handlers": [], "level": "INFO"}}
     config["handlers"] = {}
+    config["loggers"] = {
+        name: {**spec, "handlers": []} for name, spec in settings.LOGGING["loggers"].items()
+    }
     logging.config.dictConfig(config)
     formatter_spec = dict(settings.LOGGING["formatters"]["json"])
     filter_spec = dict(settings.LOGGING["filters"]["request_id"])
