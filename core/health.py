@@ -59,7 +59,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     """Readiness, for a load balancer or an orchestrator: 200 when this process can serve
     and the pipeline behind it runs (the database answers, the broker takes
-    connections, a worker was alive lately, the data directory's disk has
+    connections, a worker and a scanner were alive lately, the data directory's disk has
     MEMDESK_MIN_FREE_DISK_MB free, and every check an app registered passes: the PII
     engine is loaded or installed), 503 otherwise. Each check says its status;
     ``/healthz`` stays the liveness check."""
@@ -67,6 +67,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
         "database": readiness.database_check(),
         "broker": readiness.broker_check(),
         "worker": readiness.worker_check(),
+        "scanner": readiness.scanner_check(),
         "disk": readiness.disk_check(),
     }
     checks.update((name, check()) for name, check in _app_checks.items())

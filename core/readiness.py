@@ -1,11 +1,12 @@
 """What ``/readyz`` checks that every app shares: the database, the broker, that a
-worker was alive lately, and free disk for the data directory. Each check answers in
+worker and a scanner were alive lately, and free disk for the data directory. Each check answers in
 words and never raises."""
 
 from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Iterable
 from datetime import timedelta
 
 from celery import current_app
@@ -23,10 +24,13 @@ EMBEDDED_BROKERS = ("filesystem://", "memory://")
 HEARTBEAT_KEPT = timedelta(days=1)
 
 
-def worker_heartbeat_record(*, hostname: str) -> None:
-    """Note that the worker ``hostname`` is alive now."""
+def worker_heartbeat_record(*, hostname: str, queues: Iterable[str] = ()) -> None:
+    """Note that the worker ``hostname``, reading ``queues`` (none: not known), is alive
+    now."""
     now = timezone.now()
-    WorkerHeartbeat.objects.update_or_create(hostname=hostname[:255], defaults={"seen_at": now})
+    WorkerHeartbeat.objects.update_or_create(
+        hostname=hostname[:255], defaults={"seen_at": now, "queues": ",".join(sorted(queues))[:500]}
+    )
     WorkerHeartbeat.objects.filter(seen_at__lt=now - HEARTBEAT_KEPT).delete()
 
 
@@ -75,11 +79,23 @@ def broker_check() -> dict[str, object]:
 
 
 def worker_check() -> dict[str, object]:
-    """A worker was seen within MEMDESK_READY_HEARTBEAT_SECONDS."""
+    """A worker reading the default queue (Observer and Reflector runs, erasure,
+    retention) was seen within MEMDESK_READY_HEARTBEAT_SECONDS."""
+    return _heartbeat_check(current_app.conf.task_default_queue)
+
+
+def scanner_check() -> dict[str, object]:
+    """A worker reading the scan's queue (MEMDESK_SCAN_QUEUE: the Procfile's scanner) was
+    seen within MEMDESK_READY_HEARTBEAT_SECONDS: without one, messages wait unscanned."""
+    return _heartbeat_check(settings.MEMDESK_SCAN_QUEUE)
+
+
+def _heartbeat_check(queue: str) -> dict[str, object]:
     try:
-        latest = WorkerHeartbeat.objects.order_by("-seen_at").first()
+        rows = list(WorkerHeartbeat.objects.order_by("-seen_at"))
     except Exception:  # noqa: BLE001 - the database check reports the cause
         return {"status": "unknown"}
+    latest = next((row for row in rows if not row.queues or queue in row.queues.split(",")), None)
     if latest is None:
         return {"status": "unavailable", "lastSeenSecondsAgo": None}
     ago = max(int((timezone.now() - latest.seen_at).total_seconds()), 0)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection
+from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -183,7 +184,12 @@ def broker(tmp_path) -> Iterator[Broker]:
     """A queue of its own for real Celery workers (tests/memory/celery_workers.py); the
     tasks this process sends go to it."""
     broker = Broker(tmp_path)
-    with publishing_to(broker.url, broker.transport_options, broker.queue, broker.routes):
+    with (
+        publishing_to(broker.url, broker.transport_options, broker.queue, broker.routes),
+        override_settings(
+            MEMDESK_SCAN_QUEUE=broker.scan_queue, MEMDESK_GOVERNANCE_QUEUE=broker.governance_queue
+        ),
+    ):
         yield broker
 
 

@@ -558,6 +558,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    # The same for the scanner, which reads only the scan's queue.
+    "scanner-heartbeat": {
+        "task": "core.tasks.worker_heartbeat",
+        "schedule": 60.0,
+        "options": {"expires": 55, "queue": MEMDESK_SCAN_QUEUE},
+    },
     "pipeline-sweep": {"task": "memory.tasks.sweep_pipelines", "schedule": 60.0},
     # Hourly: deletes the idempotent replies older than MEMDESK_IDEMPOTENCY_TTL_HOURS
     # (past it they are no longer replayed; this removes the content they hold).

@@ -1,5 +1,6 @@
 """``/readyz``: 200 only when the database answers, the broker takes connections, a
-worker was alive lately and the PII engine is loaded or installed; each check says why."""
+worker and a scanner were alive lately and the PII engine is loaded or installed; each
+check says why."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def test_ready_when_everything_answers(client, worker_alive):
         "database": "ok",
         "broker": "ok",
         "worker": "ok",
+        "scanner": "ok",
         "disk": "ok",
         "piiModel": "ok",
     }
@@ -133,10 +135,31 @@ def test_a_probe_while_not_ready_logs_a_change_once_and_no_error(client, db, cap
             assert client.get("/readyz").status_code == 503
 
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert [r.getMessage() for r in warnings] == ["readiness: not ready (worker)"]
+    assert [r.getMessage() for r in warnings] == ["readiness: not ready (scanner, worker)"]
     assert not [r for r in caplog.records if r.name == "django.request"]
 
     readiness.worker_heartbeat_record(hostname="celery@web-1")
     with caplog.at_level(logging.INFO):
         assert client.get("/readyz").status_code == 200
     assert caplog.records[-1].getMessage() == "readiness: ready again"
+
+
+def test_not_ready_while_no_worker_reads_the_scans_queue(client, db, settings):
+    # The Procfile's worker reads the default and governance queues; the scanner died.
+    readiness.worker_heartbeat_record(hostname="worker@a", queues=["celery", "governance"])
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    assert checks["worker"]["status"] == "ok"
+    assert checks["scanner"] == {"status": "unavailable", "lastSeenSecondsAgo": None}
+
+    readiness.worker_heartbeat_record(hostname="scanner@a", queues=[settings.MEMDESK_SCAN_QUEUE])
+    assert client.get("/readyz").status_code == 200
+
+    # A scanner alone does not make the worker alive.
+    WorkerHeartbeat.objects.filter(hostname="worker@a").update(
+        seen_at=timezone.now() - timedelta(minutes=10)
+    )
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["worker"]["status"] == "unavailable"

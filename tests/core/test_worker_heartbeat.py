@@ -35,3 +35,31 @@ def test_a_started_worker_is_seen_by_readyz(client, broker):
         )
     finally:
         worker.stop()
+
+
+def test_a_scanner_is_seen_with_the_queue_it_reads(client, broker):
+    worker = Worker("scanner", broker, {}, queues=(broker.scan_queue,))
+    try:
+        seen = wait_until(
+            lambda: WorkerHeartbeat.objects.filter(hostname="scanner@test").first(),
+            timeout=60,
+            what="the scanner's heartbeat at start",
+            logs=[worker],
+        )
+        assert seen.queues == broker.scan_queue
+        # Only a scanner alive: the worker check still fails.
+        checks = client.get("/readyz").json()["checks"]
+        assert (checks["scanner"]["status"], checks["worker"]["status"]) == ("ok", "unavailable")
+
+        # Beat's heartbeat for the scanner goes to its queue.
+        current_app.send_task("core.tasks.worker_heartbeat", queue=broker.scan_queue)
+        wait_until(
+            lambda: WorkerHeartbeat.objects.filter(
+                hostname="scanner@test", seen_at__gt=seen.seen_at
+            ).exists(),
+            timeout=60,
+            what="the heartbeat task on the scan's queue",
+            logs=[worker],
+        )
+    finally:
+        worker.stop()
