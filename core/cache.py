@@ -57,12 +57,6 @@ def _operation(trace: TracebackType | None) -> str:
     return "cache"
 
 
-
-
-
-
-
-
 def cache_add(key: str, value: Any, timeout: float | None, *, when_down: bool) -> bool:
     """``cache.add``; ``when_down`` is what to answer when the cache cannot say (the
     backend then answers None rather than True or False)."""
@@ -77,4 +71,3 @@ def cache_incr(key: str) -> int | None:
     except ValueError:  # the key is not there (expired)
         return None
     return None if value is None else int(value)
-
