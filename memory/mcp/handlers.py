@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from core.api import ParsedField, text_field
-from core.paging import parse_limit
+from core.paging import parse_body_limit
 from memory import selectors
 from memory.api.inputs import (
     BulkMessagesIn,
@@ -133,7 +133,7 @@ def get_context(call: ToolCall, data: dict[str, Any]) -> ToolResult:
 
 
 def search_memory(call: ToolCall, data: dict[str, Any]) -> ToolResult:
-    limit = parse_limit(data.get("limit"), default=10)
+    limit = parse_body_limit(data.get("limit"), default=10)
     conversation = call.conversation(data["conversationId"])
     hits = message_search(conversation=conversation, query=data["query"], limit=limit)
     call.readable(m for m, _ in hits)

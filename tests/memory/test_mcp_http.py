@@ -164,6 +164,11 @@ def _refusal_cases(rest: httpx.Client, c: str, elsewhere: str) -> list[tuple[str
             rest.post(f"/conversations/{c}/search", json={"query": "x", "limit": 500}),
         ),
         (
+            "search_memory",
+            {"conversationId": c, "query": "x", "limit": "5"},
+            rest.post(f"/conversations/{c}/search", json={"query": "x", "limit": "5"}),
+        ),
+        (
             "recall",
             {"query": "refund"},
             rest.post("/search", json={"query": "refund"}),
