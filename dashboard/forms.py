@@ -23,6 +23,7 @@ from dashboard.selectors.conversations import DEFAULT_SORT, SORTS, ConversationF
 from memory.engines.base import FIDELITIES
 from memory.models import Observation, Priority, Reflection
 from memory.services.escalations import ESCALATION_NOTE_MAX_CHARS
+from memory.services.notes import NOTE_TEXT_MAX_CHARS
 from tenancy.models import ApiKey, Role, Workspace
 
 REASON_HELP = "Why this change? It is kept with the history and in the audit trail."
@@ -117,7 +118,7 @@ class MemoryEditForm(forms.Form):
     """Edit an observation's or a reflection's text and priority."""
 
     text = forms.CharField(
-        label="Text", max_length=20_000, widget=forms.Textarea(attrs={"rows": 3})
+        label="Text", max_length=NOTE_TEXT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 3})
     )
     priority = forms.ChoiceField(label="Priority", choices=Priority.choices)
     reason = reason_field()
@@ -156,7 +157,7 @@ class MemoryEditForm(forms.Form):
 
 class ObservationCreateForm(forms.Form):
     text = forms.CharField(
-        label="Text", max_length=20_000, widget=forms.Textarea(attrs={"rows": 3})
+        label="Text", max_length=NOTE_TEXT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 3})
     )
     priority = forms.ChoiceField(
         label="Priority", choices=Priority.choices, initial=Priority.MEDIUM

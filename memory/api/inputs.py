@@ -35,6 +35,7 @@ from memory.search.ranked import MAX_HITS, Filters, Scope
 from memory.search.recall import RECALL_DEFAULT, parse_recall, search_wire
 from memory.services.escalations import ESCALATION_REASON_MAX_CHARS
 from memory.services.messages import SPEAKER_NAME_MAX_CHARS, MessageInput, speaker_name_problem
+from memory.services.notes import NOTE_TEXT_MAX_CHARS
 from memory.services.workspace_settings import MAX_CONTEXT_MAX_TOKENS
 from memory.wire import text_from_content
 from tenancy.models import ApiKey
@@ -186,8 +187,6 @@ def search_filters(data: dict[str, Any]) -> Filters:
     )
 
 
-# A note is a line of memory, not a document: the dashboard's edit form holds as much.
-NOTE_TEXT_MAX_CHARS = 20_000
 NOTE_TAGS_MAX = 50
 NOTE_TAG_MAX_CHARS = 100
 

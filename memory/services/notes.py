@@ -31,6 +31,8 @@ from memory.services.conversations import memory_version_bump
 from memory.tokens import token_count
 
 REASON_REQUIRED = "A reason is required to change memory."
+# A note is a line of memory, not a document: what the API and the dashboard's forms take.
+NOTE_TEXT_MAX_CHARS = 20_000
 
 
 def edit_reason(

@@ -9,10 +9,10 @@ import pytest
 from memory.mcp.callers import HttpCaller, McpToolError
 from memory.mcp.tools import run_tool
 from memory.models import Observation, ReasoningStep, ToolCall
+from memory.services.notes import NOTE_TEXT_MAX_CHARS
 from tenancy.models import ApiKey
 from tests.memory.factories import ObservationFactory
 
-NOTE_TEXT_MAX_CHARS = 20_000
 NOTE_TAGS_MAX = 50
 
 
