@@ -18,7 +18,6 @@ from dashboard.access import Access
 from memory.models import Conversation
 
 INVALID = 422  # a form with errors or a refused action; htmx swaps it in (see base.html)
-REASON_MAX_LENGTH = 1000
 
 
 def is_partial(request: HttpRequest) -> bool:
@@ -75,8 +74,9 @@ def conversation_url(conversation: Conversation, **params: object) -> str:
 
 
 def posted_reason(request: HttpRequest) -> str:
-    """The reason a one-button form (release, approve, dismiss) posts, trimmed."""
-    return request.POST.get("reason", "").strip()[:REASON_MAX_LENGTH]
+    """The reason a one-button form (release, approve, dismiss) posts, trimmed: whole,
+    for the service to check (``require_reason`` refuses one too long, never cuts it)."""
+    return request.POST.get("reason", "").strip()
 
 
 # A sequence number or offset past what a 64-bit column holds is no row: SQLite and

@@ -368,7 +368,7 @@ def message_reveal(
             finding_ids=finding_ids,
         )
     except MemdeskError as error:
-        if error.code != "reason_required":
+        if error.code not in ("reason_required", "reason_too_long"):
             raise Http404(error.message) from None
         revealed, refused = [], error.message
     mask_messages(

@@ -27,6 +27,7 @@ from django.utils.crypto import salted_hmac
 from django.utils.ipv6 import clean_ipv6_address
 
 from core.actors import Actor
+from core.api import REASON_MAX_CHARS
 from core.errors import MemdeskError
 from governance.audit.checkpoints import checkpoint_line, checkpoint_sink
 from governance.models import (
@@ -313,8 +314,16 @@ def audit_checkpoint_heads() -> int:
 
 
 def require_reason(reason: str, *, message: str = "A reason is required.") -> str:
-    """The reason, stripped; a human edit or deletion without one is refused."""
+    """The reason, stripped; a human edit or deletion without one is refused, and so is
+    one longer than ``REASON_MAX_CHARS`` (whichever door it came by: the API bounds its
+    fields, a crafted dashboard form would otherwise be stored whole, or cut)."""
     reason = (reason or "").strip()
     if not reason:
         raise MemdeskError("reason_required", message, field="reason")
+    if len(reason) > REASON_MAX_CHARS:
+        raise MemdeskError(
+            "reason_too_long",
+            f"A reason is at most {REASON_MAX_CHARS} characters; this one has {len(reason)}.",
+            field="reason",
+        )
     return reason

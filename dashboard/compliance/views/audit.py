@@ -165,7 +165,7 @@ def original_reveal(request: HttpRequest, target_type: str, target_id: uuid.UUID
                 reason=context["reason"],
             )
         except MemdeskError as error:
-            if error.code != "reason_required":
+            if error.code not in ("reason_required", "reason_too_long"):
                 raise Http404(error.message) from None
             context["reason_error"], status = error.message, INVALID
     response = render_page(

@@ -115,6 +115,20 @@ def test_releasing_a_hold_needs_a_reason_and_is_audited(login, workspace, quiet_
     assert "already released" in client.get("/compliance/holds/").content.decode()
 
 
+def test_a_release_reason_too_long_is_refused_whole_not_cut(login, workspace, quiet_conversation):
+    hold = legal_hold_place(
+        workspace=workspace, actor=SYSTEM_ACTOR, reason="r", conversation=quiet_conversation
+    )
+    client = login("compliance")
+    # A crafted form: the page's field holds 1,000 characters.
+    refused = client.post(f"/compliance/holds/{hold.pk}/release/", {"reason": "x" * 2001}, **HX)
+    assert refused.status_code == 422
+    assert "at most 2000 characters" in refused.content.decode()
+    hold.refresh_from_db()
+    assert hold.released_at is None
+    assert not AuditEvent.objects.filter(action="legal_hold.release").exists()
+
+
 def test_a_hold_on_an_unknown_user_warns_then_is_placed_when_confirmed(login, dana_conversation):
     client = login("compliance")
     response = client.post("/compliance/holds/place/", {"end_user": "dnaa", "reason": "claim"})
