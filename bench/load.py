@@ -281,7 +281,9 @@ def _tree(pid: int) -> list[int]:
 
 @contextmanager
 def celery_worker(env: dict[str, str], concurrency: int, nice: int = 0) -> Any:
-    """The Procfile's worker line (at niceness ``nice``: the web first on a shared host)."""
+    """The Procfile's worker line (at niceness ``nice``: the web first on a shared host),
+    reading the scan's queue as well: one pool of ``concurrency`` doing all the work, as
+    the figures before the scanner had its own process were measured."""
     log_path = Path(env["MEMDESK_VAR_DIR"]) / "celery.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -295,6 +297,8 @@ def celery_worker(env: dict[str, str], concurrency: int, nice: int = 0) -> Any:
                 "WARNING",
                 "--concurrency",
                 str(concurrency),
+                "--queues",
+                "celery,governance,scan",
             ],
             cwd=harness.ROOT,
             env=env,

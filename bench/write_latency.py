@@ -108,7 +108,7 @@ def celery_worker(env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
         process = subprocess.Popen(
             [str(PYTHON), "-m", "celery", "-A", "config", "worker", "--concurrency", "2",
              "--loglevel", "WARNING", "--without-heartbeat", "--without-mingle",
-             "--without-gossip"],
+             "--without-gossip", "--queues", "celery,governance,scan"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
