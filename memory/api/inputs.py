@@ -249,6 +249,18 @@ class MemoryDeleteIn(ReasonIn):
     )
 
 
+def note_changes(data: dict[str, Any]) -> dict[str, Any]:
+    """What an edit of a note (``MemoryUpdateIn``, REST or MCP) asks its service to do:
+    the keyword arguments ``observation_update`` and ``reflection_update`` share."""
+    return {
+        "reason": data.get("reason") or "",
+        "text": edited_text(data),
+        "priority": data.get("priority"),
+        "referenced_at": data.get("referencedAt"),
+        "tags": data.get("tags"),
+    }
+
+
 def edited_text(data: dict[str, Any]) -> str | None:
     """The new text of an edit, sent as ``content`` (the name reads use) or ``text``."""
     content, text = data.get("content"), data.get("text")

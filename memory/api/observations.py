@@ -25,7 +25,7 @@ from memory.api.inputs import (
     MemoryRevertIn,
     MemoryUpdateIn,
     ObservationCreateIn,
-    edited_text,
+    note_changes,
 )
 from memory.api.note_versions import (
     IF_MATCH_PARAMETER,
@@ -135,12 +135,8 @@ class ObservationDetailApi(_ObservationApi):
             updated = observation_update(
                 observation=observation,
                 actor=self.actor(),
-                reason=data.get("reason") or "",
-                text=edited_text(data),
-                priority=data.get("priority"),
-                referenced_at=data.get("referencedAt"),
-                tags=data.get("tags"),
                 expected_version=expected.version,
+                **note_changes(data),
             )
         return with_etag(Response(_observation_body(updated)), updated)
 

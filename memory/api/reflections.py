@@ -23,7 +23,7 @@ from memory.api.inputs import (
     MemoryListQuery,
     MemoryRevertIn,
     MemoryUpdateIn,
-    edited_text,
+    note_changes,
 )
 from memory.api.note_versions import (
     IF_MATCH_PARAMETER,
@@ -118,12 +118,8 @@ class ReflectionDetailApi(_ReflectionApi):
             updated = reflection_update(
                 reflection=reflection,
                 actor=self.actor(),
-                reason=data.get("reason") or "",
-                text=edited_text(data),
-                priority=data.get("priority"),
-                referenced_at=data.get("referencedAt"),
-                tags=data.get("tags"),
                 expected_version=expected.version,
+                **note_changes(data),
             )
         return with_etag(Response(_reflection_body(updated)), updated)
 

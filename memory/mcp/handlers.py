@@ -21,8 +21,8 @@ from memory.api.inputs import (
     PinCreateIn,
     SearchIn,
     as_text,
-    edited_text,
     message_input,
+    note_changes,
     search_answer,
 )
 from memory.api.presenters import (
@@ -222,12 +222,8 @@ def edit_observation(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     updated = observation_update(
         observation=observation,
         actor=call.actor,
-        reason=data.get("reason") or "",
-        text=edited_text(data),
-        priority=data.get("priority"),
-        referenced_at=data.get("referencedAt"),
-        tags=data.get("tags"),
         expected_version=data.get("version"),
+        **note_changes(data),
     )
     [body] = observations_to_wire(conversation, [updated])
     return body
@@ -241,12 +237,8 @@ def edit_reflection(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     updated = reflection_update(
         reflection=reflection,
         actor=call.actor,
-        reason=data.get("reason") or "",
-        text=edited_text(data),
-        priority=data.get("priority"),
-        referenced_at=data.get("referencedAt"),
-        tags=data.get("tags"),
         expected_version=data.get("version"),
+        **note_changes(data),
     )
     [body] = reflections_to_wire([updated])
     return body
