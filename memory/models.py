@@ -35,6 +35,14 @@ class Conversation(models.Model):
     # Bumped by every service that changes observations or reflections; with last_seq
     # it keys the rendered-context cache and the ETag.
     memory_version = models.PositiveIntegerField(default=0)
+    # At least the tokens of the messages no Observer run or observation covers, while
+    # memory_version is still unobserved_bound_version: the exact count at the last due
+    # check plus every write's tokens since (added in the UPDATE that hands out seq
+    # numbers). A write that leaves it below the threshold skips the check's queries
+    # (memory/pipeline/scheduling.py). Everything that uncovers messages moves
+    # memory_version; NULL (rows from before it) means "count".
+    unobserved_tokens_bound = models.PositiveIntegerField(null=True, default=0, editable=False)
+    unobserved_bound_version = models.PositiveIntegerField(null=True, default=0, editable=False)
     observer_threshold = models.PositiveIntegerField(null=True, blank=True)
     reflector_threshold = models.PositiveIntegerField(null=True, blank=True)
 

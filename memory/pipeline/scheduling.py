@@ -1,12 +1,14 @@
 """When runs are due, and scheduling them.
 
-Message writes never wait for a run: they call ``observer_schedule_if_due``, which at
-most inserts a PENDING run and enqueues its task after the write commits (one open run
-per conversation and kind).
+Message writes never wait for a run: they call ``observer_schedule_after_append``, which
+at most inserts a PENDING run and enqueues its task after the write commits (one open run
+per conversation and kind), and which most writes answer from the conversation's row
+alone (``UnobservedBound``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -125,20 +127,73 @@ def observer_schedule_if_due(
     Given ``now`` (the sweeper does), a conversation nobody wrote to for
     MEMDESK_OBSERVER_IDLE_MINUTES is due with any unobserved message: otherwise its last
     stretch would stay raw until it grows again, which may be never."""
+    return _observer_due_check(conversation=conversation, trigger=trigger, now=now)[0]
+
+
+def _observer_due_check(
+    *, conversation: Conversation, trigger: str, now: datetime | None = None
+) -> tuple[ObserverRun | None, int | None]:
+    """``observer_schedule_if_due``, with the unobserved tokens it counted (None when a
+    run was open and it did not count)."""
     if not settings.MEMDESK_PIPELINE_ENABLED:
-        return None
-    # Cheapest question first, asked on every message write: with a run already open
-    # there is nothing to decide (an EXISTS, not the run's row with its text columns).
+        return None, None
+    # Cheapest question first: with a run already open there is nothing to decide (an
+    # EXISTS, not the run's row with its text columns).
     if _has_open_run(ObserverRun, conversation):
-        return None
+        return None, None
     idle = settings.MEMDESK_OBSERVER_IDLE_MINUTES
     quiet = bool(now and idle and conversation.updated_at <= now - timedelta(minutes=idle))
     threshold = 1 if quiet else conversation.effective_observer_threshold
-    if unobserved_token_count(conversation=conversation) < threshold:
+    unobserved = unobserved_token_count(conversation=conversation)
+    if unobserved < threshold or _recently_failed(ObserverRun, conversation):
+        return None, unobserved
+    return observer_schedule(conversation=conversation, trigger=trigger), unobserved
+
+
+@dataclass(frozen=True)
+class UnobservedBound:
+    """What a message write's seq UPDATE returned of the conversation's
+    ``unobserved_tokens_bound``, already counting the write's own tokens."""
+
+    tokens: int | None
+    version: int | None  # the memory_version the bound was counted at
+    memory_version: int  # the conversation's, under the write's lock
+
+    def below(self, threshold: int) -> bool:
+        """Whether the unobserved tokens are certainly below ``threshold``: the bound was
+        counted at the current memory_version (nothing has uncovered a message since) and
+        is below it."""
+        return (
+            self.tokens is not None
+            and self.version == self.memory_version
+            and self.tokens < threshold
+        )
+
+
+def observer_schedule_after_append(
+    *, conversation: Conversation, bound: UnobservedBound
+) -> ObserverRun | None:
+    """``observer_schedule_if_due`` for a message write, in its transaction. Below the
+    threshold by ``bound``, nothing is queried (most writes); otherwise the check runs as
+    it always did and leaves the exact count as the conversation's new bound.
+
+    The bound is an upper bound while memory_version stands still: writes add their
+    tokens to it, an Observer run that covers messages only lowers the truth, and every
+    change that can uncover messages (an observation deleted or redacted, retention,
+    erasure) moves memory_version, which sends the next write to count again. A write
+    never schedules later than the exact check would."""
+    if not settings.MEMDESK_PIPELINE_ENABLED:
         return None
-    if _recently_failed(ObserverRun, conversation):
+    if bound.below(conversation.effective_observer_threshold):
         return None
-    return observer_schedule(conversation=conversation, trigger=trigger)
+    run, unobserved = _observer_due_check(
+        conversation=conversation, trigger=PipelineRun.Trigger.THRESHOLD
+    )
+    if unobserved is not None:
+        Conversation.objects.filter(pk=conversation.pk).update(
+            unobserved_tokens_bound=unobserved, unobserved_bound_version=bound.memory_version
+        )
+    return run
 
 
 def reflector_schedule_for_correction(*, conversation: Conversation) -> ReflectorRun | None:

@@ -17,7 +17,7 @@ from core.errors import MemdeskError
 from core.text import is_blank
 from governance.redaction.gates import message_ingest
 from memory.models import Conversation, Message
-from memory.pipeline.scheduling import observer_schedule_if_due
+from memory.pipeline.scheduling import UnobservedBound, observer_schedule_after_append
 from memory.tokens import token_counts
 
 MAX_BULK_MESSAGES = 100
@@ -129,14 +129,19 @@ def _messages_insert(messages: list[Message]) -> None:
             )
 
 
-def _seq_numbers_take(conversation: Conversation, count: int, *, now: datetime) -> int:
-    """Move the conversation's ``last_seq`` on by ``count`` and return it, in one
-    statement (``UPDATE ... RETURNING``, PostgreSQL and SQLite 3.35+), which takes the
-    row's lock until the transaction ends."""
+def _seq_numbers_take(
+    conversation: Conversation, count: int, tokens: int, *, now: datetime
+) -> tuple[int, UnobservedBound]:
+    """Move the conversation's ``last_seq`` on by ``count`` and its unobserved-tokens
+    bound by ``tokens``, and return the new ``last_seq`` and bound, in one statement
+    (``UPDATE ... RETURNING``, PostgreSQL and SQLite 3.35+), which takes the row's lock
+    until the transaction ends."""
     db = connections[DEFAULT_DB_ALIAS]
     sql = (
         f"UPDATE {db.ops.quote_name(Conversation._meta.db_table)} "
-        f"SET last_seq = last_seq + %s, updated_at = %s WHERE id = %s RETURNING last_seq"
+        f"SET last_seq = last_seq + %s, updated_at = %s, "
+        f"unobserved_tokens_bound = unobserved_tokens_bound + %s WHERE id = %s "
+        f"RETURNING last_seq, unobserved_tokens_bound, unobserved_bound_version, memory_version"
     )
     with db.cursor() as cursor:
         cursor.execute(
@@ -144,13 +149,15 @@ def _seq_numbers_take(conversation: Conversation, count: int, *, now: datetime) 
             [
                 count,
                 db.ops.adapt_datetimefield_value(now),
+                tokens,
                 models.UUIDField().get_db_prep_value(conversation.pk, db),
             ],
         )
         row = cursor.fetchone()
     if row is None:
         raise MemdeskError("not_found", "Conversation not found.", status_code=404)
-    return int(row[0])
+    last_seq, bound, bound_version, memory_version = row
+    return int(last_seq), UnobservedBound(bound, bound_version, memory_version)
 
 
 def messages_append(
@@ -161,7 +168,7 @@ def messages_append(
 ) -> list[Message]:
     """Append messages with consecutive seq numbers, all or none. ``redact_at_ingest``
     is what the workspace's redaction policy says of it, when the caller read it with the
-    conversation (``policy_flags_of``); otherwise it is read here.
+    conversation (``conversation_and_policy_flags``); otherwise it is read here.
 
     The conditional UPDATE of ``last_seq`` takes the conversation's row lock (PostgreSQL)
     or the database write lock (SQLite, IMMEDIATE transactions) before seq numbers are
@@ -198,7 +205,7 @@ def messages_append(
             # here and given back if the write fails.
             contents = ingest.stored_contents()
             counts = token_counts(contents)
-        last_seq = _seq_numbers_take(conversation, len(items), now=now)
+        last_seq, bound = _seq_numbers_take(conversation, len(items), sum(counts), now=now)
         first_seq = last_seq - len(items) + 1
         messages = [
             Message(
@@ -224,7 +231,8 @@ def messages_append(
         ingest.record(conversation=conversation, messages=messages)
         conversation.last_seq = last_seq
         conversation.updated_at = now
+        conversation.memory_version = bound.memory_version
         # At most inserts a PENDING run; its task is sent after this commits, so the
-        # write never waits for an engine.
-        observer_schedule_if_due(conversation=conversation)
+        # write never waits for an engine. Most writes decide it from ``bound`` alone.
+        observer_schedule_after_append(conversation=conversation, bound=bound)
     return messages
