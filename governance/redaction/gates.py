@@ -8,10 +8,9 @@ import importlib.util
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.conf import settings
-from django.db.models import Subquery
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
@@ -568,27 +567,19 @@ def message_ingest(
 # --- pseudonyms in what memory serves and deletes ----------------------------------------------
 
 
-def policy_flags_of(workspace_id: Any) -> dict[str, Subquery]:
-    """The workspace's redaction policy flags that the API's requests ask about, as
-    expressions of the workspace ``workspace_id`` (a value or an ``OuterRef``): a query
-    for something of the workspace (the API's conversation lookup) answers them without
-    queries of their own. ``agents_see_reidentified``: agents are served values, not
-    pseudonyms; ``redact_at_ingest``: messages are redacted before they are stored."""
-    policy = RedactionPolicy.objects.filter(workspace_id=workspace_id)
-    return {
-        flag: Subquery(policy.values(flag)[:1])
-        for flag in ("agents_see_reidentified", "redact_at_ingest")
-    }
+# The workspace's redaction policy flags that the API's requests ask about with the
+# conversation they read: ``agents_see_reidentified`` (agents are served values, not
+# pseudonyms) and ``redact_at_ingest`` (messages are redacted before they are stored).
+API_POLICY_FLAGS = ("agents_see_reidentified", "redact_at_ingest")
 
 
-def agents_see_reidentified_sql(workspace_id_column: str) -> str:
-    """``policy_flags_of`` for ``agents_see_reidentified``, as SQL, for a statement
-    written by hand."""
+def policy_flag_sql(flag: str, workspace_id_column: str) -> str:
+    """A subquery for one of ``API_POLICY_FLAGS`` of the workspace in
+    ``workspace_id_column``, for a statement written by hand (NULL without a policy)."""
+    if flag not in API_POLICY_FLAGS:
+        raise ValueError(f"not a policy flag the API reads: {flag}")
     table = RedactionPolicy._meta.db_table
-    return (
-        f'SELECT p.agents_see_reidentified FROM "{table}" p '
-        f"WHERE p.workspace_id = {workspace_id_column}"
-    )
+    return f'SELECT p.{flag} FROM "{table}" p WHERE p.workspace_id = {workspace_id_column}'
 
 
 def reidentifier_for_api(

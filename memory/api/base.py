@@ -4,14 +4,13 @@ workspace, idempotent writes, and memory as an API key may read it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from django.db.models import OuterRef
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from governance.redaction.gates import policy_flags_of, reidentifier_for_api
+from governance.redaction.gates import reidentifier_for_api
 from memory import selectors
 from memory.context.tiers import Reidentifies, readable_items
 from memory.models import Conversation, Message, Observation, Pin, Reflection
@@ -46,16 +45,13 @@ class MemoryApi(ApiView):
         # One query for the conversation, the workspace (authentication comes from the
         # cache without it), which then is the view's workspace too, and what its
         # redaction policy says of re-identification and of redaction at ingest.
-        conversation = selectors.conversation_get_with_workspace(
-            workspace_id=self.api_key.workspace_id,
-            conversation_id=conversation_id,
-            annotations=policy_flags_of(OuterRef("workspace_id")),
+        conversation, flags = selectors.conversation_and_policy_flags(
+            workspace_id=self.api_key.workspace_id, conversation_id=conversation_id
         )
         if not ApiKey.workspace.is_cached(self.api_key):
             self.api_key.workspace = conversation.workspace
-        flags: Any = conversation
-        self._reidentification_allowed = bool(flags.agents_see_reidentified)
-        self._redact_at_ingest = bool(flags.redact_at_ingest)
+        self._reidentification_allowed = flags.agents_see_reidentified
+        self._redact_at_ingest = flags.redact_at_ingest
         return conversation
 
     def reidentifier(self) -> Reidentifies | None:
