@@ -10,6 +10,7 @@ PostgreSQL.
     /work/main/.venv/bin/python bench/request_path.py                 # Redis cache if installed
     /work/main/.venv/bin/python bench/request_path.py --cache locmem --rounds 500
     /work/main/.venv/bin/python bench/request_path.py --profile "write, 1 message"
+    /work/main/.venv/bin/python bench/request_path.py --queries "write, 1 message"
 
 A throwaway SQLite database and var directory in a temporary folder; with ``--cache redis``
 a private redis-server on a free loopback port (none shared with anything else). Requests
@@ -81,7 +82,21 @@ def _profile(case: Callable[[], None], rounds: int) -> None:
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
 
 
-def measure(rounds: int, profile: str | None = None) -> dict[str, list[float]]:
+def _queries(case: Callable[[], None]) -> None:
+    """The SQL one run of a case sends, in order (statements only: the bench's own
+    messages, no one's data)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        case()
+    for number, query in enumerate(captured.captured_queries, 1):
+        harness.say(f"{number:>3}. {query['sql'][:160]}")
+
+
+def measure(
+    rounds: int, profile: str | None = None, queries: str | None = None
+) -> dict[str, list[float]]:
     from django.conf import settings
     from django.test import Client, override_settings
 
@@ -158,6 +173,9 @@ def measure(rounds: int, profile: str | None = None) -> dict[str, list[float]]:
             case()
     if profile:
         _profile(cases[profile], rounds)
+        return {}
+    if queries:
+        _queries(cases[queries])
         return {}
     timings: dict[str, list[float]] = {name: [] for name in cases}
     busy = harness.wait_for_quiet_machine()
@@ -254,6 +272,7 @@ def main() -> None:
     parser.add_argument("--cache", choices=("redis", "locmem"), default="redis")
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--profile", metavar="CASE", help="cProfile one case instead")
+    parser.add_argument("--queries", metavar="CASE", help="print the SQL of one case instead")
     args = parser.parse_args()
     if args.cache == "redis" and not shutil.which("redis-server"):
         harness.say("no redis-server on the PATH: measuring with the in-process cache")
@@ -273,8 +292,8 @@ def main() -> None:
         django.setup()
         call_command("migrate", verbosity=0)
         harness.say(f"database   sqlite, cache {args.cache}, {args.rounds} rounds")
-        timings = measure(args.rounds, args.profile)
-    if args.profile:
+        timings = measure(args.rounds, args.profile, args.queries)
+    if args.profile or args.queries:
         return
 
     rows = []
