@@ -14,6 +14,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
 from core.errors import MemdeskError
+from core.inserts import insert
 from core.text import is_blank
 from governance.redaction.gates import message_ingest
 from memory.models import Conversation, Message
@@ -109,13 +110,14 @@ def _validate_message(item: MessageInput, field_prefix: str) -> None:
 
 
 def _messages_insert(messages: list[Message]) -> None:
-    """``bulk_create``, or one COPY on PostgreSQL, which spares the web worker building and
-    quoting a 100-row INSERT (about 5 ms of CPU per 100 rows, against 4 ms for COPY;
-    docs/benchmarks/2026-11-29.md, "Bulk ingest through the API"). Every concrete field goes
-    through its own ``pre_save`` and ``get_db_prep_save``, as in ``bulk_create``."""
+    """One COPY on PostgreSQL, which spares the web worker building and quoting a 100-row
+    INSERT (about 5 ms of CPU per 100 rows, against 4 ms for COPY;
+    docs/benchmarks/2026-11-29.md, "Bulk ingest through the API"), and elsewhere an INSERT
+    written once (``core.inserts``). Every concrete field goes through its own
+    ``pre_save`` and ``get_db_prep_save``, as in ``bulk_create``."""
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: the proxy costs per lookup
     if db.vendor != "postgresql":
-        Message.objects.bulk_create(messages)
+        insert(messages)
         return
     fields = Message._meta.concrete_fields
     quote = db.ops.quote_name
