@@ -49,6 +49,13 @@ CLIENTS = 32
 TARGET_READS = 1000.0
 TARGET_MESSAGES = 2000.0
 TARGET_READ_P99_MS = 100.0
+# Issue 26: under the mixed load, context reads keep at least half their quiet rate with a
+# p99 within 3x of the quiet one, while writes keep half the rate of the writers alone.
+TARGET_READ_RATIO = 0.5
+TARGET_P99_RATIO = 3.0
+TARGET_WRITE_RATIO = 0.5
+# How long a baseline waits for the machine to go quiet after writes (the scan's backlog).
+DRAIN_SECONDS = 180.0
 WORDS = [
     "order",
     "refund",
@@ -279,6 +286,10 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
+# The Procfile runs the worker and the scanner at this niceness: the web first.
+PROCFILE_NICENESS = 10
+
+
 @contextmanager
 def celery_worker(env: dict[str, str], concurrency: int, nice: int = 0) -> Any:
     """The Procfile's worker line (at niceness ``nice``: the web first on a shared host),
@@ -371,6 +382,27 @@ def _row(label: str, route: str, result: WrkResult, unit: str, per_request: int 
     ]
 
 
+def _against_targets(
+    quiet: WrkResult, ingest: WrkResult, reads: WrkResult, writes: WrkResult
+) -> list[str]:
+    """Issue 26's ratios, each measured in this run: mixed against quiet."""
+
+    def ratio(mixed: float, alone: float) -> float:
+        return mixed / max(alone, 1e-9)
+
+    read_rate = ratio(reads.rate, quiet.rate)
+    read_p99 = ratio(reads.p99_ms, quiet.p99_ms)
+    write_rate = ratio(writes.rate, ingest.rate)
+    return [
+        f"reads/s {read_rate:.2f}x quiet (>= {TARGET_READ_RATIO}x: "
+        f"{'met' if read_rate >= TARGET_READ_RATIO else 'NOT met'})",
+        f"read p99 {read_p99:.2f}x quiet (<= {TARGET_P99_RATIO:.0f}x: "
+        f"{'met' if read_p99 <= TARGET_P99_RATIO else 'NOT met'})",
+        f"msg/s {write_rate:.2f}x writers alone (>= {TARGET_WRITE_RATIO}x: "
+        f"{'met' if write_rate >= TARGET_WRITE_RATIO else 'NOT met'})",
+    ]
+
+
 def phase(
     args: argparse.Namespace, url: str, var_dir: Path, raw_key: str, observer: bool
 ) -> list[list[str]]:
@@ -404,15 +436,24 @@ def phase(
         ) as server,
         celery_worker(env, args.worker_concurrency, args.worker_nice) as worker,
     ):
-        # Baselines: /healthz, and the context of conversations no one writes to.
+        # Baselines: /healthz, the writers alone, and the context of conversations no one
+        # writes to. Between runs the machine is let go quiet: the scanner (and the
+        # Observer) finish what the writes left them, so no run pays for another's.
         harness.wait_for_quiet_machine()
         [healthz] = run_wrk(wrk(server.port, None, CLIENTS, args.baseline, "/healthz"))
-        [quiet] = run_wrk(wrk(server.port, scripts["read"], CLIENTS, args.baseline))
+        [ingest] = run_wrk(wrk(server.port, scripts["write"], args.writers, args.baseline))
+        harness.wait_for_quiet_machine(max_wait=DRAIN_SECONDS)
+        [quiet] = run_wrk(wrk(server.port, scripts["read"], CLIENTS - args.writers, args.baseline))
+        harness.wait_for_quiet_machine(max_wait=DRAIN_SECONDS)
         rows.append(_row(label, "/healthz", healthz, "req/s"))
+        rows.append(
+            _row(label, f"writes, quiet: bulk POST x{args.bulk}", ingest, "msg/s", args.bulk)
+        )
         rows.append(_row(label, "context, quiet (cached)", quiet, "req/s"))
         harness.say(
             f"baseline   /healthz {healthz.rate:,.0f}/s, quiet cached context {quiet.rate:,.0f}/s"
-            f" ({healthz.rate / max(quiet.rate, 1e-9):.2f}x slower than /healthz)"
+            f" ({healthz.rate / max(quiet.rate, 1e-9):.2f}x slower than /healthz), writers "
+            f"alone {ingest.rate * args.bulk:,.0f} msg/s"
         )
         with RssSampler(server.process.pid, worker.pid) as rss:
             reads, writes = run_wrk(
@@ -436,6 +477,9 @@ def phase(
             f"{writes.rate * args.bulk:,.0f} msg/s (p99 {writes.p99_ms:.1f} ms); "
             f"RSS web {rss.line('web')}, worker {rss.line('worker')}"
         )
+        for line in _against_targets(quiet, ingest, reads, writes):
+            harness.say(f"target     observer {label}: {line}")
+            rows.append([label, "target", line, "", "", ""])
         if args.seconds >= 120:
             for name in ("web", "worker"):
                 harness.say(f"rss/min    {name}: {rss.timeline(name)} MB")
@@ -471,7 +515,10 @@ def main() -> int:
     parser.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")
     parser.add_argument("--threads", type=int, default=1, help="per gthread web worker")
     parser.add_argument(
-        "--worker-nice", type=int, default=0, help="run the Celery worker at this niceness"
+        "--worker-nice",
+        type=int,
+        default=PROCFILE_NICENESS,
+        help=f"run the Celery worker at this niceness (the Procfile's: {PROCFILE_NICENESS})",
     )
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--redis-db", type=int, default=12)
