@@ -26,12 +26,18 @@ def seed_long_conversation(
     reflected_share: float = 1.0,
     mark_reflected: bool = False,
     record_runs: bool = False,
+    runs: int | None = None,
+    newest_alike: bool = False,
 ) -> Any:
     """Messages 1..messages with ``recent`` unobserved ones at the end; observations whose
     windows tile the observed messages; ``reflections`` over consecutive groups of the
     oldest ``reflected_share`` of the observations. ``mark_reflected`` marks those
     observations reflected (they leave the context, as after several Reflector runs);
-    ``record_runs`` adds the Observer and Reflector runs that would have made it all."""
+    ``record_runs`` adds the Observer and Reflector runs that would have made it all:
+    ``runs`` Observer runs tiling the observed messages (by default 20 from 1,000
+    messages, else 1). ``newest_alike`` draws each message, observation and reflection by
+    its place from the newest, so conversations of different sizes end alike: a page
+    that shows their newest items shows the same texts."""
     from django.db import transaction
     from django.utils import timezone
 
@@ -46,6 +52,13 @@ def seed_long_conversation(
     from memory.tokens import token_counts
 
     rng = random.Random(rng_seed)
+
+    def place(index: int, total: int) -> int:
+        return total - 1 - index if newest_alike else index
+
+    def draw(kind: str, index: int, total: int) -> random.Random:
+        return random.Random(f"{kind}-{place(index, total)}") if newest_alike else rng
+
     now = timezone.now()
     began = now - timedelta(days=30)
     step = timedelta(days=30) / messages
@@ -60,6 +73,8 @@ def seed_long_conversation(
         )
         bodies = [m for batch in range(-(-messages // 100)) for m in message_batch(batch, 100)]
         bodies = bodies[:messages]
+        if newest_alike:
+            bodies.reverse()
         counts = token_counts([body["content"] for body in bodies])
         rows = [
             Message(
@@ -78,9 +93,16 @@ def seed_long_conversation(
         by_seq = {row.seq: row for row in rows}
 
         covered = messages - recent
-        texts = [memory_text(index, rng.randint(80, 320)) for index in range(observations)]
+        texts = [
+            memory_text(
+                place(index, observations),
+                draw("observation-text", index, observations).randint(80, 320),
+            )
+            for index in range(observations)
+        ]
         observation_rows = []
         for index, (text, tokens) in enumerate(zip(texts, token_counts(texts), strict=True)):
+            item = draw("observation", index, observations)
             start = 1 + index * covered // observations
             end = (index + 1) * covered // observations
             first, last = by_seq[start], by_seq[end]
@@ -88,11 +110,11 @@ def seed_long_conversation(
                 Observation(
                     conversation=conversation,
                     text=text,
-                    priority=rng.choice(PRIORITIES),
+                    priority=item.choice(PRIORITIES),
                     observed_at=last.created_at + timedelta(minutes=5),
                     referenced_at=(
-                        last.created_at + timedelta(days=rng.randint(-20, 20))
-                        if rng.random() < 0.2
+                        last.created_at + timedelta(days=item.randint(-20, 20))
+                        if item.random() < 0.2
                         else None
                     ),
                     window_start_seq=start,
@@ -100,25 +122,31 @@ def seed_long_conversation(
                     window_start_at=first.created_at,
                     window_end_at=last.created_at,
                     source_message_ids=[
-                        str(by_seq[seq].id) for seq in sorted(rng.sample(range(start, end + 1), 2))
+                        str(by_seq[seq].id) for seq in sorted(item.sample(range(start, end + 1), 2))
                     ],
                     source="observer",
                     engine="extractive",
-                    tags=rng.sample(["billing", "shipping", "account", "bug", "sales"], 2),
-                    topics=[rng.choice(["orders", "support", "product"])],
+                    tags=item.sample(["billing", "shipping", "account", "bug", "sales"], 2),
+                    topics=[item.choice(["orders", "support", "product"])],
                     token_count=tokens,
                 )
             )
         Observation.objects.bulk_create(observation_rows, batch_size=500)
 
         per_reflection = max(int(observations * reflected_share) // reflections, 1)
-        texts = [memory_text(10_000 + index, rng.randint(400, 900)) for index in range(reflections)]
+        texts = [
+            memory_text(
+                10_000 + place(index, reflections),
+                draw("reflection-text", index, reflections).randint(400, 900),
+            )
+            for index in range(reflections)
+        ]
         for index, (text, tokens) in enumerate(zip(texts, token_counts(texts), strict=True)):
             group = observation_rows[index * per_reflection : (index + 1) * per_reflection]
             reflection = Reflection.objects.create(
                 conversation=conversation,
                 text=text,
-                priority=rng.choice(PRIORITIES[:3]),
+                priority=draw("reflection", index, reflections).choice(PRIORITIES[:3]),
                 generation=1,
                 observed_at=group[-1].observed_at + timedelta(minutes=10),
                 window_start_seq=group[0].window_start_seq,
@@ -136,7 +164,8 @@ def seed_long_conversation(
                 )
 
         if record_runs:
-            runs = 20 if messages >= 1000 else 1
+            if runs is None:
+                runs = 20 if messages >= 1000 else 1
             for index in range(runs):
                 start = 1 + index * covered // runs
                 end = (index + 1) * covered // runs

@@ -208,6 +208,9 @@ class Observation(MemoryNote):
         indexes = [
             models.Index(fields=["conversation", "status", "observed_at"], name="obs_conv_status"),
             models.Index(fields=["conversation", "window_end_seq"], name="obs_conv_window"),
+            # The conversation page's newest observations, of every status, without
+            # sorting all of a long conversation's.
+            models.Index(fields=["conversation", "observed_at"], name="obs_conv_observed"),
         ]
 
     def __str__(self) -> str:
@@ -275,6 +278,10 @@ class Reflection(MemoryNote):
     class Meta:
         indexes = [
             models.Index(fields=["conversation", "status", "generation"], name="refl_conv_status"),
+            # The conversation page's newest reflections, of every status.
+            models.Index(
+                fields=["conversation", "generation", "created_at"], name="refl_conv_newest"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -88,16 +88,19 @@ def _last_activity() -> Coalesce:
     return Coalesce(Subquery(newest.values("created_at")[:1]), F("created_at"))
 
 
-class ConversationFlags(TypedDict):
+class PageFlags(TypedDict):
     last_activity: datetime
     pii_found: bool
     on_hold: bool
+
+
+class ConversationFlags(PageFlags):
     weakly_grounded: bool
 
 
 def _flags(
     queryset: QuerySet[Conversation],
-) -> QuerySet[WithAnnotations[Conversation, ConversationFlags]]:
+) -> QuerySet[WithAnnotations[Conversation, PageFlags]]:
     holds = LegalHold.objects.filter(released_at__isnull=True).filter(
         Q(conversation=OuterRef("pk"))
         | Q(
@@ -109,6 +112,16 @@ def _flags(
     findings = RedactionFinding.objects.filter(conversation=OuterRef("pk")).exclude(
         status=RedactionFinding.Status.DISMISSED
     )
+    return queryset.annotate(
+        last_activity=_last_activity(), pii_found=Exists(findings), on_hold=Exists(holds)
+    )
+
+
+def _listed_flags(
+    queryset: QuerySet[Conversation],
+) -> QuerySet[WithAnnotations[Conversation, ConversationFlags]]:
+    """``_flags`` and ``weakly_grounded``, which the list filters on (the conversation
+    page shows each note's own: without a weak note the flag reads every active one)."""
     threshold = settings.MEMDESK_GROUNDING_THRESHOLD
     weak_observations = Observation.objects.filter(
         conversation=OuterRef("pk"), status=Observation.Status.ACTIVE, grounding__lt=threshold
@@ -116,11 +129,8 @@ def _flags(
     weak_reflections = Reflection.objects.filter(
         conversation=OuterRef("pk"), status=Reflection.Status.ACTIVE, grounding__lt=threshold
     )
-    return queryset.annotate(
-        last_activity=_last_activity(),
-        pii_found=Exists(findings),
-        on_hold=Exists(holds),
-        weakly_grounded=Exists(weak_observations) | Exists(weak_reflections),
+    return _flags(queryset).annotate(
+        weakly_grounded=Exists(weak_observations) | Exists(weak_reflections)
     )
 
 
@@ -146,7 +156,7 @@ def with_tier_stats(
         conversation=OuterRef("pk"), status=Observation.Status.REFLECTED
     )
     pins = Pin.objects.filter(conversation=OuterRef("pk"))
-    return _flags(queryset).annotate(
+    return _listed_flags(queryset).annotate(
         message_count=_count_of(messages),
         reflected_count=_count_of(reflected_observations),
         message_tokens=_sum_of(messages, "token_count"),
@@ -224,37 +234,6 @@ def add_figures(conversations: list[Conversation]) -> None:
             pin_tokens=conversation.pin_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
             observed_tokens=conversation.observed_tokens,  # type: ignore[attr-defined]  # with_tier_stats annotation
         )
-
-
-def tier_stats(*, conversation: Conversation) -> TierStats:
-    """One conversation's figures: five aggregates, each a single indexed scan (a
-    10,000-message conversation's page spent 20-40 ms on the subquery form)."""
-    messages = Message.objects.filter(conversation=conversation).aggregate(
-        n=Count("pk"), tokens=Sum("token_count")
-    )
-    observations = Observation.objects.filter(
-        conversation=conversation, status=Observation.Status.ACTIVE
-    ).aggregate(n=Count("pk"), tokens=Sum("token_count"))
-    reflections = Reflection.objects.filter(
-        conversation=conversation, status=Reflection.Status.ACTIVE
-    ).aggregate(n=Count("pk"), tokens=Sum("token_count"))
-    observed = ObserverRun.objects.filter(
-        conversation=conversation, status=PipelineRun.Status.SUCCEEDED
-    ).aggregate(tokens=Sum("tokens_in"))
-    pins = Pin.objects.filter(conversation=conversation).aggregate(
-        n=Count("pk"), tokens=Sum("token_count")
-    )
-    return TierStats(
-        message_count=messages["n"],
-        message_tokens=messages["tokens"] or 0,
-        observation_count=observations["n"],
-        observation_tokens=observations["tokens"] or 0,
-        reflection_count=reflections["n"],
-        reflection_tokens=reflections["tokens"] or 0,
-        pin_count=pins["n"],
-        pin_tokens=pins["tokens"] or 0,
-        observed_tokens=observed["tokens"] or 0,
-    )
 
 
 SORTS: dict[str, tuple[str, Any]] = {

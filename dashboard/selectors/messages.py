@@ -7,13 +7,14 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from django.db.models import Q, QuerySet
 
 from core.errors import MemdeskError
 from governance.redaction.gates import texts_masked_for_display
-from memory.models import Conversation, Message, ReasoningStep, ToolCall
-from memory.selectors import covered_intervals, unobserved_messages
+from memory.models import Conversation, Message, Observation, ObserverRun, ReasoningStep, ToolCall
+from memory.selectors import unobserved_messages
 
 MESSAGE_PAGE = 50
 # Messages shown above the first source message when the list jumps to an observation,
@@ -176,13 +177,47 @@ def unobserved_ids(*, conversation: Conversation) -> set[uuid.UUID]:
     return set(unobserved_messages(conversation=conversation).values_list("pk", flat=True))
 
 
+def _covered(seq: int, intervals: Sequence[tuple[int, int]]) -> bool:
+    return any(start <= seq <= end for start, end in intervals)
+
+
 def mark_unobserved(*, conversation: Conversation, messages: Sequence[Message]) -> None:
-    """Flag ``unobserved`` on messages no observation covers yet, for the template."""
-    intervals = covered_intervals(conversation=conversation)
-    for message in messages:
-        message.unobserved = not any(  # type: ignore[attr-defined]  # for the template
-            start <= message.seq <= end for start, end in intervals
+    """Flag ``unobserved`` on messages no observation covers yet, for the template: no
+    succeeded Observer run's window and no observation's window holds them.
+
+    Only windows that reach the messages are read: the runs over their seq range, then,
+    for the messages no run covers (the newest, usually, or none), the observations
+    over those. Observations are read by where their windows end, so a page of old
+    messages, which runs cover, never reads a long conversation's later observations."""
+    if not messages:
+        return
+    seqs = sorted(message.seq for message in messages)
+    # The filters exclude NULL windows, which the values_list type cannot know.
+    intervals = cast(
+        list[tuple[int, int]],
+        list(
+            ObserverRun.objects.filter(
+                conversation=conversation,
+                status=ObserverRun.Status.SUCCEEDED,
+                window_start_seq__lte=seqs[-1],
+                window_end_seq__gte=seqs[0],
+            ).values_list("window_start_seq", "window_end_seq")
+        ),
+    )
+    uncovered = [seq for seq in seqs if not _covered(seq, intervals)]
+    if uncovered:
+        intervals += cast(
+            list[tuple[int, int]],
+            list(
+                Observation.objects.filter(
+                    conversation=conversation,
+                    window_end_seq__gte=uncovered[0],
+                    window_start_seq__lte=uncovered[-1],
+                ).values_list("window_start_seq", "window_end_seq")
+            ),
         )
+    for message in messages:
+        message.unobserved = not _covered(message.seq, intervals)  # type: ignore[attr-defined]  # for the template
 
 
 def message_get(*, conversation: Conversation, message_id: uuid.UUID) -> Message:

@@ -1,5 +1,6 @@
-"""The observations column of the conversation page: pages of observations, one
-reflection's sources, the counts per status and priority, and who wrote the manual ones."""
+"""The observations and reflections columns of the conversation page: windows of
+observations and of reflections, one reflection's sources, the counts per status and
+priority, and who wrote the manual ones."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ from memory import selectors as memory_selectors
 from memory.models import Conversation, MemorySource, Message, Observation, Reflection
 from tenancy.models import Workspace
 
+# The first screen shows the newest few of each tier; older ones load in pages.
+OBSERVATIONS_FIRST = 8
 OBSERVATION_PAGE = 50
+REFLECTIONS_FIRST = 3
+REFLECTION_PAGE = 20
 
 
 @dataclass
@@ -64,6 +69,32 @@ def observation_page(
         )[offset : offset + limit + 1]
     )
     return ObservationPage(
+        newest_first[:limit][::-1], offset=offset, has_older=len(newest_first) > limit
+    )
+
+
+@dataclass
+class ReflectionPage:
+    reflections: list[Reflection]
+    offset: int  # how many newer reflections come after this page
+    has_older: bool
+
+    @property
+    def older_offset(self) -> int:
+        return self.offset + len(self.reflections)
+
+
+def reflection_page(
+    *, conversation: Conversation, offset: int = 0, limit: int = REFLECTION_PAGE
+) -> ReflectionPage:
+    """Every reflection (active, stale and superseded), newest generation first, ``limit``
+    of them skipped by ``offset``, returned oldest first as the column lists them."""
+    newest_first = list(
+        Reflection.objects.filter(conversation=conversation).order_by(
+            F("generation").desc(), F("created_at").desc(), F("id").desc()
+        )[offset : offset + limit + 1]
+    )
+    return ReflectionPage(
         newest_first[:limit][::-1], offset=offset, has_older=len(newest_first) > limit
     )
 

@@ -21,7 +21,7 @@ from typing import Any
 from governance.redaction.masking import TextPart, mask_messages
 from memory.models import Conversation, Message, Observation, Reflection
 from memory.search.query import Question, highlights, question_of, snippet
-from memory.search.ranked import Filters, Hit, Scope, search
+from memory.search.ranked import MAX_HITS, Filters, Hit, Scope, search
 from tenancy.models import Workspace
 
 SEARCH_KINDS = {
@@ -30,9 +30,10 @@ SEARCH_KINDS = {
     "reflections": "Reflections",
 }
 _TIER = {"messages": "message", "observations": "observation", "reflections": "reflection"}
-# The index ranks this many candidates of each kind; a message candidate is kept only
-# if the question's words are in what the role matches of it (masked, unless raw).
-SEARCH_CANDIDATES = 500
+# The index ranks this many candidates of each kind (the most it gives); a message
+# candidate is kept only if the question's words are in what the role matches of it
+# (masked, unless raw). A kind that fills them says so: more may match.
+SEARCH_CANDIDATES = MAX_HITS
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ from dashboard.selectors.conversations import (
     conversation_search,
     end_users,
     found_only_masked_count,
-    tier_stats,
 )
 from dashboard.selectors.escalations import escalations_masked
+from dashboard.selectors.figures import ConversationFigures, conversation_figures
 from dashboard.selectors.messages import (
     MESSAGE_PAGE,
     MessageWindow,
@@ -43,26 +43,29 @@ from dashboard.selectors.messages import (
     message_window,
 )
 from dashboard.selectors.notes import (
+    OBSERVATION_PAGE,
+    OBSERVATIONS_FIRST,
+    REFLECTION_PAGE,
+    REFLECTIONS_FIRST,
     ObservationPage,
     manual_authors,
     mark_served_in_place,
-    observation_counts,
     observation_page,
+    reflection_page,
     reflection_sources,
 )
-from dashboard.selectors.pins import masked_pins
+from dashboard.selectors.pins import PINS_SHOWN, masked_pins
 from dashboard.selectors.runs import latest_runs
 from dashboard.views.notes import ADD_FORM_ID
 from governance.redaction import scan
 from governance.redaction.masked_search import masked_search_record
 from governance.redaction.masking import mask_messages
 from memory import selectors as memory_selectors
-from memory.models import PRIORITY_MARKERS, Conversation, Observation, Priority, Reflection
+from memory.models import PRIORITY_MARKERS, Conversation, Observation, Priority
 from tenancy.models import Capability
 
 CONVERSATIONS_PER_PAGE = 25
 CONVERSATION_ESCALATIONS = 50  # the newest, on the conversation page
-REFLECTION_LIMIT = 100
 PRIORITIES = [(p.value, PRIORITY_MARKERS[p]) for p in Priority]
 # Sent when the reflections column, polling while one was stale, finds none: the
 # observations column reloads, its observations no longer served in their place.
@@ -131,14 +134,22 @@ def _mark(items: list[Any], ids: set[str]) -> None:
         item.is_highlighted = str(item.pk) in ids
 
 
-def _reflections(conversation: Conversation) -> dict[str, Any]:
-    reflections = memory_selectors.reflection_list(
-        conversation=conversation, status=None, limit=REFLECTION_LIMIT
+def _reflections(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
+    """The reflections a request asks for: the newest few, or a page of older ones
+    (``reflection_offset``)."""
+    offset = int_param(request, "reflection_offset") or 0
+    page = reflection_page(
+        conversation=conversation,
+        offset=offset,
+        limit=REFLECTION_PAGE if offset else REFLECTIONS_FIRST,
     )
-    return {
-        "reflections": reflections,
-        "reflections_stale": any(r.status == Reflection.Status.STALE for r in reflections),
-    }
+    return {"reflection_page": page, "reflections": page.reflections}
+
+
+def _stale(figures: ConversationFigures) -> dict[str, bool]:
+    # Of the whole conversation, not only of the reflections shown: the column polls
+    # while one is re-derived, and the observations served in its place are flagged.
+    return {"reflections_stale": figures.reflections_stale > 0}
 
 
 def _message_window(
@@ -192,9 +203,11 @@ def _observation_page(
     if reflection is not None:
         obs_page = reflection_sources(conversation=conversation, reflection=reflection)
     else:
+        offset = int_param(request, "offset") or 0
         obs_page = observation_page(
             conversation=conversation,
-            offset=int_param(request, "offset") or 0,
+            offset=offset,
+            limit=OBSERVATION_PAGE if offset else OBSERVATIONS_FIRST,
             priority=priority_param(request),
         )
     _mark(obs_page.observations, obs_page.highlighted)
@@ -208,8 +221,9 @@ def _observation_page(
 @login_required
 def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     access, conversation = get_conversation_for_user(request, conversation_id, with_flags=True)
+    figures = conversation_figures(conversation=conversation)
     window, selected = _message_window(request, conversation)
-    reflections = _reflections(conversation)
+    reflections = {**_reflections(request, conversation), **_stale(figures)}
     obs_page = _observation_page(
         request, conversation, stale_shown=reflections["reflections_stale"]
     )
@@ -227,16 +241,16 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
             manual_authors(workspace=conversation.workspace, observations=[selected])
     context = {
         "conversation": conversation,
-        "stats": tier_stats(conversation=conversation),
+        "stats": figures.stats,
         "window": window,
         "selected": selected,
         "obs_page": obs_page,
         "pinned": pinned,
         **reflections,
-        "pins": masked_pins(conversation=conversation),
+        "pins": masked_pins(conversation=conversation, limit=PINS_SHOWN),
         "runs": latest_runs(conversation=conversation),
         "add_form": ObservationCreateForm(auto_id=ADD_FORM_ID),
-        "observation_counts": observation_counts(conversation=conversation),
+        "observation_counts": figures.observation_counts,
         "priorities": PRIORITIES,
         "priority": priority_param(request),
     }
@@ -306,7 +320,9 @@ def observation_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
     if obs_page.offset and obs_page.reflection is None:
         return render_page(request, f"{template}#observations_older", access, context)
     # The list is reloaded after memory changed: the column's counts come along with it.
-    context["observation_counts"] = observation_counts(conversation=conversation)
+    context["observation_counts"] = conversation_figures(
+        conversation=conversation
+    ).observation_counts
     context["counts_out_of_band"] = True
     return render_page(request, f"{template}#observation_list", access, context)
 
@@ -314,15 +330,19 @@ def observation_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
 @require_GET
 @login_required
 def reflection_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
-    """The reflections column again: after a correction made some stale, and while they
-    are being re-derived (the list polls itself, saying ``stale=1``, until none is)."""
+    """Older reflections (``reflection_offset``), or the reflections column again: after
+    a correction made some stale, and while they are being re-derived (the list polls
+    itself, saying ``stale=1``, until none is)."""
     access, conversation = get_conversation_for_user(request, conversation_id)
     if not is_partial(request):
-        return redirect(conversation_url(conversation) + "#reflections")
-    context = {"conversation": conversation, **_reflections(conversation)}
-    response = render_page(
-        request, "dashboard/conversation_detail.html#reflection_list", access, context
-    )
+        offset = int_param(request, "reflection_offset")
+        return redirect(conversation_url(conversation, reflection_offset=offset) + "#reflections")
+    context = {"conversation": conversation, **_reflections(request, conversation)}
+    template = "dashboard/conversation_detail.html"
+    if context["reflection_page"].offset:
+        return render_page(request, f"{template}#reflections_older", access, context)
+    context.update(_stale(conversation_figures(conversation=conversation)))
+    response = render_page(request, f"{template}#reflection_list", access, context)
     if request.GET.get("stale") and not context["reflections_stale"]:
         trigger_client_event(response, MEMORY_REDERIVED)
     return response

@@ -22,8 +22,10 @@ SEARCH_RESULTS_PER_PAGE = 25
 @login_required
 def memory_search(request: HttpRequest) -> HttpResponse:
     """Messages, observations and reflections of the current workspace holding ``q``,
-    one ``kind`` at a time (the first kind with hits unless asked), paged; each links to
-    the item on its conversation page. Messages are matched as the role sees them:
+    one ``kind`` at a time (the first kind with hits unless asked), a window of them;
+    each links to the item on its conversation page. The "more" link of a window is the
+    next page without JavaScript; for htmx (``page`` asked) only the next window's hits
+    come back, appended in place. Messages are matched as the role sees them:
     masked, unless the role may reveal the values; a search of theirs that marks a
     masked value is audited before the page is sent."""
     access = access_for(request, Capability.VIEW_MEMORY)
@@ -69,6 +71,8 @@ def memory_search(request: HttpRequest) -> HttpResponse:
         ]
         context.update(kind=kind, noun=kind[:-1], results=results, page=page, hits=hits, tabs=tabs)
     template = "dashboard/search.html"
+    if is_partial(request) and query and "page" in request.GET:
+        return render_page(request, f"{template}#hits", access, context)
     if is_partial(request):
         return render_page(request, f"{template}#results", access, context)
     return render_page(request, template, access, context)

@@ -7,19 +7,22 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.html import escape
 
 from core.actors import Actor
 from governance.redaction.policy import redaction_policy_get_or_create
-from memory.models import Message, Observation, ObserverRun, Reflection
+from memory.models import Conversation, Message, Observation, ObserverRun, Reflection
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from memory.services.observations import observation_create
+from memory.services.pins import pin_create
 from tests.dashboard.factories import ROLES
-from tests.memory.factories import ObservationFactory
+from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
@@ -143,20 +146,26 @@ def test_a_reflection_link_shows_and_marks_its_observations(login, long_conversa
 
 
 def test_observations_load_incrementally(login, long_conversation):
+    # The first screen shows the newest 8 of the 130; older ones come 50 at a time.
     client = login("viewer")
     page = client.get(f"/conversations/{long_conversation.pk}/").content.decode()
-    assert page.count("memory-item obs") == 50
-    assert "Note about message 130." in page and "Note about message 80." not in page
-    assert "?offset=50#observations" in page  # works without JS
+    assert page.count("memory-item obs") == 8
+    assert "Note about message 130." in page and "Note about message 122." not in page
+    assert "?offset=8#observations" in page  # works without JS
     older = client.get(
-        f"/conversations/{long_conversation.pk}/observations/?offset=50", HTTP_HX_REQUEST="true"
+        f"/conversations/{long_conversation.pk}/observations/?offset=8", HTTP_HX_REQUEST="true"
     ).content.decode()
-    assert older.count("memory-item obs") == 50 and "Note about message 31." in older
+    assert older.count("memory-item obs") == 50
+    assert "Note about message 122." in older and "Note about message 73." in older
+    assert "?offset=58" in older and "<html" not in older
     oldest = client.get(
-        f"/conversations/{long_conversation.pk}/observations/?offset=100", HTTP_HX_REQUEST="true"
+        f"/conversations/{long_conversation.pk}/observations/?offset=108", HTTP_HX_REQUEST="true"
     ).content.decode()
-    assert oldest.count("memory-item obs") == 30
+    assert oldest.count("memory-item obs") == 22
     assert "Note about message 1." in oldest and "Load older observations" not in oldest
+    # Without JavaScript the link is the page with that window of observations.
+    no_js = client.get(f"/conversations/{long_conversation.pk}/?offset=8").content.decode()
+    assert no_js.count("memory-item obs") == 50 and "Note about message 122." in no_js
     assert client.get(f"/conversations/{long_conversation.pk}/observations/").status_code == 302
 
 
@@ -169,19 +178,165 @@ def test_the_htmx_branch_of_the_page_returns_the_columns(login, observed_convers
     assert html.lstrip().startswith('<div id="columns"') and "<html" not in html
 
 
-def test_the_page_costs_the_same_queries_whatever_the_size(
-    login, observed_conversation, long_conversation, django_assert_max_num_queries
-):
+def _shaped(workspace, messages: int) -> Conversation:
+    """A conversation as the pipeline leaves it: one observation per ten messages, all but
+    the newest five observed by one run, one reflection per five observations (the older
+    ones reflected, a generation each)."""
+    conversation = conversation_create(workspace=workspace, title=f"{messages} messages")
+    began = timezone.now() - timedelta(days=5)
+    Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            seq=seq,
+            role="user" if seq % 2 else "assistant",
+            content=f"Message {seq}.",
+            token_count=4,
+            created_at=began + timedelta(minutes=seq),
+        )
+        for seq in range(1, messages + 1)
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(last_seq=messages)
+    conversation.refresh_from_db()
+    ObserverRun.objects.create(
+        conversation=conversation,
+        trigger="threshold",
+        status="succeeded",
+        window_start_seq=1,
+        window_end_seq=messages - 5,
+        tokens_in=4 * (messages - 5),
+    )
+    observations = [
+        ObservationFactory(
+            conversation=conversation,
+            text=f"Note about messages {start} to {start + 9}.",
+            observed_at=began + timedelta(minutes=start + 9),
+            window_start_seq=start,
+            window_end_seq=start + 9,
+        )
+        for start in range(1, messages - 4, 10)
+    ]
+    for generation, start in enumerate(range(0, len(observations) // 2, 5), start=1):
+        group = observations[start : start + 5]
+        ReflectionFactory(
+            conversation=conversation,
+            generation=generation,
+            text=f"Reflection of generation {generation}.",
+            source_observation_ids=[str(o.pk) for o in group],
+        )
+        Observation.objects.filter(pk__in=[o.pk for o in group]).update(status="reflected")
+    return conversation
+
+
+def _stat(html: str, label: str) -> tuple[str, str]:
+    found = re.search(
+        rf'stat-label">{label}</span><span class="stat-value">([\d,]+)</span>'
+        r'<span class="stat-sub">([\d,]+) tokens',
+        html,
+    )
+    assert found, label
+    return found.group(1), found.group(2)
+
+
+def test_the_page_shows_the_same_windows_for_the_same_queries_whatever_the_size(login, workspace):
+    small, large = _shaped(workspace, 400), _shaped(workspace, 2000)
     client = login("viewer")
     client.get("/conversations/")  # the session's workspace is saved on the first request
-    # 23: the page's 15, the findings and scans that mask the listed messages, the
-    # observed windows that flag the messages not observed yet, the observation counts
-    # by status and priority, the conversation's escalations, and the reasoning steps and
-    # tool calls between messages.
-    with django_assert_max_num_queries(23) as small:
-        client.get(f"/conversations/{observed_conversation.pk}/")
-    with django_assert_max_num_queries(len(small.captured_queries)):
-        client.get(f"/conversations/{long_conversation.pk}/")
+    for _ in range(2):  # figures counted, then kept
+        with CaptureQueriesContext(connection) as small_queries:
+            small_page = _page(client, f"/conversations/{small.pk}/")
+        with CaptureQueriesContext(connection) as large_queries:
+            large_page = _page(client, f"/conversations/{large.pk}/")
+        assert len(large_queries) == len(small_queries)
+    for page in (small_page, large_page):
+        assert len(_seqs(page)) == 50
+        assert page.count("memory-item obs") == 8 and page.count("memory-item refl") == 3
+        assert "Load older observations" in page and "Load older reflections" in page
+    # The figures are counts of everything, not of what is shown.
+    assert _stat(large_page, "Messages") == ("2,000", "8,000")
+    assert _stat(large_page, "Active observations")[0] == "100"
+    assert "100 active · 100 reflected" in large_page
+
+
+def test_the_figures_follow_new_messages_and_memory_changes(login, workspace):
+    conversation = _shaped(workspace, 100)
+    client = login("viewer")
+    client.get("/conversations/")
+    with CaptureQueriesContext(connection) as counted:
+        page = _page(client, f"/conversations/{conversation.pk}/")
+    assert _stat(page, "Messages") == ("100", "400")
+    assert _stat(page, "Active observations")[0] == "5"
+
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content="One more."),
+            MessageInput(role="user", content="And another."),
+        ],
+    )
+    added = sum(
+        Message.objects.filter(conversation=conversation, seq__gt=100).values_list(
+            "token_count", flat=True
+        )
+    )
+    # Only the new messages are counted: the rest of the figures are kept.
+    with CaptureQueriesContext(connection) as appended:
+        page = _page(client, f"/conversations/{conversation.pk}/")
+    assert _stat(page, "Messages") == ("102", f"{400 + added}")
+    assert len(appended) < len(counted)
+
+    observation_create(
+        conversation=conversation, actor=Actor(type="api_key", id="9"), text="Agent note"
+    )
+    page = _page(client, f"/conversations/{conversation.pk}/")
+    assert _stat(page, "Active observations")[0] == "6"
+    assert _stat(page, "Messages") == ("102", f"{400 + added}")
+    assert "6 active · 5 reflected" in page
+
+
+def test_older_reflections_load_in_pages(login, workspace):
+    conversation = _shaped(workspace, 500)  # 5 reflections of the 50 observations
+    for generation in range(6, 31):
+        ReflectionFactory(
+            conversation=conversation, generation=generation, text=f"Reflection {generation}."
+        )
+    client = login("viewer")
+    url = f"/conversations/{conversation.pk}/"
+    page = _page(client, url)
+    shown = re.findall(r"Reflection (?:of generation )?(\d+)\.", page)
+    assert shown == ["28", "29", "30"]
+    assert f'hx-get="{url}reflections/?reflection_offset=3"' in page
+    assert f'href="{url}?reflection_offset=3#reflections"' in page  # works without JS
+
+    older = client.get(f"{url}reflections/?reflection_offset=3", **HX).content.decode()
+    assert re.findall(r"Reflection (?:of generation )?(\d+)\.", older) == [
+        str(g) for g in range(8, 28)
+    ]
+    assert "?reflection_offset=23" in older and "<html" not in older
+    oldest = client.get(f"{url}reflections/?reflection_offset=23", **HX).content.decode()
+    assert re.findall(r"Reflection (?:of generation )?(\d+)\.", oldest) == [
+        str(g) for g in range(1, 8)
+    ]
+    assert "Load older reflections" not in oldest
+
+    # Without JavaScript: the fragment's address sends to the page, which shows them.
+    redirect = client.get(f"{url}reflections/?reflection_offset=3")
+    assert redirect.status_code == 302
+    assert redirect["Location"] == f"{url}?reflection_offset=3#reflections"
+    no_js = _page(client, f"{url}?reflection_offset=3")
+    assert no_js.count("memory-item refl") == 20 and "Reflection 27." in no_js
+
+
+def test_the_page_lists_the_first_pins_and_links_to_all(login, workspace):
+    conversation = _shaped(workspace, 30)
+    messages = Message.objects.filter(conversation=conversation).order_by("seq")[:25]
+    for message in messages:
+        pin_create(
+            conversation=conversation, actor=Actor(type="api_key", id="9"), message_id=message.pk
+        )
+    page = _page(login("viewer"), f"/conversations/{conversation.pk}/")
+    assert page.count('class="memory-item pin') == 20
+    assert "All 25 pins, as the agent is served them" in page
+    assert f'href="/conversations/{conversation.pk}/context/#pins-heading"' in page
 
 
 def test_empty_columns_say_what_happens_next(login, workspace):

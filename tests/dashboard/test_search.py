@@ -8,6 +8,8 @@ import re
 from urllib.parse import quote
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from governance.models import AuditEvent
 from memory.models import Conversation, Observation, Reflection
@@ -93,9 +95,7 @@ def test_a_question_finds_the_answer_first_with_its_words_marked(login, workspac
     assert "<mark>Refunds</mark> reach your card within 5 days." in html
 
 
-def test_the_conversation_list_does_not_tell_who_holds_a_masked_value(
-    login, scanned_conversation
-):
+def test_the_conversation_list_does_not_tell_who_holds_a_masked_value(login, scanned_conversation):
     client = login("viewer")
 
     for raw in (CARD, EMAIL):
@@ -233,3 +233,52 @@ def test_the_query_digest_reads_a_query_as_typed_in_any_case_and_spacing(
     first, second, third = (e.after["queryDigest"] for e in _masked_searches())
 
     assert first == second != third and len(first) == 16
+
+
+def _needles(workspace, count: int, title: str) -> None:
+    conversation = conversation_create(workspace=workspace, title=title)
+    for start in range(0, count, 100):
+        messages_append(
+            conversation=conversation,
+            items=[
+                MessageInput(role="user", content=f"{title} needle {n}")
+                for n in range(start, min(start + 100, count))
+            ],
+        )
+
+
+def test_search_results_come_in_windows_with_a_more_link(login, workspace):
+    _needles(workspace, 30, "haystack")
+    client = login("viewer")
+    html = _page(client, "/search/?q=needle&kind=messages")
+    assert html.count('class="search-hit"') == 25
+    # The next window: a page of its own without JavaScript, its hits alone for htmx,
+    # appended in place of the link.
+    link = "?q=needle&amp;kind=messages&amp;page=2"
+    assert f'href="{link}"' in html and f'hx-get="{link}"' in html
+    assert "More messages (25 of 30 shown)" in html
+    more = client.get("/search/?q=needle&kind=messages&page=2", **HX).content.decode()
+    assert more.count('class="search-hit"') == 5
+    assert "<section" not in more and "More messages" not in more
+    assert _page(client, "/search/?q=needle&kind=messages&page=2").count('class="search-hit"') == 5
+
+
+def test_a_search_reads_the_same_queries_however_many_hits(login, workspace):
+    client = login("viewer")
+    client.get("/conversations/")  # the session's workspace is saved on the first request
+    _needles(workspace, 30, "alpha")
+    with CaptureQueriesContext(connection) as few:
+        first = _page(client, "/search/?q=alpha&kind=messages")
+    _needles(workspace, 150, "bravo")
+    with CaptureQueriesContext(connection) as many:
+        html = _page(client, "/search/?q=bravo&kind=messages")
+    assert len(many) == len(few)
+    assert first.count('class="search-hit"') == html.count('class="search-hit"') == 25
+    assert "More messages (25 of 30 shown)" in first
+    assert "More messages (25 of 150 shown)" in html
+
+
+def test_a_search_that_fills_the_index_candidates_says_more_may_match(login, workspace):
+    _needles(workspace, 210, "charlie")
+    html = _page(login("viewer"), "/search/?q=charlie&kind=messages")
+    assert "Messages (200+)" in html and "More messages (25 of 200+ shown)" in html

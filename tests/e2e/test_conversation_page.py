@@ -50,10 +50,15 @@ def test_selecting_memory_highlights_its_sources_even_when_not_loaded(
     assert page.locator(".msg.is-highlighted").count() == 1
     assert "1 source message highlighted." in page.locator("#selection-status").inner_text()
 
-    # Older observations load on demand; their sources are outside the message window,
-    # so they are fetched, then marked and scrolled to.
+    # Older observations load on demand (the first screen shows the newest 8, then 50 at
+    # a time); their sources are outside the message window, so they are fetched, then
+    # marked and scrolled to.
+    page.get_by_role("link", name="Load older observations").click()
+    loaded = Observation.objects.get(conversation=long_conversation, window_start_seq=73)
+    page.wait_for_selector(f"#obs-{loaded.pk}")
     page.get_by_role("link", name="Load older observations").click()
     older = Observation.objects.get(conversation=long_conversation, window_start_seq=40)
+    page.wait_for_selector(f"#obs-{older.pk}")
     page.locator(f"#obs-{older.pk} .sources-link").click()
     page.wait_for_selector("#m-40.is-highlighted")
     assert page.locator("#m-40").is_visible()
@@ -97,7 +102,9 @@ def test_links_work_without_javascript(open_page, member, long_conversation):
     assert page.locator("#m-31").count() == 1 and page.locator("#m-130").count() == 0
     page.goto(f"/conversations/{long_conversation.pk}/")
     page.get_by_role("link", name="Load older observations").click()
-    page.wait_for_url("**?offset=50*")
+    page.wait_for_url("**?offset=8*")
+    page.get_by_role("link", name="Load older observations").click()
+    page.wait_for_url("**?offset=58*")
     older = Observation.objects.get(conversation=long_conversation, window_start_seq=40)
     page.locator(f"#obs-{older.pk} .sources-link").click()
     page.wait_for_selector("#m-40.is-highlighted")
