@@ -56,7 +56,48 @@ def test_no_arguments_is_a_usage_error(tmp_path):
         [sys.executable, "-m", "core.supervise"], cwd=ROOT, capture_output=True, text=True
     )
     assert result.returncode == 2
-    assert "usage: python -m core.supervise -- COMMAND" in result.stderr
+    assert "usage: python -m core.supervise [--niceness 0-19] -- COMMAND" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["ten", "-3", "20", ""])
+def test_a_niceness_that_is_not_0_to_19_is_a_usage_error(value):
+    result = subprocess.run(
+        [sys.executable, "-m", "core.supervise", "--niceness", value, "--", "true"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "--niceness takes a whole number from 0 to 19" in result.stderr
+
+
+def test_niceness_puts_the_command_below_the_web_for_the_cpu():
+    """The command runs at the niceness, and, started in a session of its own as honcho
+    starts each Procfile line, so does the session's scheduling group: a plain nice
+    alone counts for nothing against a web server in another session."""
+    probe = (
+        "import os, pathlib, time; group = pathlib.Path('/proc/self/autogroup'); "
+        "print(os.nice(0), group.read_text().split()[-1] if group.exists() else '-', "
+        "flush=True); time.sleep(60)"
+    )
+    command = [sys.executable, "-c", probe]
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "core.supervise", "--niceness", "7", "--", *command],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert supervisor.stdout is not None
+        niceness, group = supervisor.stdout.readline().split()
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        supervisor.wait(timeout=30)
+    assert int(niceness) == os.nice(0) + 7
+    if group != "-":
+        assert group == "7"
 
 
 @pytest.mark.once
