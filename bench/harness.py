@@ -192,11 +192,14 @@ class Server:
 
 
 def gunicorn_command(port: int, workers: int, worker_class: str, threads: int) -> list[str]:
-    # The Procfile's web line, with the bench's port, worker settings and no access log
-    # (a log line per request is the same cost for every configuration measured).
+    # The Procfile's web line (its config file: access log, a worker's collector frozen
+    # once Django is loaded), with the bench's port and worker settings; the access log
+    # goes to the server's log file.
     command = [
         str(GUNICORN),
         "config.wsgi",
+        "-c",
+        str(ROOT / "config" / "gunicorn.py"),
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",
