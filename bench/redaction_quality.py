@@ -270,10 +270,8 @@ def stock_analyzer() -> tuple[Any, Any]:
 
 def stock_detector() -> Detector:
     from governance.redaction import presidio
-    from governance.redaction.presidio import (
-        LANGUAGE,
-        _merge,
-    )
+    from governance.redaction.overlaps import merged
+    from governance.redaction.presidio import LANGUAGE
 
     analyzer, nlp_engine = stock_analyzer()
     spec = presidio.PolicySpec(workspace_id="quality", version=1)
@@ -295,7 +293,7 @@ def stock_detector() -> Detector:
             found.append(
                 [
                     Found(d.start, d.end, d.entity_type, d.status == presidio.APPLIED)
-                    for d in _merge(results, spec)
+                    for d in merged(results, spec)
                 ]
             )
         return found

@@ -13,6 +13,7 @@ docs/benchmarks/2026-12-05-issue24-detection.md.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -182,21 +183,29 @@ def _recognizer_name(result: RecognizerResult) -> str:
     return str((result.recognition_metadata or {}).get("recognizer_name", ""))
 
 
+# Tokens are found by bisecting their start offsets (``tokens_indices``): walking the
+# text's tokens made a spaCy token object per step, for every result.
+
+
 def _token_at(nlp_artifacts: NlpArtifacts | None, start: int) -> Any:
     if nlp_artifacts is None or nlp_artifacts.tokens is None:
         return None
-    for token in nlp_artifacts.tokens:
-        if token.idx == start:
-            return token
-        if token.idx > start:
-            break
+    at = bisect_left(nlp_artifacts.tokens_indices, start)
+    if at < len(nlp_artifacts.tokens_indices) and nlp_artifacts.tokens_indices[at] == start:
+        return nlp_artifacts.tokens[at]
     return None
 
 
 def _tokens_in(nlp_artifacts: NlpArtifacts | None, start: int, end: int) -> list[Any]:
     if nlp_artifacts is None or nlp_artifacts.tokens is None:
         return []
-    return [t for t in nlp_artifacts.tokens if start <= t.idx and t.idx + len(t) <= end]
+    found = []
+    for at in range(bisect_left(nlp_artifacts.tokens_indices, start), len(nlp_artifacts.tokens)):
+        token = nlp_artifacts.tokens[at]
+        if token.idx + len(token) > end:
+            break
+        found.append(token)
+    return found
 
 
 def _in_a_run(token: Any) -> bool:

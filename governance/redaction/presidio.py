@@ -20,7 +20,7 @@ Batching. ``detect`` runs spaCy over many texts with ``nlp.pipe`` and then Presi
 recognizers on each parsed text. ``BATCH_SIZE`` and ``N_PROCESS`` were measured with
 ``bench/redaction_throughput.py`` (docs/benchmarks/2026-11-30.md, "Redaction",
 "Throughput"). The dependency parser is switched off: Presidio reads tokens, lemmas and
-entities, never the parse.
+entities, never the parse; the attribute ruler matches by lookup (``attribute_lookup``).
 
 Memory. Each scan runs in a spaCy memory zone (``_scan``): the strings and lexemes of
 the texts it reads are freed when it ends. Without it spaCy's vocabulary keeps every
@@ -59,11 +59,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from governance.redaction.reuse import FoundBefore
+
 if TYPE_CHECKING:  # the engine's imports cost a second: only when it is loaded
     from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
     from presidio_analyzer.nlp_engine import NlpEngine
 
-    from governance.redaction.recurrence import KnownValues
+    from governance.redaction.recurrence import Candidate, KnownValues
 
 logger = logging.getLogger(__name__)
 
@@ -461,65 +463,6 @@ def _recognizer_name(result: Any) -> str:
     return str((result.recognition_metadata or {}).get("recognizer_name", ""))
 
 
-def _outside_labels(text: str, results: list[Any]) -> list[Any]:
-    """The results that touch no pseudonym already in ``text``: a label is a value
-    replaced, never part of one. (The tagger read "<LOCATION_3> Bay" as a place and the
-    span's bounds kept "> Bay": replaced, it left "<LOCATION_3<LOCATION_9>".)"""
-    from governance.redaction.labels import LABEL  # labels imports this module
-
-    if "<" not in text:
-        return results
-    labels = [(m.start(), m.end()) for m in LABEL.finditer(text)]
-    return [r for r in results if not any(r.start < end and start < r.end for start, end in labels)]
-
-
-def _merge(results: Sequence[Any], spec: PolicySpec) -> list[Detection]:
-    """Resolve overlapping recognizer results into non-overlapping detections."""
-    candidates = []
-    for result in results:
-        operator = spec.operator_for(result.entity_type)
-        status = spec.status_for(result.score, operator)
-        if status is not None and result.end > result.start:
-            candidates.append((result, operator, status))
-    candidates.sort(key=lambda c: (c[0].start, -c[0].end))
-    groups: list[list[tuple[Any, str, str]]] = []
-    group_end = -1
-    for candidate in candidates:
-        if groups and candidate[0].start < group_end:
-            groups[-1].append(candidate)
-            group_end = max(group_end, candidate[0].end)
-        else:
-            groups.append([candidate])
-            group_end = candidate[0].end
-    detections = []
-    for group in groups:
-        # The span that acts is the most certain one, preferring one that removes the
-        # value: a "keep" type must not shield an overlapping type the policy redacts.
-        # On a tie the workspace's own recognizer wins: it names what the span is there.
-        result, operator, status = max(
-            group,
-            key=lambda c: (
-                c[1] != "keep",
-                c[0].score,
-                _recognizer_name(c[0]).startswith(CUSTOM_PREFIX),
-                c[0].end - c[0].start,
-                c[0].entity_type,
-            ),
-        )
-        detections.append(
-            Detection(
-                entity_type=result.entity_type,
-                start=min(c[0].start for c in group),
-                end=max(c[0].end for c in group),
-                score=float(result.score),
-                recognizer=_recognizer_name(result)[:100],
-                operator=operator,
-                status=status,
-            )
-        )
-    return detections
-
-
 # --- the engine ------------------------------------------------------------------------------
 
 
@@ -541,10 +484,9 @@ class RedactionEngine:
     def __init__(self, model_name: str) -> None:
         import spacy.util
         from presidio_analyzer import AnalyzerEngine
-        from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
         from presidio_analyzer.nlp_engine import NlpEngineProvider
 
-        from governance.redaction import name_recognizers, recognizers
+        from governance.redaction import analyzer, attribute_lookup, name_recognizers, recognizers
 
         if not spacy.util.is_package(model_name):
             raise ImproperlyConfigured(
@@ -570,9 +512,11 @@ class RedactionEngine:
         nlp = self.nlp_engine.get_nlp(LANGUAGE)  # type: ignore[attr-defined]  # on SpacyNlpEngine, not NlpEngine
         if "parser" in nlp.pipe_names:
             nlp.disable_pipe("parser")
-        registry = recognizers.OrderedRegistry(supported_languages=[LANGUAGE])
+        attribute_lookup.install(nlp)
+        registry = analyzer.OrderedRegistry(supported_languages=[LANGUAGE])
         registry.load_predefined_recognizers(languages=[LANGUAGE], nlp_engine=self.nlp_engine)
         registry.remove_recognizer("PhoneRecognizer")
+        analyzer.guard_pattern_recognizers(registry)
         for recognizer in recognizers.recognizers() + name_recognizers.recognizers():
             registry.add_recognizer(recognizer)
         self.analyzer: AnalyzerEngine = AnalyzerEngine(
@@ -582,13 +526,14 @@ class RedactionEngine:
             # Context words match whole lemmas: matched as substrings (Presidio's
             # default), the US passport recognizer's "us" is found in "customer" and
             # "business", and any nine-digit number near them became a passport number.
-            context_aware_enhancer=LemmaContextAwareEnhancer(context_matching_mode="whole_word"),
+            context_aware_enhancer=analyzer.ContextEnhancer(context_matching_mode="whole_word"),
         )
         self._ad_hoc_cache: OrderedDict[
             tuple[tuple[CustomRecognizer, ...], tuple[str, ...]], list[EntityRecognizer]
         ] = OrderedDict()
         self._lock = threading.Lock()
         self._scan_lock = threading.Lock()
+        self.found_before = FoundBefore()
 
     @property
     def nlp(self) -> Any:
@@ -647,10 +592,17 @@ class RedactionEngine:
         batch_size: int = BATCH_SIZE,
         n_process: int = N_PROCESS,
         known: KnownValues | None = None,
+        reuse: bool = False,
     ) -> list[list[Detection]]:
         """Detections per text, in order (``detect_within`` with no time limit)."""
         found = self.detect_within(
-            texts, spec=spec, seconds=None, batch_size=batch_size, n_process=n_process, known=known
+            texts,
+            spec=spec,
+            seconds=None,
+            batch_size=batch_size,
+            n_process=n_process,
+            known=known,
+            reuse=reuse,
         )
         return [detections or [] for detections in found]
 
@@ -663,15 +615,23 @@ class RedactionEngine:
         batch_size: int = BATCH_SIZE,
         n_process: int = N_PROCESS,
         known: KnownValues | None = None,
+        reuse: bool = False,
     ) -> list[list[Detection] | None]:
         """Detections per text, in order; None for a text that could not be read in
         ``seconds`` (None: no limit). Texts are read in bounded pieces
-        (``governance.redaction.pieces.read_in_pieces``)."""
+        (``governance.redaction.pieces.read_in_pieces``). With ``reuse``, a text (or a
+        piece) read before, in this process, with the same policy and names held, is not
+        read again, nor twice in one batch (``governance.redaction.reuse``)."""
         from governance.redaction.pieces import read_in_pieces
 
         def read(batch: list[str], processes: int) -> list[list[Detection]]:
             return self._read(
-                batch, spec=spec, batch_size=batch_size, n_process=processes, known=known
+                batch,
+                spec=spec,
+                batch_size=batch_size,
+                n_process=processes,
+                known=known,
+                reuse=reuse,
             )
 
         with self._scan():
@@ -685,13 +645,49 @@ class RedactionEngine:
         batch_size: int,
         n_process: int,
         known: KnownValues | None,
+        reuse: bool,
     ) -> list[list[Detection]]:
         """Detections per text, for texts of one piece each, inside ``_scan``: spaCy over
         the batch, then the recognizers and the context rules, then the other places of
         the names found (``governance.redaction.recurrence``), put through the same rules:
         in the same text, and, with ``known`` (the workspace's pseudonym mapping), wherever
         a name the workspace holds a pseudonym for recurs."""
-        from governance.redaction.recurrence import RECURRING_TYPES, candidates, recurrences
+        from governance.redaction.recurrence import RECURRING_TYPES, candidates
+
+        if not texts:
+            return []
+        found = [candidates(text) for text in texts]
+        held: dict[str, str] = {}
+        types = [t for t in RECURRING_TYPES if t in spec.analysed_entities]
+        if known is not None and types:
+            pairs = sorted({(t, c[2]) for cs in found for c in cs for t in types})
+            held = {
+                " ".join(value.casefold().split()): entity_type
+                for entity_type, value in sorted(known.held(pairs))
+            }
+
+        def analyse(indices: list[int]) -> list[list[Detection]]:
+            return self._analyse(
+                [(texts[i], found[i]) for i in indices], spec, held, batch_size, n_process
+            )
+
+        if not reuse:
+            return analyse(list(range(len(texts))))
+        keys = [self.found_before.key(spec, t, c, held) for t, c in zip(texts, found, strict=True)]
+        return self.found_before.read_once(keys, analyse)
+
+    def _analyse(
+        self,
+        texts: list[tuple[str, list[Candidate]]],
+        spec: PolicySpec,
+        held: dict[str, str],
+        batch_size: int,
+        n_process: int,
+    ) -> list[list[Detection]]:
+        """``_read`` of texts with their recurrence candidates, and ``held``, the names
+        the workspace holds pseudonyms for among them."""
+        from governance.redaction.overlaps import merged, outside_labels
+        from governance.redaction.recurrence import recurrences
 
         if not texts:
             return []
@@ -700,10 +696,12 @@ class RedactionEngine:
         allow_list = list(spec.allow_list) or None
         detections: list[list[Detection]] = []
         parsed = self.nlp_engine.process_batch(
-            list(texts), language=LANGUAGE, batch_size=batch_size, n_process=n_process
+            [text for text, _ in texts],
+            language=LANGUAGE,
+            batch_size=batch_size,
+            n_process=n_process,
         )
-        analysed = []
-        for text, artifacts in parsed:
+        for (text, artifacts), (_, candidates_here) in zip(parsed, texts, strict=True):
             results = self.analyzer.analyze(
                 text=text,
                 language=LANGUAGE,
@@ -713,24 +711,14 @@ class RedactionEngine:
                 ad_hoc_recognizers=ad_hoc,
                 allow_list=allow_list,
             )
-            analysed.append((text, artifacts, self._rescore(text, results, artifacts)))
-        found = [candidates(text) for text, *_ in analysed]
-        held: dict[str, str] = {}
-        types = [t for t in RECURRING_TYPES if t in entities]
-        if known is not None and types:
-            pairs = sorted({(t, c[2]) for cs in found for c in cs for t in types})
-            held = {
-                " ".join(value.casefold().split()): entity_type
-                for entity_type, value in sorted(known.held(pairs))
-            }
-        for (text, artifacts, results), candidates_here in zip(analysed, found, strict=True):
+            results = self._rescore(text, results, artifacts)
             again = recurrences(
                 text, results, found=candidates_here, tokens=artifacts.tokens, held=held
             )
             if allow_list:
                 again = [r for r in again if text[r.start : r.end] not in allow_list]
             results = results + self._rescore(text, again, artifacts)
-            detections.append(_merge(_outside_labels(text, results), spec))
+            detections.append(merged(outside_labels(text, results), spec))
         return detections
 
     def _rescore(

@@ -18,6 +18,12 @@ A write asks for the scan of its messages with one ScanRequest row, deleted once
 are scanned. A scan is *current* when the message has a MessageScan row whose digest is
 that of its content now and whose policy version is the policy's version now. The Observer
 never depends on the worker: it scans whatever is not current itself, before reading.
+
+What a scan reads: a task takes the requests of its workspace still waiting, whatever
+their conversation, up to ``TASK_BATCH`` messages, and spaCy reads them as one batch; a
+message already current is not read, and a text the process read before for the same
+policy (a greeting, a signature, a tool's output in many messages) is not read again
+(``governance.redaction.reuse``), in the same batch or a later one.
 """
 
 from __future__ import annotations
@@ -161,6 +167,8 @@ def messages_scan(
     if not stale:
         return outcome
     spec = presidio.PolicySpec.of(policy)
+    # A text the process read before for this policy (a greeting, a signature, a tool's
+    # output in many messages) is not read again; ``force`` reads everything anew.
     detections = presidio.engine().detect_within(
         [m.content for m in stale],
         spec=spec,
@@ -168,6 +176,7 @@ def messages_scan(
         batch_size=batch_size,
         n_process=n_process,
         known=WorkspacePseudonyms(policy.workspace_id, allocate=False),
+        reuse=not force,
     )
     now = timezone.now()
     with transaction.atomic():

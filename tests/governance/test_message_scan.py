@@ -25,10 +25,13 @@ from governance.models import (
 from governance.redaction import presidio, scan
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.presidio import RedactionEngine
+from governance.redaction.preview import redaction_preview
+from governance.redaction.pseudonyms import WorkspacePseudonyms
 from governance.tasks import message_scan_task
 from memory.models import Conversation, Message, Observation, Reflection
 from memory.pipeline.observer import observer_run_execute
 from memory.pipeline.scheduling import observer_schedule
+from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 from tests.governance.builders import set_policy
 from tests.resilience.redis_server import DEAD_REDIS
@@ -51,6 +54,21 @@ def detect_calls(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(RedactionEngine, "detect_within", spy)
     return calls
+
+
+@pytest.fixture
+def texts_read(monkeypatch) -> list[int]:
+    """How many texts each spaCy batch of the engine read."""
+    nlp_engine = presidio.engine().nlp_engine
+    batches: list[int] = []
+    original = nlp_engine.process_batch
+
+    def spy(texts, **kwargs):
+        batches.append(len(texts))
+        return original(texts, **kwargs)
+
+    monkeypatch.setattr(nlp_engine, "process_batch", spy)
+    return batches
 
 
 def _write(conversation: Conversation, *texts: str) -> list[Message]:
@@ -167,6 +185,65 @@ def test_one_task_scans_what_arrived_together(conversation, detect_calls):
     assert detect_calls == [3]
     assert {f.target_id for f in RedactionFinding.objects.all()} == {first.pk, third.pk}
     assert second.pk not in {f.target_id for f in RedactionFinding.objects.all()}
+
+
+def test_a_text_is_read_once_however_many_messages_and_conversations_hold_it(workspace, texts_read):
+    first, second, later = (
+        conversation_create(workspace=workspace, user_id=user) for user in ("dana", "eli", "fay")
+    )
+    _write(first, TEXT, CLEAN)
+    _write(second, TEXT)
+    requests = list(ScanRequest.objects.order_by("pk").values_list("pk", flat=True))
+
+    # Both conversations' messages in one batch, and the text they share read once.
+    assert message_scan_task.apply(args=[requests[:1]]).get()["scanned"] == 3
+    assert texts_read == [2]
+    # Written later, in another conversation: found as before, without reading it again.
+    [again] = _write(later, TEXT)
+    pending = list(ScanRequest.objects.values_list("pk", flat=True))
+    assert message_scan_task.apply(args=[pending]).get() == {
+        "scanned": 1,
+        "reused": 0,
+        "findings": 2,
+    }
+    assert texts_read == [2]
+    for message in Message.objects.filter(content=TEXT):
+        assert _detected(target_id=message.pk) == {"CREDIT_CARD", "EMAIL_ADDRESS"}
+    assert AuditEvent.objects.filter(action="message.scan", target_id=str(later.pk)).count() == 1
+    assert MessageScan.objects.get(message_id=again.pk).findings == 2
+    # A policy that detects other types reads it anew; so does a preview (a request that
+    # answers at once: never sooner for a text someone else wrote).
+    set_policy(workspace, entities=["EMAIL_ADDRESS"])
+    assert message_scan_task.apply(args=[pending]).get()["scanned"] == 0  # done already
+    scan.messages_scan(
+        policy=redaction_policy_get_or_create(workspace_id=workspace.pk), messages=[again]
+    )
+    assert texts_read == [2, 1]
+    assert _detected(target_id=again.pk) == {"EMAIL_ADDRESS"}
+    redaction_preview(workspace_id=workspace.pk, text=TEXT)
+    assert texts_read == [2, 1, 1]
+
+
+def test_a_name_the_workspace_learnt_is_found_where_a_text_read_before_comes_again(
+    workspace, texts_read
+):
+    text = "Zorbo Quill again?"
+    first, second, third = (
+        conversation_create(workspace=workspace, user_id=user) for user in ("dana", "eli", "fay")
+    )
+    policy = redaction_policy_get_or_create(workspace_id=workspace.pk)
+    scan.messages_scan(policy=policy, messages=_write(first, text))
+    scan.messages_scan(policy=policy, messages=_write(second, text))
+    assert texts_read == [1] and not RedactionFinding.objects.exists()
+
+    WorkspacePseudonyms(workspace.pk).label("PERSON", "Zorbo Quill")
+    [message] = _write(third, text)
+    scan.messages_scan(policy=policy, messages=[message])
+
+    assert texts_read == [1, 1]
+    [finding] = RedactionFinding.objects.filter(target_id=message.pk)
+    assert (finding.entity_type, finding.start, finding.end) == ("PERSON", 0, 11)
+    assert finding.recognizer == "KnownPseudonym"
 
 
 def _sent_scans(sent: list[tuple[str, list]]) -> list[list]:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from governance.redaction import presidio
+from governance.redaction import analyzer, presidio
 from governance.redaction.presidio import PolicySpec, engine, redact_text, shift_offset
+from tests.governance.evaluation_data import data_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = PolicySpec(workspace_id="w1", version=1)
@@ -296,6 +297,68 @@ def test_a_text_is_redacted_the_same_whatever_order_presidio_hands_the_recognize
         return list(reversed(handed_out(self, *args, **kwargs)))
 
     monkeypatch.setattr(RecognizerRegistry, "get_recognizers", reversed_order)
+    engine().analyzer.registry.forget_choices()  # ask Presidio again, in its new order
     [second] = engine().detect([text], spec=SPEC)
     assert second == first
     assert [text[d.start : d.end] for d in first] == ["Okafor"]
+
+
+# --- what the engine skips, and what it must still find -------------------------------------
+
+# The attribute ruler's rules of several tokens and of words matched by a pattern, and
+# spaces, which the corpus holds too few of.
+RULER_CASES = [
+    "I'm gonna go, y'all. Let's c'mon! He ain't here, gotta run.",
+    "It gets done; she got it. Nothin' to it, nuthin' at all.",
+    "Line one\n\n   line two\twith a tab. There is a cat; there are two.",
+    "",
+    "   ",
+]
+
+
+def _contextual_texts(count: int) -> list[str]:
+    corpus = data_file("pii/contextual_anonymizer/spans_clean.json")
+    return [item["text"] for item in json.loads(corpus.read_text())][:count]
+
+
+def test_the_engine_reads_every_word_as_spacy_s_own_pipeline_does():
+    """The attribute ruler matches by lookup in the engine (attribute_lookup): every
+    part of speech, lemma and morphology must be the stock pipeline's."""
+    import spacy
+
+    stock = spacy.load(engine().model_name, exclude=["parser"])
+    texts = RULER_CASES + _contextual_texts(300)
+
+    for ours, theirs in zip(engine().nlp.pipe(texts), stock.pipe(texts), strict=True):
+        assert [(t.pos_, t.tag_, str(t.morph), t.lemma_) for t in ours] == [
+            (t.pos_, t.tag_, str(t.morph), t.lemma_) for t in theirs
+        ], ours.text
+
+
+def test_presidio_s_pattern_recognizers_are_skipped_only_where_they_cannot_match():
+    """Each guarded recognizer (analyzer.PATTERN_GUARDS) is guarded in the loaded engine,
+    so its patterns are the ones read; and, run unguarded, it finds nothing in texts that
+    lack what its guard asks for."""
+    from presidio_analyzer import RecognizerRegistry
+
+    guarded = {
+        type(r).__name__ for r in engine().analyzer.registry.recognizers if "analyze" in vars(r)
+    }
+    assert guarded == set(analyzer.PATTERN_GUARDS)
+
+    stock = RecognizerRegistry(supported_languages=["en"])
+    stock.load_predefined_recognizers(languages=["en"])
+    texts = _contextual_texts(1000) + RULER_CASES
+    for recognizer in stock.recognizers:
+        guard = analyzer.PATTERN_GUARDS.get(type(recognizer).__name__)
+        if guard is None:
+            continue
+        can_match = guard[1]
+        for text in texts:
+            for stripped in (
+                "".join(ch for ch in text if not ch.isdigit()),
+                text.replace("@", " "),
+                "".join(ch for ch in text if not ch.isdigit() and ch != ":"),
+            ):
+                if not can_match(stripped):
+                    assert recognizer.analyze(stripped, recognizer.supported_entities) == []
