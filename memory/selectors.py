@@ -92,6 +92,25 @@ def _instance(model: type[ModelT], fields: list[Field], values: Sequence[Any]) -
     return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
+def _conversation_row(sql: str, pk: uuid.UUID, workspace_id: Any) -> Sequence[Any]:
+    """The one row ``sql`` (a statement written out, taking the conversation's id and its
+    workspace's) returns, or "not found"."""
+    uuid_field = Conversation._meta.pk
+    assert uuid_field is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql,
+            [
+                uuid_field.get_db_prep_value(pk, connection),
+                uuid_field.get_db_prep_value(workspace_id, connection),
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise _conversation_not_found()
+    return row
+
+
 def conversation_get_with_workspace(*, workspace_id: Any, conversation_id: str) -> Conversation:
     """``conversation_get`` for a caller that has the workspace's id only: the workspace
     comes in the same query."""
@@ -109,19 +128,7 @@ def conversation_and_policy_flags(
     message write, written out 0.1 ms (bench/request_path.py)."""
     pk = parse_uuid(conversation_id, field="conversation_id")
     sql, fields, workspace_fields = _conversation_lookup(connection.vendor)
-    uuid_field = Conversation._meta.pk
-    assert uuid_field is not None
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql,
-            [
-                uuid_field.get_db_prep_value(pk, connection),
-                uuid_field.get_db_prep_value(workspace_id, connection),
-            ],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise _conversation_not_found()
+    row = _conversation_row(sql, pk, workspace_id)
     split = len(fields)
     conversation = _instance(Conversation, fields, row[:split])
     conversation.workspace = _instance(
@@ -158,19 +165,7 @@ def context_versions(*, workspace_id: Any, conversation_id: str) -> ContextVersi
         f'FROM "{conversation_table}" c JOIN "{workspace_table}" w ON w.id = c.workspace_id '
         f"WHERE c.id = %s AND c.workspace_id = %s"
     )
-    uuid_field = Conversation._meta.pk
-    assert uuid_field is not None
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql,
-            [
-                uuid_field.get_db_prep_value(pk, connection),
-                uuid_field.get_db_prep_value(workspace_id, connection),
-            ],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise _conversation_not_found()
+    row = _conversation_row(sql, pk, workspace_id)
     last_seq, memory_version, context_max_tokens, reidentified = row
     return ContextVersions(pk, last_seq, memory_version, context_max_tokens, bool(reidentified))
 
