@@ -105,7 +105,7 @@ def _conversation_row(sql: str, pk: uuid.UUID, workspace_id: Any) -> Sequence[An
                 uuid_field.get_db_prep_value(workspace_id, connection),
             ],
         )
-        row = cursor.fetchone()
+        row: Sequence[Any] | None = cursor.fetchone()
     if row is None:
         raise _conversation_not_found()
     return row
