@@ -13,13 +13,13 @@ last seq counted are added to them.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from django.core.cache import cache
 from django.db.models import Count, Max, Sum
 
 from dashboard.selectors.conversations import TierStats
+from dashboard.selectors.notes import observation_tally
 from memory.models import (
     Conversation,
     Message,
@@ -57,19 +57,7 @@ def _messages_after(conversation: Conversation, seq: int) -> dict[str, int]:
 
 def _count(conversation: Conversation) -> ConversationFigures:
     messages = _messages_after(conversation, 0)
-    observation_counts: dict[str, int] = defaultdict(int)
-    observation_tokens = 0
-    rows = (
-        Observation.objects.filter(conversation=conversation)
-        .order_by()
-        .values_list("status", "priority")
-        .annotate(n=Count("pk"), tokens=Sum("token_count"))
-    )
-    for status, priority, n, tokens in rows:
-        observation_counts[status] += n
-        observation_counts[priority] += n
-        if status == Observation.Status.ACTIVE:
-            observation_tokens += tokens or 0
+    observation_counts, observation_tokens = observation_tally(conversation=conversation)
     reflections = {
         status: (n, tokens or 0)
         for status, n, tokens in Reflection.objects.filter(conversation=conversation)
@@ -88,7 +76,7 @@ def _count(conversation: Conversation) -> ConversationFigures:
         stats=TierStats(
             message_count=messages["n"],
             message_tokens=messages["tokens"],
-            observation_count=observation_counts[Observation.Status.ACTIVE],
+            observation_count=observation_counts.get(Observation.Status.ACTIVE, 0),
             observation_tokens=observation_tokens,
             reflection_count=active_reflections[0],
             reflection_tokens=active_reflections[1],
@@ -96,7 +84,7 @@ def _count(conversation: Conversation) -> ConversationFigures:
             pin_tokens=pins["tokens"] or 0,
             observed_tokens=observed["tokens"] or 0,
         ),
-        observation_counts=dict(observation_counts),
+        observation_counts=observation_counts,
         reflections_stale=reflections.get(Reflection.Status.STALE, (0, 0))[0],
         memory_version=conversation.memory_version,
         through_seq=messages["last"],

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, F, OuterRef, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, QuerySet, Sum
 
 from dashboard.selectors.users import user_labels
 from governance.models import AuditEvent
@@ -116,20 +116,29 @@ def reflection_sources(*, conversation: Conversation, reflection: Reflection) ->
     )
 
 
-def observation_counts(*, conversation: Conversation) -> dict[str, int]:
+def observation_tally(*, conversation: Conversation) -> tuple[dict[str, int], int]:
     """How many observations are active (served) and reflected (condensed into a
-    reflection), and how many of each priority, for the column's heading and filter."""
+    reflection), and how many of each priority, for the column's heading and filter;
+    and the tokens of the active ones. One grouped query."""
     counts: dict[str, int] = defaultdict(int)
+    active_tokens = 0
     rows = (
         Observation.objects.filter(conversation=conversation)
         .order_by()
         .values_list("status", "priority")
-        .annotate(n=Count("pk"))
+        .annotate(n=Count("pk"), tokens=Sum("token_count"))
     )
-    for status, priority, n in rows:
+    for status, priority, n, tokens in rows:
         counts[status] += n
         counts[priority] += n
-    return counts
+        if status == Observation.Status.ACTIVE:
+            active_tokens += tokens or 0
+    return counts, active_tokens
+
+
+def observation_counts(*, conversation: Conversation) -> dict[str, int]:
+    """``observation_tally``'s counts."""
+    return observation_tally(conversation=conversation)[0]
 
 
 def mark_served_in_place(*, conversation: Conversation, observations: list[Observation]) -> None:
