@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachetools import LRUCache
 from django.core.cache import cache
 
 from memory.context.rendering import MemoryBlock, RenderedContext, Tail
+
+if TYPE_CHECKING:
+    from memory.context.extension import Extendable
 
 CACHE_SECONDS = 3600
 # Part of every cache key here: a change to the rendered shapes bumps it, so a server
@@ -59,6 +62,15 @@ LOCAL_BODY_BYTES_KEPT = 16 * 1024 * 1024
 _BODIES: LRUCache[str, RenderedContext] = LRUCache(
     maxsize=LOCAL_BODY_BYTES_KEPT, getsizeof=_body_size
 )
+# What extends the newest body of each slot this worker rendered or extended by newer
+# messages (memory/context/extension.py), bounded by the size of the bodies they lay out.
+# Under a busy writer every read of a slot whose entry was pushed out renders the whole
+# tail again: 16 conversations' bodies of 500 KB each (a 32,000-token budget) did not fit
+# in 16 MB counted twice.
+LOCAL_EXTENDABLE_BYTES_KEPT = 32 * 1024 * 1024
+_EXTENDABLE: LRUCache[str, Extendable] = LRUCache(
+    maxsize=LOCAL_EXTENDABLE_BYTES_KEPT, getsizeof=lambda kept: kept.size
+)
 # cachetools' caches are not thread-safe; gthread workers serve reads in threads.
 _local_lock = threading.Lock()
 
@@ -69,6 +81,7 @@ def local_clear() -> None:
         _LOCAL.clear()
         _TAIL_KEYS.clear()
         _BODIES.clear()
+        _EXTENDABLE.clear()
         _LISTED.clear()
 
 
@@ -101,6 +114,18 @@ def local_body_put(key: str, rendered: RenderedContext) -> None:
     with _local_lock:
         if key not in _BODIES:
             _BODIES[key] = rendered
+
+
+def local_extendable_get(slot: str) -> Extendable | None:
+    with _local_lock:
+        return _EXTENDABLE.get(slot)
+
+
+def local_extendable_put(slot: str, kept: Extendable) -> None:
+    if kept.size > LOCAL_EXTENDABLE_BYTES_KEPT // 8:
+        return
+    with _local_lock:
+        _EXTENDABLE[slot] = kept
 
 
 # The key of each conversation's latest tail in this worker: a tail of an older
@@ -186,7 +211,7 @@ def caches_forget(owner_ids: Any) -> int:
     if not ids:
         return 0
     with _local_lock:
-        for store in (_LOCAL, _BODIES):
+        for store in (_LOCAL, _BODIES, _EXTENDABLE):
             for key in [k for k in store if _owner_of(k) in ids]:
                 store.pop(key, None)
         for pair in [p for p in _TAIL_KEYS if str(p[0]) in ids]:

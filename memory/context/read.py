@@ -21,11 +21,14 @@ from memory.context.caches import (
     latest_tail_key_set,
     local_body_get,
     local_body_put,
+    local_extendable_get,
+    local_extendable_put,
     local_get,
     local_put,
     shared_get,
     shared_put,
 )
+from memory.context.extension import extend, render_extendable
 from memory.context.rendering import (
     FORMATS,
     Fitted,
@@ -33,7 +36,6 @@ from memory.context.rendering import (
     RenderedContext,
     Tail,
     memory_block,
-    render,
 )
 from memory.context.tiers import Reidentifies, memory_tiers, recent_messages, reidentify_items
 from memory.models import Conversation
@@ -183,10 +185,81 @@ def _body_key(
     )
 
 
-def _cached_body(key: _BodyKey) -> RenderedContext | None:
-    rendered: RenderedContext | None = local_body_get(key.local) or shared_get(key.slot, key.stamp)
+def _shared_body(key: _BodyKey) -> RenderedContext | None:
+    rendered: RenderedContext | None = shared_get(key.slot, key.stamp)
     if rendered is not None:
         local_body_put(key.local, rendered)
+    return rendered
+
+
+def _extended_body(
+    source: _Source, key: _BodyKey, reidentifier: Reidentifies | None
+) -> RenderedContext | None:
+    """The body this worker rendered last for the slot, extended by the messages written
+    since (memory/context/extension.py); None when it keeps none to extend, or the budget
+    would drop something once they are in. Kept in the worker only: putting a body of
+    hundreds of KB in the shared cache on every write costs more than the extension."""
+    versions = source.versions
+    kept = local_extendable_get(key.slot)
+    if (
+        kept is None
+        or not kept.matches(memory_version=versions.memory_version, today=key.today)
+        # The same body (pushed out of the bodies kept: rendered again, as rarely as
+        # that), or one ahead of the versions read (rendered from a newer commit).
+        or kept.through_seq >= versions.last_seq
+    ):
+        return None
+    # Read by seq and id, apart from the tail: a worker keeps a bounded number of tails,
+    # and one pushed out would be read whole again (thousands of messages under a writer).
+    new = list(
+        unobserved_messages_between(
+            conversation_id=source.pk,
+            intervals=kept.intervals,
+            after_seq=kept.through_seq,
+            through_seq=versions.last_seq,
+        )
+    )
+    if reidentifier is not None:
+        reidentify_items(reidentifier, new)
+    extended = extend(kept, new, wires={}, through_seq=versions.last_seq)
+    if extended is None:
+        return None
+    rendered, kept = extended
+    local_extendable_put(key.slot, kept)
+    local_body_put(key.local, rendered)
+    return rendered
+
+
+def _rendered_body(
+    source: _Source,
+    key: _BodyKey,
+    fmt: str,
+    max_tokens: int | None,
+    reidentifier: Reidentifies | None,
+) -> RenderedContext:
+    """The body rendered from the memory block and the tail (each from its cache when
+    there), kept in both caches, and kept to extend."""
+    versions = source.versions
+    block = _memory_block_cached(
+        source, fmt=fmt, today=key.today, names=key.names, reidentifier=reidentifier
+    )
+    tail = _recent_cached(source, names=key.names, reidentifier=reidentifier)
+    fitted, wires = _fit_tail(source, block, tail, max_tokens, reidentifier)
+    rendered, kept = render_extendable(
+        versions.conversation_id,
+        fitted=fitted,
+        wires=wires,
+        fmt=fmt,
+        max_tokens=max_tokens,
+        intervals=tail.intervals,
+        through_seq=versions.last_seq,
+        memory_version=versions.memory_version,
+        today=key.today,
+    )
+    shared_put(key.slot, key.stamp, rendered)
+    local_body_put(key.local, rendered)
+    if kept is not None:
+        local_extendable_put(key.slot, kept)
     return rendered
 
 
@@ -203,9 +276,10 @@ def context_for_versions(
     that finds its body, or its memory block and tail, loads nothing). Without
     ``max_tokens``, the workspace's default budget applies (if it has one).
 
-    The whole body is cached stamped with every version it depends on; the memory block
-    apart from it with the versions memory depends on, so a message write re-renders
-    only the tail. The shared cache keeps the newest of each (``shared_get``)."""
+    In order: the body this worker keeps for these versions; the one it rendered last
+    for the slot, extended by the messages written since; the shared cache's (it keeps
+    the newest render of each slot, ``shared_get``); a render, from the memory block
+    (cached apart, with the versions memory depends on) and the tail."""
     if max_tokens is None:
         max_tokens = versions.context_max_tokens
     key = _body_key(
@@ -216,23 +290,13 @@ def context_for_versions(
         max_tokens=max_tokens,
         reidentifier=reidentifier,
     )
-    rendered = _cached_body(key)
+    rendered = local_body_get(key.local)
+    if rendered is not None:
+        return rendered
+    source = _Source(versions, load)
+    rendered = _extended_body(source, key, reidentifier) or _shared_body(key)
     if rendered is None:
-        source = _Source(versions, load)
-        block = _memory_block_cached(
-            source, fmt=fmt, today=key.today, names=key.names, reidentifier=reidentifier
-        )
-        tail = _recent_cached(source, names=key.names, reidentifier=reidentifier)
-        fitted, wires = _fit_tail(source, block, tail, max_tokens, reidentifier)
-        rendered = render(
-            versions.conversation_id,
-            fitted=fitted,
-            wires=wires,
-            fmt=fmt,
-            max_tokens=max_tokens,
-        )
-        shared_put(key.slot, key.stamp, rendered)
-        local_body_put(key.local, rendered)
+        rendered = _rendered_body(source, key, fmt, max_tokens, reidentifier)
     return rendered
 
 

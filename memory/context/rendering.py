@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
 from typing import Any
@@ -172,62 +172,75 @@ def _memory_sections(fitted: Fitted) -> list[str]:
     return sections
 
 
-def _render_text(fitted: Fitted) -> str:
+def text_line(message: Message) -> str:
+    return f"[{speaker_label(message)}] {message.content}"
+
+
+def _text_layout(fitted: Fitted) -> Layout:
     """The block the neo4j-agent-memory client builds from the JSON context, byte for byte,
     but for the speaker's name beside the role of a message that names one."""
     parts = _memory_sections(fitted)
-    if fitted.recent:
-        parts.append(
-            "## Recent Messages\n"
-            + "\n".join(f"[{speaker_label(m)}] {m.content}" for m in fitted.recent)
-        )
-    return "\n\n".join(parts)
+    if not fitted.recent:
+        return Layout("\n\n".join(parts), [], [], "\n", "")
+    head = "".join(part + "\n\n" for part in parts) + "## Recent Messages\n"
+    return Layout(head, [], [text_line(m) for m in fitted.recent], "\n", "")
 
 
-def _render_messages(fitted: Fitted) -> list[dict[str, Any]]:
-    """An OpenAI chat ``messages`` array: the memory as one system message, then the turns.
+def chat_turn(message: Message, open_calls: set[str]) -> str:
+    """One turn of the ``messages`` format as JSON; ``open_calls``: the ids of the tool
+    calls earlier assistant turns made, updated with this turn's.
 
     OpenAI accepts a ``tool`` message only as the answer to a ``tool_calls`` entry of an
     earlier assistant message. Assistant messages carry those calls in
     ``metadata.toolCalls``; a tool result whose call is not in the array (never sent, or
     trimmed away) becomes a user message that names the tool, so the array stays valid.
     A turn whose message names its speaker carries the name as OpenAI takes it
-    (``chat_name``).
-    """
-    chat: list[dict[str, Any]] = []
+    (``chat_name``)."""
+    turn: dict[str, Any] = {"role": message.role, "content": message.content}
+    tool_calls = tool_calls_of(message)
+    if tool_calls:
+        turn["tool_calls"] = tool_calls
+        open_calls.update(str(c.get("id")) for c in tool_calls if isinstance(c, dict))
+    elif message.role == Message.Role.TOOL:
+        if message.tool_call_id and message.tool_call_id in open_calls:
+            turn["tool_call_id"] = message.tool_call_id
+        else:
+            turn = {"role": "user", "content": tool_result_text(message)}
+    if message.name and turn["role"] != Message.Role.TOOL:
+        name = chat_name(message.name)
+        if name:
+            turn["name"] = name
+    return _dumps(turn)
+
+
+def tool_calls_of(message: Message) -> list[Any]:
+    """The tool calls an assistant message made (``metadata.toolCalls``), or []."""
+    if message.role != Message.Role.ASSISTANT:
+        return []
+    tool_calls = (message.metadata or {}).get("toolCalls")
+    return tool_calls if isinstance(tool_calls, list) else []
+
+
+def _messages_layout(fitted: Fitted, max_tokens: int | None) -> Layout:
+    """An OpenAI chat ``messages`` array: the memory as one system message, then the turns
+    (``chat_turn``); ``json.dumps`` of ``{"messages": [...], **budget}``, byte for byte."""
+    lead = []
     memory_parts = _memory_sections(fitted)
     if memory_parts:
-        chat.append(
-            {"role": "system", "content": MEMORY_BLOCK_HEADER + "\n\n" + "\n\n".join(memory_parts)}
-        )
+        system = MEMORY_BLOCK_HEADER + "\n\n" + "\n\n".join(memory_parts)
+        lead.append(_dumps({"role": "system", "content": system}))
     open_calls: set[str] = set()
-    for message in fitted.recent:
-        turn: dict[str, Any] = {"role": message.role, "content": message.content}
-        tool_calls = (message.metadata or {}).get("toolCalls")
-        if message.role == Message.Role.ASSISTANT and isinstance(tool_calls, list) and tool_calls:
-            turn["tool_calls"] = tool_calls
-            open_calls.update(str(c.get("id")) for c in tool_calls if isinstance(c, dict))
-        elif message.role == Message.Role.TOOL:
-            if message.tool_call_id and message.tool_call_id in open_calls:
-                turn["tool_call_id"] = message.tool_call_id
-            else:
-                turn = {"role": "user", "content": tool_result_text(message)}
-        if message.name and turn["role"] != Message.Role.TOOL:
-            name = chat_name(message.name)
-            if name:
-                turn["name"] = name
-        chat.append(turn)
-    return chat
+    turns = [chat_turn(m, open_calls) for m in fitted.recent]
+    end = json_end(max_tokens, fitted.token_count, fitted.dropped)
+    return Layout('{"messages":[', lead, turns, ",", end, open_calls)
 
 
-def _render_json(conversation_id: Any, fitted: Fitted, wires: dict[Any, str]) -> str:
+def _json_layout(
+    conversation_id: Any, fitted: Fitted, wires: dict[Any, str], max_tokens: int | None
+) -> Layout:
     """``json.dumps`` of the payload, byte for byte, with the memory items' JSON taken from
     the block and each message's from ``wires`` (filled here), rather than encoded again."""
-    recent = ",".join(
-        wires.get(m.pk) or wires.setdefault(m.pk, _dumps(recent_message_to_wire(m)))
-        for m in fitted.recent
-    )
-    return (
+    head = (
         '{"conversationId":'
         + _dumps(str(conversation_id))
         + ',"pins":['
@@ -237,9 +250,47 @@ def _render_json(conversation_id: Any, fitted: Fitted, wires: dict[Any, str]) ->
         + '],"observations":['
         + ",".join(item.rendered for item in fitted.observations)
         + '],"recentMessages":['
-        + recent
-        + "]"
     )
+    pieces = [json_message(m, wires) for m in fitted.recent]
+    end = json_end(max_tokens, fitted.token_count, fitted.dropped)
+    return Layout(head, [], pieces, ",", end)
+
+
+def json_message(message: Message, wires: dict[Any, str]) -> str:
+    """A recent message's JSON, from ``wires`` (where it is kept once encoded)."""
+    wire = wires.get(message.pk)
+    if wire is None:
+        wire = wires[message.pk] = _dumps(recent_message_to_wire(message))
+    return wire
+
+
+def json_end(max_tokens: int | None, token_count: int, dropped: dict[str, int]) -> str:
+    """What follows the recent messages in the JSON formats: the array's end, then the
+    budget, when there is one (``maxTokens``, ``tokenCount``, ``trimmed``)."""
+    if max_tokens is None:
+        return "]}"
+    budget = {"maxTokens": max_tokens, "tokenCount": token_count, "trimmed": dropped}
+    fields = "".join(f",{_dumps(name)}:{_dumps(value)}" for name, value in budget.items())
+    return "]" + fields + "}"
+
+
+@dataclass
+class Layout:
+    """A body as ``head + sep.join(lead + recent) + end``: ``recent`` holds one piece per
+    recent message, last, so a body extends by newer messages' pieces (and drops its
+    oldest, as a budget does) without rendering the rest again
+    (memory/context/extension.py). ``lead``: the messages format's system turn."""
+
+    head: str
+    lead: list[str]
+    recent: list[str]
+    sep: str
+    end: str
+    # The messages format's tool calls the turns made so far (``chat_turn``).
+    open_calls: set[str] = field(default_factory=set)
+
+    def body(self) -> bytes:
+        return (self.head + self.sep.join(self.lead + self.recent) + self.end).encode()
 
 
 @dataclass(frozen=True)
@@ -257,46 +308,51 @@ class Tail:
     trimmed: int = 0
 
 
-def render(
+def layout(
     conversation_id: Any,
     *,
     fitted: Fitted,
     wires: dict[Any, str],
     fmt: str,
     max_tokens: int | None,
-) -> RenderedContext:
-    budget: dict[str, Any] = {}
-    if max_tokens is not None:
-        budget = {
-            "maxTokens": max_tokens,
-            "tokenCount": fitted.token_count,
-            "trimmed": fitted.dropped,
-        }
-
+) -> Layout:
     if fmt == "text":
-        body = _render_text(fitted).encode()
-        content_type = "text/plain; charset=utf-8"
-    else:
-        if fmt == "messages":
-            text = _dumps({"messages": _render_messages(fitted), **budget})
-        else:
-            text = _render_json(conversation_id, fitted, wires)
-            text += "".join(f",{_dumps(name)}:{_dumps(value)}" for name, value in budget.items())
-            text += "}"
-        body = text.encode()
-        content_type = "application/json"
-    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        return _text_layout(fitted)
+    if fmt == "messages":
+        return _messages_layout(fitted, max_tokens)
+    return _json_layout(conversation_id, fitted, wires, max_tokens)
+
+
+CONTENT_TYPES = {
+    "json": "application/json",
+    "messages": "application/json",
+    "text": "text/plain; charset=utf-8",
+}
+
+
+def etag_of(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def memory_digest_of(fitted: Fitted) -> str:
+    """A digest of the memory sections served (pins, reflections, observations)."""
     memory = hashlib.blake2b(digest_size=16)
     for section in (fitted.pins, fitted.reflections, fitted.observations):
         for item in section:
             memory.update(item.rendered.encode())
             memory.update(b"\x1e")
         memory.update(b"\x1d")
+    return memory.hexdigest()
+
+
+def compose(laid: Layout, *, fitted: Fitted, fmt: str) -> RenderedContext:
+    """The body ``laid`` lays out, with its ETag and digests."""
+    body = laid.body()
     return RenderedContext(
         body=body,
-        content_type=content_type,
-        etag=etag,
-        memory_digest=memory.hexdigest(),
+        content_type=CONTENT_TYPES[fmt],
+        etag=etag_of(body),
+        memory_digest=memory_digest_of(fitted),
         token_count=fitted.token_count,
         recent_from_seq=fitted.recent[0].seq if fitted.recent else None,
     )

@@ -483,10 +483,15 @@ def test_a_busy_conversation_keeps_one_body_per_format_in_the_shared_cache(
         == 2
     )
 
-    # Another worker (nothing of its own kept) serves the newest body from the shared
-    # cache without rendering it.
+    # A worker extends its own bodies (memory/context/extension.py) and shares only what
+    # it renders whole: another worker with nothing of its own renders the newest body
+    # once, and a third serves it from the shared cache without rendering it.
     caches.local_clear()
-    monkeypatch.setattr(read, "render", lambda *args, **kwargs: pytest.fail("rendered"))
+    assert api.get(path).content == newest
+    caches.local_clear()
+    monkeypatch.setattr(
+        read, "render_extendable", lambda *args, **kwargs: pytest.fail("rendered")
+    )
     assert api.get(path).content == newest
 
 
