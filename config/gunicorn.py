@@ -93,5 +93,11 @@ def post_worker_init(worker: Any) -> None:
     190,000 objects) are moved out of the collector's sight: they live as long as the
     worker, and every full collection walked them all. A cached context read after a
     write spent 0.8 ms per request in the collector, 0.3 ms with them frozen
-    (docs/benchmarks.md, issue 26)."""
+    (docs/benchmarks.md, issue 26).
+
+    Its Celery tasks are sent from a thread of its own, after the response
+    (``core.queue.send_in_background``)."""
     gc.freeze()
+    from core.queue import send_in_background
+
+    send_in_background()
