@@ -38,6 +38,19 @@ import harness
 from content import message_batch
 
 DEAD_CACHE = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+LONG_TAIL_MESSAGES = 600  # about the tails of bench/load.py's mixed run by its end
+
+
+class Case:
+    """A case with a step run before each measured call and not measured itself."""
+
+    def __init__(self, run: Callable[[], None], *, before: Callable[[], None]) -> None:
+        self.run = run
+        self.before = before
+
+    def __call__(self) -> None:
+        self.before()
+        self.run()
 
 
 @contextmanager
@@ -78,7 +91,10 @@ def _profile(case: Callable[[], None], rounds: int) -> None:
     import pstats
 
     profiler = cProfile.Profile()
-    profiler.runcall(lambda: [case() for _ in range(rounds)])
+    for _ in range(rounds):
+        if isinstance(case, Case):
+            case.before()
+        profiler.runcall(case.run if isinstance(case, Case) else case)
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
 
 
@@ -88,14 +104,19 @@ def _queries(case: Callable[[], None]) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    if isinstance(case, Case):
+        case.before()
     with CaptureQueriesContext(connection) as captured:
-        case()
+        (case.run if isinstance(case, Case) else case)()
     for number, query in enumerate(captured.captured_queries, 1):
         harness.say(f"{number:>3}. {query['sql'][:160]}")
 
 
 def measure(
-    rounds: int, profile: str | None = None, queries: str | None = None
+    rounds: int,
+    profile: str | None = None,
+    queries: str | None = None,
+    background_sends: bool = True,
 ) -> dict[str, list[float]]:
     from django.conf import settings
     from django.test import Client, override_settings
@@ -105,6 +126,10 @@ def measure(
     from memory.services.conversations import conversation_create
     from tenancy.services import api_key_create, workspace_get_or_create
 
+    if background_sends:  # as each gunicorn worker does (config/gunicorn.py)
+        from core.queue import send_in_background
+
+        send_in_background()
     workspace = workspace_get_or_create(name="bench")
     _, raw_key = api_key_create(workspace=workspace, actor=SYSTEM_ACTOR, scope="agent")
     auth = {"HTTP_AUTHORIZATION": f"Bearer {raw_key}"}
@@ -124,6 +149,28 @@ def measure(
     )
     context = f"/v1/conversations/{read.pk}/context"
     writes = iter(bodies)
+    # A conversation whose unobserved tail is long (no Observer runs here), read right
+    # after each 10-message write to it: what a read costs under a busy writer.
+    long_tail = conversation_create(workspace=workspace)
+    for seed in range(20, 20 + LONG_TAIL_MESSAGES // 100):
+        body = json.dumps({"messages": message_batch(seed, 100)})
+        response = client.post(
+            f"/v1/conversations/{long_tail.pk}/messages/bulk", body, "application/json", **auth
+        )
+        assert response.status_code == 201, response.content[:200]
+    long_tail_writes = iter(
+        [json.dumps({"messages": message_batch(seed, 10)}) for seed in range(rounds + 10)]
+    )
+    long_tail_context = f"/v1/conversations/{long_tail.pk}/context"
+
+    def write_to_long_tail() -> None:
+        response = client.post(
+            f"/v1/conversations/{long_tail.pk}/messages/bulk",
+            next(long_tail_writes),
+            "application/json",
+            **auth,
+        )
+        assert response.status_code == 201, response.status_code
 
     def get(path: str, **headers: str) -> Callable[[], None]:
         def run() -> None:
@@ -149,6 +196,14 @@ def measure(
 
     from django.core.cache import cache
 
+    from core.queue import queued_mark_clear
+    from governance.redaction.scan import scan_queued_mark
+
+    def scanner_idle() -> None:
+        """As an idle scanner does when it takes the task a write sent: the write after
+        it sends one of its own (no worker runs here to take it)."""
+        queued_mark_clear(scan_queued_mark(workspace.pk))
+
     keys = [f"bench:{n}" for n in range(16)]
     for key in keys:
         cache.set(key, {"tokens": 1234, "digest": key * 4}, 600)
@@ -163,8 +218,11 @@ def measure(
         "/healthz": get("/healthz"),
         "/readyz": get("/readyz"),
         "context, cached": get(context, **auth),
-        "write, 1 message": single_write,
-        "bulk write, 10 messages": bulk_write,
+        "write, 1 message": Case(single_write, before=scanner_idle),
+        "bulk write, 10 messages": Case(bulk_write, before=scanner_idle),
+        f"context of a {LONG_TAIL_MESSAGES}-message tail, after a write": Case(
+            get(long_tail_context, **auth), before=write_to_long_tail
+        ),
         "cache get, 1 key": cache_one,
         "cache get_many, 16 keys": cache_many,
     }
@@ -207,6 +265,9 @@ def _alternate(
 ) -> None:
     for _ in range(rounds):
         for name, case in cases.items():
+            if isinstance(case, Case):
+                case.before()
+                case = case.run
             began = time.perf_counter()
             case()
             timings.setdefault(name, []).append((time.perf_counter() - began) * 1000)
@@ -273,6 +334,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--profile", metavar="CASE", help="cProfile one case instead")
     parser.add_argument("--queries", metavar="CASE", help="print the SQL of one case instead")
+    parser.add_argument(
+        "--inline-sends",
+        action="store_true",
+        help="send Celery tasks in the request, as before the web workers sent them after it",
+    )
     args = parser.parse_args()
     if args.cache == "redis" and not shutil.which("redis-server"):
         harness.say("no redis-server on the PATH: measuring with the in-process cache")
@@ -292,7 +358,7 @@ def main() -> None:
         django.setup()
         call_command("migrate", verbosity=0)
         harness.say(f"database   sqlite, cache {args.cache}, {args.rounds} rounds")
-        timings = measure(args.rounds, args.profile, args.queries)
+        timings = measure(args.rounds, args.profile, args.queries, not args.inline_sends)
     if args.profile or args.queries:
         return
 
