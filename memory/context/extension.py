@@ -26,7 +26,6 @@ from memory.context.rendering import (
     RenderedContext,
     chat_turn,
     compose,
-    etag_of,
     json_end,
     json_message,
     layout,
@@ -159,10 +158,9 @@ def extend(
     )
     body = laid.body()
     held = kept.held[drop:] + added_held
-    rendered = RenderedContext(
-        body=body,
+    rendered = RenderedContext.of(
+        body,
         content_type=kept.content_type,
-        etag=etag_of(body),
         memory_digest=kept.memory_digest,
         token_count=token_count,
         recent_from_seq=held[0].seq,

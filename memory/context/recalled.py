@@ -22,7 +22,6 @@ the memory leaves.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -143,9 +142,11 @@ def with_recalled(
     fmt: str,
     query: str,
 ) -> RenderedContext:
-    """``rendered`` with the recalled section at its end, and the ETag of the whole."""
+    """``rendered`` with the recalled section at its end, the ETag and digest of the whole,
+    and the section's tokens added to its count."""
     kept = _kept(lines, rendered, recall, max_tokens)
     texts = _section_lines(kept)
+    section_tokens = sum(line.cost for line in kept) + _DAY_COST * len({line.day for line in kept})
     body = rendered.body.decode()
     if fmt == "text":
         section = RECALLED_HEADER + "\n" + "\n".join(texts) if texts else ""
@@ -159,11 +160,16 @@ def with_recalled(
     else:
         recalled = {
             "query": query,
-            "tokenCount": sum(line.cost for line in kept)
-            + _DAY_COST * len({line.day for line in kept}),
+            "tokenCount": section_tokens,
             "turns": [_wire(line.turn) for line in kept],
         }
         body = body[:-1] + ',"recalled":' + _dumps(recalled) + "}"
     encoded = body.encode()
-    etag = '"' + hashlib.sha256(encoded).hexdigest()[:32] + '"'
-    return replace(rendered, body=encoded, etag=etag)
+    fresh = RenderedContext.of(encoded, content_type=rendered.content_type)
+    return replace(
+        rendered,
+        body=encoded,
+        etag=fresh.etag,
+        digest=fresh.digest,
+        token_count=(rendered.token_count or 0) + section_tokens,
+    )

@@ -35,7 +35,7 @@ MESSAGE_OVERHEAD_TOKENS = 4
 class RenderedContext:
     body: bytes
     content_type: str
-    etag: str
+    etag: str  # the first 32 hex digits of ``digest``, quoted
     # A digest of the memory sections served (pins, reflections, observations, as
     # rendered and fitted): equal digests, byte-identical memory block. Empty in
     # renders cached before it existed.
@@ -45,6 +45,14 @@ class RenderedContext:
     # there). None in renders cached before they existed.
     token_count: int | None = None
     recent_from_seq: int | None = None
+    # The SHA-256 of ``body`` in hex: what the read ledger records of a body served.
+    digest: str = ""
+
+    @classmethod
+    def of(cls, body: bytes, **fields: Any) -> RenderedContext:
+        """A rendered context of ``body``, with its digest and ETag."""
+        digest = hashlib.sha256(body).hexdigest()
+        return cls(body=body, etag=f'"{digest[:32]}"', digest=digest, **fields)
 
 
 @lru_cache(maxsize=1024)
@@ -330,10 +338,6 @@ CONTENT_TYPES = {
 }
 
 
-def etag_of(body: bytes) -> str:
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-
-
 def memory_digest_of(fitted: Fitted) -> str:
     """A digest of the memory sections served (pins, reflections, observations)."""
     memory = hashlib.blake2b(digest_size=16)
@@ -347,11 +351,9 @@ def memory_digest_of(fitted: Fitted) -> str:
 
 def compose(laid: Layout, *, fitted: Fitted, fmt: str) -> RenderedContext:
     """The body ``laid`` lays out, with its ETag and digests."""
-    body = laid.body()
-    return RenderedContext(
-        body=body,
+    return RenderedContext.of(
+        laid.body(),
         content_type=CONTENT_TYPES[fmt],
-        etag=etag_of(body),
         memory_digest=memory_digest_of(fitted),
         token_count=fitted.token_count,
         recent_from_seq=fitted.recent[0].seq if fitted.recent else None,
