@@ -450,8 +450,8 @@ def coverage(args: argparse.Namespace) -> None:
 
             def read(conversation, workspace=workspace, max_tokens=None, **query) -> str:
                 return context_read(
-                    workspace_id=workspace.pk, conversation_id=str(conversation.pk), fmt="text",
-                    max_tokens=max_tokens, **query,
+                    workspace_id=workspace.pk, conversation_id=str(conversation.pk), reader=None,
+                    fmt="text", max_tokens=max_tokens, **query,
                 ).rendered.body.decode()  # fmt: skip
 
             started = time.monotonic()

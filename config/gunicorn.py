@@ -96,8 +96,11 @@ def post_worker_init(worker: Any) -> None:
     (docs/benchmarks.md, issue 26).
 
     Its Celery tasks are sent from a thread of its own, after the response
-    (``core.queue.send_in_background``)."""
+    (``core.queue.send_in_background``), and the context reads it serves are written to
+    the read ledger in batches by another (``governance.ledger.buffer``)."""
     gc.freeze()
     from core.queue import send_in_background
+    from governance.ledger.buffer import ledger_buffer_start
 
     send_in_background()
+    ledger_buffer_start()

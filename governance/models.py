@@ -596,3 +596,54 @@ REDACTION_TARGETS: dict[str, tuple[type[Message | Observation | Reflection], str
     RedactionFinding.TargetType.OBSERVATION: (Observation, "text"),
     RedactionFinding.TargetType.REFLECTION: (Reflection, "text"),
 }
+
+
+class ContextRead(models.Model):
+    """One context served to an agent, over REST or MCP: the read ledger. What proves which
+    context entered an agent for a request: who read it (the key and its scope), how
+    (format, budget, the query's digest), from which versions of the conversation
+    (``memory_version``, ``last_seq``) and the SHA-256 of the body served, or named by a
+    304. Ids, digests and counts only; the rows go with their conversation.
+
+    Written in batches by each web worker (governance/ledger/buffer.py), never in the
+    request: ``writer`` names the process and ``writer_seq`` numbers its reads, so a gap
+    shows a read whose row is not there (lost, or gone with its conversation)."""
+
+    class Edge(models.TextChoices):
+        REST = "rest", "REST"
+        MCP = "mcp", "MCP"
+
+    workspace = models.ForeignKey("tenancy.Workspace", on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        "memory.Conversation", on_delete=models.CASCADE, related_name="context_reads"
+    )
+    served_at = models.DateTimeField()
+    api_key = models.ForeignKey(
+        "tenancy.ApiKey", on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    key_scope = models.CharField(max_length=10)
+    edge = models.CharField(max_length=4, choices=Edge.choices)
+    format = models.CharField(max_length=10)
+    max_tokens = models.PositiveIntegerField(null=True)
+    # The keyed digest of the question asked with the read (``audit_text_digest``); "" without.
+    query_digest = models.CharField(max_length=64, blank=True, default="")
+    recall = models.PositiveSmallIntegerField(null=True)
+    memory_version = models.PositiveIntegerField()
+    last_seq = models.PositiveIntegerField()
+    body_sha256 = models.CharField(max_length=64)
+    token_count = models.PositiveIntegerField(null=True)
+    status = models.PositiveSmallIntegerField()  # 200, or 304 (the caller had the body)
+    writer = models.CharField(max_length=100)
+    writer_seq = models.PositiveBigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["conversation", "served_at"], name="context_read_conv_served"),
+            models.Index(fields=["workspace", "served_at"], name="context_read_ws_served"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["writer", "writer_seq"], name="context_read_writer_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"context read {self.pk} of {self.conversation_id}"

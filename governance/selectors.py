@@ -17,6 +17,7 @@ from governance.audit.filters import AuditEventFilter
 from governance.models import (
     REDACTION_TARGETS,
     AuditEvent,
+    ContextRead,
     ErasureRequest,
     LegalHold,
     Pseudonym,
@@ -274,3 +275,12 @@ def redaction_finding_texts(
         for pk, text in rows.values_list("pk", field):
             texts[(target_type, str(pk))] = text
     return texts
+
+
+def context_reads_list(
+    *, conversation: Conversation, cursor: str | None, limit: int
+) -> tuple[list[ContextRead], str | None]:
+    """The read ledger's rows of a conversation, the latest served first, keyset-paged."""
+    reads = ContextRead.objects.filter(conversation=conversation)
+    page = keyset_page(reads, keys=("served_at", "id"), limit=limit, cursor=cursor)
+    return page.items, page.next_cursor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from governance.api import erasure, holds, redaction, retention
+from governance.api import erasure, holds, ledger, redaction, retention
 
 urlpatterns = [
     path("redaction/policy", redaction.RedactionPolicyApi.as_view()),
@@ -25,6 +25,10 @@ urlpatterns = [
     path(
         "redaction/pseudonyms/<str:label>/reveal",
         redaction.PseudonymRevealApi.as_view(),
+    ),
+    path(
+        "conversations/<str:conversation_id>/context-reads",
+        ledger.ContextReadListApi.as_view(),
     ),
     path("legal-holds", holds.LegalHoldListCreateApi.as_view()),
     path("legal-holds/<str:hold_id>", holds.LegalHoldDetailApi.as_view()),

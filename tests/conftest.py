@@ -155,6 +155,21 @@ def eager_tasks(
 
 
 @pytest.fixture
+def ledger_buffered(monkeypatch):
+    """Context reads recorded as a web worker records them: kept in its buffer for a batch
+    written after the responses (governance/ledger/buffer.py), not in the request. The
+    buffer is dropped unwritten at the end."""
+    from governance.ledger import buffer
+
+    ledger = buffer.LedgerBuffer(window_seconds=3600)
+    monkeypatch.setattr(buffer, "_buffer", ledger)
+    yield ledger
+    with ledger._lock:
+        ledger._rows.clear()
+    ledger.stop(timeout=1.0)
+
+
+@pytest.fixture
 def sent_tasks(monkeypatch) -> list[tuple[str, list]]:
     """The tasks sent to the broker, by name and arguments (none of them runs)."""
     from core import queue

@@ -17,11 +17,12 @@ APPS = ("core", "tenancy", "memory", "governance", "dashboard", "config")
 MAX_MODULE_LINES = 800
 
 # The doors memory may use into governance: the audit writer and the audited admin, the
-# redaction gates, and the hold check.
+# redaction gates, the hold check, and the read ledger's recorder.
 MEMORY_DOORS_INTO_GOVERNANCE = (
     "governance.audit",
     "governance.redaction.gates",
     "governance.holds",
+    "governance.ledger.buffer",
 )
 
 

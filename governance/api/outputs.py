@@ -16,6 +16,7 @@ from rest_framework import serializers
 
 from core.api import ErrorOut
 from governance.models import (
+    ContextRead,
     ErasureRequest,
     RedactionFinding,
     RedactionPolicy,
@@ -360,3 +361,54 @@ class ChainReportOut(serializers.Serializer):
         source="checkpointed_through", help_text="the last event a signed checkpoint covers"
     )
     lastCheckpointAt = serializers.DateTimeField(allow_null=True, source="last_checkpoint_at")
+
+
+class ContextReadOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    servedAt = IsoDateTimeField()
+    apiKeyId = serializers.CharField(allow_null=True, help_text="null once the key is deleted")
+    keyScope = serializers.CharField()
+    edge = serializers.ChoiceField(choices=ContextRead.Edge.values)
+    format = serializers.CharField()
+    maxTokens = serializers.IntegerField(allow_null=True)
+    queryDigest = serializers.CharField(
+        allow_null=True,
+        help_text="the keyed digest of the query asked with the read, as the audit trail "
+        "records texts",
+    )
+    recall = serializers.IntegerField(allow_null=True)
+    memoryVersion = serializers.IntegerField()
+    lastSeq = serializers.IntegerField()
+    bodySha256 = serializers.CharField(help_text="SHA-256 (hex) of the body served")
+    tokenCount = serializers.IntegerField(allow_null=True)
+    status = serializers.IntegerField(help_text="200, or 304 when the caller had the body")
+    writer = serializers.CharField(help_text="the web process that recorded it")
+    writerSeq = serializers.IntegerField(
+        help_text="its n-th read: a gap is a row lost or gone with its conversation"
+    )
+
+
+class ContextReadPageOut(serializers.Serializer):
+    contextReads = ContextReadOut(many=True)
+    nextCursor = serializers.CharField(allow_null=True)
+
+
+def context_read_to_wire(read: ContextRead) -> dict[str, Any]:
+    return {
+        "id": read.pk,
+        "servedAt": read.served_at.isoformat(),
+        "apiKeyId": str(read.api_key_id) if read.api_key_id else None,
+        "keyScope": read.key_scope,
+        "edge": read.edge,
+        "format": read.format,
+        "maxTokens": read.max_tokens,
+        "queryDigest": read.query_digest or None,
+        "recall": read.recall,
+        "memoryVersion": read.memory_version,
+        "lastSeq": read.last_seq,
+        "bodySha256": read.body_sha256,
+        "tokenCount": read.token_count,
+        "status": read.status,
+        "writer": read.writer,
+        "writerSeq": read.writer_seq,
+    }

@@ -7,6 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 
 from core.api import ERRORS, query_params
+from governance.ledger.buffer import Reader
 from memory import api_schema as out
 from memory.api.base import MemoryApi
 from memory.api.inputs import ContextQuery
@@ -64,6 +65,7 @@ class ContextGetApi(MemoryApi):
         read = context_read(
             workspace_id=self.api_key.workspace_id,
             conversation_id=conversation_id,
+            reader=Reader.rest(self.api_key),
             fmt=query.get("format") or "json",
             max_tokens=query["max_tokens"],
             if_none_match=request.headers.get("If-None-Match"),

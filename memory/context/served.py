@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from governance.ledger.buffer import Reader, Served, context_read_logged
 from governance.redaction.gates import reidentifier_for_api
 from memory import selectors
 from memory.context.read import context_for_versions
@@ -33,6 +34,7 @@ def context_read(
     *,
     workspace_id: Any,
     conversation_id: str,
+    reader: Reader | None,
     fmt: str,
     max_tokens: int | None,
     if_none_match: str | None = None,
@@ -41,8 +43,10 @@ def context_read(
     recall: int = RECALL_DEFAULT,
 ) -> ContextRead:
     """The context of a conversation in the workspace, as an API key may read it, and
-    the read recorded. ``load`` returns the conversation when no cache holds its render
-    (by default, the conversation with its workspace in one query). With ``query``, up
+    the read recorded: counted for the metrics, and in the read ledger as ``reader``'s
+    (None: not served to an agent, as a bench's read). ``load`` returns the conversation
+    when no cache holds its render (by default, the conversation with its workspace in
+    one query). With ``query``, up
     to ``recall`` verbatim turns that answer it follow the memory
     (memory/context/recalled.py)."""
     versions = selectors.context_versions(
@@ -91,4 +95,21 @@ def context_read(
         memory_digest=rendered.memory_digest,
         not_modified=not_modified,
     )
+    if reader is not None:
+        context_read_logged(
+            workspace_id=workspace_id,
+            conversation_id=versions.conversation_id,
+            reader=reader,
+            fmt=fmt,
+            max_tokens=max_tokens,
+            query=query.strip(),
+            recall=recall,
+            served=Served(
+                memory_version=versions.memory_version,
+                last_seq=versions.last_seq,
+                body_sha256=rendered.digest,
+                token_count=rendered.token_count,
+                status=304 if not_modified else 200,
+            ),
+        )
     return ContextRead(rendered=rendered, not_modified=not_modified)

@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from core.api import ParsedField, text_field
 from core.paging import parse_body_limit
+from governance.ledger.buffer import Reader
 from memory import selectors
 from memory.api.inputs import (
     BulkMessagesIn,
@@ -119,6 +120,7 @@ def get_context(call: ToolCall, data: dict[str, Any]) -> ToolResult:
     read = context_read(
         workspace_id=call.api_key.workspace_id,
         conversation_id=data["conversationId"],
+        reader=Reader.mcp(call.api_key),
         fmt=data.get("format") or "text",
         max_tokens=data.get("max_tokens"),
         load=lambda: call.conversation(data["conversationId"]),

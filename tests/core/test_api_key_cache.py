@@ -111,10 +111,11 @@ def test_a_wrong_x_workspace_id_is_refused_for_a_cached_key(api, workspace, othe
     assert api.get(SETTINGS, HTTP_X_WORKSPACE_ID=str(other_workspace.pk)).status_code == 403
 
 
-def test_a_cached_context_read_is_one_query(api):
+def test_a_cached_context_read_is_one_query(api, ledger_buffered):
     # The versions the body depends on, with the workspace's default budget and whether
     # its redaction policy lets agents see re-identified memory; the key comes from the
-    # cache, the body from the worker's own copy.
+    # cache, the body from the worker's own copy; the read ledger's row is written after
+    # the response, with others.
     conversation_id = api.post("/v1/conversations", {}, format="json").json()["id"]
     path = f"/v1/conversations/{conversation_id}/context"
     first = api.get(path)
@@ -123,6 +124,7 @@ def test_a_cached_context_read_is_one_query(api):
         again = api.get(path)
 
     assert again.status_code == 200 and again.content == first.content
+    assert ledger_buffered.waiting() == 2
     [sql] = [q["sql"] for q in queries.captured_queries]
     assert "memory_conversation" in sql and "governance_redactionpolicy" in sql
 

@@ -296,7 +296,9 @@ def test_the_memory_block_is_rendered_again_when_memory_changes(
     assert "User counted to six, slowly." in curator_api.get(path).content.decode()
 
 
-def test_a_read_after_a_message_write_reads_only_the_new_messages(api, ten_message_conversation_id):
+def test_a_read_after_a_message_write_reads_only_the_new_messages(
+    api, ten_message_conversation_id, ledger_buffered
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -489,9 +491,7 @@ def test_a_busy_conversation_keeps_one_body_per_format_in_the_shared_cache(
     caches.local_clear()
     assert api.get(path).content == newest
     caches.local_clear()
-    monkeypatch.setattr(
-        read, "render_extendable", lambda *args, **kwargs: pytest.fail("rendered")
-    )
+    monkeypatch.setattr(read, "render_extendable", lambda *args, **kwargs: pytest.fail("rendered"))
     assert api.get(path).content == newest
 
 

@@ -4,6 +4,7 @@ against what the REST API answers for the same request."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from mcp import ClientSession
 
 from core.actors import SYSTEM_ACTOR
-from governance.models import AuditEvent
+from governance.models import AuditEvent, ContextRead
 from memory.models import Observation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
@@ -412,3 +413,24 @@ def test_recall_answers_as_rest_search_and_get_context_takes_a_question(
     assert found == over_rest
     assert found["hits"][0]["snippet"] == "The courier will call you tomorrow."
     assert text == rest_text
+
+
+def test_a_context_read_over_mcp_is_in_the_read_ledger(workspace, mcp_url):
+    api_key, raw_key = _key(workspace)
+    conversation = conversation_create(workspace=workspace)
+    messages_append(conversation=conversation, items=[MessageInput("user", "Where is my parcel?")])
+
+    async def session(client: ClientSession) -> str:
+        arguments = {"conversationId": str(conversation.pk)}
+        return text_of(await client.call_tool("get_context", arguments))
+
+    served = over_http(mcp_url, raw_key, session)
+
+    [read] = ContextRead.objects.all()
+    assert (read.edge, read.format, read.api_key_id, read.status) == (
+        "mcp",
+        "text",
+        api_key.pk,
+        200,
+    )
+    assert read.body_sha256 == hashlib.sha256(served.encode()).hexdigest()

@@ -246,6 +246,7 @@ BULK = f"{CONVERSATION}/messages/bulk"
 SEARCH = f"{CONVERSATION}/search"
 SEARCH_ALL = "/v1/search"
 CONTEXT = f"{CONVERSATION}/context"
+CONTEXT_READS = f"{CONVERSATION}/context-reads"
 OBSERVATIONS = f"{CONVERSATION}/observations"
 OBSERVATION = f"{CONVERSATION}/observations/{{observation_id}}"
 HISTORY = f"{OBSERVATION}/history"
@@ -487,9 +488,7 @@ CASES: list[Case] = [
     ),
     Case("post", SEARCH_ALL, 200, body={"query": "berlin", "userId": "alice"}, label="one user"),
     Case("post", SEARCH_ALL, 200, body={"query": "berlin", "tiers": ["observation"]}, label="all"),
-    Case(
-        "post", SEARCH_ALL, 403, "scope_required", "userId", body={"query": "x"}, client="agent"
-    ),
+    Case("post", SEARCH_ALL, 403, "scope_required", "userId", body={"query": "x"}, client="agent"),
     Case("post", SEARCH_ALL, 400, "invalid_request", "query", body={"userId": "alice"}),
     Case(
         "post",
@@ -533,6 +532,20 @@ CASES: list[Case] = [
     Case("get", CONTEXT, 400, "invalid_max_tokens", "max_tokens", query={"max_tokens": 0}),
     *_not_found("get", CONTEXT),
     *_unauthenticated("get", CONTEXT),
+    # the read ledger (compliance keys and above)
+    Case("get", CONTEXT_READS, 200, client="admin", label="first page", query={"limit": 1}),
+    Case("get", CONTEXT_READS, 400, "invalid_limit", "limit", client="admin", query={"limit": 0}),
+    Case(
+        "get",
+        CONTEXT_READS,
+        400,
+        "invalid_cursor",
+        "cursor",
+        client="admin",
+        query={"cursor": "%%%"},
+    ),
+    *_not_found("get", CONTEXT_READS, client="admin"),
+    *_unauthenticated("get", CONTEXT_READS),
     # observations
     Case("get", OBSERVATIONS, 200),
     Case("get", OBSERVATIONS, 200, query={"status": "reflected"}, label="reflected"),

@@ -1,0 +1,260 @@
+"""Recording context reads without putting a database write in the read's path.
+
+A web worker appends each read to a list and a daemon thread writes the list every
+``MEMDESK_LEDGER_WINDOW_SECONDS`` (or sooner, at ``BATCH_ROWS``) in one bulk insert. A
+clean stop writes what is left; a crash loses at most the reads of the last window, and
+each row's ``writer`` and ``writer_seq`` (the process, and its n-th read) show the gap.
+While the database refuses the write, the rows wait for the next window, up to
+``MAX_ROWS_WAITING``: beyond that the oldest are dropped and counted in the log.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, close_old_connections
+from django.utils import timezone
+
+from governance.audit.writer import audit_text_digest
+from governance.models import ContextRead
+from memory.models import Conversation
+from tenancy.models import ApiKey
+
+logger = logging.getLogger(__name__)
+
+BATCH_ROWS = 1000
+MAX_ROWS_WAITING = 100_000
+STOP_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Who read a context, and through which edge (``ContextRead.Edge``)."""
+
+    api_key_id: Any | None
+    scope: str
+    edge: str
+
+    @classmethod
+    def rest(cls, api_key: ApiKey) -> Reader:
+        return cls(api_key.pk, api_key.scope, ContextRead.Edge.REST)
+
+    @classmethod
+    def mcp(cls, api_key: ApiKey) -> Reader:
+        return cls(api_key.pk, api_key.scope, ContextRead.Edge.MCP)
+
+
+@dataclass(frozen=True)
+class Served:
+    """What was served: the versions the body was rendered from, its digest and tokens,
+    and the status (200, or 304 when the caller already had it)."""
+
+    memory_version: int
+    last_seq: int
+    body_sha256: str
+    token_count: int | None
+    status: int
+
+
+class _Writer:
+    """This process's name in the ledger and the count of its reads."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.name = f"{socket.gethostname()}:{self.pid}:{int(time.time())}"[:100]
+        self._count = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def next_seq(self) -> int:
+        with self._lock:
+            return next(self._count)
+
+
+_writer: _Writer | None = None
+
+
+def _current_writer() -> _Writer:
+    global _writer
+    if _writer is None or _writer.pid != os.getpid():  # forked: a writer of its own
+        _writer = _Writer()
+    return _writer
+
+
+def query_digest(query: str) -> str:
+    """The question's keyed digest (``audit_text_digest``), as the audit trail records a
+    text: two reads' digests tell whether they asked the same, and without the server's
+    secret nobody can test a guessed question against one."""
+    return audit_text_digest(query) if query else ""
+
+
+def context_read_logged(
+    *,
+    workspace_id: Any,
+    conversation_id: Any,
+    reader: Reader,
+    fmt: str,
+    max_tokens: int | None,
+    query: str,
+    recall: int | None,
+    served: Served,
+) -> None:
+    """Record one context served: buffered in a web worker, written at once elsewhere."""
+    writer = _current_writer()
+    row = ContextRead(
+        workspace_id=workspace_id,
+        conversation_id=conversation_id,
+        served_at=timezone.now(),
+        api_key_id=reader.api_key_id,
+        key_scope=reader.scope,
+        edge=reader.edge,
+        format=fmt,
+        max_tokens=max_tokens,
+        query_digest=query_digest(query),
+        recall=recall if query else None,
+        memory_version=served.memory_version,
+        last_seq=served.last_seq,
+        body_sha256=served.body_sha256,
+        token_count=served.token_count,
+        status=served.status,
+        writer=writer.name,
+        writer_seq=writer.next_seq(),
+    )
+    if _buffer is not None and _buffer.pid == os.getpid():
+        _buffer.add(row)
+    else:
+        rows_write([row])
+
+
+def rows_write(rows: list[ContextRead]) -> int:
+    """Insert the rows whose conversation (and key) still exist; returns how many were
+    dropped for a conversation deleted since its read (its rows would have gone with it).
+    A row written twice (a batch retried after an unclear failure) is kept once."""
+    for attempt in (1, 2):
+        conversations = set(
+            Conversation.objects.filter(pk__in={r.conversation_id for r in rows}).values_list(
+                "pk", flat=True
+            )
+        )
+        keys = set(
+            ApiKey.objects.filter(
+                pk__in={r.api_key_id for r in rows if r.api_key_id is not None}
+            ).values_list("pk", flat=True)
+        )
+        kept = [r for r in rows if r.conversation_id in conversations]
+        for row in kept:
+            if row.api_key_id not in keys:
+                row.api_key_id = None
+        try:
+            ContextRead.objects.bulk_create(kept, batch_size=500, ignore_conflicts=True)
+        except IntegrityError:  # a conversation deleted between the check and the insert
+            if attempt == 2:
+                raise
+            continue
+        return len(rows) - len(kept)
+    return 0  # not reached
+
+
+class LedgerBuffer:
+    """A web worker's reads waiting for their batch (see the module)."""
+
+    def __init__(self, window_seconds: float) -> None:
+        self.pid = os.getpid()
+        self.window_seconds = window_seconds
+        self._rows: list[ContextRead] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self.written = 0
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name="memdesk-ledger", daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)
+
+    def add(self, row: ContextRead) -> None:
+        with self._lock:
+            self._rows.append(row)
+            full = len(self._rows) >= BATCH_ROWS
+        if full:
+            self._wake.set()
+
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._rows)
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.wait(self.window_seconds)
+            self._wake.clear()
+            self.flush()
+
+    def flush(self) -> bool:
+        """Write what is waiting (in this thread); whether it was written."""
+        with self._lock:
+            rows, self._rows = self._rows, []
+        if not rows:
+            return True
+        try:
+            gone = rows_write(rows)
+        except DatabaseError:
+            self._put_back(rows)
+            logger.warning(
+                "could not write %d context read(s) to the ledger; they wait for the next window",
+                len(rows),
+            )
+            return False
+        finally:
+            close_old_connections()  # this thread's, as a request's end does
+        self.written += len(rows) - gone
+        if gone:
+            logger.info("%d context read(s) of conversations deleted since were not kept", gone)
+        return True
+
+    def _put_back(self, rows: list[ContextRead]) -> None:
+        with self._lock:
+            self._rows[:0] = rows
+            over = len(self._rows) - MAX_ROWS_WAITING
+            if over > 0:
+                del self._rows[:over]
+                self.dropped += over
+                logger.warning(
+                    "the ledger dropped its %d oldest waiting context read(s) (%d waiting at most)",
+                    over,
+                    MAX_ROWS_WAITING,
+                )
+
+    def stop(self, timeout: float = STOP_SECONDS) -> int:
+        """Write what is left (trying until ``timeout``); returns how many reads were
+        not written, and says so in the log. Run once: at a clean exit, or by its caller."""
+        atexit.unregister(self.stop)
+        self._stopping = True
+        self._wake.set()
+        self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        while self.waiting() and time.monotonic() < deadline:
+            if not self.flush():
+                time.sleep(0.2)
+        left = self.waiting()
+        if left:
+            logger.warning("the ledger stopped with %d context read(s) not written", left)
+        return left
+
+
+_buffer: LedgerBuffer | None = None
+
+
+def ledger_buffer_start() -> LedgerBuffer:
+    """From now on this process buffers its reads and writes them in batches (each web
+    worker, once started: config/gunicorn.py)."""
+    global _buffer
+    if _buffer is None or _buffer.pid != os.getpid():
+        _buffer = LedgerBuffer(settings.MEMDESK_LEDGER_WINDOW_SECONDS)
+    return _buffer
