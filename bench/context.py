@@ -4,8 +4,13 @@ clients on gunicorn + PostgreSQL, beside GET /healthz at the same concurrency.
 
     .venv/bin/python bench/context.py                     # the recorded configuration
     .venv/bin/python bench/context.py --workers 2,3,4     # compare worker counts
+    .venv/bin/python bench/context.py --ledger-rounds 0   # without the ledger's cost
 
-Targets (foundation issue): p50 <= 15 ms and p99 <= 60 ms for the context.
+Targets (foundation issue): p50 <= 15 ms and p99 <= 60 ms for the context. Issue 27: a
+cached read with the read ledger on within 1.15x of the same read with it off, measured as
+throughput in one run: the context phase on the serving configuration and on one whose
+recorder is a no-op (bench/gunicorn_no_ledger.py), alternated ``--ledger-rounds`` times;
+and every read the ledger-on servers served is a row once they have stopped.
 Creates a database named bench_context_<timestamp> and drops it at the end.
 """
 
@@ -249,6 +254,12 @@ def main() -> int:
     parser.add_argument("--workers", default="3", help="gunicorn workers; a list compares them")
     parser.add_argument("--worker-class", default="sync", choices=("sync", "gthread"))
     parser.add_argument("--threads", type=int, default=1, help="threads per gthread worker")
+    parser.add_argument(
+        "--ledger-rounds",
+        type=int,
+        default=2,
+        help="context phases with the ledger on and off, alternated (0: none)",
+    )
     parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed:
@@ -275,11 +286,83 @@ def main() -> int:
         )
         for workers in [int(w) for w in args.workers.split(",")]:
             results.append(run(env, args, raw_key, conversation_id, database_url, workers))
+        if args.ledger_rounds:
+            ledger = ledger_cost(env, args, raw_key, conversation_id, database_url)
 
     report(args, results)
+    if args.ledger_rounds:
+        ledger.report()
     best = results[0]
     met = best.context.p(0.50) <= TARGET_P50_MS and best.context.p(0.99) <= TARGET_P99_MS
     return 0 if met else 1
+
+
+@dataclass
+class LedgerCost:
+    on: list[Phase]
+    off: list[Phase]
+    served: int  # context reads answered by the ledger-on servers, 200 and 304
+    rows: int  # ledger rows once they stopped
+
+    def report(self) -> None:
+        on = sum(p.requests for p in self.on) / sum(p.seconds for p in self.on)
+        off = sum(p.requests for p in self.off) / sum(p.seconds for p in self.off)
+        harness.say()
+        harness.say(
+            "ledger     cached context with the read ledger on: "
+            + ", ".join(f"{p.rate:,.0f}/s" for p in self.on)
+            + "; off: "
+            + ", ".join(f"{p.rate:,.0f}/s" for p in self.off)
+        )
+        verdict = "met" if off / on <= 1.15 else "NOT met"
+        lost = self.served - self.rows
+        harness.say(
+            f"ledger     off/on throughput {off / on:.3f}x (target <= 1.15x: {verdict}); "
+            f"rows {self.rows:,} for {self.served:,} reads served (lost {lost:,})"
+        )
+
+
+def _ledger_rows(database_url: str) -> int:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        row = connection.execute("SELECT count(*) FROM governance_contextread").fetchone()
+    return int(row[0]) if row else 0
+
+
+def ledger_cost(
+    env: dict[str, str],
+    args: argparse.Namespace,
+    raw_key: str,
+    conversation_id: str,
+    database_url: str,
+) -> LedgerCost:
+    """The context phase with the ledger on (the serving configuration) and off (its
+    recorder a no-op), alternated; and the rows the ledger-on servers left once stopped."""
+    headers = {"Authorization": f"Bearer {raw_key}"}
+    path = f"/v1/conversations/{conversation_id}/context"
+    workers = int(args.workers.split(",")[0])
+    no_ledger = harness.ROOT / "bench" / "gunicorn_no_ledger.py"
+    cost = LedgerCost(on=[], off=[], served=0, rows=0)
+    rows_before = _ledger_rows(database_url)
+    for _ in range(args.ledger_rounds):
+        for config in (harness.SERVING_CONFIG, no_ledger):
+            with harness.gunicorn(
+                env,
+                workers=workers,
+                worker_class=args.worker_class,
+                threads=args.threads,
+                config=config,
+            ) as server:
+                warm = 4 * workers
+                for _ in range(warm):
+                    timed_get(server.port, path, headers)
+                phase = load(server, "context", path, headers, args)
+            if config == no_ledger:
+                cost.off.append(phase)
+            else:
+                cost.on.append(phase)
+                cost.served += warm + phase.requests
+    cost.rows = _ledger_rows(database_url) - rows_before
+    return cost
 
 
 def _shape(args: argparse.Namespace) -> list[str]:

@@ -191,15 +191,21 @@ class Server:
         return f"{self.workers} {self.worker_class} workers"
 
 
-def gunicorn_command(port: int, workers: int, worker_class: str, threads: int) -> list[str]:
+SERVING_CONFIG = ROOT / "config" / "gunicorn.py"
+
+
+def gunicorn_command(
+    port: int, workers: int, worker_class: str, threads: int, config: Path = SERVING_CONFIG
+) -> list[str]:
     # The Procfile's web line (its config file: access log, a worker's collector frozen
-    # once Django is loaded), with the bench's port and worker settings; the access log
-    # goes to the server's log file.
+    # once Django is loaded, tasks sent and the read ledger written after the response),
+    # with the bench's port and worker settings; the access log goes to the server's log
+    # file. ``config``: another config file, for a bench's baseline.
     command = [
         str(GUNICORN),
         "config.wsgi",
         "-c",
-        str(ROOT / "config" / "gunicorn.py"),
+        str(config),
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",
@@ -216,7 +222,12 @@ def gunicorn_command(port: int, workers: int, worker_class: str, threads: int) -
 
 @contextmanager
 def gunicorn(
-    env: dict[str, str], *, workers: int, worker_class: str = "sync", threads: int = 1
+    env: dict[str, str],
+    *,
+    workers: int,
+    worker_class: str = "sync",
+    threads: int = 1,
+    config: Path = SERVING_CONFIG,
 ) -> Iterator[Server]:
     port = free_port()
     # The server's own output (the app's warnings) goes to a log beside the broker files,
@@ -224,7 +235,7 @@ def gunicorn(
     log_path = Path(env["MEMDESK_VAR_DIR"]) / f"gunicorn-{port}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            gunicorn_command(port, workers, worker_class, threads),
+            gunicorn_command(port, workers, worker_class, threads, config),
             cwd=ROOT,
             env=env,
             stdout=log,

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
+import psycopg
 
 CONVERSATIONS = 16
 CLIENTS = 32
@@ -438,6 +439,7 @@ def phase(
         scripts[name] = var_dir / f"{name}.lua"
         scripts[name].write_text(text)
     rows: list[list[str]] = []
+    ledger_before = _ledger_rows(env["DATABASE_URL"])
     with (
         harness.gunicorn(
             env, workers=args.web_workers, worker_class=args.worker_class, threads=args.threads
@@ -512,7 +514,23 @@ def phase(
         harness.say(f"cache      {keys:,} keys, {megabytes:,.0f} MB in Redis after the run")
         drained = wait_for_empty_queue(args.redis_db + 1, limit=5.0)
         harness.say(f"queue      {drained:.0f} s to drain after the run (at most 5 s waited)")
+    # The servers have stopped (a clean stop writes each worker's last batch): every
+    # context read they answered is a row of the read ledger.
+    served = quiet.requests + reads.requests + 1
+    ledger = _ledger_rows(env["DATABASE_URL"]) - ledger_before
+    line = (
+        f"{ledger:,} rows for {served:,} context reads answered (lost {served - ledger:,}); "
+        f"{reads.rate:,.0f} rows/s during the mixed run"
+    )
+    harness.say(f"ledger     observer {label}: {line}")
+    rows.append([label, "read ledger", line, "", "", ""])
     return rows
+
+
+def _ledger_rows(database_url: str) -> int:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        row = connection.execute("SELECT count(*) FROM governance_contextread").fetchone()
+    return int(row[0]) if row else 0
 
 
 def main() -> int:
