@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
+from typing import Any
 
 from django.db import models
 from django.utils import timezone
@@ -471,6 +473,9 @@ class RetentionPolicy(models.Model):
     message_days = models.PositiveIntegerField(null=True, blank=True)
     observation_days = models.PositiveIntegerField(null=True, blank=True)
     reflection_days = models.PositiveIntegerField(null=True, blank=True)
+    # The read ledger's rows (``ContextRead``): how long the record of what agents were
+    # served is kept, apart from what they were served.
+    context_read_days = models.PositiveIntegerField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -613,6 +618,9 @@ class ContextRead(models.Model):
         REST = "rest", "REST"
         MCP = "mcp", "MCP"
 
+    # A UUID as every tier retention sweeps and erasure hashes has (their lines, their
+    # SQL); the order of reads is served_at, then writer_seq.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey("tenancy.Workspace", on_delete=models.CASCADE, related_name="+")
     conversation = models.ForeignKey(
         "memory.Conversation", on_delete=models.CASCADE, related_name="context_reads"
@@ -647,3 +655,25 @@ class ContextRead(models.Model):
 
     def __str__(self) -> str:
         return f"context read {self.pk} of {self.conversation_id}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as the API and the audit export show it."""
+        return {
+            "id": str(self.pk),
+            "conversationId": str(self.conversation_id),
+            "servedAt": self.served_at.isoformat(),
+            "apiKeyId": str(self.api_key_id) if self.api_key_id else None,
+            "keyScope": self.key_scope,
+            "edge": self.edge,
+            "format": self.format,
+            "maxTokens": self.max_tokens,
+            "queryDigest": self.query_digest or None,
+            "recall": self.recall,
+            "memoryVersion": self.memory_version,
+            "lastSeq": self.last_seq,
+            "bodySha256": self.body_sha256,
+            "tokenCount": self.token_count,
+            "status": self.status,
+            "writer": self.writer,
+            "writerSeq": self.writer_seq,
+        }

@@ -42,12 +42,17 @@ def audit_event_list(
     return page.items, page.next_cursor
 
 
-def audit_export_lines(*, filters: AuditEventFilter) -> Iterator[str]:
+def audit_export_lines(*, filters: AuditEventFilter, context_reads: bool = False) -> Iterator[str]:
     """The workspace's events that ``filters`` let through as JSON Lines, in chain order,
-    streamed from the database in chunks."""
+    streamed from the database in chunks; with ``context_reads``, then the read ledger's
+    rows under the filters that apply to them, one ``{"contextRead": {...}}`` per line,
+    in the order they were served."""
     events = filters.qs.order_by("sequence").iterator(chunk_size=1000)
     for event in events:
         yield json.dumps(event.as_dict(), cls=DjangoJSONEncoder) + "\n"
+    if context_reads:
+        for read in filters.context_reads().iterator(chunk_size=1000):
+            yield json.dumps({"contextRead": read.as_dict()}) + "\n"
 
 
 # --- retention, legal holds, erasure ----------------------------------------------------------

@@ -48,13 +48,21 @@ class RetentionPolicyForm(forms.Form):
     message_days = _days_field("Keep messages (days)")
     observation_days = _days_field("Keep observations (days)")
     reflection_days = _days_field("Keep reflections (days)")
+    context_read_days = _days_field("Keep the read ledger (days)")
     enabled = forms.BooleanField(label="Enabled (sweeps apply it)", required=False, initial=True)
     reason = reason_field(
         required_message="Give a reason: every change to a retention policy is audited with one."
     )
 
     # The service names its fields as the model does; the same names are used here.
-    FIELDS = ("name", "conversation_tag", "message_days", "observation_days", "reflection_days")
+    FIELDS = (
+        "name",
+        "conversation_tag",
+        "message_days",
+        "observation_days",
+        "reflection_days",
+        "context_read_days",
+    )
 
     @classmethod
     def of(cls, policy: RetentionPolicy) -> RetentionPolicyForm:

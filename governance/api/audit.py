@@ -118,7 +118,17 @@ class AuditEventListApi(ComplianceApiView):
 class AuditEventExportApi(ComplianceApiView):
     @extend_schema(
         operation_id="audit_events_export",
-        parameters=FILTERS,
+        parameters=[
+            *FILTERS,
+            OpenApiParameter(
+                "include",
+                str,
+                enum=["contextReads"],
+                description="contextReads: after the events, the read ledger's rows (what "
+                "agents were served) under the conversation and day filters, one "
+                '{"contextRead": {...}} per line, in the order they were served',
+            ),
+        ],
         responses={
             (200, "application/x-ndjson"): OpenApiResponse(
                 str, description="One event per line (JSON Lines), oldest first."
@@ -128,8 +138,15 @@ class AuditEventExportApi(ComplianceApiView):
     )
     def get(self, request: Request) -> StreamingHttpResponse:
         filters = audit_filters(request, self.workspace)
+        include = request.query_params.get("include", "")
+        if include not in ("", "contextReads"):
+            raise MemdeskError(
+                "invalid_include",
+                f"include takes contextReads (the read ledger's rows); got {include!r}.",
+                field="include",
+            )
         response = StreamingHttpResponse(
-            audit_export_lines(filters=filters),
+            audit_export_lines(filters=filters, context_reads=include == "contextReads"),
             content_type="application/x-ndjson",
         )
         response["Content-Disposition"] = (

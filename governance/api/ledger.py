@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from core.api import limit_field, query_params
 from governance import selectors
-from governance.api.outputs import ContextReadPageOut, context_read_to_wire
+from governance.api.outputs import ContextReadPageOut
 from memory.selectors import conversation_get
 from tenancy.api_base import COMPLIANCE_ERRORS, ComplianceApiView
 
@@ -42,6 +42,4 @@ class ContextReadListApi(ComplianceApiView):
         reads, next_cursor = selectors.context_reads_list(
             conversation=conversation, cursor=page.get("cursor") or None, limit=page["limit"]
         )
-        return Response(
-            {"contextReads": [context_read_to_wire(r) for r in reads], "nextCursor": next_cursor}
-        )
+        return Response({"contextReads": [r.as_dict() for r in reads], "nextCursor": next_cursor})

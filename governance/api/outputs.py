@@ -269,6 +269,11 @@ class RetentionPolicyOut(serializers.Serializer):
     messageDays = serializers.IntegerField(allow_null=True, source="message_days")
     observationDays = serializers.IntegerField(allow_null=True, source="observation_days")
     reflectionDays = serializers.IntegerField(allow_null=True, source="reflection_days")
+    contextReadDays = serializers.IntegerField(
+        allow_null=True,
+        source="context_read_days",
+        help_text="Days the read ledger keeps what agents were served; null: forever.",
+    )
     enabled = serializers.BooleanField()
     createdAt = IsoDateTimeField(source="created_at")
     updatedAt = IsoDateTimeField(source="updated_at")
@@ -289,6 +294,10 @@ class SweepCountsOut(serializers.Serializer):
     )
     toolCalls = serializers.IntegerField(
         required=False, help_text="Tool calls (kept as long as messages)."
+    )
+    # Absent from sweeps recorded before the read ledger was kept.
+    contextReads = serializers.IntegerField(
+        required=False, help_text="Rows of the read ledger (their own period)."
     )
 
     def to_representation(self, instance: RetentionSweep) -> dict[str, int]:
@@ -364,7 +373,8 @@ class ChainReportOut(serializers.Serializer):
 
 
 class ContextReadOut(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.CharField()
+    conversationId = serializers.CharField()
     servedAt = IsoDateTimeField()
     apiKeyId = serializers.CharField(allow_null=True, help_text="null once the key is deleted")
     keyScope = serializers.CharField()
@@ -391,24 +401,3 @@ class ContextReadOut(serializers.Serializer):
 class ContextReadPageOut(serializers.Serializer):
     contextReads = ContextReadOut(many=True)
     nextCursor = serializers.CharField(allow_null=True)
-
-
-def context_read_to_wire(read: ContextRead) -> dict[str, Any]:
-    return {
-        "id": read.pk,
-        "servedAt": read.served_at.isoformat(),
-        "apiKeyId": str(read.api_key_id) if read.api_key_id else None,
-        "keyScope": read.key_scope,
-        "edge": read.edge,
-        "format": read.format,
-        "maxTokens": read.max_tokens,
-        "queryDigest": read.query_digest or None,
-        "recall": read.recall,
-        "memoryVersion": read.memory_version,
-        "lastSeq": read.last_seq,
-        "bodySha256": read.body_sha256,
-        "tokenCount": read.token_count,
-        "status": read.status,
-        "writer": read.writer,
-        "writerSeq": read.writer_seq,
-    }

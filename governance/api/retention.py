@@ -64,6 +64,7 @@ class RetentionPolicyIn(ClosedSerializer):
     messageDays = _retention_days()
     observationDays = _retention_days()
     reflectionDays = _retention_days()
+    contextReadDays = _retention_days()
     enabled = StrictBooleanField(required=False)
     reason = reason_field(help_text="Kept in the audit trail.")
 
@@ -74,6 +75,7 @@ _RETENTION_POLICY_FIELDS = {
     "messageDays": "message_days",
     "observationDays": "observation_days",
     "reflectionDays": "reflection_days",
+    "contextReadDays": "context_read_days",
     "enabled": "enabled",
 }
 

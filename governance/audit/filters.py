@@ -31,7 +31,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from governance.models import AuditEvent
+from governance.models import AuditEvent, ContextRead
 from memory.models import Conversation
 from tenancy.models import ApiKey, Workspace
 
@@ -188,6 +188,23 @@ class AuditEventFilter(django_filters.FilterSet):  # type: ignore[misc]  # untyp
             self.unknown_conversation = True
             return queryset.none()
         return queryset.filter(audit_conversation_q(conversation=conversation))
+
+    def context_reads(self) -> QuerySet[ContextRead]:
+        """The workspace's read ledger rows under the filters that apply to a read: the
+        conversation and the days (a read has no action, actor or target), in the order
+        they were served."""
+        self.is_valid()
+        data = self.form.cleaned_data
+        reads = ContextRead.objects.filter(workspace=self.workspace)
+        if data.get("conversation"):
+            reads = reads.filter(
+                conversation__workspace=self.workspace, conversation_id=data["conversation"]
+            )
+        if data.get("since"):
+            reads = reads.filter(served_at__gte=_day_start(data["since"]))
+        if data.get("until"):
+            reads = reads.filter(served_at__lt=_day_start(data["until"] + timedelta(days=1)))
+        return reads.order_by("served_at", "writer", "writer_seq")
 
     def query(self) -> dict[str, str]:
         """The valid filters that hold a value, as the query string that repeats them

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from django.db.models import Model
 
+from governance.models import ContextRead
 from memory.models import (
     Message,
     Observation,
@@ -42,8 +43,8 @@ BATCH_ATTEMPTS = 3
 MAX_WINDOW_PAGES = 1 << 20
 
 HASH_OF = (
-    "sha256 of sorted lines '<kind>:<id>\\n' (kind: message, observation, reflection, "
-    "tool_call, reasoning_step)"
+    "sha256 of sorted lines '<kind>:<id>\\n' (kind: context_read, message, observation, "
+    "reflection, tool_call, reasoning_step)"
 )
 ERASURE_HASH_OF = "sha256 of sorted lines '<conversation id>:<kind>:<id>\\n'"
 
@@ -61,6 +62,15 @@ class Tier:
 TIERS = (
     # In the order of their line kinds: an erasure streams each conversation's lines
     # into its hash tier by tier, ids ascending, and they must arrive sorted.
+    # The read ledger: what agents were served, kept as long as its own period says.
+    Tier(
+        "contextReads",
+        "context_read",
+        ContextRead,
+        "served_at",
+        "context_read_days",
+        "context_reads",
+    ),
     Tier("messages", "message", Message, "created_at", "message_days", "messages"),
     Tier(
         "observations",

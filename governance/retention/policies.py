@@ -33,6 +33,7 @@ def policy_snapshot(policy: RetentionPolicy) -> dict[str, Any]:
         "messageDays": policy.message_days,
         "observationDays": policy.observation_days,
         "reflectionDays": policy.reflection_days,
+        "contextReadDays": policy.context_read_days,
         "enabled": policy.enabled,
     }
 
@@ -73,6 +74,7 @@ def _validate_policy(policy: RetentionPolicy) -> None:
     _validate_days(policy.message_days, "message_days")
     _validate_days(policy.observation_days, "observation_days")
     _validate_days(policy.reflection_days, "reflection_days")
+    _validate_days(policy.context_read_days, "context_read_days")
     clash = RetentionPolicy.objects.filter(
         workspace_id=policy.workspace_id, conversation_tag=policy.conversation_tag
     ).exclude(pk=policy.pk)
@@ -113,6 +115,7 @@ def retention_policy_create(
     message_days: int | None = None,
     observation_days: int | None = None,
     reflection_days: int | None = None,
+    context_read_days: int | None = None,
     enabled: bool = True,
     reason: str = "",
 ) -> RetentionPolicy:
@@ -123,6 +126,7 @@ def retention_policy_create(
         message_days=message_days,
         observation_days=observation_days,
         reflection_days=reflection_days,
+        context_read_days=context_read_days,
         enabled=enabled,
     )
     reason = _reason_for_trail(reason, workspace_id=workspace.pk)
@@ -150,6 +154,7 @@ def retention_policy_update(
     message_days: int | None | _Unset = UNSET,
     observation_days: int | None | _Unset = UNSET,
     reflection_days: int | None | _Unset = UNSET,
+    context_read_days: int | None | _Unset = UNSET,
     enabled: bool | _Unset = UNSET,
     reason: str = "",
 ) -> RetentionPolicy:
@@ -160,6 +165,7 @@ def retention_policy_update(
         "message_days": message_days,
         "observation_days": observation_days,
         "reflection_days": reflection_days,
+        "context_read_days": context_read_days,
         "enabled": enabled,
     }
     changes = {key: value for key, value in changes.items() if value is not UNSET}
@@ -167,7 +173,7 @@ def retention_policy_update(
         raise MemdeskError(
             "nothing_to_change",
             "Send at least one of name, conversationTag, messageDays, observationDays, "
-            "reflectionDays, enabled.",
+            "reflectionDays, contextReadDays, enabled.",
         )
     reason = _reason_for_trail(reason, workspace_id=policy.workspace_id)
     with transaction.atomic():

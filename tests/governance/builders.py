@@ -12,7 +12,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR
-from governance.models import AuditEvent, MessageScan, RedactionPolicy, RestrictedOriginal
+from governance.models import (
+    AuditEvent,
+    ContextRead,
+    MessageScan,
+    RedactionPolicy,
+    RestrictedOriginal,
+)
 from governance.redaction.policy import POLICY_FIELDS, redaction_policy_get_or_create
 from governance.redaction.scan import content_digest
 from memory.models import (
@@ -86,6 +92,7 @@ def tier_rows(conversations: Iterable[Conversation]) -> dict[str, set[tuple[str,
             )
         }
         for kind, model in (
+            ("contextReads", ContextRead),
             ("messages", Message),
             ("observations", Observation),
             ("reflections", Reflection),
@@ -96,6 +103,7 @@ def tier_rows(conversations: Iterable[Conversation]) -> dict[str, set[tuple[str,
 
 
 LINE_KIND = {
+    "contextReads": "context_read",
     "messages": "message",
     "observations": "observation",
     "reflections": "reflection",

@@ -41,7 +41,7 @@ from tests.governance.builders import (
 def _with_everything(api, workspace, user_id: str) -> Conversation:
     """A conversation with all three tiers and what hangs off them: pipeline runs, a
     redaction finding and a restricted original, an observation's old version, a released
-    hold, and a stored idempotent reply."""
+    hold, a stored idempotent reply and a read of its context (the read ledger)."""
     conversation = conversation_with_tiers(workspace, user_id=user_id, old=2, new=2)
     message = conversation.messages.first()
     observation = conversation.observations.first()
@@ -60,6 +60,8 @@ def _with_everything(api, workspace, user_id: str) -> Conversation:
         HTTP_IDEMPOTENCY_KEY=f"key-{conversation.pk}",
     )
     assert response.status_code == 201
+    # An agent read its context: a row of the read ledger.
+    assert api.get(f"/v1/conversations/{conversation.pk}/context").status_code == 200
     return conversation
 
 
@@ -113,10 +115,12 @@ def test_erasure_removes_every_tier_of_that_end_user_and_nothing_else(
         "idempotencyRecords": 2,
         "messageScans": 2,
         "scanRequests": 2 * 2,  # one per write; no worker scanned them
+        "contextReads": 2,
     }
     assert status["completedAt"]
     assert not Conversation.objects.filter(workspace=workspace, user_id="alice").exists()
     assert _snapshot(alice) == {
+        "contextReads": 0,
         "messages": 0,
         "observations": 0,
         "reflections": 0,

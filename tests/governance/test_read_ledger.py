@@ -6,15 +6,21 @@ conversation (deletion, erasure) and stay while a hold keeps it."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from governance.audit.writer import audit_text_digest
 from governance.erasure import erasure_execute, erasure_request_create
 from governance.holds import legal_hold_place
 from governance.ledger import buffer
 from governance.models import ContextRead
+from governance.retention.plan import retention_sweep_request
+from governance.retention.policies import retention_policy_create
+from governance.retention.sweep import retention_sweep
 from memory.models import Conversation
 from tests.governance.builders import ADMIN
 
@@ -235,3 +241,46 @@ def test_a_bad_page_of_the_ledger_is_a_400_that_names_it(api, compliance_api):
     bad_cursor = compliance_api.get(path, {"cursor": "not-a-cursor"})
     assert bad_cursor.status_code == 400
     assert "cursor" in bad_cursor.json()["message"]
+
+
+@pytest.mark.django_db
+def test_the_ledger_keeps_its_rows_as_long_as_its_own_period_says(api, workspace):
+    retention_policy_create(workspace=workspace, actor=ADMIN, name="default", context_read_days=30)
+    free, held = _conversation(api, "fay"), _conversation(api, "hal")
+    for conversation_id in (free, free, held):
+        api.get(f"/v1/conversations/{conversation_id}/context")
+    first_free, second_free, first_held = ContextRead.objects.order_by("writer_seq")
+    old = timezone.now() - timedelta(days=40)
+    ContextRead.objects.filter(pk__in=[first_free.pk, first_held.pk]).update(served_at=old)
+    legal_hold_place(workspace=workspace, actor=ADMIN, reason="case", end_user_id="hal")
+
+    request = retention_sweep_request(workspace=workspace, actor=ADMIN)
+    sweep = retention_sweep(sweep_id=request.pk)
+
+    assert sweep.counts["contextReads"] == 1
+    assert set(ContextRead.objects.values_list("pk", flat=True)) == {second_free.pk, first_held.pk}
+    assert Conversation.objects.get(pk=free).messages.count() == 3  # messages keep theirs
+
+
+@pytest.mark.django_db
+def test_the_audit_export_includes_the_ledger_when_asked(api, compliance_api):
+    first, second = _conversation(api), _conversation(api)
+    served = [api.get(f"/v1/conversations/{c}/context").content for c in (first, second, first)]
+
+    plain = compliance_api.get("/v1/audit/events/export")
+    with_reads = compliance_api.get(
+        "/v1/audit/events/export", {"include": "contextReads", "conversation": first}
+    )
+
+    def lines(response):
+        return [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+
+    assert not [line for line in lines(plain) if "contextRead" in line]
+    reads = [line["contextRead"] for line in lines(with_reads) if "contextRead" in line]
+    assert [r["conversationId"] for r in reads] == [first, first]
+    assert [r["bodySha256"] for r in reads] == [
+        hashlib.sha256(served[0]).hexdigest(),
+        hashlib.sha256(served[2]).hexdigest(),
+    ]
+    refused = compliance_api.get("/v1/audit/events/export", {"include": "everything"})
+    assert (refused.status_code, refused.json()["code"]) == (400, "invalid_include")

@@ -47,8 +47,9 @@ from tests.governance.builders import (
 )
 from tests.memory.factories import ObservationFactory
 
-# conversation_with_tiers records no reasoning: its tiers always count 0.
-NO_REASONING = {"reasoningSteps": 0, "toolCalls": 0}
+# conversation_with_tiers records no reasoning and no context read: those tiers always
+# count 0.
+UNRECORDED = {"reasoningSteps": 0, "toolCalls": 0, "contextReads": 0}
 
 
 def _default_policy(workspace, **days):
@@ -98,7 +99,7 @@ def test_a_sweep_deletes_backdated_rows_of_every_tier_and_keeps_recent_ones(work
         assert after[kind] == before[kind] - old[kind]
         assert len(after[kind]) == 2
     assert sweep.status == RetentionSweep.Status.COMPLETED
-    assert sweep.counts == {"messages": 3, "observations": 3, "reflections": 3, **NO_REASONING}
+    assert sweep.counts == {"messages": 3, "observations": 3, "reflections": 3, **UNRECORDED}
     assert (sweep.done, sweep.total) == (9, 9)
     # The conversation stays, empty of expired rows; seq numbers carry on.
     assert Conversation.objects.get(pk=conversation.pk).last_seq == 5
@@ -111,7 +112,7 @@ def test_each_tier_expires_by_its_own_period_and_clock(workspace):
     sweep = _sweep(workspace)
 
     # Messages (20 days > 10) go; observations (20 < 50) stay; reflections are kept forever.
-    assert sweep.counts == {"messages": 2, "observations": 0, "reflections": 0, **NO_REASONING}
+    assert sweep.counts == {"messages": 2, "observations": 0, "reflections": 0, **UNRECORDED}
     assert not conversation.messages.exists()
     assert conversation.observations.count() == 2
     assert conversation.reflections.count() == 2
@@ -156,12 +157,12 @@ def test_the_receipts_are_exact(workspace, monkeypatch):
         "messages": 9,
         "observations": 9,
         "reflections": 9,
-        **NO_REASONING,
+        **UNRECORDED,
     }
     assert summary.after["idsSha256"] == ids_hash(deleted_ids)
     policy = RetentionPolicy.objects.get(workspace=workspace)
     assert summary.after["byPolicy"] == {
-        str(policy.pk): {"messages": 9, "observations": 9, "reflections": 9, **NO_REASONING}
+        str(policy.pk): {"messages": 9, "observations": 9, "reflections": 9, **UNRECORDED}
     }
     assert summary.after["policies"][0]["messageDays"] == 30
     assert summary.actor_type == "system"
@@ -215,7 +216,7 @@ def test_the_dry_run_counts_what_the_sweep_then_deletes(workspace):
         "messages": 2 + 2 + 2,
         "observations": 2 + 2,
         "reflections": 2 + 2,
-        **NO_REASONING,
+        **UNRECORDED,
     }
     assert preview.total == sweep.total == sweep.done == 14
     assert tier_rows([legal, held]) == kept
@@ -237,13 +238,13 @@ def test_without_a_default_policy_only_tagged_conversations_expire(workspace):
 
     sweep = _sweep(workspace)
 
-    assert sweep.counts == {"messages": 2, "observations": 2, "reflections": 2, **NO_REASONING}
+    assert sweep.counts == {"messages": 2, "observations": 2, "reflections": 2, **UNRECORDED}
     assert tier_rows([untagged]) == before
     assert {kind: len(rows) for kind, rows in tier_rows([tagged]).items()} == {
         "messages": 1,
         "observations": 1,
         "reflections": 1,
-        **NO_REASONING,
+        **UNRECORDED,
     }
 
 
@@ -263,13 +264,13 @@ def test_a_policy_preview_counts_only_its_own_rows_even_while_disabled(workspace
     preview = retention_dry_run(workspace=workspace, actor=ADMIN, policy=short)
     everything = retention_dry_run(workspace=workspace, actor=ADMIN)
 
-    assert preview.counts == {"messages": 3, "observations": 0, "reflections": 0, **NO_REASONING}
+    assert preview.counts == {"messages": 3, "observations": 0, "reflections": 0, **UNRECORDED}
     # While disabled, the tagged conversation still follows the default policy.
     assert everything.counts == {
         "messages": 2 + 3,
         "observations": 0,
         "reflections": 0,
-        **NO_REASONING,
+        **UNRECORDED,
     }
     with pytest.raises(MemdeskError) as refused:
         retention_sweep_request(workspace=workspace, actor=ADMIN, policy=short)
@@ -291,12 +292,12 @@ def test_held_conversations_and_held_end_users_are_kept(workspace):
     sweep = _sweep(workspace)
 
     assert tier_rows(kept) == before
-    assert sweep.counts == {"messages": 3, "observations": 3, "reflections": 3, **NO_REASONING}
+    assert sweep.counts == {"messages": 3, "observations": 3, "reflections": 3, **UNRECORDED}
     assert {kind: len(rows) for kind, rows in tier_rows([free]).items()} == {
         "messages": 2,
         "observations": 2,
         "reflections": 2,
-        **NO_REASONING,
+        **UNRECORDED,
     }
 
 
@@ -320,7 +321,7 @@ def test_a_hold_placed_after_the_sweep_read_its_candidates_still_wins(workspace,
     sweep = _sweep(workspace)
 
     assert placed
-    assert sweep.counts == {"messages": 0, "observations": 0, "reflections": 0, **NO_REASONING}
+    assert sweep.counts == {"messages": 0, "observations": 0, "reflections": 0, **UNRECORDED}
     assert conversation.messages.count() == 4
 
 
@@ -407,7 +408,7 @@ def test_a_sweep_with_nothing_due_writes_no_receipt(workspace):
     sweep = _sweep(workspace)
 
     assert sweep.status == RetentionSweep.Status.COMPLETED
-    assert sweep.counts == {"messages": 0, "observations": 0, "reflections": 0, **NO_REASONING}
+    assert sweep.counts == {"messages": 0, "observations": 0, "reflections": 0, **UNRECORDED}
     assert not events(workspace, "retention.sweep")
 
 
@@ -522,6 +523,7 @@ def test_admins_create_list_update_and_delete_policies_with_audit(admin_api, wor
         "messageDays": 30,
         "observationDays": 60,
         "reflectionDays": None,
+        "contextReadDays": None,
         "enabled": True,
         "createdAt": "",
         "updatedAt": "",
@@ -643,7 +645,7 @@ def test_dry_run_then_run_now_then_follow_the_sweep(admin_api, workspace):
         "messages": 3,
         "observations": 3,
         "reflections": 3,
-        **NO_REASONING,
+        **UNRECORDED,
     }
     assert Message.objects.count() == 4  # a dry run deletes nothing
 
