@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
@@ -50,6 +51,13 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+# A text that is more than whitespace, as its field trims it: in the document too (as
+# ``pattern``), where JSON Schema's \s leaves out \x1c-\x1f and \x85, which Python strips.
+NOT_ONLY_WHITESPACE = RegexValidator(
+    r"[^\s\x1c-\x1f\x85]", "Write something other than spaces.", code="blank"
+)
 
 
 class StrictRegexField(serializers.RegexField):

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
+    NOT_ONLY_WHITESPACE,
     ClosedSerializer,
     LimitQuery,
     ReasonIn,
@@ -54,7 +55,7 @@ def _retention_days() -> StrictIntegerField:
 
 
 class RetentionPolicyIn(ClosedSerializer):
-    name = StrictCharField(max_length=100)
+    name = StrictCharField(max_length=100, validators=[NOT_ONLY_WHITESPACE])
     conversationTag = StrictCharField(
         required=False,
         allow_blank=True,

@@ -284,3 +284,17 @@ def test_the_audit_export_includes_the_ledger_when_asked(api, compliance_api):
     ]
     refused = compliance_api.get("/v1/audit/events/export", {"include": "everything"})
     assert (refused.status_code, refused.json()["code"]) == (400, "invalid_include")
+
+
+@pytest.mark.django_db
+def test_the_exports_instants_take_any_offset_python_reads(api, compliance_api):
+    # PostgreSQL refuses a displacement beyond 15:59; the filters compare in UTC.
+    conversation_id = _conversation(api)
+    api.get(f"/v1/conversations/{conversation_id}/context")
+    response = compliance_api.get(
+        "/v1/audit/events/export",
+        {"include": "contextReads", "since": "2020-01-01T00:00:00+21:56"},
+    )
+    assert response.status_code == 200
+    lines = b"".join(response.streaming_content).splitlines()
+    assert sum(b'"contextRead"' in line for line in lines) == 1
