@@ -515,8 +515,9 @@ def phase(
         drained = wait_for_empty_queue(args.redis_db + 1, limit=5.0)
         harness.say(f"queue      {drained:.0f} s to drain after the run (at most 5 s waited)")
     # The servers have stopped (a clean stop writes each worker's last batch): every
-    # context read they answered is a row of the read ledger.
-    served = quiet.requests + reads.requests + 1
+    # context read they answered is a row of the read ledger. Counted from the access log:
+    # wrk does not count the requests in flight when a run ends, which are answered too.
+    served = _context_reads_answered(var_dir / f"gunicorn-{server.port}.log")
     ledger = _ledger_rows(env["DATABASE_URL"]) - ledger_before
     line = (
         f"{ledger:,} rows for {served:,} context reads answered (lost {served - ledger:,}); "
@@ -525,6 +526,15 @@ def phase(
     harness.say(f"ledger     observer {label}: {line}")
     rows.append([label, "read ledger", line, "", "", ""])
     return rows
+
+
+_CONTEXT_READ_LINE = re.compile(r'"GET /v1/conversations/[0-9a-f-]+/context HTTP/1\.1" (200|304) ')
+
+
+def _context_reads_answered(log_path: Path) -> int:
+    """The context reads the server's access log says it answered (200 or 304)."""
+    with log_path.open(errors="replace") as log:
+        return sum(1 for line in log if _CONTEXT_READ_LINE.search(line))
 
 
 def _ledger_rows(database_url: str) -> int:
