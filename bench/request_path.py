@@ -163,14 +163,19 @@ def measure(
     )
     long_tail_context = f"/v1/conversations/{long_tail.pk}/context"
 
-    def write_to_long_tail() -> None:
-        response = client.post(
-            f"/v1/conversations/{long_tail.pk}/messages/bulk",
-            next(long_tail_writes),
-            "application/json",
-            **auth,
-        )
-        assert response.status_code == 201, response.status_code
+    def bulk_writer(conversation: Any, bodies: Iterator[str]) -> Callable[[], None]:
+        def run() -> None:
+            response = client.post(
+                f"/v1/conversations/{conversation.pk}/messages/bulk",
+                next(bodies),
+                "application/json",
+                **auth,
+            )
+            assert response.status_code == 201, response.status_code
+
+        return run
+
+    write_to_long_tail = bulk_writer(long_tail, long_tail_writes)
 
     def get(path: str, **headers: str) -> Callable[[], None]:
         def run() -> None:
@@ -179,14 +184,7 @@ def measure(
 
         return run
 
-    def bulk_write() -> None:
-        response = client.post(
-            f"/v1/conversations/{write.pk}/messages/bulk",
-            next(writes),
-            "application/json",
-            **auth,
-        )
-        assert response.status_code == 201, response.status_code
+    bulk_write = bulk_writer(write, writes)
 
     def single_write() -> None:
         response = client.post(

@@ -38,7 +38,7 @@ from memory.context.rendering import (
     memory_block,
 )
 from memory.context.tiers import Reidentifies, memory_tiers, recent_messages, reidentify_items
-from memory.models import Conversation
+from memory.models import Conversation, Message
 from memory.selectors import (
     ContextVersions,
     covered_intervals,
@@ -86,6 +86,27 @@ def _memory_block_cached(
     return block
 
 
+def _messages_after(
+    source: _Source,
+    intervals: tuple[tuple[int, int], ...],
+    after_seq: int,
+    reidentifier: Reidentifies | None,
+) -> list[Message]:
+    """The unobserved messages after ``after_seq`` through the read's last_seq, by seq,
+    with their pseudonyms replaced when the caller sees values."""
+    new = list(
+        unobserved_messages_between(
+            conversation_id=source.pk,
+            intervals=intervals,
+            after_seq=after_seq,
+            through_seq=source.versions.last_seq,
+        )
+    )
+    if reidentifier is not None:
+        reidentify_items(reidentifier, new)
+    return new
+
+
 def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | None) -> Tail:
     """``recent_messages``, reading only the messages written since this worker's tail. Kept in
     the worker only: pickling hundreds of model instances for the shared cache cost more
@@ -99,16 +120,7 @@ def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | 
     if tail.through_seq < versions.last_seq:
         # Every message up to last_seq committed with (or before) it: none can appear
         # below it later, so the tail is complete through last_seq.
-        new = list(
-            unobserved_messages_between(
-                conversation_id=source.pk,
-                intervals=tail.intervals,
-                after_seq=tail.through_seq,
-                through_seq=versions.last_seq,
-            )
-        )
-        if reidentifier is not None:
-            reidentify_items(reidentifier, new)
+        new = _messages_after(source, tail.intervals, tail.through_seq, reidentifier)
         messages = tail.messages + tuple(new)
         trimmed = tail.trimmed
         # A tail no Observer run shortens (the pipeline off, or far behind) would grow
@@ -211,16 +223,7 @@ def _extended_body(
         return None
     # Read by seq and id, apart from the tail: a worker keeps a bounded number of tails,
     # and one pushed out would be read whole again (thousands of messages under a writer).
-    new = list(
-        unobserved_messages_between(
-            conversation_id=source.pk,
-            intervals=kept.intervals,
-            after_seq=kept.through_seq,
-            through_seq=versions.last_seq,
-        )
-    )
-    if reidentifier is not None:
-        reidentify_items(reidentifier, new)
+    new = _messages_after(source, kept.intervals, kept.through_seq, reidentifier)
     extended = extend(kept, new, wires={}, through_seq=versions.last_seq)
     if extended is None:
         return None
