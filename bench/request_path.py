@@ -123,10 +123,14 @@ def measure(
 
     from core.actors import SYSTEM_ACTOR
     from core.tasks import worker_heartbeat
+    from governance.ledger.buffer import ledger_buffer_start
     from memory.services.conversations import conversation_create
     from tenancy.services import api_key_create, workspace_get_or_create
 
-    if background_sends:  # as each gunicorn worker does (config/gunicorn.py)
+    # As each gunicorn worker does (config/gunicorn.py): the read ledger written in batches
+    # by a thread (never in the request), and, unless asked otherwise, tasks sent after it.
+    ledger_buffer_start()
+    if background_sends:
         from core.queue import send_in_background
 
         send_in_background()

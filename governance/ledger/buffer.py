@@ -31,7 +31,11 @@ from tenancy.models import ApiKey
 
 logger = logging.getLogger(__name__)
 
-BATCH_ROWS = 1000
+# A batch is written as soon as this many reads wait, before its window ends: a whole
+# second's reads (about 550 per worker in bench/ledger.py) in one batch held the worker's
+# interpreter long enough to double the reads' p99 (48 ms against 23 with the ledger off;
+# 34 ms at 100 rows, docs/benchmarks.md).
+BATCH_ROWS = 100
 MAX_ROWS_WAITING = 100_000
 STOP_SECONDS = 5.0
 
