@@ -3,7 +3,8 @@
 A web worker appends each read to a list and a daemon thread writes the list every
 ``MEMDESK_LEDGER_WINDOW_SECONDS`` (or sooner, at ``BATCH_ROWS``) in one bulk insert. A
 clean stop writes what is left; a crash loses at most the reads of the last window, and
-each row's ``writer`` and ``writer_seq`` (the process, and its n-th read) show the gap.
+each row's ``writer`` and ``writer_seq`` (the process, and its n-th read) show the gap;
+the next worker on the host says how many (governance/ledger/tally.py).
 While the database refuses the write, the rows wait for the next window, up to
 ``MAX_ROWS_WAITING``: beyond that the oldest are dropped and counted in the log.
 """
@@ -18,6 +19,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +27,7 @@ from django.db import DatabaseError, IntegrityError, close_old_connections
 from django.utils import timezone
 
 from governance.audit.writer import audit_text_digest
+from governance.ledger.tally import ServedTally, lost_reads_account
 from governance.models import ContextRead
 from memory.models import Conversation
 from tenancy.models import ApiKey
@@ -168,11 +171,18 @@ def rows_write(rows: list[ContextRead]) -> int:
 
 
 class LedgerBuffer:
-    """A web worker's reads waiting for their batch (see the module)."""
+    """A web worker's reads waiting for their batch (see the module). With
+    ``tally_directory``, the number of its latest read is kept there for the next worker
+    to count what a crash lost (governance/ledger/tally.py), and the tallies crashed
+    workers left are counted first."""
 
-    def __init__(self, window_seconds: float) -> None:
+    def __init__(self, window_seconds: float, tally_directory: Path | None = None) -> None:
         self.pid = os.getpid()
         self.window_seconds = window_seconds
+        self._tally_directory = tally_directory
+        self._tally = (
+            ServedTally(tally_directory, _current_writer().name) if tally_directory else None
+        )
         self._rows: list[ContextRead] = []
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -186,6 +196,8 @@ class LedgerBuffer:
     def add(self, row: ContextRead) -> None:
         with self._lock:
             self._rows.append(row)
+            if self._tally is not None:
+                self._tally.served(row.writer_seq)
             full = len(self._rows) >= BATCH_ROWS
         if full:
             self._wake.set()
@@ -195,6 +207,13 @@ class LedgerBuffer:
             return len(self._rows)
 
     def _run(self) -> None:
+        if self._tally_directory is not None:
+            try:
+                lost_reads_account(self._tally_directory)
+            except DatabaseError:
+                logger.warning("could not count the reads crashed workers left unwritten")
+            finally:
+                close_old_connections()
         while not self._stopping:
             self._wake.wait(self.window_seconds)
             self._wake.clear()
@@ -249,6 +268,8 @@ class LedgerBuffer:
         left = self.waiting()
         if left:
             logger.warning("the ledger stopped with %d context read(s) not written", left)
+        if self._tally is not None:
+            self._tally.remove()  # what is left is counted above
         return left
 
 
@@ -260,5 +281,7 @@ def ledger_buffer_start() -> LedgerBuffer:
     worker, once started: config/gunicorn.py)."""
     global _buffer
     if _buffer is None or _buffer.pid != os.getpid():
-        _buffer = LedgerBuffer(settings.MEMDESK_LEDGER_WINDOW_SECONDS)
+        _buffer = LedgerBuffer(
+            settings.MEMDESK_LEDGER_WINDOW_SECONDS, tally_directory=settings.VAR_DIR / "ledger"
+        )
     return _buffer

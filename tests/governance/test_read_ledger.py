@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import socket
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from governance.audit.writer import audit_text_digest
 from governance.erasure import erasure_execute, erasure_request_create
 from governance.holds import legal_hold_place
 from governance.ledger import buffer
+from governance.ledger.tally import ServedTally, lost_reads_account
 from governance.models import ContextRead
 from governance.retention.plan import retention_sweep_request
 from governance.retention.policies import retention_policy_create
@@ -298,3 +300,48 @@ def test_the_exports_instants_take_any_offset_python_reads(api, compliance_api):
     assert response.status_code == 200
     lines = b"".join(response.streaming_content).splitlines()
     assert sum(b'"contextRead"' in line for line in lines) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_clean_stop_leaves_no_tally_and_a_live_workers_is_not_counted(api, monkeypatch, tmp_path):
+    conversation_id = _conversation(api)
+    ledger = buffer.LedgerBuffer(window_seconds=3600, tally_directory=tmp_path)
+    monkeypatch.setattr(buffer, "_buffer", ledger)
+    api.get(f"/v1/conversations/{conversation_id}/context")
+    [tally] = tmp_path.glob("*.served")
+
+    assert lost_reads_account(tmp_path) == {}  # its worker is alive: not a crash
+    assert tally.exists()
+    assert ledger.stop() == 0
+    assert not tally.exists()
+
+
+@pytest.mark.django_db
+def test_the_reads_a_crashed_worker_left_unwritten_are_counted_by_the_next(api, tmp_path, caplog):
+    conversation_id = _conversation(api)
+    # A writer of this host whose process is gone: no pid is above Linux's largest.
+    writer = f"{socket.gethostname()}:{2**22 + 1}:1"
+    for seq in (1, 2, 3):
+        ContextRead.objects.create(
+            workspace=Conversation.objects.get(pk=conversation_id).workspace,
+            conversation_id=conversation_id,
+            served_at=timezone.now(),
+            key_scope="agent",
+            edge="rest",
+            format="json",
+            memory_version=0,
+            last_seq=3,
+            body_sha256="0" * 64,
+            status=200,
+            writer=writer,
+            writer_seq=seq,
+        )
+    tally = ServedTally(tmp_path, writer)
+    tally.served(5)  # two reads recorded after the last batch it wrote
+
+    with caplog.at_level(logging.WARNING, logger="governance.ledger.tally"):
+        lost = lost_reads_account(tmp_path)
+
+    assert lost == {writer: 2}
+    assert f"missing 2 context read(s) of writer {writer}" in caplog.text
+    assert not list(tmp_path.glob("*.served"))  # counted once
