@@ -21,6 +21,7 @@ from datetime import date
 from typing import Any, NamedTuple
 
 from memory.context.rendering import (
+    CONTENT_TYPES,
     Fitted,
     Layout,
     RenderedContext,
@@ -66,7 +67,6 @@ class Extendable:
     max_tokens: int | None
     token_count: int  # of the whole body, as the budget counts it
     dropped: dict[str, int]  # what the budget left out (only older messages, if anything)
-    content_type: str
     memory_digest: str
     size: int  # the body's bytes: about what the layout holds
 
@@ -103,7 +103,6 @@ def render_extendable(
         max_tokens=max_tokens,
         token_count=fitted.token_count,
         dropped=dict(fitted.dropped),
-        content_type=rendered.content_type,
         memory_digest=rendered.memory_digest,
         size=len(rendered.body),
     )
@@ -160,7 +159,7 @@ def extend(
     held = kept.held[drop:] + added_held
     rendered = RenderedContext.of(
         body,
-        content_type=kept.content_type,
+        content_type=CONTENT_TYPES[kept.fmt],
         memory_digest=kept.memory_digest,
         token_count=token_count,
         recent_from_seq=held[0].seq,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from memory.context.rendering import RenderedContext
@@ -164,12 +164,6 @@ def with_recalled(
             "turns": [_wire(line.turn) for line in kept],
         }
         body = body[:-1] + ',"recalled":' + _dumps(recalled) + "}"
-    encoded = body.encode()
-    fresh = RenderedContext.of(encoded, content_type=rendered.content_type)
-    return replace(
-        rendered,
-        body=encoded,
-        etag=fresh.etag,
-        digest=fresh.digest,
-        token_count=(rendered.token_count or 0) + section_tokens,
+    return rendered.with_body(
+        body.encode(), token_count=(rendered.token_count or 0) + section_tokens
     )

@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import lru_cache
 from typing import Any
@@ -35,7 +35,9 @@ MESSAGE_OVERHEAD_TOKENS = 4
 class RenderedContext:
     body: bytes
     content_type: str
-    etag: str  # the first 32 hex digits of ``digest``, quoted
+    # The SHA-256 of ``body`` in hex: what the read ledger records of a body served, and
+    # the ETag's source. Set by ``of`` and ``with_body``, which keep it the body's.
+    digest: str
     # A digest of the memory sections served (pins, reflections, observations, as
     # rendered and fitted): equal digests, byte-identical memory block. Empty in
     # renders cached before it existed.
@@ -45,14 +47,19 @@ class RenderedContext:
     # there). None in renders cached before they existed.
     token_count: int | None = None
     recent_from_seq: int | None = None
-    # The SHA-256 of ``body`` in hex: what the read ledger records of a body served.
-    digest: str = ""
 
     @classmethod
     def of(cls, body: bytes, **fields: Any) -> RenderedContext:
-        """A rendered context of ``body``, with its digest and ETag."""
-        digest = hashlib.sha256(body).hexdigest()
-        return cls(body=body, etag=f'"{digest[:32]}"', digest=digest, **fields)
+        """A rendered context of ``body``, with its digest."""
+        return cls(body=body, digest=hashlib.sha256(body).hexdigest(), **fields)
+
+    def with_body(self, body: bytes, **changes: Any) -> RenderedContext:
+        """This context with another body (and its digest), and ``changes``."""
+        return replace(self, body=body, digest=hashlib.sha256(body).hexdigest(), **changes)
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.digest[:32]}"'
 
 
 @lru_cache(maxsize=1024)
