@@ -13,7 +13,6 @@ While the database refuses the write, the rows wait for the next window, up to
 from __future__ import annotations
 
 import atexit
-import functools
 import itertools
 import logging
 import os
@@ -35,9 +34,9 @@ from django.db import (
     models,
     transaction,
 )
-from django.db.models import Field
 from django.utils import timezone
 
+from core.inserts import copy_rows, fields_of, insert_rows
 from governance.audit.writer import audit_text_digest
 from governance.ledger.tally import ServedTally, lost_reads_account
 from governance.models import ContextRead
@@ -176,55 +175,33 @@ class PendingRead(NamedTuple):
     writer_seq: int
 
 
-@functools.cache
-def _insert_statement(vendor: str) -> tuple[str, list[Field]]:
-    """The INSERT of one ledger row (a new id, then ``PendingRead``'s columns in order),
-    ignoring a row already there (a batch written twice), and the fields whose values
-    the database needs prepared (ids, times); built once per backend."""
-    meta = ContextRead._meta
-    by_attname = {f.attname: f for f in meta.concrete_fields}
-    fields = [by_attname["id"], *(by_attname[name] for name in PendingRead._fields)]
-    quote = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING"
-    )
-    return sql, fields
-
-
+# The fields whose values the database needs prepared (ids, times); the rest go as they are.
 _PREPARED = (models.UUIDField, models.ForeignKey, models.DateTimeField)
 
 
-def _params(rows: list[PendingRead], fields: list[Field]) -> list[list[Any]]:
-    prepare = [
-        (lambda v, f=f: f.get_db_prep_value(v, connection)) if isinstance(f, _PREPARED) else None
-        for f in fields
-    ]
-    return [
-        [
-            value if convert is None else convert(value)
-            for convert, value in zip(prepare, (uuid.uuid4(), *row), strict=True)
-        ]
-        for row in rows
-    ]
+def _prepared(rows: list[PendingRead]) -> list[list[Any]]:
+    """The rows as ``core.inserts`` writes them (``fields_of``'s order), each with an id."""
+    prepare = [(f.attname, f if isinstance(f, _PREPARED) else None) for f in fields_of(ContextRead)]
+    prepared = []
+    for row in rows:
+        values = {"id": uuid.uuid4(), **row._asdict()}
+        prepared.append(
+            [
+                values[name] if field is None else field.get_db_prep_value(values[name], connection)
+                for name, field in prepare
+            ]
+        )
+    return prepared
 
 
 def _insert(rows: list[PendingRead], *, copy: bool) -> None:
     """The rows in one transaction: a COPY on PostgreSQL (``copy``), the fastest way in;
     otherwise the INSERT that keeps a row already there once."""
-    sql, fields = _insert_statement(connection.vendor)
-    params = _params(rows, fields)
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic():
         if copy and connection.vendor == "postgresql":
-            quote = connection.ops.quote_name
-            copy_sql = "COPY {} ({}) FROM STDIN".format(
-                quote(ContextRead._meta.db_table), ", ".join(quote(f.column) for f in fields)
-            )
-            with connection.wrap_database_errors, cursor.cursor.copy(copy_sql) as stream:
-                for row in params:
-                    stream.write_row(row)
+            copy_rows(ContextRead, _prepared(rows))
         else:
-            cursor.executemany(sql, params)
+            insert_rows(ContextRead, _prepared(rows), ignore_conflicts=True)
 
 
 def _still_there(rows: list[PendingRead]) -> list[PendingRead]:
@@ -288,8 +265,6 @@ class LedgerBuffer:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
-        self.written = 0
-        self.dropped = 0
         self._thread = threading.Thread(target=self._run, name="memdesk-ledger", daemon=True)
         self._thread.start()
         atexit.register(self.stop)
@@ -337,7 +312,6 @@ class LedgerBuffer:
             return False
         finally:
             close_old_connections()  # this thread's, as a request's end does
-        self.written += len(rows) - gone
         if gone:
             logger.info("%d context read(s) of conversations deleted since were not kept", gone)
         return True
@@ -348,7 +322,6 @@ class LedgerBuffer:
             over = len(self._rows) - MAX_ROWS_WAITING
             if over > 0:
                 del self._rows[:over]
-                self.dropped += over
                 logger.warning(
                     "the ledger dropped its %d oldest waiting context read(s) (%d waiting at most)",
                     over,

@@ -14,7 +14,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
 from core.errors import MemdeskError
-from core.inserts import insert
+from core.inserts import copy_rows, fields_of, insert
 from core.text import is_blank
 from governance.redaction.gates import message_ingest
 from memory.models import Conversation, Message
@@ -119,16 +119,14 @@ def _messages_insert(messages: list[Message]) -> None:
     if db.vendor != "postgresql":
         insert(messages)
         return
-    fields = Message._meta.concrete_fields
-    quote = db.ops.quote_name
-    copy_sql = "COPY {} ({}) FROM STDIN".format(
-        quote(Message._meta.db_table), ", ".join(quote(field.column) for field in fields)
+    fields = fields_of(Message)
+    copy_rows(
+        Message,
+        (
+            [field.get_db_prep_save(field.pre_save(message, True), db) for field in fields]
+            for message in messages
+        ),
     )
-    with db.cursor() as cursor, db.wrap_database_errors, cursor.cursor.copy(copy_sql) as copy:
-        for message in messages:
-            copy.write_row(
-                [field.get_db_prep_save(field.pre_save(message, True), db) for field in fields]
-            )
 
 
 def _seq_numbers_take(
