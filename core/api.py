@@ -35,8 +35,17 @@ class FastProhibitSurrogateCharactersValidator(ProhibitSurrogateCharactersValida
             raise serializers.ValidationError(message, code=self.code)
 
 
+# A text that is more than whitespace, as a field that trims it and refuses it blank
+# reads it: said in the document too (as ``pattern``), where JSON Schema's \s leaves out
+# \x1c-\x1f and \x85, which Python strips (a name of "\x85" was schema-valid and refused).
+NOT_ONLY_WHITESPACE = RegexValidator(
+    r"[^\s\x1c-\x1f\x85]", "Write something other than spaces.", code="blank"
+)
+
+
 class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers and booleans instead of turning them into text."""
+    """A CharField that refuses numbers and booleans instead of turning them into text;
+    one that may not be blank says in the document that spaces alone are blank."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -46,18 +55,14 @@ class StrictCharField(serializers.CharField):
             else validator
             for validator in self.validators
         ]
+        if not self.allow_blank and self.trim_whitespace:
+            self.validators.append(NOT_ONLY_WHITESPACE)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
 
-
-# A text that is more than whitespace, as its field trims it: in the document too (as
-# ``pattern``), where JSON Schema's \s leaves out \x1c-\x1f and \x85, which Python strips.
-NOT_ONLY_WHITESPACE = RegexValidator(
-    r"[^\s\x1c-\x1f\x85]", "Write something other than spaces.", code="blank"
-)
 
 
 class StrictRegexField(serializers.RegexField):

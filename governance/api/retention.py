@@ -9,7 +9,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import (
-    NOT_ONLY_WHITESPACE,
     ClosedSerializer,
     LimitQuery,
     ReasonIn,
@@ -55,7 +54,7 @@ def _retention_days() -> StrictIntegerField:
 
 
 class RetentionPolicyIn(ClosedSerializer):
-    name = StrictCharField(max_length=100, validators=[NOT_ONLY_WHITESPACE])
+    name = StrictCharField(max_length=100)
     conversationTag = StrictCharField(
         required=False,
         allow_blank=True,
