@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -47,6 +48,15 @@ def client_process_signals() -> None:
     itself (by SIGTERM, which then just ends them) before it stops the server."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def wrk_missing() -> bool:
+    """Whether wrk (the load generator of the benches that need one) is missing; says how
+    to install it."""
+    if shutil.which("wrk") is not None:
+        return False
+    say("wrk is not installed: apt-get install wrk")
+    return True
 
 
 def run_main(main: Callable[[], int]) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 
 import harness
 from load import READ_LUA, _lua_list, run_wrk, seed, wrk
@@ -30,8 +29,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8.0)
     args = parser.parse_args()
-    if shutil.which("wrk") is None:
-        harness.say("wrk is not installed: apt-get install wrk")
+    if harness.wrk_missing():
         return 2
     harness.stop_on_sigterm()
     harness.say(harness.machine_line())

@@ -33,7 +33,6 @@ import http.client
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -573,8 +572,7 @@ def main() -> int:
     if args.seed:
         seed_memory(args.seed_messages)
         return 0
-    if shutil.which("wrk") is None:
-        harness.say("wrk is not installed: apt-get install wrk")
+    if harness.wrk_missing():
         return 2
     harness.stop_on_sigterm()
     harness.say(harness.machine_line())

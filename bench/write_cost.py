@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 
@@ -76,8 +75,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--redis-db", type=int, default=10)
     args = parser.parse_args()
-    if shutil.which("wrk") is None:
-        harness.say("wrk is not installed: apt-get install wrk")
+    if harness.wrk_missing():
         return 2
     harness.stop_on_sigterm()
     harness.say(harness.machine_line())
