@@ -3,8 +3,11 @@ belong to are tenancy's (``tenancy.models``)."""
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import models
@@ -230,9 +233,61 @@ class MemoryVersion(models.Model):
     reason = models.TextField()
     changed_by = models.CharField(max_length=200)
     changed_at = models.DateTimeField(default=timezone.now)
+    # The note's other fields at this version (``note_state``: its grounding, topics,
+    # token count, dates, window, sources...), so that the version alone rebuilds the
+    # note as it was served, after the note itself is edited or deleted
+    # (memory/context/rebuild.py). {} in versions kept before it existed.
+    state = models.JSONField(default=dict, blank=True)
 
     class Meta:
         abstract = True
+
+
+# What a version row keeps in columns of its own, or what never differs between versions.
+_KEPT_APART = frozenset(
+    {"id", "conversation_id", "text", "priority", "referenced_at", "tags", "version", "updated_at"}
+)
+
+
+def note_state(note: MemoryNote) -> dict[str, Any]:
+    """The fields of ``note`` a version row keeps in ``state``, as JSON values."""
+    state: dict[str, Any] = {}
+    for field in note._meta.concrete_fields:
+        if field.attname in _KEPT_APART:
+            continue
+        value = getattr(note, field.attname)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, uuid.UUID):
+            value = str(value)
+        state[field.attname] = value
+    return state
+
+
+NoteT = TypeVar("NoteT", "Observation", "Reflection")
+
+
+def note_as_kept(
+    model: type[NoteT], kept: ObservationVersion | ReflectionVersion, *, now: NoteT | None
+) -> NoteT | None:
+    """The note as it stood at ``kept``'s version, in memory only: ``now`` (the note as
+    it stands, None once deleted) with the version's fields put back. None when the
+    version alone cannot say (one kept before versions kept their ``state``, of a note
+    since deleted)."""
+    if now is None and not kept.state:
+        return None
+    if now is not None:
+        note = copy.copy(now)
+    else:
+        note = model(id=getattr(kept, f"{model._meta.model_name}_id"))
+        note.conversation_id = kept.conversation_id
+    for name, value in kept.state.items():
+        field = model._meta.get_field(name)
+        assert isinstance(field, models.Field)  # a concrete field, as note_state wrote it
+        setattr(note, name, field.to_python(value))
+    note.text, note.priority, note.tags = kept.text, kept.priority, kept.tags
+    note.referenced_at, note.version = kept.referenced_at, kept.version
+    return note
 
 
 class ObservationVersion(MemoryVersion):

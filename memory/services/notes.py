@@ -25,6 +25,7 @@ from memory.models import (
     Priority,
     Reflection,
     ReflectionVersion,
+    note_state,
 )
 from memory.references import references_in
 from memory.services.conversations import memory_version_bump
@@ -289,6 +290,7 @@ def _version_keep(
         "change": change,
         "reason": reason,
         "changed_by": actor.label,
+        "state": note_state(item),
     }
     if isinstance(item, Reflection):
         ReflectionVersion.objects.create(reflection_id=item.pk, **kept)
