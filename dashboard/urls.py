@@ -14,6 +14,7 @@ from dashboard.views import (
     pins,
     runs,
     search,
+    served,
     settings,
     transcript,
 )
@@ -28,6 +29,7 @@ urlpatterns = [
     path("conversations/", conversations.conversation_list, name="conversation_list"),
     path(conversation, conversations.conversation_detail, name="conversation_detail"),
     path(conversation + "context/", context.conversation_context, name="conversation_context"),
+    path(conversation + "served/", served.conversation_served, name="conversation_served"),
     path(conversation + "transcript", transcript.conversation_transcript, name="transcript"),
     path(conversation + "messages/", conversations.message_list, name="message_list"),
     path(

@@ -639,8 +639,16 @@ class ContextRead(models.Model):
     memory_version = models.PositiveIntegerField()
     last_seq = models.PositiveIntegerField()
     body_sha256 = models.CharField(max_length=64)
+    # With a query: the SHA-256 of the body before its recalled section was added (the
+    # context a rebuild can check; the ledger keeps no question to recall again). "" without.
+    base_sha256 = models.CharField(max_length=64, blank=True, default="")
     token_count = models.PositiveIntegerField(null=True)
     status = models.PositiveSmallIntegerField()  # 200, or 304 (the caller had the body)
+    # Whether the body held values in place of pseudonyms (the policy let agents see
+    # them), and the shape's version (memory.context.caches.RENDER_VERSION): what a
+    # rebuild must render with.
+    reidentified = models.BooleanField(default=False)
+    render_version = models.PositiveSmallIntegerField(default=0)
     writer = models.CharField(max_length=100)
     writer_seq = models.PositiveBigIntegerField()
 
@@ -672,8 +680,36 @@ class ContextRead(models.Model):
             "memoryVersion": self.memory_version,
             "lastSeq": self.last_seq,
             "bodySha256": self.body_sha256,
+            "baseSha256": self.base_sha256 or None,
             "tokenCount": self.token_count,
             "status": self.status,
+            "reidentified": self.reidentified,
+            "renderVersion": self.render_version,
             "writer": self.writer,
             "writerSeq": self.writer_seq,
         }
+
+
+class ContextManifest(models.Model):
+    """What a memory version of a conversation served: its pins, and its reflections and
+    observations each at its note version (memory/context/rebuild.py's ``Manifest``),
+    from which the read ledger's rows are rendered again. Ids and numbers only; noted by
+    the worker that first renders the version's memory block, written with the ledger's
+    batches; goes with the conversation, and with the ledger rows that name it."""
+
+    conversation = models.ForeignKey(
+        "memory.Conversation", on_delete=models.CASCADE, related_name="+"
+    )
+    memory_version = models.PositiveIntegerField()
+    noted_at = models.DateTimeField()
+    manifest = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "memory_version"], name="context_manifest_version"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"manifest of {self.conversation_id} at memory version {self.memory_version}"

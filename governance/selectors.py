@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from typing import TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Count, Model, Q, QuerySet
 
 from core.errors import MemdeskError
-from core.paging import keyset_page, parse_pk
+from core.paging import keyset_page, parse_pk, parse_uuid
 from governance.audit.filters import AuditEventFilter
 from governance.models import (
     REDACTION_TARGETS,
     AuditEvent,
+    ContextManifest,
     ContextRead,
     ErasureRequest,
     LegalHold,
@@ -289,3 +291,34 @@ def context_reads_list(
     reads = ContextRead.objects.filter(conversation=conversation)
     page = keyset_page(reads, keys=("served_at", "id"), limit=limit, cursor=cursor)
     return page.items, page.next_cursor
+
+
+def context_read_get(*, conversation: Conversation, read_id: object) -> ContextRead:
+    """One of a conversation's ledger rows (another's, or none: not found)."""
+    pk = parse_uuid(read_id, field="read")
+    try:
+        return ContextRead.objects.get(pk=pk, conversation=conversation)
+    except ContextRead.DoesNotExist:
+        raise MemdeskError(
+            "not_found", "No such context read in this conversation.", status_code=404
+        ) from None
+
+
+def context_read_at(*, conversation: Conversation, when: datetime) -> ContextRead | None:
+    """The conversation's latest read served at or before ``when``."""
+    return (
+        ContextRead.objects.filter(conversation=conversation, served_at__lte=when)
+        .order_by("-served_at", "-writer_seq")
+        .first()
+    )
+
+
+def context_manifest_of(*, read: ContextRead) -> dict[str, Any] | None:
+    """The manifest of the memory version ``read`` was rendered from (None: not noted)."""
+    return (
+        ContextManifest.objects.filter(
+            conversation_id=read.conversation_id, memory_version=read.memory_version
+        )
+        .values_list("manifest", flat=True)
+        .first()
+    )

@@ -166,6 +166,7 @@ def ledger_buffered(monkeypatch):
     yield ledger
     with ledger._lock:
         ledger._rows.clear()
+        ledger._manifests.clear()
     ledger.stop(timeout=1.0)
 
 

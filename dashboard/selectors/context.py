@@ -53,10 +53,55 @@ class ServedContext:
     reidentified: bool
 
 
-def _mask_values(text: str, replacements: list[tuple[str, str]]) -> str:
+def mask_values(text: str, replacements: list[tuple[str, str]]) -> str:
     for value, label in replacements:
         text = text.replace(value, label)
     return text
+
+
+def chat_masked(
+    chat: list[dict[str, Any]], replacements: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """The turns of a ``messages`` context with ``replacements`` made in their contents and
+    names (in place)."""
+    # A turn's name is in the form OpenAI takes ("Maria_Lopez"): masked when it is that
+    # form of a masked value.
+    chat_names = {chat_name(value): chat_name(label) or label for value, label in replacements}
+    for turn in chat:
+        if isinstance(turn.get("content"), str):
+            turn["content"] = mask_values(turn["content"], replacements)
+        if turn.get("name") in chat_names:
+            turn["name"] = chat_names[turn["name"]]
+    return chat
+
+
+def masked_values_of(
+    conversation: Conversation,
+    *,
+    message_ids: Iterable[Any],
+    recorder: _RecordingReidentifier | None,
+) -> list[tuple[str, str]]:
+    """What a page masks in a context holding these messages' words: the values the scan
+    found in them (for every role), the values ``recorder`` put back for their
+    pseudonyms, and the speakers' names the conversation page masks; longest first (a
+    value inside another is not masked half)."""
+    rows = list(
+        Message.objects.filter(pk__in=set(message_ids)).values_list("pk", "content", "name")
+    )
+    contents = {pk: content for pk, content, _ in rows}
+    names = {name for _, _, name in rows if name}
+    found: dict[str, str] = {}
+    for message_id, spans in masked_spans(list(contents)).items():
+        content = contents.get(message_id, "")
+        for start, end, entity_type, _ in spans:
+            if content[start:end].strip():
+                found[content[start:end]] = f"<{entity_type}>"
+    if recorder is not None:
+        found.update({value: label for value, label in recorder.values.items() if value})
+    masks = speaker_people_masked(workspace_id=conversation.workspace_id, names=names)
+    for person, mask in masks.items():
+        found.setdefault(person, mask)
+    return sorted(found.items(), key=lambda pair: -len(pair[0]))
 
 
 def served_context(*, conversation: Conversation, max_tokens: int | None) -> ServedContext:
@@ -81,35 +126,12 @@ def served_context(*, conversation: Conversation, max_tokens: int | None) -> Ser
     pin_message_ids = set(
         Pin.objects.filter(conversation=conversation).values_list("message_id", flat=True)
     )
-    message_ids = {*budget.recent_message_ids, *pin_message_ids}
-    rows = list(Message.objects.filter(pk__in=message_ids).values_list("pk", "content", "name"))
-    contents = {pk: content for pk, content, _ in rows}
-    names = {name for _, _, name in rows if name}
-    found: dict[str, str] = {}
-    for message_id, spans in masked_spans(message_ids).items():
-        content = contents.get(message_id, "")
-        for start, end, entity_type, _ in spans:
-            if content[start:end].strip():
-                found[content[start:end]] = f"<{entity_type}>"
-    if recorder is not None:
-        found.update({value: label for value, label in recorder.values.items() if value})
-    # The speakers' names, masked as the conversation page masks them.
-    masks = speaker_people_masked(workspace_id=conversation.workspace_id, names=names)
-    for person, mask in masks.items():
-        found.setdefault(person, mask)
-    # Longest first: a value inside another is not masked half.
-    replacements = sorted(found.items(), key=lambda pair: -len(pair[0]))
-    # A turn's name is in the form OpenAI takes ("Maria_Lopez"): masked when it is that
-    # form of a masked value.
-    chat_names = {chat_name(value): chat_name(label) or label for value, label in replacements}
-    for turn in chat:
-        if isinstance(turn.get("content"), str):
-            turn["content"] = _mask_values(turn["content"], replacements)
-        if turn.get("name") in chat_names:
-            turn["name"] = chat_names[turn["name"]]
+    replacements = masked_values_of(
+        conversation, message_ids={*budget.recent_message_ids, *pin_message_ids}, recorder=recorder
+    )
     return ServedContext(
-        text=_mask_values(text, replacements),
-        chat=chat,
+        text=mask_values(text, replacements),
+        chat=chat_masked(chat, replacements),
         budget=budget,
         masked_values=len(replacements),
         reidentified=reidentifier is not None,

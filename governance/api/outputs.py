@@ -390,8 +390,16 @@ class ContextReadOut(serializers.Serializer):
     memoryVersion = serializers.IntegerField()
     lastSeq = serializers.IntegerField()
     bodySha256 = serializers.CharField(help_text="SHA-256 (hex) of the body served")
+    baseSha256 = serializers.CharField(
+        allow_null=True,
+        help_text="with a query: SHA-256 (hex) of the body before its recalled section",
+    )
     tokenCount = serializers.IntegerField(allow_null=True)
     status = serializers.IntegerField(help_text="200, or 304 when the caller had the body")
+    reidentified = serializers.BooleanField(
+        help_text="the body held values in place of pseudonyms (the policy let agents see them)"
+    )
+    renderVersion = serializers.IntegerField(help_text="the version of the context's shapes")
     writer = serializers.CharField(help_text="the web process that recorded it")
     writerSeq = serializers.IntegerField(
         help_text="its n-th read: a gap is a row lost or gone with its conversation"

@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +40,7 @@ from django.utils import timezone
 from core.inserts import copy_rows, fields_of, insert_rows
 from governance.audit.writer import audit_text_digest
 from governance.ledger.tally import ServedTally, lost_reads_account
-from governance.models import ContextRead
+from governance.models import ContextManifest, ContextRead
 from memory.models import Conversation
 from tenancy.models import ApiKey
 
@@ -81,6 +82,11 @@ class Served:
     body_sha256: str
     token_count: int | None
     status: int
+    # Values in place of pseudonyms; the shape's version; with a query, the digest of
+    # the body before its recalled section (``ContextRead``).
+    reidentified: bool = False
+    render_version: int = 0
+    base_sha256: str = ""
 
 
 class _Writer:
@@ -141,8 +147,11 @@ def context_read_logged(
         memory_version=served.memory_version,
         last_seq=served.last_seq,
         body_sha256=served.body_sha256,
+        base_sha256=served.base_sha256,
         token_count=served.token_count,
         status=served.status,
+        reidentified=served.reidentified,
+        render_version=served.render_version,
         writer=writer.name,
         writer_seq=writer.next_seq(),
     )
@@ -150,6 +159,67 @@ def context_read_logged(
         _buffer.add(row)
     else:
         rows_write([row])
+
+
+class PendingManifest(NamedTuple):
+    """A ``ContextManifest`` waiting for its batch."""
+
+    conversation_id: Any
+    memory_version: int
+    noted_at: datetime
+    manifest: dict[str, Any]
+
+
+# The (conversation, memory version) pairs this process noted lately: a version's memory
+# block is rendered once per kind of format and per day, its manifest is written once.
+NOTED_KEPT = 4096
+_noted: OrderedDict[tuple[str, int], None] = OrderedDict()
+_noted_lock = threading.Lock()
+
+
+def context_manifest_noted(
+    *, conversation_id: Any, memory_version: int, manifest: dict[str, Any]
+) -> None:
+    """Keep what a memory version of a conversation served (``ContextManifest``), once:
+    buffered with the reads in a web worker, written at once elsewhere."""
+    key = (str(conversation_id), memory_version)
+    with _noted_lock:
+        if key in _noted:
+            return
+        _noted[key] = None
+        if len(_noted) > NOTED_KEPT:
+            _noted.popitem(last=False)
+    row = PendingManifest(conversation_id, memory_version, timezone.now(), manifest)
+    if _buffer is not None and _buffer.pid == os.getpid():
+        _buffer.add_manifest(row)
+    else:
+        manifests_write([row])
+
+
+def manifests_write(rows: list[PendingManifest]) -> None:
+    """Insert the manifests, leaving out one another worker wrote first, and those of
+    conversations deleted since they were noted."""
+    if not rows:
+        return
+    fields = fields_of(ContextManifest)
+
+    def insert(kept: list[PendingManifest]) -> None:
+        prepared = [
+            [f.get_db_prep_value(row._asdict()[f.attname], connection) for f in fields]
+            for row in kept
+        ]
+        with transaction.atomic():
+            insert_rows(ContextManifest, prepared, ignore_conflicts=True)
+
+    try:
+        insert(rows)
+    except IntegrityError:
+        there = set(
+            Conversation.objects.filter(pk__in={r.conversation_id for r in rows}).values_list(
+                "pk", flat=True
+            )
+        )
+        insert([r for r in rows if r.conversation_id in there])
 
 
 class PendingRead(NamedTuple):
@@ -169,8 +239,11 @@ class PendingRead(NamedTuple):
     memory_version: int
     last_seq: int
     body_sha256: str
+    base_sha256: str
     token_count: int | None
     status: int
+    reidentified: bool
+    render_version: int
     writer: str
     writer_seq: int
 
@@ -262,6 +335,7 @@ class LedgerBuffer:
             ServedTally(tally_directory, _current_writer().name) if tally_directory else None
         )
         self._rows: list[PendingRead] = []
+        self._manifests: list[PendingManifest] = []
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
@@ -278,9 +352,18 @@ class LedgerBuffer:
         if full:
             self._wake.set()
 
+    def add_manifest(self, row: PendingManifest) -> None:
+        with self._lock:
+            self._manifests.append(row)
+
     def waiting(self) -> int:
+        """The reads waiting."""
         with self._lock:
             return len(self._rows)
+
+    def manifests_waiting(self) -> int:
+        with self._lock:
+            return len(self._manifests)
 
     def _run(self) -> None:
         if self._tally_directory is not None:
@@ -299,12 +382,15 @@ class LedgerBuffer:
         """Write what is waiting (in this thread); whether it was written."""
         with self._lock:
             rows, self._rows = self._rows, []
-        if not rows:
+            manifests, self._manifests = self._manifests, []
+        if not rows and not manifests:
             return True
         try:
+            manifests_write(manifests)
+            manifests = []
             gone = rows_write(rows)
         except DatabaseError:
-            self._put_back(rows)
+            self._put_back(rows, manifests)
             logger.warning(
                 "could not write %d context read(s) to the ledger; they wait for the next window",
                 len(rows),
@@ -316,8 +402,10 @@ class LedgerBuffer:
             logger.info("%d context read(s) of conversations deleted since were not kept", gone)
         return True
 
-    def _put_back(self, rows: list[PendingRead]) -> None:
+    def _put_back(self, rows: list[PendingRead], manifests: list[PendingManifest]) -> None:
         with self._lock:
+            self._manifests[:0] = manifests
+            del self._manifests[:-MAX_ROWS_WAITING]
             self._rows[:0] = rows
             over = len(self._rows) - MAX_ROWS_WAITING
             if over > 0:
@@ -336,12 +424,16 @@ class LedgerBuffer:
         self._wake.set()
         self._thread.join(timeout)
         deadline = time.monotonic() + timeout
-        while self.waiting() and time.monotonic() < deadline:
+        while (self.waiting() or self.manifests_waiting()) and time.monotonic() < deadline:
             if not self.flush():
                 time.sleep(0.2)
         left = self.waiting()
         if left:
             logger.warning("the ledger stopped with %d context read(s) not written", left)
+        if self.manifests_waiting():
+            logger.warning(
+                "the ledger stopped with %d manifest(s) not written", self.manifests_waiting()
+            )
         if self._tally is not None:
             self._tally.remove()  # what is left is counted above
         return left

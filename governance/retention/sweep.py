@@ -12,7 +12,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, reset_queries, transaction
-from django.db.models import DO_NOTHING, F, Model
+from django.db.models import DO_NOTHING, Exists, F, Model, OuterRef
 from django.utils import timezone
 
 from core.actors import SYSTEM_ACTOR, Actor
@@ -21,6 +21,8 @@ from core.queue import enqueue_on_commit
 from core.transactions import retried_on_conflict
 from governance.audit.writer import audit_record
 from governance.models import (
+    ContextManifest,
+    ContextRead,
     ErasureRequest,
     MessageScan,
     PseudonymSighting,
@@ -429,7 +431,7 @@ def _sweep_finish(
         RetentionSweep.objects.filter(pk=sweep.pk, status=RetentionSweep.Status.RUNNING).update(
             status=status, error=error, counts=progress.counts, finished_at=finished
         )
-        if progress.deleted:
+        if progress.deleted or progress.related:
             audit_record(
                 workspace_id=sweep.workspace_id,
                 actor=actor,
@@ -459,6 +461,32 @@ def _sweep_finish(
                 },
                 reason="retention sweep",
             )
+
+
+def _manifests_unread_delete(
+    plan: RetentionPlan, workspace_id: Any, holds: tuple[set[str], set[str]]
+) -> int:
+    """Delete the manifests of memory versions no ledger row names any more, noted
+    before the ledger's oldest cutoff, but a conversation's current one (agents may
+    still be served it, from a cache, without it being noted again) and a held
+    conversation's; returns how many."""
+    days = plan.possible_days(next(t for t in TIERS if t.model is ContextRead))
+    if not days:
+        return 0
+    read = ContextRead.objects.filter(
+        conversation_id=OuterRef("conversation_id"), memory_version=OuterRef("memory_version")
+    )
+    _, deleted = (
+        ContextManifest.objects.filter(
+            conversation__workspace_id=workspace_id, noted_at__lt=plan.cutoff(max(days))
+        )
+        .exclude(memory_version=F("conversation__memory_version"))
+        .exclude(Exists(read))
+        .exclude(conversation_id__in=list(holds[0]))
+        .exclude(conversation__user_id__in=list(holds[1]))
+        .delete()
+    )
+    return deleted.get(ContextManifest._meta.label, 0)
 
 
 def retention_sweep(*, sweep_id: int, batch_size: int | None = None) -> RetentionSweep:
@@ -513,6 +541,9 @@ def retention_sweep(*, sweep_id: int, batch_size: int | None = None) -> Retentio
                     if batch is not None:
                         _record_batch(progress, batch)
                     reset_queries()  # with DEBUG on, every query and its id list is kept
+            manifests = _manifests_unread_delete(plan, sweep.workspace_id, holds)
+            if manifests:
+                progress.related["contextManifests"] += manifests
         except _SweepStopped:
             status, error = RetentionSweep.Status.FAILED, "stopped: the sweep was marked abandoned"
         except SoftTimeLimitExceeded:

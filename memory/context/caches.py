@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 CACHE_SECONDS = 3600
 # Part of every cache key here: a change to the rendered shapes bumps it, so a server
 # that is upgraded never serves a body cached in the shape before.
-RENDER_VERSION = 5
+RENDER_VERSION = 6
 
 
 class _EntriesAndItems(LRUCache[str, Any]):

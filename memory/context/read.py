@@ -14,6 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.errors import MemdeskError
+from governance.ledger.buffer import context_manifest_noted
 from memory.context.budget import budget_fit
 from memory.context.caches import (
     RENDER_VERSION,
@@ -29,6 +30,7 @@ from memory.context.caches import (
     shared_put,
 )
 from memory.context.extension import extend, render_extendable
+from memory.context.rebuild import Manifest
 from memory.context.rendering import (
     FORMATS,
     Fitted,
@@ -42,6 +44,7 @@ from memory.models import Conversation, Message
 from memory.selectors import (
     ContextVersions,
     covered_intervals,
+    deleted_source_ids,
     unobserved_messages_between,
 )
 
@@ -80,8 +83,20 @@ def _memory_block_cached(
     if block is None:
         conversation = source.conversation
         tiers = memory_tiers(conversation, today=today, reidentifier=reidentifier)
-        block = memory_block(tiers, fmt=kind, conversation=conversation)
+        deleted = deleted_source_ids(conversation=conversation, observations=tiers.observations)
+        block = memory_block(tiers, fmt=kind, conversation=conversation, deleted=deleted)
         shared_put(slot, stamp, block)
+        # What the version served, for the read ledger to render it again
+        # (memory/context/rebuild.py): once per version in a process.
+        context_manifest_noted(
+            conversation_id=source.pk,
+            memory_version=source.versions.memory_version,
+            manifest=Manifest.of(
+                tiers,
+                intervals=covered_intervals(conversation=conversation),
+                deleted_sources=deleted,
+            ).as_json(),
+        )
     local_put(key, block)
     return block
 

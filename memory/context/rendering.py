@@ -135,11 +135,20 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def memory_block(tiers: MemoryTiers, *, fmt: str, conversation: Conversation) -> MemoryBlock:
+def memory_block(
+    tiers: MemoryTiers,
+    *,
+    fmt: str,
+    conversation: Conversation,
+    deleted: frozenset[str] | None = None,
+) -> MemoryBlock:
+    """``deleted``: the observations' source messages deleted since (``deleted_source_ids``,
+    read here when not given), which the JSON format lists."""
     today = tiers.today
     as_json = fmt == "json"
-    deleted: frozenset[str] = frozenset()
-    if as_json:
+    if not as_json:
+        deleted = frozenset()
+    elif deleted is None:
         deleted = deleted_source_ids(conversation=conversation, observations=tiers.observations)
     pins = tuple(
         _MemoryItem(pin.token_count + 1, _dumps(pin_to_wire(pin)) if as_json else pin.text)

@@ -15,6 +15,7 @@ from typing import Any
 from governance.ledger.buffer import Reader, Served, context_read_logged
 from governance.redaction.gates import reidentifier_for_api
 from memory import selectors
+from memory.context.caches import RENDER_VERSION
 from memory.context.read import context_for_versions
 from memory.context.recalled import recalled_lines, recalled_reserve, with_recalled
 from memory.context.rendering import RenderedContext
@@ -84,7 +85,9 @@ def context_read(
         max_tokens=None if max_tokens is None else max_tokens - reserve,
         reidentifier=reidentifier,
     )
+    base_sha256 = ""
     if query.strip():
+        base_sha256 = rendered.digest
         rendered = with_recalled(
             rendered, lines, recall=recall, max_tokens=max_tokens, fmt=fmt, query=query
         )
@@ -110,6 +113,9 @@ def context_read(
                 body_sha256=rendered.digest,
                 token_count=rendered.token_count,
                 status=304 if not_modified else 200,
+                reidentified=reidentifier is not None,
+                render_version=RENDER_VERSION,
+                base_sha256=base_sha256,
             ),
         )
     return ContextRead(rendered=rendered, not_modified=not_modified)

@@ -116,6 +116,7 @@ def test_erasure_removes_every_tier_of_that_end_user_and_nothing_else(
         "messageScans": 2,
         "scanRequests": 2 * 2,  # one per write; no worker scanned them
         "contextReads": 2,
+        "contextManifests": 2,  # what the memory versions those reads were served from held
     }
     assert status["completedAt"]
     assert not Conversation.objects.filter(workspace=workspace, user_id="alice").exists()
