@@ -84,6 +84,26 @@ class SearchHitsOut(serializers.Serializer):
     scope = serializers.ChoiceField(choices=["conversation", "user", "workspace"])
 
 
+class NoteOriginOut(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=["observer", "reflector", "agent", "person"], help_text="Who wrote it."
+    )
+    engine = serializers.CharField(allow_null=True, help_text="The engine that wrote it.")
+    model = serializers.CharField(allow_null=True, help_text="The engine's model.")
+    writtenBy = serializers.CharField(
+        allow_null=True,
+        help_text="The person (user:<id>) or agent (api_key:<id>) who wrote it; null when an "
+        "engine did.",
+    )
+    correctedBy = serializers.CharField(
+        allow_null=True, help_text="The person or agent who changed it last (edit or revert)."
+    )
+    correctedAt = serializers.DateTimeField(allow_null=True)
+    personsWords = serializers.BooleanField(
+        help_text="A person wrote it or changed it last: the Reflector never rewrites it."
+    )
+
+
 class _MemoryItemOut(serializers.Serializer):
     id = serializers.UUIDField()
     conversationId = serializers.UUIDField()
@@ -129,6 +149,7 @@ class _MemoryItemOut(serializers.Serializer):
     source = serializers.CharField()  # type: ignore[assignment]
     engine = serializers.CharField(allow_null=True)
     model = serializers.CharField(allow_null=True)
+    origin = NoteOriginOut(help_text="Whose word it is.")
     tags = serializers.ListField(child=serializers.CharField())
     topics = serializers.ListField(child=serializers.CharField())
     tokenCount = serializers.IntegerField()

@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.actors import ActorType
 from core.fields import ClientJSONField
 from tenancy.models import Workspace
 
@@ -168,12 +169,21 @@ class MemoryNote(models.Model):
     window_end_at = models.DateTimeField(null=True, blank=True)
     engine = models.CharField(max_length=50, blank=True, default="")
     model_name = models.CharField(max_length=200, blank=True, default="")
+    # Whose word it is (``origin``): the person or agent who wrote it, as an actor label
+    # ("user:12", "api_key:<id>"; "" when an engine did: ``engine`` and ``model_name``
+    # say which), and the last person or agent who changed it (edit or revert).
+    written_by = models.CharField(max_length=200, blank=True, default="")
+    corrected_by = models.CharField(max_length=200, blank=True, default="")
+    corrected_at = models.DateTimeField(null=True, blank=True)
     tags = models.JSONField(default=list, blank=True)
     topics = models.JSONField(default=list, blank=True)
     token_count = models.PositiveIntegerField()
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+
+    # Each kind's own field (MemorySource): who wrote it.
+    source: str
 
     class Meta:
         abstract = True
@@ -185,6 +195,19 @@ class MemoryNote(models.Model):
     @property
     def needs_grounding_review(self) -> bool:
         return is_weakly_grounded(self.grounding)
+
+    @property
+    def persons_words(self) -> bool:
+        """A person wrote it, or changed it last: the Reflector never rewrites it."""
+        return self.source == MemorySource.MANUAL or self.corrected_by.startswith(
+            f"{ActorType.USER}:"
+        )
+
+    @property
+    def origin_kind(self) -> str:
+        """Who wrote it: "observer", "reflector", "agent" or "person"."""
+        kinds: dict[str, str] = {MemorySource.MANUAL: "person", MemorySource.API: "agent"}
+        return kinds.get(self.source, self.source)
 
 
 class Observation(MemoryNote):
@@ -241,6 +264,12 @@ class MemoryVersion(models.Model):
 
     class Meta:
         abstract = True
+
+
+# The notes whose words are a person's (``MemoryNote.persons_words``), as a filter.
+PERSONS_WORDS = models.Q(source=MemorySource.MANUAL) | models.Q(
+    corrected_by__startswith=f"{ActorType.USER}:"
+)
 
 
 # What a version row keeps in columns of its own, or what never differs between versions.

@@ -16,6 +16,7 @@ from core.errors import MemdeskError
 from core.paging import keyset_page, parse_uuid
 from governance.redaction.gates import API_POLICY_FLAGS, conversations_with_pii, policy_flag_sql
 from memory.models import (
+    PERSONS_WORDS,
     Conversation,
     Escalation,
     Message,
@@ -351,6 +352,13 @@ def stale_reflections(*, conversation: Conversation) -> QuerySet[Reflection]:
     return Reflection.objects.filter(
         conversation=conversation, status=Reflection.Status.STALE
     ).order_by("generation", "created_at")
+
+
+def rederivable_reflections(*, conversation: Conversation) -> QuerySet[Reflection]:
+    """The stale reflections the Reflector makes again from their sources: not those in a
+    person's words, which stay stale (their sources served in their place) until a
+    person edits or deletes them."""
+    return stale_reflections(conversation=conversation).exclude(PERSONS_WORDS)
 
 
 def _cited(reflections: Iterable[Reflection]) -> set[str]:

@@ -146,6 +146,20 @@ def text_from_content(content: str) -> str:
     return _LINE_EVENT_DATE.sub("", content[head.end() :])
 
 
+def note_origin(item: Observation | Reflection) -> dict[str, Any]:
+    """Whose word a note is: the engine (and model), or the agent or person who wrote it,
+    and who changed it last."""
+    return {
+        "kind": item.origin_kind,
+        "engine": item.engine or None,
+        "model": item.model_name or None,
+        "writtenBy": item.written_by or None,
+        "correctedBy": item.corrected_by or None,
+        "correctedAt": iso(item.corrected_at),
+        "personsWords": item.persons_words,
+    }
+
+
 def _memory_common(item: Observation | Reflection, *, today: date) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": str(item.id),
@@ -166,6 +180,7 @@ def _memory_common(item: Observation | Reflection, *, today: date) -> dict[str, 
         "source": item.source,
         "engine": item.engine or None,
         "model": item.model_name or None,
+        "origin": note_origin(item),
         "tags": item.tags,
         "topics": item.topics,
         "tokenCount": item.token_count,

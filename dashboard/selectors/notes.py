@@ -4,6 +4,7 @@ priority, and who wrote the manual ones."""
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,10 +12,9 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Exists, F, OuterRef, QuerySet, Sum
 
 from dashboard.selectors.users import user_labels
-from governance.models import AuditEvent
 from memory import selectors as memory_selectors
-from memory.models import Conversation, MemorySource, Message, Observation, Reflection
-from tenancy.models import Workspace
+from memory.models import Conversation, Message, Observation, Reflection
+from tenancy.models import ApiKey
 
 # The first screen shows the newest few of each tier; older ones load in pages.
 OBSERVATIONS_FIRST = 8
@@ -153,20 +153,26 @@ def mark_served_in_place(*, conversation: Conversation, observations: list[Obser
         observation.served_in_place = str(observation.pk) in in_place  # type: ignore[attr-defined]
 
 
-def manual_authors(*, workspace: Workspace, observations: Sequence[Observation]) -> None:
-    """Give each observation a person wrote ``author``: the username the audit trail
-    records for its creation (the observation itself stores only that a person did)."""
-    manual = {str(o.pk) for o in observations if o.source == MemorySource.MANUAL}
-    authors: dict[str, str] = {}
-    if manual:
-        rows = AuditEvent.objects.filter(
-            workspace=workspace,
-            action="observation.create",
-            target_type="observation",
-            target_id__in=manual,
-        ).values_list("target_id", "actor_type", "actor_id")
-        labels = {target: f"{actor_type}:{actor_id}" for target, actor_type, actor_id in rows}
-        names = user_labels(set(labels.values()))
-        authors = {target: names[label] for target, label in labels.items()}
-    for observation in observations:
-        observation.author = authors.get(str(observation.pk), "")  # type: ignore[attr-defined]  # for the template
+def _is_uuid(raw: str) -> bool:
+    try:
+        uuid.UUID(raw)
+    except ValueError:
+        return False
+    return True
+
+
+def note_authors(*, notes: Sequence[Observation | Reflection]) -> None:
+    """Give each note the names of whoever wrote it and last corrected it, for the
+    template (``author``, ``corrector``): a person's username, an API key's name."""
+    labels = {n.written_by for n in notes if n.written_by} | {
+        n.corrected_by for n in notes if n.corrected_by
+    }
+    names = user_labels(labels)
+    key_ids = [label[8:] for label in labels if label.startswith("api_key:")]
+    if key_ids:
+        keys = ApiKey.objects.filter(pk__in=[i for i in key_ids if _is_uuid(i)])
+        for pk, name, prefix in keys.values_list("pk", "name", "prefix"):
+            names[f"api_key:{pk}"] = f"API key {name or prefix}"
+    for note in notes:
+        note.author = names.get(note.written_by, "")  # type: ignore[union-attr]  # for the template
+        note.corrector = names.get(note.corrected_by, "")  # type: ignore[union-attr]

@@ -48,8 +48,8 @@ from dashboard.selectors.notes import (
     REFLECTION_PAGE,
     REFLECTIONS_FIRST,
     ObservationPage,
-    manual_authors,
     mark_served_in_place,
+    note_authors,
     observation_page,
     reflection_page,
     reflection_sources,
@@ -143,6 +143,7 @@ def _reflections(request: HttpRequest, conversation: Conversation) -> dict[str, 
         offset=offset,
         limit=REFLECTION_PAGE if offset else REFLECTIONS_FIRST,
     )
+    note_authors(notes=page.reflections)
     return {"reflection_page": page, "reflections": page.reflections}
 
 
@@ -211,7 +212,7 @@ def _observation_page(
             priority=priority_param(request),
         )
     _mark(obs_page.observations, obs_page.highlighted)
-    manual_authors(workspace=conversation.workspace, observations=obs_page.observations)
+    note_authors(notes=obs_page.observations)
     if stale_shown is not False:
         mark_served_in_place(conversation=conversation, observations=obs_page.observations)
     return obs_page
@@ -238,7 +239,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
             pinned = selected
         (shown or selected).is_selected = True  # type: ignore[attr-defined]  # for the template
         if shown is None:
-            manual_authors(workspace=conversation.workspace, observations=[selected])
+            note_authors(notes=[selected])
     context = {
         "conversation": conversation,
         "stats": figures.stats,

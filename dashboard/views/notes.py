@@ -31,7 +31,7 @@ from dashboard.access import (
 from dashboard.forms import MemoryEditForm, NoteDeleteForm, ObservationCreateForm, add_service_error
 from dashboard.rendering import conversation_url, invalid_form, is_partial, render_page
 from dashboard.selectors.note_changes import ChangesSince, note_changes_since
-from dashboard.selectors.notes import manual_authors, mark_served_in_place, observation_counts
+from dashboard.selectors.notes import mark_served_in_place, note_authors, observation_counts
 from memory.models import Conversation, Observation, Reflection
 from memory.services import observations as observation_services
 from memory.services import reflections as reflection_services
@@ -91,7 +91,7 @@ def memory_item(
     """The note as its column shows it, to swap in for it once it is corrected."""
     if isinstance(item, Observation):
         mark_served_in_place(conversation=conversation, observations=[item])
-        manual_authors(workspace=conversation.workspace, observations=[item])
+    note_authors(notes=[item])
     context = {"conversation": conversation, kind.name: item, "item": item, "kind": kind, **extra}
     response = render_page(
         request, f"dashboard/conversation_detail.html#{kind.name}_item", access, context

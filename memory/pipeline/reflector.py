@@ -27,10 +27,17 @@ from governance.redaction.gates import (
 )
 from memory.engines.base import PRIORITIES, Engine, EngineError, SourceObservation
 from memory.grounding import grounding_score
-from memory.models import Conversation, Observation, PipelineRun, Reflection, ReflectorRun
+from memory.models import (
+    PERSONS_WORDS,
+    Conversation,
+    Observation,
+    PipelineRun,
+    Reflection,
+    ReflectorRun,
+)
 from memory.pipeline import engines
 from memory.pipeline.runs import RunOutcome, engine_error, run_execute, run_finish
-from memory.selectors import stale_reflections
+from memory.selectors import rederivable_reflections
 from memory.tokens import token_count
 
 
@@ -46,15 +53,17 @@ class ReflectionInputs:
 def _reflection_inputs(*, conversation: Conversation, include_active: bool) -> ReflectionInputs:
     """What a Reflector run reads: the active observations (unless the run only
     re-derives) and every source of a stale reflection still stored, though reflected
-    already, so that the reflection is made again from its sources as they now stand."""
-    stale = list(stale_reflections(conversation=conversation))
+    already, so that the reflection is made again from its sources as they now stand.
+    Never a note in a person's words (``PERSONS_WORDS``): it is served as they wrote it,
+    and a stale reflection they wrote is not made again."""
+    stale = list(rederivable_reflections(conversation=conversation))
     wanted = Q(pk__in={str(i) for r in stale for i in r.source_observation_ids})
     if include_active:
         wanted |= Q(status=Observation.Status.ACTIVE)
     observations = list(
-        Observation.objects.filter(wanted, conversation=conversation).order_by(
-            "observed_at", "window_start_seq", "created_at"
-        )
+        Observation.objects.filter(wanted, conversation=conversation)
+        .exclude(PERSONS_WORDS)
+        .order_by("observed_at", "window_start_seq", "created_at")
     )
     # The gate stores each observation redacted and gives the Reflector that text, with
     # findings pending review masked as well; it raises a retryable gate error while
@@ -93,6 +102,7 @@ def _check_inputs_unchanged(conversation: Conversation, inputs: ReflectionInputs
     stale_now = set(
         Reflection.objects.select_for_update()
         .filter(conversation=conversation, status=Reflection.Status.STALE)
+        .exclude(PERSONS_WORDS)
         .values_list("pk", flat=True)
     )
     versions_now = {

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from core.queue import enqueue_on_commit
 from memory.models import AnyRun, Conversation, ObserverRun, PipelineRun, ReflectorRun
-from memory.selectors import active_observations, stale_reflections, unobserved_messages
+from memory.selectors import active_observations, rederivable_reflections, unobserved_messages
 
 RunT = TypeVar("RunT", ObserverRun, ReflectorRun)
 # After a failed or cancelled run, automatic triggers wait this long before trying the
@@ -247,7 +247,7 @@ def reflector_schedule_if_due(
         since = _tokens_since_last_reflection(conversation)
         due = since is None or since >= threshold
     if not due:
-        if not stale_reflections(conversation=conversation).exists():
+        if not rederivable_reflections(conversation=conversation).exists():
             return None
         trigger = PipelineRun.Trigger.CORRECTION
     if _recently_failed(ReflectorRun, conversation):

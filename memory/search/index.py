@@ -456,6 +456,24 @@ def rekey_create_sql(vendor: str) -> list[str]:
     return [*SQLITE_CREATE, _sqlite_fts_backfill()] if vendor == "sqlite" else []
 
 
+def source_triggers_sql(vendor: str, kinds: Sequence[str]) -> list[str]:
+    """The triggers that keep the index in step with these kinds' tables, made again:
+    SQLite drops a table's triggers when a migration rebuilds the table (adding a column
+    with a default does, as 0029 does to observations and reflections); PostgreSQL
+    alters the table in place and keeps them."""
+    _sql(vendor)
+    if vendor != "sqlite":
+        return []
+    statements = []
+    for kind in kinds:
+        table, _ = _SOURCES[kind]
+        statements += [
+            f"DROP TRIGGER IF EXISTS {table}_search_{when}" for when in ("ai", "au", "ad")
+        ]
+        statements += _sqlite_source_triggers(kind)
+    return statements
+
+
 def create_sql(vendor: str) -> list[str]:
     return _sql(vendor)[0]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from core.actors import Actor
+from core.actors import Actor, ActorType
 from core.errors import MemdeskError
 from governance.audit.writer import audit_record, audit_text_digest, require_reason
 from governance.redaction.gates import (
@@ -148,7 +148,7 @@ def note_edit(
         locked.referenced_at = referenced_at
     if tags is not None:
         locked.tags = tags
-    _save_corrected(locked)
+    _save_corrected(locked, actor=actor)
     if text is not None:
         note_text_gated(locked, actor=actor, earlier_text=typed_over)
     return before, _change_record(locked, action=action, actor=actor, reason=reason, before=before)
@@ -173,7 +173,7 @@ def note_revert(
     locked.priority = target.priority
     locked.referenced_at = target.referenced_at
     locked.tags = target.tags
-    _save_corrected(locked)
+    _save_corrected(locked, actor=actor)
     # An earlier version was stored before its words went through the gate (or under a
     # policy since changed): it goes through again, as if typed now.
     note_text_gated(locked, actor=actor, earlier_text=reverted_from)
@@ -299,13 +299,16 @@ def _version_keep(
     return note_snapshot(item)
 
 
-def _save_corrected(item: Observation | Reflection) -> None:
-    """Bump the version and save. A stale reflection a person edits is active again:
-    their words are served from now on."""
+def _save_corrected(item: Observation | Reflection, *, actor: Actor) -> None:
+    """Bump the version, record who corrected it (a person or an agent; ``origin``) and
+    save. A stale reflection a person edits is active again: their words are served
+    from now on."""
     if isinstance(item, Reflection) and item.status == Reflection.Status.STALE:
         item.status = Reflection.Status.ACTIVE
     item.version += 1
     item.updated_at = timezone.now()
+    if actor.type != ActorType.SYSTEM:
+        item.corrected_by, item.corrected_at = actor.label, item.updated_at
     item.save()
 
 

@@ -96,6 +96,7 @@ def observation_create(
             priority=priority,
             referenced_at=referenced_at,
             source=MemorySource.MANUAL if actor.is_human else MemorySource.API,
+            written_by=actor.label,
             tags=tags or [],
             topics=topics or [],
             ticket_id=ticket_id,

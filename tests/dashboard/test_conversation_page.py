@@ -713,7 +713,8 @@ def test_an_observation_by_an_agent_is_not_called_a_person(login, observed_conve
     )
     html = _page(login("viewer"), f"/conversations/{observed_conversation.pk}/")
     item = html[html.index(">Agent note<") :]
-    assert "an agent over the API" in item[: item.index("</li>")]
+    assert "written by an agent" in item[: item.index("</li>")]
+    assert "a person" not in item[: item.index("</li>")]
 
 
 def test_every_item_is_a_tab_stop_and_the_shortcuts_are_on_the_page(login, reflected_conversation):

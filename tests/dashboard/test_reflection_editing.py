@@ -10,7 +10,7 @@ import pytest
 from django.utils.html import escape
 
 from governance.models import AuditEvent
-from memory.models import Conversation, Reflection, ReflectionVersion, ReflectorRun
+from memory.models import Conversation, Observation, Reflection, ReflectionVersion, ReflectorRun
 from memory.pipeline.reflector import reflector_run_execute
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -220,15 +220,16 @@ def test_a_corrected_observation_marks_its_reflection_stale_on_the_page(
     assert "memory-rederived" in json.loads(polled["HX-Trigger"])
     column = polled.content.decode()
     assert "every 2s" not in column and "stale, being re-derived" not in column
-    old = _item(column, reflection)
-    assert (
-        "superseded" in old
-        and f'href="/conversations/{reflected_conversation.pk}/#refl-{reflection.superseded_by_id}"'
-        in old
+    assert "superseded" in _item(column, reflection)
+    # A person's words are not condensed again: the observation is served as they wrote it.
+    observation = Observation.objects.get(pk=reflected_observation.pk)
+    assert (observation.status, observation.text) == (
+        "active",
+        "User prefers SMS over phone calls.",
     )
-    assert "User prefers SMS over phone calls" in _item(
-        column, Reflection.objects.get(pk=reflection.superseded_by_id)
-    )
+    assert not Reflection.objects.filter(
+        conversation=reflected_conversation, status="active", text__contains="SMS"
+    ).exists()
 
 
 def test_the_reflections_column_without_javascript_is_the_page(login, reflected_conversation):
