@@ -187,6 +187,21 @@ class NoteDeleteForm(ReasonForm):
     expected_version = expected_version_field()
 
 
+class ApproveForm(forms.Form):
+    """Approve a waiting reflection, as written or edited first."""
+
+    text = forms.CharField(
+        label="Text (edit it to approve your words)",
+        max_length=NOTE_TEXT_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+    reason = reason_field(required_message="Give a reason: every approval needs one.")
+
+
+class RejectForm(forms.Form):
+    reason = reason_field(required_message="Give a reason: every rejection needs one.")
+
+
 class EscalationResolveForm(forms.Form):
     note = forms.CharField(
         label="What was done",
@@ -243,8 +258,30 @@ FIDELITY_HELP = {
 }
 
 
+APPROVAL_HELP = {
+    "off": "new reflections are served at once",
+    "reflections": "every new reflection waits for a person's approval",
+    "flagged": "a new reflection waits when the checks flag it: weakly grounded, dropping "
+    "what a high-priority source held or a date, or made from a note with a personal-data "
+    "finding awaiting review",
+}
+
+
 class MemorySettingsForm(forms.Form):
     fidelity = forms.ChoiceField(label="Fidelity", widget=forms.RadioSelect)
+    # Not sent (an older page, a script): left as it is.
+    approval = forms.ChoiceField(
+        label="Staged approval",
+        choices=[(mode, f"{mode}: {help}") for mode, help in APPROVAL_HELP.items()],
+        required=False,
+    )
+    approval_by_tag = forms.CharField(
+        label="By conversation tag",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "vip: reflections"}),
+        help_text="One tag per line, then a colon and a mode; a tag's mode adds to the "
+        "workspace's.",
+    )
     reason = reason_field(
         required_message="Give a reason: every change to memory settings needs one."
     )
@@ -259,7 +296,37 @@ class MemorySettingsForm(forms.Form):
 
     @classmethod
     def of(cls, workspace: Workspace) -> MemorySettingsForm:
-        return cls(initial={"fidelity": workspace.fidelity or FOLLOW_DEFAULT})
+        by_tag = "\n".join(f"{tag}: {mode}" for tag, mode in workspace.approval_by_tag.items())
+        return cls(
+            initial={
+                "fidelity": workspace.fidelity or FOLLOW_DEFAULT,
+                "approval": workspace.approval,
+                "approval_by_tag": by_tag,
+            }
+        )
+
+    def approval_changes(self) -> dict[str, Any]:
+        """The approval settings the form sent, as ``workspace_settings_update`` takes them."""
+        changes: dict[str, Any] = {}
+        if self.cleaned_data.get("approval"):
+            changes["approval"] = self.cleaned_data["approval"]
+        if "approval_by_tag" in self.data:
+            changes["approval_by_tag"] = self.cleaned_data["approval_by_tag"]
+        return changes
+
+    def clean_approval_by_tag(self) -> dict[str, str]:
+        by_tag: dict[str, str] = {}
+        for number, line in enumerate(self.cleaned_data["approval_by_tag"].splitlines(), 1):
+            if not line.strip():
+                continue
+            tag, colon, mode = line.partition(":")
+            if not colon or not tag.strip() or mode.strip() not in APPROVAL_HELP:
+                raise forms.ValidationError(
+                    f"Line {number}: write a tag, a colon and one of "
+                    f"{', '.join(APPROVAL_HELP)} (vip: reflections)."
+                )
+            by_tag[tag.strip()] = mode.strip()
+        return by_tag
 
     def options(self) -> list[tuple[BoundWidget, str]]:
         """Each radio button with its one-line explanation."""

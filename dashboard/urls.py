@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import include, path
 
 from dashboard.views import (
+    approvals,
     context,
     conversations,
     end_users,
@@ -62,6 +63,15 @@ urlpatterns = [
     path("users/", end_users.end_user, name="end_user_lookup"),
     path("users/<path:end_user_id>/", end_users.end_user, name="end_user"),
     path("metrics/", metrics.metrics, name="metrics"),
+    path("approvals/", approvals.approval_queue, name="approval_queue"),
+    path(
+        "approvals/<uuid:reflection_id>/approve/",
+        approvals.approval_approve,
+        name="approval_approve",
+    ),
+    path(
+        "approvals/<uuid:reflection_id>/reject/", approvals.approval_reject, name="approval_reject"
+    ),
     path("escalations/", escalations.escalation_list, name="escalation_list"),
     path(
         "escalations/<uuid:escalation_id>/resolve/",

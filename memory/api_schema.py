@@ -367,6 +367,18 @@ class RecallOut(serializers.Serializer):
     ofMostRecent = serializers.IntegerField(required=False)
 
 
+class ApprovalMetricsOut(serializers.Serializer):
+    waiting = serializers.IntegerField(help_text="Reflections waiting for approval now.")
+    oldestWaitingSeconds = serializers.FloatField(allow_null=True)
+    approved = serializers.IntegerField(help_text="Approved in the last windowDays.")
+    rejected = serializers.IntegerField(help_text="Rejected in the last windowDays.")
+    windowDays = serializers.IntegerField()
+    latencyP50Seconds = serializers.FloatField(
+        allow_null=True, help_text="Median wait, written to decided, of those decided."
+    )
+    latencyP90Seconds = serializers.FloatField(allow_null=True)
+
+
 class MetricsOut(serializers.Serializer):
     scope = serializers.DictField()
     messages = serializers.IntegerField()
@@ -383,5 +395,6 @@ class MetricsOut(serializers.Serializer):
     turnLatency = TurnLatencyOut()
     contextReads = ContextReadsOut()
     escalations = EscalationMetricsOut()
+    approval = ApprovalMetricsOut(help_text="Staged approval: what waits, how long it waited.")
     recall = RecallOut()
     series = serializers.DictField()

@@ -34,6 +34,7 @@ from django.db.models.functions import FirstValue, Lead, TruncDate, TruncHour
 from django.utils import timezone
 
 from governance.redaction.gates import reidentifier_for_measurement
+from memory.approval.queue import approval_figures
 from memory.models import (
     Conversation,
     Escalation,
@@ -387,6 +388,9 @@ def pipeline_metrics(
         "turnLatency": turn_latency(scope, since),
         "contextReads": context_read_metrics(workspace=workspace, conversation=conversation),
         "escalations": escalation_metrics(scope),
+        "approval": approval_figures(
+            workspace_id=workspace.pk, conversation_id=conversation.pk if conversation else None
+        ).as_dict(),
         "recall": recall,
         "series": {
             "observer": _series(ObserverRun.objects.filter(**scope), since),

@@ -336,12 +336,19 @@ class Reflection(MemoryNote):
     """A synthesis of observations. ``active`` ones are served; a ``stale`` one (a source
     observation was corrected) is not, its sources as they now stand are served in its
     place until the Reflector re-derives it; a ``superseded`` one was replaced by that
-    re-derivation and stays for its history."""
+    re-derivation and stays for its history. Under staged approval a new one is
+    ``waiting`` (not served; its sources are, or the stale one it would replace goes on
+    serving its sources, ``superseded_by`` pointing at it) until a person approves it,
+    or ``rejected``."""
 
     class Status(models.TextChoices):
         ACTIVE = "active", "active"
         STALE = "stale", "stale"
         SUPERSEDED = "superseded", "superseded"
+        # Staged approval (memory/approval/): written, not served until a person approves
+        # it; a rejected one never is.
+        WAITING = "waiting", "waiting for approval"
+        REJECTED = "rejected", "rejected"
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="reflections"
@@ -358,6 +365,11 @@ class Reflection(MemoryNote):
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Staged approval: why it waited (memory/approval/flags.py's reasons, in words), and
+    # who approved or rejected it, when.
+    waits_for = models.JSONField(default=list, blank=True)
+    decided_by = models.CharField(max_length=200, blank=True, default="")
+    decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [

@@ -357,8 +357,23 @@ def stale_reflections(*, conversation: Conversation) -> QuerySet[Reflection]:
 def rederivable_reflections(*, conversation: Conversation) -> QuerySet[Reflection]:
     """The stale reflections the Reflector makes again from their sources: not those in a
     person's words, which stay stale (their sources served in their place) until a
-    person edits or deletes them."""
-    return stale_reflections(conversation=conversation).exclude(PERSONS_WORDS)
+    person edits or deletes them, nor those whose replacement waits for approval
+    (``superseded_by`` set while still stale)."""
+    return (
+        stale_reflections(conversation=conversation)
+        .exclude(PERSONS_WORDS)
+        .filter(superseded_by__isnull=True)
+    )
+
+
+def held_for_approval_ids(*, conversation: Conversation) -> set[str]:
+    """The observations a reflection waiting for approval, or rejected, cites: the
+    Reflector does not condense them again (memory/approval/)."""
+    held = Reflection.objects.filter(
+        conversation=conversation,
+        status__in=[Reflection.Status.WAITING, Reflection.Status.REJECTED],
+    )
+    return _cited(held.only("source_observation_ids"))
 
 
 def _cited(reflections: Iterable[Reflection]) -> set[str]:

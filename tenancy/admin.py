@@ -32,8 +32,8 @@ class WorkspaceAdmin(AuditedAdmin):
     list_display = ["name", "observer_threshold", "reflector_threshold", "fidelity", "created_at"]
     # A fidelity or context budget change needs a reason and an audit event, which this
     # form cannot give: the fidelity is shown here and changed on the dashboard (or over
-    # the API), the budget over the API.
-    exclude = ["fidelity", "context_max_tokens"]
+    # the API), the budget and staged approval over the API (approval on the dashboard too).
+    exclude = ["fidelity", "context_max_tokens", "approval", "approval_by_tag"]
     readonly_fields = ["fidelity_in_force"]
     # An LLM base URL typed without a scheme is an https one (Django 6's default too).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}

@@ -22,6 +22,11 @@ from memory.engines.base import FIDELITIES
 DEFAULT_CONTEXT_MAX_TOKENS = 32_000
 
 
+# What staged approval holds back (Workspace.approval): nothing, every new reflection, or
+# the reflections memory/approval/flags.py flags.
+APPROVAL_MODES = ("off", "reflections", "flagged")
+
+
 class Workspace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.SlugField(max_length=100, unique=True)
@@ -43,6 +48,14 @@ class Workspace(models.Model):
     context_max_tokens = models.PositiveIntegerField(
         null=True, blank=True, default=DEFAULT_CONTEXT_MAX_TOKENS
     )
+    # Staged approval (memory/approval/): which new notes wait for a person before agents
+    # are served them: "off", "reflections" (every new reflection), "flagged" (a
+    # reflection the checks flag); per conversation tag as well (a tag's mode adds to
+    # the workspace's).
+    approval = models.CharField(
+        max_length=12, default="off", choices=[(m, m) for m in APPROVAL_MODES]
+    )
+    approval_by_tag = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

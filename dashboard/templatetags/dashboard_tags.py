@@ -78,3 +78,20 @@ def truncate_at_word(value: str | None, length: int) -> str:
 def get_count(counts: dict[str, int] | None, key: str) -> int:
     """``counts[key]``, 0 when absent (template lookups cannot take a variable key)."""
     return (counts or {}).get(key, 0)
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """A wait in seconds as people say it: '40 s', '12 min', '3 h 5 min', '2 days 4 h'."""
+    if seconds is None:
+        return "–"
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if minutes < 60:
+        return f"{minutes} min"
+    if hours < 24:
+        return f"{hours} h {minutes % 60} min" if minutes % 60 else f"{hours} h"
+    days_said = f"{days} day{'s' if days != 1 else ''}"
+    return f"{days_said} {hours % 24} h" if hours % 24 else days_said

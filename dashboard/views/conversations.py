@@ -147,10 +147,15 @@ def _reflections(request: HttpRequest, conversation: Conversation) -> dict[str, 
     return {"reflection_page": page, "reflections": page.reflections}
 
 
-def _stale(figures: ConversationFigures) -> dict[str, bool]:
+def _stale(figures: ConversationFigures, conversation: Conversation) -> dict[str, bool]:
     # Of the whole conversation, not only of the reflections shown: the column polls
-    # while one is re-derived, and the observations served in its place are flagged.
-    return {"reflections_stale": figures.reflections_stale > 0}
+    # while one is re-derived (not one in a person's words, nor one whose replacement
+    # waits for approval: those wait for a person), and the observations served in its
+    # place are flagged.
+    rederived = figures.reflections_stale > 0 and (
+        memory_selectors.rederivable_reflections(conversation=conversation).exists()
+    )
+    return {"reflections_stale": rederived}
 
 
 def _message_window(
@@ -224,7 +229,7 @@ def conversation_detail(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
     access, conversation = get_conversation_for_user(request, conversation_id, with_flags=True)
     figures = conversation_figures(conversation=conversation)
     window, selected = _message_window(request, conversation)
-    reflections = {**_reflections(request, conversation), **_stale(figures)}
+    reflections = {**_reflections(request, conversation), **_stale(figures, conversation)}
     obs_page = _observation_page(
         request, conversation, stale_shown=reflections["reflections_stale"]
     )
@@ -342,7 +347,7 @@ def reflection_list(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRes
     template = "dashboard/conversation_detail.html"
     if context["reflection_page"].offset:
         return render_page(request, f"{template}#reflections_older", access, context)
-    context.update(_stale(conversation_figures(conversation=conversation)))
+    context.update(_stale(conversation_figures(conversation=conversation), conversation))
     response = render_page(request, f"{template}#reflection_list", access, context)
     if request.GET.get("stale") and not context["reflections_stale"]:
         trigger_client_event(response, MEMORY_REDERIVED)

@@ -15,7 +15,10 @@ from dashboard.access import access_for, get_api_key_for_user, switch_workspace
 from dashboard.forms import ApiKeyCreateForm, MemorySettingsForm, add_service_error
 from dashboard.rendering import INVALID, is_partial, render_page
 from dashboard.selectors.settings import api_keys_of
-from memory.services.workspace_settings import workspace_settings_update
+from memory.services.workspace_settings import (
+    workspace_settings_snapshot,
+    workspace_settings_update,
+)
 from tenancy import services as tenancy_services
 from tenancy.models import Capability, roles_with
 from tenancy.services import api_key_create
@@ -116,24 +119,32 @@ def memory_settings(request: HttpRequest) -> HttpResponse:
         form = MemorySettingsForm(request.POST)
         status = INVALID
         if form.is_valid():
-            before = workspace.fidelity
+            before = workspace_settings_snapshot(workspace)
             try:
                 workspace = workspace_settings_update(
                     workspace=workspace,
                     actor=access.actor(request),
                     fidelity=form.chosen_fidelity(),
+                    **form.approval_changes(),
                     reason=form.cleaned_data["reason"],
                 )
             except MemdeskError as error:
                 add_service_error(form, error)
             else:
-                if workspace.fidelity == before:
+                after = workspace_settings_snapshot(workspace)
+                if after == before:
                     messages.info(request, "Nothing changed.")
-                else:
+                elif after["fidelity"] != before["fidelity"]:
                     messages.success(
                         request,
                         f"Saved: the Observer's next runs use the {workspace.effective_fidelity} "
                         "level. Memory already written stays as it is.",
+                    )
+                else:
+                    messages.success(
+                        request,
+                        f"Saved: staged approval is {workspace.approval} from the Reflector's "
+                        "next run on.",
                     )
                 if not is_partial(request):
                     return redirect("dashboard:memory_settings")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -97,6 +97,21 @@ def redaction_gate_for_reflection(
                 retryable=True,
             )
     return texts
+
+
+def observations_pending_review(*, observation_ids: Collection[str]) -> set[str]:
+    """The observations among these with a personal-data finding awaiting review (staged
+    approval holds back a reflection made from one: memory/approval/flags.py)."""
+    if not observation_ids:
+        return set()
+    return {
+        str(target)
+        for target in RedactionFinding.objects.filter(
+            target_type=RedactionFinding.TargetType.OBSERVATION,
+            target_id__in=list(observation_ids),
+            status=RedactionFinding.Status.PENDING_REVIEW,
+        ).values_list("target_id", flat=True)
+    }
 
 
 def redaction_gate_for_written_note(*, note: Observation | Reflection, actor: Actor) -> None:

@@ -38,7 +38,7 @@ from memory.services.messages import SPEAKER_NAME_MAX_CHARS, MessageInput, speak
 from memory.services.notes import NOTE_TEXT_MAX_CHARS
 from memory.services.workspace_settings import MAX_CONTEXT_MAX_TOKENS
 from memory.wire import text_from_content
-from tenancy.models import ApiKey
+from tenancy.models import APPROVAL_MODES, ApiKey
 
 
 class ConversationCreateIn(serializers.Serializer):
@@ -311,6 +311,17 @@ class WorkspaceSettingsIn(ClosedSerializer):
         min_value=1,
         max_value=MAX_CONTEXT_MAX_TOKENS,
         help_text="The token budget of a context read that names no max_tokens; null: none.",
+    )
+    approval = serializers.ChoiceField(
+        required=False,
+        choices=APPROVAL_MODES,
+        help_text="off, reflections (every new reflection waits for a person) or flagged "
+        "(a reflection the checks flag waits).",
+    )
+    approvalByTag = serializers.DictField(
+        required=False,
+        child=serializers.ChoiceField(choices=APPROVAL_MODES),
+        help_text="A mode per conversation tag, added to the workspace's (vip: reflections).",
     )
     reason = reason_field(help_text="Required: kept in the audit trail.")
 

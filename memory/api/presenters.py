@@ -25,7 +25,7 @@ from memory import selectors
 from memory.engines.base import FIDELITIES
 from memory.models import Conversation, Observation, ObserverRun, Reflection
 from memory.wire import observation_to_wire, reflection_to_wire
-from tenancy.models import Workspace
+from tenancy.models import APPROVAL_MODES, Workspace
 
 # --- fields as the wire writes them --------------------------------------------------------
 
@@ -271,6 +271,16 @@ class WorkspaceSettingsOut(serializers.Serializer):
         source="context_max_tokens",
         allow_null=True,
         help_text="The token budget of a context read that names no max_tokens; null: none.",
+    )
+    approval = serializers.ChoiceField(
+        choices=APPROVAL_MODES,
+        help_text="Which new reflections wait for a person before agents are served them: "
+        "off, reflections (every one), flagged (those the checks flag).",
+    )
+    approvalByTag = serializers.DictField(
+        source="approval_by_tag",
+        child=serializers.ChoiceField(choices=APPROVAL_MODES),
+        help_text="A mode per conversation tag, added to the workspace's.",
     )
 
 

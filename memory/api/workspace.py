@@ -37,17 +37,19 @@ class WorkspaceSettingsApi(ApiView):
         responses={200: WorkspaceSettingsOut, **ADMIN_ERRORS},
         description="Choose the Observer's fidelity for this workspace, or null to follow "
         "the server's default; and the default token budget of its served contexts "
-        "(contextMaxTokens), or null for none. Admin keys only; `reason` is required and "
+        "(contextMaxTokens), or null for none; which new reflections wait for a person "
+        "(approval, approvalByTag). Admin keys only; `reason` is required and "
         "the change is audited (a change that changes nothing is not). The Observer's next "
         "runs use the fidelity; memory already written stays as it is.",
     )
     def patch(self, request: Request) -> Response:
         data = validated(WorkspaceSettingsIn, request.data)
-        if "fidelity" not in data and "contextMaxTokens" not in data:
+        if not {"fidelity", "contextMaxTokens", "approval", "approvalByTag"} & set(data):
             raise MemdeskError(
                 "nothing_to_change",
                 "Send fidelity: compact, balanced, detailed, or null to follow the default; "
-                "or contextMaxTokens: a token budget, or null for none.",
+                "contextMaxTokens: a token budget, or null for none; approval: off, "
+                "reflections or flagged; or approvalByTag: a mode per conversation tag.",
                 field="fidelity",
             )
         workspace = workspace_settings_update(
@@ -55,6 +57,8 @@ class WorkspaceSettingsApi(ApiView):
             actor=self.actor(),
             fidelity=data.get("fidelity", UNCHANGED),
             context_max_tokens=data.get("contextMaxTokens", UNCHANGED),
+            approval=data.get("approval", UNCHANGED),
+            approval_by_tag=data.get("approvalByTag", UNCHANGED),
             reason=data.get("reason") or "",
         )
         return Response(WorkspaceSettingsOut(workspace).data)

@@ -23,8 +23,11 @@ from governance.audit.writer import audit_record
 from governance.redaction.gates import (
     RedactionGateError,
     labels_as_given,
+    observations_pending_review,
     redaction_gate_for_reflection,
 )
+from memory.approval.flags import Source, waits_for
+from memory.approval.policy import approval_modes
 from memory.engines.base import PRIORITIES, Engine, EngineError, SourceObservation
 from memory.grounding import grounding_score
 from memory.models import (
@@ -37,7 +40,7 @@ from memory.models import (
 )
 from memory.pipeline import engines
 from memory.pipeline.runs import RunOutcome, engine_error, run_execute, run_finish
-from memory.selectors import rederivable_reflections
+from memory.selectors import held_for_approval_ids, rederivable_reflections
 from memory.tokens import token_count
 
 
@@ -55,7 +58,8 @@ def _reflection_inputs(*, conversation: Conversation, include_active: bool) -> R
     re-derives) and every source of a stale reflection still stored, though reflected
     already, so that the reflection is made again from its sources as they now stand.
     Never a note in a person's words (``PERSONS_WORDS``): it is served as they wrote it,
-    and a stale reflection they wrote is not made again."""
+    and a stale reflection they wrote is not made again; nor one a reflection waiting for
+    approval, or rejected, cites (memory/approval/)."""
     stale = list(rederivable_reflections(conversation=conversation))
     wanted = Q(pk__in={str(i) for r in stale for i in r.source_observation_ids})
     if include_active:
@@ -63,6 +67,7 @@ def _reflection_inputs(*, conversation: Conversation, include_active: bool) -> R
     observations = list(
         Observation.objects.filter(wanted, conversation=conversation)
         .exclude(PERSONS_WORDS)
+        .exclude(pk__in=held_for_approval_ids(conversation=conversation))
         .order_by("observed_at", "window_start_seq", "created_at")
     )
     # The gate stores each observation redacted and gives the Reflector that text, with
@@ -100,9 +105,8 @@ def _check_inputs_unchanged(conversation: Conversation, inputs: ReflectionInputs
     the engine wrote may repeat what the correction took out. Locks what it reads, so a
     correction that comes later waits for this run and then sees its reflections."""
     stale_now = set(
-        Reflection.objects.select_for_update()
-        .filter(conversation=conversation, status=Reflection.Status.STALE)
-        .exclude(PERSONS_WORDS)
+        rederivable_reflections(conversation=conversation)
+        .select_for_update()
         .values_list("pk", flat=True)
     )
     versions_now = {
@@ -135,6 +139,20 @@ def _supersede_stale(
         replacements = [
             str(r.pk) for r in reflections if sources & {str(i) for i in r.source_observation_ids}
         ]
+        pending = [
+            r.pk
+            for r in reflections
+            if r.status == Reflection.Status.WAITING
+            and sources & {str(i) for i in r.source_observation_ids}
+        ]
+        if pending:
+            # Its replacement waits for a person: it goes on serving its sources in its
+            # place, and is superseded when the replacement is approved (or given up
+            # when it is rejected): memory/approval/services.py.
+            Reflection.objects.filter(pk=stale.pk, status=Reflection.Status.STALE).update(
+                superseded_by_id=pending[0], updated_at=now
+            )
+            continue
         Reflection.objects.filter(pk=stale.pk, status=Reflection.Status.STALE).update(
             status=Reflection.Status.SUPERSEDED,
             superseded_by_id=replacements[0] if replacements else None,
@@ -150,6 +168,34 @@ def _supersede_stale(
             after={"status": Reflection.Status.SUPERSEDED, "replacedBy": replacements},
             reason="re-derived by the Reflector from its sources as they now stand",
         )
+
+
+def _hold_for_approval(
+    conversation: Conversation,
+    reflections: list[Reflection],
+    sources_in: list[SourceObservation],
+) -> None:
+    """Make each new reflection the workspace's approval policy holds back ``waiting``,
+    with the reasons (memory/approval/)."""
+    modes = approval_modes(conversation)
+    if not modes:
+        return
+    by_id = {o.id: o for o in sources_in}
+    pending = observations_pending_review(
+        observation_ids={i for r in reflections for i in r.source_observation_ids}
+    )
+    for reflection in reflections:
+        sources = [by_id[i] for i in reflection.source_observation_ids]
+        reasons = waits_for(
+            modes,
+            text=reflection.text,
+            referenced_at=reflection.referenced_at,
+            grounding=reflection.grounding,
+            sources=[Source(o.id, o.text, o.priority, o.referenced_at) for o in sources],
+            pending_review=bool(pending & set(reflection.source_observation_ids)),
+        )
+        if reasons:
+            reflection.status, reflection.waits_for = Reflection.Status.WAITING, reasons
 
 
 def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
@@ -224,6 +270,7 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                     token_count=token_count(draft.text.strip()),
                 )
             )
+        _hold_for_approval(conversation, reflections, sources_in)
         cited = list(dict.fromkeys(i for r in reflections for i in r.source_observation_ids))
         run_finish(
             ReflectorRun,
@@ -240,8 +287,12 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
             tokens_out=sum(r.token_count for r in reflections),
         )
         Reflection.objects.bulk_create(reflections)
+        waiting = [r for r in reflections if r.status == Reflection.Status.WAITING]
+        held = {i for r in waiting for i in r.source_observation_ids}
         linked: set[str] = set()
         for reflection in reflections:
+            if reflection.status == Reflection.Status.WAITING:
+                continue  # its sources stay served as they are until a person approves it
             # Each observation links to the first reflection that cites it: an active
             # one becomes reflected, a stale reflection's source moves to its successor.
             ids = [i for i in reflection.source_observation_ids if i not in linked]
@@ -253,7 +304,7 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
         # An active input no reflection cites stays active. A stale reflection's source
         # that nothing cites now is served again as an observation, unless another
         # reflection still in the context says it.
-        restored = _restore_uncited(conversation, inputs, stale_sources - linked)
+        restored = _restore_uncited(conversation, inputs, stale_sources - linked - held)
         _supersede_stale(conversation, inputs, reflections)
         changed = bool(reflections or inputs.stale or restored)
         if changed:
@@ -269,6 +320,7 @@ def _reflect(run: ReflectorRun, token: uuid.UUID, started: float) -> None:
                     "observationsRead": len(input_ids),
                     "observationsReflected": len(cited),
                     "observationsRestored": restored,
+                    "waitingForApproval": [str(r.pk) for r in waiting],
                     "trigger": run.trigger,
                 },
             )

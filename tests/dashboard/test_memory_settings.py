@@ -63,11 +63,15 @@ def test_an_admin_saves_a_level_with_a_reason_and_it_is_audited(login, workspace
         "fidelity": None,
         "effectiveFidelity": "balanced",
         "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
+        "approval": "off",
+        "approvalByTag": {},
     }
     assert event.after == {
         "fidelity": "detailed",
         "effectiveFidelity": "detailed",
         "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
+        "approval": "off",
+        "approvalByTag": {},
     }
     assert event.reason == "quote our answers"
     page = client.get(URL).content.decode()
@@ -88,6 +92,8 @@ def test_following_the_default_again_clears_the_workspaces_level(login, workspac
         "fidelity": None,
         "effectiveFidelity": "balanced",
         "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
+        "approval": "off",
+        "approvalByTag": {},
     }
 
 

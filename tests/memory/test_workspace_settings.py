@@ -37,6 +37,8 @@ def test_any_key_reads_the_settings_in_force(api, workspace):
         "reflectorThreshold": 40_000,
         "engine": "extractive",
         "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
+        "approval": "off",
+        "approvalByTag": {},
     }
 
 
@@ -91,11 +93,15 @@ def test_an_admin_key_changes_the_fidelity_with_a_reason_and_it_is_audited(admin
         "fidelity": None,
         "effectiveFidelity": "balanced",
         "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
+        "approval": "off",
+        "approvalByTag": {},
     }
     assert event.after == {
         "fidelity": "detailed",
         "effectiveFidelity": "detailed",
         "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
+        "approval": "off",
+        "approvalByTag": {},
     }
     assert event.reason == "agents must quote our answers"
     assert (event.actor_type, event.actor_role) == ("api_key", "admin")
@@ -121,11 +127,15 @@ def test_null_or_empty_returns_to_the_default(admin_api, workspace, back_to_defa
         "fidelity": "compact",
         "effectiveFidelity": "compact",
         "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
+        "approval": "off",
+        "approvalByTag": {},
     }
     assert event.after == {
         "fidelity": None,
         "effectiveFidelity": "balanced",
         "contextMaxTokens": DEFAULT_CONTEXT_MAX_TOKENS,
+        "approval": "off",
+        "approvalByTag": {},
     }
 
 

@@ -1,0 +1,92 @@
+"""What waits for approval, and how long decisions took."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from memory.models import Observation, Reflection
+
+LATENCY_DAYS = 30  # the window the metrics' approval latency covers
+
+
+def waiting_reflections(*, workspace_id: Any) -> QuerySet[Reflection]:
+    """The workspace's reflections waiting for approval, the longest waiting first."""
+    return (
+        Reflection.objects.filter(
+            conversation__workspace_id=workspace_id, status=Reflection.Status.WAITING
+        )
+        .select_related("conversation")
+        .order_by("created_at", "pk")
+    )
+
+
+def sources_of(reflection: Reflection) -> list[Observation]:
+    """Its source observations as they now stand, in the order it cites them."""
+    ids = [str(i) for i in reflection.source_observation_ids]
+    found = {
+        str(o.pk): o
+        for o in Observation.objects.filter(conversation_id=reflection.conversation_id, pk__in=ids)
+    }
+    return [found[i] for i in ids if i in found]
+
+
+def _percentile(values: list[float], share: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+@dataclass(frozen=True)
+class ApprovalFigures:
+    waiting: int
+    oldest_waiting_seconds: float | None
+    approved: int  # decided in the last LATENCY_DAYS
+    rejected: int
+    latency_p50_seconds: float | None
+    latency_p90_seconds: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "waiting": self.waiting,
+            "oldestWaitingSeconds": self.oldest_waiting_seconds,
+            "approved": self.approved,
+            "rejected": self.rejected,
+            "windowDays": LATENCY_DAYS,
+            "latencyP50Seconds": self.latency_p50_seconds,
+            "latencyP90Seconds": self.latency_p90_seconds,
+        }
+
+
+def approval_figures(
+    *, workspace_id: Any, conversation_id: Any | None = None, now: datetime | None = None
+) -> ApprovalFigures:
+    """How many reflections wait and for how long the oldest has; of those decided in the
+    last ``LATENCY_DAYS``, how many were approved and rejected, and how long they waited
+    (from written to decided: the median and the 90th percentile)."""
+    now = now or timezone.now()
+    rows = Reflection.objects.filter(conversation__workspace_id=workspace_id)
+    if conversation_id is not None:
+        rows = rows.filter(conversation_id=conversation_id)
+    waiting = list(
+        rows.filter(status=Reflection.Status.WAITING).values_list("created_at", flat=True)
+    )
+    decided = list(
+        rows.filter(decided_at__gte=now - timedelta(days=LATENCY_DAYS)).values_list(
+            "status", "created_at", "decided_at"
+        )
+    )
+    waits = [(at - created).total_seconds() for _, created, at in decided if at is not None]
+    return ApprovalFigures(
+        waiting=len(waiting),
+        oldest_waiting_seconds=(now - min(waiting)).total_seconds() if waiting else None,
+        approved=sum(status != Reflection.Status.REJECTED for status, _, _ in decided),
+        rejected=sum(status == Reflection.Status.REJECTED for status, _, _ in decided),
+        latency_p50_seconds=_percentile(waits, 0.5),
+        latency_p90_seconds=_percentile(waits, 0.9),
+    )
