@@ -65,12 +65,14 @@ urlpatterns = [
     path("metrics/", metrics.metrics, name="metrics"),
     path("approvals/", approvals.approval_queue, name="approval_queue"),
     path(
-        "approvals/<uuid:reflection_id>/approve/",
+        "approvals/<str:kind>/<uuid:note_id>/approve/",
         approvals.approval_approve,
         name="approval_approve",
     ),
     path(
-        "approvals/<uuid:reflection_id>/reject/", approvals.approval_reject, name="approval_reject"
+        "approvals/<str:kind>/<uuid:note_id>/reject/",
+        approvals.approval_reject,
+        name="approval_reject",
     ),
     path("escalations/", escalations.escalation_list, name="escalation_list"),
     path(

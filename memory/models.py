@@ -175,6 +175,11 @@ class MemoryNote(models.Model):
     written_by = models.CharField(max_length=200, blank=True, default="")
     corrected_by = models.CharField(max_length=200, blank=True, default="")
     corrected_at = models.DateTimeField(null=True, blank=True)
+    # Staged approval (memory/approval/): why it waited for a person (the checks' reasons,
+    # in words), and who approved or rejected it, when.
+    waits_for = models.JSONField(default=list, blank=True)
+    decided_by = models.CharField(max_length=200, blank=True, default="")
+    decided_at = models.DateTimeField(null=True, blank=True)
     tags = models.JSONField(default=list, blank=True)
     topics = models.JSONField(default=list, blank=True)
     token_count = models.PositiveIntegerField()
@@ -214,6 +219,10 @@ class Observation(MemoryNote):
     class Status(models.TextChoices):
         ACTIVE = "active", "active"
         REFLECTED = "reflected", "reflected"
+        # Staged approval (memory/approval/): not served until a person approves it, the
+        # messages it covers served word for word meanwhile; a rejected one never is.
+        WAITING = "waiting", "waiting for approval"
+        REJECTED = "rejected", "rejected"
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="observations"
@@ -365,11 +374,6 @@ class Reflection(MemoryNote):
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # Staged approval: why it waited (memory/approval/flags.py's reasons, in words), and
-    # who approved or rejected it, when.
-    waits_for = models.JSONField(default=list, blank=True)
-    decided_by = models.CharField(max_length=200, blank=True, default="")
-    decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [

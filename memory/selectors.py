@@ -306,6 +306,44 @@ def covered_intervals(*, conversation: Conversation) -> list[tuple[int, int]]:
     return _merge(runs + cast(list[tuple[int, int]], list(observations)))
 
 
+def _subtract(
+    intervals: list[tuple[int, int]], holes: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """``intervals`` less ``holes`` (both merged and sorted)."""
+    left: list[tuple[int, int]] = []
+    for start, end in intervals:
+        for hole_start, hole_end in holes:
+            if hole_end < start or hole_start > end:
+                continue
+            if hole_start > start:
+                left.append((start, hole_start - 1))
+            start = hole_end + 1
+            if start > end:
+                break
+        if start <= end:
+            left.append((start, end))
+    return left
+
+
+def served_intervals(*, conversation: Conversation) -> list[tuple[int, int]]:
+    """The observed seq ranges a context leaves to their observations: ``covered_intervals``
+    less the windows of observations waiting for approval or rejected, whose messages
+    are served word for word instead (memory/approval/)."""
+    covered = covered_intervals(conversation=conversation)
+    held = cast(
+        list[tuple[int, int]],
+        list(
+            Observation.objects.filter(
+                conversation=conversation,
+                status__in=[Observation.Status.WAITING, Observation.Status.REJECTED],
+                window_start_seq__isnull=False,
+                window_end_seq__isnull=False,
+            ).values_list("window_start_seq", "window_end_seq")
+        ),
+    )
+    return _subtract(covered, _merge(held)) if held else covered
+
+
 def unobserved_messages(
     *, conversation: Conversation, intervals: list[tuple[int, int]] | None = None
 ) -> QuerySet[Message]:

@@ -24,7 +24,7 @@ from tenancy.models import ApiKey, Membership, Workspace
 from tenancy.services import api_key_create
 from tests.dashboard.factories import MembershipFactory, chat, observe, reflect
 from tests.governance.builders import set_policy
-from tests.memory.factories import ObservationFactory
+from tests.memory.factories import ObservationFactory, ReflectionFactory
 
 EMAIL = "dana.pierce@example.com"
 PHONE = "(977) 625-2661"
@@ -63,6 +63,23 @@ class World:
     @cached_property
     def queued_run(self) -> Any:
         return observer_schedule(conversation=self.conversation, trigger=PipelineRun.Trigger.MANUAL)
+
+    @cached_property
+    def waiting_reflection(self) -> Reflection:
+        """A reflection staged approval holds back (memory/approval/)."""
+        return ReflectionFactory(
+            conversation=self.conversation,
+            status="waiting",
+            text="Waits for a person.",
+            source_observation_ids=[str(self.observation.pk)],
+            waits_for=["Every new reflection waits for approval here."],
+        )
+
+    @cached_property
+    def waiting_observation(self) -> Observation:
+        return ObservationFactory(
+            conversation=self.conversation, status="waiting", text="Waits for a person too."
+        )
 
     @cached_property
     def observation(self) -> Observation:

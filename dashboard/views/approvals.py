@@ -1,5 +1,6 @@
-"""Memory waiting for approval: the reflections a workspace's approval policy holds back,
-the longest waiting first, each beside its sources with what it drops of them; a
+"""Memory waiting for approval: the notes a workspace's approval policy holds back, the
+longest waiting first, each beside its sources (a reflection's observations, with what it
+drops of them; an observation's messages, masked as the conversation page masks them); a
 reviewer approves one (as written, or edited first) or rejects it, with a reason."""
 
 from __future__ import annotations
@@ -18,53 +19,85 @@ from core.errors import MemdeskError
 from dashboard.access import Access, access_for
 from dashboard.forms import ApproveForm, RejectForm, add_service_error
 from dashboard.rendering import INVALID, render_page
+from dashboard.selectors.context import mask_values, masked_values_of
 from dashboard.selectors.notes import note_authors
+from memory.approval import services
 from memory.approval.flags import Source, what_it_drops
-from memory.approval.queue import approval_figures, sources_of, waiting_reflections
-from memory.approval.services import reflection_approve, reflection_reject
-from memory.models import Reflection
+from memory.approval.queue import (
+    approval_figures,
+    messages_of,
+    sources_of,
+    waiting_observations,
+    waiting_reflections,
+)
+from memory.models import Observation, Reflection
 from tenancy.models import Capability
 
-SHOWN = 100
+SHOWN = 100  # of each kind
+KINDS: dict[str, type[Observation] | type[Reflection]] = {
+    "observation": Observation,
+    "reflection": Reflection,
+}
 
 
-def _ids(reflection_id: uuid.UUID, form: str = "approve") -> str:
-    """Field ids of their own for each reflection's forms (the page holds many)."""
-    return f"{form}-{reflection_id}-%s"
+def _ids(note_id: uuid.UUID, form: str) -> str:
+    """Field ids of their own for each note's forms (the page holds many)."""
+    return f"{form}-{note_id}-%s"
+
+
+def _reflection_item(reflection: Reflection) -> dict[str, Any]:
+    sources = sources_of(reflection)
+    drops = what_it_drops(
+        reflection.text,
+        reflection.referenced_at,
+        [Source(str(o.pk), o.text, o.priority, o.referenced_at) for o in sources],
+    )
+    return {
+        "kind": "reflection",
+        "sources": [(o, drops.high_priority.get(str(o.pk), [])) for o in sources],
+        "dropped_dates": drops.dates,
+    }
+
+
+def _observation_item(observation: Observation) -> dict[str, Any]:
+    said = messages_of(observation)
+    masks = masked_values_of(
+        observation.conversation, message_ids=[m.pk for m in said], recorder=None
+    )
+    return {
+        "kind": "observation",
+        "said": [(m, mask_values(m.content, masks)) for m in said],
+    }
 
 
 def _queue(access: Access, failed: uuid.UUID | None = None, form: Any = None) -> dict[str, Any]:
     now = timezone.now()
+    notes: list[Observation | Reflection] = [
+        *waiting_reflections(workspace_id=access.workspace.pk)[:SHOWN],
+        *waiting_observations(workspace_id=access.workspace.pk)[:SHOWN],
+    ]
+    notes.sort(key=lambda n: n.created_at)
+    note_authors(notes=notes)
     items = []
-    reflections = list(waiting_reflections(workspace_id=access.workspace.pk)[:SHOWN])
-    note_authors(notes=reflections)
-    for reflection in reflections:
-        sources = sources_of(reflection)
-        drops = what_it_drops(
-            reflection.text,
-            reflection.referenced_at,
-            [Source(str(o.pk), o.text, o.priority, o.referenced_at) for o in sources],
+    for note in notes:
+        item = _reflection_item(note) if isinstance(note, Reflection) else _observation_item(note)
+        failing = note.pk == failed
+        item.update(
+            note=note,
+            approve=form
+            if failing and isinstance(form, ApproveForm)
+            else ApproveForm(initial={"text": note.text}, auto_id=_ids(note.pk, "approve")),
+            reject=form
+            if failing and isinstance(form, RejectForm)
+            else RejectForm(auto_id=_ids(note.pk, "reject")),
         )
-        failing = reflection.pk == failed
-        items.append(
-            {
-                "reflection": reflection,
-                "sources": [(o, drops.high_priority.get(str(o.pk), [])) for o in sources],
-                "dropped_dates": drops.dates,
-                "waited": now - reflection.created_at,
-                "approve": form
-                if failing and isinstance(form, ApproveForm)
-                else ApproveForm(initial={"text": reflection.text}, auto_id=_ids(reflection.pk)),
-                "reject": form
-                if failing and isinstance(form, RejectForm)
-                else RejectForm(auto_id=_ids(reflection.pk, "reject")),
-            }
-        )
-    shown = {r.pk for r in reflections}
+        items.append(item)
     return {
         "items": items,
-        # A decision refused on a reflection no longer in the queue (decided meanwhile).
-        "errors": form.non_field_errors() if form is not None and failed not in shown else [],
+        # A decision refused on a note no longer in the queue (decided meanwhile).
+        "errors": form.non_field_errors()
+        if form is not None and failed not in {n.pk for n in notes}
+        else [],
         "shown_max": SHOWN,
         "figures": approval_figures(workspace_id=access.workspace.pk, now=now),
         "mode": access.workspace.approval,
@@ -79,57 +112,77 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
     return render_page(request, "dashboard/approvals.html", access, _queue(access))
 
 
-def _waiting(access: Access, reflection_id: uuid.UUID) -> Reflection:
-    reflection = (
-        Reflection.objects.filter(pk=reflection_id, conversation__workspace=access.workspace)
+def _note(access: Access, kind: str, note_id: uuid.UUID) -> Observation | Reflection:
+    model = KINDS.get(kind)
+    note = (
+        model.objects.filter(pk=note_id, conversation__workspace=access.workspace)
         .select_related("conversation")
         .first()
+        if model is not None
+        else None
     )
-    if reflection is None:
-        raise Http404("No such reflection in this workspace.")
-    return reflection
+    if note is None:
+        raise Http404("No such note in this workspace.")
+    return note
+
+
+def _decide(
+    request: HttpRequest, access: Access, note: Observation | Reflection, form: ApproveForm
+) -> None:
+    data = form.cleaned_data
+    text = data["text"] if data["text"].strip() != note.text else None
+    actor, reason = access.actor(request), data["reason"]
+    if isinstance(note, Reflection):
+        services.reflection_approve(reflection=note, actor=actor, reason=reason, text=text)
+    else:
+        services.observation_approve(observation=note, actor=actor, reason=reason, text=text)
+
+
+def _refuse(
+    request: HttpRequest, access: Access, note: Observation | Reflection, reason: str
+) -> None:
+    actor = access.actor(request)
+    if isinstance(note, Reflection):
+        services.reflection_reject(reflection=note, actor=actor, reason=reason)
+    else:
+        services.observation_reject(observation=note, actor=actor, reason=reason)
 
 
 def _decided(
-    request: HttpRequest, access: Access, reflection_id: uuid.UUID, form: ApproveForm | RejectForm
+    request: HttpRequest,
+    access: Access,
+    note: Observation | Reflection,
+    form: ApproveForm | RejectForm,
 ) -> HttpResponse:
-    reflection = _waiting(access, reflection_id)
     if form.is_valid():
-        data = form.cleaned_data
         try:
             if isinstance(form, ApproveForm):
-                edited = data["text"].strip() != reflection.text
-                reflection_approve(
-                    reflection=reflection,
-                    actor=access.actor(request),
-                    reason=data["reason"],
-                    text=data["text"] if edited else None,
-                )
+                _decide(request, access, note, form)
                 messages.success(request, "Approved: agents are served it from now on.")
             else:
-                reflection_reject(
-                    reflection=reflection, actor=access.actor(request), reason=data["reason"]
-                )
+                _refuse(request, access, note, form.cleaned_data["reason"])
                 messages.success(request, "Rejected: agents will never be served it.")
         except MemdeskError as error:
             add_service_error(form, error)
         else:
             return redirect("dashboard:approval_queue")
-    context = _queue(access, failed=reflection.pk, form=form)
+    context = _queue(access, failed=note.pk, form=form)
     return render_page(request, "dashboard/approvals.html", access, context, status=INVALID)
 
 
 @require_POST
 @login_required
-def approval_approve(request: HttpRequest, reflection_id: uuid.UUID) -> HttpResponse:
+def approval_approve(request: HttpRequest, kind: str, note_id: uuid.UUID) -> HttpResponse:
     access = access_for(request, Capability.EDIT_MEMORY)
-    form = ApproveForm(request.POST, auto_id=_ids(reflection_id))
-    return _decided(request, access, reflection_id, form)
+    note = _note(access, kind, note_id)
+    form = ApproveForm(request.POST, auto_id=_ids(note_id, "approve"))
+    return _decided(request, access, note, form)
 
 
 @require_POST
 @login_required
-def approval_reject(request: HttpRequest, reflection_id: uuid.UUID) -> HttpResponse:
+def approval_reject(request: HttpRequest, kind: str, note_id: uuid.UUID) -> HttpResponse:
     access = access_for(request, Capability.EDIT_MEMORY)
-    form = RejectForm(request.POST, auto_id=_ids(reflection_id, "reject"))
-    return _decided(request, access, reflection_id, form)
+    note = _note(access, kind, note_id)
+    form = RejectForm(request.POST, auto_id=_ids(note_id, "reject"))
+    return _decided(request, access, note, form)

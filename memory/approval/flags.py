@@ -1,10 +1,11 @@
-"""Why a new reflection waits for a person, and what it drops of its sources.
+"""Why a new note waits for a person, and what a reflection drops of its sources.
 
 Under the ``flagged`` mode a reflection waits when its grounding is below the threshold
 (``MEMDESK_GROUNDING_THRESHOLD``), when it drops what a high-priority source held (its
 numbers, names, pseudonyms), when it drops a date its sources held, or when a
-personal-data finding in its sources awaits review. Under ``reflections`` every new
-reflection waits. The reasons are words a reviewer reads, kept on the reflection.
+personal-data finding in its sources awaits review; an observation the Observer writes
+waits when its grounding is below the threshold. Under ``reflections`` every new
+reflection waits. The reasons are words a reviewer reads, kept on the note.
 """
 
 from __future__ import annotations
@@ -73,6 +74,17 @@ def _named(terms: list[str]) -> str:
     return shown + (f" and {len(terms) - DROPPED_SHOWN} more" if len(terms) > DROPPED_SHOWN else "")
 
 
+def _weakly_grounded(grounding: float | None, of: str) -> str:
+    return f"Only {round((grounding or 0) * 100)}% of its names, numbers and words are in {of}."
+
+
+def observation_waits_for(modes: Collection[str], *, grounding: float | None) -> list[str]:
+    """Why a new observation the Observer wrote waits, in words; [] when it is served."""
+    if FLAGGED in modes and is_weakly_grounded(grounding):
+        return [_weakly_grounded(grounding, "the messages it was written from")]
+    return []
+
+
 def waits_for(
     modes: Collection[str],
     *,
@@ -90,10 +102,7 @@ def waits_for(
         reasons.append("Every new reflection waits for approval here.")
     if FLAGGED in modes:
         if is_weakly_grounded(grounding):
-            reasons.append(
-                f"Only {round((grounding or 0) * 100)}% of its names, numbers and words are "
-                "in its sources."
-            )
+            reasons.append(_weakly_grounded(grounding, "its sources"))
         drops = what_it_drops(text, referenced_at, sources)
         dropped_high = [t for terms in drops.high_priority.values() for t in terms]
         if dropped_high:

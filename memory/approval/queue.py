@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from memory.models import Observation, Reflection
+from memory.models import Message, Observation, Reflection
 
 LATENCY_DAYS = 30  # the window the metrics' approval latency covers
 
@@ -22,6 +22,26 @@ def waiting_reflections(*, workspace_id: Any) -> QuerySet[Reflection]:
         )
         .select_related("conversation")
         .order_by("created_at", "pk")
+    )
+
+
+def waiting_observations(*, workspace_id: Any) -> QuerySet[Observation]:
+    """The workspace's observations waiting for approval, the longest waiting first."""
+    return (
+        Observation.objects.filter(
+            conversation__workspace_id=workspace_id, status=Observation.Status.WAITING
+        )
+        .select_related("conversation")
+        .order_by("created_at", "pk")
+    )
+
+
+def messages_of(observation: Observation) -> list[Message]:
+    """The messages an observation was written from, by seq."""
+    return list(
+        Message.objects.filter(
+            conversation_id=observation.conversation_id, pk__in=observation.source_message_ids
+        ).order_by("seq")
     )
 
 
@@ -66,27 +86,27 @@ class ApprovalFigures:
 def approval_figures(
     *, workspace_id: Any, conversation_id: Any | None = None, now: datetime | None = None
 ) -> ApprovalFigures:
-    """How many reflections wait and for how long the oldest has; of those decided in the
-    last ``LATENCY_DAYS``, how many were approved and rejected, and how long they waited
-    (from written to decided: the median and the 90th percentile)."""
+    """How many notes (observations, reflections) wait and for how long the oldest has;
+    of those decided in the last ``LATENCY_DAYS``, how many were approved and rejected,
+    and how long they waited (from written to decided: the median and the 90th
+    percentile)."""
     now = now or timezone.now()
-    rows = Reflection.objects.filter(conversation__workspace_id=workspace_id)
-    if conversation_id is not None:
-        rows = rows.filter(conversation_id=conversation_id)
-    waiting = list(
-        rows.filter(status=Reflection.Status.WAITING).values_list("created_at", flat=True)
-    )
-    decided = list(
-        rows.filter(decided_at__gte=now - timedelta(days=LATENCY_DAYS)).values_list(
+    waiting: list[datetime] = []
+    decided: list[tuple[str, datetime, datetime | None]] = []
+    for model in (Observation, Reflection):
+        rows = model.objects.filter(conversation__workspace_id=workspace_id)
+        if conversation_id is not None:
+            rows = rows.filter(conversation_id=conversation_id)
+        waiting += rows.filter(status="waiting").values_list("created_at", flat=True)
+        decided += rows.filter(decided_at__gte=now - timedelta(days=LATENCY_DAYS)).values_list(
             "status", "created_at", "decided_at"
         )
-    )
     waits = [(at - created).total_seconds() for _, created, at in decided if at is not None]
     return ApprovalFigures(
         waiting=len(waiting),
         oldest_waiting_seconds=(now - min(waiting)).total_seconds() if waiting else None,
-        approved=sum(status != Reflection.Status.REJECTED for status, _, _ in decided),
-        rejected=sum(status == Reflection.Status.REJECTED for status, _, _ in decided),
+        approved=sum(status != "rejected" for status, _, _ in decided),
+        rejected=sum(status == "rejected" for status, _, _ in decided),
         latency_p50_seconds=_percentile(waits, 0.5),
         latency_p90_seconds=_percentile(waits, 0.9),
     )

@@ -43,8 +43,8 @@ from memory.context.tiers import Reidentifies, memory_tiers, recent_messages, re
 from memory.models import Conversation, Message
 from memory.selectors import (
     ContextVersions,
-    covered_intervals,
     deleted_source_ids,
+    served_intervals,
     unobserved_messages_between,
 )
 
@@ -93,7 +93,7 @@ def _memory_block_cached(
             memory_version=source.versions.memory_version,
             manifest=Manifest.of(
                 tiers,
-                intervals=covered_intervals(conversation=conversation),
+                intervals=served_intervals(conversation=conversation),
                 deleted_sources=deleted,
             ).as_json(),
         )
@@ -131,7 +131,7 @@ def _recent_cached(source: _Source, *, names: str, reidentifier: Reidentifies | 
     tail: Tail | None = local_get(key)
     previous_key = latest_tail_key(source.pk, names)
     if tail is None:
-        tail = Tail(0, tuple(covered_intervals(conversation=source.conversation)), (), {})
+        tail = Tail(0, tuple(served_intervals(conversation=source.conversation)), (), {})
     if tail.through_seq < versions.last_seq:
         # Every message up to last_seq committed with (or before) it: none can appear
         # below it later, so the tail is complete through last_seq.

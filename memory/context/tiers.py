@@ -13,6 +13,7 @@ from memory.models import Conversation, Message, Observation, Pin, Reflection
 from memory.selectors import (
     active_reflections,
     pin_list,
+    served_intervals,
     served_observations,
     unobserved_messages,
 )
@@ -90,7 +91,11 @@ def memory_tiers(
 def recent_messages(
     conversation: Conversation, *, reidentifier: Reidentifies | None
 ) -> list[Message]:
-    recent = list(unobserved_messages(conversation=conversation))
+    recent = list(
+        unobserved_messages(
+            conversation=conversation, intervals=served_intervals(conversation=conversation)
+        )
+    )
     if reidentifier is not None:
         reidentify_items(reidentifier, recent)
     return recent

@@ -18,6 +18,8 @@ from governance.redaction.gates import (
     observer_reading,
     observer_run_summary,
 )
+from memory.approval.flags import observation_waits_for
+from memory.approval.policy import approval_modes
 from memory.engines.base import MEMORY_BLOCK_HEADER, PRIORITIES, EngineError, SourceMessage
 from memory.grounding import grounding_score
 from memory.models import (
@@ -225,6 +227,11 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                 token_count=token_count(draft.text.strip()),
             )
         )
+    modes = approval_modes(conversation)
+    for observation in observations:
+        reasons = observation_waits_for(modes, grounding=observation.grounding)
+        if reasons:  # not served until a person approves it (memory/approval/)
+            observation.status, observation.waits_for = Observation.Status.WAITING, reasons
     with transaction.atomic():
         run_finish(
             ObserverRun,
@@ -256,6 +263,9 @@ def _observe(run: ObserverRun, token: uuid.UUID, started: float) -> None:
                 after={
                     "conversationId": str(conversation.pk),
                     "observations": [str(o.pk) for o in observations],
+                    "waitingForApproval": [
+                        str(o.pk) for o in observations if o.status == Observation.Status.WAITING
+                    ],
                     "window": [window[0].seq, window[-1].seq] if window else None,
                     "trigger": run.trigger,
                 },

@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 
 from governance.models import AuditEvent
-from memory.models import Reflection
+from memory.models import Observation, Reflection
 from memory.services.workspace_settings import workspace_settings_update
-from tests.dashboard.factories import reflect
+from tests.dashboard.conftest import CARD, EMAIL
+from tests.dashboard.factories import observe, reflect
 from tests.governance.builders import ADMIN
 from tests.memory.factories import ObservationFactory
-from tests.memory.test_staged_approval import Writes
+from tests.memory.test_staged_approval import ObservesOneLine, Writes
 
 
 @pytest.fixture
@@ -43,9 +44,13 @@ def test_a_reviewer_approves_an_edit_and_the_agent_is_served_it(login, api, wait
     client = login("reviewer")
     words = "Customer needs a refund for parcel ORD-88123, which is late."
 
-    refused = client.post(f"/approvals/{waiting.pk}/approve/", {"text": words, "reason": ""})
+    refused = client.post(
+        f"/approvals/reflection/{waiting.pk}/approve/", {"text": words, "reason": ""}
+    )
     assert refused.status_code == 422 and "every approval needs one" in refused.content.decode()
-    done = client.post(f"/approvals/{waiting.pk}/approve/", {"text": words, "reason": "ok"})
+    done = client.post(
+        f"/approvals/reflection/{waiting.pk}/approve/", {"text": words, "reason": "ok"}
+    )
 
     assert done.status_code == 302 and done["Location"] == "/approvals/"
     served = api.get(f"/v1/conversations/{waiting.conversation_id}/context").json()
@@ -56,16 +61,26 @@ def test_a_reviewer_approves_an_edit_and_the_agent_is_served_it(login, api, wait
 
 def test_a_reviewer_rejects_and_others_cannot(login, waiting, other_workspace, member):
     assert (
-        login("viewer").post(f"/approvals/{waiting.pk}/reject/", {"reason": "x"}).status_code == 403
+        login("viewer")
+        .post(f"/approvals/reflection/{waiting.pk}/reject/", {"reason": "x"})
+        .status_code
+        == 403
     )
     stranger = login("admin", in_workspace=other_workspace)
-    assert stranger.post(f"/approvals/{waiting.pk}/reject/", {"reason": "x"}).status_code == 404
+    assert (
+        stranger.post(f"/approvals/reflection/{waiting.pk}/reject/", {"reason": "x"}).status_code
+        == 404
+    )
 
-    done = login("reviewer").post(f"/approvals/{waiting.pk}/reject/", {"reason": "wrong parcel"})
+    done = login("reviewer").post(
+        f"/approvals/reflection/{waiting.pk}/reject/", {"reason": "wrong parcel"}
+    )
 
     assert done.status_code == 302
     assert Reflection.objects.get(pk=waiting.pk).status == "rejected"
-    again = login("reviewer").post(f"/approvals/{waiting.pk}/reject/", {"reason": "again"})
+    again = login("reviewer").post(
+        f"/approvals/reflection/{waiting.pk}/reject/", {"reason": "again"}
+    )
     assert again.status_code == 422 and "not waiting for approval" in again.content.decode()
 
 
@@ -97,3 +112,19 @@ def test_memory_settings_choose_the_policy_and_its_tags(login, workspace):
     assert (workspace.approval, workspace.approval_by_tag) == ("flagged", {"vip": "reflections"})
     event = AuditEvent.objects.get(action="workspace.settings.update")
     assert event.after["approval"] == "flagged" and event.reason == "pilot"
+
+
+def test_a_waiting_observation_shows_its_messages_masked(
+    login, workspace, scanned_conversation, fake_engine
+):
+    workspace_settings_update(workspace=workspace, actor=ADMIN, reason="r", approval="flagged")
+    fake_engine(ObservesOneLine("Customer asked for a gold membership upgrade."))
+    observe(scanned_conversation)
+    waiting = Observation.objects.get(conversation=scanned_conversation, status="waiting")
+
+    html = login("reviewer").get("/approvals/").content.decode()
+
+    assert "Customer asked for a gold membership upgrade." in html
+    assert "served word for word while it waits" in html
+    assert CARD not in html and EMAIL not in html and "&lt;CREDIT_CARD&gt;" in html
+    assert f'action="/approvals/observation/{waiting.pk}/approve/"' in html

@@ -127,6 +127,16 @@ POSTS: dict[str, Post] = {
         lambda w: f"/conversations/{w.c}/runs/observer/{w.queued_run.pk}/cancel/",
         lambda w: {"reason": REASON},
     ),
+    "approvals/<str:kind>/<uuid:note_id>/approve/": Post(
+        "reviewer",
+        lambda w: f"/approvals/reflection/{w.waiting_reflection.pk}/approve/",
+        lambda w: {"text": "Waits for a person.", "reason": REASON},
+    ),
+    "approvals/<str:kind>/<uuid:note_id>/reject/": Post(
+        "reviewer",
+        lambda w: f"/approvals/observation/{w.waiting_observation.pk}/reject/",
+        lambda w: {"reason": REASON},
+    ),
     "escalations/<uuid:escalation_id>/resolve/": Post(
         "reviewer",
         lambda w: f"/escalations/{w.escalation.pk}/resolve/",

@@ -505,6 +505,24 @@ AUDITED: dict[str, Door] = {
             f"/conversations/{w.c}/messages/{w.message.pk}/pin/", {"reason": REASON}
         ),
     ),
+    "POST approvals/<str:kind>/<uuid:note_id>/approve/": Door(
+        "reflection.approve",
+        lambda w: submit_page_form(
+            w.admin,
+            "/approvals/",
+            f"/approvals/reflection/{w.waiting_reflection.pk}/approve/",
+            reason=REASON,
+        ),
+    ),
+    "POST approvals/<str:kind>/<uuid:note_id>/reject/": Door(
+        "observation.reject",
+        lambda w: submit_page_form(
+            w.admin,
+            "/approvals/",
+            f"/approvals/observation/{w.waiting_observation.pk}/reject/",
+            reason=REASON,
+        ),
+    ),
     "POST escalations/<uuid:escalation_id>/resolve/": Door(
         "escalation.resolve",
         lambda w: submit_page_form(

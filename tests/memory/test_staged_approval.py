@@ -14,14 +14,20 @@ from core.actors import Actor
 from core.errors import MemdeskError
 from governance.models import AuditEvent
 from memory.approval.queue import approval_figures
-from memory.approval.services import reflection_approve, reflection_reject
-from memory.engines.base import DraftReflection
+from memory.approval.services import (
+    observation_approve,
+    observation_reject,
+    reflection_approve,
+    reflection_reject,
+)
+from memory.engines.base import DraftObservation, DraftReflection, ObserverOutput
 from memory.engines.extractive import ExtractiveEngine
 from memory.models import Observation, Reflection, ReflectorRun
 from memory.pipeline.scheduling import reflector_schedule_if_due
+from memory.services.messages import MessageInput, messages_append
 from memory.services.observations import observation_update
 from memory.services.workspace_settings import workspace_settings_update
-from tests.dashboard.factories import reflect
+from tests.dashboard.factories import observe, reflect
 from tests.governance.builders import ADMIN
 from tests.memory.factories import ObservationFactory
 
@@ -235,3 +241,82 @@ def test_the_metrics_say_how_long_reflections_waited(workspace, conversation, pe
     assert before.waiting == 1 and before.oldest_waiting_seconds >= 3 * 3600
     assert (after.waiting, after.approved, after.rejected) == (0, 1, 0)
     assert 3 * 3600 <= after.latency_p50_seconds < 3 * 3600 + 60
+
+
+class ObservesOneLine(ExtractiveEngine):
+    """An Observer that writes ``text`` for the first message of its window (reading
+    nothing of it: a weakly grounded note unless the text repeats the message)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
+        return ObserverOutput([DraftObservation(self.text, "high", None, [messages[0].id])])
+
+
+def _said(conversation, *texts: str) -> None:
+    messages_append(
+        conversation=conversation, items=[MessageInput(role="user", content=t) for t in texts]
+    )
+
+
+@pytest.mark.django_db
+def test_a_flagged_observation_waits_and_its_messages_are_served_word_for_word(
+    api, workspace, conversation, person, fake_engine
+):
+    _policy(workspace, "flagged")
+    fake_engine(ObservesOneLine("Customer asked for a gold membership upgrade."))
+    _said(conversation, "My parcel to the lake house is two weeks late.", "Any news?")
+
+    observe(conversation)
+
+    [waiting] = Observation.objects.filter(conversation=conversation)
+    assert waiting.status == "waiting" and "Only" in waiting.waits_for[0]
+    served = _context(api, conversation)
+    assert served["observations"] == []
+    # The messages it was written from; the run found nothing else worth a note.
+    assert [m["content"] for m in served["recentMessages"]] == [
+        "My parcel to the lake house is two weeks late."
+    ]
+
+    observation_approve(observation=waiting, actor=person, reason="fine after all")
+
+    served = _context(api, conversation)
+    assert [o["id"] for o in served["observations"]] == [str(waiting.pk)]
+    assert [m["content"] for m in served["recentMessages"]] == []
+
+
+@pytest.mark.django_db
+def test_a_rejected_observation_leaves_its_messages_served(
+    api, workspace, conversation, person, fake_engine
+):
+    _policy(workspace, "flagged")
+    fake_engine(ObservesOneLine("Customer asked for a gold membership upgrade."))
+    _said(conversation, "My parcel to the lake house is two weeks late.")
+    observe(conversation)
+    waiting = Observation.objects.get(conversation=conversation)
+
+    observation_reject(observation=waiting, actor=person, reason="never said that")
+
+    served = _context(api, conversation)
+    assert served["observations"] == []
+    assert [m["content"] for m in served["recentMessages"]] == [
+        "My parcel to the lake house is two weeks late."
+    ]
+    event = AuditEvent.objects.get(action="observation.reject")
+    assert event.reason == "never said that" and event.target_id == str(waiting.pk)
+
+
+@pytest.mark.django_db
+def test_a_well_grounded_observation_is_served_at_once_under_flagged(
+    api, workspace, conversation, fake_engine
+):
+    _policy(workspace, "flagged")
+    fake_engine(ObservesOneLine("User's parcel to the lake house is two weeks late."))
+    _said(conversation, "My parcel to the lake house is two weeks late.")
+
+    observe(conversation)
+
+    assert Observation.objects.get(conversation=conversation).status == "active"
+    assert len(_context(api, conversation)["observations"]) == 1
