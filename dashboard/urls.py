@@ -66,12 +66,14 @@ urlpatterns = [
     path("approvals/", approvals.approval_queue, name="approval_queue"),
     path(
         "approvals/<str:kind>/<uuid:note_id>/approve/",
-        approvals.approval_approve,
+        approvals.approval_decide,
+        {"decision": "approve"},
         name="approval_approve",
     ),
     path(
         "approvals/<str:kind>/<uuid:note_id>/reject/",
-        approvals.approval_reject,
+        approvals.approval_decide,
+        {"decision": "reject"},
         name="approval_reject",
     ),
     path("escalations/", escalations.escalation_list, name="escalation_list"),

@@ -23,13 +23,7 @@ from dashboard.selectors.context import mask_values, masked_values_of
 from dashboard.selectors.notes import note_authors
 from memory.approval import services
 from memory.approval.flags import Source, what_it_drops
-from memory.approval.queue import (
-    approval_figures,
-    messages_of,
-    sources_of,
-    waiting_observations,
-    waiting_reflections,
-)
+from memory.approval.queue import approval_figures, messages_of, sources_of, waiting_notes
 from memory.models import Observation, Reflection
 from tenancy.models import Capability
 
@@ -73,8 +67,8 @@ def _observation_item(observation: Observation) -> dict[str, Any]:
 def _queue(access: Access, failed: uuid.UUID | None = None, form: Any = None) -> dict[str, Any]:
     now = timezone.now()
     notes: list[Observation | Reflection] = [
-        *waiting_reflections(workspace_id=access.workspace.pk)[:SHOWN],
-        *waiting_observations(workspace_id=access.workspace.pk)[:SHOWN],
+        *waiting_notes(Reflection, workspace_id=access.workspace.pk)[:SHOWN],
+        *waiting_notes(Observation, workspace_id=access.workspace.pk)[:SHOWN],
     ]
     notes.sort(key=lambda n: n.created_at)
     note_authors(notes=notes)
@@ -170,19 +164,19 @@ def _decided(
     return render_page(request, "dashboard/approvals.html", access, context, status=INVALID)
 
 
-@require_POST
-@login_required
-def approval_approve(request: HttpRequest, kind: str, note_id: uuid.UUID) -> HttpResponse:
-    access = access_for(request, Capability.EDIT_MEMORY)
-    note = _note(access, kind, note_id)
-    form = ApproveForm(request.POST, auto_id=_ids(note_id, "approve"))
-    return _decided(request, access, note, form)
+FORMS: dict[str, type[ApproveForm] | type[RejectForm]] = {
+    "approve": ApproveForm,
+    "reject": RejectForm,
+}
 
 
 @require_POST
 @login_required
-def approval_reject(request: HttpRequest, kind: str, note_id: uuid.UUID) -> HttpResponse:
+def approval_decide(
+    request: HttpRequest, kind: str, note_id: uuid.UUID, decision: str
+) -> HttpResponse:
+    """Approve (``decision`` "approve") or reject a waiting note."""
     access = access_for(request, Capability.EDIT_MEMORY)
     note = _note(access, kind, note_id)
-    form = RejectForm(request.POST, auto_id=_ids(note_id, "reject"))
+    form = FORMS[decision](request.POST, auto_id=_ids(note_id, decision))
     return _decided(request, access, note, form)

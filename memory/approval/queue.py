@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -14,23 +14,14 @@ from memory.models import Message, Observation, Reflection
 LATENCY_DAYS = 30  # the window the metrics' approval latency covers
 
 
-def waiting_reflections(*, workspace_id: Any) -> QuerySet[Reflection]:
-    """The workspace's reflections waiting for approval, the longest waiting first."""
-    return (
-        Reflection.objects.filter(
-            conversation__workspace_id=workspace_id, status=Reflection.Status.WAITING
-        )
-        .select_related("conversation")
-        .order_by("created_at", "pk")
-    )
+NoteT = TypeVar("NoteT", Observation, Reflection)
 
 
-def waiting_observations(*, workspace_id: Any) -> QuerySet[Observation]:
-    """The workspace's observations waiting for approval, the longest waiting first."""
+def waiting_notes(model: type[NoteT], *, workspace_id: Any) -> QuerySet[NoteT]:
+    """The workspace's observations or reflections waiting for approval, the longest
+    waiting first."""
     return (
-        Observation.objects.filter(
-            conversation__workspace_id=workspace_id, status=Observation.Status.WAITING
-        )
+        model.objects.filter(conversation__workspace_id=workspace_id, status="waiting")
         .select_related("conversation")
         .order_by("created_at", "pk")
     )
