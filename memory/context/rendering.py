@@ -53,6 +53,17 @@ class RenderedContext:
         """A rendered context of ``body``, with its digest."""
         return cls(body=body, digest=hashlib.sha256(body).hexdigest(), **fields)
 
+    @classmethod
+    def of_parts(
+        cls, prefix: bytes, prefix_hash: Any, end: bytes, **fields: Any
+    ) -> RenderedContext:
+        """A rendered context of ``prefix + end``, its digest carried on from
+        ``prefix_hash`` (a SHA-256 of ``prefix``, left as it is): an extended body hashes
+        only what it adds (memory/context/extension.py)."""
+        digest = prefix_hash.copy()
+        digest.update(end)
+        return cls(body=prefix + end, digest=digest.hexdigest(), **fields)
+
     def with_body(self, body: bytes, **changes: Any) -> RenderedContext:
         """This context with another body (and its digest), and ``changes``."""
         return replace(self, body=body, digest=hashlib.sha256(body).hexdigest(), **changes)
@@ -314,7 +325,11 @@ class Layout:
     open_calls: set[str] = field(default_factory=set)
 
     def body(self) -> bytes:
-        return (self.head + self.sep.join(self.lead + self.recent) + self.end).encode()
+        return self.prefix() + self.end.encode()
+
+    def prefix(self) -> bytes:
+        """The body but its end."""
+        return (self.head + self.sep.join(self.lead + self.recent)).encode()
 
 
 @dataclass(frozen=True)
