@@ -12,10 +12,9 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit.writer import audit_record, require_reason
+from governance.audit.writer import require_reason
 from memory.models import Observation, Reflection
-from memory.services.conversations import memory_version_bump
-from memory.services.notes import edit_action, edit_reason, note_edit
+from memory.services.notes import edit_action, edit_reason, note_change_served, note_edit
 
 REASON_REQUIRED = "A reason is required to approve or reject memory."
 
@@ -76,16 +75,13 @@ def _decision_record(
     now: datetime,
 ) -> None:
     """Serve the decision (memory version) and audit it, with how long the note waited."""
-    memory_version_bump(locked.conversation_id)
-    audit_record(
-        workspace_id=locked.conversation.workspace_id,
-        actor=actor,
+    note_change_served(
+        locked,
         action=action,
-        target_type=action.split(".")[0],
-        target_id=str(locked.pk),
+        actor=actor,
+        reason=reason,
         before={"status": "waiting", "waitsFor": locked.waits_for},
         after={**after, "waitedSeconds": round((now - locked.created_at).total_seconds())},
-        reason=reason,
     )
 
 

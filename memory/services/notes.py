@@ -324,6 +324,28 @@ def _change_record(
     """Serve a correction just saved (memory version) and audit it from ``before`` to
     the note as it now stands, which is returned."""
     after = note_snapshot(item)
+    note_change_served(
+        item,
+        action=action,
+        actor=actor,
+        reason=reason,
+        before=before,
+        after={**after, **(after_extra or {})},
+    )
+    return after
+
+
+def note_change_served(
+    item: Observation | Reflection,
+    *,
+    action: str,
+    actor: Actor,
+    reason: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+) -> None:
+    """Serve a change to a note just saved (memory version) and audit it as ``action``
+    (``observation.edit``: the target type is the action's first word)."""
     memory_version_bump(item.conversation_id)
     audit_record(
         workspace_id=item.conversation.workspace_id,
@@ -332,10 +354,9 @@ def _change_record(
         target_type=action.split(".")[0],
         target_id=str(item.pk),
         before=before,
-        after={**after, **(after_extra or {})},
+        after=after,
         reason=reason,
     )
-    return after
 
 
 def _regrounded(item: Observation | Reflection) -> float | None:
