@@ -4,17 +4,15 @@ priority, and who wrote the manual ones."""
 
 from __future__ import annotations
 
-import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, F, OuterRef, QuerySet, Sum
 
-from dashboard.selectors.users import user_labels
+from dashboard.selectors.users import actor_labels
 from memory import selectors as memory_selectors
 from memory.models import Conversation, Message, Observation, Reflection
-from tenancy.models import ApiKey
 
 # The first screen shows the newest few of each tier; older ones load in pages.
 OBSERVATIONS_FIRST = 8
@@ -153,26 +151,13 @@ def mark_served_in_place(*, conversation: Conversation, observations: list[Obser
         observation.served_in_place = str(observation.pk) in in_place  # type: ignore[attr-defined]
 
 
-def _is_uuid(raw: str) -> bool:
-    try:
-        uuid.UUID(raw)
-    except ValueError:
-        return False
-    return True
-
-
 def note_authors(*, notes: Sequence[Observation | Reflection]) -> None:
     """Give each note the names of whoever wrote it and last corrected it, for the
     template (``author``, ``corrector``): a person's username, an API key's name."""
     labels = {n.written_by for n in notes if n.written_by} | {
         n.corrected_by for n in notes if n.corrected_by
     }
-    names = user_labels(labels)
-    key_ids = [label[8:] for label in labels if label.startswith("api_key:")]
-    if key_ids:
-        keys = ApiKey.objects.filter(pk__in=[i for i in key_ids if _is_uuid(i)])
-        for pk, name, prefix in keys.values_list("pk", "name", "prefix"):
-            names[f"api_key:{pk}"] = f"API key {name or prefix}"
+    names = actor_labels(labels)
     for note in notes:
         note.author = names.get(note.written_by, "")  # type: ignore[union-attr]  # for the template
         note.corrector = names.get(note.corrected_by, "")  # type: ignore[union-attr]

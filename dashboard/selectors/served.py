@@ -15,11 +15,19 @@ from dashboard.selectors.context import (
     mask_values,
     masked_values_of,
 )
+from dashboard.selectors.users import actor_labels
 from governance.models import ContextRead
 from governance.redaction.gates import reidentifier_for_api
 from governance.selectors import context_manifest_of
 from memory.context.caches import RENDER_VERSION
-from memory.context.rebuild import Changes, Manifest, Rebuilt, changes_since, context_rebuilt
+from memory.context.rebuild import (
+    Changes,
+    Correction,
+    Manifest,
+    Rebuilt,
+    changes_since,
+    context_rebuilt,
+)
 from memory.context.recalled import recalled_reserve
 from memory.models import Conversation
 
@@ -43,6 +51,8 @@ class SeenAgain:
     masked_values: int
     why_not: tuple[str, ...]  # why it does not match, in words, when it does not
     changes: Changes | None
+    # Each correction since, with who made it as people know them (a username).
+    corrections: tuple[tuple[Correction, str], ...] = ()
 
 
 def _days(read: ContextRead) -> list[date]:
@@ -122,6 +132,10 @@ def seen_again(*, conversation: Conversation, read: ContextRead) -> SeenAgain:
     replacements = masked_values_of(
         conversation, message_ids=rebuilt.message_ids, recorder=recorder
     )
+    changes = changes_since(
+        conversation, manifest, served_at=read.served_at, last_seq=read.last_seq
+    )
+    names = actor_labels({c.changed_by for c in changes.corrections})
     return SeenAgain(
         read,
         rebuilt,
@@ -129,9 +143,8 @@ def seen_again(*, conversation: Conversation, read: ContextRead) -> SeenAgain:
         shown=_shown(rebuilt.rendered.body, read.format, replacements),
         masked_values=len(replacements),
         why_not=tuple(why_not),
-        changes=changes_since(
-            conversation, manifest, served_at=read.served_at, last_seq=read.last_seq
-        ),
+        changes=changes,
+        corrections=tuple((c, names.get(c.changed_by, c.changed_by)) for c in changes.corrections),
     )
 
 

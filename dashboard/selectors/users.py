@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
 from core.paging import is_ascii_digits
-from tenancy.models import Membership, Role, Workspace
+from tenancy.models import ApiKey, Membership, Role, Workspace
 
 
 def workspaces_for_user(user: User) -> list[tuple[Workspace, str]]:
@@ -28,3 +28,14 @@ def user_labels(labels: set[str]) -> dict[str, str]:
         else label
         for label in labels
     }
+
+
+def actor_labels(labels: set[str]) -> dict[str, str]:
+    """Audit labels to the names people know: a user's username, an API key's name
+    ("API key support-bot"); others stay as they are."""
+    names = user_labels(labels)
+    key_ids = [label[8:] for label in labels if label.startswith("api_key:")]
+    keys = ApiKey.objects.filter(pk__in=[int(i) for i in key_ids if is_ascii_digits(i)])
+    for pk, name, prefix in keys.values_list("pk", "name", "prefix"):
+        names[f"api_key:{pk}"] = f"API key {name or prefix}"
+    return names

@@ -41,6 +41,7 @@ def test_the_page_rebuilds_a_read_after_later_edits_and_says_what_changed(
     assert old_text in _body(html) and "replacement, not a refund" not in _body(html)
     assert "digest matches" in html and read.body_sha256 in html
     assert "customer called back" in html and "observation v1 → v2" in html
+    assert "by API key " in html and "api_key:" not in html  # who, as people know them
     # The page now serves the new text; what the agent is served now says so.
     now = api.get(f"/v1/conversations/{c}/context", {"format": "text"}).content.decode()
     assert "replacement, not a refund" in now
