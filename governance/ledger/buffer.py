@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -178,10 +179,11 @@ _noted_lock = threading.Lock()
 
 
 def context_manifest_noted(
-    *, conversation_id: Any, memory_version: int, manifest: dict[str, Any]
+    *, conversation_id: Any, memory_version: int, manifest: Callable[[], dict[str, Any]]
 ) -> None:
     """Keep what a memory version of a conversation served (``ContextManifest``), once:
-    buffered with the reads in a web worker, written at once elsewhere."""
+    buffered with the reads in a web worker, written at once elsewhere. ``manifest``
+    makes it (a query or two): called only when this process has not noted it yet."""
     key = (str(conversation_id), memory_version)
     with _noted_lock:
         if key in _noted:
@@ -189,7 +191,7 @@ def context_manifest_noted(
         _noted[key] = None
         if len(_noted) > NOTED_KEPT:
             _noted.popitem(last=False)
-    row = PendingManifest(conversation_id, memory_version, timezone.now(), manifest)
+    row = PendingManifest(conversation_id, memory_version, timezone.now(), manifest())
     if _buffer is not None and _buffer.pid == os.getpid():
         _buffer.add_manifest(row)
     else:
@@ -205,7 +207,7 @@ def manifests_write(rows: list[PendingManifest]) -> None:
 
     def insert(kept: list[PendingManifest]) -> None:
         prepared = [
-            [f.get_db_prep_value(row._asdict()[f.attname], connection) for f in fields]
+            [f.get_db_prep_value(getattr(row, f.attname), connection) for f in fields]
             for row in kept
         ]
         with transaction.atomic():
@@ -214,12 +216,14 @@ def manifests_write(rows: list[PendingManifest]) -> None:
     try:
         insert(rows)
     except IntegrityError:
-        there = set(
-            Conversation.objects.filter(pk__in={r.conversation_id for r in rows}).values_list(
-                "pk", flat=True
-            )
-        )
+        there = _conversations_there(rows)
         insert([r for r in rows if r.conversation_id in there])
+
+
+def _conversations_there(rows: list[PendingManifest] | list[PendingRead]) -> set[Any]:
+    """The ids of the rows' conversations that still exist."""
+    ids = {r.conversation_id for r in rows}
+    return set(Conversation.objects.filter(pk__in=ids).values_list("pk", flat=True))
 
 
 class PendingRead(NamedTuple):
@@ -279,11 +283,7 @@ def _insert(rows: list[PendingRead], *, copy: bool) -> None:
 
 def _still_there(rows: list[PendingRead]) -> list[PendingRead]:
     """The rows whose conversation still exists, without a key deleted since."""
-    conversations = set(
-        Conversation.objects.filter(pk__in={r.conversation_id for r in rows}).values_list(
-            "pk", flat=True
-        )
-    )
+    conversations = _conversations_there(rows)
     keys = set(
         ApiKey.objects.filter(
             pk__in={r.api_key_id for r in rows if r.api_key_id is not None}

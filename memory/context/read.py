@@ -83,18 +83,19 @@ def _memory_block_cached(
     if block is None:
         conversation = source.conversation
         tiers = memory_tiers(conversation, today=today, reidentifier=reidentifier)
-        deleted = deleted_source_ids(conversation=conversation, observations=tiers.observations)
-        block = memory_block(tiers, fmt=kind, conversation=conversation, deleted=deleted)
+        block = memory_block(tiers, fmt=kind, conversation=conversation)
         shared_put(slot, stamp, block)
         # What the version served, for the read ledger to render it again
-        # (memory/context/rebuild.py): once per version in a process.
+        # (memory/context/rebuild.py): made only the first time the process notes it.
         context_manifest_noted(
             conversation_id=source.pk,
             memory_version=source.versions.memory_version,
-            manifest=Manifest.of(
+            manifest=lambda: Manifest.of(
                 tiers,
                 intervals=served_intervals(conversation=conversation),
-                deleted_sources=deleted,
+                deleted_sources=deleted_source_ids(
+                    conversation=conversation, observations=tiers.observations
+                ),
             ).as_json(),
         )
     local_put(key, block)
