@@ -133,27 +133,18 @@ _WORD = re.compile(r"<[A-Z_]+(?:_\d+)?>|[\w’'-]+")
 
 
 def key_terms_missing(text: str, source: str) -> list[str]:
-    """The words of ``source`` holding a number, a pseudonym or a name that ``text`` does
-    not hold (as ``grounding_score`` matches them; dates apart: ``dates_in``), as the
-    source writes them ("ORD-88123"), in its order, once each: what a condensed note
-    dropped of it."""
+    """The words of ``source`` holding a number, a pseudonym or a name (the claims that
+    weigh more than a plain word) that ``text`` does not hold, as ``grounding_score``
+    matches them (dates apart: ``dates_in``), as the source writes them ("ORD-88123"), in
+    its order, once each: what a condensed note dropped of it."""
     held = _source_keys([text])
     missing: list[str] = []
     for word in _WORD.findall(_ENGINE_DATES.sub(" ", source)):
-        for token in _TOKEN.findall(word):
-            if token[0].isdigit():
-                key = "#" + _number(token)
-            elif token.startswith("<"):
-                key = token
-            elif token[0].isupper() and len(token) >= 3 and _bare(token) not in _NOT_CLAIMS:
-                key = _key(token)
-            else:
-                continue
-            if key not in held:
-                shown = word.strip("'’-")
-                if shown not in missing:
-                    missing.append(shown)
-                break
+        shown = word.strip("'’-")
+        if shown not in missing and any(
+            key not in held for key, weight in _claims(word) if weight > WORD_WEIGHT
+        ):
+            missing.append(shown)
     return missing
 
 

@@ -99,18 +99,17 @@ class Rebuilt:
     message_ids: tuple[Any, ...]
 
 
-def _gone(count: int, noun: str, since: str) -> str:
-    """Says "2 pins it served were deleted since", in words a page shows."""
-    if count == 1:
-        return f"1 {noun} it served {since.format(verb='was')}"
-    return f"{count} {noun}s it served {since.format(verb='were')}"
+def _gone(count: int, noun: str, how: str) -> str:
+    """ "2 pins it served were deleted since", in words a page shows."""
+    plural = count != 1
+    return f"{count} {noun}{'s' if plural else ''} it served {'were' if plural else 'was'} {how}"
 
 
 def _pins_as_served(conversation: Conversation, ids: Sequence[str], gaps: list[str]) -> list[Pin]:
     stored = {str(p.pk): p for p in Pin.objects.filter(conversation=conversation, pk__in=ids)}
     missing = [i for i in ids if i not in stored]
     if missing:
-        gaps.append(_gone(len(missing), "pin", "{verb} deleted since"))
+        gaps.append(_gone(len(missing), "pin", "deleted since"))
     return [stored[i] for i in ids if i in stored]
 
 
@@ -147,7 +146,7 @@ def _notes_as_served(
             notes.append(note)
     if lost:
         kind = model._meta.verbose_name
-        gaps.append(_gone(lost, str(kind), "{verb} deleted with no version kept"))
+        gaps.append(_gone(lost, str(kind), "deleted with no version kept"))
     return notes
 
 
@@ -199,7 +198,7 @@ def context_rebuilt(
     )
     deleted = _unobserved_count(manifest.intervals, last_seq) - len(recent)
     if deleted > 0:
-        gaps.append(_gone(deleted, "recent message", "{verb} deleted since"))
+        gaps.append(_gone(deleted, "recent message", "deleted since"))
     if reidentifier is not None:
         reidentify_items(reidentifier, [*pins, *reflections, *observations, *recent])
     tiers = MemoryTiers(pins, reflections, observations, recent=[], today=today)
