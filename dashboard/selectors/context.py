@@ -18,7 +18,7 @@ from memory.models import Conversation, Message, Pin
 from memory.recall import Recall, recall_for_conversation
 
 
-class _RecordingReidentifier:
+class RecordingReidentifier:
     """Wraps the API's reidentifier and remembers which value replaced which pseudonym,
     so a page can put the pseudonyms back: people see memory as the conversation page
     shows it, not with the values only agents are given."""
@@ -76,10 +76,10 @@ def chat_masked(
 
 
 def masked_values_of(
-    conversation: Conversation,
     *,
+    workspace_id: Any,
     message_ids: Iterable[Any],
-    recorder: _RecordingReidentifier | None,
+    recorder: RecordingReidentifier | None,
 ) -> list[tuple[str, str]]:
     """What a page masks in a context holding these messages' words: the values the scan
     found in them (for every role), the values ``recorder`` put back for their
@@ -98,7 +98,7 @@ def masked_values_of(
                 found[content[start:end]] = f"<{entity_type}>"
     if recorder is not None:
         found.update({value: label for value, label in recorder.values.items() if value})
-    masks = speaker_people_masked(workspace_id=conversation.workspace_id, names=names)
+    masks = speaker_people_masked(workspace_id=workspace_id, names=names)
     for person, mask in masks.items():
         found.setdefault(person, mask)
     return sorted(found.items(), key=lambda pair: -len(pair[0]))
@@ -110,7 +110,7 @@ def served_context(*, conversation: Conversation, max_tokens: int | None) -> Ser
     masks: the values the scan found in messages (for every role), and the values a
     re-identifying workspace gives agents back as their pseudonyms."""
     reidentifier = reidentifier_for_api(workspace_id=conversation.workspace_id)
-    recorder = _RecordingReidentifier(reidentifier) if reidentifier is not None else None
+    recorder = RecordingReidentifier(reidentifier) if reidentifier is not None else None
     budget = context_budget(conversation=conversation, max_tokens=max_tokens, reidentifier=recorder)
     text = context_for_conversation(
         conversation=conversation, fmt="text", max_tokens=max_tokens, reidentifier=reidentifier
@@ -127,7 +127,9 @@ def served_context(*, conversation: Conversation, max_tokens: int | None) -> Ser
         Pin.objects.filter(conversation=conversation).values_list("message_id", flat=True)
     )
     replacements = masked_values_of(
-        conversation, message_ids={*budget.recent_message_ids, *pin_message_ids}, recorder=recorder
+        workspace_id=conversation.workspace_id,
+        message_ids={*budget.recent_message_ids, *pin_message_ids},
+        recorder=recorder,
     )
     return ServedContext(
         text=mask_values(text, replacements),

@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
 
 from dashboard.selectors.context import (
-    _RecordingReidentifier,
+    RecordingReidentifier,
     chat_masked,
     mask_values,
     masked_values_of,
@@ -95,7 +94,7 @@ def seen_again(*, conversation: Conversation, read: ContextRead) -> SeenAgain:
         if read.reidentified
         else None
     )
-    recorder = _RecordingReidentifier(reidentifier) if reidentifier is not None else None
+    recorder = RecordingReidentifier(reidentifier) if reidentifier is not None else None
     max_tokens = read.max_tokens
     expected = read.body_sha256
     if read.query_digest:
@@ -130,7 +129,9 @@ def seen_again(*, conversation: Conversation, read: ContextRead) -> SeenAgain:
                 "(a redaction of stored text, or a pseudonym forgotten)."
             )
     replacements = masked_values_of(
-        conversation, message_ids=rebuilt.message_ids, recorder=recorder
+        workspace_id=conversation.workspace_id,
+        message_ids=rebuilt.message_ids,
+        recorder=recorder,
     )
     changes = changes_since(
         conversation, manifest, served_at=read.served_at, last_seq=read.last_seq
@@ -146,15 +147,3 @@ def seen_again(*, conversation: Conversation, read: ContextRead) -> SeenAgain:
         changes=changes,
         corrections=tuple((c, names.get(c.changed_by, c.changed_by)) for c in changes.corrections),
     )
-
-
-def ledger_rows_shown(rows: list[ContextRead]) -> list[dict[str, Any]]:
-    """The rows as the page lists them."""
-    return [
-        {
-            "read": row,
-            "digest": row.body_sha256[:12],
-            "asked": bool(row.query_digest),
-        }
-        for row in rows
-    ]

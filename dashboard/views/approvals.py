@@ -24,7 +24,7 @@ from dashboard.selectors.notes import note_authors
 from memory.approval import services
 from memory.approval.flags import Source, what_it_drops
 from memory.approval.queue import approval_figures, messages_of, sources_of, waiting_notes
-from memory.models import Observation, Reflection
+from memory.models import Message, Observation, Reflection
 from tenancy.models import Capability
 
 SHOWN = 100  # of each kind
@@ -39,8 +39,7 @@ def _ids(note_id: uuid.UUID, form: str) -> str:
     return f"{form}-{note_id}-%s"
 
 
-def _reflection_item(reflection: Reflection) -> dict[str, Any]:
-    sources = sources_of(reflection)
+def _reflection_item(reflection: Reflection, sources: list[Observation]) -> dict[str, Any]:
     drops = what_it_drops(
         reflection.text,
         reflection.referenced_at,
@@ -53,15 +52,8 @@ def _reflection_item(reflection: Reflection) -> dict[str, Any]:
     }
 
 
-def _observation_item(observation: Observation) -> dict[str, Any]:
-    said = messages_of(observation)
-    masks = masked_values_of(
-        observation.conversation, message_ids=[m.pk for m in said], recorder=None
-    )
-    return {
-        "kind": "observation",
-        "said": [(m, mask_values(m.content, masks)) for m in said],
-    }
+def _observation_item(said: list[Message], masks: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"kind": "observation", "said": [(m, mask_values(m.content, masks)) for m in said]}
 
 
 def _queue(access: Access, failed: uuid.UUID | None = None, form: Any = None) -> dict[str, Any]:
@@ -72,9 +64,21 @@ def _queue(access: Access, failed: uuid.UUID | None = None, form: Any = None) ->
     ]
     notes.sort(key=lambda n: n.created_at)
     note_authors(notes=notes)
+    sources = sources_of([n for n in notes if isinstance(n, Reflection)])
+    said = messages_of([n for n in notes if isinstance(n, Observation)])
+    # What the conversation page masks in these messages: one lookup for the queue.
+    masks = masked_values_of(
+        workspace_id=access.workspace.pk,
+        message_ids=[m.pk for messages in said.values() for m in messages],
+        recorder=None,
+    )
     items = []
     for note in notes:
-        item = _reflection_item(note) if isinstance(note, Reflection) else _observation_item(note)
+        item = (
+            _reflection_item(note, sources[note.pk])
+            if isinstance(note, Reflection)
+            else _observation_item(said[note.pk], masks)
+        )
         failing = note.pk == failed
         item.update(
             note=note,

@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
@@ -14,7 +15,6 @@ from core.errors import MemdeskError
 from dashboard.access import get_conversation_for_user
 from dashboard.rendering import INVALID, render_page
 from dashboard.selectors.served import seen_again
-from governance.models import ContextRead
 from governance.selectors import context_read_at, context_read_get, context_reads_list
 
 READS_LISTED = 50
@@ -61,15 +61,10 @@ def conversation_served(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
         )
     except MemdeskError:
         raise Http404("No such page of reads.") from None
-    keys = {
-        row.api_key_id: row.api_key
-        for row in ContextRead.objects.filter(pk__in=[r.pk for r in reads]).select_related(
-            "api_key"
-        )
-    }
+    prefetch_related_objects(reads, "api_key")  # one query for the page's keys
     context = {
         "conversation": conversation,
-        "reads": [(row, keys.get(row.api_key_id)) for row in reads],
+        "reads": reads,
         "next_cursor": next_cursor,
         "seen": seen_again(conversation=conversation, read=read) if read is not None else None,
         "raw_at": raw_at,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -27,23 +29,28 @@ def waiting_notes(model: type[NoteT], *, workspace_id: Any) -> QuerySet[NoteT]:
     )
 
 
-def messages_of(observation: Observation) -> list[Message]:
-    """The messages an observation was written from, by seq."""
-    return list(
-        Message.objects.filter(
-            conversation_id=observation.conversation_id, pk__in=observation.source_message_ids
-        ).order_by("seq")
-    )
+def messages_of(observations: Sequence[Observation]) -> dict[Any, list[Message]]:
+    """The messages each observation was written from, by seq (one query for all)."""
+    cited_by: dict[str, list[Any]] = defaultdict(list)
+    for observation in observations:
+        for message_id in observation.source_message_ids:
+            cited_by[str(message_id)].append(observation.pk)
+    found: dict[Any, list[Message]] = {o.pk: [] for o in observations}
+    for message in Message.objects.filter(pk__in=list(cited_by)).order_by("seq"):
+        for observation_id in cited_by[str(message.pk)]:
+            found[observation_id].append(message)
+    return found
 
 
-def sources_of(reflection: Reflection) -> list[Observation]:
-    """Its source observations as they now stand, in the order it cites them."""
-    ids = [str(i) for i in reflection.source_observation_ids]
-    found = {
-        str(o.pk): o
-        for o in Observation.objects.filter(conversation_id=reflection.conversation_id, pk__in=ids)
+def sources_of(reflections: Sequence[Reflection]) -> dict[Any, list[Observation]]:
+    """Each reflection's source observations as they now stand, in the order it cites
+    them (one query for all)."""
+    ids = {str(i) for r in reflections for i in r.source_observation_ids}
+    stored = {str(o.pk): o for o in Observation.objects.filter(pk__in=list(ids))}
+    return {
+        r.pk: [stored[str(i)] for i in r.source_observation_ids if str(i) in stored]
+        for r in reflections
     }
-    return [found[i] for i in ids if i in found]
 
 
 def _percentile(values: list[float], share: float) -> float | None:
