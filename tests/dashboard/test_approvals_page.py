@@ -13,13 +13,13 @@ from tests.dashboard.conftest import CARD, EMAIL
 from tests.dashboard.factories import observe, reflect
 from tests.governance.builders import ADMIN
 from tests.memory.factories import ObservationFactory
-from tests.memory.test_staged_approval import ObservesOneLine, Writes
+from tests.memory.fake_engines import CondensesEverything, ObservesOneLine
 
 
 @pytest.fixture
 def waiting(workspace, conversation, fake_engine) -> Reflection:
     workspace_settings_update(workspace=workspace, actor=ADMIN, reason="r", approval="flagged")
-    fake_engine(Writes("Customer waits for a parcel."))
+    fake_engine(CondensesEverything("Customer waits for a parcel."))
     ObservationFactory(
         conversation=conversation,
         text="User's parcel ORD-88123 is late; she needs a refund.",

@@ -8,32 +8,13 @@ import pytest
 from django.utils import timezone
 
 from core.actors import Actor
-from memory.engines.base import DraftReflection
-from memory.engines.extractive import ExtractiveEngine
 from memory.models import Observation, Reflection
 from memory.selectors import rederivable_reflections
 from memory.services.observations import observation_create, observation_update
 from memory.services.reflections import reflection_update
 from tests.dashboard.factories import reflect
 from tests.memory.factories import ObservationFactory
-
-
-class CondensesEverything(ExtractiveEngine):
-    """A Reflector that condenses every observation it is given into one reflection, so a
-    note left out of its inputs is the only way for a note to keep its words."""
-
-    def reflect(self, observations, *, now):
-        self.seen = [o.text for o in observations]
-        if not observations:
-            return []
-        return [
-            DraftReflection(
-                text="Customer story, condensed.",
-                priority="medium",
-                referenced_at=None,
-                source_observation_ids=[o.id for o in observations],
-            )
-        ]
+from tests.memory.fake_engines import CondensesEverything
 
 
 def _served(api, conversation) -> dict:
@@ -81,7 +62,7 @@ def test_the_context_says_whose_word_each_note_is(api, workspace, conversation, 
 def test_a_corrected_observation_survives_the_next_reflector_run_word_for_word(
     api, conversation, person, fake_engine
 ):
-    engine = fake_engine(CondensesEverything())
+    engine = fake_engine(CondensesEverything("Customer story, condensed."))
     notes = [
         ObservationFactory(conversation=conversation, text=f"User mentioned parcel {n}.")
         for n in range(3)

@@ -20,8 +20,6 @@ from memory.approval.services import (
     reflection_approve,
     reflection_reject,
 )
-from memory.engines.base import DraftObservation, DraftReflection, ObserverOutput
-from memory.engines.extractive import ExtractiveEngine
 from memory.models import Observation, Reflection, ReflectorRun
 from memory.pipeline.scheduling import reflector_schedule_if_due
 from memory.services.messages import MessageInput, messages_append
@@ -30,31 +28,9 @@ from memory.services.workspace_settings import workspace_settings_update
 from tests.dashboard.factories import observe, reflect
 from tests.governance.builders import ADMIN
 from tests.memory.factories import ObservationFactory
+from tests.memory.fake_engines import CondensesEverything, ObservesOneLine
 
 FRIDAY = datetime(2026, 12, 11, tzinfo=timezone.get_current_timezone())
-
-
-class Writes(ExtractiveEngine):
-    """A Reflector that condenses every observation it is given into one reflection of
-    ``text``; what it was given is kept in ``seen``."""
-
-    def __init__(self, text: str = "Customer waits for a parcel refund.") -> None:
-        super().__init__()
-        self.text = text
-        self.seen: list[str] = []
-
-    def reflect(self, observations, *, now):
-        self.seen = [o.text for o in observations]
-        if not observations:
-            return []
-        return [
-            DraftReflection(
-                text=self.text,
-                priority="medium",
-                referenced_at=None,
-                source_observation_ids=[o.id for o in observations],
-            )
-        ]
 
 
 @pytest.fixture
@@ -85,7 +61,7 @@ def test_a_waiting_reflection_is_not_served_and_its_sources_are_until_approved(
     api, workspace, conversation, person, fake_engine
 ):
     _policy(workspace, "reflections")
-    fake_engine(Writes())
+    fake_engine(CondensesEverything())
     notes = _notes(conversation, "User's parcel is late.", "User wants a refund.")
 
     reflect(conversation)
@@ -116,7 +92,7 @@ def test_a_rejected_reflection_is_never_served_nor_made_again(
     api, workspace, conversation, person, fake_engine
 ):
     _policy(workspace, "reflections")
-    engine = fake_engine(Writes())
+    engine = fake_engine(CondensesEverything())
     notes = _notes(conversation, "User's parcel is late.", "User wants a refund.")
     reflect(conversation)
     waiting = Reflection.objects.get(conversation=conversation)
@@ -139,7 +115,7 @@ def test_edit_and_approve_serves_the_persons_words(
     api, workspace, conversation, person, fake_engine
 ):
     _policy(workspace, "reflections")
-    fake_engine(Writes())
+    fake_engine(CondensesEverything())
     _notes(conversation, "User's parcel is late.", "User wants a refund.")
     reflect(conversation)
     waiting = Reflection.objects.get(conversation=conversation)
@@ -159,7 +135,7 @@ def test_edit_and_approve_serves_the_persons_words(
 @pytest.mark.django_db
 def test_flagged_holds_only_what_the_checks_flag(api, workspace, conversation, fake_engine):
     _policy(workspace, "flagged")
-    fake_engine(Writes("Customer waits for a parcel."))
+    fake_engine(CondensesEverything("Customer waits for a parcel."))
     ObservationFactory(
         conversation=conversation,
         text="User's parcel ORD-88123 must arrive before the trip on Friday.",
@@ -175,7 +151,7 @@ def test_flagged_holds_only_what_the_checks_flag(api, workspace, conversation, f
     assert "drops a date its sources held: Friday, 2026-12-11" in reasons
 
     other = conversation.__class__.objects.create(workspace=workspace, user_id="ola")
-    fake_engine(Writes("User's parcel is late and a refund is wanted."))
+    fake_engine(CondensesEverything("User's parcel is late and a refund is wanted."))
     ObservationFactory(conversation=other, text="User's parcel is late.")
     ObservationFactory(conversation=other, text="User wants a refund.")
     reflect(other)
@@ -185,7 +161,7 @@ def test_flagged_holds_only_what_the_checks_flag(api, workspace, conversation, f
 @pytest.mark.django_db
 def test_a_tag_holds_its_conversations_back_and_no_other(workspace, conversation, fake_engine):
     _policy(workspace, "off", {"vip": "reflections"})
-    fake_engine(Writes())
+    fake_engine(CondensesEverything())
     vip = conversation.__class__.objects.create(workspace=workspace, user_id="v", tags=["vip"])
     for c in (conversation, vip):
         _notes(c, "User's parcel is late.", "User wants a refund.")
@@ -199,7 +175,7 @@ def test_a_tag_holds_its_conversations_back_and_no_other(workspace, conversation
 def test_a_rederived_reflection_waits_and_the_stale_one_serves_its_sources_meanwhile(
     api, workspace, conversation, person, fake_engine
 ):
-    fake_engine(Writes())
+    fake_engine(CondensesEverything())
     notes = _notes(conversation, "User's parcel is late.", "User wants a refund.")
     reflect(conversation)
     first = Reflection.objects.get(conversation=conversation)
@@ -228,7 +204,7 @@ def test_a_rederived_reflection_waits_and_the_stale_one_serves_its_sources_meanw
 @pytest.mark.django_db
 def test_the_metrics_say_how_long_reflections_waited(workspace, conversation, person, fake_engine):
     _policy(workspace, "reflections")
-    fake_engine(Writes())
+    fake_engine(CondensesEverything())
     _notes(conversation, "User's parcel is late.", "User wants a refund.")
     reflect(conversation)
     waiting = Reflection.objects.get(conversation=conversation)
@@ -241,18 +217,6 @@ def test_the_metrics_say_how_long_reflections_waited(workspace, conversation, pe
     assert before.waiting == 1 and before.oldest_waiting_seconds >= 3 * 3600
     assert (after.waiting, after.approved, after.rejected) == (0, 1, 0)
     assert 3 * 3600 <= after.latency_p50_seconds < 3 * 3600 + 60
-
-
-class ObservesOneLine(ExtractiveEngine):
-    """An Observer that writes ``text`` for the first message of its window (reading
-    nothing of it: a weakly grounded note unless the text repeats the message)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-    def observe(self, messages, *, previous_observations, now, fidelity="balanced"):
-        return ObserverOutput([DraftObservation(self.text, "high", None, [messages[0].id])])
 
 
 def _said(conversation, *texts: str) -> None:
