@@ -75,8 +75,8 @@ class Extendable:
     # message adds the new pieces' bytes to both instead of joining and hashing it all
     # again (a py-spy profile of the mixed load put 8% of a web worker's samples in the
     # join, 4% in the hash).
-    prefix: bytes = b""
-    prefix_hash: Any = None
+    prefix: bytes
+    prefix_hash: Any  # hashlib's sha256 of ``prefix``; None lays the body out whole
 
     def matches(self, *, memory_version: int, today: date) -> bool:
         return self.memory_version == memory_version and self.today == today
