@@ -124,28 +124,6 @@ def _note(access: Access, kind: str, note_id: uuid.UUID) -> Observation | Reflec
     return note
 
 
-def _decide(
-    request: HttpRequest, access: Access, note: Observation | Reflection, form: ApproveForm
-) -> None:
-    data = form.cleaned_data
-    text = data["text"] if data["text"].strip() != note.text else None
-    actor, reason = access.actor(request), data["reason"]
-    if isinstance(note, Reflection):
-        services.reflection_approve(reflection=note, actor=actor, reason=reason, text=text)
-    else:
-        services.observation_approve(observation=note, actor=actor, reason=reason, text=text)
-
-
-def _refuse(
-    request: HttpRequest, access: Access, note: Observation | Reflection, reason: str
-) -> None:
-    actor = access.actor(request)
-    if isinstance(note, Reflection):
-        services.reflection_reject(reflection=note, actor=actor, reason=reason)
-    else:
-        services.observation_reject(observation=note, actor=actor, reason=reason)
-
-
 def _decided(
     request: HttpRequest,
     access: Access,
@@ -154,11 +132,15 @@ def _decided(
 ) -> HttpResponse:
     if form.is_valid():
         try:
+            data, actor = form.cleaned_data, access.actor(request)
             if isinstance(form, ApproveForm):
-                _decide(request, access, note, form)
+                edited = data["text"].strip() != note.text
+                services.note_approve(
+                    note, actor=actor, reason=data["reason"], text=data["text"] if edited else None
+                )
                 messages.success(request, "Approved: agents are served it from now on.")
             else:
-                _refuse(request, access, note, form.cleaned_data["reason"])
+                services.note_reject(note, actor=actor, reason=data["reason"])
                 messages.success(request, "Rejected: agents will never be served it.")
         except MemdeskError as error:
             add_service_error(form, error)

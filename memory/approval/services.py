@@ -213,3 +213,21 @@ def observation_reject(*, observation: Observation, actor: Actor, reason: str) -
             now=now,
         )
     return locked
+
+
+def note_approve(
+    note: Observation | Reflection, *, actor: Actor, reason: str, text: str | None = None
+) -> Observation | Reflection:
+    """``reflection_approve`` or ``observation_approve``, whichever ``note`` is."""
+    if isinstance(note, Reflection):
+        return reflection_approve(reflection=note, actor=actor, reason=reason, text=text)
+    return observation_approve(observation=note, actor=actor, reason=reason, text=text)
+
+
+def note_reject(
+    note: Observation | Reflection, *, actor: Actor, reason: str
+) -> Observation | Reflection:
+    """``reflection_reject`` or ``observation_reject``, whichever ``note`` is."""
+    if isinstance(note, Reflection):
+        return reflection_reject(reflection=note, actor=actor, reason=reason)
+    return observation_reject(observation=note, actor=actor, reason=reason)
