@@ -24,15 +24,18 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from governance.redaction.name_recognizers import (
     INTERJECTIONS,
     NOT_NAMES,
+    THING_LABELS,
     common_words,
     in_lexicon,
     name_lists,
+    thing_word,
 )
 from governance.redaction.pseudonyms import HONORIFICS
 from governance.redaction.recognizers import (
     ACCOUNT_NUMBER,
     ADDRESS,
     ID_WORDS,
+    LANDMARK_WORDS,
     PHONE_WORDS,
     TRAVEL_WORDS,
     VENUE_WORDS,
@@ -126,6 +129,9 @@ _FIELD_NAME_AFTER = re.compile(r"(?:['’]s[ ][A-Z]?[a-z]+)?:")
 _INDEFINITE = re.compile(r"(?:^|[^\w'’])(?:a|an|A|An)[ ]$")
 # A letter three times over: a word drawn out in speech, never a name.
 _DRAWN_OUT = re.compile(r"([^\W\d_])\1\1", re.IGNORECASE)
+_LANDMARK_WORDS = frozenset(LANDMARK_WORDS)
+# What the tagger may call a name other than a person or a place (a place stays redacted).
+_THINGS_NOT_PLACES = THING_LABELS - {"GPE", "LOC", "FAC"}
 _POSSESSIVE = re.compile(r"['’]s?$")
 _LEADING_THE = re.compile(r"^(?:the|The)[ ]+")
 _TRAILING = ":;,.!?-–—*_\"'“”‘’()[] \t\n"
@@ -270,11 +276,17 @@ def _names_no_one(
         return True
     if listed:
         return False
+    tokens = _tokens_in(nlp_artifacts, start, end)
+    if tokens and (_called_a_thing(tokens) or _modifies_a_noun(tokens)):
+        return True  # "Instagram" an ORG elsewhere in the text; "Coursera courses"
     if " " in value:
         # "Rice Bowl", "Smart Plug", "Influencer Database": every word a common word,
-        # and neither a first name first nor a surname last
-        tokens = _tokens_in(nlp_artifacts, start, end)
-        return bool(tokens) and all(in_lexicon(t, common) for t in tokens if t.is_alpha)
+        # and neither a first name first nor a surname last; "Instagram Shopping",
+        # "Ableton Live": a thing word last
+        return bool(tokens) and (
+            all(in_lexicon(t, common) for t in tokens if t.is_alpha)
+            or (thing_word(tokens[-1], common) and not _a_place(value))
+        )
     # One word: "Bake for 15 minutes"; a capitalised common word no list has as a name
     # ("Lemon", "Humidifier", "Probiotics"), alone or cut out of a longer name ("Google
     # Cloud Storage", "Lighthouse Builders Inc."), unless the words before it say whom it
@@ -289,11 +301,59 @@ def _names_no_one(
     )
 
 
-def _a_venue(value: str) -> bool:
+def _called_a_thing(tokens: list[Any]) -> bool:
+    """Whether the tagger, everywhere else in the text, calls these words (alone or inside
+    a longer name) a thing more often than a person: an organisation, a product, a work
+    ("Instagram" an ORG in six of its mentions, a PERSON in two)."""
+    doc = tokens[0].doc
+    words = [t.text for t in tokens]
+    as_person = as_thing = 0
+    for entity in doc.ents:
+        if entity.start == tokens[0].i:
+            continue  # this mention itself
+        inside = [t.text for t in entity]
+        if not any(inside[i : i + len(words)] == words for i in range(len(inside))):
+            continue
+        if entity.label_ == "PERSON":
+            as_person += 1
+        elif entity.label_ in _THINGS_NOT_PLACES:
+            as_thing += 1
+    return as_thing > as_person
+
+
+def _modifies_a_noun(tokens: list[Any]) -> bool:
+    """Whether a lower-case common noun follows the name directly: the name says what
+    kind of thing it is ("Coursera courses", "an Instagram account"), as a person's does
+    not; a noun of time says when ("Mr. Okonkwo yesterday"), and a title before the name
+    says it is a person's."""
+    doc = tokens[0].doc
+    first, last = tokens[0], tokens[-1]
+    before = doc[first.i - 1] if first.i > 0 else None
+    after = doc[last.i + 1] if last.i + 1 < len(doc) else None
+    return bool(
+        after is not None
+        and last.whitespace_ == " "
+        and after.pos_ == "NOUN"
+        and after.is_lower
+        and after.is_alpha
+        and after.ent_type_ not in ("DATE", "TIME")
+        and (before is None or before.lower_.rstrip(".") not in HONORIFICS)
+    )
+
+
+def _a_place(value: str) -> bool:
     """Whether a name the tagger calls a person is named by a kind of venue ("Café
-    Central", "Hotel Adlon", "Blue Door Bistro"): a place."""
+    Central", "Hotel Adlon", "Blue Door Bistro") or ends with a word of the landscape
+    that is no surname ("Hanauma Bay", "Kegon Falls"; not "Ji-hoon Park"): a place."""
     words = value.split()
-    return len(words) > 1 and (words[0].lower() in VENUE_WORDS or words[-1].lower() in VENUE_WORDS)
+    if len(words) < 2:
+        return False
+    last = words[-1]
+    return (
+        words[0].lower() in VENUE_WORDS
+        or last.lower() in VENUE_WORDS
+        or (last in _LANDMARK_WORDS and last not in name_lists()[1])
+    )
 
 
 def _after_a_product_word(text: str, start: int) -> bool:
@@ -380,7 +440,8 @@ def rescore(
     - a person's or a place's span is set to the name itself (``_bounded``), dropped where
       it reads as no one (``_names_no_one``), and joined with a place tagged right
       beside it (``_joined``); a first name tagged as a place that acts is a person
-      (``_acts``), and a name with a kind of venue in it is a place (``_a_venue``);
+      (``_acts``), and a name with a kind of venue or place in it is a place
+      (``_a_place``);
     - a word that names the number after it ("your PESEL is 92031504567") is neither a
       person nor a place, and neither is a field's name ("Parent's Name:"); a place
       after a degree, a degree's abbreviation and a class with its number are subjects
@@ -431,7 +492,7 @@ def rescore(
     for result in kept:
         if result.entity_type == "LOCATION" and _acts(text, result, nlp_artifacts):
             result.entity_type = "PERSON"
-        elif result.entity_type == "PERSON" and _a_venue(text[result.start : result.end]):
+        elif result.entity_type == "PERSON" and _a_place(text[result.start : result.end]):
             result.entity_type = "LOCATION"
     # A town the tagger found inside a street address, or a street named after a person
     # ("Nelson Mandela Drive"), is part of that address.

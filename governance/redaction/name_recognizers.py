@@ -141,7 +141,7 @@ _NOT_PERSON_LABELS = frozenset({"GPE", "LOC", "FAC", "PRODUCT", "EVENT", "LANGUA
 # that thing ("German" a NORP, "Amazon Alexa" and "Boston Celtics" ORGs). Dates and
 # times are read apart (``names_a_thing``); amounts not at all: the small pipeline
 # stretches them over a name beside one ("Jessica - 95%" is one PERCENT).
-_THING_LABELS = _NOT_PERSON_LABELS | {"ORG", "NORP", "WORK_OF_ART", "LAW"}
+THING_LABELS = _NOT_PERSON_LABELS | {"ORG", "NORP", "WORK_OF_ART", "LAW"}
 
 
 def common_words(nlp_artifacts: NlpArtifacts | None) -> frozenset[str]:
@@ -225,7 +225,7 @@ def names_a_thing(doc: Any, index: int, common: frozenset[str]) -> bool:
         # an organisation is a name with other words ("Amazon Alexa").
         if _in_an_organisation(doc, index):
             return True
-    elif token.ent_type_ in _THING_LABELS:
+    elif token.ent_type_ in THING_LABELS:
         return True
     if token.idx >= 2 and text[token.idx - 1] == "-" and text[token.idx - 2].isalnum():
         return True  # "T-Rex"
@@ -259,7 +259,7 @@ def _names_a_thing_span(doc: Any, start: int, end: int) -> bool:
     organisation, a work, a product or a place and not every word of it is a name
     ("Chase Sapphire", "Boston Celtics"), or a number follows it ("Dell Inspiron 15")."""
     first_names, surnames = name_lists()
-    if any(doc[i].ent_type_ in _THING_LABELS for i in range(start, end)) and not all(
+    if any(doc[i].ent_type_ in THING_LABELS for i in range(start, end)) and not all(
         doc[i].text in surnames or doc[i].text in first_names for i in range(start + 1, end)
     ):
         return True

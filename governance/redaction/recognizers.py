@@ -535,6 +535,19 @@ VENUE_WORDS = wordset(
     "café cafe restaurant bistro brasserie trattoria pizzeria diner tavern hotel motel"
 )
 _VENUE = "|".join(sorted(word.capitalize() for word in VENUE_WORDS))
+# Words of the landscape or of a site that end a landmark's name ("Blue Mountain", "Pearl
+# Harbor Memorial", "Kegon Falls").
+LANDMARK_WORDS = tuple(
+    sorted(
+        word.capitalize()
+        for word in wordset(
+            """mountain mountains lake river beach park canyon valley falls island islands
+            bay harbor harbour memorial monument bridge square gardens forest hills peak
+            coast cathedral castle palace stadium airport glacier lagoon reservoir pier
+            marina"""
+        )
+    )
+)
 # What a meeting's "Where:" holds when it is no place.
 _NO_PLACE = wordset(
     "online remote virtual hybrid tbd tba tbc zoom teams skype webex meet phone video call "
@@ -580,9 +593,7 @@ class PlaceCueRecognizer(_Recognizer):
     # a university ("University of Coimbra"), read as the other cues' places are.
     LANDMARK = re.compile(
         r"\b(?P<value>(?:[A-Z][\w'’-]*[ ]){1,3}"
-        r"(?:Mountains?|Lake|River|Beach|Park|Canyon|Valley|Falls|Islands?|Bay|Harbou?r|"
-        r"Memorial|Monument|Bridge|Square|Gardens|Forest|Hills|Peak|Coast|Cathedral|Castle|"
-        rf"Palace|Stadium|Airport|Glacier|Lagoon|Reservoir|Pier|Marina|{_VENUE})"
+        rf"(?:{'|'.join(LANDMARK_WORDS)}|{_VENUE})"
         rf"|(?:Lake|Mount|Mt\.|Cape|{_VENUE})[ ][A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)\b"
         r"|\b(?:University|College) of (?P<town>[A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)"
         r"(?:,[ ](?P<campus>[A-Z][\w'’]*(?:[-–][A-Z][\w'’]*)?))?\b"

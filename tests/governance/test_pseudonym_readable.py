@@ -188,6 +188,41 @@ def test_common_words_and_words_cut_out_of_names_are_not_people(compliance_api, 
     assert redacted == text.replace(person, "<PERSON_1>")
 
 
+@pytest.mark.parametrize(
+    "text, person",
+    [
+        # The pipeline calls "Instagram" an organisation twice and a person once.
+        (
+            "Here is what to try on Instagram. Use Instagram Stories daily. I love "
+            "Instagram. Tom Berg agrees.",
+            "Tom Berg",
+        ),
+        # A brand's name with a capitalised common word last, no surname.
+        (
+            "Tips: 1. **Instagram Shopping**: tag your products. 2. **Facebook Live**: "
+            "stream a demo. Ask Dana Whitfield first.",
+            "Dana Whitfield",
+        ),
+        # A name that says what kind of thing a common noun after it is.
+        ("I finished two courses, and Tom Berg took the Wix classes with me.", "Tom Berg"),
+    ],
+)
+def test_brands_and_products_no_name_list_knows_are_not_people(compliance_api, text, person):
+    redacted = _preview(compliance_api, text)["redactedText"]
+
+    assert redacted == text.replace(person, "<PERSON_1>")
+
+
+def test_a_name_that_ends_with_a_kind_of_place_is_a_place(compliance_api):
+    text = "The hike to Kegon Falls takes an hour. After Kegon Falls, Tom Berg had lunch."
+
+    redacted = _preview(compliance_api, text)["redactedText"]
+
+    assert redacted == (
+        "The hike to <LOCATION_1> takes an hour. After <LOCATION_1>, <PERSON_1> had lunch."
+    )
+
+
 def test_a_common_word_after_a_word_of_kinship_is_still_a_name(compliance_api):
     text = "I would like to remove my kid Mali from the will, and my friend Sky from the list."
 
