@@ -31,6 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from core.text import is_blank
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATA = ROOT.parent / "shared" / "data" / "conversations"
 LONGMEMEVAL = DATA / "longmemeval"
@@ -121,7 +123,7 @@ def _turns(raw: list[dict[str, Any]]) -> list[Turn]:
     return [
         Turn(role=t["role"], content=t["content"])
         for t in raw
-        if isinstance(t.get("content"), str) and t["content"].strip()
+        if isinstance(t.get("content"), str) and not is_blank(t["content"])
     ]
 
 
@@ -170,7 +172,7 @@ def _scripted(
     for i, session in enumerate(episode["sessions"]):
         turns = []
         for turn in session["turns"]:
-            if not turn["text"].strip():
+            if is_blank(turn["text"]):
                 continue
             turns.append(Turn(role="user", content=turn["text"], name=turn["speaker"]))
             spoken.update(_speakers(turn["speaker"]))
@@ -218,7 +220,7 @@ def load_abcd(path: Path) -> list[History]:
                 tool_name=ABCD_TOOL if speaker == "action" else "",
             )
             for speaker, text in dialogue["original"]
-            if text.strip()
+            if not is_blank(text)
         ]
         customer = " ".join(dialogue["scenario"]["personal"].get("customer_name", "").split())
         histories.append(
