@@ -164,8 +164,10 @@ class WorkspacePseudonyms:
     tagged as a place that is one of their first names ("Phoebe"), gets the full name's
     pseudonym when exactly one of them has it (a participant before anyone a text merely
     mentions), and a full name tagged as a place gets the person's. A surname alone
-    ("Mr. Bing") does the same when no one in scope has it as a first name. An ambiguous
-    name keeps a pseudonym of its own."""
+    ("Mr. Bing") does the same when no one in scope has it as a first name. A full name
+    spelt as one in scope of a better rank but for a doubled letter ("Joey Tribianni",
+    "Joey Tribbiani" speaking) is that person. An ambiguous name keeps a pseudonym of its
+    own."""
 
     def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
         self.workspace_id = workspace_id
@@ -235,9 +237,10 @@ class WorkspacePseudonyms:
             return None
         key = normalise(PERSON, value)
         if " " in key:
+            known = self._people.get(key.split()[0], {})
             if entity_type == PERSON:
-                return None
-            full = self._people.get(key.split()[0], {}).get(key)
+                return _spelt_alike(key, known)
+            full = known.get(key)
             return full[1] if full else None
         named = self._people.get(key) or self._surnames.get(key, {})
         if not named:
@@ -414,6 +417,24 @@ class WorkspacePseudonyms:
 
 
 # --- where values are held ------------------------------------------------------------------
+
+
+_DOUBLED = re.compile(r"(\w)\1+")
+
+
+def _spelt_alike(key: str, known: dict[str, tuple[int, str]]) -> str | None:
+    """The full name in scope that ``key`` (a full name, normalised) spells with a letter
+    doubled or single ("Joey Tribianni" for the participant "Joey Tribbiani"): the one of
+    the best rank when that is not ``key`` itself, and None when it is or when two tie."""
+    single = _DOUBLED.sub(r"\1", key)
+    alike = {full: ranked for full, ranked in known.items() if _DOUBLED.sub(r"\1", full) == single}
+    if len(alike) < 2:
+        return None
+    best = min(rank for rank, _ in alike.values())
+    chosen = [(full, written) for full, (rank, written) in alike.items() if rank == best]
+    if len(chosen) != 1 or chosen[0][0] == key:
+        return None
+    return chosen[0][1]
 
 
 def _source_messages(

@@ -293,6 +293,30 @@ def test_the_observer_reads_speakers_as_the_label_their_mentions_get(workspace):
     assert Pseudonym.objects.filter(workspace=workspace, entity_type="PERSON").count() == 2
 
 
+def test_a_participants_name_spelt_with_a_letter_doubled_or_single_is_that_participant(
+    workspace,
+):
+    conversation, messages = _chat(
+        workspace,
+        [
+            MessageInput(role="user", name="Joey Tribbiani", content="Who ate my sandwich?"),
+            MessageInput(
+                role="user",
+                name="Ross Geller",
+                content="Joey Tribianni, nobody touched it. Ask Mark Johnston, not Mark Johnson.",
+            ),
+        ],
+    )
+
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+
+    joey = reading.speakers[0]
+    assert reading.contents[1].startswith(f"{joey}, nobody touched it.")
+    # A letter more is another name: two people, two labels.
+    johnston, johnson = _labels(reading.contents[1])[1:]
+    assert johnston != johnson
+
+
 def test_without_redaction_the_observer_reads_speakers_as_stored(workspace):
     RedactionPolicy.objects.update_or_create(
         workspace=workspace, defaults={"redact_before_observation": False}
