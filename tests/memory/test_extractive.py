@@ -22,6 +22,7 @@ from memory.engines.base import (
 )
 from memory.engines.dates import find_dates, resolve_date
 from memory.engines.extractive import ExtractiveEngine
+from memory.engines.extractive.sentences import third_person
 from memory.tokens import token_count
 from tests.memory.builders import TUESDAY, source_messages, texts
 
@@ -208,6 +209,32 @@ def test_it_rewrites_facts_in_the_third_person():
     assert note.text == "User's name is Anna Berg; User prefers email over SMS"
     assert note.priority == "medium"
     assert note.source_message_ids == ["m1"]
+
+
+def test_a_question_names_who_asks_with_a_verb_that_agrees():
+    output = observe(
+        ("user", "Do I need a receipt to return the blender? Why am I charged twice?"),
+        ("assistant", "Yes, bring the receipt. The second charge is a hold."),
+    )
+
+    [note] = texts(output)
+    assert "does User need a receipt" in note
+    assert "why is User charged twice" in note
+
+
+@pytest.mark.parametrize(
+    "said, written",
+    [
+        ("Are you ready for the trip?", "Is Assistant ready for the trip?"),
+        ("Don't I get a refund?", "Doesn't User get a refund?"),
+        ("So have you seen my keys?", "So has Assistant seen User's keys?"),
+        # A verb with its object, not a question: nothing to agree with.
+        ("We want to have you over.", "We want to have Assistant over."),
+        ("I do think so.", "User does think so."),
+    ],
+)
+def test_an_auxiliary_before_i_or_you_agrees_with_the_name(said, written):
+    assert third_person(said, "user") == written
 
 
 def test_a_problem_is_high_priority():

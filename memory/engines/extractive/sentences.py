@@ -451,6 +451,22 @@ _PERSON = re.compile(
     r"you\s+(?:guys|folks)|you)\b"
 )
 CLAUSE_OPENERS = wordset("and but so that if when because as")
+# An auxiliary before its subject ("do I", "are you", "don't I") agrees with the name
+# that takes the pronoun's place: "does User", "is Assistant", "doesn't User".
+_AGREEING = {
+    "am": "is", "are": "is", "do": "does", "have": "has", "were": "was",
+    "don't": "doesn't", "aren't": "isn't", "haven't": "hasn't", "weren't": "wasn't",
+}  # fmt: skip
+_QUESTION_OPENERS = wordset("why what how where when who whom which whose and but so or then")
+# Auxiliaries that put the subject after them, as AUXILIARIES and their negations do.
+_INVERTING = (
+    AUXILIARIES
+    | frozenset(_AGREEING)
+    | wordset(
+        "is did does can't couldn't won't wouldn't shouldn't didn't doesn't isn't wasn't "
+        "hasn't hadn't"
+    )
+)
 # "you guys", "you folks": said to everyone listening, not to one person.
 PLURAL_YOU = wordset("guys folks")
 
@@ -483,6 +499,8 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
             replacement, conjugate_next = _unnamed_you(word, before, after), False
         else:
             replacement, conjugate_next = _replace_person(word, speaker, listener, before)
+            if word.lower() in ("i", "you"):
+                pieces[-1] = _agreeing(pieces[-1])
         pieces.append(replacement)
         position = match.end()
     rest = text[position:]
@@ -513,12 +531,28 @@ _AFTER_AN_OBJECT = wordset(
 
 def _place(context: str) -> tuple[str, bool, bool]:
     """Where a pronoun stands, read from the words before it: (the word just before, after
-    an auxiliary ("can I get", "do you have": the verb keeps its form), opening a clause
-    (first, or after a mark or a clause opener: "if you", ", you"))."""
+    an auxiliary ("can I get", "do you have", "don't I get": the verb keeps its form),
+    opening a clause (first, or after a mark or a clause opener: "if you", ", you"))."""
     tail = context.rstrip()
-    previous_word = tail.rsplit(None, 1)[-1].lower() if tail else ""
+    previous_word = tail.rsplit(None, 1)[-1].lower().replace("’", "'") if tail else ""
     opens_clause = not tail or tail[-1] in ",;:.!?" or previous_word in CLAUSE_OPENERS
-    return previous_word, previous_word in AUXILIARIES, opens_clause
+    return previous_word, previous_word in _INVERTING, opens_clause
+
+
+def _agreeing(before: str) -> str:
+    """``before`` with its last word, an auxiliary that opens a question before "I" or
+    "you", in the form a named subject takes ("Do I need" -> "Does User need", "why am I"
+    -> "why is User"); not a verb with its object ("to have you over")."""
+    head, space, last = before.rstrip().rpartition(" ")
+    agreed = _AGREEING.get(last.lower().replace("’", "'"))
+    opener = head.rsplit(None, 1)[-1].lower() if head.strip() else ""
+    if agreed is None or not (
+        not opener or opener[-1] in ',;:.!?"(' or opener in _QUESTION_OPENERS
+    ):
+        return before
+    if last[:1].isupper():
+        agreed = agreed.capitalize()
+    return head + space + agreed + before[len(before.rstrip()) :]
 
 
 def _unnamed_you(word: str, before: str, after: str) -> str:
