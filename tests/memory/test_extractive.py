@@ -211,6 +211,22 @@ def test_it_rewrites_facts_in_the_third_person():
     assert note.source_message_ids == ["m1"]
 
 
+def test_the_term_of_a_rule_stays_as_said_and_a_deadline_becomes_a_date():
+    rule = observe(
+        ("user", "Can I return the blender I bought in May?"),
+        ("assistant", "Yes: returns are accepted within 30 days of delivery, with the receipt."),
+    )
+    deadline = observe(
+        ("user", "How long do I have?"),
+        ("assistant", "You must return it within 14 days."),
+    )
+
+    assert "returns are accepted within 30 days of delivery" in only(rule).text
+    assert only(deadline).text == (
+        "User asked how long does User have; Assistant said User must return it by Feb 24"
+    )
+
+
 def test_a_question_names_who_asks_with_a_verb_that_agrees():
     output = observe(
         ("user", "Do I need a receipt to return the blender? Why am I charged twice?"),

@@ -43,7 +43,8 @@ def absolute_dates(sentence: Sentence, message: SourceMessage) -> tuple[str, dat
     A note is read days later, when "yesterday" means something else: "yesterday" becomes
     "on Apr 27", "next week" "the week of May 4". Words for the message's own day
     ("today") are dropped where the sentence reads the same without them; the observation
-    is dated that day anyway."""
+    is dated that day anyway. The term of a rule stays as said ("returns are accepted
+    within 30 days"): no date stands for it."""
     if DATE_WORDS.isdisjoint(sentence.words) and not sentence.has_digit:
         return sentence.text, None
     mentions = find_dates(sentence.text, anchor=message.created_at)
@@ -54,9 +55,34 @@ def absolute_dates(sentence: Sentence, message: SourceMessage) -> tuple[str, dat
         if _ABSOLUTE_DATE.search(mention.text):
             continue
         before = text[: mention.start]
+        if _a_rule(mention, before):
+            continue
         phrase = _absolute_phrase(mention, message, before)
         text = before + phrase + text[mention.end :]
     return " ".join(text.split()).replace(" ,", ",").replace(" .", "."), mentions[0].value
+
+
+# What makes "within 30 days" a deadline of this conversation rather than the term of a
+# rule: a future or a modal ("will", "'ll", "must"), or the person it applies to ("you",
+# "your", "I", "my", "we'll").
+_NOT_A_RULE = re.compile(
+    r"\b(?:will|won't|shall|gonna|going\s+to|would|should|must|need\s+to|have\s+to|has\s+to|"
+    r"please|you|your|i|my|me)\b|'ll\b|'d\b",
+    re.IGNORECASE,
+)
+_CLAUSE_START = re.compile(r"[;:.!?]|\b(?:but|and|so|if|when|because)\b", re.IGNORECASE)
+
+
+def _a_rule(mention: DateMention, before: str) -> bool:
+    """Whether "within ..." is the term of a rule, which no date stands for: a clause in
+    the present about no one in particular ("returns are accepted within 30 days", "we
+    ship within 2 days"), not a deadline or a promise ("I'll refund it within 5 days",
+    "you must return it within 14 days")."""
+    if not mention.text.lower().startswith("within"):
+        return False
+    starts = [m.end() for m in _CLAUSE_START.finditer(before)]
+    clause = before[starts[-1] :] if starts else before
+    return bool(clause.strip()) and not _NOT_A_RULE.search(clause)
 
 
 def _absolute_phrase(mention: DateMention, message: SourceMessage, before: str) -> str:

@@ -457,7 +457,9 @@ _AGREEING = {
     "am": "is", "are": "is", "do": "does", "have": "has", "were": "was",
     "don't": "doesn't", "aren't": "isn't", "haven't": "hasn't", "weren't": "wasn't",
 }  # fmt: skip
-_QUESTION_OPENERS = wordset("why what how where when who whom which whose and but so or then")
+_QUESTION_OPENERS = wordset(
+    "why what how where when who whom which whose and but so or then long much many often far"
+)
 # Auxiliaries that put the subject after them, as AUXILIARIES and their negations do.
 _INVERTING = (
     AUXILIARIES
@@ -499,7 +501,7 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
             replacement, conjugate_next = _unnamed_you(word, before, after), False
         else:
             replacement, conjugate_next = _replace_person(word, speaker, listener, before)
-            if word.lower() in ("i", "you"):
+            if word.split()[0].lower() in ("i", "you"):  # "do I have": "I have" matched
                 pieces[-1] = _agreeing(pieces[-1])
         pieces.append(replacement)
         position = match.end()
