@@ -12,9 +12,14 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import MemdeskError
-from governance.audit.writer import require_reason
 from memory.models import Observation, Reflection
-from memory.services.notes import edit_action, edit_reason, note_change_served, note_edit
+from memory.services.notes import (
+    edit_action,
+    edit_reason,
+    note_change_served,
+    note_edit,
+    reason_for_trail,
+)
 
 REASON_REQUIRED = "A reason is required to approve or reject memory."
 
@@ -32,6 +37,13 @@ def _locked_waiting(note: NoteT) -> NoteT:
             status_code=409,
         )
     return locked
+
+
+def _reason(note: Observation | Reflection, reason: str) -> str:
+    """The decision's reason as the trail keeps a correction's: required, and masked."""
+    return reason_for_trail(
+        reason, workspace_id=note.conversation.workspace_id, required=REASON_REQUIRED
+    )
 
 
 def _edited_first(
@@ -121,7 +133,7 @@ def reflection_approve(
     """Serve a waiting reflection: its sources leave the context for it (as a reflection
     made without approval does), and the stale reflection it re-derives, if any, is
     superseded. With ``text`` or ``priority``, the edit is made first."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
+    reason = _reason(reflection, reason)
     with transaction.atomic():
         locked = _locked_waiting(reflection)
         _edited_first(locked, actor=actor, reason=reason, text=text, priority=priority)
@@ -153,7 +165,7 @@ def reflection_reject(*, reflection: Reflection, actor: Actor, reason: str) -> R
     """Never serve a waiting reflection. Its sources stay served as they are (and the
     Reflector does not condense them again); a stale reflection it would have replaced
     is given up, its sources served as observations."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
+    reason = _reason(reflection, reason)
     with transaction.atomic():
         locked = _locked_waiting(reflection)
         now = timezone.now()
@@ -184,7 +196,7 @@ def observation_approve(
 ) -> Observation:
     """Serve a waiting observation in place of the messages it covers (edited first, with
     ``text`` or ``priority``)."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
+    reason = _reason(observation, reason)
     with transaction.atomic():
         locked = _locked_waiting(observation)
         _edited_first(locked, actor=actor, reason=reason, text=text, priority=priority)
@@ -199,7 +211,7 @@ def observation_approve(
 
 def observation_reject(*, observation: Observation, actor: Actor, reason: str) -> Observation:
     """Never serve a waiting observation: the messages it covers stay served word for word."""
-    reason = require_reason(reason, message=REASON_REQUIRED)
+    reason = _reason(observation, reason)
     with transaction.atomic():
         locked = _locked_waiting(observation)
         now = timezone.now()

@@ -20,7 +20,7 @@ from memory.approval.services import (
     reflection_approve,
     reflection_reject,
 )
-from memory.models import Observation, Reflection, ReflectorRun
+from memory.models import Observation, Reflection, ReflectionVersion, ReflectorRun
 from memory.pipeline.scheduling import reflector_schedule_if_due
 from memory.services.messages import MessageInput, messages_append
 from memory.services.observations import observation_update
@@ -108,6 +108,30 @@ def test_a_rejected_reflection_is_never_served_nor_made_again(
     assert waiting.text not in {r["text"] for r in served["reflections"]}
     assert {str(n.pk) for n in notes} <= {o["id"] for o in served["observations"]}
     assert AuditEvent.objects.get(action="reflection.reject").reason == "merges two issues"
+
+
+@pytest.mark.django_db
+def test_a_decisions_reason_is_kept_masked_as_a_corrections_is(
+    workspace, conversation, person, fake_engine
+):
+    _policy(workspace, "reflections")
+    fake_engine(CondensesEverything())
+    _notes(conversation, "User's parcel is late.", "User wants a refund.")
+    reflect(conversation)
+    waiting = Reflection.objects.get(conversation=conversation)
+
+    reflection_approve(
+        reflection=waiting,
+        actor=person,
+        reason="Checked with dana@example.com",
+        text="Customer wants a refund for the late parcel.",
+    )
+
+    approve = AuditEvent.objects.get(action="reflection.approve")
+    edit = AuditEvent.objects.get(action="reflection.edit")
+    assert approve.reason == edit.reason == "Checked with <EMAIL_ADDRESS>"
+    [kept] = ReflectionVersion.objects.filter(reflection_id=waiting.pk)
+    assert kept.reason == "Checked with <EMAIL_ADDRESS>"
 
 
 @pytest.mark.django_db
