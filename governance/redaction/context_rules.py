@@ -129,7 +129,6 @@ _FIELD_NAME_AFTER = re.compile(r"(?:['’]s[ ][A-Z]?[a-z]+)?:")
 _INDEFINITE = re.compile(r"(?:^|[^\w'’])(?:a|an|A|An)[ ]$")
 # A letter three times over: a word drawn out in speech, never a name.
 _DRAWN_OUT = re.compile(r"([^\W\d_])\1\1", re.IGNORECASE)
-_LANDMARK_WORDS = frozenset(LANDMARK_WORDS)
 # What the tagger may call a name other than a person or a place (a place stays redacted).
 _THINGS_NOT_PLACES = THING_LABELS - {"GPE", "LOC", "FAC"}
 _POSSESSIVE = re.compile(r"['’]s?$")
@@ -352,7 +351,7 @@ def _a_place(value: str) -> bool:
     return (
         words[0].lower() in VENUE_WORDS
         or last.lower() in VENUE_WORDS
-        or (last in _LANDMARK_WORDS and last not in name_lists()[1])
+        or (last in LANDMARK_WORDS and last not in name_lists()[1])
     )
 
 

@@ -424,17 +424,22 @@ _DOUBLED = re.compile(r"(\w)\1+")
 
 def _spelt_alike(key: str, known: dict[str, tuple[int, str]]) -> str | None:
     """The full name in scope that ``key`` (a full name, normalised) spells with a letter
-    doubled or single ("Joey Tribianni" for the participant "Joey Tribbiani"): the one of
-    the best rank when that is not ``key`` itself, and None when it is or when two tie."""
+    doubled or single ("Joey Tribianni" for the participant "Joey Tribbiani"), of a better
+    rank than ``key``'s own; None when there is none or two tie."""
     single = _DOUBLED.sub(r"\1", key)
-    alike = {full: ranked for full, ranked in known.items() if _DOUBLED.sub(r"\1", full) == single}
-    if len(alike) < 2:
+    alike = [
+        ranked
+        for full, ranked in known.items()
+        if full != key and _DOUBLED.sub(r"\1", full) == single
+    ]
+    if not alike:
         return None
-    best = min(rank for rank, _ in alike.values())
-    chosen = [(full, written) for full, (rank, written) in alike.items() if rank == best]
-    if len(chosen) != 1 or chosen[0][0] == key:
+    best = min(rank for rank, _ in alike)
+    chosen = [written for rank, written in alike if rank == best]
+    own = known.get(key)
+    if len(chosen) != 1 or (own is not None and own[0] <= best):
         return None
-    return chosen[0][1]
+    return chosen[0]
 
 
 def _source_messages(

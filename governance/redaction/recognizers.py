@@ -537,16 +537,10 @@ VENUE_WORDS = wordset(
 _VENUE = "|".join(sorted(word.capitalize() for word in VENUE_WORDS))
 # Words of the landscape or of a site that end a landmark's name ("Blue Mountain", "Pearl
 # Harbor Memorial", "Kegon Falls").
-LANDMARK_WORDS = tuple(
-    sorted(
-        word.capitalize()
-        for word in wordset(
-            """mountain mountains lake river beach park canyon valley falls island islands
-            bay harbor harbour memorial monument bridge square gardens forest hills peak
-            coast cathedral castle palace stadium airport glacier lagoon reservoir pier
-            marina"""
-        )
-    )
+LANDMARK_WORDS = wordset(
+    """Mountain Mountains Lake River Beach Park Canyon Valley Falls Island Islands Bay Harbor
+    Harbour Memorial Monument Bridge Square Gardens Forest Hills Peak Coast Cathedral Castle
+    Palace Stadium Airport Glacier Lagoon Reservoir Pier Marina"""
 )
 # What a meeting's "Where:" holds when it is no place.
 _NO_PLACE = wordset(
@@ -593,7 +587,7 @@ class PlaceCueRecognizer(_Recognizer):
     # a university ("University of Coimbra"), read as the other cues' places are.
     LANDMARK = re.compile(
         r"\b(?P<value>(?:[A-Z][\w'’-]*[ ]){1,3}"
-        rf"(?:{'|'.join(LANDMARK_WORDS)}|{_VENUE})"
+        rf"(?:{'|'.join(sorted(LANDMARK_WORDS))}|{_VENUE})"
         rf"|(?:Lake|Mount|Mt\.|Cape|{_VENUE})[ ][A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)\b"
         r"|\b(?:University|College) of (?P<town>[A-Z][\w'’-]*(?:[ ][A-Z][\w'’-]*)?)"
         r"(?:,[ ](?P<campus>[A-Z][\w'’]*(?:[-–][A-Z][\w'’]*)?))?\b"

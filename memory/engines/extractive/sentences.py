@@ -548,9 +548,8 @@ def _agreeing(before: str) -> str:
     head, space, last = before.rstrip().rpartition(" ")
     agreed = _AGREEING.get(last.lower().replace("’", "'"))
     opener = head.rsplit(None, 1)[-1].lower() if head.strip() else ""
-    if agreed is None or not (
-        not opener or opener[-1] in ',;:.!?"(' or opener in _QUESTION_OPENERS
-    ):
+    opens_a_question = not opener or opener[-1] in ',;:.!?"(' or opener in _QUESTION_OPENERS
+    if agreed is None or not opens_a_question:
         return before
     if last[:1].isupper():
         agreed = agreed.capitalize()
