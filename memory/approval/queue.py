@@ -23,7 +23,7 @@ def waiting_notes(model: type[NoteT], *, workspace_id: Any) -> QuerySet[NoteT]:
     """The workspace's observations or reflections waiting for approval, the longest
     waiting first."""
     return (
-        model.objects.filter(conversation__workspace_id=workspace_id, status="waiting")
+        model.objects.filter(conversation__workspace_id=workspace_id, status=model.Status.WAITING)
         .select_related("conversation")
         .order_by("created_at", "pk")
     )
@@ -95,7 +95,7 @@ def approval_figures(
         rows = model.objects.filter(conversation__workspace_id=workspace_id)
         if conversation_id is not None:
             rows = rows.filter(conversation_id=conversation_id)
-        waiting += rows.filter(status="waiting").values_list("created_at", flat=True)
+        waiting += rows.filter(status=model.Status.WAITING).values_list("created_at", flat=True)
         decided += rows.filter(decided_at__gte=now - timedelta(days=LATENCY_DAYS)).values_list(
             "status", "created_at", "decided_at"
         )
