@@ -52,6 +52,15 @@ def _notes(conversation, *texts: str, priority: str = "medium") -> list[Observat
     return [ObservationFactory(conversation=conversation, text=t, priority=priority) for t in texts]
 
 
+def _waiting_reflection(workspace, conversation, fake_engine) -> Reflection:
+    """One reflection of two observations that the ``reflections`` mode holds back."""
+    _policy(workspace, "reflections")
+    fake_engine(CondensesEverything())
+    _notes(conversation, "User's parcel is late.", "User wants a refund.")
+    reflect(conversation)
+    return Reflection.objects.get(conversation=conversation)
+
+
 def _context(api, conversation) -> dict:
     return api.get(f"/v1/conversations/{conversation.pk}/context").json()
 
@@ -114,11 +123,7 @@ def test_a_rejected_reflection_is_never_served_nor_made_again(
 def test_a_decisions_reason_is_kept_masked_as_a_corrections_is(
     workspace, conversation, person, fake_engine
 ):
-    _policy(workspace, "reflections")
-    fake_engine(CondensesEverything())
-    _notes(conversation, "User's parcel is late.", "User wants a refund.")
-    reflect(conversation)
-    waiting = Reflection.objects.get(conversation=conversation)
+    waiting = _waiting_reflection(workspace, conversation, fake_engine)
 
     reflection_approve(
         reflection=waiting,
@@ -138,11 +143,7 @@ def test_a_decisions_reason_is_kept_masked_as_a_corrections_is(
 def test_edit_and_approve_serves_the_persons_words(
     api, workspace, conversation, person, fake_engine
 ):
-    _policy(workspace, "reflections")
-    fake_engine(CondensesEverything())
-    _notes(conversation, "User's parcel is late.", "User wants a refund.")
-    reflect(conversation)
-    waiting = Reflection.objects.get(conversation=conversation)
+    waiting = _waiting_reflection(workspace, conversation, fake_engine)
 
     reflection_approve(
         reflection=waiting,
@@ -227,11 +228,7 @@ def test_a_rederived_reflection_waits_and_the_stale_one_serves_its_sources_meanw
 
 @pytest.mark.django_db
 def test_the_metrics_say_how_long_reflections_waited(workspace, conversation, person, fake_engine):
-    _policy(workspace, "reflections")
-    fake_engine(CondensesEverything())
-    _notes(conversation, "User's parcel is late.", "User wants a refund.")
-    reflect(conversation)
-    waiting = Reflection.objects.get(conversation=conversation)
+    waiting = _waiting_reflection(workspace, conversation, fake_engine)
     Reflection.objects.filter(pk=waiting.pk).update(created_at=timezone.now() - timedelta(hours=3))
 
     before = approval_figures(workspace_id=workspace.pk)
