@@ -77,6 +77,16 @@ _RELATION_WORDS = wordset(
     manager roommate neighbor neighbour named called dear"""
 )
 
+# A pet's name, after whose animal it is or what it is called ("my cat Luna", "User's
+# horse, Luna", "a dog named Max"): not a person's. Not "the cat Maria adopted".
+_PETS = (
+    r"(?:cat|kitten|kitty|dog|puppy|pup|horse|pony|rabbit|bunny|hamster|parrot|budgie|bird|"
+    r"fish|goldfish|turtle|tortoise|snake|lizard|gecko|ferret|guinea[ ]pig|pet)s?"
+)
+_PET_BEFORE = re.compile(
+    rf"(?:\b(?i:my|our|your|his|her|their)|['’]s)[ ]+(?:(?i:new|little|old)[ ]+)?"
+    rf"(?i:{_PETS}),?[ ]+$|\b(?i:{_PETS})[ ]+(?:named|called)[ ]+$"
+)
 
 _CODE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]")
 _ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.){2,}$")
@@ -133,6 +143,9 @@ _DRAWN_OUT = re.compile(r"([^\W\d_])\1\1", re.IGNORECASE)
 _THINGS_NOT_PLACES = THING_LABELS - {"GPE", "LOC", "FAC"}
 _POSSESSIVE = re.compile(r"['’]s?$")
 _LEADING_THE = re.compile(r"^(?:the|The)[ ]+")
+# A person is not called "The" or "A" anything: a name that opens with an article is a
+# work's, a band's or a company's ("The Nightingale", "The Boring Company").
+_ARTICLE_FIRST = re.compile(r"(?:The|A|An)[ ]")
 _TRAILING = ":;,.!?-–—*_\"'“”‘’()[] \t\n"
 
 
@@ -231,13 +244,15 @@ def _names_no_one(
     common: frozenset[str],
 ) -> bool:
     """Whether a name the tagger found reads as no person or place here: in a title
-    ("Kafka on the Shore"), a word drawn out ("Nooo") or interjections only ("Ahh"), a
-    facility nothing places anyone at ("moisturizer from La Mer"), after an indefinite
-    article ("an AI"), or, for a person the tagger alone found: lower-case words no name
-    list knows ("kung pao"), common words only, with no first name first nor surname last
-    ("Kidney Injury"), or a single word no list has as a name that it reads as no proper
-    noun, or that is a word of the lexicon with no relation word before it ("Bake for 15
-    minutes", "Peel", "Google Cloud Storage"; not "my kid Mali")."""
+    ("Kafka on the Shore"), a person's name that opens with an article ("The
+    Nightingale": a work's, unless it names a venue, a place), a word drawn out
+    ("Nooo") or interjections only ("Ahh"), a facility nothing places anyone at
+    ("moisturizer from La Mer"), after an indefinite article ("an AI"), or, for a
+    person the tagger alone found: lower-case words no name list knows ("kung pao"),
+    common words only, with no first name first nor surname last ("Kidney Injury"), or
+    a single word no list has as a name that it reads as no proper noun, or that is a
+    word of the lexicon with no relation word before it ("Bake for 15 minutes", "Peel",
+    "Google Cloud Storage"; not "my kid Mali")."""
     start, end = result.start, result.end
     if _DRAWN_OUT.search(text, start, end):
         return True  # "Nooo", "Helloooo"
@@ -250,6 +265,8 @@ def _names_no_one(
     ):
         return True
     value = text[start:end]
+    if result.entity_type == "PERSON" and _ARTICLE_FIRST.match(value):
+        return not _a_place(value)  # "The Nightingale", "The Boring Company"; "The Inn at X"
     if result.entity_type == "LOCATION":
         token = _token_at(nlp_artifacts, start)
         if token is not None and token.ent_type_ == "FAC":
@@ -344,7 +361,7 @@ def _a_place(value: str) -> bool:
     """Whether a name the tagger calls a person is named by a kind of venue ("Café
     Central", "Hotel Adlon", "Blue Door Bistro") or ends with a word of the landscape
     that is no surname ("Hanauma Bay", "Kegon Falls"; not "Ji-hoon Park"): a place."""
-    words = value.split()
+    words = _LEADING_THE.sub("", value).split()
     if len(words) < 2:
         return False
     last = words[-1]
@@ -435,7 +452,8 @@ def rescore(
     - a UK NHS number with no NHS word near it: Presidio's checksum passes one number in
       eleven, so most ten-digit phone numbers would otherwise come out as NHS numbers;
     - a person's name with a digit in it ("question4"), right after an order or product
-      word, or written as a field name ("order_id") is a label, not a name;
+      word, or written as a field name ("order_id") is a label, not a name; a pet's name
+      ("my cat Luna", "a dog named Max") is no person's, wherever the text names it;
     - a person's or a place's span is set to the name itself (``_bounded``), dropped where
       it reads as no one (``_names_no_one``), and joined with a place tagged right
       beside it (``_joined``); a first name tagged as a place that acts is a person
@@ -447,8 +465,12 @@ def rescore(
       of study (``_a_subject``: "a degree in Geology", "B.S. in", "Grade 11")."""
     common = common_words(nlp_artifacts)
     kept: list[RecognizerResult] = []
+    pets: set[str] = set()
     for result in results:
         kind = result.entity_type
+        if kind == "PERSON" and _PET_BEFORE.search(text, max(0, result.start - 40), result.start):
+            pets.add(text[result.start : result.end])
+            continue
         if kind in ("PERSON", "LOCATION") and (
             not _bounded(text, result, common) or _names_no_one(text, result, nlp_artifacts, common)
         ):
@@ -487,7 +509,10 @@ def rescore(
         ):
             continue  # "#TravelGoals", "RSVP", "question4", "order Jasper", "order_id"
         kept.append(result)
-    kept = _joined(text, kept)
+    # A pet named once is the pet wherever the text names it ("Luna loves it").
+    kept = _joined(
+        text, [r for r in kept if r.entity_type != "PERSON" or text[r.start : r.end] not in pets]
+    )
     for result in kept:
         if result.entity_type == "LOCATION" and _acts(text, result, nlp_artifacts):
             result.entity_type = "PERSON"

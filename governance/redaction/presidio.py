@@ -686,6 +686,7 @@ class RedactionEngine:
     ) -> list[list[Detection]]:
         """``_read`` of texts with their recurrence candidates, and ``held``, the names
         the workspace holds pseudonyms for among them."""
+        from governance.redaction.name_recognizers import common_words
         from governance.redaction.overlaps import merged, outside_labels
         from governance.redaction.recurrence import recurrences
 
@@ -713,7 +714,12 @@ class RedactionEngine:
             )
             results = self._rescore(text, results, artifacts)
             again = recurrences(
-                text, results, found=candidates_here, tokens=artifacts.tokens, held=held
+                text,
+                results,
+                found=candidates_here,
+                tokens=artifacts.tokens,
+                held=held,
+                common=common_words(artifacts),
             )
             if allow_list:
                 again = [r for r in again if text[r.start : r.end] not in allow_list]

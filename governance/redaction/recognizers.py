@@ -413,8 +413,12 @@ class StreetAddressRecognizer(_Recognizer):
         r"[^\W\d_][^\n]{0,30}[ ]\d{4,6})$)"
     )
     DIGIT_WORD = re.compile(r"\d[ ]+[^\W\d_]")
+    # Words no street's name holds: times of day, words of the sentence, and what counts
+    # a distance, a duration, a share or a recipe's measure ("45 minutes each way", "3
+    # miles per day", "1 1/2 oz (45 ml) Gin").
     NOT_STREET = re.compile(
-        r"(?i)\b(?:am|pm|a\.m|p\.m|via|at|and|or|the|to|in|on|for|with|my|your)\b"
+        r"(?i)\b(?:am|pm|a\.m|p\.m|via|at|and|or|the|to|in|on|for|with|my|your|each|per|"
+        r"every|minutes|hours|days|weeks|months|years|miles|times|oz|ml|cups|tbsp|tsp|lbs)\b"
     )
     HOUSE_NUMBER = re.compile(r"^\d{1,6}(?:-\d{1,6})?[A-Za-z]?$")
     SENTENCE_BREAK = re.compile(r"[.!?:]\s+\S|\n\s*\n")

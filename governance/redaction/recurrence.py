@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from presidio_analyzer import AnalysisExplanation, RecognizerResult
+from spacy.lang.en.stop_words import STOP_WORDS
 
-from governance.redaction.pseudonyms import normalise
+from governance.redaction.pseudonyms import HONORIFICS, normalise
 
 # Types whose values are names of words: the ones a tagger finds by context, and so
 # misses by context. Numbers, addresses and handles are found by their shape everywhere.
@@ -51,27 +52,68 @@ Candidate = tuple[int, int, str]  # start, end, value
 
 def candidates(text: str) -> list[Candidate]:
     """Every run of one to four capitalised words in ``text`` and each shorter run
-    within it, longest first."""
+    within it, longest first; not a word of the grammar alone ("The", "My"), which names
+    no one however it was once tagged."""
     found: list[Candidate] = []
     for run in _RUN.finditer(text):
         words = [(run.start() + m.start(), run.start() + m.end()) for m in _SPACE.finditer(run[0])]
         for size in range(min(len(words), MAX_WORDS), 0, -1):
             for first in range(len(words) - size + 1):
                 start, end = words[first][0], words[first + size - 1][1]
+                if size == 1 and text[start:end].lower() in STOP_WORDS:
+                    continue
                 found.append((start, end, text[start:end]))
     found.sort(key=lambda c: (-(c[1] - c[0]), c[0]))
     return found
 
 
-def _reads_as_name(tokens: Any, start: int, end: int) -> bool:
+def _reads_as_name(inside: list[Any] | None) -> bool:
     """A single word must be a proper noun to the tagger ("Will" in "Will you?" is not),
-    and no word may be tagged as a date or a time ("May", "Winter")."""
-    if tokens is None:
+    and no word may be tagged as a date or a time ("May", "Winter"). ``inside``: the
+    tagger's tokens of the name, None without them."""
+    if inside is None:
         return True
-    inside = [t for t in tokens if start <= t.idx < end]
     if any(t.ent_type_ in ("DATE", "TIME") for t in inside):
         return False
     return len(inside) != 1 or inside[0].pos_ == "PROPN"
+
+
+def _common_words_only(inside: list[Any] | None, common: frozenset[str]) -> bool:
+    """Whether every word of a name the workspace holds is a capitalised common word no
+    name list has ("Science", "Social Media", "Chicken"): a heading's or a list's words
+    the tagger once took for a name, which the mapping would find in every later text.
+    Only where the tagger finds them again are they that name."""
+    from governance.redaction.name_recognizers import thing_word
+
+    return bool(inside and common) and all(thing_word(t, common) for t in inside or ())
+
+
+def _a_word_of_a_things_name(inside: list[Any] | None, common: frozenset[str]) -> bool:
+    """Whether a one-word name that is also a common word ("Fresh", "Rose", "King") stands
+    here among capitalised common words, one of them a word no name list holds ("New
+    Balance Fresh Foam", "Golden Rose Tea Set", "Tiger King"): a word of that thing's
+    name, not the person the workspace met under it. A word beside it that is no common
+    word keeps the name ("Rose Tyler"), and so does a title ("Dr King"); a word that opens
+    a sentence is capitalised for that ("Yesterday Rose called")."""
+    from governance.redaction.name_recognizers import in_lexicon, thing_word
+
+    if inside is None or len(inside) != 1 or not in_lexicon(inside[0], common):
+        return False
+    doc, word = inside[0].doc, inside[0]
+    beside = []
+    i = word.i - 1
+    while i >= 0 and doc[i].is_title and doc[i].is_alpha and doc[i].whitespace_:
+        if doc[i].is_sent_start:
+            break
+        beside.append(doc[i])
+        i -= 1
+    i = word.i + 1
+    while i < len(doc) and doc[i].is_title and doc[i].is_alpha and doc[i - 1].whitespace_:
+        beside.append(doc[i])
+        i += 1
+    return any(thing_word(t, common) for t in beside) and all(
+        in_lexicon(t, common) and t.lower_ not in HONORIFICS for t in beside
+    )
 
 
 def _result(entity_type: str, start: int, end: int, score: float, name: str) -> RecognizerResult:
@@ -92,6 +134,7 @@ def recurrences(
     found: Sequence[Candidate],
     tokens: Any = None,
     held: Mapping[str, str] | None = None,
+    common: frozenset[str] = frozenset(),
 ) -> list[RecognizerResult]:
     """New results at the other places of the names in ``results`` (the same words,
     written the same way), and at the places of names the workspace holds (``held``:
@@ -114,15 +157,16 @@ def recurrences(
         if any(start < e and s < end for s, e in taken):
             continue
         origin = seen.get(value)
+        inside = None if tokens is None else [t for t in tokens if start <= t.idx < end]
         if origin is not None:
             new = _result(origin.entity_type, start, end, origin.score, RECURRENCE)
-        elif normalise("PERSON", value) in held:
+        elif normalise("PERSON", value) in held and not _common_words_only(inside, common):
             new = _result(
                 held[normalise("PERSON", value)], start, end, KNOWN_SCORE, KNOWN_PSEUDONYM
             )
         else:
             continue
-        if _reads_as_name(tokens, start, end):
+        if _reads_as_name(inside) and not _a_word_of_a_things_name(inside, common):
             added.append(new)
             taken.append((start, end))
     return added

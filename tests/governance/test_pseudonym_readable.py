@@ -15,6 +15,7 @@ from governance.models import Pseudonym, RedactionPolicy
 from governance.redaction.gates import message_ingest, observer_reading
 from governance.redaction.labels import malformed_pseudonyms
 from governance.redaction.presidio import PolicySpec, engine
+from governance.redaction.pseudonyms import WorkspacePseudonyms
 from memory.models import Conversation, Message
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
@@ -221,6 +222,46 @@ def test_a_name_that_ends_with_a_kind_of_place_is_a_place(compliance_api):
     assert redacted == (
         "The hike to <LOCATION_1> takes an hour. After <LOCATION_1>, <PERSON_1> had lunch."
     )
+
+
+@pytest.mark.parametrize(
+    "text, person",
+    [
+        # After "called" or "by" comes a person's name, but no one is called "The" anything.
+        ("The venue is called The Fillmore, and Tom Berg loved it.", "Tom Berg"),
+        ("The Daily, by The New York Times, is what Tom Berg hears.", "Tom Berg"),
+        # A pet's name, wherever the text names the pet, is no person's ...
+        ("Tom Berg got my cat Luna a scratching post; Luna sleeps on it.", "Tom Berg"),
+        ("Our horse, Luna, needs her shots, and a dog named Max too, Tom Berg said.", "Tom Berg"),
+        # ... and a duration or a recipe's measure is no street address.
+        ("My commute is 45 minutes each way, Tom Berg says.", "Tom Berg"),
+    ],
+)
+def test_works_pets_and_measures_are_not_people_or_addresses(compliance_api, text, person):
+    redacted = _preview(compliance_api, text)["redactedText"]
+
+    assert redacted == text.replace(person, "<PERSON_1>")
+
+
+def test_whose_pet_it_is_decides_not_the_animal_word_alone(compliance_api):
+    redacted = _preview(compliance_api, "The cat Maria adopted is shy.")["redactedText"]
+
+    assert redacted == "The cat <PERSON_1> adopted is shy."
+
+
+def test_common_words_the_workspace_once_took_for_names_are_not_found_again(
+    compliance_api, workspace
+):
+    with transaction.atomic():
+        mapping = WorkspacePseudonyms(workspace.pk)
+        mapping.label("LOCATION", "Science")
+        mapping.label("PERSON", "Media")
+        zorbo = mapping.label("PERSON", "Zorbo Quill")
+
+    body = _preview(compliance_api, "**Social Media** tips for Data Science. Zorbo Quill again?")
+
+    # The mapping finds a name the tagger misses, not a heading's common words.
+    assert body["redactedText"] == f"**Social Media** tips for Data Science. {zorbo} again?"
 
 
 def test_a_common_word_after_a_word_of_kinship_is_still_a_name(compliance_api):
@@ -439,6 +480,31 @@ def test_a_first_name_tagged_as_a_place_or_missed_is_the_person_the_mapping_hold
     reading = observer_reading(conversation=conversation, messages=later, tool_outputs=[])
 
     assert reading.contents[0] == f"(The girls wait. {lydia} settles it)"
+
+
+def test_a_name_that_is_a_common_word_is_not_found_inside_a_things_name(workspace):
+    conversation, messages = _chat(
+        workspace, [MessageInput(role="user", content="Hi Dawn, thanks for calling back.")]
+    )
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+    [dawn] = _labels(reading.contents[0])
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", content="The Dawn Ultra Dish Soap arrived today."),
+            MessageInput(role="user", content="I ordered the Dawn Ultra Dish Soap, Dawn loved it."),
+        ],
+    )
+    later = list(conversation.messages.filter(seq__gt=messages[-1].seq).order_by("seq"))
+
+    reading = observer_reading(conversation=conversation, messages=later, tool_outputs=[])
+
+    # The workspace holds "Dawn", and the text names her once: she is found there, not
+    # in the name of a soap, which the mapping would otherwise label in every text.
+    assert list(reading.contents) == [
+        "The Dawn Ultra Dish Soap arrived today.",
+        f"I ordered the Dawn Ultra Dish Soap, {dawn} loved it.",
+    ]
 
 
 def test_an_observer_run_gives_the_engine_the_speakers_label(workspace, fake_engine):
