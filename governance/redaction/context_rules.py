@@ -78,7 +78,8 @@ _RELATION_WORDS = wordset(
 )
 
 # A pet's name, after whose animal it is or what it is called ("my cat Luna", "User's
-# horse, Luna", "a dog named Max"): not a person's. Not "the cat Maria adopted".
+# horse, Luna", "a dog named Max", "my cat's name is Luna"): not a person's. Not "the cat
+# Maria adopted".
 _PETS = (
     r"(?:cat|kitten|kitty|dog|puppy|pup|horse|pony|rabbit|bunny|hamster|parrot|budgie|bird|"
     r"fish|goldfish|turtle|tortoise|snake|lizard|gecko|ferret|guinea[ ]pig|pet)s?"
@@ -86,6 +87,7 @@ _PETS = (
 _PET_BEFORE = re.compile(
     rf"(?:\b(?i:my|our|your|his|her|their)|['’]s)[ ]+(?:(?i:new|little|old)[ ]+)?"
     rf"(?i:{_PETS}),?[ ]+$|\b(?i:{_PETS})[ ]+(?:named|called)[ ]+$"
+    rf"|\b(?i:{_PETS})['’]s[ ]+name[ ]+(?:is|was)[ ]+$"
 )
 
 _CODE = re.compile(r"[^\W\d_]\d|\d[^\W\d_]")

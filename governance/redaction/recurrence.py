@@ -79,10 +79,10 @@ def _reads_as_name(inside: list[Any] | None) -> bool:
 
 
 def _common_words_only(inside: list[Any] | None, common: frozenset[str]) -> bool:
-    """Whether every word of a name the workspace holds is a capitalised common word no
-    name list has ("Science", "Social Media", "Chicken"): a heading's or a list's words
-    the tagger once took for a name, which the mapping would find in every later text.
-    Only where the tagger finds them again are they that name."""
+    """Whether every word of a person's name the workspace holds is a capitalised common
+    word no name list has ("Media", "Social Media", "Brands"): a heading's or a list's
+    words the tagger once took for a person, which the mapping would find in every later
+    text. Only where the tagger finds them again are they that name."""
     from governance.redaction.name_recognizers import thing_word
 
     return bool(inside and common) and all(thing_word(t, common) for t in inside or ())
@@ -158,15 +158,18 @@ def recurrences(
             continue
         origin = seen.get(value)
         inside = None if tokens is None else [t for t in tokens if start <= t.idx < end]
+        kind = held.get(normalise("PERSON", value))
         if origin is not None:
             new = _result(origin.entity_type, start, end, origin.score, RECURRENCE)
-        elif normalise("PERSON", value) in held and not _common_words_only(inside, common):
-            new = _result(
-                held[normalise("PERSON", value)], start, end, KNOWN_SCORE, KNOWN_PSEUDONYM
-            )
+        elif kind is not None and not (kind == "PERSON" and _common_words_only(inside, common)):
+            new = _result(kind, start, end, KNOWN_SCORE, KNOWN_PSEUDONYM)
         else:
             continue
-        if _reads_as_name(inside) and not _a_word_of_a_things_name(inside, common):
+        # Only a person's: the lexicon holds the names of towns and countries too
+        # ("Denver", "Japan"), and a place is found wherever it recurs ("Denver Zoo").
+        if new.entity_type == "PERSON" and _a_word_of_a_things_name(inside, common):
+            continue
+        if _reads_as_name(inside):
             added.append(new)
             taken.append((start, end))
     return added

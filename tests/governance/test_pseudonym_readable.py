@@ -233,6 +233,7 @@ def test_a_name_that_ends_with_a_kind_of_place_is_a_place(compliance_api):
         # A pet's name, wherever the text names the pet, is no person's ...
         ("Tom Berg got my cat Luna a scratching post; Luna sleeps on it.", "Tom Berg"),
         ("Our horse, Luna, needs her shots, and a dog named Max too, Tom Berg said.", "Tom Berg"),
+        ("My cat's name is Luna, and Luna hates Tom Berg.", "Tom Berg"),
         # ... and a duration or a recipe's measure is no street address.
         ("My commute is 45 minutes each way, Tom Berg says.", "Tom Berg"),
     ],
@@ -254,7 +255,7 @@ def test_common_words_the_workspace_once_took_for_names_are_not_found_again(
 ):
     with transaction.atomic():
         mapping = WorkspacePseudonyms(workspace.pk)
-        mapping.label("LOCATION", "Science")
+        mapping.label("PERSON", "Science")
         mapping.label("PERSON", "Media")
         zorbo = mapping.label("PERSON", "Zorbo Quill")
 
@@ -262,6 +263,16 @@ def test_common_words_the_workspace_once_took_for_names_are_not_found_again(
 
     # The mapping finds a name the tagger misses, not a heading's common words.
     assert body["redactedText"] == f"**Social Media** tips for Data Science. {zorbo} again?"
+
+
+def test_a_town_is_found_again_in_the_names_of_its_sights(compliance_api):
+    # The lexicon holds "Denver" as it holds "chicken": a place is found wherever it
+    # recurs all the same, or the town its zoo names would tell where she lives.
+    redacted = _preview(
+        compliance_api, "My sister lives in Denver. Denver Zoo and the Denver Museum are near."
+    )["redactedText"]
+
+    assert "Denver" not in redacted
 
 
 def test_a_common_word_after_a_word_of_kinship_is_still_a_name(compliance_api):
