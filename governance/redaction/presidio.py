@@ -686,7 +686,6 @@ class RedactionEngine:
     ) -> list[list[Detection]]:
         """``_read`` of texts with their recurrence candidates, and ``held``, the names
         the workspace holds pseudonyms for among them."""
-        from governance.redaction.name_recognizers import common_words
         from governance.redaction.overlaps import merged, outside_labels
         from governance.redaction.recurrence import recurrences
 
@@ -714,12 +713,7 @@ class RedactionEngine:
             )
             results = self._rescore(text, results, artifacts)
             again = recurrences(
-                text,
-                results,
-                found=candidates_here,
-                tokens=artifacts.tokens,
-                held=held,
-                common=common_words(artifacts),
+                text, results, found=candidates_here, tokens=artifacts.tokens, held=held
             )
             if allow_list:
                 again = [r for r in again if text[r.start : r.end] not in allow_list]

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from presidio_analyzer import AnalysisExplanation, RecognizerResult
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from governance.redaction.pseudonyms import HONORIFICS, normalise
+from governance.redaction.pseudonyms import normalise
 
 # Types whose values are names of words: the ones a tagger finds by context, and so
 # misses by context. Numbers, addresses and handles are found by their shape everywhere.
@@ -67,53 +67,15 @@ def candidates(text: str) -> list[Candidate]:
     return found
 
 
-def _reads_as_name(inside: list[Any] | None) -> bool:
+def _reads_as_name(tokens: Any, start: int, end: int) -> bool:
     """A single word must be a proper noun to the tagger ("Will" in "Will you?" is not),
-    and no word may be tagged as a date or a time ("May", "Winter"). ``inside``: the
-    tagger's tokens of the name, None without them."""
-    if inside is None:
+    and no word may be tagged as a date or a time ("May", "Winter")."""
+    if tokens is None:
         return True
+    inside = [t for t in tokens if start <= t.idx < end]
     if any(t.ent_type_ in ("DATE", "TIME") for t in inside):
         return False
     return len(inside) != 1 or inside[0].pos_ == "PROPN"
-
-
-def _common_words_only(inside: list[Any] | None, common: frozenset[str]) -> bool:
-    """Whether every word of a person's name the workspace holds is a capitalised common
-    word no name list has ("Media", "Social Media", "Brands"): a heading's or a list's
-    words the tagger once took for a person, which the mapping would find in every later
-    text. Only where the tagger finds them again are they that name."""
-    from governance.redaction.name_recognizers import thing_word
-
-    return bool(inside and common) and all(thing_word(t, common) for t in inside or ())
-
-
-def _a_word_of_a_things_name(inside: list[Any] | None, common: frozenset[str]) -> bool:
-    """Whether a one-word name that is also a common word ("Fresh", "Rose", "King") stands
-    here among capitalised common words, one of them a word no name list holds ("New
-    Balance Fresh Foam", "Golden Rose Tea Set", "Tiger King"): a word of that thing's
-    name, not the person the workspace met under it. A word beside it that is no common
-    word keeps the name ("Rose Tyler"), and so does a title ("Dr King"); a word that opens
-    a sentence is capitalised for that ("Yesterday Rose called")."""
-    from governance.redaction.name_recognizers import in_lexicon, thing_word
-
-    if inside is None or len(inside) != 1 or not in_lexicon(inside[0], common):
-        return False
-    doc, word = inside[0].doc, inside[0]
-    beside = []
-    i = word.i - 1
-    while i >= 0 and doc[i].is_title and doc[i].is_alpha and doc[i].whitespace_:
-        if doc[i].is_sent_start:
-            break
-        beside.append(doc[i])
-        i -= 1
-    i = word.i + 1
-    while i < len(doc) and doc[i].is_title and doc[i].is_alpha and doc[i - 1].whitespace_:
-        beside.append(doc[i])
-        i += 1
-    return any(thing_word(t, common) for t in beside) and all(
-        in_lexicon(t, common) and t.lower_ not in HONORIFICS for t in beside
-    )
 
 
 def _result(entity_type: str, start: int, end: int, score: float, name: str) -> RecognizerResult:
@@ -134,7 +96,6 @@ def recurrences(
     found: Sequence[Candidate],
     tokens: Any = None,
     held: Mapping[str, str] | None = None,
-    common: frozenset[str] = frozenset(),
 ) -> list[RecognizerResult]:
     """New results at the other places of the names in ``results`` (the same words,
     written the same way), and at the places of names the workspace holds (``held``:
@@ -157,19 +118,15 @@ def recurrences(
         if any(start < e and s < end for s, e in taken):
             continue
         origin = seen.get(value)
-        inside = None if tokens is None else [t for t in tokens if start <= t.idx < end]
-        kind = held.get(normalise("PERSON", value))
         if origin is not None:
             new = _result(origin.entity_type, start, end, origin.score, RECURRENCE)
-        elif kind is not None and not (kind == "PERSON" and _common_words_only(inside, common)):
-            new = _result(kind, start, end, KNOWN_SCORE, KNOWN_PSEUDONYM)
+        elif normalise("PERSON", value) in held:
+            new = _result(
+                held[normalise("PERSON", value)], start, end, KNOWN_SCORE, KNOWN_PSEUDONYM
+            )
         else:
             continue
-        # Only a person's: the lexicon holds the names of towns and countries too
-        # ("Denver", "Japan"), and a place is found wherever it recurs ("Denver Zoo").
-        if new.entity_type == "PERSON" and _a_word_of_a_things_name(inside, common):
-            continue
-        if _reads_as_name(inside):
+        if _reads_as_name(tokens, start, end):
             added.append(new)
             taken.append((start, end))
     return added

@@ -250,27 +250,27 @@ def test_whose_pet_it_is_decides_not_the_animal_word_alone(compliance_api):
     assert redacted == "The cat <PERSON_1> adopted is shy."
 
 
-def test_common_words_the_workspace_once_took_for_names_are_not_found_again(
-    compliance_api, workspace
-):
-    with transaction.atomic():
-        mapping = WorkspacePseudonyms(workspace.pk)
-        mapping.label("PERSON", "Science")
-        mapping.label("PERSON", "Media")
-        zorbo = mapping.label("PERSON", "Zorbo Quill")
-
-    body = _preview(compliance_api, "**Social Media** tips for Data Science. Zorbo Quill again?")
-
-    # The mapping finds a name the tagger misses, not a heading's common words.
-    assert body["redactedText"] == f"**Social Media** tips for Data Science. {zorbo} again?"
-
-
 def test_a_town_is_found_again_in_the_names_of_its_sights(compliance_api):
     # The lexicon holds "Denver" as it holds "chicken": a place is found wherever it
     # recurs all the same, or the town its zoo names would tell where she lives.
     redacted = _preview(
         compliance_api, "My sister lives in Denver. Denver Zoo and the Denver Museum are near."
     )["redactedText"]
+
+    assert "Denver" not in redacted
+
+
+def test_a_town_the_tagger_once_called_a_person_is_still_found_in_its_sights(
+    compliance_api, workspace
+):
+    with transaction.atomic():
+        mapping = WorkspacePseudonyms(workspace.pk)
+        mapping.label("PERSON", "Denver")
+        mapping.label("LOCATION", "Denver")
+
+    redacted = _preview(compliance_api, "Denver Zoo and the Denver Museum are near.")[
+        "redactedText"
+    ]
 
     assert "Denver" not in redacted
 
@@ -491,31 +491,6 @@ def test_a_first_name_tagged_as_a_place_or_missed_is_the_person_the_mapping_hold
     reading = observer_reading(conversation=conversation, messages=later, tool_outputs=[])
 
     assert reading.contents[0] == f"(The girls wait. {lydia} settles it)"
-
-
-def test_a_name_that_is_a_common_word_is_not_found_inside_a_things_name(workspace):
-    conversation, messages = _chat(
-        workspace, [MessageInput(role="user", content="Hi Dawn, thanks for calling back.")]
-    )
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
-    [dawn] = _labels(reading.contents[0])
-    messages_append(
-        conversation=conversation,
-        items=[
-            MessageInput(role="user", content="The Dawn Ultra Dish Soap arrived today."),
-            MessageInput(role="user", content="I ordered the Dawn Ultra Dish Soap, Dawn loved it."),
-        ],
-    )
-    later = list(conversation.messages.filter(seq__gt=messages[-1].seq).order_by("seq"))
-
-    reading = observer_reading(conversation=conversation, messages=later, tool_outputs=[])
-
-    # The workspace holds "Dawn", and the text names her once: she is found there, not
-    # in the name of a soap, which the mapping would otherwise label in every text.
-    assert list(reading.contents) == [
-        "The Dawn Ultra Dish Soap arrived today.",
-        f"I ordered the Dawn Ultra Dish Soap, {dawn} loved it.",
-    ]
 
 
 def test_an_observer_run_gives_the_engine_the_speakers_label(workspace, fake_engine):
