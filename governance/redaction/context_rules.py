@@ -470,12 +470,12 @@ def rescore(
     pets: set[str] = set()
     for result in results:
         kind = result.entity_type
-        if kind == "PERSON" and _PET_BEFORE.search(text, max(0, result.start - 40), result.start):
-            pets.add(text[result.start : result.end])
-            continue
         if kind in ("PERSON", "LOCATION") and (
             not _bounded(text, result, common) or _names_no_one(text, result, nlp_artifacts, common)
         ):
+            continue
+        if kind == "PERSON" and _PET_BEFORE.search(text, max(0, result.start - 40), result.start):
+            pets.add(text[result.start : result.end])  # the name as bounded, as kept ones are
             continue
         before = words_before(text, result.start)
         if kind in _NUMBER_TYPES:
