@@ -121,6 +121,12 @@ _AT_A_PLACE = wordset(
     "at in near to on into inside outside around across past towards toward behind "
     "opposite beside by via through visit visited visiting visits"
 )
+# Words before a place that do not come before a person ("in London", "from India";
+# not "to", as in "talked to Lydia").
+_PLACED_BY = wordset("in from near across around throughout inside outside visit visited visiting")
+_JOURNEY_BEFORE_TO = TRAVEL_WORDS | wordset(
+    "trip trips flight flights move moved moving go going went travel way"
+)
 _FIELD_OR_NUMBER = re.compile(r"(?:\d|:)[ \t]*(?:the[ ]+)?$", re.IGNORECASE)
 # A subject of study, not a place: "a degree in Geology", "Master of Arts in History",
 # "the Master's program in Biology", "B.S. in Chemistry"; and the degree's abbreviation
@@ -412,15 +418,47 @@ def _a_subject(
 
 def _acts(text: str, result: RecognizerResult, nlp_artifacts: NlpArtifacts | None) -> bool:
     """Whether a single first name the tagger calls a place is the subject of a verb
-    right after it ("Phoebe settles it", "Lauren is coming"): a person. Either way the
-    word is redacted; this only keeps a person's label a person's."""
+    right after it ("Phoebe settles it", "Lauren is coming"): a person, unless the text
+    puts the same word where a place goes at another mention ("a week in London. London
+    is expensive"). Either way the word is redacted; this only keeps a person's label a
+    person's and a town's a town's."""
     value = text[result.start : result.end]
     first_names, _ = name_lists()
     token = _token_at(nlp_artifacts, result.start)
     if " " in value or value not in first_names or token is None:
         return False
     after = token.doc[token.i + 1] if token.i + 1 < len(token.doc) else None
-    return after is not None and after.pos_ in ("VERB", "AUX") and after.lower_ != "'s"
+    return (
+        after is not None
+        and after.pos_ in ("VERB", "AUX")
+        and after.lower_ != "'s"
+        and not _placed_elsewhere(token)
+    )
+
+
+def _placed_elsewhere(token: Any) -> bool:
+    """Whether the text puts this word, alone, where a place goes at another mention
+    ("back to India in May. India has ...", "a week in London. London is ..."): then the
+    name lists' "India" and "London" do not make it a person where it acts."""
+    for entity in token.doc.ents:
+        if (
+            len(entity) == 1
+            and entity.start != token.i
+            and entity[0].text == token.text
+            and entity.label_ in ("GPE", "LOC")
+            and _placed(entity.doc, entity.start)
+        ):
+            return True
+    return False
+
+
+def _placed(doc: Any, at: int) -> bool:
+    """Whether the word before token ``at`` puts it where a place goes: "in", "from", or
+    "to" after a word of a journey ("back to", "a trip to", "moved to")."""
+    before = doc[at - 1].lower_ if at > 0 else ""
+    if before in _PLACED_BY:
+        return True
+    return before == "to" and at > 1 and doc[at - 2].lower_ in _JOURNEY_BEFORE_TO
 
 
 def _joined(text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:

@@ -167,7 +167,9 @@ class WorkspacePseudonyms:
     ("Mr. Bing") does the same when no one in scope has it as a first name. A full name
     spelt as one in scope of a better rank but for a doubled letter ("Joey Tribianni",
     "Joey Tribbiani" speaking) is that person. An ambiguous name keeps a pseudonym of its
-    own."""
+    own. A word tagged as a place is a person the mapping holds ("Lydia") only where the
+    scope already names that person (its conversations' sightings, or a label this object
+    gave): a town the workspace once took for a person elsewhere stays a place ("Denver")."""
 
     def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
         self.workspace_id = workspace_id
@@ -186,18 +188,26 @@ class WorkspacePseudonyms:
         # its rank (0: a participant) and its spelling; and the same by surname
         self._people: dict[str, dict[str, tuple[int, str]]] = {}
         self._surnames: dict[str, dict[str, tuple[int, str]]] = {}
+        # digests of the PERSON values the scope names: sighted in its conversations, or
+        # labelled a person by this object
+        self._people_named: set[str] = set()
 
     def people(self, names: Iterable[str], *, speakers: bool = False) -> None:
-        """Add full names to the people in scope: found by their first word, or, after a
-        title, by their surname ("Dr. Franzblau" by "Franzblau"). ``speakers``: they are
-        the conversation's participants, whom a first name alone names before anyone a
-        text merely mentions (a text's names are the tagger's, spelling slips and all)."""
+        """Add names to the people in scope: a full name found by its first word, or, after
+        a title, by its surname ("Dr. Franzblau" by "Franzblau"); a one-word name as
+        itself. ``speakers``: they are the conversation's participants, whom a first name
+        alone names before anyone a text merely mentions (a text's names are the tagger's,
+        spelling slips and all)."""
         rank = 0 if speakers else 1
         for name in names:
             full = normalise(PERSON, name)
             words = full.split()
             titled = bool(words) and words[0].rstrip(".") in HONORIFICS
-            if len(words) > 1 and (not titled or len(words) == 2):
+            if len(words) == 1:
+                # a one-word name the scope names: where it is tagged as a place, it is
+                # that person (see ``label``)
+                self._people_named.add(self._digest(PERSON, name))
+            elif not titled or len(words) == 2:
                 key = words[-1] if titled else words[0]
                 written = (rank, " ".join(name.split()))
                 for index, word in ((self._people, key), (self._surnames, words[-1])):
@@ -227,6 +237,7 @@ class WorkspacePseudonyms:
         ).distinct()
         for row in rows:
             self._by_digest.setdefault(row.digest, row)
+            self._people_named.add(row.digest)
             value = decrypt(row.value_encrypted)
             if value is not None:
                 self.people([value])
@@ -285,10 +296,13 @@ class WorkspacePseudonyms:
         person = self._person(entity_type, value)
         if person is not None:
             return self._label(PERSON, person, seen=value)
-        if entity_type == "LOCATION" and self._stored(PERSON, value) is not None:
-            # The small pipeline tags first names as places ("Lydia"): one the mapping
-            # holds as a person is that person.
+        if entity_type == "LOCATION" and self._digest(PERSON, value) in self._people_named:
+            # The small pipeline tags first names as places ("Lydia"): one the scope
+            # already names as a person is that person. Only there: a town the workspace
+            # once took for a person elsewhere ("Denver") is a place where it is one.
             return self._label(PERSON, value, seen=value)
+        if entity_type == PERSON:
+            self._people_named.add(self._digest(PERSON, value))
         return self._label(entity_type, value, seen=value)
 
     def _stored(self, entity_type: str, value: str) -> Pseudonym | None:

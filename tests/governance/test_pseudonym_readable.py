@@ -275,6 +275,54 @@ def test_a_town_the_tagger_once_called_a_person_is_still_found_in_its_sights(
     assert "Denver" not in redacted
 
 
+def test_a_town_the_workspace_once_took_for_a_person_is_a_place_elsewhere(
+    compliance_api, workspace
+):
+    # Another conversation's text once had the tagger call "Denver" a person; the
+    # mapping holds it so. Where the town is named as a town, it reads as a place.
+    with transaction.atomic():
+        WorkspacePseudonyms(workspace.pk).label("PERSON", "Denver")
+
+    redacted = _preview(compliance_api, "My sister moved to Denver last spring.")["redactedText"]
+
+    assert "Denver" not in redacted
+    assert _labels(redacted) == ["<LOCATION_1>"]
+
+
+@pytest.mark.parametrize(
+    "text, labels",
+    [
+        # Name lists hold "London" and "India" as first names: a town that is the subject
+        # of a verb is still the town the text puts somewhere.
+        ("We spent a week in London. London is expensive.", ["<LOCATION_1>"] * 2),
+        ("I'm flying back to India in May. India has festivals then.", ["<LOCATION_1>"] * 2),
+        # ... and a name the text calls a person is that person where tagged as a place.
+        ("I talked to Lydia yesterday. Lydia is lovely.", ["<PERSON_1>"] * 2),
+    ],
+)
+def test_one_name_in_one_text_is_one_kind_of_label(compliance_api, text, labels):
+    assert _labels(_preview(compliance_api, text)["redactedText"]) == labels
+
+
+def test_a_name_tagged_as_a_place_is_the_person_where_the_conversation_names_them(workspace):
+    conversation, messages = _chat(
+        workspace, [MessageInput(role="user", content="Denver said the parcel left on Monday.")]
+    )
+    [person] = _labels(
+        observer_reading(conversation=conversation, messages=messages, tool_outputs=[]).contents[0]
+    )
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="I wrote to Denver about the refund.")],
+    )
+    later = list(conversation.messages.filter(seq__gt=messages[-1].seq))
+
+    reading = observer_reading(conversation=conversation, messages=later, tool_outputs=[])
+
+    assert person.startswith("<PERSON_")
+    assert reading.contents[0] == f"I wrote to {person} about the refund."
+
+
 def test_a_common_word_after_a_word_of_kinship_is_still_a_name(compliance_api):
     text = "I would like to remove my kid Mali from the will, and my friend Sky from the list."
 
