@@ -304,20 +304,24 @@ def test_one_name_in_one_text_is_one_kind_of_label(compliance_api, text, labels)
     assert _labels(_preview(compliance_api, text)["redactedText"]) == labels
 
 
-def test_a_name_tagged_as_a_place_is_the_person_where_the_conversation_names_them(workspace):
-    conversation, messages = _chat(
-        workspace, [MessageInput(role="user", content="Denver said the parcel left on Monday.")]
-    )
-    [person] = _labels(
+def _a_label_then_a_later_reading(workspace, first: MessageInput, then: MessageInput):
+    """The one label the Observer reads in ``first``, and its reading of ``then``, a
+    message written later to the same conversation (a window of its own)."""
+    conversation, messages = _chat(workspace, [first])
+    [label] = _labels(
         observer_reading(conversation=conversation, messages=messages, tool_outputs=[]).contents[0]
     )
-    messages_append(
-        conversation=conversation,
-        items=[MessageInput(role="user", content="I wrote to Denver about the refund.")],
-    )
+    messages_append(conversation=conversation, items=[then])
     later = list(conversation.messages.filter(seq__gt=messages[-1].seq))
+    return label, observer_reading(conversation=conversation, messages=later, tool_outputs=[])
 
-    reading = observer_reading(conversation=conversation, messages=later, tool_outputs=[])
+
+def test_a_name_tagged_as_a_place_is_the_person_where_the_conversation_names_them(workspace):
+    person, reading = _a_label_then_a_later_reading(
+        workspace,
+        MessageInput(role="user", content="Denver said the parcel left on Monday."),
+        MessageInput(role="user", content="I wrote to Denver about the refund."),
+    )
 
     assert person.startswith("<PERSON_")
     assert reading.contents[0] == f"I wrote to {person} about the refund."
@@ -430,19 +434,11 @@ def test_without_redaction_the_observer_reads_speakers_as_stored(workspace):
 
 
 def test_a_later_window_gives_a_first_name_the_label_of_the_conversations_person(workspace):
-    conversation, first = _chat(
-        workspace, [MessageInput(role="user", content="This is Maria Lopez, order 5521.")]
+    lopez, reading = _a_label_then_a_later_reading(
+        workspace,
+        MessageInput(role="user", content="This is Maria Lopez, order 5521."),
+        MessageInput(role="assistant", content="Maria, your refund is on its way."),
     )
-    [lopez] = _labels(
-        observer_reading(conversation=conversation, messages=first, tool_outputs=[]).contents[0]
-    )
-    messages_append(
-        conversation=conversation,
-        items=[MessageInput(role="assistant", content="Maria, your refund is on its way.")],
-    )
-    later = list(conversation.messages.filter(seq__gt=first[-1].seq))
-
-    reading = observer_reading(conversation=conversation, messages=later, tool_outputs=[])
 
     assert reading.contents[0] == f"{lopez}, your refund is on its way."
 
