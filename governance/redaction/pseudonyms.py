@@ -168,8 +168,9 @@ class WorkspacePseudonyms:
     spelt as one in scope of a better rank but for a doubled letter ("Joey Tribianni",
     "Joey Tribbiani" speaking) is that person. An ambiguous name keeps a pseudonym of its
     own. A word tagged as a place is a person the mapping holds ("Lydia") only where the
-    scope already names that person (its conversations' sightings, or a label this object
-    gave): a town the workspace once took for a person elsewhere stays a place ("Denver")."""
+    scope already names that person (its conversations' sightings, the one-word names of
+    what is redacted, or a person's label this object gave): a town the workspace once
+    took for a person elsewhere stays a place ("Denver")."""
 
     def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
         self.workspace_id = workspace_id
@@ -188,8 +189,8 @@ class WorkspacePseudonyms:
         # its rank (0: a participant) and its spelling; and the same by surname
         self._people: dict[str, dict[str, tuple[int, str]]] = {}
         self._surnames: dict[str, dict[str, tuple[int, str]]] = {}
-        # digests of the PERSON values the scope names: sighted in its conversations, or
-        # labelled a person by this object
+        # digests of the PERSON values the scope names: sighted in its conversations,
+        # one-word names of what is redacted, or labelled a person by this object
         self._people_named: set[str] = set()
 
     def people(self, names: Iterable[str], *, speakers: bool = False) -> None:
@@ -304,20 +305,6 @@ class WorkspacePseudonyms:
         if entity_type == PERSON:
             self._people_named.add(self._digest(PERSON, value))
         return self._label(entity_type, value, seen=value)
-
-    def _stored(self, entity_type: str, value: str) -> Pseudonym | None:
-        """The stored pseudonym of ``value``, if any (looked up once per value)."""
-        digest = self._digest(entity_type, value)
-        row = self._by_digest.get(digest)
-        if row is None and digest not in self._absent:
-            row = Pseudonym.objects.filter(
-                workspace_id=self.workspace_id, digest=digest, forgotten_at__isnull=True
-            ).first()
-            if row is None:
-                self._absent.add(digest)
-            else:
-                self._by_digest[digest] = row
-        return row if row is not None and row.pk is not None else None
 
     def _label(self, entity_type: str, value: str, *, seen: str) -> str:
         """The label of ``value``, numbered if new; ``seen`` is what the text said (the
