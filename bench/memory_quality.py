@@ -67,7 +67,11 @@ Scores (pure functions in bench/quality/scoring.py and baselines.py, tested in
   whose raw transcript scores 0 are excluded and counted. ``relative as served`` scores
   the memory with its pseudonyms; ``read back`` the same memory with each label
   replaced by the value the workspace's mapping holds (what a person allowed to reveal
-  reads). Per question category as well.
+  reads). Per question category as well, as served and read back (FriendsQA's "Who"
+  questions: 0.25 as served, 0.94 read back).
+- Labels in the memory: how many pseudonym labels the served memory holds, their tokens
+  and their share of the memory, and the tokens their values would take written out
+  (``scoring.label_cost``; what the private default costs in compression).
 - Compression: cl100k tokens of the raw transcript / tokens of the memory text.
 - Baselines, on the raw turns, scored the same way: ``first-k`` (the first k words of
   each turn, k = 5, 10, 20, 40) and ``salient-m`` (capitalised words, numbers and words

@@ -21,6 +21,7 @@ from bench.quality.scoring import (
     coverage,
     garbled_reason,
     interpolate_curve,
+    label_cost,
     main_people,
     people_labels,
     read_back,
@@ -250,7 +251,7 @@ def run_dataset(
             )  # fmt: skip
     indexes = [Bm25Turns(h.texts) for h in histories] if has_questions else []
 
-    rows, scored, bm25 = [], {}, {}
+    rows, scored, readable_scored, bm25 = [], {}, {}, {}
     for label, run in runs.items():
         memory_tokens = _tokens([s.memory_text for s in run.served])
         item = score(label, histories, [[s.memory_text] for s in run.served], raw_words, raw,
@@ -261,6 +262,7 @@ def run_dataset(
             [[read_back(s.memory_text, values[label])] for s in run.served], raw_words, raw,
             sum(memory_tokens),
         )  # fmt: skip
+        readable_scored[label] = readable
         bm25[label] = score(
             f"BM25 at {label}'s budget", histories,
             [
@@ -313,6 +315,15 @@ def run_dataset(
         ["memory", "tokens", "compression", "relative as served", "read back",
          "first-k at size", "salient-m at size", "BM25 at budget", "memory / BM25"],
     )  # fmt: skip
+
+    for label, run in runs.items():
+        cost = label_cost("\n".join(s.memory_text for s in run.served), values[label], _count)
+        memory = scored[label].tokens
+        print(
+            f"labels in the memory, {label}: {cost.labels:,}, {cost.label_tokens:,} tokens "
+            f"({cost.label_tokens / memory if memory else 0:.1%} of the memory); "
+            f"written as their values {cost.value_tokens:,}"
+        )
 
     figures = {label: note_figures(histories, run.served) for label, run in runs.items()}
     cpu = {
@@ -395,17 +406,22 @@ def run_dataset(
         )
         categories = sorted({q.category for h in histories for q in h.questions})
         print("\nrelative coverage per question category (questions scored)")
-        columns = [*scored.values(), bm25.get("default") or next(iter(bm25.values()))]
+        columns = [
+            *((s.label, s) for s in scored.values()),
+            *((f"{s.label} read back", s) for s in readable_scored.values()),
+        ]
+        budget = bm25.get("default") or next(iter(bm25.values()))
+        columns.append((budget.label, budget))
         print_table(
             [
                 [category]
                 + [
                     f"{v.ratio:.2f} ({v.counted})" if (v := s.by_category.get(category)) else "-"
-                    for s in columns
+                    for _, s in columns
                 ]
                 for category in categories
             ],
-            ["category", *(s.label for s in columns)],
+            ["category", *(name for name, _ in columns)],
         )
 
     print()

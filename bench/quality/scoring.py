@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 # How the product writes a pseudonym, and what only looks like one: the bench counts by
@@ -202,6 +202,31 @@ def read_back(text: str, values: Mapping[str, str]) -> str:
     if "<" not in text:
         return text
     return LABEL.sub(lambda m: values.get(m.group(0), m.group(0)), text)
+
+
+@dataclass(frozen=True)
+class LabelCost:
+    """What the pseudonym labels of a served memory cost: how many, their tokens, and the
+    tokens their values would take written out (labels the mapping does not hold count
+    as themselves)."""
+
+    labels: int
+    label_tokens: int
+    value_tokens: int
+
+
+def label_cost(text: str, values: Mapping[str, str], count: Callable[[str], int]) -> LabelCost:
+    """``LabelCost`` of ``text``; ``count`` counts a string's tokens (each label and value
+    is counted with the space before it, as it stands in a line)."""
+    found = [match.group(0) for match in LABEL.finditer(text)]
+    tokens: dict[str, tuple[int, int]] = {}
+    for label in set(found):
+        tokens[label] = (count(f" {label}"), count(f" {values.get(label, label)}"))
+    return LabelCost(
+        labels=len(found),
+        label_tokens=sum(tokens[label][0] for label in found),
+        value_tokens=sum(tokens[label][1] for label in found),
+    )
 
 
 TITLES = _wordset("mr mrs ms miss dr")

@@ -34,11 +34,13 @@ from bench.quality.datasets import (
 )
 from bench.quality.pipeline import Pipeline, split_context
 from bench.quality.scoring import (
+    LabelCost,
     content_word_list,
     content_words,
     coverage,
     garbled_reason,
     interpolate_curve,
+    label_cost,
     main_people,
     normalise_dates,
     people_labels,
@@ -332,6 +334,24 @@ def test_read_back_puts_the_mapping_values_in_place_of_the_labels() -> None:
     answer_words = content_words("Monica Geller")
     assert coverage("Monica Geller", content_words(text)) == 0.0
     assert answer_words <= content_words(read_back(text, values))
+
+
+def test_label_cost_counts_every_occurrence_and_what_its_value_would_take() -> None:
+    values = {"<PERSON_3>": "Monica Geller", "<LOCATION_1>": "Central Perk Cafe"}
+    text = "<PERSON_3> met <PERSON_9> at <LOCATION_1>; <PERSON_3> paid. Not PERSON_4."
+
+    def characters(piece: str) -> int:  # a stand-in tokenizer: one token per character
+        return len(piece)
+
+    cost = label_cost(text, values, characters)
+
+    # 3 well-formed labels' 4 occurrences; the unknown one counts as itself
+    assert cost.labels == 4
+    assert cost.label_tokens == 2 * len(" <PERSON_3>") + len(" <PERSON_9>") + len(" <LOCATION_1>")
+    assert cost.value_tokens == (
+        2 * len(" Monica Geller") + len(" <PERSON_9>") + len(" Central Perk Cafe")
+    )
+    assert label_cost("no labels here", values, characters) == LabelCost(0, 0, 0)
 
 
 def test_a_value_goes_to_the_known_person_whose_name_holds_it() -> None:
