@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -218,14 +218,11 @@ class LabelCost:
 def label_cost(text: str, values: Mapping[str, str], count: Callable[[str], int]) -> LabelCost:
     """``LabelCost`` of ``text``; ``count`` counts a string's tokens (each label and value
     is counted with the space before it, as it stands in a line)."""
-    found = [match.group(0) for match in LABEL.finditer(text)]
-    tokens: dict[str, tuple[int, int]] = {}
-    for label in set(found):
-        tokens[label] = (count(f" {label}"), count(f" {values.get(label, label)}"))
+    found = Counter(match.group(0) for match in LABEL.finditer(text))
     return LabelCost(
-        labels=len(found),
-        label_tokens=sum(tokens[label][0] for label in found),
-        value_tokens=sum(tokens[label][1] for label in found),
+        labels=found.total(),
+        label_tokens=sum(n * count(f" {label}") for label, n in found.items()),
+        value_tokens=sum(n * count(f" {values.get(label, label)}") for label, n in found.items()),
     )
 
 

@@ -302,14 +302,14 @@ class WorkspacePseudonyms:
             # already names as a person is that person. Only there: a town the workspace
             # once took for a person elsewhere ("Denver") is a place where it is one.
             return self._label(PERSON, value, seen=value)
-        if entity_type == PERSON:
-            self._people_named.add(self._digest(PERSON, value))
         return self._label(entity_type, value, seen=value)
 
     def _label(self, entity_type: str, value: str, *, seen: str) -> str:
         """The label of ``value``, numbered if new; ``seen`` is what the text said (the
         first name of a person in scope), recorded with the pseudonym it used."""
         digest = self._digest(entity_type, value)
+        if entity_type == PERSON:
+            self._people_named.add(digest)  # a person's label given: the scope names them
         row = self._by_digest.get(digest)
         if row is None:
             if digest not in self._absent:
