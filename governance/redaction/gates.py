@@ -425,7 +425,11 @@ def _ingest_redaction(
         list(contents),
         spec=spec,
         seconds=settings.MEMDESK_SCAN_TEXT_SECONDS,
-        known=WorkspacePseudonyms(workspace_id, allocate=False),
+        known=WorkspacePseudonyms.known(
+            workspace_id,
+            conversation_ids=[conversation_id] if conversation_id else [],
+            speakers=names,
+        ),
     )
     unread = [index for index, found in enumerate(detections) if found is None]
     if unread:

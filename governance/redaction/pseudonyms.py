@@ -50,7 +50,7 @@ from governance.models import (
     RedactionPolicy,
 )
 from governance.redaction.labels import LABEL, label_meant
-from governance.redaction.speakers import conversation_speakers, people_of
+from governance.redaction.speakers import conversation_speakers, people_of, roles_among
 from memory.models import Message, Observation, Reflection
 from tenancy.models import Workspace
 
@@ -193,6 +193,20 @@ class WorkspacePseudonyms:
         # one-word names of what is redacted, or labelled a person by this object
         self._people_named: set[str] = set()
 
+    @classmethod
+    def known(
+        cls,
+        workspace_id: uuid.UUID | str,
+        *,
+        conversation_ids: Iterable[Any] = (),
+        speakers: Iterable[str] = (),
+    ) -> WorkspacePseudonyms:
+        """A read-only mapping to detect with (``held``): the values the workspace holds,
+        and the one-word names of the people these conversations and speakers name."""
+        known = cls(workspace_id, allocate=False)
+        known.people_in_scope(conversation_ids=conversation_ids, speakers=speakers, mentioned=())
+        return known
+
     def people(self, names: Iterable[str], *, speakers: bool = False) -> None:
         """Add names to the people in scope: a full name found by its first word, or, after
         a title, by its surname ("Dr. Franzblau" by "Franzblau"); a one-word name as
@@ -264,7 +278,11 @@ class WorkspacePseudonyms:
     def held(self, candidates: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these (entity type, value) pairs the workspace holds a pseudonym for,
         found by their keyed digests in one query per thousand (``KnownValues`` of
-        ``governance.redaction.recurrence``)."""
+        ``governance.redaction.recurrence``), and the one-word names of people in scope:
+        a participant's first name ("Rachel" where Rachel Green speaks) is found wherever
+        it recurs, as a held value is, though the tagger misses it in a stage direction
+        ("[cut to Phoebe and Rachel as Monica returns]"). Not a role a client gave as a
+        name ("Flight" of "Flight Attendant")."""
         by_digest: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for pair in candidates:
             by_digest[self._digest(*pair)].append(pair)
@@ -279,6 +297,10 @@ class WorkspacePseudonyms:
             for row in rows:
                 self._by_digest[row.digest] = row
                 found.update(by_digest[row.digest])
+        named = {value for entity_type, value in candidates if entity_type == PERSON}
+        people = {v: p for v in named if " " not in v.strip() and (p := self._person(PERSON, v))}
+        roles = set(roles_among(people.values()))
+        found.update((PERSON, v) for v, person in people.items() if person not in roles)
         return found
 
     def _digest(self, entity_type: str, value: str) -> str:

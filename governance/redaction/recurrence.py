@@ -68,14 +68,20 @@ def candidates(text: str) -> list[Candidate]:
 
 
 def _reads_as_name(tokens: Any, start: int, end: int) -> bool:
-    """A single word must be a proper noun to the tagger ("Will" in "Will you?" is not),
-    and no word may be tagged as a date or a time ("May", "Winter")."""
+    """A single word that is also a word of the lexicon must be a proper noun to the
+    tagger ("Will" in "Will you?" is not); one that is no word ("Emily", which the small
+    pipeline tags as an adverb in "Now Emily, repeat after me") is a name as written. No
+    word may be tagged as a date or a time ("May", "Winter")."""
     if tokens is None:
         return True
     inside = [t for t in tokens if start <= t.idx < end]
     if any(t.ent_type_ in ("DATE", "TIME") for t in inside):
         return False
-    return len(inside) != 1 or inside[0].pos_ == "PROPN"
+    if len(inside) != 1 or inside[0].pos_ == "PROPN":
+        return True
+    from governance.redaction.name_recognizers import in_lexicon, lexicon
+
+    return not in_lexicon(inside[0], lexicon())
 
 
 def _result(entity_type: str, start: int, end: int, score: float, name: str) -> RecognizerResult:
@@ -113,18 +119,23 @@ def recurrences(
     if not seen and not held:
         return []
     taken = [(r.start, r.end) for r in results]
+    # A name a recognizer guessed at in the review band ("Emily" alone, 0.6) is found for
+    # certain where the mapping knows it: the known result is added on the same span and
+    # acts, as the most certain of overlapping results does.
+    guessed = {(r.start, r.end): r.score for r in results if r.entity_type in RECURRING_TYPES}
     added: list[RecognizerResult] = []
     for start, end, value in found:
-        if any(start < e and s < end for s, e in taken):
-            continue
         origin = seen.get(value)
-        if origin is not None:
+        known = held.get(normalise("PERSON", value))
+        if known is not None and (origin is None or origin.score < KNOWN_SCORE):
+            new = _result(known, start, end, KNOWN_SCORE, KNOWN_PSEUDONYM)
+        elif origin is not None:
             new = _result(origin.entity_type, start, end, origin.score, RECURRENCE)
-        elif normalise("PERSON", value) in held:
-            new = _result(
-                held[normalise("PERSON", value)], start, end, KNOWN_SCORE, KNOWN_PSEUDONYM
-            )
         else:
+            continue
+        if any(start < e and s < end for s, e in taken) and not (
+            new.score > guessed.get((start, end), new.score)
+        ):
             continue
         if _reads_as_name(tokens, start, end):
             added.append(new)

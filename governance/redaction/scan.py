@@ -175,7 +175,11 @@ def messages_scan(
         seconds=settings.MEMDESK_SCAN_TEXT_SECONDS,
         batch_size=batch_size,
         n_process=n_process,
-        known=WorkspacePseudonyms(policy.workspace_id, allocate=False),
+        known=WorkspacePseudonyms.known(
+            policy.workspace_id,
+            conversation_ids=(m.conversation_id for m in stale),
+            speakers=(m.name for m in stale),
+        ),
         reuse=not force,
     )
     now = timezone.now()

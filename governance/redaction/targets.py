@@ -281,7 +281,9 @@ def redact_targets(
         spec=spec,
         batch_size=batch_size,
         n_process=n_process,
-        known=WorkspacePseudonyms(policy.workspace_id, allocate=False),
+        known=WorkspacePseudonyms.known(
+            policy.workspace_id, conversation_ids=(t.conversation_id for t in targets)
+        ),
     )
     work = []
     for target, text, found in zip(targets, texts, detections, strict=True):
@@ -305,6 +307,11 @@ def redact_targets(
         # a redaction that rolls back gives its numbers back.
         with transaction.atomic():
             pseudonyms = WorkspacePseudonyms(policy.workspace_id)
+            # A note's people are its conversation's, as a message's are: "Monica" in an
+            # observation of a conversation Monica Geller speaks in is her label.
+            pseudonyms.people_in_scope(
+                conversation_ids=(t.conversation_id for t in targets), speakers=(), mentioned=()
+            )
             pseudonyms.preload(
                 pair
                 for _, text, fresh, waiting, _ in work

@@ -16,7 +16,7 @@ from governance.redaction.gates import message_ingest, observer_reading
 from governance.redaction.labels import malformed_pseudonyms
 from governance.redaction.presidio import PolicySpec, engine
 from governance.redaction.pseudonyms import WorkspacePseudonyms
-from memory.models import Conversation, Message
+from memory.models import Conversation, Message, Observation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
 
@@ -441,6 +441,69 @@ def test_a_later_window_gives_a_first_name_the_label_of_the_conversations_person
     )
 
     assert reading.contents[0] == f"{lopez}, your refund is on its way."
+
+
+def test_a_speakers_first_name_is_their_label_where_the_tagger_misses_it(workspace):
+    conversation, messages = _chat(
+        workspace,
+        [
+            MessageInput(role="user", name="Emily Waltham", content="I'm ready. Let's go."),
+            # The small pipeline reads "Emily" as an adverb here, a name nowhere,
+            MessageInput(
+                role="user",
+                name="Narrator",
+                content="(He turns and sees that not only has Emily arrived, but the ring too.)",
+            ),
+            # ... and here as a first name it is unsure of (the review band).
+            MessageInput(role="user", name="Minister", content="Take thee, Emily. Repeat."),
+        ],
+    )
+
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+
+    emily = reading.speakers[0]
+    assert re.fullmatch(r"<PERSON_\d+>", emily)
+    assert reading.contents[1] == (
+        f"(He turns and sees that not only has {emily} arrived, but the ring too.)"
+    )
+    assert reading.contents[2] == f"Take thee, {emily}. Repeat."
+
+
+def test_a_speakers_first_word_is_no_name_where_it_is_a_word_or_the_speaker_a_role(workspace):
+    conversation, messages = _chat(
+        workspace,
+        [
+            MessageInput(role="user", name="Will Turner", content="Hello there."),
+            MessageInput(role="user", name="Gate Agent", content="Boarding now."),
+            MessageInput(role="assistant", content="Will you send the receipt?"),
+            MessageInput(role="assistant", content="Your Ticket is at the Gate, ask the Agent."),
+        ],
+    )
+
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+
+    assert list(reading.contents[2:]) == [
+        "Will you send the receipt?",
+        "Your Ticket is at the Gate, ask the Agent.",
+    ]
+
+
+def test_a_first_name_in_a_typed_note_is_the_conversations_speaker(workspace, curator_api):
+    conversation, messages = _chat(workspace, SUPPORT_CHAT)
+    maria = observer_reading(
+        conversation=conversation, messages=messages, tool_outputs=[]
+    ).speakers[0]
+
+    response = curator_api.post(
+        f"/v1/conversations/{conversation.pk}/observations",
+        {"text": "Maria prefers e-mail over SMS.", "priority": "medium"},
+        format="json",
+    )
+
+    assert response.status_code == 201
+    assert Observation.objects.get(pk=response.json()["id"]).text == (
+        f"{maria} prefers e-mail over SMS."
+    )
 
 
 def test_redacting_at_ingest_stores_the_speakers_pseudonym_as_the_name(workspace):
