@@ -202,7 +202,7 @@ class WorkspacePseudonyms:
         speakers: Iterable[str] = (),
     ) -> WorkspacePseudonyms:
         """A read-only mapping to detect with (``held``): the values the workspace holds,
-        and the one-word names of the people these conversations and speakers name."""
+        and the one-word names of these conversations' speakers and of ``speakers``."""
         known = cls(workspace_id, allocate=False)
         known.people_in_scope(conversation_ids=conversation_ids, speakers=speakers, mentioned=())
         return known
@@ -278,11 +278,11 @@ class WorkspacePseudonyms:
     def held(self, candidates: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these (entity type, value) pairs the workspace holds a pseudonym for,
         found by their keyed digests in one query per thousand (``KnownValues`` of
-        ``governance.redaction.recurrence``), and the one-word names of people in scope:
-        a participant's first name ("Rachel" where Rachel Green speaks) is found wherever
-        it recurs, as a held value is, though the tagger misses it in a stage direction
-        ("[cut to Phoebe and Rachel as Monica returns]"). Not a role a client gave as a
-        name ("Flight" of "Flight Attendant")."""
+        ``governance.redaction.recurrence``), and the one-word names of the speakers in
+        scope: a participant's first name ("Rachel" where Rachel Green speaks) is found
+        wherever it recurs, as a held value is, though the tagger misses it in a stage
+        direction ("[cut to Phoebe and Rachel as Monica returns]"). Not a role a client
+        gave as a name ("Flight" of "Flight Attendant")."""
         by_digest: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for pair in candidates:
             by_digest[self._digest(*pair)].append(pair)
@@ -298,10 +298,21 @@ class WorkspacePseudonyms:
                 self._by_digest[row.digest] = row
                 found.update(by_digest[row.digest])
         named = {value for entity_type, value in candidates if entity_type == PERSON}
-        people = {v: p for v in named if " " not in v.strip() and (p := self._person(PERSON, v))}
+        people = {v: p for v in named if (p := self._participant(v))}
         roles = set(roles_among(people.values()))
         found.update((PERSON, v) for v, person in people.items() if person not in roles)
         return found
+
+    def _participant(self, value: str) -> str | None:
+        """The one speaker in scope whose first name (or surname, after a title) the
+        one-word ``value`` is. Only speakers: a name a text mentions is the tagger's
+        reading, which takes a brand for a person now and then ("Instagram Shopping")."""
+        key = normalise(PERSON, value)
+        if " " in key:
+            return None
+        named = self._people.get(key) or self._surnames.get(key, {})
+        speaking = [written for rank, written in named.values() if rank == 0]
+        return speaking[0] if len(speaking) == 1 else None
 
     def _digest(self, entity_type: str, value: str) -> str:
         return value_digest(workspace_id=self.workspace_id, entity_type=entity_type, value=value)
