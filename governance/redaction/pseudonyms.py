@@ -50,7 +50,12 @@ from governance.models import (
     RedactionPolicy,
 )
 from governance.redaction.labels import LABEL, label_meant
-from governance.redaction.speakers import conversation_speakers, people_of, roles_among
+from governance.redaction.speakers import (
+    conversation_speakers,
+    conversations_speakers,
+    people_of,
+    roles_among,
+)
 from memory.models import Message, Observation, Reflection
 from tenancy.models import Workspace
 
@@ -202,9 +207,11 @@ class WorkspacePseudonyms:
         speakers: Iterable[str] = (),
     ) -> WorkspacePseudonyms:
         """A read-only mapping to detect with (``held``): the values the workspace holds,
-        and the one-word names of these conversations' speakers and of ``speakers``."""
+        and the one-word names of these conversations' speakers and of ``speakers`` (one
+        query for the conversations' names; no stored value is read)."""
         known = cls(workspace_id, allocate=False)
-        known.people_in_scope(conversation_ids=conversation_ids, speakers=speakers, mentioned=())
+        stored = conversations_speakers(conversation_ids)
+        known.people(people_of([*stored, *speakers]), speakers=True)
         return known
 
     def people(self, names: Iterable[str], *, speakers: bool = False) -> None:

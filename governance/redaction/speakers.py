@@ -62,8 +62,13 @@ def _a_role(words: str) -> bool:
 
 def conversation_speakers(conversation_id: Any) -> list[str]:
     """The names a conversation's messages carry, as stored, each once, in order."""
+    return conversations_speakers([conversation_id])
+
+
+def conversations_speakers(conversation_ids: Iterable[Any]) -> list[str]:
+    """The names these conversations' messages carry, as stored, each once, in order."""
     return list(
-        Message.objects.filter(conversation_id=conversation_id)
+        Message.objects.filter(conversation_id__in=sorted(set(conversation_ids)))
         .exclude(name="")
         .values_list("name", flat=True)
         .distinct()
