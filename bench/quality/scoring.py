@@ -71,6 +71,9 @@ DATE_PATTERNS = (
     ),
 )  # fmt: skip
 WORD = re.compile(r"date-\d\d-\d\d|\d+(?:[.,]\d+)*|[a-z]+(?:'[a-z]+)?")
+# A pseudonym ("<PERSON_3>") or a mask ("<PERSON>") says no word of an answer: read as
+# words it would give "person" and "3", and an answer "3 times" would count as found.
+OPAQUE = re.compile(r"<[A-Z][A-Z0-9_]*>")
 
 
 def normalise_dates(text: str) -> str:
@@ -105,7 +108,7 @@ def _normal_word(word: str) -> str:
 def content_word_list(text: str) -> list[str]:
     """The normalised content words of ``text`` in order, repeats kept (BM25 counts them)."""
     words = []
-    for raw in WORD.findall(normalise_dates(text).lower()):
+    for raw in WORD.findall(normalise_dates(OPAQUE.sub(" ", text)).lower()):
         if raw in STOPWORDS:
             continue
         word = _normal_word(raw)

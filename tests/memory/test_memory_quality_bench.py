@@ -72,6 +72,13 @@ def test_stopwords_case_and_possessives_do_not_count() -> None:
     assert content_words("The user's Spotify playlist") == {"spotify", "playlist"}
 
 
+def test_a_label_or_a_mask_is_no_word_of_an_answer() -> None:
+    served = content_words("User met <PERSON_3> and <LOCATION_12>; <EMAIL_ADDRESS> wrote")
+
+    assert served == {"met", "wrote"}
+    assert coverage("3 people", served) == 0.0
+
+
 def test_coverage_is_the_share_of_answer_words_found() -> None:
     memory = content_words("2023-08-11 User added 25 postcards to the collection")
     assert coverage("25", memory) == 1.0
