@@ -210,8 +210,10 @@ class WorkspacePseudonyms:
         and the one-word names of these conversations' speakers and of ``speakers`` (one
         query for the conversations' names; no stored value is read)."""
         known = cls(workspace_id, allocate=False)
-        stored = conversations_speakers(conversation_ids)
-        known.people(people_of([*stored, *speakers]), speakers=True)
+        persons = people_of([*conversations_speakers(conversation_ids), *speakers])
+        # A role a client gave as a name ("Gate Agent") names no one: "Gate" is no name.
+        roles = set(roles_among(persons))
+        known.people([p for p in persons if p not in roles], speakers=True)
         return known
 
     def people(self, names: Iterable[str], *, speakers: bool = False) -> None:
@@ -275,11 +277,17 @@ class WorkspacePseudonyms:
                 return _spelt_alike(key, known)
             full = known.get(key)
             return full[1] if full else None
+        return self._one_named(key)
+
+    def _one_named(self, key: str, *, rank: int | None = None) -> str | None:
+        """The one full name in scope the one-word ``key`` (normalised) names, as a first
+        name or else as a surname, among those of the best rank there (or of ``rank``);
+        None where it names none or several."""
         named = self._people.get(key) or self._surnames.get(key, {})
         if not named:
             return None
-        best = min(rank for rank, _ in named.values())
-        chosen = [written for rank, written in named.values() if rank == best]
+        wanted = min(r for r, _ in named.values()) if rank is None else rank
+        chosen = [written for r, written in named.values() if r == wanted]
         return chosen[0] if len(chosen) == 1 else None
 
     def held(self, candidates: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -288,8 +296,7 @@ class WorkspacePseudonyms:
         ``governance.redaction.recurrence``), and the one-word names of the speakers in
         scope: a participant's first name ("Rachel" where Rachel Green speaks) is found
         wherever it recurs, as a held value is, though the tagger misses it in a stage
-        direction ("[cut to Phoebe and Rachel as Monica returns]"). Not a role a client
-        gave as a name ("Flight" of "Flight Attendant")."""
+        direction ("[cut to Phoebe and Rachel as Monica returns]")."""
         by_digest: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for pair in candidates:
             by_digest[self._digest(*pair)].append(pair)
@@ -304,22 +311,16 @@ class WorkspacePseudonyms:
             for row in rows:
                 self._by_digest[row.digest] = row
                 found.update(by_digest[row.digest])
-        named = {value for entity_type, value in candidates if entity_type == PERSON}
-        people = {v: p for v in named if (p := self._participant(v))}
-        roles = set(roles_among(people.values()))
-        found.update((PERSON, v) for v, person in people.items() if person not in roles)
+        # Only speakers (rank 0): a name a text mentions is the tagger's reading, which
+        # takes a brand for a person now and then ("Instagram Shopping").
+        found.update(
+            (PERSON, value)
+            for entity_type, value in candidates
+            if entity_type == PERSON
+            and " " not in (key := normalise(PERSON, value))
+            and self._one_named(key, rank=0)
+        )
         return found
-
-    def _participant(self, value: str) -> str | None:
-        """The one speaker in scope whose first name (or surname, after a title) the
-        one-word ``value`` is. Only speakers: a name a text mentions is the tagger's
-        reading, which takes a brand for a person now and then ("Instagram Shopping")."""
-        key = normalise(PERSON, value)
-        if " " in key:
-            return None
-        named = self._people.get(key) or self._surnames.get(key, {})
-        speaking = [written for rank, written in named.values() if rank == 0]
-        return speaking[0] if len(speaking) == 1 else None
 
     def _digest(self, entity_type: str, value: str) -> str:
         return value_digest(workspace_id=self.workspace_id, entity_type=entity_type, value=value)
