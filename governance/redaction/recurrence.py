@@ -106,9 +106,9 @@ def recurrences(
     """New results at the other places of the names in ``results`` (the same words,
     written the same way), and at the places of names the workspace holds (``held``:
     normalised value -> entity type), among ``found`` (``candidates(text)``), none
-    overlapping another. ``tokens`` (spaCy's) keep a capitalised word at a sentence's
-    start from being taken for a name it spells ("Will", "Hope"). The caller puts them
-    through the same context rules as the rest."""
+    overlapping another but on the very span of a less certain one. ``tokens`` (spaCy's)
+    keep a capitalised word at a sentence's start from being taken for a name it spells
+    ("Will", "Hope"). The caller puts them through the same context rules as the rest."""
     seen: dict[str, RecognizerResult] = {}
     for result in results:
         if result.entity_type in RECURRING_TYPES:
@@ -119,10 +119,7 @@ def recurrences(
     if not seen and not held:
         return []
     taken = [(r.start, r.end) for r in results]
-    # A name a recognizer guessed at in the review band ("Emily" alone, 0.6) is found for
-    # certain where the mapping knows it: the known result is added on the same span and
-    # acts, as the most certain of overlapping results does.
-    guessed = {(r.start, r.end): r.score for r in results if r.entity_type in RECURRING_TYPES}
+    scored = {(r.start, r.end): r.score for r in results if r.entity_type in RECURRING_TYPES}
     added: list[RecognizerResult] = []
     for start, end, value in found:
         origin = seen.get(value)
@@ -133,9 +130,11 @@ def recurrences(
             new = _result(origin.entity_type, start, end, origin.score, RECURRENCE)
         else:
             continue
-        if any(start < e and s < end for s, e in taken) and not (
-            new.score > guessed.get((start, end), new.score)
-        ):
+        # A name a recognizer was unsure of ("Emily" alone, 0.6: the review band) is found
+        # for certain where the mapping knows it: added on the same span, it acts, as the
+        # most certain of overlapping results does.
+        surer = new.score > scored.get((start, end), 1.0)
+        if not surer and any(start < e and s < end for s, e in taken):
             continue
         if _reads_as_name(tokens, start, end):
             added.append(new)
