@@ -11,14 +11,19 @@ import re
 import pytest
 from django.db import transaction
 
-from governance.models import Pseudonym, RedactionPolicy
-from governance.redaction.gates import message_ingest, observer_reading
+from governance.models import Pseudonym, RedactionFinding, RedactionPolicy
+from governance.redaction.gates import (
+    message_ingest,
+    observer_reading,
+    redaction_gate_for_reflection,
+)
 from governance.redaction.labels import malformed_pseudonyms
 from governance.redaction.presidio import PolicySpec, engine
 from governance.redaction.pseudonyms import WorkspacePseudonyms
 from memory.models import Conversation, Message, Observation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
+from tests.memory.factories import ObservationFactory
 
 LABEL = re.compile(r"<[A-Z_]+_\d+>")
 
@@ -454,7 +459,7 @@ def test_a_speakers_first_name_is_their_label_where_the_tagger_misses_it(workspa
                 name="Narrator",
                 content="(He turns and sees that not only has Emily arrived, but the ring too.)",
             ),
-            # ... and here as a first name it is unsure of (the review band).
+            # ... and here as a first name it is unsure of (the Observer reads both masked).
             MessageInput(role="user", name="Minister", content="Take thee, Emily. Repeat."),
         ],
     )
@@ -467,6 +472,25 @@ def test_a_speakers_first_name_is_their_label_where_the_tagger_misses_it(workspa
         f"(He turns and sees that not only has {emily} arrived, but the ring too.)"
     )
     assert reading.contents[2] == f"Take thee, {emily}. Repeat."
+
+
+def test_a_speakers_first_name_in_a_note_is_labelled_not_left_for_review(workspace):
+    conversation, messages = _chat(
+        workspace, [MessageInput(role="user", name="Emily Waltham", content="I'm ready.")]
+    )
+    emily = observer_reading(
+        conversation=conversation, messages=messages, tool_outputs=[]
+    ).speakers[0]
+    # The name-list recognizer alone is unsure of "Emily" here (the review band).
+    note = ObservationFactory(conversation=conversation, text="Minister said take thee, Emily.")
+
+    redaction_gate_for_reflection(conversation=conversation, observations=[note])
+
+    note.refresh_from_db()
+    assert note.text == f"Minister said take thee, {emily}."
+    assert not RedactionFinding.objects.filter(
+        target_id=note.pk, status=RedactionFinding.Status.PENDING_REVIEW
+    ).exists()
 
 
 def test_a_speakers_first_word_is_no_name_where_it_is_a_word_or_the_speaker_a_role(workspace):
