@@ -310,7 +310,8 @@ class Pseudonym(models.Model):
     number = models.PositiveIntegerField()
     # HMAC-SHA256 of workspace, entity type and normalised value; empty once forgotten.
     digest = models.CharField(max_length=64, blank=True, default="")
-    # A Fernet token of the value as first seen; empty once forgotten.
+    # A Fernet token of the value as first seen (or the full name a first name said alone
+    # turned out to be, redaction/pseudonyms.py); empty once forgotten.
     value_encrypted = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     forgotten_at = models.DateTimeField(null=True, blank=True)

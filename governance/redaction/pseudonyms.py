@@ -40,7 +40,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from core.actors import Actor
+from core.actors import SYSTEM_ACTOR, Actor
 from core.errors import MemdeskError
 from governance.audit.writer import audit_record, require_reason
 from governance.models import (
@@ -175,7 +175,13 @@ class WorkspacePseudonyms:
     own. A word tagged as a place is a person the mapping holds ("Lydia") only where the
     scope already names that person (its conversations' sightings, the one-word names of
     what is redacted, or a person's label this object gave): a town the workspace once
-    took for a person elsewhere stays a place ("Denver")."""
+    took for a person elsewhere stays a place ("Denver").
+
+    A first name said before its person was in scope ("Kate is late", and later Kate
+    Miller speaks) got a label of its own; the full name, numbered for the first time
+    where its first name names it alone, takes that label instead of a new one, when every
+    sighting of it is in the conversations in scope (``_said_before``). The label keeps
+    its number and now stands for the full name (audited, ``redaction.pseudonym.name``)."""
 
     def __init__(self, workspace_id: uuid.UUID | str, *, allocate: bool = True) -> None:
         self.workspace_id = workspace_id
@@ -197,6 +203,8 @@ class WorkspacePseudonyms:
         # digests of the PERSON values the scope names: sighted in its conversations,
         # one-word names of what is redacted, or labelled a person by this object
         self._people_named: set[str] = set()
+        # the conversations whose people are in scope (``people_of_conversation``)
+        self._conversations: set[Any] = set()
 
     @classmethod
     def known(
@@ -252,6 +260,7 @@ class WorkspacePseudonyms:
     def people_of_conversation(self, conversation_id: Any) -> None:
         """Add the people a conversation names: its messages' speakers (as stored), and
         the values of the PERSON pseudonyms it holds (decrypted here, never returned)."""
+        self._conversations.add(conversation_id)
         self.people(people_of(conversation_speakers(conversation_id)), speakers=True)
         rows = Pseudonym.objects.filter(
             workspace_id=self.workspace_id,
@@ -357,6 +366,8 @@ class WorkspacePseudonyms:
                 row = Pseudonym.objects.filter(
                     workspace_id=self.workspace_id, digest=digest
                 ).first()
+            if row is None and (earlier := self._said_before(entity_type, value)) is not None:
+                row = self._named(earlier, value, digest) if self.allocate else earlier
             if row is None:
                 row = (
                     self._allocated(entity_type, value, digest)
@@ -368,6 +379,61 @@ class WorkspacePseudonyms:
             self._used.setdefault(row.pk, (row, seen))
             self._ids[row.label] = row.pk
         return row.label
+
+    def _said_before(self, entity_type: str, value: str) -> Pseudonym | None:
+        """The pseudonym a new full name's first name was given alone, before its person
+        was in scope: where the first name names only this full name in scope, and every
+        sighting of it is in the conversations in scope (a first name also said in another
+        conversation may be someone else there). None where there is none."""
+        words = normalise(entity_type, value).split()
+        if entity_type != PERSON or len(words) < 2 or not self._conversations:
+            return None
+        first = words[0]
+        if first.rstrip(".") in HONORIFICS:
+            return None
+        named = self._one_named(first)
+        if named is None or normalise(PERSON, named) != " ".join(words):
+            return None
+        digest = self._digest(PERSON, first)
+        row = self._by_digest.get(digest)
+        if row is None and digest not in self._absent:
+            row = Pseudonym.objects.filter(workspace_id=self.workspace_id, digest=digest).first()
+        if row is None or row.pk is None or not row.is_held:
+            return None
+        sightings = PseudonymSighting.objects.filter(pseudonym=row)
+        if sightings.exclude(conversation_id__in=self._conversations).exists():
+            return None
+        return row if sightings.exists() else None
+
+    def _named(self, earlier: Pseudonym, value: str, digest: str) -> Pseudonym:
+        """``earlier`` (a first name's pseudonym, see ``_said_before``) made the full name
+        ``value``'s: same number, the full name's digest and value. Under the numbering
+        lock, as a number is given; where someone else numbered the full name meanwhile,
+        or forgot ``earlier``, theirs (or a new number) is used instead."""
+        if not self._serialised:
+            self._absent.add(digest)
+            self._serialise()
+            if digest in self._by_digest:  # numbered by whoever held the lock before
+                return self._by_digest[digest]
+        renamed = Pseudonym.objects.filter(
+            pk=earlier.pk, digest=earlier.digest, forgotten_at__isnull=True
+        ).update(digest=digest, value_encrypted=encrypt(value))
+        if not renamed:
+            return self._allocated(PERSON, value, digest)
+        self._by_digest.pop(earlier.digest, None)
+        self._absent.add(earlier.digest)
+        self._absent.discard(digest)
+        earlier.digest = digest
+        audit_record(
+            workspace_id=self.workspace_id,
+            actor=SYSTEM_ACTOR,
+            action="redaction.pseudonym.name",
+            target_type="pseudonym",
+            target_id=earlier.label,
+            before={"words": 1},
+            after={"words": len(value.split())},
+        )
+        return earlier
 
     def id_of(self, label: str) -> int | None:
         """The stored pseudonym behind a label this object gave out (None in previews)."""

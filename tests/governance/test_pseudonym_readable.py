@@ -11,7 +11,8 @@ import re
 import pytest
 from django.db import transaction
 
-from governance.models import Pseudonym, RedactionFinding, RedactionPolicy
+from core.actors import SYSTEM_ACTOR
+from governance.models import AuditEvent, Pseudonym, RedactionFinding, RedactionPolicy
 from governance.redaction.gates import (
     message_ingest,
     observer_reading,
@@ -19,7 +20,7 @@ from governance.redaction.gates import (
 )
 from governance.redaction.labels import malformed_pseudonyms
 from governance.redaction.presidio import PolicySpec, engine
-from governance.redaction.pseudonyms import WorkspacePseudonyms
+from governance.redaction.pseudonyms import WorkspacePseudonyms, pseudonym_reveal, value_digest
 from memory.models import Conversation, Message, Observation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append
@@ -446,6 +447,77 @@ def test_a_later_window_gives_a_first_name_the_label_of_the_conversations_person
     )
 
     assert reading.contents[0] == f"{lopez}, your refund is on its way."
+
+
+def _kate_before_and_after(conversation, messages):
+    """The label the Observer reads for "Kate" before Kate Miller speaks, and its reading
+    of a later window in which she does."""
+    [before] = _labels(
+        observer_reading(conversation=conversation, messages=messages, tool_outputs=[]).contents[0]
+    )
+    messages_append(
+        conversation=conversation,
+        items=[
+            MessageInput(role="user", name="Kate Miller", content="Sorry I'm late, the slides."),
+            MessageInput(role="assistant", name="Tom Berg", content="Thanks, Kate."),
+        ],
+    )
+    later = list(conversation.messages.filter(seq__gt=messages[-1].seq))
+    return before, observer_reading(conversation=conversation, messages=later, tool_outputs=[])
+
+
+def test_a_first_name_said_before_its_person_speaks_is_their_label_once_they_do(workspace):
+    conversation, messages = _chat(
+        workspace, [MessageInput(role="user", content="Is Kate coming to the budget meeting?")]
+    )
+
+    kate, reading = _kate_before_and_after(conversation, messages)
+
+    # One person, one label: the full name takes the label its first name was given.
+    assert reading.speakers[0] == kate
+    assert reading.contents[1] == f"Thanks, {kate}."
+    row = Pseudonym.objects.get(workspace=workspace, entity_type="PERSON", number=_number(kate))
+    assert (
+        pseudonym_reveal(
+            workspace_id=workspace.id, label=kate, actor=SYSTEM_ACTOR, reason="test"
+        ).value
+        == "Kate Miller"
+    )
+    assert row.digest == value_digest(
+        workspace_id=workspace.id, entity_type="PERSON", value="kate miller"
+    )
+    event = AuditEvent.objects.get(action="redaction.pseudonym.name")
+    assert event.target_id == kate and "Kate" not in str(event.after)
+
+
+def test_a_first_name_also_said_in_another_conversation_keeps_its_own_label(workspace):
+    elsewhere, _ = _chat(
+        workspace, [MessageInput(role="user", content="Kate called about her order.")]
+    )
+    observer_reading(
+        conversation=elsewhere, messages=list(elsewhere.messages.all()), tool_outputs=[]
+    )
+    conversation, messages = _chat(
+        workspace, [MessageInput(role="user", content="Is Kate coming to the budget meeting?")]
+    )
+
+    kate, reading = _kate_before_and_after(conversation, messages)
+
+    # That "Kate" may be someone else: Kate Miller is a label of her own, "Kate" stays "Kate".
+    miller = reading.speakers[0]
+    assert re.fullmatch(r"<PERSON_\d+>", miller) and miller != kate
+    assert reading.contents[1] == f"Thanks, {miller}."
+    assert (
+        pseudonym_reveal(
+            workspace_id=workspace.id, label=kate, actor=SYSTEM_ACTOR, reason="test"
+        ).value
+        == "Kate"
+    )
+    assert not AuditEvent.objects.filter(action="redaction.pseudonym.name").exists()
+
+
+def _number(label: str) -> int:
+    return int(label.rstrip(">").rsplit("_", 1)[1])
 
 
 def test_a_speakers_first_name_is_their_label_where_the_tagger_misses_it(workspace):
