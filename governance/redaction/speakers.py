@@ -8,14 +8,15 @@ where the contents mention them ("Maria Gonzalez" speaking and "Maria Gonzalez"
 mentioned are one ``<PERSON_n>``). What is no one's name stays as written: a qualifier
 in brackets ("Tom (agent)" becomes "<PERSON_2> (agent)"), and a role a client gave as a
 name, words of the English lexicon that no name list holds ("Narrator", "Project
-Manager"). A name the policy allows, or a policy that does not redact people, leaves it
-as it is.
+Manager"). A first name in the qualifier is someone's, and is redacted as the name is
+("Carl (Rachel's date)" becomes "<PERSON_7> (<PERSON_3>'s date)"). A name the policy
+allows, or a policy that does not redact people, leaves it as it is.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from governance.redaction import presidio
@@ -27,6 +28,8 @@ MAX_SPEAKER_NAME_CHARS = Message._meta.get_field("name").max_length or 64
 # "Tom (agent)", "Dana [support]": the name, then a qualifier that says the role.
 _QUALIFIED = re.compile(r"^(?P<name>.*?\S)\s*(?P<qualifier>[(\[][^()\[\]]*[)\]])$")
 # Between the people of one name: "Chandler & Joey", "Ross, Rachel and Monica".
+# A capitalised word of a qualifier, without its possessive: "Rachel" of "(Rachel's date)".
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?=\b)")
 _BETWEEN = re.compile(r"(\s*(?:&|,|/|\+|\band\b)\s*)")
 
 
@@ -101,21 +104,26 @@ def speaker_redacted(
     name: str, *, spec: presidio.PolicySpec, pseudonyms: presidio.Pseudonymiser
 ) -> str:
     """``name`` as the policy lets it be read (the module docstring)."""
+    from governance.redaction.name_recognizers import lexicon
+
     person, parts = _people(name, spec)
     if not parts:
         return name
+
+    def as_person(words: str) -> str:
+        return presidio.operate(
+            words,
+            entity_type=PERSON,
+            operator=spec.operator_for(PERSON),
+            spec=spec,
+            pseudonyms=pseudonyms,
+        )
+
     for index in range(0, len(parts), 2):
         part = parts[index]
         if part and part not in spec.allow_list and not _a_role(part):
-            parts[index] = presidio.operate(
-                part,
-                entity_type=PERSON,
-                operator=spec.operator_for(PERSON),
-                spec=spec,
-                pseudonyms=pseudonyms,
-            )
-    replaced = "".join(parts)
-    qualified = replaced + name[len(person) :]
+            parts[index] = as_person(part)
+    qualified = "".join(parts) + _qualifier(name[len(person) :], as_person, spec, common=lexicon())
     if len(qualified) <= MAX_SPEAKER_NAME_CHARS:
         return qualified
     # Labels are longer than most names: what does not fit is left out whole, never
@@ -145,4 +153,32 @@ def speaker_masked(name: str, *, spec: presidio.PolicySpec) -> str:
         part = parts[index]
         if part and part not in spec.allow_list and not LABEL.fullmatch(part):
             parts[index] = MASK  # a pseudonym stored at ingest is shown as it is
-    return "".join(parts) + name[len(person) :]
+    return "".join(parts) + _qualifier(name[len(person) :], lambda _: MASK, spec)
+
+
+def _qualifier(
+    qualifier: str,
+    replace: Callable[[str], str],
+    spec: presidio.PolicySpec,
+    *,
+    common: frozenset[str] = frozenset(),
+) -> str:
+    """A name's qualifier with each first name in it replaced ("(Rachel's date)"): the
+    qualifier says a role, and a role said through someone names them. A first name that
+    is also a word of the lexicon ``common`` ("Boss", "Page") is one only as someone's
+    ("Mark's manager"); without a lexicon (a page loads none), every first name is."""
+    if not qualifier:
+        return qualifier
+    from governance.redaction.name_recognizers import name_lists
+
+    first_names, _ = name_lists()
+
+    def named(match: re.Match[str]) -> str:
+        word = match.group()
+        if word not in first_names or word in spec.allow_list:
+            return word
+        if word.lower() in common and not qualifier.startswith("'s", match.end()):
+            return word
+        return replace(word)
+
+    return _CAPITALISED.sub(named, qualifier)

@@ -754,6 +754,7 @@ def test_a_named_speaker_is_shown_beside_the_role_masked_as_the_text_masks_peopl
             MessageInput(role="assistant", content="Let me check.", name="Tom Berg (agent)"),
             MessageInput(role="assistant", content="Anything else?"),
             MessageInput(role="assistant", content="Closing the case.", name="Support Team"),
+            MessageInput(role="user", content="Thanks.", name="Carl (Maria's son)"),
         ],
     )
     client = login("viewer")
@@ -771,6 +772,9 @@ def test_a_named_speaker_is_shown_beside_the_role_masked_as_the_text_masks_peopl
     transcript = page.decode()
     for shown in (html, transcript):
         assert "Lopez" not in shown and "Tom Berg" not in shown
+        # a qualifier names no one: "Maria" of "(Maria's son)" is masked too
+        assert "Maria" not in shown and "Carl" not in shown
+        assert "&lt;PERSON&gt; (&lt;PERSON&gt;&#x27;s son)" in shown
     assert "&lt;PERSON&gt; (user)" in transcript
     assert re.search(r"#2  \S+ \S+  &lt;PERSON&gt; \(agent\) \(assistant\)", transcript)
     assert re.search(r"#3  \S+ \S+  assistant(  \[|\n)", transcript)

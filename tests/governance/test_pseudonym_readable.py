@@ -403,6 +403,24 @@ def test_the_observer_reads_speakers_as_the_label_their_mentions_get(workspace):
     assert Pseudonym.objects.filter(workspace=workspace, entity_type="PERSON").count() == 2
 
 
+def test_a_first_name_in_a_speakers_qualifier_is_redacted_as_the_name_is(workspace):
+    conversation, messages = _chat(
+        workspace,
+        [
+            MessageInput(role="user", name="Rachel Green", content="This is my date."),
+            MessageInput(role="user", name="Carl (Rachel's date)", content="Hi, everyone."),
+            MessageInput(role="assistant", name="Dana (Boss)", content="Welcome."),
+        ],
+    )
+
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+
+    rachel, carl, dana = reading.speakers
+    assert re.fullmatch(rf"<PERSON_\d+> \({re.escape(rachel)}'s date\)", carl)
+    # A first name that is also a word of the lexicon is a name only as someone's.
+    assert re.fullmatch(r"<PERSON_\d+> \(Boss\)", dana)
+
+
 def test_a_participants_name_spelt_with_a_letter_doubled_or_single_is_that_participant(
     workspace,
 ):
