@@ -112,6 +112,30 @@ def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(complian
     assert body["newPseudonyms"] == []
 
 
+def test_a_name_the_workspace_holds_is_no_person_inside_the_title_of_a_thing(
+    compliance_api, workspace
+):
+    conversation = conversation_create(workspace=workspace, user_id="dana")
+    messages_append(
+        conversation=conversation,
+        items=[MessageInput(role="user", content="My uncle Art called me yesterday.")],
+    )
+    reading = observer_reading(
+        conversation=conversation, messages=list(conversation.messages.all()), tool_outputs=[]
+    )
+    [art] = _labels(reading.contents[0])
+
+    # Part of a museum's name and of a book's title, "Art" is no one ...
+    for text in (
+        "I visited the Museum of Modern Art last week.",
+        "I just read The Art and Beauty of Mushrooms, a great book.",
+    ):
+        assert _preview(compliance_api, text)["redactedText"] == text
+    # ... and still her uncle where it is his name.
+    body = _preview(compliance_api, "I visited the Museum of Modern Art with Art.")
+    assert body["redactedText"] == f"I visited the Museum of Modern Art with {art}."
+
+
 def test_an_agent_key_is_not_told_that_the_workspace_holds_a_name(api, workspace):
     before = _preview(api, "Zorbo Quill again?")
     conversation = conversation_create(workspace=workspace, user_id="dana")
