@@ -91,19 +91,19 @@ def test_a_first_name_two_people_share_keeps_a_label_of_its_own(compliance_api):
     assert len({lopez, gonzalez, maria}) == 3
 
 
+def _the_label_read(workspace, text: str) -> str:
+    """The one label the Observer reads in ``text``, written to a conversation of its own."""
+    conversation, messages = _chat(workspace, [MessageInput(role="user", content=text)])
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+    [label] = _labels(reading.contents[0])
+    return label
+
+
 def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(compliance_api, workspace):
     # Alone, the small pipeline reads "Zorbo Quill again?" as an organisation: nothing
     # is found in a workspace that never met her.
     assert _preview(compliance_api, "Zorbo Quill again?")["findings"] == []
-    conversation = conversation_create(workspace=workspace, user_id="dana")
-    messages_append(
-        conversation=conversation,
-        items=[MessageInput(role="user", content="Is Zorbo Quill home?")],
-    )
-    reading = observer_reading(
-        conversation=conversation, messages=list(conversation.messages.all()), tool_outputs=[]
-    )
-    [label] = _labels(reading.contents[0])
+    label = _the_label_read(workspace, "Is Zorbo Quill home?")
 
     body = _preview(compliance_api, "Zorbo Quill again?")
 
@@ -115,15 +115,7 @@ def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(complian
 def test_a_name_the_workspace_holds_is_no_person_inside_the_title_of_a_thing(
     compliance_api, workspace
 ):
-    conversation = conversation_create(workspace=workspace, user_id="dana")
-    messages_append(
-        conversation=conversation,
-        items=[MessageInput(role="user", content="My uncle Art called me yesterday.")],
-    )
-    reading = observer_reading(
-        conversation=conversation, messages=list(conversation.messages.all()), tool_outputs=[]
-    )
-    [art] = _labels(reading.contents[0])
+    art = _the_label_read(workspace, "My uncle Art called me yesterday.")
 
     # Part of a museum's name and of a book's title, "Art" is no one ...
     for text in (
