@@ -40,7 +40,7 @@ from governance.models import (
     RedactionFinding,
 )
 from governance.redaction import policy as redaction_policy
-from governance.redaction import presidio, pseudonyms, review
+from governance.redaction import presidio, reveal, review
 from governance.redaction.preview import redaction_preview, redaction_preview_labelled
 from tenancy.api_base import COMPLIANCE_ERRORS, ApiView, ComplianceApiView
 from tenancy.models import ApiKey
@@ -380,7 +380,7 @@ class PseudonymRevealApi(ComplianceApiView):
     )
     def post(self, request: Request, label: str) -> Response:
         data = validated(RevealIn, request.data or {})
-        revealed = pseudonyms.pseudonym_reveal(
+        revealed = reveal.pseudonym_reveal(
             workspace_id=self.workspace.pk,
             label=label,
             actor=self.actor(),

@@ -29,12 +29,12 @@ from governance.redaction import presidio, scan
 from governance.redaction.labels import labels_in, well_formed
 from governance.redaction.policy import redaction_policy_get_or_create
 from governance.redaction.pseudonyms import (
-    Reidentifier,
     WorkspacePseudonyms,
     pseudonym_ids_seen_in,
     pseudonym_sightings_record,
     pseudonyms_forget_unheld,
 )
+from governance.redaction.reveal import Reidentifier
 from governance.redaction.speakers import (
     conversation_speakers,
     roles_among,

@@ -23,7 +23,7 @@ ItemT = TypeVar("ItemT", Message, Observation, Reflection, Pin)
 
 
 class Reidentifies(Protocol):
-    """``governance.redaction.pseudonyms.Reidentifier`` as memory sees it (through the gates)."""
+    """``governance.redaction.reveal.Reidentifier`` as memory sees it (through the gates)."""
 
     cache_key: str
 

@@ -20,7 +20,8 @@ from governance.redaction.gates import (
 )
 from governance.redaction.labels import malformed_pseudonyms
 from governance.redaction.presidio import PolicySpec, engine
-from governance.redaction.pseudonyms import WorkspacePseudonyms, pseudonym_reveal, value_digest
+from governance.redaction.pseudonyms import WorkspacePseudonyms, value_digest
+from governance.redaction.reveal import pseudonym_reveal
 from memory.models import Conversation, Message, Observation
 from memory.services.conversations import conversation_create
 from memory.services.messages import MessageInput, messages_append

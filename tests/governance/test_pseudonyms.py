@@ -24,9 +24,9 @@ from governance.redaction.pseudonyms import (
     WorkspacePseudonyms,
     decrypt,
     normalise,
-    pseudonym_reveal,
     value_digest,
 )
+from governance.redaction.reveal import pseudonym_reveal
 from memory.models import Conversation, Message
 from memory.pipeline.reflector import observations_for_reflection
 from memory.services.conversations import conversation_create

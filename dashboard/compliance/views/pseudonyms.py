@@ -13,7 +13,7 @@ from core.errors import MemdeskError
 from dashboard.access import Access, access_for
 from dashboard.compliance.forms import PseudonymRevealForm
 from dashboard.rendering import INVALID, is_partial, render_page
-from governance.redaction.pseudonyms import PseudonymReveal, pseudonym_reveal
+from governance.redaction.reveal import PseudonymReveal, pseudonym_reveal
 from governance.selectors import (
     pseudonym_list,
 )
