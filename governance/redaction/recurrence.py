@@ -38,8 +38,6 @@ _WORD = rf"[{_UPPER}][{_LOWER}]+(?:-[{_UPPER}]?[{_LOWER}]+|['’](?!s\b)[{_UPPER
 _RUN = re.compile(rf"(?<![\w'’-]){_WORD}(?:[ ]{_WORD}){{0,3}}(?![\w-])")
 _SPACE = re.compile(r"\S+")
 MAX_WORDS = 4
-# spaCy's names of things that are no person: a word of one is not a person there.
-_OTHER_NAMES = frozenset(("ORG", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"))
 
 
 class KnownValues(Protocol):
@@ -84,26 +82,6 @@ def _reads_as_name(tokens: Any, start: int, end: int) -> bool:
     from governance.redaction.name_recognizers import in_lexicon, lexicon
 
     return not in_lexicon(inside[0], lexicon())
-
-
-def _within_a_thing(tokens: Any, start: int, end: int) -> bool:
-    """The words at ``start:end`` continue a name the tagger gives to a thing, not a
-    person: "Art" of "the Museum of Modern Art" (ORG), of "The Art and Beauty of
-    Mushrooms" (WORK_OF_ART). Not at the start of one: a thing named after a place or a
-    person names them ("the Denver Zoo", "Maria's Bakery")."""
-    if tokens is None:
-        return False
-    inside = [t for t in tokens if start <= t.idx < end]
-    if not inside or any(t.ent_type_ not in _OTHER_NAMES for t in inside):
-        return False
-    before = inside[0]
-    while before.ent_iob_ == "I":
-        before = before.doc[before.i - 1]
-        # "the Denver Zoo": an article is no word of the name, unless written as a
-        # title's ("I read The Art and Beauty of Mushrooms", not at a sentence's start)
-        if before.pos_ != "DET" or (before.is_title and not before.is_sent_start):
-            return True
-    return False
 
 
 def _result(entity_type: str, start: int, end: int, score: float, name: str) -> RecognizerResult:
@@ -157,8 +135,6 @@ def recurrences(
         # most certain of overlapping results does.
         surer = new.score > scored.get((start, end), 1.0)
         if not surer and any(start < e and s < end for s, e in taken):
-            continue
-        if new.entity_type == "PERSON" and _within_a_thing(tokens, start, end):
             continue
         if _reads_as_name(tokens, start, end):
             added.append(new)

@@ -113,20 +113,23 @@ def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(complian
     assert body["newPseudonyms"] == []
 
 
-def test_a_name_the_workspace_holds_is_no_person_inside_the_title_of_a_thing(
-    compliance_api, workspace
-):
-    art = _the_label_read(workspace, "My uncle Art called me yesterday.")
+def test_a_speakers_first_name_is_theirs_inside_a_title_too(workspace):
+    conversation, messages = _chat(
+        workspace,
+        [
+            MessageInput(role="user", name="Ross Geller", content="I have news."),
+            MessageInput(
+                role="user",
+                name="Narrator",
+                content="[The next clip is from The One Where Ross Finds Out.]",
+            ),
+        ],
+    )
 
-    # Part of a museum's name and of a book's title, "Art" is no one ...
-    for text in (
-        "I visited the Museum of Modern Art last week.",
-        "I just read The Art and Beauty of Mushrooms, a great book.",
-    ):
-        assert _preview(compliance_api, text)["redactedText"] == text
-    # ... and still her uncle where it is his name.
-    body = _preview(compliance_api, "I visited the Museum of Modern Art with Art.")
-    assert body["redactedText"] == f"I visited the Museum of Modern Art with {art}."
+    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+
+    ross = reading.speakers[0]
+    assert reading.contents[1] == f"[The next clip is from The One Where {ross} Finds Out.]"
 
 
 def test_an_agent_key_is_not_told_that_the_workspace_holds_a_name(api, workspace):
