@@ -28,9 +28,9 @@ MAX_SPEAKER_NAME_CHARS = Message._meta.get_field("name").max_length or 64
 # "Tom (agent)", "Dana [support]": the name, then a qualifier that says the role.
 _QUALIFIED = re.compile(r"^(?P<name>.*?\S)\s*(?P<qualifier>[(\[][^()\[\]]*[)\]])$")
 # Between the people of one name: "Chandler & Joey", "Ross, Rachel and Monica".
-# A capitalised word of a qualifier, without its possessive: "Rachel" of "(Rachel's date)".
-_CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?=\b)")
 _BETWEEN = re.compile(r"(\s*(?:&|,|/|\+|\band\b)\s*)")
+# A capitalised word of a qualifier, without its possessive: "Rachel" of "(Rachel's date)".
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 
 
 def person_of(name: str) -> str:
