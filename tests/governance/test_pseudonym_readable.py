@@ -92,19 +92,13 @@ def test_a_first_name_two_people_share_keeps_a_label_of_its_own(compliance_api):
     assert len({lopez, gonzalez, maria}) == 3
 
 
-def _the_label_read(workspace, text: str) -> str:
-    """The one label the Observer reads in ``text``, written to a conversation of its own."""
-    conversation, messages = _chat(workspace, [MessageInput(role="user", content=text)])
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
-    [label] = _labels(reading.contents[0])
-    return label
-
-
 def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(compliance_api, workspace):
     # Alone, the small pipeline reads "Zorbo Quill again?" as an organisation: nothing
     # is found in a workspace that never met her.
     assert _preview(compliance_api, "Zorbo Quill again?")["findings"] == []
-    label = _the_label_read(workspace, "Is Zorbo Quill home?")
+    [label] = _labels(
+        _read(workspace, [MessageInput(role="user", content="Is Zorbo Quill home?")]).contents[0]
+    )
 
     body = _preview(compliance_api, "Zorbo Quill again?")
 
@@ -114,7 +108,7 @@ def test_a_name_the_workspace_holds_is_found_where_the_tagger_misses_it(complian
 
 
 def test_a_speakers_first_name_is_theirs_inside_a_title_too(workspace):
-    conversation, messages = _chat(
+    reading = _read(
         workspace,
         [
             MessageInput(role="user", name="Ross Geller", content="I have news."),
@@ -125,8 +119,6 @@ def test_a_speakers_first_name_is_theirs_inside_a_title_too(workspace):
             ),
         ],
     )
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
 
     ross = reading.speakers[0]
     assert reading.contents[1] == f"[The next clip is from The One Where {ross} Finds Out.]"
@@ -395,6 +387,12 @@ def _chat(workspace, items: list[MessageInput]) -> tuple[Conversation, list[Mess
     return conversation, list(conversation.messages.order_by("seq"))
 
 
+def _read(workspace, items: list[MessageInput]):
+    """The Observer's reading of ``items``, written to a conversation of their own."""
+    conversation, messages = _chat(workspace, items)
+    return observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+
+
 SUPPORT_CHAT = [
     MessageInput(role="user", name="Maria Gonzalez", content="My parcel to Leeds is late."),
     MessageInput(
@@ -407,9 +405,7 @@ SUPPORT_CHAT = [
 
 
 def test_the_observer_reads_speakers_as_the_label_their_mentions_get(workspace):
-    conversation, messages = _chat(workspace, SUPPORT_CHAT)
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+    reading = _read(workspace, SUPPORT_CHAT)
 
     maria, tom, maria_again = reading.speakers
     assert re.fullmatch(r"<PERSON_\d+>", maria) and maria_again == maria
@@ -424,7 +420,7 @@ def test_the_observer_reads_speakers_as_the_label_their_mentions_get(workspace):
 
 
 def test_a_first_name_in_a_speakers_qualifier_is_redacted_as_the_name_is(workspace):
-    conversation, messages = _chat(
+    reading = _read(
         workspace,
         [
             MessageInput(role="user", name="Rachel Green", content="This is my date."),
@@ -432,8 +428,6 @@ def test_a_first_name_in_a_speakers_qualifier_is_redacted_as_the_name_is(workspa
             MessageInput(role="assistant", name="Dana (Boss)", content="Welcome."),
         ],
     )
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
 
     rachel, carl, dana = reading.speakers
     assert re.fullmatch(rf"<PERSON_\d+> \({re.escape(rachel)}'s date\)", carl)
@@ -444,7 +438,7 @@ def test_a_first_name_in_a_speakers_qualifier_is_redacted_as_the_name_is(workspa
 def test_a_participants_name_spelt_with_a_letter_doubled_or_single_is_that_participant(
     workspace,
 ):
-    conversation, messages = _chat(
+    reading = _read(
         workspace,
         [
             MessageInput(role="user", name="Joey Tribbiani", content="Who ate my sandwich?"),
@@ -455,8 +449,6 @@ def test_a_participants_name_spelt_with_a_letter_doubled_or_single_is_that_parti
             ),
         ],
     )
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
 
     joey = reading.speakers[0]
     assert reading.contents[1].startswith(f"{joey}, nobody touched it.")
@@ -469,9 +461,7 @@ def test_without_redaction_the_observer_reads_speakers_as_stored(workspace):
     RedactionPolicy.objects.update_or_create(
         workspace=workspace, defaults={"redact_before_observation": False}
     )
-    conversation, messages = _chat(workspace, SUPPORT_CHAT)
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
+    reading = _read(workspace, SUPPORT_CHAT)
 
     assert list(reading.speakers) == ["Maria Gonzalez", "Tom Berg (agent)", "Maria Gonzalez"]
     assert not Pseudonym.objects.exists()
@@ -559,7 +549,7 @@ def _number(label: str) -> int:
 
 
 def test_a_speakers_first_name_is_their_label_where_the_tagger_misses_it(workspace):
-    conversation, messages = _chat(
+    reading = _read(
         workspace,
         [
             MessageInput(role="user", name="Emily Waltham", content="I'm ready. Let's go."),
@@ -573,8 +563,6 @@ def test_a_speakers_first_name_is_their_label_where_the_tagger_misses_it(workspa
             MessageInput(role="user", name="Minister", content="Take thee, Emily. Repeat."),
         ],
     )
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
 
     emily = reading.speakers[0]
     assert re.fullmatch(r"<PERSON_\d+>", emily)
@@ -604,7 +592,7 @@ def test_a_speakers_first_name_in_a_note_is_labelled_not_left_for_review(workspa
 
 
 def test_a_speakers_first_word_is_no_name_where_it_is_a_word_or_the_speaker_a_role(workspace):
-    conversation, messages = _chat(
+    reading = _read(
         workspace,
         [
             MessageInput(role="user", name="Will Turner", content="Hello there."),
@@ -613,8 +601,6 @@ def test_a_speakers_first_word_is_no_name_where_it_is_a_word_or_the_speaker_a_ro
             MessageInput(role="assistant", content="Your Ticket is at the Gate, ask the Agent."),
         ],
     )
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
 
     assert list(reading.contents[2:]) == [
         "Will you send the receipt?",
@@ -665,7 +651,7 @@ def test_ingest_without_redaction_stores_the_name_as_given(workspace):
 
 
 def test_a_name_of_several_speakers_gives_each_their_label_and_roles_stay(workspace):
-    conversation, messages = _chat(
+    reading = _read(
         workspace,
         [
             MessageInput(role="user", name="Maria Gonzalez", content="Hello."),
@@ -675,8 +661,6 @@ def test_a_name_of_several_speakers_gives_each_their_label_and_roles_stay(worksp
             MessageInput(role="user", name="Project Manager", content="Next item."),
         ],
     )
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
 
     maria, tom, both, narrator, manager = reading.speakers
     assert both == f"{maria} & {tom}"
@@ -696,15 +680,13 @@ def test_a_speaker_name_too_long_for_its_labels_keeps_whole_labels(workspace):
 
 
 def test_a_surname_after_a_title_is_the_titled_speaker(workspace):
-    conversation, messages = _chat(
+    reading = _read(
         workspace,
         [
             MessageInput(role="user", name="Dr. Okafor", content="Your results are in."),
             MessageInput(role="user", name="Maria Gonzalez", content="Thank you, Okafor."),
         ],
     )
-
-    reading = observer_reading(conversation=conversation, messages=messages, tool_outputs=[])
 
     assert reading.contents[1] == f"Thank you, {reading.speakers[0]}."
 
