@@ -359,20 +359,15 @@ class WorkspacePseudonyms:
         digest = self._digest(entity_type, value)
         if entity_type == PERSON:
             self._people_named.add(digest)  # a person's label given: the scope names them
-        row = self._by_digest.get(digest)
+        row = self._stored(digest)
         if row is None:
-            if digest not in self._absent:
-                row = Pseudonym.objects.filter(
-                    workspace_id=self.workspace_id, digest=digest
-                ).first()
-            if row is None and (earlier := self._said_before(entity_type, value)) is not None:
+            earlier = self._said_before(entity_type, value)
+            if earlier is not None:
                 row = self._named(earlier, value, digest) if self.allocate else earlier
-            if row is None:
-                row = (
-                    self._allocated(entity_type, value, digest)
-                    if self.allocate
-                    else self._would_allocate(entity_type, digest)
-                )
+            elif self.allocate:
+                row = self._allocated(entity_type, value, digest)
+            else:
+                row = self._would_allocate(entity_type, digest)
             self._by_digest[digest] = row
         if row.pk is not None:
             self._used.setdefault(row.pk, (row, seen))
@@ -393,27 +388,42 @@ class WorkspacePseudonyms:
         named = self._one_named(first)
         if named is None or normalise(PERSON, named) != " ".join(words):
             return None
-        digest = self._digest(PERSON, first)
+        row = self._stored(self._digest(PERSON, first))
+        if row is None or row.pk is None or not row.is_held:
+            return None
+        seen_in = set(
+            PseudonymSighting.objects.filter(pseudonym=row)
+            .values_list("conversation_id", flat=True)
+            .distinct()
+        )
+        return row if seen_in and seen_in <= set(_uuids(self._conversations)) else None
+
+    def _stored(self, digest: str) -> Pseudonym | None:
+        """The pseudonym of ``digest``: as this object last saw it, else as stored (not
+        asked again for a digest known to have none)."""
         row = self._by_digest.get(digest)
         if row is None and digest not in self._absent:
             row = Pseudonym.objects.filter(workspace_id=self.workspace_id, digest=digest).first()
-        if row is None or row.pk is None or not row.is_held:
+            if row is not None:
+                self._by_digest[digest] = row
+        return row
+
+    def _numbering_lock(self, digest: str) -> Pseudonym | None:
+        """Take the workspace's numbering lock (``_serialise``) if this object does not
+        hold it yet; the pseudonym whoever held it before gave ``digest``, if they did."""
+        if self._serialised:
             return None
-        sightings = PseudonymSighting.objects.filter(pseudonym=row)
-        if sightings.exclude(conversation_id__in=self._conversations).exists():
-            return None
-        return row if sightings.exists() else None
+        self._absent.add(digest)
+        self._serialise()
+        return self._by_digest.get(digest)
 
     def _named(self, earlier: Pseudonym, value: str, digest: str) -> Pseudonym:
         """``earlier`` (a first name's pseudonym, see ``_said_before``) made the full name
         ``value``'s: same number, the full name's digest and value. Under the numbering
         lock, as a number is given; where someone else numbered the full name meanwhile,
         or forgot ``earlier``, theirs (or a new number) is used instead."""
-        if not self._serialised:
-            self._absent.add(digest)
-            self._serialise()
-            if digest in self._by_digest:  # numbered by whoever held the lock before
-                return self._by_digest[digest]
+        if (numbered := self._numbering_lock(digest)) is not None:
+            return numbered
         renamed = Pseudonym.objects.filter(
             pk=earlier.pk, digest=earlier.digest, forgotten_at__isnull=True
         ).update(digest=digest, value_encrypted=encrypt(value))
@@ -484,11 +494,8 @@ class WorkspacePseudonyms:
         if not connection.in_atomic_block:
             # The number, the redacted text and the sightings commit together or not at all.
             raise RuntimeError("pseudonyms are allocated inside the redaction's transaction")
-        if not self._serialised:
-            self._absent.add(digest)
-            self._serialise()
-            if digest in self._by_digest:  # numbered by whoever held the lock before
-                return self._by_digest[digest]
+        if (numbered := self._numbering_lock(digest)) is not None:
+            return numbered
         for _ in range(ALLOCATION_ATTEMPTS):
             number = self._next_allocated.get(entity_type) or self._highest(entity_type) + 1
             try:
