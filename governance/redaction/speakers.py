@@ -29,8 +29,9 @@ MAX_SPEAKER_NAME_CHARS = Message._meta.get_field("name").max_length or 64
 _QUALIFIED = re.compile(r"^(?P<name>.*?\S)\s*(?P<qualifier>[(\[][^()\[\]]*[)\]])$")
 # Between the people of one name: "Chandler & Joey", "Ross, Rachel and Monica".
 _BETWEEN = re.compile(r"(\s*(?:&|,|/|\+|\band\b)\s*)")
-# A capitalised word of a qualifier, without its possessive: "Rachel" of "(Rachel's date)".
-_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+# A word of a qualifier, letters only: "Rachel" of "(Rachel's date)", "José" of "(José's son)".
+_LETTERS = re.compile(r"[^\W\d_]+")
+_POSSESSIVE = ("'s", "’s")
 
 
 def person_of(name: str) -> str:
@@ -177,8 +178,8 @@ def _qualifier(
         word = match.group()
         if word not in first_names or word in spec.allow_list:
             return word
-        if word.lower() in common and not qualifier.startswith("'s", match.end()):
+        if word.lower() in common and not qualifier.startswith(_POSSESSIVE, match.end()):
             return word
         return replace(word)
 
-    return _CAPITALISED.sub(named, qualifier)
+    return _LETTERS.sub(named, qualifier)

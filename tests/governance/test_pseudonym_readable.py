@@ -426,13 +426,16 @@ def test_a_first_name_in_a_speakers_qualifier_is_redacted_as_the_name_is(workspa
             MessageInput(role="user", name="Rachel Green", content="This is my date."),
             MessageInput(role="user", name="Carl (Rachel's date)", content="Hi, everyone."),
             MessageInput(role="assistant", name="Dana (Boss)", content="Welcome."),
+            MessageInput(role="user", name="Luis (José’s son)", content="Hola."),
         ],
     )
 
-    rachel, carl, dana = reading.speakers
+    rachel, carl, dana, luis = reading.speakers
     assert re.fullmatch(rf"<PERSON_\d+> \({re.escape(rachel)}'s date\)", carl)
     # A first name that is also a word of the lexicon is a name only as someone's.
     assert re.fullmatch(r"<PERSON_\d+> \(Boss\)", dana)
+    # Any first name the lists hold, accents and a curly apostrophe too.
+    assert re.fullmatch(r"<PERSON_\d+> \(<PERSON_\d+>’s son\)", luis)
 
 
 def test_a_participants_name_spelt_with_a_letter_doubled_or_single_is_that_participant(
