@@ -17,7 +17,8 @@ Conventions (day precision unless the text gives a clock time):
   message time is naive). ISO timestamps with a time keep it, converted to that zone.
 - "next Tuesday" is the first Tuesday strictly after the message day, "last Friday" the
   last Friday strictly before it. A bare weekday ("on Tuesday") looks back when the
-  sentence is in the past tense, otherwise forward (today included).
+  sentence is in the past tense, otherwise forward (today included). A weekday that means
+  any such day ("every Tuesday", "or a Tuesday", "every Monday and Friday") is no date.
 - A month and day without a year ("March 3") takes the year that puts it on the side of
   the message the tense points to, or the nearest one when the tense says nothing.
 - "next week" / "last week" / "next month" / "next year" move the message day by one unit;
@@ -136,8 +137,12 @@ def find_dates(text: str, *, anchor: datetime) -> list[DateMention]:
     """Every date expression in ``text`` that resolves, in order of appearance."""
     lower = _lowered(text)
     mentions = []
+    any_such_day_ended = -1  # where the last weekday meaning any such day ended
     for match in _PATTERN.finditer(lower):
         if _is_the_verb_may(match, text):
+            continue
+        if _any_such_day(match, lower, any_such_day_ended):
+            any_such_day_ended = match.end()
             continue
         tense = sentence_tense(_clause_around(lower, match.start(), match.end()))
         value = _resolve_match(match, anchor=anchor, tense=tense)
@@ -174,6 +179,26 @@ def _is_the_verb_may(match: re.Match[str], original: str) -> bool:
             start, end = match.span(group)
             return original[start:end] != "May"
     return False
+
+
+# A bare weekday after one of these means any such day, not one date: "every Tuesday",
+# "or a Tuesday", "on a Sunday morning", "A Sunday on La Grande Jatte".
+_ANY_SUCH_DAY = re.compile(r"\b(?:a|an|every|each|any|another|some|one|no)\s+$")
+# A weekday listed after one that means any such day means it too: "every Wednesday and
+# Saturday", "every Monday, Wednesday, Friday".
+_LISTED = re.compile(r"\s*(?:,\s*(?:(?:and|or)\s+)?|(?:and|or)\s+)$")
+
+
+def _any_such_day(match: re.Match[str], lower: str, any_such_day_ended: int) -> bool:
+    """Whether ``match`` is a bare weekday that names no one day (see ``_ANY_SUCH_DAY``)."""
+    if match.lastgroup != "weekday" or match.group("wd_mod"):
+        return False
+    # Searched from a few characters back, in the whole text so that \b sees the word
+    # before: "another " is the longest it can be.
+    if _ANY_SUCH_DAY.search(lower, max(0, match.start() - 12), match.start()):
+        return True
+    between = lower[any_such_day_ended : match.start()]
+    return any_such_day_ended >= 0 and _LISTED.fullmatch(between) is not None
 
 
 def _clause_around(text: str, start: int, end: int) -> str:

@@ -182,6 +182,28 @@ def test_it_finds_every_date_in_a_sentence_with_its_span():
     assert find_dates("I may 2 or 3 things.", anchor=TUESDAY) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I wear my dance shoes every Tuesday.",
+        "If any of my friends gets married, or has a birthday, or a Tuesday.",
+        "The market opens every Wednesday and Saturday evening.",
+        "Post on a fixed day (e.g., every Monday, Wednesday, Friday).",
+        "I started my business on a Sunday morning.",
+        "Seurat painted A Sunday on La Grande Jatte.",
+        "Any Friday works for me, or some Monday.",
+    ],
+)
+def test_a_weekday_that_means_any_such_day_is_no_date(text):
+    assert find_dates(text, anchor=TUESDAY) == []
+
+
+def test_a_weekday_that_means_one_day_is_still_a_date_beside_one_that_does_not():
+    text = "We meet every Monday, and next Friday I fly out; see you Thursday."
+    mentions = find_dates(text, anchor=TUESDAY)
+    assert [m.text for m in mentions] == ["next Friday", "Thursday"]
+
+
 # --------------------------------------------------------------------------- observer
 
 
@@ -225,6 +247,19 @@ def test_the_term_of_a_rule_stays_as_said_and_a_deadline_becomes_a_date():
     assert only(deadline).text == (
         "User asked how long does User have; Assistant said User must return it by Feb 24"
     )
+
+
+def test_a_note_keeps_a_weekday_that_means_any_such_day_as_said():
+    # Before, "every Tuesday" (the message's own weekday) lost its weekday as "today" does,
+    # and "every Wednesday and Saturday" became "every on Feb 11 and on Feb 14".
+    output = observe(
+        ("user", "I wear my dance shoes every Tuesday, so they get scuffed."),
+        ("user", "The market is every Wednesday and Saturday evening; I'll go next Saturday."),
+        ("assistant", "Okay."),
+    )
+    [shoes, market] = texts(output)
+    assert "every Tuesday, so they get scuffed" in shoes
+    assert "every Wednesday and Saturday evening; User will go on Feb 14" in market
 
 
 def test_a_question_names_who_asks_with_a_verb_that_agrees():
