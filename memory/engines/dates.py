@@ -18,7 +18,8 @@ Conventions (day precision unless the text gives a clock time):
 - "next Tuesday" is the first Tuesday strictly after the message day, "last Friday" the
   last Friday strictly before it. A bare weekday ("on Tuesday") looks back when the
   sentence is in the past tense, otherwise forward (today included). A weekday that means
-  any such day ("every Tuesday", "or a Tuesday", "every Monday and Friday") is no date.
+  any such day ("every Tuesday", "or a Tuesday", "every Monday and Friday") or one
+  counted from something else ("the Sunday before") is no date.
 - A month and day without a year ("March 3") takes the year that puts it on the side of
   the message the tense points to, or the nearest one when the tense says nothing.
 - "next week" / "last week" / "next month" / "next year" move the message day by one unit;
@@ -181,12 +182,13 @@ def _is_the_verb_may(match: re.Match[str], original: str) -> bool:
     return False
 
 
-# A bare weekday after one of these means any such day, not one date: "every Tuesday",
-# "or a Tuesday", "on a Sunday morning", "A Sunday on La Grande Jatte".
-_ANY_SUCH_DAY = re.compile(r"\b(?:a|an|every|each|any|another|some|one|no)\s+$")
-# A weekday listed after one that means any such day means it too: "every Wednesday and
-# Saturday", "every Monday, Wednesday, Friday".
-_LISTED = re.compile(r"\s*(?:,\s*(?:(?:and|or)\s+)?|(?:and|or)\s+)$")
+# A bare weekday after one of these means any such day, or one the message does not
+# date, not a day counted from the message: "every Tuesday", "or a Tuesday", "on a Sunday
+# morning", "A Sunday on La Grande Jatte", "the Sunday before" (before what?).
+_ANY_SUCH_DAY = re.compile(r"\b(?:a|an|the|every|each|any|another|some|one|no)\s+$")
+# A weekday listed after one of those means the same: "every Wednesday and Saturday",
+# "every Monday, Wednesday, Friday", "the Monday Tuesday Wednesday".
+_LISTED = re.compile(r"\s*(?:,\s*(?:(?:and|or)\s+)?|(?:and|or)\s+|)$")
 
 
 def _any_such_day(match: re.Match[str], lower: str, any_such_day_ended: int) -> bool:

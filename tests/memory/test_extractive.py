@@ -192,6 +192,8 @@ def test_it_finds_every_date_in_a_sentence_with_its_span():
         "I started my business on a Sunday morning.",
         "Seurat painted A Sunday on La Grande Jatte.",
         "Any Friday works for me, or some Monday.",
+        "It's a bit nuts to get the Monday Tuesday Wednesday, you know.",
+        "I was there the Sunday before the wedding.",
     ],
 )
 def test_a_weekday_that_means_any_such_day_is_no_date(text):
