@@ -24,6 +24,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from governance.redaction.name_recognizers import (
     INTERJECTIONS,
     NOT_NAMES,
+    RELATIVES,
     THING_LABELS,
     common_words,
     in_lexicon,
@@ -191,18 +192,46 @@ def _bounded(text: str, result: RecognizerResult, common: frozenset[str]) -> boo
         # ("van", "de") stand inside it, not at its end.
         while " " in text[start:end] and text[start:end].rsplit(" ", 1)[1].islower():
             end = start + len(text[start:end].rsplit(" ", 1)[0].rstrip(_TRAILING))
+        led: list[str] = []
         while True:
             word = text[start:end].split(" ", 1)
             if len(word) < 2 or not _first_word_is_no_name(word[0], common):
                 break
+            led.append(word[0])
             start += len(word[0]) + 1
             while start < end and text[start] == " ":
                 start += 1
+        if led and _a_things_last_word(text, result, led, text[start:end]):
+            return False
     start += len(text[start:end]) - len(text[start:end].lstrip(_TRAILING))
     if end <= start or text[start:end].rstrip(".").lower() in HONORIFICS:
         return False  # nothing left, or a title alone ("Dr")
     result.start, result.end = start, end
     return True
+
+
+# Words that lead a person's name and are no name: a role, a title, a relation, a
+# greeting ("Nurse Sizemore", "Uncle Kit", "Dear Kate").
+_LEAD_A_NAME = NOT_NAMES | HONORIFICS | RELATIVES | _RELATION_WORDS
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n\"“(\[])\s*$")
+
+
+def _a_things_last_word(text: str, result: RecognizerResult, led: list[str], rest: str) -> bool:
+    """Whether a person the tagger found is the last word of a thing's name: capitalised
+    common words lead it inside the tagger's entity mid-sentence ("and Color Starter
+    Kit"), or one does after another capitalised word ("Philips Hue White"), none of them
+    a role, a title, a relation or a greeting, and one word is left. A person's name
+    after a word of the lexicon stays one where a sentence starts ("Later Maria") or
+    after one word alone ("see Big Mike")."""
+    if " " in rest or _recognizer_name(result) != "SpacyRecognizer":
+        return False
+    if any(not (w.istitle() and w.isalpha()) or w.lower() in _LEAD_A_NAME for w in led):
+        return False
+    before = text[max(0, result.start - 60) : result.start]
+    if _SENTENCE_START.search(before):
+        return False
+    previous = before.split()[-1]
+    return len(led) >= 2 or (previous.istitle() and previous.isalpha())
 
 
 def _recognizer_name(result: RecognizerResult) -> str:

@@ -232,6 +232,33 @@ def test_brands_and_products_no_name_list_knows_are_not_people(compliance_api, t
     assert redacted == text.replace(person, "<PERSON_1>")
 
 
+def test_a_name_list_word_at_the_end_of_a_products_name_is_no_person(compliance_api):
+    # The small pipeline calls "Hue White" and "Color Starter Kit" people; the words of
+    # the lexicon before "White" and "Kit" were cut off as words before a name, which
+    # left a surname and a first name: "Philips Hue <PERSON_1> and Color Starter
+    # <PERSON_2> (2, $99.99)".
+    text = "The best set is the Philips Hue White and Color Starter Kit (2, $99.99), Tom Berg said."
+
+    redacted = _preview(compliance_api, text)["redactedText"]
+
+    assert redacted == text.replace("Tom Berg", "<PERSON_1>")
+
+
+@pytest.mark.parametrize(
+    "text, name",
+    [
+        # One word of the lexicon before a name, after a word in lower case.
+        ("We went to see Big Mike play on Friday.", "Mike"),
+        # Words of the lexicon where a sentence starts.
+        ("Grumpy Old Tom left early.", "Tom"),
+    ],
+)
+def test_a_name_after_a_capitalised_word_is_still_a_person(compliance_api, text, name):
+    redacted = _preview(compliance_api, text)["redactedText"]
+
+    assert name not in redacted and _labels(redacted) == ["<PERSON_1>"]
+
+
 def test_a_name_that_ends_with_a_kind_of_place_is_a_place(compliance_api):
     text = "The hike to Kegon Falls takes an hour. After Kegon Falls, Tom Berg had lunch."
 
