@@ -264,6 +264,14 @@ def test_a_note_keeps_a_weekday_that_means_any_such_day_as_said():
     assert "every Wednesday and Saturday evening; User will go on Feb 14" in market
 
 
+def test_a_period_after_the_reads_once():
+    output = observe(
+        ("user", "How do I track my online orders from the last week?"),
+        ("assistant", "Check your e-mail."),
+    )
+    assert "orders from the week of Feb 3" in texts(output)[0]
+
+
 def test_a_question_names_who_asks_with_a_verb_that_agrees():
     output = observe(
         ("user", "Do I need a receipt to return the blender? Why am I charged twice?"),
@@ -287,6 +295,21 @@ def test_a_question_names_who_asks_with_a_verb_that_agrees():
     ],
 )
 def test_an_auxiliary_before_i_or_you_agrees_with_the_name(said, written):
+    assert third_person(said, "user") == written
+
+
+@pytest.mark.parametrize(
+    "said, written",
+    [
+        (
+            "I like the Western Digital My Passport, Your Honor.",
+            "User likes the Western Digital My Passport, Your Honor.",
+        ),
+        # Where a sentence starts, "My" is the speaker's.
+        ("My Passport is full.", "User's Passport is full."),
+    ],
+)
+def test_my_inside_a_name_is_a_word_of_the_name(said, written):
     assert third_person(said, "user") == written
 
 

@@ -32,6 +32,7 @@ _ABSOLUTE_DATE = re.compile(
     re.IGNORECASE,
 )
 _PERIOD_UNIT = re.compile(r"\b(?:weekend|week|month|year)\b", re.IGNORECASE)
+_ENDS_WITH_THE = re.compile(r"\bthe\s*$", re.IGNORECASE)
 _ENDS_WITH_PREPOSITION = re.compile(
     r"\b(?:on|by|until|till|before|after|since|from|for|at|of|during|through|to)\s*$", re.I
 )
@@ -58,6 +59,9 @@ def absolute_dates(sentence: Sentence, message: SourceMessage) -> tuple[str, dat
         if _a_rule(mention, before):
             continue
         phrase = _absolute_phrase(mention, message, before)
+        article = _ENDS_WITH_THE.search(before)
+        if article and phrase.startswith("the "):
+            before = before[: article.start()]  # "from the last week": "from the week of"
         text = before + phrase + text[mention.end :]
     return " ".join(text.split()).replace(" ,", ",").replace(" .", "."), mentions[0].value
 

@@ -491,6 +491,8 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
     for match in _PERSON.finditer(lower):
         if any(start <= match.start() < end for start, end in quoted):
             continue  # a title is quoted as it is: "You Shook Me All Night Long"
+        if _in_a_name(text, match):
+            continue  # "the Western Digital My Passport"
         before = text[position : match.start()]
         pieces.append(_conjugate_first_verb(before) if conjugate_next else before)
         word = text[match.start() : match.end()]
@@ -508,6 +510,20 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
     rest = text[position:]
     pieces.append(_conjugate_first_verb(rest) if conjugate_next else rest)
     return "".join(pieces)
+
+
+_CAPITALISED_NEXT = re.compile(r"\s+[A-Z0-9]")
+_SENTENCE_OPENS = re.compile(r"(?:^|[.!?:;\n\"“(\[*-])\s*$")
+
+
+def _in_a_name(text: str, match: re.Match[str]) -> bool:
+    """Whether a capitalised "My" or "Your" inside a sentence is a word of a name with a
+    capitalised word after it ("the Western Digital My Passport", "a My Little Pony
+    set"), which no one says of themselves."""
+    word = text[match.start() : match.end()]
+    if word not in ("My", "Your") or not _CAPITALISED_NEXT.match(text, match.end()):
+        return False
+    return not _SENTENCE_OPENS.search(text, max(0, match.start() - 40), match.start())
 
 
 # "You" said to nobody named, as "they": the verb after it keeps its form ("you have",
