@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -315,7 +316,7 @@ def test_a_read_after_a_message_write_reads_only_the_new_messages(
 
     assert [m["seq"] for m in body["recentMessages"]] == list(range(1, 12))
     [read] = [q["sql"] for q in queries.captured_queries if 'FROM "memory_message"' in q["sql"]]
-    assert '"memory_message"."seq" > 10' in read
+    assert re.search(r'\bseq"? > 10\b', read)  # only the messages after the kept tail
     # The worker kept the memory block and the tail: the conversation's versions (one
     # statement) are all it reads of the conversation, and nothing of its memory.
     conversation_reads = [
