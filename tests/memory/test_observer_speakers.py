@@ -323,6 +323,17 @@ def test_a_word_said_twice_in_speech_is_written_once():
     assert not re.search(r"\b(\w+),? \1\b", notes.replace("Bora Bora", ""), re.IGNORECASE)
 
 
+def test_a_word_begun_again_after_its_first_letter_is_written_once():
+    """A script writes a stammer as letters and hyphens ("I-I-I've"); the note is not
+    "Ross-Ross-Ross has been on standby", and a t-test stays one."""
+    notes = noted_text(
+        ("user", "Ross", "I-I-I have been on standby for a flight home for hours."),
+        ("user", "Rachel", "W-w-we need the t-test results by Friday."),
+    )
+    assert "Ross has been on standby for a flight home for hours" in notes
+    assert "Rachel said we need the t-test results" in notes
+
+
 def test_speech_outside_ascii_is_read_as_ascii_speech_is():
     """Accents and curly quotes take the Unicode patterns (ASCII text takes faster twins):
     a stutter goes, a line break or a closing quote still ends a sentence."""
