@@ -272,6 +272,22 @@ def test_a_period_after_the_reads_once():
     assert "orders from the week of Feb 3" in texts(output)[0]
 
 
+@pytest.mark.parametrize(
+    "said, noted",
+    [
+        (
+            "I've been waiting for my refund for two weeks.",
+            "User has been waiting for User's refund for two weeks",
+        ),
+        ("I've got a flight home at nine.", "User has got a flight home at nine"),
+    ],
+)
+def test_i_ve_been_is_noted_as_i_have_been_is(said, noted):
+    # The cue for "I have been" was written for "I've been" too, but read "'ve" only
+    # after a space: the contraction, how people write, was dropped.
+    assert texts(observe(("user", said), ("assistant", "Okay."))) == [noted]
+
+
 def test_a_question_names_who_asks_with_a_verb_that_agrees():
     output = observe(
         ("user", "Do I need a receipt to return the blender? Why am I charged twice?"),

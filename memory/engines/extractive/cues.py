@@ -83,10 +83,10 @@ EVENT = _cue(
     "went visited made bought saw met tried learned learnt started joined watched cooked ran "
     "climbed played finished moved traveled travelled had took attended read wrote won lost "
     "received ordered paid called sent found been passed got",
-    r"\b(?:i|we)\s+(?:\w+\s+)?(?:went|visited|made|bought|saw|met|tried|learned|learnt|"
-    r"started|joined|watched|cooked|ran|climbed|played|finished|moved|traveled|travelled|"
-    r"had|took|attended|read|wrote|won|lost|received|ordered|paid|called|sent|found|passed|got|"
-    r"(?:have|'ve)\s+been)\b",
+    r"\b(?:i|we)(?:'ve)?\s+(?:\w+\s+)?(?:went|visited|made|bought|saw|met|tried|learned|"
+    r"learnt|started|joined|watched|cooked|ran|climbed|played|finished|moved|traveled|"
+    r"travelled|had|took|attended|read|wrote|won|lost|received|ordered|paid|called|sent|found|"
+    r"passed|got|(?:have\s+)?been)\b",
 )
 PROBLEM = _cue(
     "problem problems issue issues error errors bug bugs broken fail failed fails failing "
