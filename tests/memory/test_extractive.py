@@ -279,7 +279,10 @@ def test_a_period_after_the_reads_once():
             "I've been waiting for my refund for two weeks.",
             "User has been waiting for User's refund for two weeks",
         ),
-        ("I've got a flight home at nine.", "User has got a flight home at nine"),
+        (
+            "I've been on standby for a flight home for hours.",
+            "User has been on standby for a flight home for hours",
+        ),
     ],
 )
 def test_i_ve_been_is_noted_as_i_have_been_is(said, noted):

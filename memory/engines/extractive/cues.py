@@ -79,14 +79,17 @@ PLAN = _cue(
     r"(?:\s+just)?\s+want(?:ed)?\s+to|\s+would\s+like\s+to|'d\s+like\s+to|\s+hope\s+to|\s+need\s+to|"
     r"(?:\s+just)?\s+(?:registered|signed\s+up|booked|enrolled))\b",
 )
+# "I've been waiting for two weeks" is an event as "I have been waiting" is. Only "'ve
+# been": a meeting's "we've got" is mostly a state ("we've got twelve buttons"), and
+# noting every "'ve got", "'ve had" cost QMSum its 5x (4.8x, docs/benchmarks.md).
 EVENT = _cue(
     "went visited made bought saw met tried learned learnt started joined watched cooked ran "
     "climbed played finished moved traveled travelled had took attended read wrote won lost "
     "received ordered paid called sent found been passed got",
-    r"\b(?:i|we)(?:'ve)?\s+(?:\w+\s+)?(?:went|visited|made|bought|saw|met|tried|learned|"
+    r"\b(?:i|we)\s+(?:\w+\s+)?(?:went|visited|made|bought|saw|met|tried|learned|"
     r"learnt|started|joined|watched|cooked|ran|climbed|played|finished|moved|traveled|"
     r"travelled|had|took|attended|read|wrote|won|lost|received|ordered|paid|called|sent|found|"
-    r"passed|got|(?:have\s+)?been)\b",
+    r"passed|got|have\s+been)\b|\b(?:i|we)'ve\s+(?:\w+\s+)?been\b",
 )
 PROBLEM = _cue(
     "problem problems issue issues error errors bug bugs broken fail failed fails failing "
