@@ -107,19 +107,18 @@ def _instance(model: type[ModelT], fields: list[Field], values: Sequence[Any]) -
     return model.from_db(connection.alias, names, converted)
 
 
+def _uuid_param(value: Any) -> Any:
+    """A UUID as this backend's statements take it (32 hex characters on SQLite)."""
+    uuid_field = Conversation._meta.pk
+    assert uuid_field is not None
+    return uuid_field.get_db_prep_value(value, connection)
+
+
 def _conversation_row(sql: str, pk: uuid.UUID, workspace_id: Any) -> Sequence[Any]:
     """The one row ``sql`` (a statement written out, taking the conversation's id and its
     workspace's) returns, or "not found"."""
-    uuid_field = Conversation._meta.pk
-    assert uuid_field is not None
     with connection.cursor() as cursor:
-        cursor.execute(
-            sql,
-            [
-                uuid_field.get_db_prep_value(pk, connection),
-                uuid_field.get_db_prep_value(workspace_id, connection),
-            ],
-        )
+        cursor.execute(sql, [_uuid_param(pk), _uuid_param(workspace_id)])
         row: Sequence[Any] | None = cursor.fetchone()
     if row is None:
         raise _conversation_not_found()
@@ -382,13 +381,7 @@ def unobserved_messages_between(
     starts here; composed by the ORM the statement cost about a third of that read's
     time (bench/request_path.py, "context of a 600-message tail, after a write")."""
     sql, fields = _messages_between(connection.vendor)
-    uuid_field = Conversation._meta.pk
-    assert uuid_field is not None
-    params: list[Any] = [
-        uuid_field.get_db_prep_value(conversation_id, connection),
-        after_seq,
-        through_seq,
-    ]
+    params: list[Any] = [_uuid_param(conversation_id), after_seq, through_seq]
     for start, end in intervals:
         if end > after_seq and start <= through_seq:
             sql += " AND NOT (seq BETWEEN %s AND %s)"

@@ -150,7 +150,7 @@ def _aside_gone(match: re.Match[str]) -> str:
 # A word begun again after its first letter: "I-I-I've been", "W-w-wait"; a letter said
 # twice at least, or "I" once ("I-I think"), so that "t-test" stays a t-test.
 _LETTER_STUTTER = re.compile(
-    r"\b(?P<letter>[^\W\d_])(?:-(?P=letter))+-(?P<word>(?P=letter))|\b(?P<i>I)-(?=I\b|I')",
+    r"\b(?P<letter>[^\W\d_])(?:-(?P=letter))+-(?P=letter)|\b(?P<i>I)-(?=I\b|I')",
     re.IGNORECASE,
 )
 
