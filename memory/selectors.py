@@ -7,10 +7,10 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from django.db import connection
-from django.db.models import Count, Field, Model, Q, QuerySet
+from django.db.models import Count, Model, Q, QuerySet
 
 from core.errors import MemdeskError
 from core.paging import keyset_page, parse_uuid
@@ -61,50 +61,56 @@ class PolicyFlags:
     redact_at_ingest: bool
 
 
+class _RowReader(Generic[ModelT]):
+    """How a model's columns, selected in its fields' order, become an instance: the
+    attribute names, and each field's column with the converters the ORM runs on its
+    value (UUIDs and dates on SQLite, JSON everywhere). Made once per statement and
+    backend (looked up per row they cost a write 0.15 ms of its 2-3,
+    bench/request_path.py). The converters do not depend on which thread's connection
+    looked them up: they read the settings, not the session."""
+
+    def __init__(self, model: type[ModelT]) -> None:
+        self.model = model
+        self.fields = list(model._meta.concrete_fields)
+        self.names = [f.attname for f in self.fields]
+        self.columns: list[tuple[Any, tuple[Any, ...]]] = []
+        for field in self.fields:
+            column = field.get_col(model._meta.db_table)
+            converters = connection.ops.get_db_converters(column) + column.get_db_converters(
+                connection
+            )
+            self.columns.append((column, tuple(converters)))
+
+    def selected(self, alias: str = "") -> list[str]:
+        """The columns to select, in order, quoted (and qualified by ``alias``)."""
+        prefix = f"{alias}." if alias else ""
+        return [f"{prefix}{connection.ops.quote_name(f.column)}" for f in self.fields]
+
+    def instance(self, values: Sequence[Any]) -> ModelT:
+        converted = []
+        for (column, converters), value in zip(self.columns, values, strict=True):
+            for convert in converters:
+                value = convert(value, column, connection)
+            converted.append(value)
+        return self.model.from_db(connection.alias, self.names, converted)
+
+
 @functools.cache
-def _conversation_lookup(vendor: str) -> tuple[str, list[Field], list[Field]]:
+def _conversation_lookup(
+    vendor: str,
+) -> tuple[str, _RowReader[Conversation], _RowReader[Workspace]]:
     """The statement that reads a conversation, its workspace and the policy flags, with
-    the fields of each model in the order it selects them (built once per backend)."""
+    how each model's columns become an instance (built once per backend)."""
     quote = connection.ops.quote_name
-    fields = list(Conversation._meta.concrete_fields)
-    workspace_fields = list(Workspace._meta.concrete_fields)
-    columns = [f"c.{quote(f.column)}" for f in fields]
-    columns += [f"w.{quote(f.column)}" for f in workspace_fields]
+    conversations, workspaces = _RowReader(Conversation), _RowReader(Workspace)
+    columns = conversations.selected("c") + workspaces.selected("w")
     columns += [f"({policy_flag_sql(flag, 'c.workspace_id')})" for flag in API_POLICY_FLAGS]
     sql = (
         f"SELECT {', '.join(columns)} FROM {quote(Conversation._meta.db_table)} c "
         f"JOIN {quote(Workspace._meta.db_table)} w ON w.id = c.workspace_id "
         f"WHERE c.id = %s AND c.workspace_id = %s"
     )
-    return sql, fields, workspace_fields
-
-
-@functools.cache
-def _converters(
-    model: type[Model], fields: tuple[Field, ...], vendor: str
-) -> tuple[list[str], list[tuple[Any, tuple[Any, ...]]]]:
-    """The fields' attribute names, and each field's column with the converters the ORM
-    runs on its value, looked up once per model and backend (per row they cost a write
-    0.15 ms of its 2-3, bench/request_path.py). The converters do not depend on which
-    thread's connection looked them up: they read the settings, not the session."""
-    columns = []
-    for field in fields:
-        column = field.get_col(model._meta.db_table)
-        converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        columns.append((column, tuple(converters)))
-    return [f.attname for f in fields], columns
-
-
-def _instance(model: type[ModelT], fields: list[Field], values: Sequence[Any]) -> ModelT:
-    """A model instance from its columns as the database returned them, each converted as
-    the ORM converts it (UUIDs and dates on SQLite, JSON everywhere)."""
-    names, columns = _converters(model, tuple(fields), connection.vendor)
-    converted = []
-    for (column, converters), value in zip(columns, values, strict=True):
-        for convert in converters:
-            value = convert(value, column, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, names, converted)
+    return sql, conversations, workspaces
 
 
 def _uuid_param(value: Any) -> Any:
@@ -141,14 +147,12 @@ def conversation_and_policy_flags(
     (``select_related`` and a subquery per flag) the same read cost 0.9 ms of a 3 ms
     message write, written out 0.1 ms (bench/request_path.py)."""
     pk = parse_uuid(conversation_id, field="conversation_id")
-    sql, fields, workspace_fields = _conversation_lookup(connection.vendor)
+    sql, conversations, workspaces = _conversation_lookup(connection.vendor)
     row = _conversation_row(sql, pk, workspace_id)
-    split = len(fields)
-    conversation = _instance(Conversation, fields, row[:split])
-    conversation.workspace = _instance(
-        Workspace, workspace_fields, row[split : split + len(workspace_fields)]
-    )
-    flags = PolicyFlags(*(bool(value) for value in row[split + len(workspace_fields) :]))
+    split, flags_at = len(conversations.fields), len(conversations.fields) + len(workspaces.fields)
+    conversation = conversations.instance(row[:split])
+    conversation.workspace = workspaces.instance(row[split:flags_at])
+    flags = PolicyFlags(*(bool(value) for value in row[flags_at:]))
     return conversation, flags
 
 
@@ -380,7 +384,7 @@ def unobserved_messages_between(
     conversation's id, so that extending it loads no conversation). A read after a write
     starts here; composed by the ORM the statement cost about a third of that read's
     time (bench/request_path.py, "context of a 600-message tail, after a write")."""
-    sql, fields = _messages_between(connection.vendor)
+    sql, messages = _messages_between(connection.vendor)
     params: list[Any] = [_uuid_param(conversation_id), after_seq, through_seq]
     for start, end in intervals:
         if end > after_seq and start <= through_seq:
@@ -389,21 +393,20 @@ def unobserved_messages_between(
     with connection.cursor() as cursor:
         cursor.execute(f"{sql} ORDER BY seq", params)
         rows = cursor.fetchall()
-    return [_instance(Message, fields, row) for row in rows]
+    return [messages.instance(row) for row in rows]
 
 
 @functools.cache
-def _messages_between(vendor: str) -> tuple[str, list[Field]]:
+def _messages_between(vendor: str) -> tuple[str, _RowReader[Message]]:
     """The statement of ``unobserved_messages_between`` without its observed intervals,
-    with the fields in the order it selects them (built once per backend)."""
-    quote = connection.ops.quote_name
-    fields = list(Message._meta.concrete_fields)
-    columns = ", ".join(quote(f.column) for f in fields)
+    and how its rows become messages (built once per backend)."""
+    messages = _RowReader(Message)
     sql = (
-        f"SELECT {columns} FROM {quote(Message._meta.db_table)} "
+        f"SELECT {', '.join(messages.selected())} "
+        f"FROM {connection.ops.quote_name(Message._meta.db_table)} "
         f"WHERE conversation_id = %s AND seq > %s AND seq <= %s"
     )
-    return sql, fields
+    return sql, messages
 
 
 def active_observations(*, conversation: Conversation) -> QuerySet[Observation]:
