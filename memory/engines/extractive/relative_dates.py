@@ -59,9 +59,6 @@ def absolute_dates(sentence: Sentence, message: SourceMessage) -> tuple[str, dat
         if _a_rule(mention, before):
             continue
         phrase = _absolute_phrase(mention, message, before)
-        article = _ENDS_WITH_THE.search(before)
-        if article and phrase.startswith("the "):
-            before = before[: article.start()]  # "from the last week": "from the week of"
         text = before + phrase + text[mention.end :]
     return " ".join(text.split()).replace(" ,", ",").replace(" .", "."), mentions[0].value
 
@@ -98,7 +95,9 @@ def _absolute_phrase(mention: DateMention, message: SourceMessage, before: str) 
     if unit and unit.group(0).lower() == "month":
         return f"in {day:%B}"
     if unit:
-        return f"the {unit.group(0).lower()} of {label}"
+        # "from the last week" -> "from the week of Oct 23", not "from the the week of"
+        article = "" if _ENDS_WITH_THE.search(before) else "the "
+        return f"{article}{unit.group(0).lower()} of {label}"
     if not before.strip():
         return label  # "Tomorrow is my birthday" -> "Apr 28 is my birthday"
     if day == message.created_at.date():
