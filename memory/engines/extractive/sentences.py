@@ -147,24 +147,8 @@ def _aside_gone(match: re.Match[str]) -> str:
     return "" if match.start() == 0 or match.group(0).endswith(("know", "mean", "see")) else " "
 
 
-# A word begun again after its first letter: "I-I-I've been", "W-w-wait"; a letter said
-# twice at least, or "I" once ("I-I think"), so that "t-test" stays a t-test.
-_LETTER_STUTTER = re.compile(
-    r"\b(?P<letter>[^\W\d_])(?:-(?P=letter))+-(?P=letter)|\b(?P<i>I)-(?=I\b|I')",
-    re.IGNORECASE,
-)
-
-
-def _letter_said_once(match: re.Match[str]) -> str:
-    if match.group("i"):
-        return ""
-    return match.group("letter")
-
-
 def without_disfluencies(text: str) -> str:
     """ "Um, well this is our our project" -> "well this is our project"."""
-    if "-" in text:
-        text = _LETTER_STUTTER.sub(_letter_said_once, text)
     lower = text.lower()
     if ("um" in lower or "uh" in lower or "mm" in lower or "y'know" in lower) and (
         _DISFLUENCY_HINT.search(text) is not None
@@ -197,8 +181,25 @@ def _may_stutter(text: str) -> bool:
     return any(a == b or b.startswith(a + "'") for a, b in pairs)
 
 
+# A word begun again after its first letter: "I-I-I've been", "W-w-wait"; a letter said
+# twice at least, or "I" once ("I-I think"), so that "t-test" stays a t-test.
+_LETTER_STUTTER = re.compile(
+    r"\b(?P<letter>[^\W\d_])(?:-(?P=letter))+-(?P=letter)|\b(?P<i>I)-(?=I\b|I')",
+    re.IGNORECASE,
+)
+
+
+def _letter_said_once(match: re.Match[str]) -> str:
+    if match.group("i"):
+        return ""
+    return match.group("letter")
+
+
 def without_stutter(text: str) -> str:
-    """ "the the idea", "we we'll go" -> "the idea", "we'll go"."""
+    """ "the the idea", "we we'll go", "I-I-I've been" -> "the idea", "we'll go", "I've
+    been"."""
+    if "-" in text:
+        text = _LETTER_STUTTER.sub(_letter_said_once, text)
     if not _may_stutter(text):
         return text
     return (_STUTTER_ASCII if text.isascii() else _STUTTER).sub(_one_of_them, text)
