@@ -177,7 +177,8 @@ def _first_word_is_no_name(word: str, common: frozenset[str]) -> bool:
 def _bounded(text: str, result: RecognizerResult, common: frozenset[str]) -> bool:
     """Set a person's or a place's span to the name itself: without the words before a
     person's name ("Later", "I'm") or lower-case words after it, a place's article, a
-    possessive or punctuation after it. False when nothing of a name is left."""
+    possessive or punctuation after it. False when nothing of a name is left, or what is
+    left is the last word of a thing's name (``_a_things_last_word``)."""
     start, end = result.start, result.end
     value = text[start:end]
     stripped = value.rstrip(_TRAILING)
