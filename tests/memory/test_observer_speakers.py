@@ -144,6 +144,20 @@ def test_you_among_three_people_is_they_unless_someone_is_named():
     assert not re.search(r"\b[Yy]ou(?:r)?\b", notes)
 
 
+def test_you_among_several_people_after_a_verb_and_before_a_quantifier_is_them():
+    """ "I like you both" said among several people is "likes them both", not "likes they
+    both": a quantifier or an adverb after "you" marks it an object, as a determiner
+    does (before a verb it is still the subject: the test above, "if they can't")."""
+    notes = noted_text(
+        ("user", "Anna", "The remote gets a rubber case in three colours, blue, red and grey."),
+        ("user", "Ben", "I like you both, and I love the grey one so much."),
+        ("user", "Chloe", "I will call you tomorrow about the price of the rubber case."),
+    )
+    assert "Ben likes them both" in notes
+    assert "Chloe will call them" in notes
+    assert "they both" not in notes and "call they" not in notes
+
+
 def test_pseudonyms_as_speakers_read_as_names():
     output = observe(
         said(

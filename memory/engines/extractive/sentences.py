@@ -553,14 +553,17 @@ _UNNAMED_YOU = {
 
 
 # After a clause opener or an auxiliary (or first), "you" is a subject: "if you can't",
-# "do you think". After a preposition, or before a preposition, a particle or a
-# determiner (or nothing), it is an object: "for you", "plug you in", "send you the file",
-# "thank you".
+# "do you think". After a preposition, or before a preposition, a particle, a
+# determiner, a quantifier or an adverb of time, place or degree (or nothing), it is an
+# object: "for you", "plug you in", "send you the file", "I like you both", "call you
+# tomorrow", "thank you".
 _BEFORE_AN_OBJECT = wordset("for with to at about from of on by into onto upon without than")
 _AFTER_AN_OBJECT = wordset(
     "the a an this that these those my our his her its their some any what how why when "
     "where which who whether in out up down off on back over through around away to for at "
-    "with from about by"
+    "with from about by both all two three too either again now here there so very much "
+    "more enough completely today tonight tomorrow later soon something anything everything "
+    "nothing"
 )
 
 
