@@ -71,13 +71,22 @@ HABIT = _cue(
     "usually often always normally regularly sometimes never mainly mostly",
     r"\bi\s+(?:usually|often|always|normally|regularly|sometimes|never|mainly|mostly)\b",
 )
+# Something ahead: what one will do, and what one waits for or has booked ("I'm still
+# waiting for my refund", "I have a flight on Friday"). "have a ..." is the speaker's
+# own only: a meeting's "we have a meeting" is mostly the meeting itself.
+_BOOKED = (
+    "flight appointment meeting interview exam trip reservation booking surgery wedding "
+    "party class call test deadline"
+)
 PLAN = _cue(
     "i'll we'll will going plan planning intend decided chose want wanted would i'd hope need "
-    "registered signed booked enrolled",
+    "registered signed booked enrolled waiting " + _BOOKED,
     r"\b(?:i|we)(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to|\s+plan|\s+am\s+planning|"
     r"'m\s+planning|\s+intend|\s+decided|\s+have\s+decided|'ve\s+decided|\s+chose|"
     r"(?:\s+just)?\s+want(?:ed)?\s+to|\s+would\s+like\s+to|'d\s+like\s+to|\s+hope\s+to|\s+need\s+to|"
-    r"(?:\s+just)?\s+(?:registered|signed\s+up|booked|enrolled))\b",
+    r"(?:\s+just)?\s+(?:registered|signed\s+up|booked|enrolled)|"
+    r"(?:'m|\s+am|'re|\s+are)\s+(?:still\s+|also\s+|just\s+)?waiting\s+(?:for|on))\b|"
+    r"\bi\s+have\s+(?:a|an)\s+(?:\w+\s+)?(?:" + _BOOKED.replace(" ", "|") + r")\b",
 )
 # "I've been waiting for two weeks" is an event as "I have been waiting" is. Only "'ve
 # been": a meeting's "we've got" is mostly a state ("we've got twelve buttons"), and
