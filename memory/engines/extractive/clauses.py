@@ -369,13 +369,16 @@ _TELL_ME = re.compile(
     r"(?:tell|show)\s+me\s+(?=(?:what|which|who|where|when|why|how|if|whether)\b)"
 )
 _PLEASE = re.compile(r"\bplease\b,?\s*", re.IGNORECASE)
+# A request split off after a comma keeps the word that joined it ("..., so can you set a
+# reminder for that?"); what is asked starts after it.
+_JOINING_WORD = re.compile(r"^(?:so|and|but|then|also)\b,?\s+", re.IGNORECASE)
 # "I need it before Friday" asks for nothing new: the writer needs it.
 _PRONOUN_OBJECT = re.compile(r"(?:it|this|that|them|these|those)\b", re.IGNORECASE)
 
 
 def _rewrite_request(text: str, role: str, common: frozenset[str], keep_you: bool) -> str:
     speaker, listener = speaker_names(role)
-    body = _PLEASE.sub("", text.rstrip(" ?.!")).strip(" ,")
+    body = _JOINING_WORD.sub("", _PLEASE.sub("", text.rstrip(" ?.!")).strip(" ,"))
     wanted = _REQUEST_FOR.search(body)
     if wanted:
         topic = " ".join(f"{wanted.group(1)} {wanted.group(2)}".split())
