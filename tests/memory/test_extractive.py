@@ -264,6 +264,21 @@ def test_a_note_keeps_a_weekday_that_means_any_such_day_as_said():
     assert "every Wednesday and Saturday evening; User will go on Feb 14" in market
 
 
+def test_a_part_of_the_day_the_note_is_dated_keeps_its_part():
+    # The note is dated the message's day, so "today" goes; "tonight" went with it and
+    # "I have a flight home tonight" read "User has a flight home".
+    output = observe(
+        ("user", "I have a flight home tonight."),
+        ("user", "I went for a run this morning and my knee hurts."),
+        ("user", "I bought the knee brace today."),
+        ("assistant", "Okay."),
+    )
+    notes = " | ".join(texts(output))
+    assert "User has a flight home that night" in notes
+    assert "User went for a run that morning" in notes
+    assert "User bought the knee brace" in notes and "today" not in notes
+
+
 def test_a_period_after_the_reads_once():
     output = observe(
         ("user", "How do I track my online orders from the last week?"),
@@ -289,6 +304,37 @@ def test_i_ve_been_is_noted_as_i_have_been_is(said, noted):
     # The cue for "I have been" was written for "I've been" too, but read "'ve" only
     # after a space: the contraction, how people write, was dropped.
     assert texts(observe(("user", said), ("assistant", "Okay."))) == [noted]
+
+
+@pytest.mark.parametrize(
+    "said, noted",
+    [
+        ("I'm still waiting for my refund.", "User is still waiting for User's refund"),
+        ("We're waiting on the courier.", "User said we're waiting on the courier"),
+        (
+            "I have an EMG test with my neurologist.",
+            "User has an EMG test with User's neurologist",
+        ),
+    ],
+)
+def test_what_a_customer_waits_for_or_has_booked_is_noted(said, noted):
+    # Nothing in these named a problem, a plan or an event: a support call's "I'm still
+    # waiting for my refund" wrote no note at all.
+    assert texts(observe(("user", said), ("assistant", "Okay."))) == [noted]
+
+
+def test_a_question_about_a_bill_is_not_something_booked():
+    assert (
+        texts(observe(("user", "I have a question about my bill."), ("assistant", "Sure."))) == []
+    )
+
+
+def test_a_request_joined_on_after_a_comma_is_written_without_its_joining_word():
+    output = observe(
+        ("user", "I have a yoga class every Thursday at 7:30 pm, so can you set a reminder?"),
+        ("assistant", "Done."),
+    )
+    assert "User asked Assistant to set a reminder" in texts(output)
 
 
 def test_a_question_names_who_asks_with_a_verb_that_agrees():

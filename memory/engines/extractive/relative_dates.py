@@ -33,6 +33,7 @@ _ABSOLUTE_DATE = re.compile(
 )
 _PERIOD_UNIT = re.compile(r"\b(?:weekend|week|month|year)\b", re.IGNORECASE)
 _ENDS_WITH_THE = re.compile(r"\bthe\s*$", re.IGNORECASE)
+_PART_OF_DAY = re.compile(r"\btonight\b|\bthis\s+(morning|afternoon|evening)\b", re.IGNORECASE)
 _ENDS_WITH_PREPOSITION = re.compile(
     r"\b(?:on|by|until|till|before|after|since|from|for|at|of|during|through|to)\s*$", re.I
 )
@@ -44,7 +45,7 @@ def absolute_dates(sentence: Sentence, message: SourceMessage) -> tuple[str, dat
     A note is read days later, when "yesterday" means something else: "yesterday" becomes
     "on Apr 27", "next week" "the week of May 4". Words for the message's own day
     ("today") are dropped where the sentence reads the same without them; the observation
-    is dated that day anyway. The term of a rule stays as said ("returns are accepted
+    is dated that day anyway ("tonight", "this morning": "that night", "that morning"). The term of a rule stays as said ("returns are accepted
     within 30 days"): no date stands for it."""
     if DATE_WORDS.isdisjoint(sentence.words) and not sentence.has_digit:
         return sentence.text, None
@@ -101,7 +102,10 @@ def _absolute_phrase(mention: DateMention, message: SourceMessage, before: str) 
     if not before.strip():
         return label  # "Tomorrow is my birthday" -> "Apr 28 is my birthday"
     if day == message.created_at.date():
-        return ""
+        # The note is dated that day; a part of it is still said ("I have a flight home
+        # tonight": "... that night", not "... a flight home").
+        part = _PART_OF_DAY.search(mention.text)
+        return "" if part is None else f"that {part.group(1) or 'night'}"
     if _ENDS_WITH_PREPOSITION.search(before):
         return label  # "by tomorrow" -> "by Apr 28", not "by on Apr 28"
     if mention.text.lower().startswith("within"):
