@@ -337,6 +337,20 @@ def test_a_request_joined_on_after_a_comma_is_written_without_its_joining_word()
     assert "User asked Assistant to set a reminder" in texts(output)
 
 
+@pytest.mark.parametrize("said", ["Huh?", "Yeah?", "Whoa?"])
+def test_a_bare_interjection_asked_is_no_note(said):
+    # "User asked Huh" was a note: a question is kept as a request unless it is small
+    # talk, and nothing said an interjection is no content.
+    assert texts(observe(("user", said), ("assistant", "Yes."))) == []
+
+
+def test_an_imperative_reads_as_a_verb_after_asked_to():
+    # "Get" was left capitalised ("User asked to Get a lot of liquor") unless the window
+    # wrote "get" in lowercase elsewhere: an imperative's first word is its verb.
+    output = observe(("user", "Get a lot of liquor."), ("assistant", "Okay."))
+    assert texts(output) == ["User asked to get a lot of liquor"]
+
+
 def test_a_question_names_who_asks_with_a_verb_that_agrees():
     output = observe(
         ("user", "Do I need a receipt to return the blender? Why am I charged twice?"),

@@ -399,8 +399,8 @@ def _rewrite_request(text: str, role: str, common: frozenset[str], keep_you: boo
     if rewritten.startswith(speaker):
         return rewritten
     first_word = body.lower().split(None, 1)[0] if body else ""
-    if first_word in IMPERATIVE_VERBS:
-        return f"{speaker} asked to {_lower_first(rewritten, common)}"
+    if first_word in IMPERATIVE_VERBS:  # a verb, whatever the window writes: "asked to get"
+        return f"{speaker} asked to {rewritten[:1].lower()}{rewritten[1:]}"
     if text.rstrip().endswith("?"):
         return f"{speaker} asked {_lower_first(rewritten, common)}"
     return f"{speaker} requested {_lower_first(rewritten, common)}"

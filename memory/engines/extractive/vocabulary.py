@@ -40,7 +40,8 @@ VAGUE_WORDS = wordset(
     useful practical helpful ever also pleasant sweet dream check consider considering mind
     heart seriously implement practice follow suggested recommended methods words hard
     important future own decision decide chance hopefully maybe much many them those these
-    friend friends nicely kindly politely sorry unfortunately"""
+    friend friends nicely kindly politely sorry unfortunately huh hm hmm eh ooh ohh whoa wow
+    hey yeah yep nope"""
 )
 ADVERBS = wordset(
     """really also just often usually always never mainly sometimes still especially actually
