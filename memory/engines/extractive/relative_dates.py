@@ -45,8 +45,9 @@ def absolute_dates(sentence: Sentence, message: SourceMessage) -> tuple[str, dat
     A note is read days later, when "yesterday" means something else: "yesterday" becomes
     "on Apr 27", "next week" "the week of May 4". Words for the message's own day
     ("today") are dropped where the sentence reads the same without them; the observation
-    is dated that day anyway ("tonight", "this morning": "that night", "that morning"). The term of a rule stays as said ("returns are accepted
-    within 30 days"): no date stands for it."""
+    is dated that day anyway ("tonight", "this morning": "that night", "that morning").
+    The term of a rule stays as said ("returns are accepted within 30 days"): no date
+    stands for it."""
     if DATE_WORDS.isdisjoint(sentence.words) and not sentence.has_digit:
         return sentence.text, None
     mentions = find_dates(sentence.text, anchor=message.created_at)
