@@ -351,6 +351,21 @@ def test_an_imperative_reads_as_a_verb_after_asked_to():
     assert texts(output) == ["User asked to get a lot of liquor"]
 
 
+def test_a_word_that_opens_a_sentence_is_lowercase_after_said_a_name_is_not():
+    # "said Look, face it": the word was looked up with its comma, and "unless", "look",
+    # "listen" were not among the words that open sentences.
+    output = observe(
+        ("user", "Look, face it, my father is not going to pay for the barbecue."),
+        ("user", "Unless we give her the gifts, she will be upset and I will pay."),
+        ("user", "Monica, they obviously have a problem."),
+        ("assistant", "Okay."),
+    )
+    notes = " | ".join(texts(output))
+    assert "User said look, face it, User's father is not going to pay" in notes
+    assert "User said unless we give her the gifts" in notes
+    assert "User said Monica, they obviously have a problem" in notes
+
+
 def test_a_question_names_who_asks_with_a_verb_that_agrees():
     output = observe(
         ("user", "Do I need a receipt to return the blender? Why am I charged twice?"),

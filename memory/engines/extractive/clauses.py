@@ -89,7 +89,9 @@ _SENTENCE_STARTERS = wordset(
     should will in on at for if as so but and today yesterday tomorrow sometimes recently
     lately now then here every each all many most no not maybe perhaps less more only about
     around roughly approximately nearly almost over under within we're we've we'll we'd
-    they're they've they'll they'd it'll it'd let's there'll here's"""
+    they're they've they'll they'd it'll it'd let's there'll here's unless although though
+    while since once after before until because whether otherwise also just well look
+    listen okay ok yes yeah oh sorry thanks hey"""
 )
 # "I'm Gary", "My name is Gary", "Call me Gary"; not "My name is I'm ...", said twice over.
 _INTRODUCTION = re.compile(
@@ -110,7 +112,7 @@ def _lower_first(text: str, common: frozenset[str]) -> str:
     word the window writes in lowercase elsewhere (``common``): "said slight problem",
     not "said Slight problem", which reads as a name and which a redaction scan takes
     for one."""
-    first = text.split(" ", 1)[0]
+    first = text.split(" ", 1)[0].rstrip(",;:")  # "Look, face it": the word is "Look"
     lower = first.lower()
     if lower in _SENTENCE_STARTERS:
         return text[:1].lower() + text[1:]
