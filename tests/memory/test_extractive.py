@@ -279,6 +279,22 @@ def test_a_part_of_the_day_the_note_is_dated_keeps_its_part():
     assert "User bought the knee brace" in notes and "today" not in notes
 
 
+@pytest.mark.parametrize(
+    "said, written",
+    [
+        # After a preposition "in" was added all the same: "from in January".
+        ("I'm still waiting for the refund from last month.", "the refund from January"),
+        ("I moved here in March last year.", "moved here in March 2025"),
+        ("I have been sick for the last month.", "sick for the month before Feb 10"),
+        ("Over the next year I want to run a marathon.", "over the year after Feb 10"),
+        ("I moved here last year.", "moved here in 2025"),
+    ],
+)
+def test_a_month_or_a_year_reads_as_the_words_before_it_let_it(said, written):
+    [note] = texts(observe(("user", said), ("assistant", "Okay.")))
+    assert written in note
+
+
 def test_a_period_after_the_reads_once():
     output = observe(
         ("user", "How do I track my online orders from the last week?"),

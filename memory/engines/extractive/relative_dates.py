@@ -5,7 +5,7 @@ note is read days later, when "yesterday" means something else."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from memory.engines.base import SourceMessage
 from memory.engines.dates import DateMention, find_dates
@@ -33,6 +33,11 @@ _ABSOLUTE_DATE = re.compile(
 )
 _PERIOD_UNIT = re.compile(r"\b(?:weekend|week|month|year)\b", re.IGNORECASE)
 _ENDS_WITH_THE = re.compile(r"\bthe\s*$", re.IGNORECASE)
+_ENDS_WITH_MONTH = re.compile(
+    r"\b(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december)\s*$",
+    re.IGNORECASE,
+)
 _PART_OF_DAY = re.compile(r"\btonight\b|\bthis\s+(morning|afternoon|evening)\b", re.IGNORECASE)
 _ENDS_WITH_PREPOSITION = re.compile(
     r"\b(?:on|by|until|till|before|after|since|from|for|at|of|during|through|to)\s*$", re.I
@@ -88,14 +93,27 @@ def _a_rule(mention: DateMention, before: str) -> bool:
     return bool(clause.strip()) and not _NOT_A_RULE.search(clause)
 
 
+def _year_or_month_phrase(unit: str, day: date, before: str, said_on: date) -> str:
+    """ "last month" as the words before it let it be said: "in January", "from January"
+    (after a preposition), "March 2025" ("in March last year"); "for the last month" is
+    the month up to the day it was said: "for the month before Feb 10" ("over the next
+    year": "the year after Feb 10")."""
+    named = f"{day:%B}" if unit == "month" else str(day.year)
+    if _ENDS_WITH_THE.search(before):
+        side = "after" if day > said_on else "before"  # "over the next year"
+        return f"{unit} {side} {said_on:%b} {said_on.day}"
+    if unit == "year" and _ENDS_WITH_MONTH.search(before):
+        return named
+    return named if _ENDS_WITH_PREPOSITION.search(before) else f"in {named}"
+
+
 def _absolute_phrase(mention: DateMention, message: SourceMessage, before: str) -> str:
     day = mention.value.date()
     label = f"{day:%b} {day.day}"
     unit = _PERIOD_UNIT.search(mention.text)
-    if unit and unit.group(0).lower() == "year":
-        return f"in {day.year}"
-    if unit and unit.group(0).lower() == "month":
-        return f"in {day:%B}"
+    if unit and unit.group(0).lower() in ("year", "month"):
+        said_on = message.created_at.date()
+        return _year_or_month_phrase(unit.group(0).lower(), day, before, said_on)
     if unit:
         # "from the last week" -> "from the week of Oct 23", not "from the the week of"
         article = "" if _ENDS_WITH_THE.search(before) else "the "
