@@ -235,3 +235,29 @@ def test_a_state_is_kept_as_the_answer_to_what_was_asked_not_as_a_sign_off():
 def test_tell_me_what_asks_what():
     output = observe(("user", "Can you tell me what's in the Cold Brew?"))
     assert texts(output) == ["User asked what's in the Cold Brew"]
+
+
+def test_a_promise_keeps_the_condition_it_is_made_on():
+    # Only the clause with the promise was kept: "Assistant said we'll reverse it
+    # manually", without when, which is what the customer holds the agent to.
+    output = observe(
+        ("user", "I was charged twice. What if the second charge doesn't drop off?"),
+        (
+            "assistant",
+            "If it's still there on Monday, reply to this thread and we'll reverse it manually.",
+        ),
+    )
+    assert (
+        "Assistant said if it's still there on Feb 16, reply to this thread and we'll "
+        "reverse it manually"
+    ) in joined(output)
+
+
+def test_what_a_rule_grants_is_kept_when_nothing_was_asked():
+    # "A broken zip is covered by the warranty" answers a complaint, not a question: no
+    # cue read it, and the way to a repair was lost.
+    output = observe(
+        ("user", "That's ridiculous, the jacket has a broken zip."),
+        ("assistant", "A broken zip is covered by the warranty, though."),
+    )
+    assert "Assistant said a broken zip is covered by the warranty" in joined(output)

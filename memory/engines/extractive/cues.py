@@ -183,6 +183,13 @@ STATE = re.compile(
     r"delivery|being\s+(?:processed|shipped|prepared|reviewed|handled)|on\s+hold|under\s+"
     r"review|(?:out\s+of|back\s+in)\s+stock|expired|approved|eligible)\b"
 )
+# What a rule grants or withholds, said in a support answer whether or not it was asked:
+# "a broken zip is covered by the warranty", "discounts only apply to members".
+POLICY = re.compile(
+    r"\b(?:covered\s+(?:by|under)|under\s+(?:the\s+|our\s+|your\s+)?warranty|"
+    r"qualif(?:y|ies)\s+for|appl(?:y|ies)\s+(?:only\s+)?to|non-?refundable|free\s+of\s+charge|"
+    r"at\s+no\s+(?:extra\s+|additional\s+)?(?:cost|charge))\b"
+)
 # A duration, an amount or a share someone can hold the speaker to: "3-5 business days",
 # "a week", "$20", "15%"; not "a few days", nor minutes, over before anyone reads them.
 DECISIVE_QUANTITY = re.compile(

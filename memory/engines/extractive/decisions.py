@@ -3,8 +3,9 @@ tasks, money and references are kept as clauses (its lists and names make the an
 ``answers.py``). A short one (``SHORT_TURN_WORDS``) is a support answer, read for what it
 decides: a refusal and its reason ("we cannot accept the return because it has been more
 than 90 days"), a promise someone else keeps ("a courier will call you tomorrow"), the
-agent's finished action ("I have escalated it"), a state ("being processed"), a duration
-or an amount ("less than a week", "all promo codes expire after 7 days")."""
+agent's finished action ("I have escalated it"), a state ("being processed"), what a rule
+grants ("covered by the warranty"), a duration or an amount ("less than a week", "all
+promo codes expire after 7 days")."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from memory.engines.extractive.cues import (
     DECISIVE_QUANTITY,
     DONE_BY_SPEAKER,
     FUTURE,
+    POLICY,
     REFUSAL,
     SELF_DESCRIPTION,
     STATE,
@@ -73,6 +75,8 @@ def classify_answer(
         return "fact", LOW  # money and reference numbers the user may need later
     if short and asked and _PROPOSAL.match(lower):
         return "fact", LOW  # "a mushroom wellington would serve eight": what was offered
+    if short and POLICY.search(lower):
+        return "fact", LOW  # "a broken zip is covered by the warranty": what a rule grants
     if decisive or (short and asked and STATE.search(lower)):
         # "less than a week", "all promo codes expire after 7 days", "it is in progress":
         # low, so that it shares the line of the question it answers.
@@ -93,12 +97,30 @@ _PROPOSED = re.compile(r"(?:^|[.!?]\s+)" + _PUT_FORWARD)  # a turn with one of i
 def promised_part(text: str) -> str:
     """ "Please confirm the order and I'll send it off" -> the part with the promise; "I
     have escalated it; a courier will call you" -> both parts: what was done and what
-    will be."""
-    parts = [p for p in _PROMISE_SPLIT.split(text) if p.strip()]
-    promised = [p for p in parts if _promises(Sentence.of(p))]
+    will be. A promise keeps the condition it is made on, as said: "if it's still there
+    on Monday, reply to this thread and we'll reverse it"."""
+    bounds = [0, *(i for m in _PROMISE_SPLIT.finditer(text) for i in m.span()), len(text)]
+    parts = [
+        (bounds[i], bounds[i + 1])
+        for i in range(0, len(bounds), 2)
+        if text[bounds[i] : bounds[i + 1]].strip()
+    ]
+    promised = [n for n, (a, b) in enumerate(parts) if _promises(Sentence.of(text[a:b]))]
     if not promised or len(promised) == len(parts):
         return text
-    return "; ".join(promised)
+    runs: list[tuple[int, int]] = []  # (first part, last part) of each kept stretch
+    for n in promised:
+        first = n
+        for earlier in range(n - 1, runs[-1][1] if runs else -1, -1):
+            if _CONDITION.match(text, parts[earlier][0]):
+                first = earlier
+                break
+        runs.append((first, n))
+    return "; ".join(text[parts[a][0] : parts[b][1]] for a, b in runs)
+
+
+# What a promise may be made on: "if it's still there on Monday", "once it arrives".
+_CONDITION = re.compile(r"(?:if|unless|once|as\s+soon\s+as|when|after|until)\b", re.IGNORECASE)
 
 
 # Clauses of a sentence: "and" splits only where a new subject follows, so that "will be
@@ -176,7 +198,9 @@ def short_answer_may_matter(content: str) -> bool:
     sentence = Sentence.of(content)
     if not _REFUSAL_GATE.isdisjoint(sentence.words):
         return True
-    if STATE.search(sentence.lower) or DECISIVE_QUANTITY.search(content):
+    if STATE.search(sentence.lower) or POLICY.search(sentence.lower):
+        return True
+    if DECISIVE_QUANTITY.search(content):
         return True
     if _PROPOSED.search(sentence.lower):
         return True
