@@ -389,8 +389,27 @@ def test_a_question_names_who_asks_with_a_verb_that_agrees():
     )
 
     [note] = texts(output)
-    assert "does User need a receipt" in note
+    assert "User asked whether User needs a receipt" in note  # reported, as a yes/no is
     assert "why is User charged twice" in note
+
+
+@pytest.mark.parametrize(
+    "said, noted",
+    [
+        (
+            "Can I return the jacket I bought in November?",
+            "User asked whether User can return the jacket User bought in November",
+        ),
+        ("Does it come in blue?", "User asked whether it comes in blue"),
+        ("Has my refund been processed?", "User asked has User's refund been processed"),
+        ("Did they call you?", "User asked did they call Assistant"),
+    ],
+)
+def test_a_yes_no_question_is_reported_as_asked(said, noted):
+    # "User asked can User return the jacket": the question's order, not a report of it.
+    # A subject with more than one word, and "did" (the verb would change tense), are
+    # left in the question's order.
+    assert texts(observe(("user", said), ("assistant", "Okay."))) == [noted]
 
 
 @pytest.mark.parametrize(

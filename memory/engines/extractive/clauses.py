@@ -57,6 +57,7 @@ from memory.engines.extractive.sentences import (
     clean_sentence,
     first_names,
     names_in,
+    reported_yes_no,
     speaker_names,
     split_sentences,
     third_person,
@@ -91,7 +92,7 @@ _SENTENCE_STARTERS = wordset(
     around roughly approximately nearly almost over under within we're we've we'll we'd
     they're they've they'll they'd it'll it'd let's there'll here's unless although though
     while since once after before until because whether otherwise also just well look
-    listen okay ok yes yeah oh sorry thanks hey"""
+    listen okay ok yes yeah oh sorry thanks hey done has have had might must"""
 )
 # "I'm Gary", "My name is Gary", "Call me Gary"; not "My name is I'm ...", said twice over.
 _INTRODUCTION = re.compile(
@@ -404,7 +405,8 @@ def _rewrite_request(text: str, role: str, common: frozenset[str], keep_you: boo
     if first_word in IMPERATIVE_VERBS:  # a verb, whatever the window writes: "asked to get"
         return f"{speaker} asked to {rewritten[:1].lower()}{rewritten[1:]}"
     if text.rstrip().endswith("?"):
-        return f"{speaker} asked {_lower_first(rewritten, common)}"
+        reported = reported_yes_no(rewritten)
+        return f"{speaker} asked {reported or _lower_first(rewritten, common)}"
     return f"{speaker} requested {_lower_first(rewritten, common)}"
 
 

@@ -657,6 +657,29 @@ def _conjugate_first_verb(segment: str) -> str:
     return segment
 
 
+# A yes/no question, rewritten ("can User return the jacket"): an auxiliary, then its
+# subject, a name, a label or a pronoun; "do", "did" and a subject with a determiner
+# ("is the shop open") are left as asked.
+_YES_NO = re.compile(
+    r"^(?P<aux>(?i:can|could|will|would|should|may|might|is|was|are|were|has|have|does))\s+"
+    r"(?P<subject><[A-Z_]+_\d+>|[A-Z][\w-]*|it|that|this|there|they|he|she|we)\s+"
+    r"(?P<rest>[a-z].*)$"
+)
+
+
+def reported_yes_no(question: str) -> str | None:
+    """A yes/no question as reported speech: "can User return the jacket" -> "whether
+    User can return the jacket", "does User need a receipt" -> "whether User needs a
+    receipt"; None for any other question."""
+    asked = _YES_NO.match(question)
+    if asked is None:
+        return None
+    aux, subject, rest = asked.group("aux").lower(), asked.group("subject"), asked.group("rest")
+    if aux == "does":
+        return f"whether {subject} {_conjugate_first_verb(rest)}"
+    return f"whether {subject} {aux} {rest}"
+
+
 # Where a sentence may end before the text does: a mark with more after it, a line break.
 _SENTENCE_MARK = re.compile(r"[.!?…\n]")
 
