@@ -82,6 +82,12 @@ _SLASHED = (
     r"(?:(?P=sl_sep)(?P<sl_year>\d{4}|\d{2}))?\b(?![/.]\d)"
 )
 
+# "the 20th" alone is a day of the month only after a preposition of time ("before the
+# 20th", "issued on the 3rd"), not "the 3rd time", "the 20th century". Lookbehinds, so
+# the preposition stays in the sentence ("before Feb 20").
+_TIME_PREPOSITIONS = ("on", "by", "until", "till", "before", "after", "from", "since")
+_AFTER_A_PREPOSITION = "(?:" + "|".join(rf"(?<=\b{w}\s)" for w in _TIME_PREPOSITIONS) + ")"
+
 # One alternative per kind of expression; the outer group's name says which handler
 # resolves it. Longer phrases come first so "the day after tomorrow" wins over "tomorrow".
 _PATTERN = re.compile(
@@ -91,6 +97,7 @@ _PATTERN = re.compile(
     |(?P<day_month>\b(?:the\s+)?(?P<dm_day>\d{{1,2}}){_ORD}(?:\s+of)?\s+(?P<dm_month>{_MONTH})\b\.?(?:,?\s+(?P<dm_year>\d{{4}})\b)?)
     |(?P<month_day>\b(?P<md_month>{_MONTH})\.?\s+(?:the\s+)?(?P<md_day>\d{{1,2}}){_ORD}\b(?!:)(?:,?\s+(?P<md_year>\d{{4}})\b)?)
     |(?P<month_year>\b(?P<my_month>{_MONTH})\s+(?P<my_year>\d{{4}})\b)
+    |(?P<day_of_month>{_AFTER_A_PREPOSITION}the\s+(?P<dom_day>\d{{1,2}})(?:st|nd|rd|th)\b(?!\s+of\b))
     |(?P<two_days>\bthe\s+day\s+(?P<td_dir>after\s+tomorrow|before\s+yesterday)\b)
     |(?P<day_word>\b(?:today|tonight|tomorrow|yesterday|last\s+night|this\s+(?:morning|afternoon|evening))\b)
     |(?P<end_of>\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?(?P<eo_unit>week|month|year)\b)
@@ -334,6 +341,19 @@ def _month_year(match: re.Match[str], anchor: datetime, tense: str | None) -> da
     )
 
 
+def _day_of_month(match: re.Match[str], anchor: datetime, tense: str | None) -> date | None:
+    """ "the 20th": that day of this month, the last or the next, as the tense says, or
+    the nearest."""
+    today, day = anchor.date(), int(match.group("dom_day"))
+    months = [today + relativedelta(day=1, months=step) for step in (-1, 0, 1)]
+    candidates = [d for m in months if (d := _safe_date(m.year, m.month, day))]
+    if tense == "past":
+        return max((d for d in candidates if d <= today), default=None)
+    if tense == "future":
+        return min((d for d in candidates if d >= today), default=None)
+    return min(candidates, key=lambda d: (abs((d - today).days), d), default=None)
+
+
 def _two_days(match: re.Match[str], anchor: datetime, tense: str | None) -> date:
     step = 2 if match.group("td_dir").lower().startswith("after") else -2
     return anchor.date() + timedelta(days=step)
@@ -440,6 +460,7 @@ _HANDLERS = {
     "day_month": _day_month,
     "month_day": _month_day,
     "month_year": _month_year,
+    "day_of_month": _day_of_month,
     "two_days": _two_days,
     "day_word": _day_word,
     "end_of": _end_of,

@@ -165,6 +165,27 @@ def test_a_month_and_day_without_a_year_follows_the_tense_across_new_year():
     assert find_dates("We met on December 20.", anchor=new_years_eve)[0].value == day(2026, 12, 20)
 
 
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I need it before the 20th.", day(2026, 2, 20)),
+        ("That refund was issued on the 3rd.", day(2026, 2, 3)),
+        ("We will charge you on the 31st.", day(2026, 3, 31)),  # February has none
+        ("My plan renewed on the 28th.", day(2026, 1, 28)),  # past: last month's
+    ],
+)
+def test_a_day_of_the_month_after_a_preposition_is_a_date(sentence, expected):
+    # A support call's "before the 20th" was no date at all: only a day with its month
+    # was read.
+    [mention] = find_dates(sentence, anchor=TUESDAY)
+    assert mention.text.startswith("the ") and mention.value == expected
+
+
+@pytest.mark.parametrize("sentence", ["It was the 3rd time.", "Art of the 20th century."])
+def test_an_ordinal_that_is_no_day_of_the_month_is_no_date(sentence):
+    assert find_dates(sentence, anchor=TUESDAY) == []
+
+
 def test_results_are_aware_and_in_the_message_time_zone():
     berlin = ZoneInfo("Europe/Berlin")
     late_evening = datetime(2026, 2, 10, 23, 30, tzinfo=berlin)
