@@ -108,7 +108,8 @@ PROBLEM = _cue(
     "worried lonely sick ill pain hurt injured injury depressed depression overwhelmed "
     "confused struggle struggling struggled scared afraid nervous declined refused denied "
     "down low blue sad tired exhausted bored unhappy agitated well unwell difficulty "
-    "difficulties difficult",
+    "difficulties difficult arrived arrive received receive delivered refunded shipped show "
+    "shown keeps",
     r"\b(?:(?<!no\s)problems?|issues?|errors?|bugs?|broken|fail(?:ed|s|ing|ure)?|crash\w*|"
     r"not\s+working|doesn'?t\s+work|won'?t\s+work|can'?t|cannot|unable|wrong|missing|"
     r"lost|(?<!getting\s)late|delay(?:ed)?|overcharged|charged\s+twice|complain\w*|frustrat\w*|angry|"
@@ -116,7 +117,13 @@ PROBLEM = _cue(
     r"depress\w*|overwhelmed|confused|struggl\w*|scared|afraid|nervous|declined|refused|"
     r"denied|sad|exhausted|unhappy|agitated|unwell|difficult(?:y|ies)?|"
     r"not\s+feeling\s+(?:very\s+|so\s+|too\s+)?well|(?:feel|feeling|felt|am|i'm)\s+(?:a\s+bit\s+|so\s+|"
-    r"really\s+|very\s+|quite\s+|a\s+little\s+)?(?:down|low|blue|tired|bored))\b",
+    r"really\s+|very\s+|quite\s+|a\s+little\s+)?(?:down|low|blue|tired|bored)|"
+    # What never came ("it still hasn't arrived", "I didn't receive the code") and what
+    # goes wrong again and again ("the app keeps logging me out").
+    r"(?:hasn't|has\s+not|haven't|have\s+not|didn't|did\s+not|never)\s+(?:yet\s+)?(?:arrived?|"
+    r"received?|been\s+(?:delivered|refunded|shipped|received)|shown\s+up|show\s+up)|"
+    r"keeps\s+(?:logging|crashing|freezing|failing|dropping|disconnecting|restarting|"
+    r"charging|timing\s+out|signing))\b",
 )
 URGENT = _cue(
     "urgent urgently asap immediately right must deadline due later critical emergency",
@@ -188,7 +195,8 @@ STATE = re.compile(
 POLICY = re.compile(
     r"\b(?:covered\s+(?:by|under)|under\s+(?:the\s+|our\s+|your\s+)?warranty|"
     r"qualif(?:y|ies)\s+for|appl(?:y|ies)\s+(?:only\s+)?to|non-?refundable|free\s+of\s+charge|"
-    r"at\s+no\s+(?:extra\s+|additional\s+)?(?:cost|charge))\b"
+    r"at\s+no\s+(?:extra\s+|additional\s+)?(?:cost|charge)|renews?\s+on|"
+    r"no\s+(?:further|more|extra)\s+charges?|keep\s+access)\b"
 )
 # A duration, an amount or a share someone can hold the speaker to: "3-5 business days",
 # "a week", "$20", "15%"; not "a few days", nor minutes, over before anyone reads them.
