@@ -70,6 +70,10 @@ _COUNTED = rf"(?!(?:{'|'.join(sorted(_NOT_COUNTED, key=len, reverse=True))})\b)[
 _QUANTITY = re.compile(
     rf"(?<![\w.])(?:[$€£]\s?)?\d[\d,.:/-]*(?:\s?%|\s+{_COUNTED}(?:\s+{_COUNTED})?)?"
 )
+_MONTH_DAY = re.compile(
+    r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?"
+    r"(?:,?\s+\d{4})?\b"
+)
 _MARKUP = re.compile(r"[*_`#]+")
 _WORD_BOUNDARY = re.compile(r"\s+")
 
@@ -215,11 +219,18 @@ def _mentions(sentences: list[str], known: str, limit: int) -> tuple[list[str], 
         plain = _plain(sentence)
         quoted = {a or b for a, b in QUOTED.findall(plain)}
         before = len(found)
+        # A day named with its month is one mention ("March 1"), not a name and a number;
+        # blanked out, so that every mention keeps its place in the sentence.
+        days = [(m.start(), m.group(0).replace(",", "")) for m in _MONTH_DAY.finditer(plain)]
+        plain = _MONTH_DAY.sub(lambda m: " " * len(m.group(0)), plain)
+        named = []
         for name in names_in(plain):
             name = name.strip(" ,;:'\"")
-            if _is_name(name) and not _is_known(name, known):
-                found.append(f'"{name}"' if name in quoted else name)
-        found.extend(q for q in quantities(plain) if not _is_known(q, known))
+            if _is_name(name):
+                named.append((plain.find(name), f'"{name}"' if name in quoted else name))
+        counted = [(plain.find(q), q) for q in quantities(plain)]
+        in_order = sorted(days + named + counted, key=lambda pair: pair[0])
+        found.extend(m for _, m in in_order if not _is_known(m.strip('"'), known))
         if len(found) > before and RECOMMENDATION.found(Sentence.of(plain)):
             recommends = True
     return list(dict.fromkeys(found))[:limit], recommends
