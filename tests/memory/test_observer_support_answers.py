@@ -261,3 +261,45 @@ def test_what_a_rule_grants_is_kept_when_nothing_was_asked():
         ("assistant", "A broken zip is covered by the warranty, though."),
     )
     assert "Assistant said a broken zip is covered by the warranty" in joined(output)
+
+
+def test_what_never_came_and_what_keeps_going_wrong_are_the_problem():
+    # Neither named a problem word: the reason for the call was kept low ("still hasn't
+    # arrived") or not at all ("keeps logging me out").
+    late = observe(
+        ("user", "I ordered a standing desk three weeks ago and it still hasn't arrived."),
+        ("assistant", "I'm sorry to hear that."),
+    )
+    looping = observe(
+        ("user", "My app keeps logging me out every few minutes."),
+        ("assistant", "Which version are you on?"),
+    )
+    for output, said in ((late, "still hasn't arrived"), (looping, "keeps logging User out")):
+        [problem] = [o for o in output.observations if said in o.text]
+        assert problem.priority == "high"
+
+
+def test_a_day_an_answer_names_is_one_mention_in_its_place():
+    answer = (
+        "There is a lot to see in Paris this spring. The Louvre reopens on March 1 after "
+        "its renovation, and the Orsay shows Monet until April 15, 2026. Versailles is an "
+        "hour away by train, and the gardens are worth a whole day when the weather is fine."
+    )
+    output = observe(("user", "What can I see in Paris in March?"), ("assistant", answer))
+    # It read "Assistant mentioned March, 1": the month as a name, the day as a number.
+    assert "Louvre, March 1, Orsay, Monet, April 15 2026" in joined(output)
+
+
+def test_the_terms_of_a_cancellation_are_kept_with_whom_they_bind():
+    output = observe(
+        ("user", "I want to cancel my subscription."),
+        (
+            "assistant",
+            "Note that your plan renews on March 1, and cancelling now means you keep "
+            "access until then with no further charges.",
+        ),
+    )
+    assert (
+        "Assistant said note that User's plan renews on March 1, and cancelling now means "
+        "User keeps access until then with no further charges"
+    ) in joined(output)

@@ -92,7 +92,7 @@ _SENTENCE_STARTERS = wordset(
     around roughly approximately nearly almost over under within we're we've we'll we'd
     they're they've they'll they'd it'll it'd let's there'll here's unless although though
     while since once after before until because whether otherwise also just well look
-    listen okay ok yes yeah oh sorry thanks hey done has have had might must"""
+    listen okay ok yes yeah oh sorry thanks hey done has have had might must note"""
 )
 # "I'm Gary", "My name is Gary", "Call me Gary"; not "My name is I'm ...", said twice over.
 _INTRODUCTION = re.compile(

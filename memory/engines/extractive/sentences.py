@@ -519,7 +519,8 @@ def third_person(text: str, role: str, *, keep_you: bool = False) -> str:
             after = text[match.end() : match.end() + 40]
             replacement, conjugate_next = _unnamed_you(word, before, after), False
         else:
-            replacement, conjugate_next = _replace_person(word, speaker, listener, before)
+            after = text[match.end() : match.end() + 40]
+            replacement, conjugate_next = _replace_person(word, speaker, listener, before, after)
             if word.split()[0].lower() in ("i", "you"):  # "do I have": "I have" matched
                 pieces[-1] = _agreeing(pieces[-1])
         pieces.append(replacement)
@@ -615,7 +616,34 @@ def _unnamed_you(word: str, before: str, after: str) -> str:
     return they.capitalize() if word[:1] == "Y" else they
 
 
-def _replace_person(word: str, speaker: str, listener: str, context: str) -> tuple[str, bool]:
+# Verbs whose object is a clause: "you" after them is that clause's subject ("this means
+# you keep access", "I think you need a new one"), where after any other verb it is the
+# object ("I'll let you know", "we can offer you store credit").
+_CLAUSE_TAKING = wordset(
+    "means mean meant think thought know knew hope guess believe bet suppose feel felt said "
+    "say says seems seem like"
+)
+
+
+def _you_opens_a_clause(context: str, after: str) -> bool:
+    """Whether "you" after ``context`` is the subject of what follows it."""
+    previous_word, inverted, opens_clause = _place(context)
+    if inverted:
+        return False
+    if opens_clause:
+        return True
+    following = after.split(None, 1)
+    next_word = following[0].lower().strip(",;:.!?") if following else ""
+    return (
+        previous_word in _CLAUSE_TAKING
+        and next_word.isalpha()
+        and next_word not in _AFTER_AN_OBJECT
+    )
+
+
+def _replace_person(
+    word: str, speaker: str, listener: str, context: str, after: str = ""
+) -> tuple[str, bool]:
     lower = word.lower().replace("’", "'")
     first = {
         "i'm": f"{speaker} is", "i am": f"{speaker} is", "i've": f"{speaker} has",
@@ -640,7 +668,7 @@ def _replace_person(word: str, speaker: str, listener: str, context: str) -> tup
     if lower == "i":
         return speaker, not inverted
     # "you" only governs the verb when it is the subject: not in "I'll send you".
-    return listener, not inverted and opens_clause
+    return listener, _you_opens_a_clause(context, after)
 
 
 def _conjugate_first_verb(segment: str) -> str:
