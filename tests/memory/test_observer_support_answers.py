@@ -303,3 +303,19 @@ def test_the_terms_of_a_cancellation_are_kept_with_whom_they_bind():
         "Assistant said note that User's plan renews on March 1, and cancelling now means "
         "User keeps access until then with no further charges"
     ) in joined(output)
+
+
+def test_what_the_agent_found_wrong_and_the_workaround_are_kept():
+    # Only the release date was kept: the cause ("a known bug") and what to do until the
+    # fix ("until then, turning off ...") are what the customer calls back about.
+    output = observe(
+        ("user", "My app keeps logging me out every few minutes."),
+        (
+            "assistant",
+            "That's a known bug in 4.2.1. Until then, turning off battery optimisation for "
+            "the app stops the logouts.",
+        ),
+    )
+    notes = joined(output)
+    assert "Assistant said that's a known bug in 4.2.1" in notes
+    assert "until then, turning off battery optimisation for the app stops the logouts" in notes

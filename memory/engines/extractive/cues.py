@@ -198,6 +198,16 @@ POLICY = re.compile(
     r"at\s+no\s+(?:extra\s+|additional\s+)?(?:cost|charge)|renews?\s+on|"
     r"no\s+(?:further|more|extra)\s+charges?|keep\s+access)\b"
 )
+# What the agent found wrong, and what to do until it is fixed: "that's a known bug in
+# 4.2.1", "the carrier lost it"; "until then, turning off battery optimisation stops it".
+DIAGNOSIS = re.compile(
+    r"\b(?:known\s+(?:bug|issue|problem|fault)|outage|(?:was|were|got|been|has\s+been)\s+"
+    r"(?:lost|damaged|misrouted|returned\s+to\s+sender)|lost\s+(?:it|them|the\s+\w+)|"
+    r"defective|faulty|back-?ordered|recalled|discontinued)\b"
+)
+WORKAROUND = re.compile(
+    r"\b(?:until\s+then|in\s+the\s+meantime|meanwhile|for\s+now|as\s+a\s+workaround)\b"
+)
 # A duration, an amount or a share someone can hold the speaker to: "3-5 business days",
 # "a week", "$20", "15%"; not "a few days", nor minutes, over before anyone reads them.
 DECISIVE_QUANTITY = re.compile(

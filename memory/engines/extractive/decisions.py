@@ -16,6 +16,7 @@ from memory.engines.extractive.cues import (
     COMPLETION,
     CONCRETE_ACTION,
     DECISIVE_QUANTITY,
+    DIAGNOSIS,
     DONE_BY_SPEAKER,
     FUTURE,
     POLICY,
@@ -23,10 +24,11 @@ from memory.engines.extractive.cues import (
     SELF_DESCRIPTION,
     STATE,
     UNFINISHED,
+    WORKAROUND,
     is_negated,
 )
 from memory.engines.extractive.relative_dates import has_date
-from memory.engines.extractive.vocabulary import COMPLETED, HIGH, LOW, Sentence, wordset
+from memory.engines.extractive.vocabulary import COMPLETED, HIGH, LOW, MEDIUM, Sentence, wordset
 
 # An assistant turn this short is a support answer, read for what it decides (a refusal, a
 # state, a duration, an amount); a longer one is advice, read for its promises and names.
@@ -77,6 +79,8 @@ def classify_answer(
         return "fact", LOW  # "a mushroom wellington would serve eight": what was offered
     if short and POLICY.search(lower):
         return "fact", LOW  # "a broken zip is covered by the warranty": what a rule grants
+    if short and (DIAGNOSIS.search(lower) or WORKAROUND.match(lower)):
+        return "fact", MEDIUM  # "a known bug in 4.2.1"; "until then, turn off ...": the fix
     if decisive or (short and asked and STATE.search(lower)):
         # "less than a week", "all promo codes expire after 7 days", "it is in progress":
         # low, so that it shares the line of the question it answers.
@@ -199,6 +203,8 @@ def short_answer_may_matter(content: str) -> bool:
     if not _REFUSAL_GATE.isdisjoint(sentence.words):
         return True
     if STATE.search(sentence.lower) or POLICY.search(sentence.lower):
+        return True
+    if DIAGNOSIS.search(sentence.lower) or WORKAROUND.search(sentence.lower):
         return True
     if DECISIVE_QUANTITY.search(content):
         return True
