@@ -514,3 +514,24 @@ def test_a_reported_sentence_opens_in_lowercase_unless_it_opens_with_a_name():
     assert "Project Manager said slight problem we had" in notes
     assert "Marketing said we're not lacking in ideas" in notes
     assert "Marketing said London is where the problem is" in notes
+
+
+def test_a_call_opened_with_this_is_and_an_agents_own_name_are_no_notes():
+    """ "Hi, this is Dana" from Dana said only who she is ("Dana Whitfield said this is
+    Dana"); "Lee here from billing" had the answer note mention Lee."""
+    notes = noted_text(
+        ("user", "Dana Whitfield", "Hi, this is Dana. My internet is down."),
+        (
+            "assistant",
+            "Lee",
+            "Hi Dana, Lee here from billing: it shows on your invoice of March 1.",
+        ),
+    )
+    assert "this is Dana" not in notes
+    assert "mentioned Lee" not in notes and "mentioned March 1" in notes
+
+
+def test_this_is_a_name_from_someone_unnamed_is_their_name():
+    assert noted(("user", "", "Hi, this is Dana from Acme."), ("assistant", "", "Hello Dana!")) == [
+        "User's name is Dana"
+    ]

@@ -95,8 +95,11 @@ _SENTENCE_STARTERS = wordset(
     listen okay ok yes yeah oh sorry thanks hey done has have had might must note"""
 )
 # "I'm Gary", "My name is Gary", "Call me Gary"; not "My name is I'm ...", said twice over.
+# "This is Gary" as a call opens, alone or "from billing", "here", "speaking"; not "this is
+# Gary's desk".
 _INTRODUCTION = re.compile(
-    r"(?:^I'm|^I am|\b[Mm]y name is|\b[Cc]all me)\s+(?!I\b|I')([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)"
+    r"(?:^I'm|^I am|\b[Mm]y name is|\b[Cc]all me)\s+(?!I\b|I')([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)|"
+    r"^[Tt]his is\s+([A-Z][\w-]+(?:\s+[A-Z][\w-]+)?)(?=\s*(?:[.!,]|$)|\s+(?:from|here|speaking)\b)"
 )
 _SPECIFIC_NUMBER = re.compile(r"[$€£¥]\s?\d|\b[A-Z]{2,}-?\d+|\d+(?:[.,:]\d+)?\s?(?:%|[a-zA-Z]+)?")
 _CLAUSE_SPLIT = re.compile(
@@ -211,7 +214,11 @@ class WindowState:
 def _introduces_someone(sentence: Sentence) -> bool:
     """A cheap test before the introduction pattern: most sentences name nobody."""
     words = sentence.words
-    return "name" in words or "call" in words or sentence.lower.startswith(("i'm ", "i am "))
+    return (
+        "name" in words
+        or "call" in words
+        or sentence.lower.startswith(("i'm ", "i am ", "this is "))
+    )
 
 
 FIRST_PERSON = wordset("i i'm i've i'll i'd me my mine we we're our us")
@@ -424,7 +431,8 @@ def rewrite(text: str, kind: str, role: str, state: WindowState, *, keep_you: bo
         text = without_stutter(spoken)  # "we just we'll" -> "we'll"
     introduction = _INTRODUCTION.search(text) if kind == "introduction" else None
     if kind == "introduction" and introduction:
-        return f"{speaker_names(role)[0]}'s name is {introduction.group(1)}"
+        name = introduction.group(1) or introduction.group(2)
+        return f"{speaker_names(role)[0]}'s name is {name}"
     if kind == "request":
         return _rewrite_request(text, role, state.common_words, keep_you)
     if kind == "commitment":
@@ -655,7 +663,9 @@ def message_clauses(
                     said.add(raw)
         clauses = _cap_clauses(clauses)
     if message.role == "assistant":
-        answer = answer_note(message.content, state.known_text(), detail, said=said)
+        # The speaker's own name ("Lee here from billing") is nothing the answer mentions.
+        known = f"{state.known_text()}\n{message.speaker.lower()}"
+        answer = answer_note(message.content, known, detail, said=said)
         if answer is not None:
             clauses.append(_said(answer, turn, state, kind="answer", priority=LOW))
     return clauses
