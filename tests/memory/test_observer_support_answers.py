@@ -319,3 +319,21 @@ def test_what_the_agent_found_wrong_and_the_workaround_are_kept():
     notes = joined(output)
     assert "Assistant said that's a known bug in 4.2.1" in notes
     assert "until then, turning off battery optimisation for the app stops the logouts" in notes
+
+
+def test_a_service_that_is_down_is_the_problem_a_price_that_went_down_is_not():
+    output = observe(
+        ("user", "My internet has been down since last night. The price went down by $5 too."),
+        ("assistant", "Let me check."),
+    )
+    [outage] = [o for o in output.observations if "internet has been down" in o.text]
+    assert outage.priority == "high"
+    assert all(o.priority != "high" for o in output.observations if "price" in o.text)
+
+
+def test_what_the_customer_is_asked_to_do_stays_with_the_promise_it_unlocks():
+    output = observe(
+        ("user", "And if it isn't fixed by tonight?"),
+        ("assistant", "Then call us back and we'll send a technician at no cost."),
+    )
+    assert "call us back and we'll send a technician at no cost" in joined(output)

@@ -123,7 +123,10 @@ PROBLEM = _cue(
     r"(?:hasn't|has\s+not|haven't|have\s+not|didn't|did\s+not|never)\s+(?:yet\s+)?(?:arrived?|"
     r"received?|been\s+(?:delivered|refunded|shipped|received)|shown\s+up|show\s+up)|"
     r"keeps\s+(?:logging|crashing|freezing|failing|dropping|disconnecting|restarting|"
-    r"charging|timing\s+out|signing))\b",
+    r"charging|timing\s+out|signing)|"
+    # A service that is down ("my internet has been down since"), not a price that went down.
+    r"(?:is|are|was|were|has\s+been|have\s+been|went|keeps\s+going)\s+(?:completely\s+|totally\s+)?"
+    r"down(?!\s+(?:to|by|from|the|a|with|for|\d)\b))\b",
 )
 URGENT = _cue(
     "urgent urgently asap immediately right must deadline due later critical emergency",

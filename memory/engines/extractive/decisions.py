@@ -114,17 +114,36 @@ def promised_part(text: str) -> str:
         return text
     runs: list[tuple[int, int]] = []  # (first part, last part) of each kept stretch
     for n in promised:
-        first = n
-        for earlier in range(n - 1, runs[-1][1] if runs else -1, -1):
-            if _CONDITION.match(text, parts[earlier][0]):
-                first = earlier
-                break
-        runs.append((first, n))
-    return "; ".join(text[parts[a][0] : parts[b][1]] for a, b in runs)
+        runs.append((_condition_of(text, parts, n, runs[-1][1] if runs else -1), n))
+    return "; ".join(_LEADING_AND.sub("", text[parts[a][0] : parts[b][1]]) for a, b in runs)
+
+
+_LEADING_AND = re.compile(r"^(?:and|but|so)\s+", re.IGNORECASE)  # ", and I'll chase it"
+
+
+def _condition_of(text: str, parts: list[tuple[int, int]], n: int, kept_to: int) -> int:
+    """The first part of the promise in part ``n`` with its condition: the nearest part
+    after ``kept_to`` that opens with one ("if it's still there on Monday, reply ... and
+    we'll ..."), or the part just before it that asks the customer to do something
+    ("call us back and we'll send a technician"); ``n`` itself without either."""
+    for earlier in range(n - 1, kept_to, -1):
+        if _CONDITION.match(text, parts[earlier][0]):
+            return earlier
+    asked = n - 1
+    if asked > kept_to and "and" in text[parts[asked][1] : parts[n][0]]:
+        return asked if _ASKED_OF_THEM.match(text, parts[asked][0]) else n
+    return n
 
 
 # What a promise may be made on: "if it's still there on Monday", "once it arrives".
 _CONDITION = re.compile(r"(?:if|unless|once|as\s+soon\s+as|when|after|until)\b", re.IGNORECASE)
+
+
+_ASKED_OF_THEM = re.compile(
+    r"(?:call|reply|respond|write|send|e-?mail|contact|bring|return|click|restart|reinstall|"
+    r"try|upload|fill|sign|confirm|visit|keep)\b",
+    re.IGNORECASE,
+)
 
 
 # Clauses of a sentence: "and" splits only where a new subject follows, so that "will be
