@@ -348,6 +348,20 @@ def test_a_word_begun_again_after_its_first_letter_is_written_once():
     assert "Rachel said we need the t-test results" in notes
 
 
+def test_a_word_cut_off_and_said_whole_is_written_whole():
+    """A transcript keeps what was begun and dropped ("th the white board", "if they pr
+    they press"); the note writes the word once. A short word of its own, or a
+    capitalised one (a name: "Wes Western"), stays."""
+    notes = noted_text(
+        ("user", "Anna", "So I need th the white board by Friday for the launch."),
+        ("user", "Ben", "I prefer that they pr they press the red button twice."),
+        ("user", "Chloe", "We pay payment fees on the car cart too, and Wes Western agrees."),
+    )
+    assert "the white board" in notes and "th the" not in notes
+    assert "they press the red button" in notes and " pr " not in notes
+    assert "pay payment fees on the car cart" in notes and "Wes Western" in notes
+
+
 def test_speech_outside_ascii_is_read_as_ascii_speech_is():
     """Accents and curly quotes take the Unicode patterns (ASCII text takes faster twins):
     a stutter goes, a line break or a closing quote still ends a sentence."""

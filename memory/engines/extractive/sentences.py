@@ -10,7 +10,13 @@ from functools import lru_cache
 from importlib import import_module
 
 from memory.engines.extractive.pseudonyms import is_person_placeholder, is_placeholder
-from memory.engines.extractive.vocabulary import ADVERBS, VAGUE_WORDS, content_tokens, wordset
+from memory.engines.extractive.vocabulary import (
+    ADVERBS,
+    STOPWORDS,
+    VAGUE_WORDS,
+    content_tokens,
+    wordset,
+)
 
 IRREGULAR_THIRD_PERSON = {
     "am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "were": "was",
@@ -143,6 +149,26 @@ _FALSE_START = re.compile(
 )
 
 
+# "th the white board", "er ergonomics", "pr they press", "f the feature": a word cut off
+# and said whole at once, or after one small word. A fragment is at most three letters
+# and no word of its own ("a", "to", "car", "pay" start words too).
+_CUT_OFF = re.compile(
+    r"\b(?P<cut>[a-z]{1,3})\s+(?:(?:the|a|they|we|I|it|to)\s+)?(?=(?P=cut)[a-z])"
+)  # lowercase only: "Wes Western" may be someone's name
+_WHOLE_SHORT_WORDS = STOPWORDS | wordset(
+    """car box bit pay use top end day way man men job run set try buy eat win fun red big
+    old new few lot off own per ask bad yes yet ten two six one see say put let get got did
+    can may sit hot cut far art air age ago add act web app tea pen key fix mix log sign
+    go ok oh ah hi hey"""
+)
+
+
+def _cut_off_gone(match: re.Match[str]) -> str:
+    if match.group("cut").lower() in _WHOLE_SHORT_WORDS:
+        return match.group(0)
+    return match.group(0)[len(match.group("cut")) :].lstrip()
+
+
 def _aside_gone(match: re.Match[str]) -> str:
     return "" if match.start() == 0 or match.group(0).endswith(("know", "mean", "see")) else " "
 
@@ -164,6 +190,7 @@ def without_disfluencies(text: str) -> str:
         text = _RESTART.sub("", text)
     if lower.count("i ") >= 2 or lower.count("we ") >= 2:
         text = _FALSE_START.sub("", text)
+    text = _CUT_OFF.sub(_cut_off_gone, text)
     return without_stutter(text)
 
 
