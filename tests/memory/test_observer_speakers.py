@@ -356,10 +356,12 @@ def test_a_word_cut_off_and_said_whole_is_written_whole():
         ("user", "Anna", "So I need th the white board by Friday for the launch."),
         ("user", "Ben", "I prefer that they pr they press the red button twice."),
         ("user", "Chloe", "We pay payment fees on the car cart too, and Wes Western agrees."),
+        ("user", "Dan", "I'm missing the red button, I prefer the grey case."),
     )
     assert "the white board" in notes and "th the" not in notes
     assert "they press the red button" in notes and " pr " not in notes
     assert "pay payment fees on the car cart" in notes and "Wes Western" in notes
+    assert "Dan is missing the red button" in notes  # "'m" is no fragment of "missing"
 
 
 def test_speech_outside_ascii_is_read_as_ascii_speech_is():

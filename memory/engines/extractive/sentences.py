@@ -153,7 +153,7 @@ _FALSE_START = re.compile(
 # and said whole at once, or after one small word. A fragment is at most three letters
 # and no word of its own ("a", "to", "car", "pay" start words too).
 _CUT_OFF = re.compile(
-    r"\b(?P<cut>[a-z]{1,3})\s+(?:(?:the|a|they|we|I|it|to)\s+)?(?=(?P=cut)[a-z])"
+    r"(?<![\w'’-])(?P<cut>[a-z]{1,3})\s+(?:(?:the|a|they|we|I|it|to)\s+)?(?=(?P=cut)[a-z])"
 )  # lowercase only: "Wes Western" may be someone's name
 _WHOLE_SHORT_WORDS = STOPWORDS | wordset(
     """car box bit pay use top end day way man men job run set try buy eat win fun red big
