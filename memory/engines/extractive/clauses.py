@@ -61,6 +61,8 @@ from memory.engines.extractive.sentences import (
     speaker_names,
     split_sentences,
     third_person,
+)
+from memory.engines.extractive.speech import (
     without_disfluencies,
     without_stutter,
     without_trailing_off,

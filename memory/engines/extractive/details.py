@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from memory.engines.extractive.pseudonyms import placeholder_kind
-from memory.engines.extractive.sentences import without_disfluencies
+from memory.engines.extractive.speech import without_disfluencies
 from memory.engines.extractive.vocabulary import STOPWORDS, wordset
 
 MAX_DETAIL_WORDS = 3  # "membership level", "order ID", "date of birth"
