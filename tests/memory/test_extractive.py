@@ -395,9 +395,11 @@ def test_a_word_that_opens_a_sentence_is_lowercase_after_said_a_name_is_not():
         ("user", "Look, face it, my father is not going to pay for the barbecue."),
         ("user", "Unless we give her the gifts, she will be upset and I will pay."),
         ("user", "Monica, they obviously have a problem."),
+        ("user", "Except, my sister lost her job and can't pay for the trip."),
         ("assistant", "Okay."),
     )
     notes = " | ".join(texts(output))
+    assert "User said except, User's sister lost her job" in notes
     assert "User said look, face it, User's father is not going to pay" in notes
     assert "User said unless we give her the gifts" in notes
     assert "User said Monica, they obviously have a problem" in notes

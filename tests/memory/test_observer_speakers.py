@@ -152,9 +152,11 @@ def test_you_among_several_people_after_a_verb_and_before_a_quantifier_is_them()
         ("user", "Anna", "The remote gets a rubber case in three colours, blue, red and grey."),
         ("user", "Ben", "I like you both, and I love the grey one so much."),
         ("user", "Chloe", "I will call you tomorrow about the price of the rubber case."),
+        ("user", "Dan", "I'm sure my boss is gonna like you better than me."),
     )
     assert "Ben likes them both" in notes
     assert "Chloe will call them" in notes
+    assert "gonna like them better than Dan" in notes
     assert "they both" not in notes and "call they" not in notes
 
 

@@ -94,7 +94,9 @@ _SENTENCE_STARTERS = wordset(
     around roughly approximately nearly almost over under within we're we've we'll we'd
     they're they've they'll they'd it'll it'd let's there'll here's unless although though
     while since once after before until because whether otherwise also just well look
-    listen okay ok yes yeah oh sorry thanks hey done has have had might must note"""
+    listen okay ok yes yeah oh sorry thanks hey done has have had might must note except
+    didn't doesn't don't isn't aren't wasn't weren't can't couldn't won't wouldn't
+    shouldn't haven't hasn't ahh ohh"""
 )
 # "I'm Gary", "My name is Gary", "Call me Gary"; not "My name is I'm ...", said twice over.
 # "This is Gary" as a call opens, alone or "from billing", "here", "speaking"; not "this is

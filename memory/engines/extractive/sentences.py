@@ -351,7 +351,7 @@ _AFTER_AN_OBJECT = wordset(
     "where which who whether in out up down off on back over through around away to for at "
     "with from about by both all two three too either again now here there so very much "
     "more enough completely today tonight tomorrow later soon something anything everything "
-    "nothing"
+    "nothing better best"
 )
 
 
