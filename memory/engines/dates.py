@@ -61,7 +61,9 @@ NUMBER_WORDS = {
     "fifteen": 15, "twenty": 20, "thirty": 30, "a couple of": 2, "couple of": 2,
 }  # fmt: skip
 
-_MONTH = (
+# A month's name or its abbreviation, in lowercase (the patterns here read lowercased
+# text; others compile it case-insensitively).
+MONTH_PATTERN = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
@@ -94,9 +96,9 @@ _PATTERN = re.compile(
     rf"""
     (?P<iso>{_ISO})
     |(?P<slashed>{_SLASHED})
-    |(?P<day_month>\b(?:the\s+)?(?P<dm_day>\d{{1,2}}){_ORD}(?:\s+of)?\s+(?P<dm_month>{_MONTH})\b\.?(?:,?\s+(?P<dm_year>\d{{4}})\b)?)
-    |(?P<month_day>\b(?P<md_month>{_MONTH})\.?\s+(?:the\s+)?(?P<md_day>\d{{1,2}}){_ORD}\b(?!:)(?:,?\s+(?P<md_year>\d{{4}})\b)?)
-    |(?P<month_year>\b(?P<my_month>{_MONTH})\s+(?P<my_year>\d{{4}})\b)
+    |(?P<day_month>\b(?:the\s+)?(?P<dm_day>\d{{1,2}}){_ORD}(?:\s+of)?\s+(?P<dm_month>{MONTH_PATTERN})\b\.?(?:,?\s+(?P<dm_year>\d{{4}})\b)?)
+    |(?P<month_day>\b(?P<md_month>{MONTH_PATTERN})\.?\s+(?:the\s+)?(?P<md_day>\d{{1,2}}){_ORD}\b(?!:)(?:,?\s+(?P<md_year>\d{{4}})\b)?)
+    |(?P<month_year>\b(?P<my_month>{MONTH_PATTERN})\s+(?P<my_year>\d{{4}})\b)
     |(?P<day_of_month>{_AFTER_A_PREPOSITION}the\s+(?P<dom_day>\d{{1,2}})(?:st|nd|rd|th)\b(?!\s+of\b))
     |(?P<two_days>\bthe\s+day\s+(?P<td_dir>after\s+tomorrow|before\s+yesterday)\b)
     |(?P<day_word>\b(?:today|tonight|tomorrow|yesterday|last\s+night|this\s+(?:morning|afternoon|evening))\b)

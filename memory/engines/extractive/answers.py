@@ -14,6 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from memory.engines.base import DEFAULT_FIDELITY
+from memory.engines.dates import MONTH_PATTERN
 from memory.engines.extractive.cues import RECOMMENDATION
 from memory.engines.extractive.sentences import (
     NOT_NAMES,
@@ -70,9 +71,9 @@ _COUNTED = rf"(?!(?:{'|'.join(sorted(_NOT_COUNTED, key=len, reverse=True))})\b)[
 _QUANTITY = re.compile(
     rf"(?<![\w.])(?:[$€£]\s?)?\d[\d,.:/-]*(?:\s?%|\s+{_COUNTED}(?:\s+{_COUNTED})?)?"
 )
+# A month (capitalised: "you may 2" is no date) and its day, with its year if said.
 _MONTH_DAY = re.compile(
-    r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?"
-    r"(?:,?\s+\d{4})?\b"
+    rf"\b(?=[A-Z])(?i:{MONTH_PATTERN})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"
 )
 _MARKUP = re.compile(r"[*_`#]+")
 _WORD_BOUNDARY = re.compile(r"\s+")

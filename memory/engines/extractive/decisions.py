@@ -138,7 +138,7 @@ def _condition_of(text: str, parts: list[tuple[int, int]], n: int, kept_to: int)
 # What a promise may be made on: "if it's still there on Monday", "once it arrives".
 _CONDITION = re.compile(r"(?:if|unless|once|as\s+soon\s+as|when|after|until)\b", re.IGNORECASE)
 
-
+# What an agent asks the customer to do before a promise ("call us back and we'll ...").
 _ASKED_OF_THEM = re.compile(
     r"(?:call|reply|respond|write|send|e-?mail|contact|bring|return|click|restart|reinstall|"
     r"try|upload|fill|sign|confirm|visit|keep)\b",

@@ -8,7 +8,7 @@ import re
 from datetime import UTC, date, datetime
 
 from memory.engines.base import SourceMessage
-from memory.engines.dates import DateMention, find_dates
+from memory.engines.dates import MONTH_PATTERN, DateMention, find_dates
 from memory.engines.extractive.vocabulary import Sentence, wordset
 
 DATE_WORDS = wordset(
@@ -33,11 +33,7 @@ _ABSOLUTE_DATE = re.compile(
 )
 _PERIOD_UNIT = re.compile(r"\b(?:weekend|week|month|year)\b", re.IGNORECASE)
 _ENDS_WITH_THE = re.compile(r"\bthe\s*$", re.IGNORECASE)
-_ENDS_WITH_MONTH = re.compile(
-    r"\b(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december)\s*$",
-    re.IGNORECASE,
-)
+_ENDS_WITH_MONTH = re.compile(rf"\b{MONTH_PATTERN}\.?\s*$", re.IGNORECASE)
 _PART_OF_DAY = re.compile(r"\btonight\b|\bthis\s+(morning|afternoon|evening)\b", re.IGNORECASE)
 _ENDS_WITH_PREPOSITION = re.compile(
     r"\b(?:on|by|until|till|before|after|since|from|for|at|of|during|through|to)\s*$", re.I
