@@ -380,52 +380,45 @@ def _agreeing(before: str) -> str:
     return head + space + agreed + before[len(before.rstrip()) :]
 
 
+def _marked_object(previous_word: str, after: str) -> bool:
+    """Whether the words around "you" make it an object: a preposition before it, or
+    nothing, a mark or a word of ``_AFTER_AN_OBJECT`` after it ("for you", "thank you.",
+    "send you the file", "call you tomorrow")."""
+    following = after.split(None, 1)
+    next_word = following[0].lower() if following else ""
+    return (
+        previous_word in _BEFORE_AN_OBJECT
+        or not next_word
+        or next_word[:1] in ",;:.!?"
+        or next_word.strip(",;:.!?") in _AFTER_AN_OBJECT
+    )
+
+
 def _unnamed_you(word: str, before: str, after: str) -> str:
     """ "you" with nobody named: "they" as a subject ("if you can't" -> "if they can't"),
     "them" as an object ("send you the file" -> "send them the file"); as said before a
     "they" ("you they're beautiful", a false start)."""
     lower = word.lower().replace("’", "'")
-    following = after.split(None, 1)
-    next_word = following[0].lower() if following else ""
-    if next_word.startswith(("they", "them")):
+    if after.lstrip().lower().startswith(("they", "them")):
         return word
     if lower in _UNNAMED_YOU:
         they = _UNNAMED_YOU[lower]
     else:
         previous_word, inverted, opens_clause = _place(before)
-        is_object = not (opens_clause or inverted) and (
-            previous_word in _BEFORE_AN_OBJECT
-            or not next_word
-            or next_word[:1] in ",;:.!?"
-            or next_word.strip(",;:.!?") in _AFTER_AN_OBJECT
-        )
+        is_object = not (opens_clause or inverted) and _marked_object(previous_word, after)
         they = "them" if is_object else "they"
     return they.capitalize() if word[:1] == "Y" else they
 
 
 # Verbs whose object is a clause: "you" after them is that clause's subject ("this means
 # you keep access", "I think you need a new one"), where after any other verb it is the
-# object ("I'll let you know", "we can offer you store credit").
+# object ("I'll let you know", "we can offer you store credit"). A wrong "they" only
+# reads oddly; a wrong subject has the next word agree with it ("offer User stores
+# credit"), so a named "you" takes the verb only where it surely is the subject.
 _CLAUSE_TAKING = wordset(
     "means mean meant think thought know knew hope guess believe bet suppose feel felt said "
     "say says seems seem like"
 )
-
-
-def _you_opens_a_clause(context: str, after: str) -> bool:
-    """Whether "you" after ``context`` is the subject of what follows it."""
-    previous_word, inverted, opens_clause = _place(context)
-    if inverted:
-        return False
-    if opens_clause:
-        return True
-    following = after.split(None, 1)
-    next_word = following[0].lower().strip(",;:.!?") if following else ""
-    return (
-        previous_word in _CLAUSE_TAKING
-        and next_word.isalpha()
-        and next_word not in _AFTER_AN_OBJECT
-    )
 
 
 def _replace_person(
@@ -444,7 +437,7 @@ def _replace_person(
         "you were": f"{listener} was", "your": f"{listener}'s", "yours": f"{listener}'s",
         "yourself": listener,
     }  # fmt: skip
-    _, inverted, opens_clause = _place(context)
+    previous_word, inverted, opens_clause = _place(context)
     if inverted and " " in lower:
         name = speaker if lower.startswith("i") else listener
         return f"{name} {word.split()[1]}", False
@@ -455,7 +448,10 @@ def _replace_person(
     if lower == "i":
         return speaker, not inverted
     # "you" only governs the verb when it is the subject: not in "I'll send you".
-    return listener, _you_opens_a_clause(context, after)
+    subject = opens_clause or (
+        previous_word in _CLAUSE_TAKING and not _marked_object(previous_word, after)
+    )
+    return listener, subject and not inverted
 
 
 def _conjugate_first_verb(segment: str) -> str:
