@@ -266,20 +266,22 @@ def _safe_date(year: int, month: int, day: int) -> date | None:
         return None
 
 
+def _as_the_tense_says(candidates: list[date], today: date, tense: str | None) -> date | None:
+    """Of the days an expression may mean, the latest one not after today (past), the
+    earliest one not before it (future), or the nearest (no tense)."""
+    if tense == "past":
+        return max((d for d in candidates if d <= today), default=None)
+    if tense == "future":
+        return min((d for d in candidates if d >= today), default=None)
+    return min(candidates, key=lambda d: (abs((d - today).days), d), default=None)
+
+
 def _year_for(month: int, day: int, today: date, tense: str | None) -> date | None:
     """The occurrence of month/day that the tense points to, or the nearest one."""
     candidates = [
         d for y in (today.year - 1, today.year, today.year + 1) if (d := _safe_date(y, month, day))
     ]
-    if tense == "past":
-        past = [d for d in candidates if d <= today]
-        return past[-1] if past else None
-    if tense == "future":
-        future = [d for d in candidates if d >= today]
-        return future[0] if future else None
-    if not candidates:
-        return None
-    return min(candidates, key=lambda d: (abs((d - today).days), d))
+    return _as_the_tense_says(candidates, today, tense)
 
 
 def _iso(match: re.Match[str], anchor: datetime, tense: str | None) -> date | datetime | None:
@@ -349,11 +351,7 @@ def _day_of_month(match: re.Match[str], anchor: datetime, tense: str | None) -> 
     today, day = anchor.date(), int(match.group("dom_day"))
     months = [today + relativedelta(day=1, months=step) for step in (-1, 0, 1)]
     candidates = [d for m in months if (d := _safe_date(m.year, m.month, day))]
-    if tense == "past":
-        return max((d for d in candidates if d <= today), default=None)
-    if tense == "future":
-        return min((d for d in candidates if d >= today), default=None)
-    return min(candidates, key=lambda d: (abs((d - today).days), d), default=None)
+    return _as_the_tense_says(candidates, today, tense)
 
 
 def _two_days(match: re.Match[str], anchor: datetime, tense: str | None) -> date:
