@@ -104,19 +104,19 @@ def _year_or_month_phrase(unit: str, day: date, before: str, said_on: date) -> s
 
 
 def _absolute_phrase(mention: DateMention, message: SourceMessage, before: str) -> str:
-    day = mention.value.date()
+    day, said_on = mention.value.date(), message.created_at.date()
     label = f"{day:%b} {day.day}"
-    unit = _PERIOD_UNIT.search(mention.text)
-    if unit and unit.group(0).lower() in ("year", "month"):
-        said_on = message.created_at.date()
-        return _year_or_month_phrase(unit.group(0).lower(), day, before, said_on)
+    found = _PERIOD_UNIT.search(mention.text)
+    unit = found.group(0).lower() if found else None
+    if unit in ("year", "month"):
+        return _year_or_month_phrase(unit, day, before, said_on)
     if unit:
         # "from the last week" -> "from the week of Oct 23", not "from the the week of"
         article = "" if _ENDS_WITH_THE.search(before) else "the "
-        return f"{article}{unit.group(0).lower()} of {label}"
+        return f"{article}{unit} of {label}"
     if not before.strip():
         return label  # "Tomorrow is my birthday" -> "Apr 28 is my birthday"
-    if day == message.created_at.date():
+    if day == said_on:
         # The note is dated that day; a part of it is still said ("I have a flight home
         # tonight": "... that night", not "... a flight home").
         part = _PART_OF_DAY.search(mention.text)
