@@ -137,8 +137,11 @@ def _render_item(item: Item, detail: Detail) -> str:
     return f"{item.head} ({', '.join(extras)})" if extras else item.head
 
 
-def _is_known(text: str, known: str) -> bool:
-    return text.lower() in known
+def _is_known(text: str, known: str, speaker: str = "") -> bool:
+    """Whether memory (``known``, lower-cased) holds ``text``, or it is a part of the
+    speaker's own name (lower-cased): "Lee here from billing" mentions nobody new."""
+    lowered = text.lower()
+    return lowered in known or (bool(speaker) and lowered in speaker)
 
 
 _CODE_CHARACTERS = re.compile(r"[=(){}\[\]<>;]|\w\.\w+\(")
@@ -209,7 +212,9 @@ def prose_text(content: str) -> str:
     return "\n".join(_MARKUP.sub("", line) for line in prose)
 
 
-def _mentions(sentences: list[str], known: str, limit: int) -> tuple[list[str], bool]:
+def _mentions(
+    sentences: list[str], known: str, limit: int, speaker: str = ""
+) -> tuple[list[str], bool]:
     """(names and counted numbers of the sentences that memory does not hold yet, whether
     a sentence naming them recommends)."""
     found: list[str] = []
@@ -231,29 +236,36 @@ def _mentions(sentences: list[str], known: str, limit: int) -> tuple[list[str], 
                 named.append((plain.find(name), f'"{name}"' if name in quoted else name))
         counted = [(plain.find(q), q) for q in quantities(plain)]
         in_order = sorted(days + named + counted, key=lambda pair: pair[0])
-        found.extend(m for _, m in in_order if not _is_known(m.strip('"'), known))
+        found.extend(m for _, m in in_order if not _is_known(m.strip('"'), known, speaker))
         if len(found) > before and RECOMMENDATION.found(Sentence.of(plain)):
             recommends = True
     return list(dict.fromkeys(found))[:limit], recommends
 
 
 def answer_note(
-    content: str, known: str, detail: Detail, *, said: Collection[str] = ()
+    content: str,
+    known: str,
+    detail: Detail,
+    *,
+    said: Collection[str] = (),
+    speaker: str = "",
 ) -> str | None:
     """ "Assistant listed Duolingo; Memrise; mentioned Pizzarium, 38 subjects", or None
     when the message names nothing new. ``known`` is memory's text, lower-cased; ``said``
-    are the message's sentences already kept as notes of their own."""
+    are the message's sentences already kept as notes of their own; ``speaker`` the name
+    of who wrote it, which is no news either."""
+    speaker = speaker.lower()
     items, _ = list_items(content)
     parts: list[str] = []
     if detail.list_items and items:
-        unknown = {i.head.lower(): i for i in items if not _is_known(i.head, known)}
+        unknown = {i.head.lower(): i for i in items if not _is_known(i.head, known, speaker)}
         fresh = list(unknown.values())[: detail.list_items]
         if fresh:
             parts.append("listed " + "; ".join(_render_item(i, detail) for i in fresh))
     if detail.prose_mentions:
         heads = {i.head.lower() for i in items}
         sentences = [x for x in split_sentences(prose_text(content)) if x not in said]
-        mentions, recommends = _mentions(sentences, known, detail.prose_mentions * 2)
+        mentions, recommends = _mentions(sentences, known, detail.prose_mentions * 2, speaker)
         mentions = [m for m in mentions if m.lower() not in heads][: detail.prose_mentions]
         if mentions:
             verb = "recommended" if recommends else "mentioned"

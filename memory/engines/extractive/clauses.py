@@ -667,9 +667,9 @@ def message_clauses(
                     said.add(raw)
         clauses = _cap_clauses(clauses)
     if message.role == "assistant":
-        # The speaker's own name ("Lee here from billing") is nothing the answer mentions.
-        known = f"{state.known_text()}\n{message.speaker.lower()}"
-        answer = answer_note(message.content, known, detail, said=said)
+        answer = answer_note(
+            message.content, state.known_text(), detail, said=said, speaker=message.speaker
+        )
         if answer is not None:
             clauses.append(_said(answer, turn, state, kind="answer", priority=LOW))
     return clauses
